@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto'
+import Fastify from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import cors from '@fastify/cors'
+import type { Dispatcher } from 'undici'
+import type { Config } from './config/schema.js'
+import { upstreamUserAgent } from './config/schema.js'
+import { createMetrics } from './metrics.js'
+import { createRecordCache } from './resolve/cache.js'
+import { createUpstreamClient } from './resolve/upstream.js'
+import { createResolver } from './resolve/resolver.js'
+import { createProxyService } from './resolve/proxy-service.js'
+import { registerOpsRoutes } from './http/routes/ops.js'
+import type { Lifecycle } from './http/routes/ops.js'
+import { registerStaticRoutes } from './http/routes/static.js'
+import { proxyHandler, registerProxyRoutes } from './http/routes/proxy.js'
+import { baseUrlFor } from './http/base-url.js'
+import { describeError, logError, sendHtmlError } from './http/errors.js'
+import { renderErrorPage } from './http/views/pages.js'
+
+/** What buildApp may be given instead of building it itself; tests pass real objects here, never mocks. */
+export interface AppDeps {
+  /** A pino logger (main.ts makes one); default: no logging. */
+  logger?: FastifyBaseLogger
+  /** An undici dispatcher for the upstream; default: a bounded Pool to UPSTREAM_URL's origin. */
+  upstreamDispatcher?: Dispatcher
+  /** Clock in epoch ms; default Date.now. */
+  now?: () => number
+  /** Random source in [0,1) for 10320/loc weighted choice; default Math.random. */
+  random?: () => number
+}
+
+// Headers a browser-based tool may read from our answers (DECISIONS §7).
+const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
+
+/** Build the whole service, ready to `listen` or `inject`. Reads no environment, installs no signal handler. */
+export async function buildApp (config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  const now = deps.now ?? Date.now
+  const app = Fastify({
+    ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    trustProxy: config.trustProxy,
+    // Explicit server limits; never a library's default.
+    connectionTimeout: config.requestTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    bodyLimit: 16 * 1024,
+    http: { maxHeaderSize: config.maxHeaderBytes },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    // A handle is taken from the raw path: the router must not rewrite it (DECISIONS §2.5).
+    routerOptions: {
+      ignoreTrailingSlash: false,
+      ignoreDuplicateSlashes: false,
+      useSemicolonDelimiter: false,
+      maxParamLength: 65_536
+    } as FastifyServerOptions['routerOptions'],
+    // The router refuses paths it cannot decode; a DOI path is ours to judge (DECISIONS §2.2).
+    frameworkErrors: (err, request, reply) => {
+      if (err.code === 'FST_ERR_BAD_URL' && (request.method === 'GET' || request.method === 'HEAD')) {
+        reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))
+        return routeBadUrl(request, reply)
+      }
+      return reply.send(err)
+    }
+  })
+  let routeBadUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> =
+    async (_request, reply) => reply.code(400).send()
+
+  const lifecycle: Lifecycle = { ready: false }
+  app.addHook('onReady', async () => { lifecycle.ready = true })
+  app.addHook('preClose', async () => { lifecycle.ready = false })
+
+  const metrics = createMetrics()
+  const upstream = createUpstreamClient({
+    baseUrl: config.upstreamUrl,
+    userAgent: upstreamUserAgent(config),
+    timeoutMs: config.upstreamTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    connections: config.upstreamConnections,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
+    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
+  })
+  app.addHook('onClose', async () => { await upstream.close() })
+  const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, maxStaleMs: config.maxStaleSeconds * 1000 })
+  const resolver = createResolver({
+    upstream,
+    cache,
+    metrics,
+    now,
+    maxTtlSeconds: config.cacheMaxTtlSeconds,
+    minTtlSeconds: config.cacheMinTtlSeconds,
+    negativeTtlSeconds: config.negativeTtlSeconds,
+    maxStaleMs: config.maxStaleSeconds * 1000,
+    onStale: (handle, err) => app.log.warn({ handle, code: err.code }, 'upstream failed; serving a stale record')
+  })
+  const service = createProxyService({ resolver, allowedSchemes: config.allowedSchemes, now })
+
+  await app.register(cors, {
+    origin: '*',
+    methods: ['GET', 'HEAD'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 86_400
+  })
+
+  registerOpsRoutes(app, metrics, lifecycle)
+  registerStaticRoutes(app)
+  const proxyOptions = {
+    service,
+    metrics,
+    maxHandleLength: config.maxHandleLength,
+    publicBaseUrl: config.publicBaseUrl,
+    fallbackHost: `${config.host}:${config.port}`
+  }
+  registerProxyRoutes(app, proxyOptions)
+  routeBadUrl = proxyHandler(proxyOptions)
+
+  app.setNotFoundHandler(async (request, reply) => {
+    // Every GET and HEAD path is a handle; only other methods end up here.
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, `${config.host}:${config.port}`) }
+    reply.header('allow', 'GET, HEAD, OPTIONS')
+    return reply.code(405).type('text/html; charset=utf-8').send(
+      renderErrorPage(ctx, { status: 405, message: `The method ${request.method} is not supported here; use GET or HEAD.` })
+    )
+  })
+  app.setErrorHandler(async (err, request, reply) => {
+    logError(request, err)
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, `${config.host}:${config.port}`) }
+    if ((request.raw.url ?? '').startsWith('/api/')) {
+      const { status, message } = describeError(err)
+      return reply.code(status).type('application/json;charset=utf-8').send(JSON.stringify({ responseCode: status < 500 ? 4 : 2, message }))
+    }
+    return sendHtmlError(reply, ctx, err)
+  })
+
+  return app
+}

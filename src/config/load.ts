@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs'
+import { buildConfig, ConfigError } from './schema.js'
+import type { Config } from './schema.js'
+
+/** Read CONFIG_FILE (if set) and the environment into a validated Config. Only main.ts calls this. */
+export function loadConfig (env: Readonly<Record<string, string | undefined>>): Config {
+  const path = env.CONFIG_FILE
+  let file: Record<string, unknown> | undefined
+  if (path !== undefined && path !== '') {
+    let text: string
+    try {
+      text = readFileSync(path, 'utf8')
+    } catch (err) {
+      throw new ConfigError(`cannot read CONFIG_FILE ${JSON.stringify(path)}: ${(err as Error).message}`)
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch (err) {
+      throw new ConfigError(`CONFIG_FILE ${JSON.stringify(path)} is not valid JSON: ${(err as Error).message}`)
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new ConfigError(`CONFIG_FILE ${JSON.stringify(path)} must hold a JSON object`)
+    }
+    file = parsed as Record<string, unknown>
+  }
+  return buildConfig(file, env)
+}

@@ -1,0 +1,186 @@
+/**
+ * Every setting doi-proxy has: its name, its environment variable, its default and its check.
+ * This table is the single source of truth; the README's configuration table mirrors it.
+ */
+
+export interface Config {
+  host: string
+  port: number
+  upstreamUrl: string
+  upstreamTimeoutMs: number
+  upstreamConnectTimeoutMs: number
+  upstreamConnections: number
+  upstreamMaxBodyBytes: number
+  userAgent: string
+  contactEmail: string | undefined
+  publicBaseUrl: string | undefined
+  trustProxy: boolean
+  cacheMaxEntries: number
+  cacheMaxBytes: number
+  cacheMaxTtlSeconds: number
+  cacheMinTtlSeconds: number
+  negativeTtlSeconds: number
+  maxStaleSeconds: number
+  maxHandleLength: number
+  allowedSchemes: string[]
+  logLevel: string
+  shutdownGraceMs: number
+  requestTimeoutMs: number
+  keepAliveTimeoutMs: number
+  maxHeaderBytes: number
+  raNames: Record<string, string>
+  raMaxDois: number
+  raConcurrency: number
+  countryHeader: string | undefined
+}
+
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url'
+
+interface Option {
+  key: keyof Config
+  env: string
+  kind: Kind
+  min?: number
+  max?: number
+  default: unknown
+  doc: string
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+export const OPTIONS: readonly Option[] = [
+  { key: 'host', env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Address to listen on (the container image sets 0.0.0.0).' },
+  { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65535, default: 8000, doc: 'Port to listen on.' },
+  { key: 'upstreamUrl', env: 'UPSTREAM_URL', kind: 'url', default: 'https://doi.org/api/handles', doc: 'Base of the upstream Handle REST API; handle H is fetched as `${UPSTREAM_URL}/${H}` (path-encoded).' },
+  { key: 'upstreamTimeoutMs', env: 'UPSTREAM_TIMEOUT_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'A whole upstream request (connect, headers, body) gives up after this long: 504.' },
+  { key: 'upstreamConnectTimeoutMs', env: 'UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 100, max: 60_000, default: 3_000, doc: 'TCP/TLS connect timeout to the upstream.' },
+  { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', kind: 'int', min: 1, max: 1024, default: 16, doc: 'Most connections kept open to the upstream (the pool bound).' },
+  { key: 'upstreamMaxBodyBytes', env: 'UPSTREAM_MAX_BODY_BYTES', kind: 'int', min: 1024, max: 64 * 1024 * 1024, default: 1024 * 1024, doc: 'Largest upstream answer accepted; a larger one is a 502.' },
+  { key: 'userAgent', env: 'USER_AGENT', kind: 'string', default: 'doi-proxy/0.1 (self-hosted DOI resolver)', doc: 'User-Agent sent upstream (doi.org refuses requests without one).' },
+  { key: 'contactEmail', env: 'CONTACT_EMAIL', kind: 'optional-string', default: undefined, doc: 'Appended to the User-Agent as `mailto:` so the upstream operator can reach you. Recommended.' },
+  { key: 'publicBaseUrl', env: 'PUBLIC_BASE_URL', kind: 'optional-url', default: undefined, doc: 'Base URL of this resolver as users see it (behind a reverse proxy), for alias redirects and self-links. Default: taken from the request.' },
+  { key: 'trustProxy', env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Trust `X-Forwarded-*` headers (client address, scheme, host). Turn on only behind your own reverse proxy.' },
+  { key: 'cacheMaxEntries', env: 'CACHE_MAX_ENTRIES', kind: 'int', min: 1, max: 100_000_000, default: 200_000, doc: 'Most records (and not-found answers) held in memory.' },
+  { key: 'cacheMaxBytes', env: 'CACHE_MAX_BYTES', kind: 'int', min: 1024, max: 64 * 1024 * 1024 * 1024, default: 256 * 1024 * 1024, doc: 'Most bytes of records held in memory (estimated from their JSON size).' },
+  { key: 'cacheMaxTtlSeconds', env: 'CACHE_MAX_TTL_SECONDS', kind: 'int', min: 0, max: 30 * 86400, default: 86_400, doc: 'A record is kept fresh at most this long, whatever its values\' `ttl` say.' },
+  { key: 'cacheMinTtlSeconds', env: 'CACHE_MIN_TTL_SECONDS', kind: 'int', min: 0, max: 86400, default: 60, doc: 'A record is kept fresh at least this long (except a value with `ttl` 0: not cached).' },
+  { key: 'negativeTtlSeconds', env: 'NEGATIVE_TTL_SECONDS', kind: 'int', min: 0, max: 86400, default: 60, doc: 'How long a not-found answer is cached; 0 disables.' },
+  { key: 'maxStaleSeconds', env: 'MAX_STALE_SECONDS', kind: 'int', min: 0, max: 365 * 86400, default: 7 * 86400, doc: 'When the upstream fails, an expired record up to this old is served (`X-Cache: STALE`); 0 disables.' },
+  { key: 'maxHandleLength', env: 'MAX_HANDLE_LENGTH', kind: 'int', min: 16, max: 65536, default: 4096, doc: 'Longest handle accepted (characters after decoding); longer is 414.' },
+  { key: 'allowedSchemes', env: 'ALLOWED_SCHEMES', kind: 'list', default: ['http', 'https', 'ftp'], doc: 'URL schemes redirected to (comma-separated); others show the values page.' },
+  { key: 'logLevel', env: 'LOG_LEVEL', kind: 'level', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.` },
+  { key: 'shutdownGraceMs', env: 'SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 600_000, default: 10_000, doc: 'On SIGTERM/SIGINT, in-flight requests get this long to finish.' },
+  { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', kind: 'int', min: 1000, max: 600_000, default: 30_000, doc: 'A client request (headers and body) must arrive within this time.' },
+  { key: 'keepAliveTimeoutMs', env: 'KEEP_ALIVE_TIMEOUT_MS', kind: 'int', min: 0, max: 600_000, default: 5_000, doc: 'Idle keep-alive connections are closed after this long.' },
+  { key: 'maxHeaderBytes', env: 'MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1024 * 1024, default: 16 * 1024, doc: 'Largest request line plus headers accepted (431 beyond).' },
+  { key: 'raNames', env: 'RA_NAMES', kind: 'map', default: {}, doc: 'Extra Which RA? names: `SERV=Name,…` mapping `10.SERV/SERV` to a display name (wins over the built-in table).' },
+  { key: 'raMaxDois', env: 'RA_MAX_DOIS', kind: 'int', min: 1, max: 10_000, default: 100, doc: 'Most DOIs in one Which RA? request; more is 400.' },
+  { key: 'raConcurrency', env: 'RA_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 8, doc: 'Lookups one Which RA? request runs at once.' },
+  { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
+]
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Check one raw value (from a file: any JSON type; from the environment: a string) against its option. */
+function coerce (opt: Option, raw: unknown, source: string): unknown {
+  const where = `${opt.key} (${source})`
+  const fail = (expected: string): never => {
+    throw new ConfigError(`invalid setting ${where}: expected ${expected}, got ${JSON.stringify(raw)}`)
+  }
+  switch (opt.kind) {
+    case 'int': {
+      const n = typeof raw === 'number' ? raw : (typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN)
+      if (!Number.isSafeInteger(n)) return fail('an integer')
+      if ((opt.min !== undefined && n < opt.min) || (opt.max !== undefined && n > opt.max)) {
+        return fail(`an integer from ${opt.min} to ${opt.max}`)
+      }
+      return n
+    }
+    case 'bool': {
+      if (typeof raw === 'boolean') return raw
+      const s = typeof raw === 'string' ? raw.trim().toLowerCase() : ''
+      if (['1', 'true', 'yes', 'on'].includes(s)) return true
+      if (['0', 'false', 'no', 'off', ''].includes(s)) return false
+      return fail('true or false')
+    }
+    case 'string':
+    case 'optional-string': {
+      if (typeof raw !== 'string') return fail('a string')
+      if (/[\u0000-\u001f\u007f]/.test(raw)) return fail('a string without control characters')
+      if (raw === '' && opt.kind === 'optional-string') return undefined
+      if (raw === '') return fail('a non-empty string')
+      return raw
+    }
+    case 'url':
+    case 'optional-url': {
+      if (raw === '' && opt.kind === 'optional-url') return undefined
+      if (typeof raw !== 'string') return fail('an http(s) URL')
+      let url: URL
+      try { url = new URL(raw) } catch { return fail('an http(s) URL') }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('an http(s) URL')
+      if (url.search !== '' || url.hash !== '') return fail('a URL without ?query or #fragment')
+      return raw.replace(/\/+$/, '')
+    }
+    case 'list': {
+      const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',') : fail('a comma-separated list')
+      const out = items.map((s) => (typeof s === 'string' ? s.trim().toLowerCase() : fail('a list of strings')))
+      if (out.some((s) => !/^[a-z][a-z0-9+.-]*$/.test(s))) return fail('a list of URL schemes such as http,https')
+      return out
+    }
+    case 'map': {
+      if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
+        const entries = Object.entries(raw as Record<string, unknown>)
+        if (entries.some(([, v]) => typeof v !== 'string')) return fail('an object of strings')
+        return Object.fromEntries(entries.map(([k, v]) => [k.toUpperCase(), v as string]))
+      }
+      if (typeof raw !== 'string') return fail('KEY=Name pairs')
+      const out: Record<string, string> = {}
+      for (const pair of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+        const eq = pair.indexOf('=')
+        if (eq <= 0 || eq === pair.length - 1) return fail('KEY=Name pairs separated by commas')
+        out[pair.slice(0, eq).trim().toUpperCase()] = pair.slice(eq + 1).trim()
+      }
+      return out
+    }
+    case 'level':
+      if (typeof raw !== 'string' || !LOG_LEVELS.includes(raw)) return fail(`one of ${LOG_LEVELS.join(', ')}`)
+      return raw
+  }
+}
+
+export function defaultConfig (): Config {
+  const out: Record<string, unknown> = {}
+  for (const opt of OPTIONS) out[opt.key] = structuredClone(opt.default)
+  return out as unknown as Config
+}
+
+/**
+ * Built-in defaults < the config file's JSON object < environment variables.
+ * Unknown keys in the file are refused, so a typo does not silently do nothing.
+ */
+export function buildConfig (file: Record<string, unknown> | undefined, env: Readonly<Record<string, string | undefined>>): Config {
+  const out = defaultConfig() as unknown as Record<string, unknown>
+  if (file !== undefined) {
+    for (const [key, raw] of Object.entries(file)) {
+      const opt = OPTIONS.find((o) => o.key === key)
+      if (opt === undefined) throw new ConfigError(`unknown setting "${key}" in the config file`)
+      out[key] = coerce(opt, raw, 'config file')
+    }
+  }
+  for (const opt of OPTIONS) {
+    const raw = env[opt.env]
+    if (raw !== undefined) out[opt.key] = coerce(opt, raw, `env ${opt.env}`)
+  }
+  const config = out as unknown as Config
+  if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
+    throw new ConfigError(`invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`)
+  }
+  return config
+}
+
+/** The User-Agent actually sent: the configured one plus the contact, if any. */
+export function upstreamUserAgent (config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
+  return config.contactEmail === undefined ? config.userAgent : `${config.userAgent} (mailto:${config.contactEmail})`
+}

@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify'
+import type { Metrics } from '../../metrics.js'
+
+export interface Lifecycle {
+  /** True once every plugin is loaded and until shutdown begins. */
+  ready: boolean
+}
+
+/**
+ * Liveness, readiness and metrics. None of them depends on the upstream: a doi.org outage must not
+ * mark the replicas unhealthy exactly when their stale cache is most useful.
+ */
+export function registerOpsRoutes (app: FastifyInstance, metrics: Metrics, lifecycle: Lifecycle): void {
+  app.get('/healthz', async (_request, reply) => {
+    return reply.header('cache-control', 'no-store').send({ status: 'ok' })
+  })
+  app.get('/readyz', async (_request, reply) => {
+    reply.header('cache-control', 'no-store')
+    if (!lifecycle.ready) return reply.code(503).send({ status: 'unavailable' })
+    return reply.send({ status: 'ready' })
+  })
+  app.get('/metrics', async (_request, reply) => {
+    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+}

@@ -1,0 +1,118 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { encodeURLPath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
+import { parseProxyQuery } from '../../handle/query.js'
+import type { ProxyParams } from '../../handle/query.js'
+import type { ProxyOutcome, ProxyService } from '../../resolve/proxy-service.js'
+import type { Metrics } from '../../metrics.js'
+import { baseUrlFor } from '../base-url.js'
+import { RequestError, logError, sendHtmlError, describeError } from '../errors.js'
+import {
+  renderHomePage, renderNoValuesPage, renderNotFoundPage, renderRedirectBody, renderValuesPage
+} from '../views/pages.js'
+import type { PageContext } from '../views/pages.js'
+
+const HTML = 'text/html; charset=utf-8'
+// A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
+const SAFE_HEADER_VALUE = /^[\t\x20-\x7e]*$/
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+export interface ProxyRouteOptions {
+  service: ProxyService
+  metrics: Metrics
+  maxHandleLength: number
+  publicBaseUrl: string | undefined
+  fallbackHost: string
+}
+
+/** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
+export function registerProxyRoutes (app: FastifyInstance, opts: ProxyRouteOptions): void {
+  app.get('/*', proxyHandler(opts))
+}
+
+/**
+ * The handler itself, exported because the router refuses some raw paths (a lone '%', invalid
+ * UTF-8) before routing; app.ts sends those here so they get our own answer (DECISIONS §2.2).
+ */
+export function proxyHandler (opts: ProxyRouteOptions) {
+  return async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const ctx: PageContext = { baseUrl: baseUrlFor(request, opts.publicBaseUrl, opts.fallbackHost) }
+    const { path, query, fragment } = splitRequestTarget(originForm(request.raw.url ?? '/'))
+    const parsed = handleFromPath(path, { maxLength: opts.maxHandleLength })
+    if (!parsed.ok) {
+      opts.metrics.resolutions.inc({ outcome: 'bad_request' })
+      return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
+    }
+    const params = parseProxyQuery(query, fragment)
+    if (parsed.handle === '') return home(reply, ctx, params)
+    if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
+      opts.metrics.resolutions.inc({ outcome: 'bad_request' })
+      return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
+    }
+    try {
+      const outcome = await opts.service.answer({ handle: parsed.handle, params })
+      opts.metrics.resolutions.inc({ outcome: outcomeLabel(outcome) })
+      return render(reply, ctx, outcome, query)
+    } catch (err) {
+      opts.metrics.resolutions.inc({ outcome: describeError(err).status >= 500 ? 'upstream_error' : 'bad_request' })
+      logError(request, err)
+      return sendHtmlError(reply, ctx, err, parsed.handle)
+    }
+  }
+}
+
+/** `/` shows the home page; its form sends `/?hdl=X&…`, which we turn into the shareable `/X?…`. */
+function home (reply: FastifyReply, ctx: PageContext, params: ProxyParams): FastifyReply {
+  const hdl = params.all.get('hdl')?.[0]?.trim() ?? ''
+  if (hdl === '') return reply.type(HTML).send(renderHomePage(ctx))
+  const rest: string[] = []
+  for (const [key, values] of params.all) {
+    if (key === 'hdl') continue
+    for (const v of values) rest.push(v === '' ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`)
+  }
+  const target = `${ctx.baseUrl}${encodeURLPath(hdl.replace(/^\/+/, ''))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
+  return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
+}
+
+function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, rawQuery: string): FastifyReply {
+  reply.header('x-cache', outcome.cache)
+  switch (outcome.kind) {
+    case 'redirect': {
+      reply.code(outcome.status).header('location', outcome.location).header('expires', new Date(outcome.expires).toUTCString())
+      if (outcome.vary) reply.header('vary', 'Accept')
+      const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
+      if (links.length > 0) reply.header('link', links)
+      for (const [name, value] of outcome.extraHeaders) {
+        if (HEADER_NAME.test(name) && SAFE_HEADER_VALUE.test(value)) reply.header(name, value)
+      }
+      return reply.type(HTML).send(renderRedirectBody(outcome.location, outcome.headLines))
+    }
+    case 'alias': {
+      // reference §2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
+      const location = `${ctx.baseUrl}${encodeURLPath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
+      if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
+      return reply.code(301).header('location', location).header('expires', new Date(outcome.expires).toUTCString()).send()
+    }
+    case 'values':
+      if (outcome.vary) reply.header('vary', 'Accept')
+      return reply.type(HTML).send(renderValuesPage(ctx, outcome.handle, outcome.values))
+    case 'no-values':
+      return reply.type(HTML).send(renderNoValuesPage(ctx, outcome.handle))
+    case 'showurls':
+      if (outcome.vary) reply.header('vary', 'Accept')
+      return reply.type('text/xml; charset=utf-8').send(outcome.xml)
+    case 'not-found':
+      return reply.code(404).type(HTML).send(renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message }))
+  }
+}
+
+function outcomeLabel (outcome: ProxyOutcome): string {
+  return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind
+}
+
+/** A request target in absolute form (`GET http://host/x`) becomes origin form (`/x`). */
+function originForm (url: string): string {
+  if (url.startsWith('/')) return url
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*(.*)$/s.exec(url)
+  const rest = m?.[1] ?? url
+  return rest.startsWith('/') ? rest : `/${rest}`
+}

@@ -1,0 +1,63 @@
+import { LRUCache } from 'lru-cache'
+import type { HandleRecord } from '../handle/types.js'
+
+/** One cached upstream answer. `freshUntil` is epoch ms by the injected clock. */
+export type CachedAnswer =
+  | { kind: 'found', record: HandleRecord, storedAt: number, freshUntil: number }
+  | { kind: 'not-found', storedAt: number, freshUntil: number }
+
+export interface RecordCacheOptions {
+  maxEntries: number
+  maxBytes: number
+  /** How long past freshness a found record is kept for serving when the upstream fails. */
+  maxStaleMs: number
+}
+
+// A not-found entry is small; count it as this many bytes.
+const NOT_FOUND_SIZE = 64
+
+/**
+ * The record cache: bounded by entries and by bytes (estimated from the record's JSON size).
+ * Found records stay past their freshness for up to maxStaleMs so they can stand in when the
+ * upstream fails; lru-cache's own TTL purges them after that.
+ */
+export function createRecordCache (opts: RecordCacheOptions) {
+  const lru = new LRUCache<string, CachedAnswer>({
+    max: opts.maxEntries,
+    maxSize: opts.maxBytes,
+    sizeCalculation: (entry) => entry.kind === 'found' ? estimateSize(entry.record) : NOT_FOUND_SIZE,
+    ttlAutopurge: false
+  })
+
+  return {
+    /** The entry, fresh or stale, or undefined. Callers decide what stale means for them. */
+    peek (key: string): CachedAnswer | undefined {
+      return lru.get(key)
+    },
+    set (key: string, entry: CachedAnswer): void {
+      const freshMs = Math.max(0, entry.freshUntil - entry.storedAt)
+      const keepMs = entry.kind === 'found' ? freshMs + opts.maxStaleMs : freshMs
+      if (keepMs <= 0) {
+        lru.delete(key)
+        return
+      }
+      lru.set(key, entry, { ttl: keepMs })
+    },
+    delete (key: string): void {
+      lru.delete(key)
+    },
+    get size (): number {
+      return lru.size
+    },
+    get bytes (): number {
+      return lru.calculatedSize
+    }
+  }
+}
+
+export type RecordCache = ReturnType<typeof createRecordCache>
+
+/** Rough in-memory size: JSON length of the values plus the handle, times two for UTF-16 and object overhead. */
+function estimateSize (record: HandleRecord): number {
+  return Math.max(1, 2 * (record.handle.length + JSON.stringify(record.values).length))
+}

@@ -1,0 +1,138 @@
+import type { HandleValue } from '../handle/types.js'
+import { cacheKey } from '../handle/name.js'
+import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
+import type { Metrics } from '../metrics.js'
+import type { RecordCache, CachedAnswer } from './cache.js'
+import { UpstreamError } from './errors.js'
+import type { UpstreamAnswer, UpstreamClient } from './upstream.js'
+
+export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
+
+export type Lookup =
+  | { kind: 'found', values: HandleValue[], cache: CacheStatus }
+  | { kind: 'not-found', cache: CacheStatus }
+
+/** The end of an alias chain: the record of the last handle, and how many HS_ALIAS hops led there. */
+export type ChainResult =
+  | { kind: 'found', handle: string, values: HandleValue[], hops: number, aliasValues: HandleValue[], cache: CacheStatus }
+  | { kind: 'not-found', handle: string, hops: number, cache: CacheStatus }
+  | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
+
+export interface LookupOptions {
+  /** Bypass the cache, ask the upstream authoritatively, refresh the cache (DECISIONS §3). */
+  auth?: boolean
+  /** Passed through upstream; like auth it cannot be answered from the cache. */
+  cert?: boolean
+}
+
+export interface ResolverOptions {
+  upstream: UpstreamClient
+  cache: RecordCache
+  metrics: Metrics
+  now: () => number
+  maxTtlSeconds: number
+  minTtlSeconds: number
+  negativeTtlSeconds: number
+  maxStaleMs: number
+  onStale?: (handle: string, err: UpstreamError) => void
+}
+
+// DECISIONS §3 / reference §2: more than 20 hops is "Alias chain too long"; a loop is a chain that is too long.
+export const MAX_ALIAS_HOPS = 20
+
+/**
+ * Gets handle records: cache → upstream, one upstream request for concurrent misses of a key,
+ * stale answers when the upstream fails. Knows nothing about HTTP requests from clients.
+ */
+export function createResolver (opts: ResolverOptions) {
+  const { cache, metrics, now } = opts
+  const inflight = new Map<string, Promise<{ answer: UpstreamAnswer, stale: boolean }>>()
+
+  function store (key: string, answer: UpstreamAnswer): void {
+    const storedAt = now()
+    if (answer.kind === 'found') {
+      const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
+      cache.set(key, { kind: 'found', record: answer.record, storedAt, freshUntil: storedAt + seconds * 1000 })
+    } else if (opts.negativeTtlSeconds > 0) {
+      cache.set(key, { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 })
+    } else {
+      cache.delete(key)
+    }
+  }
+
+  async function fromUpstream (handle: string, key: string, flags: LookupOptions, fallback: CachedAnswer | undefined) {
+    const started = performance.now()
+    try {
+      const answer = await opts.upstream.fetchRecord(handle, flags)
+      metrics.upstreamDuration.observe({ outcome: answer.kind === 'found' ? 'found' : 'not_found' }, (performance.now() - started) / 1000)
+      store(key, answer)
+      return { answer, stale: false }
+    } catch (err) {
+      metrics.upstreamDuration.observe({ outcome: 'error' }, (performance.now() - started) / 1000)
+      if (!(err instanceof UpstreamError)) throw err
+      metrics.upstreamErrors.inc({ code: err.code })
+      if (err.staleable && fallback?.kind === 'found' && now() - fallback.freshUntil <= opts.maxStaleMs) {
+        opts.onStale?.(handle, err)
+        return { answer: { kind: 'found', record: fallback.record } as UpstreamAnswer, stale: true }
+      }
+      throw err
+    }
+  }
+
+  async function lookup (handle: string, flags: LookupOptions = {}): Promise<Lookup> {
+    const key = cacheKey(handle)
+    const cached = cache.peek(key)
+    const bypass = flags.auth === true || flags.cert === true
+    if (!bypass && cached !== undefined && cached.freshUntil > now()) {
+      metrics.cache.inc({ result: 'hit' })
+      return toLookup(cached.kind === 'found' ? { kind: 'found', record: cached.record } : { kind: 'not-found' }, 'HIT')
+    }
+    if (bypass) {
+      metrics.cache.inc({ result: 'bypass' })
+      const { answer, stale } = await fromUpstream(handle, key, flags, cached)
+      return toLookup(answer, stale ? 'STALE' : 'BYPASS')
+    }
+    let pending = inflight.get(key)
+    if (pending === undefined) {
+      metrics.cache.inc({ result: 'miss' })
+      pending = fromUpstream(handle, key, {}, cached).finally(() => inflight.delete(key))
+      inflight.set(key, pending)
+    } else {
+      metrics.cache.inc({ result: 'shared' })
+    }
+    const { answer, stale } = await pending
+    if (stale) metrics.cache.inc({ result: 'stale' })
+    return toLookup(answer, stale ? 'STALE' : 'MISS')
+  }
+
+  /** Follow HS_ALIAS values from `handle` (DECISIONS §3), at most MAX_ALIAS_HOPS hops. */
+  async function followAliases (handle: string, flags: LookupOptions = {}): Promise<ChainResult> {
+    let current = handle
+    let worst: CacheStatus = 'HIT'
+    const aliasValues: HandleValue[] = []
+    for (let hops = 0; ; hops++) {
+      const result = await lookup(current, flags)
+      worst = worse(worst, result.cache)
+      if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst }
+      const target = aliasTarget(result.values)
+      if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst }
+      if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
+      const aliasValue = result.values.find((v) => v.type.toUpperCase() === 'HS_ALIAS')
+      if (aliasValue !== undefined) aliasValues.push(aliasValue)
+      current = target
+    }
+  }
+
+  return { lookup, followAliases }
+}
+
+export type Resolver = ReturnType<typeof createResolver>
+
+function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
+  return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache } : { kind: 'not-found', cache }
+}
+
+const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
+function worse (a: CacheStatus, b: CacheStatus): CacheStatus {
+  return RANK[b] > RANK[a] ? b : a
+}

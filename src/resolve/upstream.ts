@@ -1,0 +1,129 @@
+import { Pool } from 'undici'
+import type { Dispatcher } from 'undici'
+import type { HandleRecord, HandleValue } from '../handle/types.js'
+import { encodeURLPath } from '../handle/name.js'
+import { upstreamErrors, UpstreamError } from './errors.js'
+
+/** What the upstream said about a handle. Errors are thrown as UpstreamError. */
+export type UpstreamAnswer =
+  | { kind: 'found', record: HandleRecord }
+  | { kind: 'not-found' }
+
+export interface UpstreamOptions {
+  baseUrl: string
+  userAgent: string
+  timeoutMs: number
+  connectTimeoutMs: number
+  connections: number
+  maxBodyBytes: number
+  /** Tests and embedders may pass their own undici dispatcher; by default a bounded Pool is made. */
+  dispatcher?: Dispatcher
+}
+
+export interface UpstreamClient {
+  fetchRecord (handle: string, opts?: { auth?: boolean, cert?: boolean }): Promise<UpstreamAnswer>
+  close (): Promise<void>
+}
+
+// Handle REST API response codes (reference-proxy.md §7): 1 ok, 2 error, 100 not found, 200 values not found.
+// 301 ("That prefix doesn't live here") is what a handle server answers for a prefix it does not hold: not found.
+const RC_OK = 1
+const RC_ERROR = 2
+const RC_NOT_FOUND = 100
+const RC_VALUES_NOT_FOUND = 200
+const RC_SERVER_NOT_RESP = 301
+
+export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
+  const base = new URL(opts.baseUrl)
+  const basePath = base.pathname.replace(/\/+$/, '')
+  const ownsDispatcher = opts.dispatcher === undefined
+  const dispatcher: Dispatcher = opts.dispatcher ?? new Pool(base.origin, {
+    connections: opts.connections,
+    connect: { timeout: opts.connectTimeoutMs },
+    headersTimeout: opts.timeoutMs,
+    bodyTimeout: opts.timeoutMs,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 60_000,
+    pipelining: 1
+  })
+  const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
+
+  async function fetchRecord (handle: string, flags: { auth?: boolean, cert?: boolean } = {}): Promise<UpstreamAnswer> {
+    const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
+    const path = `${basePath}/${encodeURLPath(handle)}${query === '' ? '' : `?${query}`}`
+    const signal = AbortSignal.timeout(opts.timeoutMs)
+    let res: Dispatcher.ResponseData
+    try {
+      res = await dispatcher.request({ origin: base.origin, path, method: 'GET', headers, signal })
+    } catch (err) {
+      throw classify(err, opts.timeoutMs)
+    }
+    let text: string
+    try {
+      text = await readBounded(res.body, opts.maxBodyBytes)
+    } catch (err) {
+      throw err instanceof UpstreamError ? err : classify(err, opts.timeoutMs)
+    }
+    return interpret(res.statusCode, text, handle)
+  }
+
+  return {
+    fetchRecord,
+    async close () {
+      if (ownsDispatcher) await dispatcher.close()
+    }
+  }
+}
+
+/** Read a body as UTF-8 text, refusing more than maxBytes (a runaway upstream must not fill our memory). */
+async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length
+    if (size > maxBytes) {
+      body.destroy()
+      throw upstreamErrors.badResponse(`answer larger than ${maxBytes} bytes`)
+    }
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function classify (err: unknown, timeoutMs: number): UpstreamError {
+  const e = err as { name?: string, code?: string, message?: string }
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return upstreamErrors.timeout(timeoutMs, err)
+  }
+  return upstreamErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)
+}
+
+/** Turn an upstream HTTP answer into found / not-found, or throw. */
+export function interpret (status: number, text: string, handle: string): UpstreamAnswer {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    if (status >= 500 || status === 429) throw upstreamErrors.status(status)
+    throw upstreamErrors.badResponse(`HTTP ${status} with a body that is not JSON`)
+  }
+  const rc = (body as { responseCode?: unknown } | null)?.responseCode
+  if (rc === RC_NOT_FOUND || rc === RC_SERVER_NOT_RESP) return { kind: 'not-found' }
+  if ((rc === RC_OK || rc === RC_VALUES_NOT_FOUND) && status === 200) {
+    const values = (body as { values?: unknown }).values ?? []
+    if (!Array.isArray(values) || !values.every(isHandleValue)) throw upstreamErrors.badResponse('malformed values')
+    return { kind: 'found', record: { handle, values } }
+  }
+  if (status >= 500 || status === 429 || rc === RC_ERROR) throw upstreamErrors.status(status)
+  throw upstreamErrors.badResponse(`HTTP ${status}, responseCode ${JSON.stringify(rc)}`)
+}
+
+function isHandleValue (v: unknown): v is HandleValue {
+  if (v === null || typeof v !== 'object') return false
+  const o = v as Record<string, unknown>
+  const data = o.data as Record<string, unknown> | null | undefined
+  return Number.isInteger(o.index) && typeof o.type === 'string' &&
+    data !== null && typeof data === 'object' && typeof data.format === 'string' &&
+    (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
+}

@@ -1,0 +1,31 @@
+import { onTestFinished } from 'vitest'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import type { AppDeps } from '../../src/app.js'
+import { buildConfig } from '../../src/config/schema.js'
+import type { Config } from '../../src/config/schema.js'
+import { FakeUpstream } from './fake-upstream.js'
+import { PROBE_RECORDS } from './records.js'
+import type { HandleValue } from '../../src/handle/types.js'
+
+export interface TestSetup {
+  app: FastifyInstance
+  upstream: FakeUpstream
+  config: Config
+}
+
+/**
+ * A real fake upstream on 127.0.0.1 and our app pointed at it, both closed when the test ends.
+ * `overrides` are config settings; `records` replace the probe records.
+ */
+export async function setup (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup> {
+  const upstream = await FakeUpstream.start(opts.records ?? PROBE_RECORDS)
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, ...opts.overrides }
+  const app = await buildApp(config, opts.deps)
+  await app.ready()
+  onTestFinished(async () => {
+    await app.close()
+    await upstream.close()
+  })
+  return { app, upstream, config }
+}

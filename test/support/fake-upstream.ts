@@ -1,0 +1,117 @@
+import { createServer } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import type { HandleValue } from '../../src/handle/types.js'
+
+/** How the fake upstream behaves right now. */
+export type UpstreamMode =
+  | { kind: 'ok' }
+  | { kind: 'slow', delayMs: number }
+  | { kind: 'hang' }
+  | { kind: 'status', status: number, body?: string, headers?: Record<string, string> }
+  | { kind: 'broken-json' }
+
+export interface SeenRequest {
+  handle: string
+  path: string
+  headers: IncomingMessage['headers']
+}
+
+/**
+ * A real Handle REST API server on 127.0.0.1 with records in memory. Handles are matched with
+ * ASCII case folding, as handle servers do. Switch `mode` to make it slow, hang, fail or lie.
+ */
+export class FakeUpstream {
+  readonly records = new Map<string, HandleValue[]>()
+  readonly seen: SeenRequest[] = []
+  mode: UpstreamMode = { kind: 'ok' }
+  private server: Server | undefined
+  private readonly sockets = new Set<Socket>()
+  private port = 0
+
+  static async start (records: Record<string, HandleValue[]> = {}): Promise<FakeUpstream> {
+    const fake = new FakeUpstream()
+    for (const [handle, values] of Object.entries(records)) fake.set(handle, values)
+    await fake.listen()
+    return fake
+  }
+
+  /** Base URL to use as UPSTREAM_URL. */
+  get url (): string {
+    return `http://127.0.0.1:${this.port}/api/handles`
+  }
+
+  set (handle: string, values: HandleValue[]): void {
+    this.records.set(fold(handle), values)
+  }
+
+  delete (handle: string): void {
+    this.records.delete(fold(handle))
+  }
+
+  /** How many requests asked for this handle (ASCII case folded). */
+  count (handle: string): number {
+    return this.seen.filter((r) => fold(r.handle) === fold(handle)).length
+  }
+
+  async listen (port = 0): Promise<void> {
+    this.server = createServer((req, res) => { this.handle(req, res) })
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket)
+      socket.on('close', () => this.sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve))
+    this.port = (this.server.address() as AddressInfo).port
+  }
+
+  /** Stop listening and cut every connection: the upstream is down (connection refused). */
+  async close (): Promise<void> {
+    for (const socket of this.sockets) socket.destroy()
+    await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())))
+  }
+
+  /** Come back on the same port after close(). */
+  async restart (): Promise<void> {
+    await this.listen(this.port)
+  }
+
+  private handle (req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/'
+    const path = url.split('?')[0] ?? ''
+    const prefix = '/api/handles/'
+    const handle = path.startsWith(prefix) ? decodeURIComponent(path.slice(prefix.length)) : ''
+    this.seen.push({ handle, path: url, headers: req.headers })
+    const mode = this.mode
+    switch (mode.kind) {
+      case 'hang':
+        return // never answer
+      case 'status':
+        res.writeHead(mode.status, { 'content-type': 'application/json', ...mode.headers })
+        res.end(mode.body ?? JSON.stringify({ responseCode: 2, message: 'Internal error' }))
+        return
+      case 'broken-json':
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{"responseCode":1,"handle":')
+        return
+      case 'slow':
+        setTimeout(() => this.answer(res, handle), mode.delayMs)
+        return
+      case 'ok':
+        this.answer(res, handle)
+    }
+  }
+
+  private answer (res: ServerResponse, handle: string): void {
+    if (res.destroyed) return
+    const values = this.records.get(fold(handle))
+    const [status, body] = values === undefined
+      ? [404, { responseCode: 100, handle }]
+      : [200, { responseCode: 1, handle, values }]
+    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8' })
+    res.end(JSON.stringify(body))
+  }
+}
+
+function fold (handle: string): string {
+  return handle.replace(/[a-z]/g, (c) => c.toUpperCase())
+}
