@@ -62,7 +62,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
         reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))
         return routeBadUrl(request, reply)
       }
-      return reply.send(err)
+      return (reply as FastifyReply).send(err)
     }
   })
   let routeBadUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> =
