@@ -33,5 +33,5 @@ export const PROBE_RECORDS: Record<string, HandleValue[]> = {
   '10.5555/trailing/': [admin(), str(1, 'URL', 'http://example.org/trailing')],
   '10.5555/query?x=1': [admin(), str(1, 'URL', 'http://example.org/query')],
   '10.5555/UPPER': [admin(), str(1, 'URL', 'http://example.org/upper')],
-  '10.5555': [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF'), str(3, 'EMAIL', 'admin@example.org')]
+  10.5555: [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF'), str(3, 'EMAIL', 'admin@example.org')]
 }

@@ -1,0 +1,39 @@
+import { connect } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import type { AddressInfo } from 'node:net'
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string[]>
+  body: string
+}
+
+/**
+ * Send one request exactly as written (request target included) over a real socket: for what HTTP
+ * libraries would clean up first, such as a raw '#' in the path or bytes that are not UTF-8.
+ */
+export async function rawRequest (app: FastifyInstance, target: string | Buffer, method = 'GET'): Promise<RawResponse> {
+  if (app.server.listening === false) await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const head = Buffer.concat([
+    Buffer.from(`${method} `), Buffer.isBuffer(target) ? target : Buffer.from(target, 'latin1'),
+    Buffer.from(` HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
+  ])
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(head))
+    const chunks: Buffer[] = []
+    socket.on('data', (c) => chunks.push(c))
+    socket.on('end', () => resolve(Buffer.concat(chunks)))
+    socket.on('error', reject)
+  })
+  const text = raw.toString('latin1')
+  const split = text.indexOf('\r\n\r\n')
+  const [statusLine = '', ...lines] = text.slice(0, split).split('\r\n')
+  const headers: Record<string, string[]> = {}
+  for (const line of lines) {
+    const colon = line.indexOf(':')
+    const name = line.slice(0, colon).toLowerCase()
+    ;(headers[name] ??= []).push(line.slice(colon + 1).trim())
+  }
+  return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) }
+}
