@@ -33,6 +33,20 @@ export interface AppDeps {
 // Headers a browser-based tool may read from our answers (DECISIONS §7).
 const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    lifecycle: Lifecycle
+  }
+}
+
+/**
+ * Start draining: /readyz answers 503 so load balancers stop sending traffic, while requests
+ * are still served (with `Connection: close`). main.ts calls this on SIGTERM, waits, then closes.
+ */
+export function beginDrain (app: FastifyInstance): void {
+  app.lifecycle.ready = false
+}
+
 /** Build the whole service, ready to `listen` or `inject`. Reads no environment, installs no signal handler. */
 export async function buildApp (config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now
@@ -69,8 +83,13 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     async (_request, reply) => reply.code(400).send()
 
   const lifecycle: Lifecycle = { ready: false }
+  app.decorate('lifecycle', lifecycle)
   app.addHook('onReady', async () => { lifecycle.ready = true })
   app.addHook('preClose', async () => { lifecycle.ready = false })
+  // While draining, answers close their connection so shutdown does not wait for keep-alive timeouts.
+  app.addHook('onSend', async (_request, reply) => {
+    if (!lifecycle.ready) reply.header('connection', 'close')
+  })
 
   const metrics = createMetrics()
   const upstream = createUpstreamClient({

@@ -1,6 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
-import { buildApp } from './app.js'
+import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
 import type { Config } from './config/schema.js'
@@ -28,6 +28,9 @@ async function main (): Promise<void> {
   closeWithGrace({ delay: config.shutdownGraceMs, logger }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
     else logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    beginDrain(app)
+    // Give load balancers time to see /readyz fail before the listener closes.
+    if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
     await app.close()
   })
 

@@ -25,6 +25,7 @@ export interface Config {
   allowedSchemes: string[]
   logLevel: string
   shutdownGraceMs: number
+  drainDelayMs: number
   requestTimeoutMs: number
   keepAliveTimeoutMs: number
   maxHeaderBytes: number
@@ -69,7 +70,8 @@ export const OPTIONS: readonly Option[] = [
   { key: 'maxHandleLength', env: 'MAX_HANDLE_LENGTH', kind: 'int', min: 16, max: 65536, default: 4096, doc: 'Longest handle accepted (characters after decoding); longer is 414.' },
   { key: 'allowedSchemes', env: 'ALLOWED_SCHEMES', kind: 'list', default: ['http', 'https', 'ftp'], doc: 'URL schemes redirected to (comma-separated); others show the values page.' },
   { key: 'logLevel', env: 'LOG_LEVEL', kind: 'level', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.` },
-  { key: 'shutdownGraceMs', env: 'SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 600_000, default: 10_000, doc: 'On SIGTERM/SIGINT, in-flight requests get this long to finish.' },
+  { key: 'shutdownGraceMs', env: 'SHUTDOWN_GRACE_MS', kind: 'int', min: 0, max: 600_000, default: 10_000, doc: 'On SIGTERM/SIGINT, the whole shutdown (drain delay and in-flight requests) gets this long before the process exits anyway.' },
+  { key: 'drainDelayMs', env: 'DRAIN_DELAY_MS', kind: 'int', min: 0, max: 600_000, default: 0, doc: 'On SIGTERM, /readyz fails this long before the listener closes (set it above your load balancer\'s check interval).' },
   { key: 'requestTimeoutMs', env: 'REQUEST_TIMEOUT_MS', kind: 'int', min: 1000, max: 600_000, default: 30_000, doc: 'A client request (headers and body) must arrive within this time.' },
   { key: 'keepAliveTimeoutMs', env: 'KEEP_ALIVE_TIMEOUT_MS', kind: 'int', min: 0, max: 600_000, default: 5_000, doc: 'Idle keep-alive connections are closed after this long.' },
   { key: 'maxHeaderBytes', env: 'MAX_HEADER_BYTES', kind: 'int', min: 1024, max: 1024 * 1024, default: 16 * 1024, doc: 'Largest request line plus headers accepted (431 beyond).' },

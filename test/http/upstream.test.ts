@@ -1,0 +1,200 @@
+import { describe, expect, it } from 'vitest'
+import { setup } from '../support/app.js'
+import { str } from '../support/records.js'
+
+describe('the upstream request', () => {
+  it('asks the upstream for the whole record, path-encoded, with our User-Agent and contact', async () => {
+    const { app, upstream } = await setup({ overrides: { userAgent: 'doi-proxy-test/1', contactEmail: 'ops@library.example' } })
+    await app.inject({ url: '/10.5555/with%20space?type=URL&index=1', headers: { cookie: 'session=secret', authorization: 'Bearer x' } })
+    const seen = upstream.seen.at(-1)
+    expect(seen?.path).toBe('/api/handles/10.5555/with%20space')
+    expect(seen?.headers['user-agent']).toBe('doi-proxy-test/1 (mailto:ops@library.example)')
+    expect(seen?.headers.cookie).toBeUndefined()
+    expect(seen?.headers.authorization).toBeUndefined()
+  })
+
+  it('sends the handle in the case the user gave', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/Plain' })
+    expect(upstream.seen.at(-1)?.handle).toBe('10.5555/Plain')
+  })
+})
+
+describe('the cache (DECISIONS §3)', () => {
+  it('a second request is answered from the cache: X-Cache MISS then HIT, one upstream request', async () => {
+    const { app, upstream } = await setup()
+    expect((await app.inject({ url: '/10.5555/plain' })).headers['x-cache']).toBe('MISS')
+    expect((await app.inject({ url: '/10.5555/plain?noredirect' })).headers['x-cache']).toBe('HIT')
+    expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it('ASCII case variants share one cache entry, other letters do not', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/plain' })
+    expect((await app.inject({ url: '/10.5555/PLAIN' })).headers['x-cache']).toBe('HIT')
+    await app.inject({ url: '/10.5555/caf%C3%A9' })
+    expect((await app.inject({ url: '/10.5555/CAF%C3%89' })).headers['x-cache']).toBe('MISS')
+    expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it('concurrent requests for one uncached DOI make one upstream request', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'slow', delayMs: 100 }
+    const answers = await Promise.all(Array.from({ length: 50 }, () => app.inject({ url: '/10.5555/plain' })))
+    expect(answers.every((r) => r.statusCode === 302)).toBe(true)
+    expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it('a not-found answer is cached for the negative TTL', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const { app, upstream } = await setup({ deps: { now: () => now }, overrides: { negativeTtlSeconds: 60 } })
+    expect((await app.inject({ url: '/10.5555/missing' })).statusCode).toBe(404)
+    expect((await app.inject({ url: '/10.5555/missing' })).headers['x-cache']).toBe('HIT')
+    expect(upstream.count('10.5555/missing')).toBe(1)
+    now += 61_000
+    upstream.set('10.5555/missing', [str(1, 'URL', 'http://example.org/now-here')])
+    const later = await app.inject({ url: '/10.5555/missing' })
+    expect(later.statusCode).toBe(302)
+    expect(upstream.count('10.5555/missing')).toBe(2)
+  })
+
+  it('negative caching can be turned off', async () => {
+    const { app, upstream } = await setup({ overrides: { negativeTtlSeconds: 0 } })
+    await app.inject({ url: '/10.5555/missing' })
+    await app.inject({ url: '/10.5555/missing' })
+    expect(upstream.count('10.5555/missing')).toBe(2)
+  })
+
+  it('a record expires after the smallest ttl of its values', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const { app, upstream } = await setup({
+      deps: { now: () => now },
+      records: { '10.1/short': [str(1, 'URL', 'http://example.org/a', 300), str(2, 'DESC', 'x', 86400)] }
+    })
+    await app.inject({ url: '/10.1/short' })
+    now += 299_000
+    expect((await app.inject({ url: '/10.1/short' })).headers['x-cache']).toBe('HIT')
+    now += 2_000
+    expect((await app.inject({ url: '/10.1/short' })).headers['x-cache']).toBe('MISS')
+    expect(upstream.count('10.1/short')).toBe(2)
+  })
+
+  it('a value with ttl 0 is not cached', async () => {
+    const { app, upstream } = await setup({ records: { '10.1/zero': [str(1, 'URL', 'http://example.org/a', 0)] } })
+    await app.inject({ url: '/10.1/zero' })
+    expect((await app.inject({ url: '/10.1/zero' })).headers['x-cache']).toBe('MISS')
+    expect(upstream.count('10.1/zero')).toBe(2)
+  })
+
+  it('auth bypasses the cache, asks the upstream with auth=true, and refreshes the cache', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/plain' })
+    upstream.set('10.5555/plain', [str(1, 'URL', 'http://example.org/changed')])
+    const auth = await app.inject({ url: '/10.5555/plain?auth' })
+    expect(auth.headers['x-cache']).toBe('BYPASS')
+    expect(auth.headers.location).toBe('http://example.org/changed')
+    expect(upstream.seen.at(-1)?.path).toBe('/api/handles/10.5555/plain?auth=true')
+    const after = await app.inject({ url: '/10.5555/plain' })
+    expect(after.headers['x-cache']).toBe('HIT')
+    expect(after.headers.location).toBe('http://example.org/changed')
+  })
+
+  it('cert is passed through upstream', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/plain?cert' })
+    expect(upstream.seen.at(-1)?.path).toBe('/api/handles/10.5555/plain?cert=true')
+  })
+
+  it('the cache holds no more than its entry bound', async () => {
+    const records = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`10.1/n${i}`, [str(1, 'URL', `http://example.org/${i}`)]]))
+    const { app, upstream } = await setup({ records, overrides: { cacheMaxEntries: 3 } })
+    for (let i = 0; i < 10; i++) await app.inject({ url: `/10.1/n${i}` })
+    expect((await app.inject({ url: '/10.1/n9' })).headers['x-cache']).toBe('HIT')
+    expect((await app.inject({ url: '/10.1/n0' })).headers['x-cache']).toBe('MISS')
+    expect(upstream.count('10.1/n0')).toBe(2)
+  })
+})
+
+describe('upstream failures (DECISIONS §8)', () => {
+  it('a slow upstream within the timeout still resolves', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'slow', delayMs: 300 }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(302)
+  })
+
+  it('a hanging upstream gives 504 with a clear page after the timeout', async () => {
+    const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 300 } })
+    upstream.mode = { kind: 'hang' }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(504)
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(res.body).toContain('did not answer within 300 ms')
+  })
+
+  it('an upstream 500 gives 502', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 500 }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('HTTP 500')
+  })
+
+  it('broken JSON from the upstream gives 502', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'broken-json' }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('cannot use')
+  })
+
+  it('an unknown responseCode gives 502', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 200, body: '{"responseCode":42}' }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(502)
+  })
+
+  it('values that are not handle values give 502', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 200, body: '{"responseCode":1,"values":[{"index":"x"}]}' }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(502)
+  })
+
+  it('an upstream answer over the size bound gives 502', async () => {
+    const { app, upstream } = await setup({ overrides: { upstreamMaxBodyBytes: 1024 } })
+    upstream.set('10.1/big', [str(1, 'DESC', 'x'.repeat(5000))])
+    expect((await app.inject({ url: '/10.1/big' })).statusCode).toBe(502)
+  })
+
+  it('an unreachable upstream gives 502 quickly', async () => {
+    const { app, upstream } = await setup()
+    await upstream.close()
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('could not be reached')
+  })
+
+  it('a prefix the upstream does not hold (responseCode 301) is a 404', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 400, body: '{"responseCode":301,"message":"That prefix doesn\'t live here","handle":"10.9999/x"}' }
+    expect((await app.inject({ url: '/10.9999/x' })).statusCode).toBe(404)
+  })
+
+  it('an expired record is served stale when the upstream fails', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const { app, upstream } = await setup({ deps: { now: () => now } })
+    await app.inject({ url: '/10.5555/plain' })
+    now += 2 * 86_400_000
+    upstream.mode = { kind: 'status', status: 503 }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('STALE')
+  })
+
+  it('a failing upstream is not cached: the next request asks again', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 500 }
+    await app.inject({ url: '/10.5555/plain' })
+    upstream.mode = { kind: 'ok' }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(302)
+  })
+})
