@@ -52,7 +52,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const OPTIONS: readonly Option[] = [
   { key: 'host', env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Address to listen on (the container image sets 0.0.0.0).' },
   { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65535, default: 8000, doc: 'Port to listen on.' },
-  { key: 'upstreamUrl', env: 'UPSTREAM_URL', kind: 'url', default: 'https://doi.org/api/handles', doc: 'Base of the upstream Handle REST API; handle H is fetched as `${UPSTREAM_URL}/${H}` (path-encoded).' },
+  { key: 'upstreamUrl', env: 'UPSTREAM_URL', kind: 'url', default: 'https://doi.org/api/handles', doc: 'Base of the upstream Handle REST API; handle H is fetched as UPSTREAM_URL + "/" + H, path-encoded.' },
   { key: 'upstreamTimeoutMs', env: 'UPSTREAM_TIMEOUT_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'A whole upstream request (connect, headers, body) gives up after this long: 504.' },
   { key: 'upstreamConnectTimeoutMs', env: 'UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 100, max: 60_000, default: 3_000, doc: 'TCP/TLS connect timeout to the upstream.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', kind: 'int', min: 1, max: 1024, default: 16, doc: 'Most connections kept open to the upstream (the pool bound).' },
@@ -110,6 +110,7 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
     case 'string':
     case 'optional-string': {
       if (typeof raw !== 'string') return fail('a string')
+      // eslint-disable-next-line no-control-regex
       if (/[\u0000-\u001f\u007f]/.test(raw)) return fail('a string without control characters')
       if (raw === '' && opt.kind === 'optional-string') return undefined
       if (raw === '') return fail('a non-empty string')
