@@ -14,6 +14,8 @@ import { registerOpsRoutes } from './http/routes/ops.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { registerStaticRoutes } from './http/routes/static.js'
 import { proxyHandler, registerProxyRoutes } from './http/routes/proxy.js'
+import { apiHandler, registerApiRoutes } from './http/routes/api.js'
+import { registerRaRoutes } from './http/routes/ra.js'
 import { baseUrlFor } from './http/base-url.js'
 import { describeError, logError, sendHtmlError } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
@@ -132,8 +134,13 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     publicBaseUrl: config.publicBaseUrl,
     fallbackHost: `${config.host}:${config.port}`
   }
+  const apiOptions = { resolver, maxHandleLength: config.maxHandleLength }
+  registerApiRoutes(app, apiOptions)
+  registerRaRoutes(app, { resolver, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })
   registerProxyRoutes(app, proxyOptions)
-  routeBadUrl = proxyHandler(proxyOptions)
+  const proxyForBadUrl = proxyHandler(proxyOptions)
+  const apiForBadUrl = apiHandler(apiOptions)
+  routeBadUrl = async (request, reply) => (request.raw.url ?? '').startsWith('/api/handles/') ? apiForBadUrl(request, reply) : proxyForBadUrl(request, reply)
 
   app.setNotFoundHandler(async (request, reply) => {
     // Every GET and HEAD path is a handle; only other methods end up here.

@@ -1,0 +1,86 @@
+/** The OpenAPI 3.1 description served at /api/openapi.json: the REST API and Which RA?, as we serve them. */
+
+const handleValue = {
+  type: 'object',
+  required: ['index', 'type', 'data', 'ttl'],
+  properties: {
+    index: { type: 'integer' },
+    type: { type: 'string', examples: ['URL', 'HS_ADMIN', '10320/loc'] },
+    data: {
+      type: 'object',
+      required: ['format', 'value'],
+      properties: { format: { type: 'string', examples: ['string', 'admin', 'vlist', 'site', 'key', 'base64'] }, value: {} }
+    },
+    permissions: { type: 'string', description: 'Only when not the usual admin read/write, public read.' },
+    ttl: { oneOf: [{ type: 'integer', description: 'relative seconds' }, { type: 'string', format: 'date-time', description: 'absolute expiry' }] },
+    timestamp: { type: 'string', format: 'date-time' },
+    references: { type: 'array' }
+  }
+}
+
+const apiAnswer = {
+  type: 'object',
+  required: ['responseCode'],
+  properties: {
+    responseCode: { type: 'integer', description: '1 success, 2 error (upstream failure), 4 bad request, 100 handle not found, 102 invalid handle, 200 values not found' },
+    handle: { type: 'string' },
+    values: { type: 'array', items: handleValue },
+    message: { type: 'string' }
+  }
+}
+
+const json = (description: string, schema: object) => ({ description, content: { 'application/json': { schema } } })
+
+export const OPENAPI_DOCUMENT = {
+  openapi: '3.1.0',
+  info: {
+    title: 'doi-proxy',
+    version: '0.1.0',
+    description: 'A self-hosted DOI resolver. Besides `/{doi}` redirects it serves the Handle REST API and Which RA? exactly as doi.org does, from its cache.'
+  },
+  paths: {
+    '/api/handles/{handle}': {
+      get: {
+        summary: 'The handle record (Handle REST API)',
+        description: 'The record as the upstream Handle REST API returns it, with the reference key order. HS_ALIAS values are returned, not followed. Also answers HEAD.',
+        parameters: [
+          { name: 'handle', in: 'path', required: true, schema: { type: 'string' }, description: 'The DOI or handle, percent-encoded where needed (# as %23, ? as %3F). No `doi:` prefix is stripped.' },
+          { name: 'type', in: 'query', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true, description: 'Only values of these types; a trailing `.` is a prefix match. Union with `index`.' },
+          { name: 'index', in: 'query', schema: { type: 'array', items: { type: 'integer' } }, style: 'form', explode: true, description: 'Only values with these indexes. A non-integer is a 400 with responseCode 4.' },
+          { name: 'pretty', in: 'query', schema: { type: 'string' }, description: 'Indent the JSON by 2 spaces (true when empty, `yes` or `true`).' },
+          { name: 'callback', in: 'query', schema: { type: 'string' }, description: 'JSONP: the answer is `callback(json);` as application/javascript. Characters other than letters, digits, `_` and `$` become `_`.' },
+          { name: 'auth', in: 'query', schema: { type: 'string' }, description: 'Bypass the cache and ask the upstream authoritatively (true when empty, `yes` or `true`).' },
+          { name: 'cert', in: 'query', schema: { type: 'string' }, description: 'Ask the upstream for a certified answer; bypasses the cache.' }
+        ],
+        responses: {
+          200: json('Found (responseCode 1), or values not found for the filters (responseCode 200, empty `values`).', apiAnswer),
+          400: json('Bad request: non-integer index (responseCode 4) or empty/invalid handle (responseCode 102).', apiAnswer),
+          404: json('Handle not found (responseCode 100).', apiAnswer),
+          414: json('Handle too long.', apiAnswer),
+          502: json('The upstream failed or is unreachable (responseCode 2).', apiAnswer),
+          503: json('Too busy to ask the upstream now (responseCode 2).', apiAnswer),
+          504: json('The upstream did not answer in time (responseCode 2).', apiAnswer)
+        }
+      }
+    },
+    '/doiRA/{dois}': {
+      get: {
+        summary: 'Which RA? — the registration agency of each DOI',
+        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order.',
+        parameters: [{ name: 'dois', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' }, many: { value: '10.1000/182,10.5555/x' } } }],
+        responses: {
+          200: json('One entry per DOI.', {
+            type: 'array',
+            items: {
+              oneOf: [
+                { type: 'object', required: ['DOI', 'RA'], properties: { DOI: { type: 'string' }, RA: { type: 'string', examples: ['Crossref', 'DataCite', 'mEDRA'] } } },
+                { type: 'object', required: ['DOI', 'status'], properties: { DOI: { type: 'string' }, status: { enum: ['Invalid DOI', 'DOI does not exist', 'Unknown'] } } }
+              ]
+            }
+          }),
+          400: json('More DOIs than the configured maximum.', { type: 'object', properties: { message: { type: 'string' } } })
+        }
+      }
+    }
+  }
+} as const
