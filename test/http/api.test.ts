@@ -156,11 +156,11 @@ describe('/api/handles (DECISIONS §7)', () => {
 describe('Which RA? (reference §8)', () => {
   const records = {
     '10.5555/plain': [str(1, 'URL', 'http://example.org/plain')],
-    '10.5555': [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF')],
+    10.5555: [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF')],
     '10.5281/zenodo.1': [str(1, 'URL', 'https://zenodo.org/record/1')],
-    '10.5281': [admin(), str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA></HS_NAMESPACE>'), str(2, 'HS_SERV', '10.SERV/DEFAULT')],
+    10.5281: [admin(), str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA></HS_NAMESPACE>'), str(2, 'HS_SERV', '10.SERV/DEFAULT')],
     '10.7777/x': [str(1, 'URL', 'http://example.org/x')],
-    '10.7777': [admin(), str(2, 'HS_SERV', '10.SERV/NEWRA')]
+    10.7777: [admin(), str(2, 'HS_SERV', '10.SERV/NEWRA')]
   }
 
   it('answers each DOI\'s RA in input order, pretty-printed', async () => {
