@@ -8,6 +8,9 @@ import { upstreamUserAgent } from './config/schema.js'
 import { createMetrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createUpstreamClient } from './resolve/upstream.js'
+import { guardUpstream } from './resolve/guard.js'
+import { registerRateLimits } from './http/rate-limit.js'
+import underPressure from '@fastify/under-pressure'
 import { createResolver } from './resolve/resolver.js'
 import { createProxyService } from './resolve/proxy-service.js'
 import { registerOpsRoutes } from './http/routes/ops.js'
@@ -31,6 +34,8 @@ export interface AppDeps {
   /** Random source in [0,1) for 10320/loc weighted choice; default Math.random. */
   random?: () => number
 }
+
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics'])
 
 // Headers a browser-based tool may read from our answers (DECISIONS §7).
 const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
@@ -94,7 +99,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
 
   const metrics = createMetrics()
-  const upstream = createUpstreamClient({
+  const rawUpstream = createUpstreamClient({
     baseUrl: config.upstreamUrl,
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.upstreamTimeoutMs,
@@ -102,6 +107,34 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     connections: config.upstreamConnections,
     maxBodyBytes: config.upstreamMaxBodyBytes,
     ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
+  })
+  const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
+  const upstream = guardUpstream(rawUpstream, {
+    maxConcurrent: config.upstreamMaxConcurrent,
+    queueSize: config.upstreamQueueSize,
+    queueTimeoutMs: config.upstreamQueueTimeoutMs,
+    retries: config.upstreamRetries,
+    retryBaseMs: config.upstreamRetryBaseMs,
+    retryMaxMs: config.upstreamRetryMaxMs,
+    budgetMs: config.upstreamTimeoutMs,
+    breaker: {
+      errorThresholdPercent: config.breakerErrorThresholdPercent,
+      volumeThreshold: config.breakerVolumeThreshold,
+      resetMs: config.breakerResetMs,
+      windowMs: config.breakerWindowMs
+    },
+    onRetry: (handle, attempt, err) => {
+      metrics.upstreamRetries.inc()
+      app.log.info({ handle, attempt, code: err.code, upstreamStatus: err.upstreamStatus }, 'retrying the upstream')
+    },
+    onBreaker: (state) => {
+      metrics.breakerOpen.set(BREAKER_LEVEL[state])
+      app.log.warn({ state }, 'upstream circuit breaker changed state')
+    },
+    onQueue: (waiting, active) => {
+      metrics.upstreamWaiting.set(waiting)
+      metrics.upstreamActive.set(active)
+    }
   })
   app.addHook('onClose', async () => { await upstream.close() })
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, maxStaleMs: config.maxStaleSeconds * 1000 })
@@ -114,9 +147,29 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     minTtlSeconds: config.cacheMinTtlSeconds,
     negativeTtlSeconds: config.negativeTtlSeconds,
     maxStaleMs: config.maxStaleSeconds * 1000,
-    onStale: (handle, err) => app.log.warn({ handle, code: err.code }, 'upstream failed; serving a stale record')
+    refreshAhead: config.refreshAhead,
+    onStale: (handle, err) => {
+      metrics.staleServed.inc()
+      app.log.warn({ handle, code: err.code }, 'upstream failed; serving a stale record')
+    },
+    onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
   })
+  metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
   const service = createProxyService({ resolver, allowedSchemes: config.allowedSchemes, now })
+
+  if (config.maxEventLoopDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      retryAfter: 5,
+      // Liveness and readiness stay answerable under load: shedding is for resolution work.
+      pressureHandler: (request, reply) => {
+        if (OPS_PATHS.has(request.url)) return undefined
+        reply.header('retry-after', '5')
+        return Promise.reject(Object.assign(new Error('Server under pressure'), { statusCode: 503, code: 'DP_OVERLOADED' }))
+      }
+    })
+  }
+  await registerRateLimits(app, config)
 
   await app.register(cors, {
     origin: '*',

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /**
  * Our Prometheus instruments, on a registry of their own (one per app, so tests can build many).
@@ -6,6 +6,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
  */
 export function createMetrics () {
   const registry = new Registry()
+  let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
   return {
     registry,
@@ -28,6 +29,47 @@ export function createMetrics () {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry]
     }),
+    upstreamRetries: new Counter({
+      name: 'doi_proxy_upstream_retries_total',
+      help: 'Upstream requests retried after 429, 502, 503, 504 or a dropped connection',
+      registers: [registry]
+    }),
+    breakerOpen: new Gauge({
+      name: 'doi_proxy_upstream_circuit_state',
+      help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
+      registers: [registry]
+    }),
+    upstreamWaiting: new Gauge({
+      name: 'doi_proxy_upstream_queue_length',
+      help: 'Lookups waiting for an upstream slot',
+      registers: [registry]
+    }),
+    upstreamActive: new Gauge({
+      name: 'doi_proxy_upstream_in_flight',
+      help: 'Upstream requests in flight',
+      registers: [registry]
+    }),
+    staleServed: new Counter({
+      name: 'doi_proxy_stale_answers_total',
+      help: 'Expired records served because the upstream failed',
+      registers: [registry]
+    }),
+    cacheEntries: new Gauge({
+      name: 'doi_proxy_cache_entries',
+      help: 'Records and not-found answers held in the cache',
+      registers: [registry],
+      collect () { this.set(cacheStats().entries) }
+    }),
+    cacheBytes: new Gauge({
+      name: 'doi_proxy_cache_bytes',
+      help: 'Estimated bytes of records held in the cache',
+      registers: [registry],
+      collect () { this.set(cacheStats().bytes) }
+    }),
+    /** The cache is built after the metrics; it tells them how to read its size. */
+    observeCache (stats: () => { entries: number, bytes: number }): void {
+      cacheStats = stats
+    },
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
       help: 'Upstream failures by error code',

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net'
+
 /**
  * Every setting doi-proxy has: its name, its environment variable, its default and its check.
  * This table is the single source of truth; the README's configuration table mirrors it.
@@ -33,9 +35,25 @@ export interface Config {
   raMaxDois: number
   raConcurrency: number
   countryHeader: string | undefined
+  upstreamMaxConcurrent: number
+  upstreamQueueSize: number
+  upstreamQueueTimeoutMs: number
+  upstreamRetries: number
+  upstreamRetryBaseMs: number
+  upstreamRetryMaxMs: number
+  breakerErrorThresholdPercent: number
+  breakerVolumeThreshold: number
+  breakerResetMs: number
+  breakerWindowMs: number
+  refreshAhead: boolean
+  rateLimitMax: number
+  rateLimitWindowMs: number
+  rateLimitAllowList: string[]
+  authRateLimitMax: number
+  maxEventLoopDelayMs: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs'
 
 interface Option {
   key: keyof Config
@@ -78,8 +96,35 @@ export const OPTIONS: readonly Option[] = [
   { key: 'raNames', env: 'RA_NAMES', kind: 'map', default: {}, doc: 'Extra Which RA? names: `SERV=Name,…` mapping `10.SERV/SERV` to a display name (wins over the built-in table).' },
   { key: 'raMaxDois', env: 'RA_MAX_DOIS', kind: 'int', min: 1, max: 10_000, default: 100, doc: 'Most DOIs in one Which RA? request; more is 400.' },
   { key: 'raConcurrency', env: 'RA_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 8, doc: 'Lookups one Which RA? request runs at once.' },
+  { key: 'upstreamMaxConcurrent', env: 'UPSTREAM_MAX_CONCURRENT', kind: 'int', min: 1, max: 1024, default: 16, doc: 'Most upstream requests in flight at once (be polite: doi.org answers 429 to parallel clients).' },
+  { key: 'upstreamQueueSize', env: 'UPSTREAM_QUEUE_SIZE', kind: 'int', min: 0, max: 1_000_000, default: 1000, doc: 'Most lookups waiting for an upstream slot; beyond it, 503 with Retry-After.' },
+  { key: 'upstreamQueueTimeoutMs', env: 'UPSTREAM_QUEUE_TIMEOUT_MS', kind: 'int', min: 1, max: 120_000, default: 5_000, doc: 'A lookup waiting this long for an upstream slot gets 503 (or a stale record).' },
+  { key: 'upstreamRetries', env: 'UPSTREAM_RETRIES', kind: 'int', min: 0, max: 10, default: 2, doc: 'Retries after 429, 502, 503, 504 or a dropped connection, within the upstream timeout.' },
+  { key: 'upstreamRetryBaseMs', env: 'UPSTREAM_RETRY_BASE_MS', kind: 'int', min: 1, max: 60_000, default: 250, doc: 'First retry delay, doubled each time (a Retry-After from the upstream wins).' },
+  { key: 'upstreamRetryMaxMs', env: 'UPSTREAM_RETRY_MAX_MS', kind: 'int', min: 1, max: 120_000, default: 4_000, doc: 'Longest retry delay.' },
+  { key: 'breakerErrorThresholdPercent', env: 'BREAKER_ERROR_THRESHOLD_PERCENT', kind: 'int', min: 1, max: 100, default: 50, doc: 'The circuit breaker opens when this share of upstream requests in the window failed.' },
+  { key: 'breakerVolumeThreshold', env: 'BREAKER_VOLUME_THRESHOLD', kind: 'int', min: 1, max: 1_000_000, default: 10, doc: 'The breaker judges only windows with at least this many requests.' },
+  { key: 'breakerResetMs', env: 'BREAKER_RESET_MS', kind: 'int', min: 100, max: 3_600_000, default: 15_000, doc: 'An open breaker lets one probe through after this long; success closes it.' },
+  { key: 'breakerWindowMs', env: 'BREAKER_WINDOW_MS', kind: 'int', min: 1_000, max: 3_600_000, default: 30_000, doc: 'The breaker\'s rolling window.' },
+  { key: 'refreshAhead', env: 'REFRESH_AHEAD', kind: 'bool', default: true, doc: 'A record asked for in the last tenth of its lifetime is refreshed in the background, so popular DOIs never wait on the upstream.' },
+  { key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 0, doc: 'Requests per client address per window; 0 turns inbound rate limiting off.' },
+  { key: 'rateLimitWindowMs', env: 'RATE_LIMIT_WINDOW_MS', kind: 'int', min: 1_000, max: 86_400_000, default: 60_000, doc: 'The rate-limit window.' },
+  { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
+  { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
+  { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay new requests get 503 with Retry-After (load shedding); 0 disables.' },
   { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
 ]
+
+/** An address or CIDR as [address, prefix length, family], or undefined when it is neither. */
+export function parseCidr (text: string): [string, number, 'ipv4' | 'ipv6'] | undefined {
+  const [address = '', bits] = text.split('/')
+  const family = isIP(address)
+  if (family === 0) return undefined
+  const max = family === 4 ? 32 : 128
+  const prefix = bits === undefined ? max : Number(bits)
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (bits !== undefined && !/^\d+$/.test(bits))) return undefined
+  return [address, prefix, family === 4 ? 'ipv4' : 'ipv6']
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -146,6 +191,13 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
         out[pair.slice(0, eq).trim().toUpperCase()] = pair.slice(eq + 1).trim()
       }
       return out
+    }
+    case 'cidrs': {
+      const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : fail('comma-separated addresses or CIDRs')
+      for (const item of items) {
+        if (typeof item !== 'string' || parseCidr(item) === undefined) return fail('comma-separated addresses or CIDRs such as 10.0.0.0/8')
+      }
+      return items
     }
     case 'level':
       if (typeof raw !== 'string' || !LOG_LEVELS.includes(raw)) return fail(`one of ${LOG_LEVELS.join(', ')}`)

@@ -34,7 +34,10 @@ export interface ResolverOptions {
   minTtlSeconds: number
   negativeTtlSeconds: number
   maxStaleMs: number
+  /** Refresh a record in the background when it is asked for in the last tenth of its lifetime. */
+  refreshAhead?: boolean
   onStale?: (handle: string, err: UpstreamError) => void
+  onRefreshError?: (handle: string, err: unknown) => void
 }
 
 // DECISIONS §3 / reference §2: more than 20 hops is "Alias chain too long"; a loop is a chain that is too long.
@@ -83,8 +86,12 @@ export function createResolver (opts: ResolverOptions) {
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true
-    if (!bypass && cached !== undefined && cached.freshUntil > now()) {
+    const at = now()
+    if (!bypass && cached !== undefined && cached.freshUntil > at) {
       metrics.cache.inc({ result: 'hit' })
+      if (opts.refreshAhead === true && cached.kind === 'found' && at > cached.freshUntil - (cached.freshUntil - cached.storedAt) / 10) {
+        refreshInBackground(handle, key, cached)
+      }
       return toLookup(cached.kind === 'found' ? { kind: 'found', record: cached.record } : { kind: 'not-found' }, 'HIT')
     }
     if (bypass) {
@@ -103,6 +110,14 @@ export function createResolver (opts: ResolverOptions) {
     const { answer, stale } = await pending
     if (stale) metrics.cache.inc({ result: 'stale' })
     return toLookup(answer, stale ? 'STALE' : 'MISS')
+  }
+
+  /** Stale-while-revalidate: one background refresh per key; a failure keeps the current entry. */
+  function refreshInBackground (handle: string, key: string, cached: CachedAnswer): void {
+    if (inflight.has(key)) return
+    const pending = fromUpstream(handle, key, {}, cached).finally(() => inflight.delete(key))
+    inflight.set(key, pending)
+    pending.catch((err: unknown) => opts.onRefreshError?.(handle, err))
   }
 
   /** Follow HS_ALIAS values from `handle` (DECISIONS §3), at most MAX_ALIAS_HOPS hops. */

@@ -20,8 +20,15 @@ export interface UpstreamOptions {
   dispatcher?: Dispatcher
 }
 
+export interface FetchOptions {
+  auth?: boolean
+  cert?: boolean
+  /** This attempt's whole time budget; default the client's timeoutMs. */
+  timeoutMs?: number
+}
+
 export interface UpstreamClient {
-  fetchRecord (handle: string, opts?: { auth?: boolean, cert?: boolean }): Promise<UpstreamAnswer>
+  fetchRecord (handle: string, opts?: FetchOptions): Promise<UpstreamAnswer>
   close (): Promise<void>
 }
 
@@ -48,23 +55,24 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   })
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
 
-  async function fetchRecord (handle: string, flags: { auth?: boolean, cert?: boolean } = {}): Promise<UpstreamAnswer> {
+  async function fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
+    const timeoutMs = flags.timeoutMs ?? opts.timeoutMs
     const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
     const path = `${basePath}/${encodeURLPath(handle)}${query === '' ? '' : `?${query}`}`
-    const signal = AbortSignal.timeout(opts.timeoutMs)
+    const signal = AbortSignal.timeout(timeoutMs)
     let res: Dispatcher.ResponseData
     try {
       res = await dispatcher.request({ origin: base.origin, path, method: 'GET', headers, signal })
     } catch (err) {
-      throw classify(err, opts.timeoutMs)
+      throw classify(err, timeoutMs)
     }
     let text: string
     try {
       text = await readBounded(res.body, opts.maxBodyBytes)
     } catch (err) {
-      throw err instanceof UpstreamError ? err : classify(err, opts.timeoutMs)
+      throw err instanceof UpstreamError ? err : classify(err, timeoutMs)
     }
-    return interpret(res.statusCode, text, handle)
+    return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
   }
 
   return {
@@ -100,12 +108,12 @@ function classify (err: unknown, timeoutMs: number): UpstreamError {
 }
 
 /** Turn an upstream HTTP answer into found / not-found, or throw. */
-export function interpret (status: number, text: string, handle: string): UpstreamAnswer {
+export function interpret (status: number, text: string, handle: string, retryAfter?: number): UpstreamAnswer {
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
-    if (status >= 500 || status === 429) throw upstreamErrors.status(status)
+    if (status >= 500 || status === 429) throw upstreamErrors.status(status, retryAfter)
     throw upstreamErrors.badResponse(`HTTP ${status} with a body that is not JSON`)
   }
   const rc = (body as { responseCode?: unknown } | null)?.responseCode
@@ -115,8 +123,17 @@ export function interpret (status: number, text: string, handle: string): Upstre
     if (!Array.isArray(values) || !values.every(isHandleValue)) throw upstreamErrors.badResponse('malformed values')
     return { kind: 'found', record: { handle, values } }
   }
-  if (status >= 500 || status === 429 || rc === RC_ERROR) throw upstreamErrors.status(status)
+  if (status >= 500 || status === 429 || rc === RC_ERROR) throw upstreamErrors.status(status, retryAfter)
   throw upstreamErrors.badResponse(`HTTP ${status}, responseCode ${JSON.stringify(rc)}`)
+}
+
+/** Retry-After as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+function retryAfterMs (header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined || value.trim() === '') return undefined
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
 }
 
 function isHandleValue (v: unknown): v is HandleValue {
