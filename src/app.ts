@@ -155,7 +155,13 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
   })
   metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
-  const service = createProxyService({ resolver, allowedSchemes: config.allowedSchemes, now })
+  const service = createProxyService({
+    resolver,
+    allowedSchemes: config.allowedSchemes,
+    now,
+    random: deps.random ?? Math.random,
+    onLocationProblems: (handle, problems) => app.log.warn({ handle, problems }, 'skipped broken 10320/loc data')
+  })
 
   if (config.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {
@@ -185,7 +191,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     metrics,
     maxHandleLength: config.maxHandleLength,
     publicBaseUrl: config.publicBaseUrl,
-    fallbackHost: `${config.host}:${config.port}`
+    fallbackHost: `${config.host}:${config.port}`,
+    countryHeader: config.countryHeader
   }
   const apiOptions = { resolver, maxHandleLength: config.maxHandleLength }
   registerApiRoutes(app, apiOptions)

@@ -123,7 +123,7 @@ function parseJson (file: string, text: string): { records: HandleRecord[], prob
   try {
     parsed = JSON.parse(text)
   } catch (err) {
-    const line = lineOfJsonError(err, text)
+    const line = lineOfJsonError(text)
     return { records: [], problems: [{ file, ...(line === undefined ? {} : { line }), message: `not valid JSON (${jsonErrorDetail(err)})` }] }
   }
   if (!Array.isArray(parsed)) {
@@ -146,14 +146,97 @@ function jsonErrorDetail (err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
 
-/** V8 says "… in JSON at position 123": turn that into a line number a person can go to. */
-function lineOfJsonError (err: unknown, text: string): number | undefined {
-  const m = /at position (\d+)/.exec(jsonErrorDetail(err))
-  if (m === null) return undefined
-  const position = Number(m[1])
+/** The 1-based line of the first JSON syntax error (V8's message does not always say where it is). */
+function lineOfJsonError (text: string): number | undefined {
+  const position = jsonErrorOffset(text)
+  if (position === undefined) return undefined
   let line = 1
   for (let i = 0; i < position && i < text.length; i++) if (text.charCodeAt(i) === 0x0a) line++
   return line
+}
+
+/**
+ * Where JSON text first goes wrong: a small recursive scanner, run only after JSON.parse has failed.
+ * Returns the offset of the offending character (text.length for a truncated document).
+ */
+export function jsonErrorOffset (text: string): number | undefined {
+  let i = 0
+  const fail = (at: number): never => { throw new JsonSyntaxAt(at) }
+  const skipSpace = (): void => { while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++ }
+  const literal = (word: string): void => {
+    if (text.startsWith(word, i)) i += word.length
+    else fail(i)
+  }
+  const string = (): void => {
+    i++ // opening quote
+    while (i < text.length) {
+      const c = text.charCodeAt(i)
+      if (c === 0x22) { i++; return }
+      if (c < 0x20) fail(i)
+      if (c === 0x5c) {
+        const e = text[i + 1] ?? ''
+        if (e === 'u') {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail(i)
+          i += 6
+        } else if ('"\\/bfnrt'.includes(e) && e !== '') {
+          i += 2
+        } else {
+          fail(i)
+        }
+      } else {
+        i++
+      }
+    }
+    fail(i)
+  }
+  const number = (): void => {
+    const m = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 400))
+    if (m === null) fail(i)
+    else i += m[0].length
+  }
+  const sequence = (close: string, item: () => void): void => {
+    i++ // opening bracket
+    skipSpace()
+    if (text[i] === close) { i++; return }
+    for (;;) {
+      item()
+      skipSpace()
+      if (text[i] === ',') { i++; continue }
+      if (text[i] === close) { i++; return }
+      fail(i)
+    }
+  }
+  const value = (): void => {
+    skipSpace()
+    const c = text[i]
+    if (c === '{') {
+      sequence('}', () => {
+        skipSpace()
+        if (text[i] !== '"') fail(i)
+        string()
+        skipSpace()
+        if (text[i] !== ':') fail(i)
+        i++
+        value()
+      })
+    } else if (c === '[') sequence(']', value)
+    else if (c === '"') string()
+    else if (c === 't') literal('true')
+    else if (c === 'f') literal('false')
+    else if (c === 'n') literal('null')
+    else number()
+  }
+  try {
+    value()
+    skipSpace()
+    return i < text.length ? i : undefined
+  } catch (err) {
+    return err instanceof JsonSyntaxAt ? err.offset : undefined // nesting too deep to scan: no line, still no throw
+  }
+}
+
+class JsonSyntaxAt extends Error {
+  constructor (readonly offset: number) { super(`JSON syntax error at ${offset}`) }
 }
 
 /** A checked record, or a message saying what is wrong with it. Extra fields (responseCode from a saved API answer) are ignored. */

@@ -1,15 +1,28 @@
 import type { HandleValue } from '../handle/types.js'
-import { valueString } from '../handle/types.js'
 import type { ProxyParams } from '../handle/query.js'
 import { hasTypeOrIndexFilter } from '../handle/query.js'
-import { expiresAt, filterValues, firstUrlValue } from '../handle/record.js'
+import { expiresAt, filterValues } from '../handle/record.js'
 import { locationFor } from '../handle/redirect.js'
+import { chooseLocation, renderShowUrls } from '../handle/locations.js'
+import type { LocationRequest } from '../handle/locations.js'
+import { automaticLocatt } from '../handle/negotiate.js'
+import { loadLocationContext } from './locations-loader.js'
 import type { CacheStatus, Resolver } from './resolver.js'
 
 /** What the HTML proxy answers for one handle request; http/ renders it. */
 export type ProxyOutcome =
-  | { kind: 'redirect', handle: string, location: string, status: 301 | 302 | 303 | 307 | 308, expires: number, vary: boolean,
-      linkHeaders: string[], extraHeaders: Array<[string, string]>, headLines: string[], cache: CacheStatus }
+  | {
+    kind: 'redirect',
+    handle: string,
+    location: string,
+    status: 301 | 302 | 303 | 307 | 308,
+    expires: number,
+    vary: boolean,
+    linkHeaders: string[],
+    extraHeaders: Array<[string, string]>,
+    headLines: string[],
+    cache: CacheStatus
+  }
   | { kind: 'alias', handle: string, target: string, expires: number, cache: CacheStatus }
   | { kind: 'values', handle: string, values: HandleValue[], vary: boolean, cache: CacheStatus }
   | { kind: 'no-values', handle: string, cache: CacheStatus }
@@ -19,13 +32,27 @@ export type ProxyOutcome =
 export interface ProxyRequest {
   handle: string
   params: ProxyParams
+  /** What content negotiation and the 10320/loc choosers read from the request. */
+  client: {
+    accept?: string | readonly string[] | undefined
+    acceptLanguage?: string | readonly string[] | undefined
+    userAgent?: string | undefined
+    address?: string | undefined
+    country?: string | undefined
+  }
 }
 
 export interface ProxyServiceOptions {
   resolver: Resolver
   allowedSchemes: readonly string[]
   now: () => number
+  random: () => number
+  /** One log line per record whose 10320/loc data had something broken in it. */
+  onLocationProblems?: (handle: string, problems: readonly string[]) => void
 }
+
+// reference §11: cached namespace-location information lives at most one hour, and Expires with it.
+const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
 
 /**
  * The HTML proxy's resolution flow (reference §2, DECISIONS §3–§4): follow aliases (301 in redirect
@@ -41,7 +68,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (params.ignoreAliases) {
       const result = await resolver.lookup(req.handle, flags)
       if (result.kind === 'not-found') return { kind: 'not-found', handle: req.handle, cache: result.cache }
-      return decide(req.handle, result.values, params, result.cache)
+      return decide(req, req.handle, result.values, result.cache)
     }
     const chain = await resolver.followAliases(req.handle, flags)
     if (chain.kind === 'alias-chain-too-long') {
@@ -52,57 +79,62 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.hops > 0 && params.action === 'redirect') {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return decide(chain.handle, chain.values, params, chain.cache)
+    return decide(req, chain.handle, chain.values, chain.cache)
   }
 
-  function decide (handle: string, all: HandleValue[], params: ProxyParams, cache: CacheStatus): ProxyOutcome {
+  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus): Promise<ProxyOutcome> {
+    const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    if (params.action === 'showurls') {
-      // Without the 10320/loc engine the candidates are the legacy URL values (reference §3 "action=showurls").
-      const xml = legacyShowUrls(values)
-      return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary: false, cache }
+    const located = await loadLocationContext(resolver, handle, values, { auth: params.auth, cert: params.cert })
+    const locRequest: LocationRequest = {
+      handle,
+      values,
+      includes: located.includes,
+      namespaceValues: located.namespaceValues,
+      locatt: [...params.locatt, ...automaticLocatt({ ...req.client, action: params.all.get('action')?.[0] })],
+      country: params.country ?? req.client.country,
+      clientAddress: req.client.address,
+      random: opts.random
     }
-    const chosen = chooseRedirect(values, params)
-    if (chosen === undefined) return { kind: 'values', handle, values, vary: false, cache }
+    if (params.action === 'showurls') {
+      const xml = renderShowUrls(locRequest)
+      const vary = located.namespaceValues.length > 0 || values.some((v) => /^10320\/loc$/i.test(v.type))
+      report(handle, located.problems)
+      return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary, cache }
+    }
+    const decision = chooseLocation(locRequest)
+    report(handle, [...located.problems, ...decision.problems])
+    if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
+    const location = locationFor(decision.href, params.urlappend, opts.allowedSchemes)
+    // A scheme outside the allow-list or a control character: show the values instead (DECISIONS §4).
+    if (location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
+    const at = now()
+    const expires = located.namespaceValues.length > 0
+      ? Math.min(expiresAt(decision.usedValues, at), at + NAMESPACE_EXPIRES_CAP_MS)
+      : expiresAt(decision.usedValues, at)
     return {
       kind: 'redirect',
       handle,
-      location: chosen.location,
-      status: 302,
-      expires: expiresAt([chosen.value], now()),
-      vary: false,
-      linkHeaders: [],
-      extraHeaders: [],
-      headLines: [],
+      location,
+      status: decision.status,
+      expires,
+      vary: decision.vary,
+      linkHeaders: decision.linkHeaders,
+      extraHeaders: decision.extraHeaders,
+      headLines: decision.headLines,
       cache
     }
   }
 
-  /** Legacy choice: the first URL value (DECISIONS §4), if its URL may be redirected to. */
-  function chooseRedirect (values: HandleValue[], params: ProxyParams): { location: string, value: HandleValue } | undefined {
-    const value = firstUrlValue(values)
-    const url = value === undefined ? undefined : valueString(value)
-    if (value === undefined || url === undefined) return undefined
-    const location = locationFor(url, params.urlappend, opts.allowedSchemes)
-    return location === undefined ? undefined : { location, value }
+  function report (handle: string, problems: readonly string[]): void {
+    if (problems.length > 0) opts.onLocationProblems?.(handle, problems)
   }
 
   return { answer }
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>
-
-function legacyShowUrls (values: HandleValue[]): string | undefined {
-  const urls = values.filter((v) => /^(0\.TYPE\/)?URL$/i.test(v.type)).map(valueString).filter((s): s is string => s !== undefined)
-  if (urls.length === 0) return undefined
-  const rows = urls.map((u, i) => `<location mode="legacy" weight="${i === 0 ? '1.0' : '0.0'}" href="${xmlEscape(u.trim())}"/>\n`)
-  return `<locations>\n${rows.join('')}</locations>\n`
-}
-
-function xmlEscape (s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-}

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { setup } from '../support/app.js'
 import { str } from '../support/records.js'
 
@@ -6,7 +6,7 @@ describe('the upstream request', () => {
   it('asks the upstream for the whole record, path-encoded, with our User-Agent and contact', async () => {
     const { app, upstream } = await setup({ overrides: { userAgent: 'doi-proxy-test/1', contactEmail: 'ops@library.example' } })
     await app.inject({ url: '/10.5555/with%20space?type=URL&index=1', headers: { cookie: 'session=secret', authorization: 'Bearer x' } })
-    const seen = upstream.seen.at(-1)
+    const seen = upstream.requestsFor('10.5555/with space').at(-1)
     expect(seen?.path).toBe('/api/handles/10.5555/with%20space')
     expect(seen?.headers['user-agent']).toBe('doi-proxy-test/1 (mailto:ops@library.example)')
     expect(seen?.headers.cookie).toBeUndefined()
@@ -16,7 +16,7 @@ describe('the upstream request', () => {
   it('sends the handle in the case the user gave', async () => {
     const { app, upstream } = await setup()
     await app.inject({ url: '/10.5555/Plain' })
-    expect(upstream.seen.at(-1)?.handle).toBe('10.5555/Plain')
+    expect(upstream.requestsFor('10.5555/plain').map((r) => r.handle)).toEqual(['10.5555/Plain'])
   })
 })
 
@@ -69,6 +69,7 @@ describe('the cache (DECISIONS §3)', () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const { app, upstream } = await setup({
       deps: { now: () => now },
+      overrides: { refreshAhead: false },
       records: { '10.1/short': [str(1, 'URL', 'http://example.org/a', 300), str(2, 'DESC', 'x', 86400)] }
     })
     await app.inject({ url: '/10.1/short' })
@@ -77,6 +78,25 @@ describe('the cache (DECISIONS §3)', () => {
     now += 2_000
     expect((await app.inject({ url: '/10.1/short' })).headers['x-cache']).toBe('MISS')
     expect(upstream.count('10.1/short')).toBe(2)
+  })
+
+  it('a record asked for in the last tenth of its lifetime is refreshed in the background', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const { app, upstream } = await setup({ deps: { now: () => now }, records: { '10.1/hot': [str(1, 'URL', 'http://example.org/old', 1000)] } })
+    await app.inject({ url: '/10.1/hot' })
+    upstream.set('10.1/hot', [str(1, 'URL', 'http://example.org/new', 1000)])
+    now += 500_000
+    expect((await app.inject({ url: '/10.1/hot' })).headers.location).toBe('http://example.org/old')
+    expect(upstream.count('10.1/hot')).toBe(1)
+    now += 450_000
+    const hit = await app.inject({ url: '/10.1/hot' })
+    expect(hit.headers['x-cache']).toBe('HIT')
+    expect(hit.headers.location).toBe('http://example.org/old')
+    await vi.waitFor(() => expect(upstream.count('10.1/hot')).toBe(2))
+    now += 100_000 // past the first lifetime: the refreshed record answers
+    const after = await app.inject({ url: '/10.1/hot' })
+    expect(after.headers['x-cache']).toBe('HIT')
+    expect(after.headers.location).toBe('http://example.org/new')
   })
 
   it('a value with ttl 0 is not cached', async () => {
@@ -93,7 +113,7 @@ describe('the cache (DECISIONS §3)', () => {
     const auth = await app.inject({ url: '/10.5555/plain?auth' })
     expect(auth.headers['x-cache']).toBe('BYPASS')
     expect(auth.headers.location).toBe('http://example.org/changed')
-    expect(upstream.seen.at(-1)?.path).toBe('/api/handles/10.5555/plain?auth=true')
+    expect(upstream.requestsFor('10.5555/plain').at(-1)?.path).toBe('/api/handles/10.5555/plain?auth=true')
     const after = await app.inject({ url: '/10.5555/plain' })
     expect(after.headers['x-cache']).toBe('HIT')
     expect(after.headers.location).toBe('http://example.org/changed')
@@ -102,7 +122,7 @@ describe('the cache (DECISIONS §3)', () => {
   it('cert is passed through upstream', async () => {
     const { app, upstream } = await setup()
     await app.inject({ url: '/10.5555/plain?cert' })
-    expect(upstream.seen.at(-1)?.path).toBe('/api/handles/10.5555/plain?cert=true')
+    expect(upstream.requestsFor('10.5555/plain').at(-1)?.path).toBe('/api/handles/10.5555/plain?cert=true')
   })
 
   it('the cache holds no more than its entry bound', async () => {

@@ -54,6 +54,11 @@ export class FakeUpstream {
     return this.seen.filter((r) => fold(r.handle) === fold(handle)).length
   }
 
+  /** The requests that asked for this handle (ASCII case folded), oldest first. */
+  requestsFor (handle: string): SeenRequest[] {
+    return this.seen.filter((r) => fold(r.handle) === fold(handle))
+  }
+
   async listen (port = 0): Promise<void> {
     this.server = createServer((req, res) => { this.handle(req, res) })
     this.server.on('connection', (socket) => {

@@ -22,6 +22,8 @@ export interface ProxyRouteOptions {
   maxHandleLength: number
   publicBaseUrl: string | undefined
   fallbackHost: string
+  /** Request header holding the client's country (e.g. CF-IPCountry), for the 10320/loc country chooser. */
+  countryHeader: string | undefined
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -49,7 +51,7 @@ export function proxyHandler (opts: ProxyRouteOptions) {
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
     }
     try {
-      const outcome = await opts.service.answer({ handle: parsed.handle, params })
+      const outcome = await opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts.countryHeader) })
       opts.metrics.resolutions.inc({ outcome: outcomeLabel(outcome) })
       return render(reply, ctx, outcome, query)
     } catch (err) {
@@ -107,6 +109,19 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
 
 function outcomeLabel (outcome: ProxyOutcome): string {
   return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind
+}
+
+/** What negotiation and the 10320/loc choosers read from a request. */
+function clientOf (request: FastifyRequest, countryHeader: string | undefined) {
+  const country = countryHeader === undefined ? undefined : request.headers[countryHeader.toLowerCase()]
+  return {
+    accept: request.headers.accept,
+    acceptLanguage: request.headers['accept-language'],
+    userAgent: request.headers['user-agent'],
+    address: request.ip,
+    // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
+    country: typeof country === 'string' && /^[A-Za-z]{2}$/.test(country) && !/^(xx|t1)$/i.test(country) ? country : undefined
+  }
 }
 
 /** A request target in absolute form (`GET http://host/x`) becomes origin form (`/x`). */

@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+/**
+ * The `doi-proxy` command. One subcommand for now: `mirror`, which copies the records of a reading list
+ * of DOIs into an NDJSON file for the local store (src/mirror.ts). An entry point: it reads
+ * process.env (the same UPSTREAM_URL, USER_AGENT and CONTACT_EMAIL as the server) and exits.
+ */
+import { readFile } from 'node:fs/promises'
+import { parseArgs } from 'node:util'
+import { OPTIONS, upstreamUserAgent } from './config/schema.js'
+import { mirrorExitCode, parseReadingList, runMirror } from './mirror.js'
+import type { MirrorProgress, MirrorSummary } from './mirror.js'
+import { createUpstreamClient } from './resolve/upstream.js'
+
+const EXIT_USAGE = 2
+const EXIT_INTERRUPTED = 130
+
+const HELP = `doi-proxy: a self-hosted DOI resolver
+
+Usage:
+  doi-proxy mirror [options]     copy the records of a list of DOIs into an NDJSON file the
+                                 server can load as local records (see docs/local-records.md)
+  doi-proxy --help               this help
+
+Start the server with \`npm start\` (or \`node dist/main.js\`).
+
+mirror options:
+  -i, --input FILE|-       reading list: one DOI per line; blank lines and # comments are
+                           skipped; doi:, https://doi.org/ and similar prefixes are accepted
+                           (default: - , standard input)
+  -o, --out FILE           NDJSON file to append to; handles already in it are skipped, so
+                           running again resumes (default: mirror.ndjson)
+  -c, --concurrency N      requests at once, 1 to 64 (default: 4)
+      --retries N          extra attempts after a timeout, connection error, 5xx or 429,
+                           with exponential backoff, 0 to 10 (default: 3)
+      --delay-ms MS        each worker pauses this long between requests, to be polite to
+                           the upstream, 0 to 60000 (default: 100)
+      --upstream URL       Handle REST API base (default: $UPSTREAM_URL or
+                           https://doi.org/api/handles)
+      --user-agent UA      User-Agent sent upstream (default: $USER_AGENT, with
+                           $CONTACT_EMAIL as mailto: when set)
+
+Exit status: 0 when every DOI was fetched, skipped or not found; 1 when some failed or an
+input line is not a DOI name; 2 for a usage error; 130 when interrupted (run again to resume).
+
+Example:
+  doi-proxy mirror --input reading-list.txt --out records/reading-list.ndjson
+`
+
+class UsageError extends Error {}
+
+interface MirrorCommand {
+  input: string
+  out: string
+  concurrency: number
+  retries: number
+  delayMs: number
+  upstream: string
+  userAgent: string
+}
+
+function defaultOf (key: string): unknown {
+  return OPTIONS.find((o) => o.key === key)?.default
+}
+
+function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv): MirrorCommand | 'help' {
+  const { values, positionals } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      input: { type: 'string', short: 'i', default: '-' },
+      out: { type: 'string', short: 'o', default: 'mirror.ndjson' },
+      concurrency: { type: 'string', short: 'c', default: '4' },
+      retries: { type: 'string', default: '3' },
+      'delay-ms': { type: 'string', default: '100' },
+      upstream: { type: 'string' },
+      'user-agent': { type: 'string' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  if (values.help === true) return 'help'
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0] ?? ''}" (the reading list is given with --input FILE)`)
+  if (values.out === '' || values.out === '-') throw new UsageError(`--out must be a file name, got ${JSON.stringify(values.out)}`)
+  const userAgent = values['user-agent'] ?? upstreamUserAgent({
+    userAgent: nonEmpty(env.USER_AGENT) ?? String(defaultOf('userAgent')),
+    contactEmail: nonEmpty(env.CONTACT_EMAIL)
+  })
+  if (userAgent.trim() === '' || /[\u0000-\u001f\u007f]/.test(userAgent)) { // eslint-disable-line no-control-regex
+    throw new UsageError(`--user-agent must be non-empty text without control characters, got ${JSON.stringify(userAgent)}`)
+  }
+  return {
+    input: values.input,
+    out: values.out,
+    concurrency: wholeNumber('--concurrency', values.concurrency, 1, 64),
+    retries: wholeNumber('--retries', values.retries, 0, 10),
+    delayMs: wholeNumber('--delay-ms', values['delay-ms'], 0, 60_000),
+    upstream: httpUrl(values.upstream !== undefined ? '--upstream' : 'UPSTREAM_URL', values.upstream ?? nonEmpty(env.UPSTREAM_URL) ?? String(defaultOf('upstreamUrl'))),
+    userAgent
+  }
+}
+
+function nonEmpty (s: string | undefined): string | undefined {
+  return s === undefined || s.trim() === '' ? undefined : s
+}
+
+function wholeNumber (option: string, raw: string, min: number, max: number): number {
+  const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+  return n
+}
+
+function httpUrl (option: string, raw: string): string {
+  let url: URL | undefined
+  try { url = new URL(raw) } catch { url = undefined }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new UsageError(`${option} must be an http(s) URL such as https://doi.org/api/handles, got ${JSON.stringify(raw)}`)
+  }
+  return raw.replace(/\/+$/, '')
+}
+
+async function readInput (input: string): Promise<string> {
+  if (input === '-') {
+    if (process.stdin.isTTY === true) throw new UsageError('no reading list: give --input FILE, or pipe DOIs into standard input')
+    const chunks: Buffer[] = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  }
+  try {
+    return await readFile(input, 'utf8')
+  } catch (err) {
+    throw new UsageError(`cannot read --input ${JSON.stringify(input)} (${(err as { code?: string }).code ?? String(err)})`)
+  }
+}
+
+/** A one-line progress bar on a terminal, redrawn in place at most ten times a second. */
+function createProgressLine (stream: NodeJS.WriteStream): { update (p: MirrorProgress): void, end (): void } {
+  if (stream.isTTY !== true) return { update () {}, end () {} }
+  let last = 0
+  let drawn = false
+  const draw = (p: MirrorProgress): void => {
+    const width = 24
+    const filled = p.total === 0 ? width : Math.round((p.done / p.total) * width)
+    const bar = '#'.repeat(filled) + '.'.repeat(width - filled)
+    stream.write(`\r\x1b[K[${bar}] ${p.done}/${p.total}  fetched ${p.fetched}  skipped ${p.skipped}  not found ${p.notFound}  failed ${p.failed}  related ${p.related.fetched}`)
+    drawn = true
+  }
+  return {
+    update (p) {
+      const now = Date.now()
+      if (now - last < 100 && p.done < p.total) return
+      last = now
+      draw(p)
+    },
+    end () { if (drawn) stream.write('\r\x1b[K') }
+  }
+}
+
+function printSummary (summary: MirrorSummary, out: string): void {
+  const lines = [
+    `Mirrored ${summary.total} DOI${summary.total === 1 ? '' : 's'} into ${out}${summary.interrupted ? ' (interrupted: run the same command again to resume)' : ''}`,
+    `  fetched:    ${summary.fetched}`,
+    `  skipped:    ${summary.skipped} (already there)`,
+    `  not found:  ${summary.notFound}`,
+    `  failed:     ${summary.failed}`,
+    `  related records (prefixes, <locs> handles, alias targets): ${summary.related.fetched} fetched, ` +
+      `${summary.related.notFound} not found, ${summary.related.failed} failed`
+  ]
+  process.stdout.write(lines.join('\n') + '\n')
+  if (summary.repairedPartialLine) process.stderr.write(`note: the last line of ${out} was incomplete (an interrupted run) and was mended\n`)
+  for (const f of summary.invalidLines) process.stderr.write(`not a DOI name, line ${f.line}: ${f.message} (${JSON.stringify(f.text)})\n`)
+  for (const f of summary.failures) process.stderr.write(`failed: ${f.handle}${f.neededBy === undefined ? '' : ` (${f.neededBy})`}: ${f.message}\n`)
+}
+
+async function mirror (cmd: MirrorCommand): Promise<number> {
+  const list = parseReadingList(await readInput(cmd.input))
+  const upstream = createUpstreamClient({
+    baseUrl: cmd.upstream,
+    userAgent: cmd.userAgent,
+    timeoutMs: Number(defaultOf('upstreamTimeoutMs')),
+    connectTimeoutMs: Number(defaultOf('upstreamConnectTimeoutMs')),
+    connections: cmd.concurrency,
+    maxBodyBytes: Number(defaultOf('upstreamMaxBodyBytes'))
+  })
+  const stop = new AbortController()
+  const onSigint = (): void => {
+    if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once
+    process.stderr.write('\nstopping: finishing the requests in flight (Ctrl-C again to quit now)\n')
+    stop.abort()
+  }
+  process.on('SIGINT', onSigint)
+  const progress = createProgressLine(process.stderr)
+  try {
+    const summary = await runMirror({
+      upstream,
+      list,
+      outPath: cmd.out,
+      options: { concurrency: cmd.concurrency, retries: cmd.retries, delayMs: cmd.delayMs, signal: stop.signal },
+      onProgress: (p) => progress.update(p)
+    })
+    progress.end()
+    printSummary(summary, cmd.out)
+    return summary.interrupted ? EXIT_INTERRUPTED : mirrorExitCode(summary)
+  } finally {
+    process.off('SIGINT', onSigint)
+    await upstream.close()
+  }
+}
+
+async function main (argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(HELP)
+    return command === undefined ? EXIT_USAGE : 0
+  }
+  if (command !== 'mirror') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror)`)
+  const cmd = parseMirrorArgs(rest, process.env)
+  if (cmd === 'help') {
+    process.stdout.write(HELP)
+    return 0
+  }
+  return await mirror(cmd)
+}
+
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code
+}, (err: unknown) => {
+  const e = err as { code?: string, message?: string }
+  if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
+    // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
+    const message = err instanceof UsageError ? err.message : (e.message ?? '').split('. ')[0] ?? ''
+    process.stderr.write(`doi-proxy: ${message}\nRun "doi-proxy --help" for the options.\n`)
+    process.exitCode = EXIT_USAGE
+    return
+  }
+  process.stderr.write(`doi-proxy: ${(err as Error)?.stack ?? String(err)}\n`)
+  process.exitCode = 1
+})
