@@ -291,7 +291,7 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
     // A tight reader: one look per event-loop turn, interleaved with the reload's file reads.
     const reader = new Promise<void>((resolve) => {
       const look = (): void => {
-        const present = [`old-0`, `old-${N - 1}`, `new-0`, `new-${N - 1}`].map((h) => s.get(`10.5555/${h}`) !== undefined)
+        const present = ['old-0', `old-${N - 1}`, 'new-0', `new-${N - 1}`].map((h) => s.get(`10.5555/${h}`) !== undefined)
         if (present.join() === 'true,true,false,false') seen.old++
         else if (present.join() === 'false,false,true,true') seen.new++
         else seen.mixed++
