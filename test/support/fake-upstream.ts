@@ -25,6 +25,10 @@ export class FakeUpstream {
   readonly records = new Map<string, HandleValue[]>()
   readonly seen: SeenRequest[] = []
   mode: UpstreamMode = { kind: 'ok' }
+  /** One-shot modes used by the next requests, in order, before `mode` applies again. */
+  script: UpstreamMode[] = []
+  /** Requests being answered right now (for concurrency bounds). */
+  inFlight = 0
   private server: Server | undefined
   private readonly sockets = new Set<Socket>()
   private port = 0
@@ -86,7 +90,9 @@ export class FakeUpstream {
     const prefix = '/api/handles/'
     const handle = path.startsWith(prefix) ? decodeURIComponent(path.slice(prefix.length)) : ''
     this.seen.push({ handle, path: url, headers: req.headers })
-    const mode = this.mode
+    this.inFlight++
+    res.on('close', () => { this.inFlight-- })
+    const mode = this.script.shift() ?? this.mode
     switch (mode.kind) {
       case 'hang':
         return // never answer
