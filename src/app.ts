@@ -9,6 +9,7 @@ import { createMetrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { guardUpstream } from './resolve/guard.js'
+import { openCountryLookup } from './resolve/geoip.js'
 import { registerRateLimits } from './http/rate-limit.js'
 import underPressure from '@fastify/under-pressure'
 import { createResolver } from './resolve/resolver.js'
@@ -166,6 +167,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   if (config.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {
       maxEventLoopDelay: config.maxEventLoopDelayMs,
+      sampleInterval: 250,
       retryAfter: 5,
       // Liveness and readiness stay answerable under load: shedding is for resolution work.
       pressureHandler: (request, reply) => {
@@ -192,7 +194,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     maxHandleLength: config.maxHandleLength,
     publicBaseUrl: config.publicBaseUrl,
     fallbackHost: `${config.host}:${config.port}`,
-    countryHeader: config.countryHeader
+    countryHeader: config.countryHeader,
+    countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   }
   const apiOptions = { resolver, maxHandleLength: config.maxHandleLength }
   registerApiRoutes(app, apiOptions)

@@ -35,6 +35,7 @@ export interface Config {
   raMaxDois: number
   raConcurrency: number
   countryHeader: string | undefined
+  geoipDatabase: string | undefined
   upstreamMaxConcurrent: number
   upstreamQueueSize: number
   upstreamQueueTimeoutMs: number
@@ -112,6 +113,7 @@ export const OPTIONS: readonly Option[] = [
   { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
   { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
   { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay new requests get 503 with Retry-After (load shedding); 0 disables.' },
+  { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
   { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
 ]
 

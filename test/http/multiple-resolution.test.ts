@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { buildMmdb } from '../support/mmdb-writer.js'
 import { setup } from '../support/app.js'
 import { admin, LOC_XML, str } from '../support/records.js'
 
@@ -54,9 +58,8 @@ describe('content negotiation through namespace locations (issue 3)', () => {
   })
 
   it('a namespace handle that does not resolve falls back to the landing page', async () => {
-    const records = { ...RECORDS, '10.SERV/DATACITE': undefined }
-    delete records['10.SERV/DATACITE']
-    const { app } = await setup({ records: records as Record<string, never> })
+    const { '10.SERV/DATACITE': _gone, ...records } = RECORDS
+    const { app } = await setup({ records })
     const res = await app.inject({ url: '/10.17879/91968401496', headers: { accept: 'application/x-bibtex' } })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe(LANDING)
@@ -125,6 +128,17 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
     const res = await app.inject({ url: '/10.5555/broken' })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/fallback')
+  })
+
+  it('without a country parameter or header, the GeoIP database names the client\'s country', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-geoip-'))
+    const path = join(dir, 'country.mmdb')
+    writeFileSync(path, buildMmdb([{ cidr: '192.0.2.0/24', value: { country: { iso_code: 'GB' } } }]))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const { app } = await setup({ records: RECORDS, overrides: { geoipDatabase: path } })
+    expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-b')
+    expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '198.51.100.1' })).headers.location).toBe('http://example.org/loc-a')
+    expect((await app.inject({ url: '/10.5555/loc?country=us', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-a')
   })
 
   it('the weighted choice uses the injected random source', async () => {

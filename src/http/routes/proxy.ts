@@ -4,6 +4,7 @@ import { parseProxyQuery } from '../../handle/query.js'
 import type { ProxyParams } from '../../handle/query.js'
 import type { ProxyOutcome, ProxyService } from '../../resolve/proxy-service.js'
 import type { Metrics } from '../../metrics.js'
+import type { CountryLookup } from '../../resolve/geoip.js'
 import { baseUrlFor } from '../base-url.js'
 import { RequestError, logError, sendHtmlError, describeError } from '../errors.js'
 import {
@@ -24,6 +25,8 @@ export interface ProxyRouteOptions {
   fallbackHost: string
   /** Request header holding the client's country (e.g. CF-IPCountry), for the 10320/loc country chooser. */
   countryHeader: string | undefined
+  /** The optional GeoIP database, the last resort for the client's country. */
+  countryLookup: CountryLookup | undefined
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -51,7 +54,7 @@ export function proxyHandler (opts: ProxyRouteOptions) {
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
     }
     try {
-      const outcome = await opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts.countryHeader) })
+      const outcome = await opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts) })
       opts.metrics.resolutions.inc({ outcome: outcomeLabel(outcome) })
       return render(reply, ctx, outcome, query)
     } catch (err) {
@@ -112,15 +115,17 @@ function outcomeLabel (outcome: ProxyOutcome): string {
 }
 
 /** What negotiation and the 10320/loc choosers read from a request. */
-function clientOf (request: FastifyRequest, countryHeader: string | undefined) {
-  const country = countryHeader === undefined ? undefined : request.headers[countryHeader.toLowerCase()]
+function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'countryHeader' | 'countryLookup'>) {
+  const header = opts.countryHeader === undefined ? undefined : request.headers[opts.countryHeader.toLowerCase()]
+  // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
+  const fromHeader = typeof header === 'string' && /^[A-Za-z]{2}$/.test(header) && !/^(xx|t1)$/i.test(header) ? header : undefined
   return {
     accept: request.headers.accept,
     acceptLanguage: request.headers['accept-language'],
     userAgent: request.headers['user-agent'],
     address: request.ip,
-    // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
-    country: typeof country === 'string' && /^[A-Za-z]{2}$/.test(country) && !/^(xx|t1)$/i.test(country) ? country : undefined
+    // The ?country= parameter wins over both (the service applies it).
+    country: fromHeader ?? opts.countryLookup?.country(request.ip)
   }
 }
 
