@@ -1,0 +1,19 @@
+/**
+ * Prints the README's configuration table from the settings schema, so the two cannot drift:
+ * `node --import tsx scripts/config-table.ts`. test/docs.test.ts checks the README holds this exact table.
+ */
+import { OPTIONS } from '../src/config/schema.js'
+
+export function configTable (): string {
+  const rows = OPTIONS.map((o) => `| \`${o.env}\` | \`${o.key}\` | ${formatDefault(o.default)} | ${o.doc.replace(/\|/g, '\\|')} |`)
+  return ['| environment | config file key | default | what it does |', '| --- | --- | --- | --- |', ...rows].join('\n')
+}
+
+function formatDefault (value: unknown): string {
+  if (value === undefined) return '(none)'
+  if (Array.isArray(value)) return value.length === 0 ? '(none)' : `\`${value.join(',')}\``
+  if (typeof value === 'object' && value !== null) return Object.keys(value).length === 0 ? '(none)' : `\`${JSON.stringify(value)}\``
+  return `\`${String(value)}\``
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.stdout.write(`${configTable()}\n`)
