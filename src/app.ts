@@ -10,6 +10,7 @@ import { createRecordCache } from './resolve/cache.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openCountryLookup } from './resolve/geoip.js'
+import { openLocalStore } from './resolve/local-store.js'
 import { registerRateLimits } from './http/rate-limit.js'
 import underPressure from '@fastify/under-pressure'
 import { createResolver } from './resolve/resolver.js'
@@ -139,8 +140,16 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
   app.addHook('onClose', async () => { await upstream.close() })
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, maxStaleMs: config.maxStaleSeconds * 1000 })
+  const local = config.localStoreDir === undefined
+    ? undefined
+    : await openLocalStore({ dir: config.localStoreDir, authoritativePrefixes: config.localAuthoritativePrefixes, watch: config.localStoreWatch, log: app.log })
+  if (local !== undefined) {
+    app.addHook('onClose', async () => { await local.close() })
+    metrics.observeLocalStore(() => local.stats().records)
+  }
   const resolver = createResolver({
-    upstream,
+    upstream: config.offline ? undefined : upstream,
+    local,
     cache,
     metrics,
     now,

@@ -227,7 +227,7 @@ main(process.argv.slice(2)).then((code) => {
   const e = err as { code?: string, message?: string }
   if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
     // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
-    const message = err instanceof UsageError ? err.message : (e.message ?? '').split('. ')[0] ?? ''
+    const message = err instanceof UsageError ? err.message : (e.message ?? '').split(/\.\s/)[0] ?? ''
     process.stderr.write(`doi-proxy: ${message}\nRun "doi-proxy --help" for the options.\n`)
     process.exitCode = EXIT_USAGE
     return

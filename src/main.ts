@@ -3,6 +3,7 @@ import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
+import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 
 /** The only place that reads the environment, handles signals and listens. */
@@ -23,7 +24,17 @@ async function main (): Promise<void> {
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
   })
-  const app = await buildApp(config, { logger })
+  let app
+  try {
+    app = await buildApp(config, { logger })
+  } catch (err) {
+    // A missing local store directory or GeoIP file is a configuration mistake: say so plainly.
+    if (err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
+      process.stderr.write(`doi-proxy: ${(err as Error).message}\n`)
+      process.exit(78)
+    }
+    throw err
+  }
 
   closeWithGrace({ delay: config.shutdownGraceMs, logger }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
@@ -35,7 +46,7 @@ async function main (): Promise<void> {
   })
 
   await app.listen({ host: config.host, port: config.port })
-  logger.info({ upstream: config.upstreamUrl }, 'doi-proxy is ready')
+  logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
 }
 
 main().catch((err: unknown) => {

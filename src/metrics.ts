@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export function createMetrics () {
   const registry = new Registry()
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
+  let localRecords = (): number => 0
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
   return {
     registry,
@@ -66,6 +67,15 @@ export function createMetrics () {
       registers: [registry],
       collect () { this.set(cacheStats().bytes) }
     }),
+    localRecords: new Gauge({
+      name: 'doi_proxy_local_records',
+      help: 'Records held in the local store',
+      registers: [registry],
+      collect () { this.set(localRecords()) }
+    }),
+    observeLocalStore (records: () => number): void {
+      localRecords = records
+    },
     /** The cache is built after the metrics; it tells them how to read its size. */
     observeCache (stats: () => { entries: number, bytes: number }): void {
       cacheStats = stats

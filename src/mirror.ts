@@ -142,7 +142,7 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
   const progress = (): void => args.onProgress?.({ ...summary, related: { ...summary.related } })
   const queue: Task[] = []
   /** Handles queued or written, by cache key: each is fetched at most once per run. */
-  const planned = new Set<string>(existing.handles)
+  const planned = new Set<string>(existing.handles.keys())
 
   for (const { handle, line } of list.handles) {
     if (existing.handles.has(cacheKey(handle))) {
@@ -154,7 +154,7 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
     }
   }
   // Records an interrupted run wrote without their prefix or alias target yet: fetch what they still need.
-  for (const need of existing.needs) {
+  for (const need of missingFromExisting(existing, list)) {
     if (!planned.has(cacheKey(need.handle))) {
       planned.add(cacheKey(need.handle))
       queue.push({ ...need, input: false, depth: 1 })
@@ -242,34 +242,47 @@ function aliasTargets (values: readonly HandleValue[]): string[] {
 }
 
 interface Existing {
-  handles: Set<string>
+  /** Cache key → handle, for every record already in the file. */
+  handles: Map<string, string>
+  /** What the records need besides their prefixes (<locs> handles, alias targets, loc references). */
   needs: Array<{ handle: string, wantsPrefix: boolean }>
+  /** Alias targets named in the file: they want their prefix record like an input DOI. */
+  aliasTargets: Set<string>
   repairedPartialLine: boolean
 }
 
 /** What an earlier run already wrote (after mending a last line cut short by an interrupted run). */
 async function readExisting (outPath: string): Promise<Existing> {
-  const existing: Existing = { handles: new Set(), needs: [], repairedPartialLine: false }
+  const existing: Existing = { handles: new Map(), needs: [], aliasTargets: new Set(), repairedPartialLine: false }
   try {
     existing.repairedPartialLine = await mendLastLine(outPath)
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return existing
     throw err
   }
-  const records: HandleRecord[] = []
   const lines = createInterface({ input: createReadStream(outPath), crlfDelay: Infinity })
   for await (const line of lines) {
     const record = parseLine(line)
     if (record === undefined) continue
-    existing.handles.add(cacheKey(record.handle))
-    records.push(record)
-  }
-  for (const record of records) {
-    for (const need of needsOf(record, record.handle.includes('/'))) {
-      if (!existing.handles.has(cacheKey(need.handle))) existing.needs.push(need)
+    existing.handles.set(cacheKey(record.handle), record.handle)
+    for (const need of needsOf(record, false)) {
+      existing.needs.push(need)
+      if (need.wantsPrefix) existing.aliasTargets.add(cacheKey(need.handle))
     }
   }
   return existing
+}
+
+/**
+ * The records an interrupted run wrote without what they need: their missing related records, and the
+ * missing prefix records of input DOIs and alias targets already in the file.
+ */
+function missingFromExisting (existing: Existing, list: ReadingList): Array<{ handle: string, wantsPrefix: boolean }> {
+  const wantsPrefix = new Set([...existing.aliasTargets, ...list.handles.map((h) => cacheKey(h.handle))])
+  const prefixes = [...existing.handles]
+    .filter(([key, handle]) => wantsPrefix.has(key) && handle.includes('/'))
+    .map(([, handle]) => ({ handle: prefixOf(handle), wantsPrefix: false }))
+  return [...existing.needs, ...prefixes].filter((n) => !existing.handles.has(cacheKey(n.handle)))
 }
 
 /**

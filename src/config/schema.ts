@@ -36,6 +36,10 @@ export interface Config {
   raConcurrency: number
   countryHeader: string | undefined
   geoipDatabase: string | undefined
+  localStoreDir: string | undefined
+  localAuthoritativePrefixes: string[]
+  localStoreWatch: boolean
+  offline: boolean
   upstreamMaxConcurrent: number
   upstreamQueueSize: number
   upstreamQueueTimeoutMs: number
@@ -54,7 +58,7 @@ export interface Config {
   maxEventLoopDelayMs: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes'
 
 interface Option {
   key: keyof Config
@@ -113,6 +117,10 @@ export const OPTIONS: readonly Option[] = [
   { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
   { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
   { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay new requests get 503 with Retry-After (load shedding); 0 disables.' },
+  { key: 'localStoreDir', env: 'LOCAL_STORE_DIR', kind: 'optional-string', default: 'config/sample-records', doc: 'Directory of local records (`.json`/`.ndjson`, the REST API\'s shape) consulted before the upstream; empty disables. See docs/local-records.md.' },
+  { key: 'localAuthoritativePrefixes', env: 'LOCAL_AUTHORITATIVE_PREFIXES', kind: 'prefixes', default: ['10.5555'], doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated).' },
+  { key: 'localStoreWatch', env: 'LOCAL_STORE_WATCH', kind: 'bool', default: true, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
+  { key: 'offline', env: 'OFFLINE', kind: 'bool', default: false, doc: 'No upstream at all: only the local store answers, everything else is 404.' },
   { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
   { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
 ]
@@ -199,6 +207,11 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
       for (const item of items) {
         if (typeof item !== 'string' || parseCidr(item) === undefined) return fail('comma-separated addresses or CIDRs such as 10.0.0.0/8')
       }
+      return items
+    }
+    case 'prefixes': {
+      const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : fail('comma-separated prefixes such as 10.5555')
+      if (items.some((p) => typeof p !== 'string' || !/^[^\s/]+$/.test(p))) return fail('comma-separated prefixes such as 10.5555 (no spaces, no slash)')
       return items
     }
     case 'level':

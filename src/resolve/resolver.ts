@@ -25,8 +25,16 @@ export interface LookupOptions {
   cert?: boolean
 }
 
+/** Records held locally (src/resolve/local-store.ts), consulted before the cache and the upstream. */
+export interface LocalRecords {
+  get (handle: string): HandleValue[] | undefined
+  isAuthoritative (handle: string): boolean
+}
+
 export interface ResolverOptions {
-  upstream: UpstreamClient
+  /** Undefined in offline mode: only local records answer. */
+  upstream: UpstreamClient | undefined
+  local?: LocalRecords | undefined
   cache: RecordCache
   metrics: Metrics
   now: () => number
@@ -64,9 +72,11 @@ export function createResolver (opts: ResolverOptions) {
   }
 
   async function fromUpstream (handle: string, key: string, flags: LookupOptions, fallback: CachedAnswer | undefined) {
+    const upstream = opts.upstream
+    if (upstream === undefined) return { answer: { kind: 'not-found' } as UpstreamAnswer, stale: false }
     const started = performance.now()
     try {
-      const answer = await opts.upstream.fetchRecord(handle, flags)
+      const answer = await upstream.fetchRecord(handle, flags)
       metrics.upstreamDuration.observe({ outcome: answer.kind === 'found' ? 'found' : 'not_found' }, (performance.now() - started) / 1000)
       store(key, answer)
       return { answer, stale: false }
@@ -83,6 +93,13 @@ export function createResolver (opts: ResolverOptions) {
   }
 
   async function lookup (handle: string, flags: LookupOptions = {}): Promise<Lookup> {
+    // Local records are neither cached nor fetched: a reload shows at once (DECISIONS §3).
+    if (opts.local !== undefined) {
+      const values = opts.local.get(handle)
+      if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
+      if (opts.local.isAuthoritative(handle)) return { kind: 'not-found', cache: 'HIT' }
+    }
+    if (opts.upstream === undefined) return { kind: 'not-found', cache: 'HIT' }
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true

@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
+import { setup } from '../support/app.js'
+import { admin, str } from '../support/records.js'
+import type { HandleValue } from '../../src/handle/types.js'
+
+function storeDir (records: Record<string, HandleValue[]>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-store-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  writeRecords(dir, 'records.ndjson', records)
+  return dir
+}
+
+function writeRecords (dir: string, name: string, records: Record<string, HandleValue[]>): void {
+  writeFileSync(join(dir, name), Object.entries(records).map(([handle, values]) => JSON.stringify({ handle, values })).join('\n') + '\n')
+}
+
+const LOCAL = {
+  10.9999: [admin(), str(2, 'HS_SERV', '10.SERV/DATACITE')],
+  '10.9999/local': [str(1, 'URL', 'https://library.example/local')],
+  '10.9999/loc': [str(1, '10320/loc', '<locations><location href="https://a.example/" weight="1"/><location id="uk" href="https://uk.example/" country="gb" weight="0"/></locations>')],
+  '10.5555/override': [str(1, 'URL', 'https://library.example/override')]
+}
+
+describe('local records (issue 7)', () => {
+  it('a local record answers without asking the upstream', async () => {
+    const { app, upstream } = await setup({ overrides: { localStoreDir: storeDir(LOCAL), localAuthoritativePrefixes: ['10.9999'] } })
+    const res = await app.inject({ url: '/10.9999/local' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://library.example/local')
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('a local record overrides a DOI of another prefix, whose other DOIs still come from the upstream', async () => {
+    const { app, upstream } = await setup({ overrides: { localStoreDir: storeDir(LOCAL), localAuthoritativePrefixes: ['10.9999'] } })
+    expect((await app.inject({ url: '/10.5555/override' })).headers.location).toBe('https://library.example/override')
+    expect(upstream.count('10.5555/override')).toBe(0)
+    expect((await app.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
+    expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it('a miss under an authoritative prefix is a 404 and never reaches the upstream', async () => {
+    const { app, upstream } = await setup({ overrides: { localStoreDir: storeDir(LOCAL), localAuthoritativePrefixes: ['10.9999'] } })
+    expect((await app.inject({ url: '/10.9999/absent' })).statusCode).toBe(404)
+    expect((await app.inject({ url: '/api/handles/10.9999/absent' })).statusCode).toBe(404)
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('every route uses the store: values page, 10320/loc, REST API, Which RA?', async () => {
+    const { app, upstream } = await setup({ overrides: { localStoreDir: storeDir(LOCAL), localAuthoritativePrefixes: ['10.9999'] } })
+    expect((await app.inject({ url: '/10.9999/local?noredirect' })).body).toContain('https://library.example/local')
+    expect((await app.inject({ url: '/10.9999/loc?country=GB' })).headers.location).toBe('https://uk.example/')
+    expect((await app.inject({ url: '/api/handles/10.9999/local' })).json().values[0].data.value).toBe('https://library.example/local')
+    expect((await app.inject({ url: '/doiRA/10.9999/local' })).json()).toEqual([{ DOI: '10.9999/local', RA: 'DataCite' }])
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('a file changed under the running server is picked up', async () => {
+    const dir = storeDir(LOCAL)
+    const { app } = await setup({ overrides: { localStoreDir: dir, localAuthoritativePrefixes: ['10.9999'] } })
+    expect((await app.inject({ url: '/10.9999/local' })).headers.location).toBe('https://library.example/local')
+    writeRecords(dir, 'records.ndjson', { ...LOCAL, '10.9999/local': [str(1, 'URL', 'https://library.example/moved')] })
+    await vi.waitFor(async () => {
+      expect((await app.inject({ url: '/10.9999/local' })).headers.location).toBe('https://library.example/moved')
+    }, { timeout: 5000, interval: 50 })
+  })
+
+  it('a bad file does not stop the good ones, nor the server', async () => {
+    const dir = storeDir(LOCAL)
+    writeFileSync(join(dir, 'broken.json'), '{"handle": "10.9999/x", "values": [')
+    const { app } = await setup({ overrides: { localStoreDir: dir, localAuthoritativePrefixes: ['10.9999'] } })
+    expect((await app.inject({ url: '/10.9999/local' })).statusCode).toBe(302)
+    expect((await app.inject({ url: '/metrics' })).body).toMatch(/doi_proxy_local_records 4/)
+  })
+
+  it('a missing store directory stops the start with a message naming the setting', async () => {
+    await expect(setup({ overrides: { localStoreDir: '/nonexistent/doi-proxy-store' } })).rejects.toThrow(/localStoreDir/)
+  })
+})
+
+describe('offline mode (issue 7)', () => {
+  it('with the upstream unreachable, the sample store resolves and nothing is asked upstream', async () => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    await upstream.close()
+    const res = await app.inject({ url: '/10.5555/sample' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://www.doi.org/')
+    expect((await app.inject({ url: '/10.5555/sample-alias' })).statusCode).toBe(301)
+    expect((await app.inject({ url: '/10.5555/sample-values' })).statusCode).toBe(200)
+    expect((await app.inject({ url: '/10.1000/elsewhere' })).statusCode).toBe(404)
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('the default configuration loads the sample store', async () => {
+    const { buildConfig } = await import('../../src/config/schema.js')
+    const defaults = buildConfig(undefined, {})
+    const { app, upstream } = await setup({ overrides: { localStoreDir: defaults.localStoreDir, localAuthoritativePrefixes: defaults.localAuthoritativePrefixes } })
+    expect((await app.inject({ url: '/10.5555/sample' })).headers.location).toBe('https://www.doi.org/')
+    expect(upstream.seen).toHaveLength(0)
+  })
+})
