@@ -1,0 +1,79 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { FakeUpstream } from './support/fake-upstream.js'
+import { PROBE_RECORDS } from './support/records.js'
+
+// src/main.ts as users run it: a real process, its environment, its signals.
+
+interface Started { child: ChildProcess, port: number, output: () => string }
+
+async function start (env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
+  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
+  onTestFinished(() => { child.kill('SIGKILL') })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
+      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
+      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
+    }, 20)
+  })
+  return { child, port, output: () => out }
+}
+
+async function exitOf (child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode
+  return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+}
+
+describe('the server process', () => {
+  it('starts, resolves, logs JSON with a request id, and on SIGTERM finishes the in-flight request before exiting 0', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url })
+    upstream.mode = { kind: 'slow', delayMs: 400 }
+    const inflight = fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { 'x-request-id': 'trace-42' } })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    child.kill('SIGTERM')
+    const res = await inflight
+    expect(res.status).toBe(302)
+    expect(res.headers.get('location')).toBe('http://example.org/plain')
+    expect(await exitOf(child)).toBe(0)
+    const lines = output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines.some((l) => l.reqId === 'trace-42')).toBe(true)
+    expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests')).toBe(true)
+  })
+
+  it('refuses a bad setting at start with a message naming it, exit code 78', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
+    expect(await exitOf(child)).toBe(78)
+    expect(err).toContain('invalid setting port (env PORT): expected an integer, got "eighty"')
+  })
+
+  it('refuses a missing local store directory at start, exit code 78', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, PORT: '0', LOCAL_STORE_DIR: '/nonexistent/store' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (c: Buffer) => { err += c.toString() })
+    expect(await exitOf(child)).toBe(78)
+    expect(err).toContain('localStoreDir')
+  })
+
+  it('never logs the client\'s cookies or authorization', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info' })
+    await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { cookie: 'session=s3cret', authorization: 'Bearer t0ken' } })
+    child.kill('SIGTERM')
+    await exitOf(child)
+    expect(output()).not.toContain('s3cret')
+    expect(output()).not.toContain('t0ken')
+  })
+})
