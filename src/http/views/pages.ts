@@ -99,7 +99,7 @@ function dataCell (value: HandleValue): string {
 
 /** One table row. The data cell ends with '</td></tr>': a public scraper matches `10.SERV/(\w+)</td></tr>`. */
 function valueRow (ctx: PageContext, value: HandleValue): string {
-  return `<tr><td>${escapeHtml(String(value.index))}</td><td>${typeCell(ctx, String(value.type))}</td>` +
+  return `<tr><td>${escapeHtml(String(value.index))}</td><td class="type">${typeCell(ctx, String(value.type))}</td>` +
     `<td class="ts">${escapeHtml(nicerTimestamp(typeof value.timestamp === 'string' ? value.timestamp : undefined))}</td><td>${dataCell(value)}</td></tr>\n`
 }
 
