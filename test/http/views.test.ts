@@ -146,7 +146,7 @@ describe('values page type column', () => {
     ['a urn: type with a slash is only text', 'urn:x:a/b', 'urn:x:a/b'],
     ['another type is plain text', 'CUSTOM.TYPE', 'CUSTOM.TYPE']
   ])('%s', (_, type, cell) => {
-    expect(rowOf(value(type, 'x'))).toContain(`<td>${cell}</td><td class="ts">`)
+    expect(rowOf(value(type, 'x'))).toContain(`<td class="type">${cell}</td><td class="ts">`)
   })
 })
 
