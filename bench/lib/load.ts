@@ -1,0 +1,173 @@
+/**
+ * Load generation: autocannon (in this process) with a path chosen per request, exact latency
+ * percentiles (autocannon's own histogram has 1 ms resolution, too coarse next to the floor),
+ * seeded random numbers and a Zipf sampler, and a plain-HTTP warmer.
+ */
+import autocannon from 'autocannon'
+import type { RequestSpec, Result } from 'autocannon'
+import { Pool } from 'undici'
+
+/** mulberry32: a tiny seeded PRNG, so every server sees exactly the same request sequence. */
+export function seededRandom (seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** Zipf(s) over ranks 0..n-1 (rank 0 most popular), sampled by binary search in the CDF. */
+export function zipfSampler (n: number, s: number, random: () => number): () => number {
+  const cdf = new Float64Array(n)
+  let sum = 0
+  for (let k = 0; k < n; k++) {
+    sum += 1 / Math.pow(k + 1, s)
+    cdf[k] = sum
+  }
+  for (let k = 0; k < n; k++) cdf[k] = (cdf[k] ?? 0) / sum
+  return () => {
+    const u = random()
+    let lo = 0
+    let hi = n - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if ((cdf[mid] ?? 1) < u) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+}
+
+export interface LoadOptions {
+  baseUrl: string
+  connections: number
+  /** Run for this long, or… */
+  durationS?: number
+  /** …until this many answers have come back. */
+  amount?: number
+  /** Called once per request: the path to ask for. */
+  nextPath: () => string
+  headers?: Record<string, string>
+  /** Count X-Cache: HIT answers (costs a little load-generator time; used where hit ratio matters). */
+  countCache?: boolean
+}
+
+export interface LoadResult {
+  requests: number
+  durationS: number
+  rps: number
+  p50: number
+  p90: number
+  p99: number
+  max: number
+  /** Answers by status code. */
+  statuses: Record<string, number>
+  errors: number
+  timeouts: number
+  cacheHits: number
+  cacheAnswers: number
+}
+
+/** Latencies of every answer, in ms with sub-ms precision. */
+class Samples {
+  private data = new Float64Array(1 << 16)
+  length = 0
+  push (v: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2)
+      bigger.set(this.data)
+      this.data = bigger
+    }
+    this.data[this.length++] = v
+  }
+
+  percentiles (ps: number[]): number[] {
+    const sorted = this.data.slice(0, this.length).sort()
+    return ps.map((p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
+  }
+}
+
+/** One autocannon run. */
+export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
+  const samples = new Samples()
+  let cacheHits = 0
+  let cacheAnswers = 0
+  const onResponse = opts.countCache === true
+    ? (_status: number, _body: string, _ctx: Record<string, unknown>, headers: Record<string, string | string[]>) => {
+        const x = headers['x-cache'] ?? headers['X-Cache']
+        if (x === undefined) return
+        cacheAnswers++
+        if (String(x).toUpperCase() === 'HIT') cacheHits++
+      }
+    : undefined
+  const request: RequestSpec = {
+    method: 'GET',
+    ...(opts.headers === undefined ? {} : { headers: opts.headers }),
+    setupRequest: (req) => {
+      req.path = opts.nextPath()
+      return req
+    },
+    ...(onResponse === undefined ? {} : { onResponse })
+  }
+  const started = performance.now()
+  const result = await new Promise<Result>((resolve, reject) => {
+    const instance = autocannon({
+      url: opts.baseUrl,
+      connections: opts.connections,
+      ...(opts.amount === undefined ? { duration: opts.durationS ?? 10 } : { amount: opts.amount }),
+      timeout: 10,
+      requests: [request]
+    }, (err, res) => err === null ? resolve(res) : reject(err))
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => samples.push(responseTime))
+  })
+  // autocannon's own duration is whole seconds: too coarse for a run of a fixed number of requests.
+  const elapsedS = (performance.now() - started) / 1000
+  const [p50 = NaN, p90 = NaN, p99 = NaN, max = NaN] = samples.percentiles([50, 90, 99, 100])
+  const statuses: Record<string, number> = {}
+  for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = count
+  return {
+    requests: samples.length,
+    durationS: elapsedS,
+    rps: samples.length / elapsedS,
+    p50,
+    p90,
+    p99,
+    max,
+    statuses,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    cacheHits,
+    cacheAnswers
+  }
+}
+
+/** Ask for every path once (concurrency-limited), e.g. to fill a cache; returns answers by status. */
+export async function warm (baseUrl: string, paths: readonly string[], opts: { concurrency?: number, headers?: Record<string, string> } = {}): Promise<Record<string, number>> {
+  const concurrency = opts.concurrency ?? 32
+  const pool = new Pool(baseUrl, { connections: concurrency })
+  const statuses: Record<string, number> = {}
+  let next = 0
+  async function worker (): Promise<void> {
+    while (next < paths.length) {
+      const path = paths[next++] ?? '/'
+      const res = await pool.request({ path, method: 'GET', ...(opts.headers === undefined ? {} : { headers: opts.headers }) })
+      await res.body.dump()
+      statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: concurrency }, worker))
+  } finally {
+    await pool.close()
+  }
+  return statuses
+}
+
+/** One request, for probing what a server supports. */
+export async function probe (url: string, headers: Record<string, string> = {}): Promise<{ status: number, headers: Headers, body: string }> {
+  const res = await fetch(url, { redirect: 'manual', headers })
+  return { status: res.status, headers: res.headers, body: await res.text() }
+}

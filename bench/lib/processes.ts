@@ -1,0 +1,210 @@
+/**
+ * Every server under test runs as its own process: our server, the floor, nginx and the fake
+ * upstream. This module starts them, waits until they answer, and makes sure none outlives the run.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { nginxConfig } from './nginx.js'
+
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
+export const TMP = join(ROOT, 'bench', '.tmp')
+export const PROFILE_DIR = join(TMP, 'profiles')
+
+/** A server the load generator can aim at. */
+export interface Target {
+  name: string
+  baseUrl: string
+  port: number
+  stop (): Promise<void>
+}
+
+const running = new Set<ChildProcess>()
+
+// Nothing we started may outlive us, whatever way we end.
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGKILL')
+    process.exit(130)
+  })
+}
+
+export async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  mkdirSync(TMP, { recursive: true })
+  // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
+  const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ['pipe', 'ignore', 'pipe'] })
+  running.add(child)
+  let stderr = ''
+  child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
+  child.once('exit', (code, signal) => {
+    running.delete(child)
+    if (code !== 0 && code !== null && signal === null) process.stderr.write(`[bench] ${name} exited with ${code}\n${stderr}`)
+  })
+  return child
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within graceMs. */
+async function stop (child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+  await exited
+  clearTimeout(timer)
+}
+
+/** Poll url until `ok(status)`; fail if the process dies or timeoutMs passes. */
+async function waitFor (child: ChildProcess, name: string, url: string, ok: (status: number) => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready`)
+    try {
+      const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(1_000) })
+      await res.arrayBuffer()
+      if (ok(res.status)) return
+    } catch { /* not listening yet */ }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  await stop(child)
+  throw new Error(`${name} did not become ready at ${url} within ${timeoutMs} ms`)
+}
+
+function newestMtime (dir: string): number {
+  let newest = 0
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
+  }
+  return newest
+}
+
+/** `npm run build` when dist/main.js is missing or older than any file in src/. */
+export function ensureBuilt (log: (line: string) => void): void {
+  const main = join(ROOT, 'dist', 'main.js')
+  if (existsSync(main) && statSync(main).mtimeMs >= newestMtime(join(ROOT, 'src'))) return
+  log('dist/ is missing or older than src/: running npm run build')
+  const result = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' })
+  if (result.status !== 0) {
+    if (!existsSync(main)) throw new Error('npm run build failed and dist/main.js does not exist')
+    log('npm run build reported errors; benchmarking the dist/ it emitted anyway')
+  }
+}
+
+// ------------------------------------------------------------------ the fake upstream
+
+export interface UpstreamProcess {
+  port: number
+  /** Base for our server's UPSTREAM_URL. */
+  apiUrl: string
+  origin: string
+  latencyMs: number
+  requests (): Promise<number>
+  reset (): Promise<void>
+  stop (): Promise<void>
+}
+
+export async function startUpstream (latencyMs: number): Promise<UpstreamProcess> {
+  const port = await freePort()
+  const child = start('fake-upstream', process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'fake-upstream.ts'), '--port', String(port), '--latency', String(latencyMs)], process.env)
+  const origin = `http://127.0.0.1:${port}`
+  await waitFor(child, 'fake upstream', `${origin}/__stats`, (s) => s === 200)
+  return {
+    port,
+    origin,
+    apiUrl: `${origin}/api/handles`,
+    latencyMs,
+    requests: async () => ((await (await fetch(`${origin}/__stats`)).json()) as { requests: number }).requests,
+    reset: async () => { await (await fetch(`${origin}/__reset`)).arrayBuffer() },
+    stop: async () => await stop(child)
+  }
+}
+
+// ------------------------------------------------------------------ servers under test
+
+export interface OursOptions {
+  upstream: UpstreamProcess
+  /** Start node with --cpu-prof (the profile is written when the server exits). */
+  profile?: boolean
+  /** Extra environment for the server (from --server-env KEY=VALUE). */
+  env?: Record<string, string>
+}
+
+/** Our server: `node dist/main.js`, configured only through its environment. */
+export async function startOurs (opts: OursOptions): Promise<Target> {
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    UPSTREAM_URL: opts.upstream.apiUrl,
+    SHUTDOWN_GRACE_MS: '3000',
+    ...opts.env
+  }
+  const nodeArgs = opts.profile === true ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []
+  if (opts.profile === true) mkdirSync(PROFILE_DIR, { recursive: true })
+  const child = start('doi-proxy', process.execPath, [...nodeArgs, join(ROOT, 'dist', 'main.js')], env)
+  const baseUrl = `http://127.0.0.1:${port}`
+  await waitFor(child, 'doi-proxy', `${baseUrl}/readyz`, (s) => s === 200)
+  return { name: 'doi-proxy', baseUrl, port, stop: async () => await stop(child, 8_000) }
+}
+
+/** The floor: bare node:http answering a fixed 302. */
+export async function startFloor (): Promise<Target> {
+  const port = await freePort()
+  const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], { PATH: process.env.PATH, PORT: String(port) })
+  const baseUrl = `http://127.0.0.1:${port}`
+  await waitFor(child, 'floor', `${baseUrl}/readyz`, (s) => s === 302)
+  return { name: 'floor (node:http)', baseUrl, port, stop: async () => await stop(child) }
+}
+
+/** Is nginx installed? (We never install it ourselves.) */
+export function nginxAvailable (): boolean {
+  const result = spawnSync('nginx', ['-v'], { stdio: 'ignore' })
+  return result.error === undefined && result.status === 0
+}
+
+export const NGINX_MISSING = 'nginx is not on PATH: the nginx baseline is skipped. To include it: `apt-get install -y nginx` (Debian/Ubuntu), then run again.'
+
+let nginxRuns = 0
+
+/** nginx with proxy_cache + proxy_cache_lock in front of the fake upstream's /redirect/ (a fresh, empty cache each start). */
+export async function startNginx (upstream: UpstreamProcess): Promise<Target> {
+  const port = await freePort()
+  const dir = join(TMP, `nginx-${process.pid}-${nginxRuns++}`)
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  const confPath = join(dir, 'nginx.conf')
+  writeFileSync(confPath, nginxConfig({ dir, port, upstreamPort: upstream.port, runAsRoot: process.getuid?.() === 0 }))
+  const child = start('nginx', 'nginx', ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confPath, '-g', 'daemon off;'], process.env)
+  const baseUrl = `http://127.0.0.1:${port}`
+  await waitFor(child, 'nginx', `${baseUrl}/readyz`, (s) => s === 200)
+  return {
+    name: 'nginx proxy_cache',
+    baseUrl,
+    port,
+    stop: async () => {
+      await stop(child)
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}

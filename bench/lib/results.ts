@@ -1,0 +1,94 @@
+/**
+ * bench/RESULTS.md is written by the scripts, never by hand. It has two sections, each replaced
+ * whole by the script that owns it: the speed table (bench/run.ts) and the memory table (bench/memory.ts).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { ROOT } from './processes.js'
+import type { Row } from './scenarios.js'
+
+export const RESULTS_PATH = join(ROOT, 'bench', 'RESULTS.md')
+
+export function machine (): string {
+  const cpu = cpus()
+  return `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${process.platform}/${process.arch}`
+}
+
+function fixed (n: number | undefined, digits: number): string {
+  return n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(digits)
+}
+
+function ratio (a: number | undefined, b: number | undefined): string {
+  return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '—' : `${(a / b).toFixed(2)}×`
+}
+
+/** Ratios are computed against the floor and nginx rows of the same scenario. */
+export function speedTable (rows: readonly Row[]): string {
+  const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
+  const rule = '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|'
+  const lines = [header, rule]
+  for (const row of rows) {
+    if (row.skipped !== undefined || row.result === undefined) {
+      lines.push(`| ${row.scenario} | ${row.server} | — | — | — | — | — | — | — | — | — | ${row.skipped ?? 'no result'} |`)
+      continue
+    }
+    const same = rows.filter((r) => r.scenario === row.scenario && r.result !== undefined)
+    const floor = same.find((r) => r.server.startsWith('floor'))?.result
+    const nginx = same.find((r) => r.server.startsWith('nginx'))?.result
+    const r = row.result
+    const isFloor = row.server.startsWith('floor')
+    const isNginx = row.server.startsWith('nginx')
+    const added = row.addedP50 === undefined ? '—' : `${fixed(row.addedP50, 2)} / ${fixed(row.addedP99, 2)}`
+    lines.push([
+      '', row.scenario, row.server, fixed(r.rps, 0), fixed(r.p50, 2), fixed(r.p99, 2),
+      isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
+      isFloor ? '1.00×' : ratio(r.p99, floor?.p99),
+      isNginx ? '1.00×' : isFloor ? '—' : ratio(r.rps, nginx?.rps),
+      fixed(row.hitRatio, 3), fixed(row.upstreamPerRequest, 4), added, (row.note ?? '').replace(/\|/g, '/'), ''
+    ].join(' | ').trim())
+  }
+  return lines.join('\n')
+}
+
+export interface SpeedRun {
+  mode: string
+  settingsLine: string
+  rows: readonly Row[]
+}
+
+export function speedSection (run: SpeedRun): string {
+  return [
+    '## Throughput and latency',
+    '',
+    `Machine: ${machine()}  `,
+    `Date: ${new Date().toISOString()}  `,
+    `Mode: ${run.mode}. ${run.settingsLine}`,
+    '',
+    speedTable(run.rows),
+    ''
+  ].join('\n')
+}
+
+const SECTIONS = ['speed', 'memory'] as const
+type Section = typeof SECTIONS[number]
+
+/** Replace one section of RESULTS.md, keeping the other as it was. */
+export function writeSection (section: Section, body: string): void {
+  const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
+  const parts: Record<Section, string> = { speed: '', memory: '' }
+  for (const name of SECTIONS) {
+    const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
+    parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${name === 'speed' ? 'bench' : 'bench:memory'}\`._\n`
+  }
+  parts[section] = body.endsWith('\n') ? body : body + '\n'
+  const text = [
+    '# Benchmark results',
+    '',
+    '<!-- Written by bench/run.ts and bench/memory.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory`. -->',
+    'How to read this: [bench/README.md](README.md).',
+    '',
+    ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])
+  ].join('\n')
+  writeFileSync(RESULTS_PATH, text)
+}

@@ -1,0 +1,124 @@
+/**
+ * The benchmark runner: `npm run bench` (all scenarios, under 10 minutes), `npm run bench:quick`
+ * (under 2 minutes), `npm run bench -- --scenario hot[,zipf…]`, `npm run bench -- --profile`.
+ * Writes bench/RESULTS.md (except with --profile, whose numbers are slowed by the profiler).
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
+import { speedSection, writeSection, RESULTS_PATH } from './lib/results.js'
+import { RUNNERS, SCENARIOS, settingsFor } from './lib/scenarios.js'
+import type { Row, ScenarioName } from './lib/scenarios.js'
+
+const HELP = `Usage: node --import tsx bench/run.ts [options]
+  --quick                 short runs and fewer DOIs (under 2 minutes)
+  --scenario NAME[,NAME]  only these (${SCENARIOS.join(', ')}); repeatable
+  --profile               start our server with --cpu-prof (profiles in bench/.tmp/profiles),
+                          no baselines, print the top functions; default scenario: hot
+  --no-nginx              skip the nginx baseline even if nginx is installed
+  --latency MS            the fake upstream's latency (default 30)
+  --server-env KEY=VALUE  extra environment for our server (e.g. LOG_LEVEL=warn); repeatable`
+
+interface Args {
+  quick: boolean
+  scenarios: ScenarioName[]
+  profile: boolean
+  nginx: boolean
+  latencyMs: number
+  serverEnv: Record<string, string>
+}
+
+function parseArgs (argv: string[]): Args {
+  const args: Args = { quick: false, scenarios: [], profile: false, nginx: true, latencyMs: 30, serverEnv: {} }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? ''
+    const value = (): string => {
+      const v = argv[++i]
+      if (v === undefined) throw new Error(`${arg} needs a value`)
+      return v
+    }
+    if (arg === '--quick') args.quick = true
+    else if (arg === '--profile') args.profile = true
+    else if (arg === '--no-nginx') args.nginx = false
+    else if (arg === '--latency') args.latencyMs = Number(value())
+    else if (arg === '--scenario') {
+      for (const name of value().split(',')) {
+        if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.join(', ')}`)
+        args.scenarios.push(name as ScenarioName)
+      }
+    } else if (arg === '--server-env') {
+      const pair = value()
+      const eq = pair.indexOf('=')
+      if (eq <= 0) throw new Error(`--server-env wants KEY=VALUE, got "${pair}"`)
+      args.serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1)
+    } else if (arg === '--help' || arg === '-h') {
+      process.stdout.write(HELP + '\n')
+      process.exit(0)
+    } else throw new Error(`unknown option "${arg}"\n${HELP}`)
+  }
+  if (args.scenarios.length === 0) args.scenarios = args.profile ? ['hot'] : [...SCENARIOS]
+  if (!Number.isFinite(args.latencyMs) || args.latencyMs < 0) throw new Error('--latency wants a number of ms')
+  return args
+}
+
+function log (line: string): void {
+  process.stdout.write(`${line}\n`)
+}
+
+function newestProfile (since: number): string | undefined {
+  if (!existsSync(PROFILE_DIR)) return undefined
+  return readdirSync(PROFILE_DIR)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => join(PROFILE_DIR, f))
+    .filter((f) => statSync(f).mtimeMs >= since)
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]
+}
+
+async function main (): Promise<void> {
+  const args = parseArgs(process.argv.slice(2))
+  const started = Date.now()
+  const settings = settingsFor(args.quick)
+  ensureBuilt(log)
+  const nginx = args.nginx && nginxAvailable()
+  if (args.nginx && !nginx && !args.profile) log(NGINX_MISSING)
+
+  const upstream = await startUpstream(args.latencyMs)
+  const rows: Row[] = []
+  try {
+    for (const name of args.scenarios) {
+      log(`${name}:`)
+      const t0 = Date.now()
+      rows.push(...await RUNNERS[name]({ settings, upstream, nginx, profile: args.profile, serverEnv: args.serverEnv, log }))
+      log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    }
+  } finally {
+    await upstream.stop()
+  }
+
+  const seconds = ((Date.now() - started) / 1000).toFixed(0)
+  const envLine = Object.keys(args.serverEnv).length === 0 ? 'our server on its defaults' : `our server with ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
+  const settingsLine = `${settings.connections} connections (cold: ${settings.coldConnections}), ${settings.warmupS} s warm-up + ${settings.measureS} s measured per server; ` +
+    `zipf ${settings.zipfDois} DOIs, ${settings.zipfWarmupRequests} warm-up requests then ${settings.zipfMeasureRequests} measured; fake upstream latency ${args.latencyMs} ms; ${envLine}; ` +
+    `load generator (autocannon) in the same machine; whole run ${seconds} s.`
+  if (args.profile) {
+    const profile = newestProfile(started)
+    if (profile === undefined) {
+      log(`no .cpuprofile found in ${PROFILE_DIR}`)
+    } else {
+      log(`\nprofile: ${profile}`)
+      spawnSync(process.execPath, [join(import.meta.dirname, 'profile-summary.mjs'), profile, '--top', '15'], { stdio: 'inherit' })
+    }
+    log('(--profile: RESULTS.md not written; profiled numbers are slower than real ones)')
+    return
+  }
+  const mode = args.quick ? 'quick (`npm run bench:quick`)' : 'full (`npm run bench`)'
+  const subset = args.scenarios.length === SCENARIOS.length ? '' : ` Scenarios: ${args.scenarios.join(', ')} only.`
+  writeSection('speed', speedSection({ mode: mode + subset, settingsLine, rows }))
+  log(`\nwrote ${RESULTS_PATH} (${seconds} s)`)
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`)
+  process.exit(1)
+})
