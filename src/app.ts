@@ -62,6 +62,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const app = Fastify({
     ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
     requestIdHeader: 'x-request-id',
+    // Fastify's own two lines per request are replaced by one of ours, and only when asked for.
+    disableRequestLogging: true,
     genReqId: () => randomUUID(),
     trustProxy: config.trustProxy,
     // Explicit server limits; never a library's default.
@@ -90,6 +92,12 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
   let routeBadUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> =
     async (_request, reply) => reply.code(400).send()
+
+  if (config.logRequests) {
+    app.addHook('onResponse', async (request, reply) => {
+      request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip }, 'request')
+    })
+  }
 
   const lifecycle: Lifecycle = { ready: false }
   app.decorate('lifecycle', lifecycle)

@@ -36,7 +36,7 @@ describe('the server process', () => {
   it('starts, resolves, logs JSON with a request id, and on SIGTERM finishes the in-flight request before exiting 0', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url })
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_REQUESTS: 'true' })
     upstream.mode = { kind: 'slow', delayMs: 400 }
     const inflight = fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { 'x-request-id': 'trace-42' } })
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -46,7 +46,7 @@ describe('the server process', () => {
     expect(res.headers.get('location')).toBe('http://example.org/plain')
     expect(await exitOf(child)).toBe(0)
     const lines = output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
-    expect(lines.some((l) => l.reqId === 'trace-42')).toBe(true)
+    expect(lines.some((l) => l.reqId === 'trace-42' && l.msg === 'request' && l.status === 302)).toBe(true)
     expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests')).toBe(true)
   })
 
@@ -69,7 +69,7 @@ describe('the server process', () => {
   it('never logs the client\'s cookies or authorization', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info' })
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', LOG_REQUESTS: 'true' })
     await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { cookie: 'session=s3cret', authorization: 'Bearer t0ken' } })
     child.kill('SIGTERM')
     await exitOf(child)

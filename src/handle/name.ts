@@ -108,8 +108,12 @@ const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g
 
 /** Cache key: ASCII a–z folded to upper case only, never other letters (DECISIONS §2.8, [DOI-HB25] §4.3.4). */
 export function cacheKey (handle: string): string {
-  return handle.replace(/[a-z]+/g, (run) => run.toUpperCase())
+  // For pure ASCII, toUpperCase folds exactly a–z; only other scripts need the careful path.
+  return ASCII_ONLY.test(handle) ? handle.toUpperCase() : handle.replace(/[a-z]+/g, (run) => run.toUpperCase())
 }
+
+// eslint-disable-next-line no-control-regex
+const ASCII_ONLY = /^[\x00-\x7f]*$/
 
 /**
  * The reference's StringUtils.encodeURL for Location headers (reference §2 "Headers"): keeps

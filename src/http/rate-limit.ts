@@ -25,18 +25,20 @@ export async function registerRateLimits (app: FastifyInstance, config: Config):
     const q = url.indexOf('?')
     return q >= 0 && BYPASS_PARAM.test(url.slice(q + 1))
   }
-  await app.register(rateLimit, {
-    global: true,
-    timeWindow: config.rateLimitWindowMs,
-    // Separate counters: `auth:` keys for cache-bypassing requests.
-    keyGenerator: (request) => isBypass(request) ? `auth:${request.ip}` : request.ip,
-    max: (_request, key) => key.startsWith('auth:') ? config.authRateLimitMax : config.rateLimitMax,
-    allowList: (request, key) => {
-      if (OPS_PATHS.has(request.url)) return true
-      if (isAllowed(allowed, request.ip)) return true
-      return key.startsWith('auth:') ? config.authRateLimitMax === 0 : config.rateLimitMax === 0
-    },
-    cache: 100_000 // most client addresses tracked at once
+  const exempt = (request: FastifyRequest): boolean => OPS_PATHS.has(request.url) || isAllowed(allowed, request.ip)
+  // The plugin is registered without a global hook; our own hook applies the limiters, so an ordinary
+  // request costs nothing when only the auth limit is on (the default).
+  await app.register(rateLimit, { global: false, cache: 100_000 /* most client addresses tracked at once */ })
+  const general = config.rateLimitMax === 0
+    ? undefined
+    : app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => request.ip })
+  const auth = config.authRateLimitMax === 0
+    ? undefined
+    : app.rateLimit({ max: config.authRateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `auth:${request.ip}` })
+  app.addHook('onRequest', async (request, reply) => {
+    const limiter = isBypass(request) ? (auth ?? general) : general
+    if (limiter === undefined || exempt(request)) return
+    await limiter.call(app, request, reply)
   })
 }
 

@@ -30,8 +30,23 @@ const parser = new XMLParser({
   ignorePiTags: true
 })
 
+// Parsing is the costly part of the 10320/loc engine and every request of a cached record asks for the
+// same strings again (the record's and its prefix's values), so results are memoised. The memo is bounded:
+// when full it is emptied, which costs one re-parse per string. Parsed elements are never mutated.
+const MEMO_LIMIT = 4096
+const memo = new Map<string, XmlElement | string>()
+
 /** Parse the first root element of an XML string; a string describing the problem when there is none. */
 export function parseXml (xml: string): XmlElement | string {
+  const known = memo.get(xml)
+  if (known !== undefined) return known
+  const parsed = parseXmlUncached(xml)
+  if (memo.size >= MEMO_LIMIT) memo.clear()
+  memo.set(xml, parsed)
+  return parsed
+}
+
+function parseXmlUncached (xml: string): XmlElement | string {
   let nodes: unknown
   try {
     nodes = parser.parse(xml)
