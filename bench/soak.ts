@@ -383,10 +383,13 @@ const BREAKER = ['closed', 'half-open', 'open']
 // ------------------------------------------------------------------ verdicts
 
 const MiB = 1024 * 1024
-/** A leak of 1 MiB a minute is 1.4 GiB a day; the 1-s sampled heap floor resolves about that much in a minute. */
-const HEAP_SLOPE_LIMIT_MIB_PER_MIN = 1
+/**
+ * The heap's lowest point may rise at most 10 % from the middle third to the last. Not a regression
+ * slope: under this load V8 lets old-space garbage pile up for ~50 s before a major GC (a 300 s run
+ * saw 29 → 123 → 30 MiB), a ramp that would dominate any slope fitted over one minute.
+ */
+const HEAP_FLOOR_GROWTH_LIMIT = 1.1
 const RSS_GROWTH_LIMIT = 1.2
-
 /** Least-squares slope of y over x. */
 function slope (points: ReadonlyArray<[number, number]>): number {
   const n = points.length
@@ -418,19 +421,23 @@ interface Row {
 interface Verdict { name: string, pass: boolean, rule: string, evidence: string }
 
 function memoryVerdict (rows: readonly Row[], scrapes: readonly Scrape[], startedAt: number, durationS: number): Verdict {
-  const rule = `the slope of the heap floor (the lowest of the 1-s heap-used samples in each table row, so young-generation garbage does not count) over the second half of the run, by least squares, ≤ ${HEAP_SLOPE_LIMIT_MIB_PER_MIN} MiB/min; and the highest RSS in the last third ≤ ${RSS_GROWTH_LIMIT} × the highest RSS in the middle third`
+  const rule = `the lowest heap used (\`doi_proxy_nodejs_heap_size_used_bytes\`, sampled every second) in the last third of the run ≤ ${HEAP_FLOOR_GROWTH_LIMIT} × the lowest in the middle third, ` +
+    `and the highest RSS in the last third ≤ ${RSS_GROWTH_LIMIT} × the highest in the middle third (the heap-floor slope is shown for information: one major-GC cycle lasts about a minute here, so it is no leak test in a short run)`
+  const third = durationS * 1000 / 3
+  const within = (from: number, to: number, pick: (s: Scrape) => number): number[] =>
+    scrapes.filter((s) => s.at >= startedAt + from && s.at < startedAt + to).map(pick).filter(Number.isFinite)
+  const middleRss = Math.max(...within(third, 2 * third, (s) => s.rss))
+  const lastRss = Math.max(...within(2 * third, 3 * third + 60_000, (s) => s.rss))
+  const middleHeap = Math.min(...within(third, 2 * third, (s) => s.heap))
+  const lastHeap = Math.min(...within(2 * third, 3 * third + 60_000, (s) => s.heap))
+  const heapOk = Number.isFinite(middleHeap) && Number.isFinite(lastHeap) && lastHeap <= HEAP_FLOOR_GROWTH_LIMIT * middleHeap
+  const rssOk = Number.isFinite(middleRss) && Number.isFinite(lastRss) && lastRss <= RSS_GROWTH_LIMIT * middleRss
   const half = startedAt + durationS * 500
   const floors = rows.filter((r) => r.t0 >= half && Number.isFinite(r.heapFloor)).map((r): [number, number] => [(r.t0 + r.t1) / 2 / 60_000, r.heapFloor / MiB])
-  const heapSlope = slope(floors)
-  const third = durationS * 1000 / 3
-  const maxRss = (from: number, to: number): number => Math.max(...scrapes.filter((s) => s.at >= startedAt + from && s.at < startedAt + to).map((s) => s.rss).filter(Number.isFinite))
-  const middle = maxRss(third, 2 * third)
-  const last = maxRss(2 * third, 3 * third + 60_000)
-  const slopeOk = Number.isFinite(heapSlope) && heapSlope <= HEAP_SLOPE_LIMIT_MIB_PER_MIN
-  const rssOk = Number.isFinite(middle) && Number.isFinite(last) && last <= RSS_GROWTH_LIMIT * middle
-  const evidence = `heap-floor slope ${fmt(heapSlope, 2)} MiB/min over ${floors.length} rows (limit ${HEAP_SLOPE_LIMIT_MIB_PER_MIN}); ` +
-    `max RSS middle third ${fmt(middle / MiB, 1)} MiB, last third ${fmt(last / MiB, 1)} MiB (${fmt(last / middle, 3)}×, limit ${RSS_GROWTH_LIMIT}×)`
-  return { name: 'memory flat', pass: slopeOk && rssOk, rule, evidence }
+  const evidence = `lowest heap middle third ${fmt(middleHeap / MiB, 1)} MiB, last third ${fmt(lastHeap / MiB, 1)} MiB (${fmt(lastHeap / middleHeap, 3)}×, limit ${HEAP_FLOOR_GROWTH_LIMIT}×); ` +
+    `highest RSS middle third ${fmt(middleRss / MiB, 1)} MiB, last third ${fmt(lastRss / MiB, 1)} MiB (${fmt(lastRss / middleRss, 3)}×, limit ${RSS_GROWTH_LIMIT}×); ` +
+    `heap-floor slope over the second half ${fmt(slope(floors), 2)} MiB/min (information)`
+  return { name: 'memory flat', pass: heapOk && rssOk, rule, evidence }
 }
 
 function errorsVerdict (total: Tally, scrapeFailures: number, serverExit: string | undefined): Verdict {

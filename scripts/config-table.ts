@@ -1,7 +1,9 @@
 /**
- * Prints the README's configuration table from the settings schema, so the two cannot drift:
- * `node --import tsx scripts/config-table.ts`. test/docs.test.ts checks the README holds this exact table.
+ * The README's configuration table, from the settings schema, so the two cannot drift:
+ * `npm run docs:config` rewrites it between the README's config markers. test/docs.test.ts checks
+ * the README holds this exact table.
  */
+import { readFileSync, writeFileSync } from 'node:fs'
 import { OPTIONS } from '../src/config/schema.js'
 
 export function configTable (): string {
@@ -16,4 +18,10 @@ function formatDefault (value: unknown): string {
   return `\`${String(value)}\``
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.stdout.write(`${configTable()}\n`)
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const readme = new URL('../README.md', import.meta.url)
+  const text = readFileSync(readme, 'utf8')
+  const next = text.replace(/<!-- config:start -->\n[\s\S]*?\n<!-- config:end -->/, `<!-- config:start -->\n${configTable()}\n<!-- config:end -->`)
+  writeFileSync(readme, next)
+  process.stdout.write(next === text ? 'README.md: configuration table already current\n' : 'README.md: configuration table rewritten\n')
+}

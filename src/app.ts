@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import cors from '@fastify/cors'
 import type { Dispatcher } from 'undici'
@@ -63,7 +63,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
     requestIdHeader: 'x-request-id',
     // Fastify's own two lines per request are replaced by one of ours, and only when asked for.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     trustProxy: config.trustProxy,
     // Explicit server limits; never a library's default.

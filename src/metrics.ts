@@ -52,7 +52,7 @@ export function createMetrics () {
     }),
     staleServed: new Counter({
       name: 'doi_proxy_stale_answers_total',
-      help: 'Expired records served because the upstream failed',
+      help: 'Expired records used because the upstream failed (one answer may use several: the DOI, its prefix, namespace handles)',
       registers: [registry]
     }),
     cacheEntries: new Gauge({

@@ -144,7 +144,7 @@ export type LocationDecision =
 
 /** The redirect for a request, or 'none' when nothing can be redirected to (the values page is shown). */
 export function chooseLocation (req: LocationRequest): LocationDecision {
-  const ctx = buildContext(req)
+  const ctx = contextFor(req)
   if (!ctx.engine) return legacyOnlyDecision(req.values, ctx.problems)
   const chosen = choose(ctx.candidates, {
     chooseBy: parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby')),
@@ -169,6 +169,27 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
     usedValues: ctx.usedValues,
     problems: unique(ctx.problems)
   }
+}
+
+// Building the candidate list is the same work for every request of one cached record: memoised by the
+// identity of the value arrays (the cache hands out the same arrays until a record is refetched, so a
+// new record is a new key and the old entry goes with its arrays) and the handle as written.
+const contextMemo = new WeakMap<readonly HandleValue[], WeakMap<readonly HandleValue[], Map<string, LocContext>>>()
+const HANDLE_SPELLINGS_PER_RECORD = 8
+
+function contextFor (req: LocationRequest): LocContext {
+  if (req.includes.size > 0) return buildContext(req)
+  let byNamespace = contextMemo.get(req.values)
+  if (byNamespace === undefined) contextMemo.set(req.values, byNamespace = new WeakMap())
+  let byHandle = byNamespace.get(req.namespaceValues)
+  if (byHandle === undefined) byNamespace.set(req.namespaceValues, byHandle = new Map())
+  let ctx = byHandle.get(req.handle)
+  if (ctx === undefined) {
+    ctx = buildContext(req)
+    if (byHandle.size < HANDLE_SPELLINGS_PER_RECORD) byHandle.set(req.handle, ctx)
+  }
+  // Choosing notes problems on the context: each request gets its own list.
+  return { ...ctx, problems: [...ctx.problems] }
 }
 
 /** Reference case A and DECISIONS §4: the first URL value in record order, status 302, nothing else. */
@@ -213,7 +234,7 @@ function statusFor (chosen: Candidate, ctx: LocContext): RedirectStatus {
  * source order; a filled-in href goes just before href_template (doi.org's own output has that order).
  */
 export function renderShowUrls (req: LocationRequest): string | undefined {
-  const ctx = buildContext(req)
+  const ctx = contextFor(req)
   const elements = ctx.engine ? ctx.candidates.map(withHref) : legacyOnlyList(req.values)
   if (elements.length === 0) return undefined
   const root = xmlEscape(ctx.engine ? ctx.firstRootName ?? 'locations' : 'locations')

@@ -22,7 +22,8 @@ export function filterValues (
 ): HandleValue[] {
   const indexes = filter.indexes ?? []
   const types = (filter.types ?? []).map(asciiUpper)
-  if (indexes.length === 0 && types.length === 0) return [...values]
+  // No filter: the same array (callers never mutate it), so identity-keyed memos downstream keep working.
+  if (indexes.length === 0 && types.length === 0) return values as HandleValue[]
   return values.filter((v) => indexes.includes(v.index) || typeMatchesAny(v.type, types))
 }
 

@@ -1,6 +1,8 @@
+import { LRUCache } from 'lru-cache'
 import type { HandleValue } from '../handle/types.js'
-import { prefixOf } from '../handle/name.js'
+import { cacheKey, prefixOf } from '../handle/name.js'
 import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
+import { recordCacheSeconds } from '../handle/record.js'
 import type { LookupOptions, Resolver } from './resolver.js'
 
 /** The other records the 10320/loc engine needs for one handle, fetched through the cache. */
@@ -15,6 +17,41 @@ export interface LocationContext {
 const MAX_INCLUDE_DEPTH = 20
 // Bound the fan-out a single record can cause: a hostile record must not make us fetch thousands.
 const MAX_FETCHES = 40
+
+// reference §11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for at most an
+// hour (less when a value's ttl says so), and skipped for auth and cert.
+const NAMESPACE_CACHE_ENTRIES = 4096
+const NAMESPACE_CACHE_MAX_SECONDS = 3600
+const NO_VALUES: HandleValue[] = []
+const NO_INCLUDES = new Map<string, HandleValue[]>()
+
+/** Fetches what the 10320/loc engine needs, keeping namespace locations per prefix as the reference does. */
+export function createLocationLoader (resolver: Resolver, now: () => number) {
+  const namespaces = new LRUCache<string, { values: HandleValue[], until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
+
+  return async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
+    const refs = referencedHandles(values)
+    const simple = refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
+      refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.auth !== true && flags.cert !== true
+    if (!simple) return await loadLocationContext(resolver, handle, values, flags)
+    const prefix = prefixOf(handle)
+    if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [] }
+    const key = cacheKey(prefix)
+    const at = now()
+    const known = namespaces.get(key)
+    if (known !== undefined && known.until > at) return { includes: NO_INCLUDES, namespaceValues: known.values, problems: [] }
+    const loaded = await loadLocationContext(resolver, handle, values, flags)
+    if (loaded.problems.length === 0 && loaded.includes.size === 0) {
+      const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
+      const seconds = Math.min(NAMESPACE_CACHE_MAX_SECONDS, recordCacheSeconds(namespaceValues, at, { maxSeconds: NAMESPACE_CACHE_MAX_SECONDS, floorSeconds: 0 }))
+      if (seconds > 0) namespaces.set(key, { values: namespaceValues, until: at + seconds * 1000 })
+      return { includes: NO_INCLUDES, namespaceValues, problems: [] }
+    }
+    return loaded
+  }
+}
+
+export type LocationLoader = ReturnType<typeof createLocationLoader>
 
 /**
  * Step one of the engine's two-step API (see src/handle/locations.ts): fetch the include targets,

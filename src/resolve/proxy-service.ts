@@ -6,7 +6,7 @@ import { locationFor } from '../handle/redirect.js'
 import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
 import { automaticLocatt } from '../handle/negotiate.js'
-import { loadLocationContext } from './locations-loader.js'
+import { createLocationLoader } from './locations-loader.js'
 import type { CacheStatus, Resolver } from './resolver.js'
 
 /** What the HTML proxy answers for one handle request; http/ renders it. */
@@ -61,6 +61,7 @@ const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
  */
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
+  const loadLocations = createLocationLoader(resolver, now)
 
   async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
     const { params } = req
@@ -89,7 +90,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    const located = await loadLocationContext(resolver, handle, values, { auth: params.auth, cert: params.cert })
+    const located = await loadLocations(handle, values, { auth: params.auth, cert: params.cert })
     const locRequest: LocationRequest = {
       handle,
       values,
