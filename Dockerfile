@@ -18,9 +18,11 @@ RUN npm ci --omit=dev --no-audit --no-fund
 
 # 3. Runtime: compiled code, production modules, sample config; runs as the unprivileged `node` user.
 FROM node:22-alpine
+# WORKERS=0: one server process per core (each with its own cache).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    WORKERS=0
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist

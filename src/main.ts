@@ -1,3 +1,5 @@
+import cluster from 'node:cluster'
+import { availableParallelism } from 'node:os'
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
@@ -24,6 +26,12 @@ async function main (): Promise<void> {
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
   })
+  const workers = config.workers === 0 ? availableParallelism() : config.workers
+  if (workers > 1 && cluster.isPrimary) {
+    runPrimary(workers, config, logger)
+    return
+  }
+
   let app
   try {
     app = await buildApp(config, { logger })
@@ -47,6 +55,43 @@ async function main (): Promise<void> {
 
   await app.listen({ host: config.host, port: config.port })
   logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
+}
+
+/**
+ * WORKERS > 1: the primary only forks workers (node:cluster shares the listening port among them),
+ * replaces one that dies, and passes SIGTERM/SIGINT on. Each worker is a whole server with its own cache.
+ */
+function runPrimary (count: number, config: Config, logger: pino.Logger): void {
+  let stopping = false
+  const listening = new WeakSet<object>()
+  const fork = (): void => {
+    const worker = cluster.fork()
+    worker.once('listening', () => listening.add(worker))
+  }
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
+      return
+    }
+    // A worker that never listened (bad setting, port taken) would fail again: stop instead of looping.
+    if (!listening.has(worker)) {
+      logger.error({ pid: worker.process.pid, code }, 'a worker failed to start; stopping')
+      process.exit(code ?? 1)
+    }
+    logger.error({ pid: worker.process.pid, code, signal }, 'a worker died; starting another')
+    fork()
+  })
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1) // a second signal: at once
+    stopping = true
+    logger.info({ signal, workers: count }, 'shutting down the workers')
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal)
+    setTimeout(() => process.exit(1), config.drainDelayMs + config.shutdownGraceMs + 1000).unref()
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
+  for (let i = 0; i < count; i++) fork()
+  logger.info({ workers: count }, 'started the workers')
 }
 
 main().catch((err: unknown) => {

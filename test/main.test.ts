@@ -50,6 +50,19 @@ describe('the server process', () => {
     expect(lines.some((l) => l.msg === 'shutting down: finishing in-flight requests')).toBe(true)
   })
 
+  it('with WORKERS=2 two worker processes serve the same port and all stop on SIGTERM', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
+    const res = await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })
+    expect(res.status).toBe(302)
+    await new Promise((resolve) => setTimeout(resolve, 300)) // let the second worker start too
+    const pids = new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
+    expect(pids.size).toBe(2)
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+  })
+
   it('refuses a bad setting at start with a message naming it, exit code 78', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''

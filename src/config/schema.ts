@@ -8,6 +8,7 @@ import { isIP } from 'node:net'
 export interface Config {
   host: string
   port: number
+  workers: number
   upstreamUrl: string
   upstreamTimeoutMs: number
   upstreamConnectTimeoutMs: number
@@ -76,6 +77,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const OPTIONS: readonly Option[] = [
   { key: 'host', env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Address to listen on (the container image sets 0.0.0.0).' },
   { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65535, default: 8000, doc: 'Port to listen on.' },
+  { key: 'workers', env: 'WORKERS', kind: 'int', min: 0, max: 256, default: 1, doc: 'Server processes sharing the port (node:cluster); 0 means one per core (the container\'s default). Each has its own cache.' },
   { key: 'upstreamUrl', env: 'UPSTREAM_URL', kind: 'url', default: 'https://doi.org/api/handles', doc: 'Base of the upstream Handle REST API; handle H is fetched as UPSTREAM_URL + "/" + H, path-encoded.' },
   { key: 'upstreamTimeoutMs', env: 'UPSTREAM_TIMEOUT_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'A whole upstream request (connect, headers, body) gives up after this long: 504.' },
   { key: 'upstreamConnectTimeoutMs', env: 'UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 100, max: 60_000, default: 3_000, doc: 'TCP/TLS connect timeout to the upstream.' },

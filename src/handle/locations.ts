@@ -144,52 +144,67 @@ export type LocationDecision =
 
 /** The redirect for a request, or 'none' when nothing can be redirected to (the values page is shown). */
 export function chooseLocation (req: LocationRequest): LocationDecision {
-  const ctx = contextFor(req)
-  if (!ctx.engine) return legacyOnlyDecision(req.values, ctx.problems)
+  const { ctx, derived, problems } = contextFor(req)
+  if (!ctx.engine) return legacyOnlyDecision(req.values, problems)
   const chosen = choose(ctx.candidates, {
-    chooseBy: parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby')),
+    chooseBy: derived.chooseBy,
     locatt: req.locatt,
     country: req.country,
     clientAddress: req.clientAddress,
     random: req.random,
-    problems: ctx.problems
+    problems
   })
-  if (chosen === undefined) return { kind: 'none', vary: ctx.vary, problems: unique(ctx.problems) }
-  const status = statusFor(chosen, ctx)
-  const links = linkHeaders(ctx.linkRoots, req.handle, ctx.problems)
-  const { extraHeaders, headLines } = headerLines(ctx.headerTexts, req.handle, ctx.problems)
+  if (chosen === undefined) return { kind: 'none', vary: ctx.vary, problems: unique(problems) }
   return {
     kind: 'redirect',
     href: chosen.href,
-    status,
-    linkHeaders: links,
-    extraHeaders,
-    headLines,
+    status: statusFor(chosen, ctx, problems),
+    linkHeaders: derived.linkHeaders,
+    extraHeaders: derived.extraHeaders,
+    headLines: derived.headLines,
     vary: ctx.vary,
     usedValues: ctx.usedValues,
-    problems: unique(ctx.problems)
+    problems: unique(problems)
   }
 }
 
 // Building the candidate list is the same work for every request of one cached record: memoised by the
 // identity of the value arrays (the cache hands out the same arrays until a record is refetched, so a
 // new record is a new key and the old entry goes with its arrays) and the handle as written.
-const contextMemo = new WeakMap<readonly HandleValue[], WeakMap<readonly HandleValue[], Map<string, LocContext>>>()
 const HANDLE_SPELLINGS_PER_RECORD = 8
 
-function contextFor (req: LocationRequest): LocContext {
-  if (req.includes.size > 0) return buildContext(req)
-  let byNamespace = contextMemo.get(req.values)
-  if (byNamespace === undefined) contextMemo.set(req.values, byNamespace = new WeakMap())
-  let byHandle = byNamespace.get(req.namespaceValues)
-  if (byHandle === undefined) byNamespace.set(req.namespaceValues, byHandle = new Map())
-  let ctx = byHandle.get(req.handle)
-  if (ctx === undefined) {
-    ctx = buildContext(req)
-    if (byHandle.size < HANDLE_SPELLINGS_PER_RECORD) byHandle.set(req.handle, ctx)
+const contextMemo = new WeakMap<readonly HandleValue[], WeakMap<readonly HandleValue[], Map<string, Prepared>>>()
+
+/** A context with what follows from it alone: the chooser order, Link headers, 10320/headers lines. */
+interface Prepared {
+  ctx: LocContext
+  derived: { chooseBy: readonly string[], linkHeaders: string[], extraHeaders: Array<[string, string]>, headLines: string[] }
+}
+
+function prepare (req: LocationRequest): Prepared {
+  const ctx = buildContext(req)
+  const chooseBy = parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby'))
+  const linkHeadersOf = ctx.engine ? linkHeaders(ctx.linkRoots, req.handle, ctx.problems) : []
+  const { extraHeaders, headLines } = ctx.engine ? headerLines(ctx.headerTexts, req.handle, ctx.problems) : { extraHeaders: [], headLines: [] }
+  return { ctx, derived: { chooseBy, linkHeaders: linkHeadersOf, extraHeaders, headLines } }
+}
+
+/** The prepared context for a request, and a problems list of its own (choosing may add to it). */
+function contextFor (req: LocationRequest): Prepared & { problems: string[] } {
+  let prepared: Prepared | undefined
+  if (req.includes.size > 0) prepared = prepare(req)
+  else {
+    let byNamespace = contextMemo.get(req.values)
+    if (byNamespace === undefined) contextMemo.set(req.values, byNamespace = new WeakMap())
+    let byHandle = byNamespace.get(req.namespaceValues)
+    if (byHandle === undefined) byNamespace.set(req.namespaceValues, byHandle = new Map())
+    prepared = byHandle.get(req.handle)
+    if (prepared === undefined) {
+      prepared = prepare(req)
+      if (byHandle.size < HANDLE_SPELLINGS_PER_RECORD) byHandle.set(req.handle, prepared)
+    }
   }
-  // Choosing notes problems on the context: each request gets its own list.
-  return { ...ctx, problems: [...ctx.problems] }
+  return { ...prepared, problems: [...prepared.ctx.problems] }
 }
 
 /** Reference case A and DECISIONS §4: the first URL value in record order, status 302, nothing else. */
@@ -217,13 +232,13 @@ type RedirectStatus = typeof REDIRECT_STATUSES[number]
  * the five redirect codes is noted and skipped, so a broken location-level value does not hide a good
  * root-level one (the reference would fall back to 302).
  */
-function statusFor (chosen: Candidate, ctx: LocContext): RedirectStatus {
+function statusFor (chosen: Candidate, ctx: LocContext, problems: string[]): RedirectStatus {
   for (const el of [chosen.el, ...ctx.choiceRoots]) {
     const v = attr(el, 'http_sc')?.trim()
     if (v === undefined || v === '') continue
     const code = REDIRECT_STATUSES.find((s) => String(s) === v)
     if (code !== undefined) return code
-    ctx.problems.push(`http_sc ${JSON.stringify(v)} is not 301, 302, 303, 307 or 308; ignored`)
+    problems.push(`http_sc ${JSON.stringify(v)} is not 301, 302, 303, 307 or 308; ignored`)
   }
   return 302
 }
@@ -234,7 +249,7 @@ function statusFor (chosen: Candidate, ctx: LocContext): RedirectStatus {
  * source order; a filled-in href goes just before href_template (doi.org's own output has that order).
  */
 export function renderShowUrls (req: LocationRequest): string | undefined {
-  const ctx = contextFor(req)
+  const { ctx } = contextFor(req)
   const elements = ctx.engine ? ctx.candidates.map(withHref) : legacyOnlyList(req.values)
   if (elements.length === 0) return undefined
   const root = xmlEscape(ctx.engine ? ctx.firstRootName ?? 'locations' : 'locations')

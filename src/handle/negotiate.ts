@@ -40,7 +40,24 @@ function isBrowserType (type: string): boolean {
  * `http_role:conneg`; when a browser type ties for the highest q it is a browser, with the text/html pair
  * if text/html, text/* or *\/* is listed.
  */
-export function automaticLocatt (h: NegotiationHeaders): string[] {
+export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
+  // Clients send few distinct header combinations: remember the answers (bounded; emptied when full).
+  if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return computeLocatt(h)
+  const key = `${h.accept ?? ''}\u0000${h.acceptLanguage ?? ''}\u0000${h.userAgent ?? ''}\u0000${h.action ?? ''}`
+  if (key.length > MEMO_KEY_LIMIT) return computeLocatt(h)
+  const known = memo.get(key)
+  if (known !== undefined) return known
+  const computed = computeLocatt(h)
+  if (memo.size >= MEMO_LIMIT) memo.clear()
+  memo.set(key, computed)
+  return computed
+}
+
+const MEMO_LIMIT = 2048
+const MEMO_KEY_LIMIT = 1024
+const memo = new Map<string, readonly string[]>()
+
+function computeLocatt (h: NegotiationHeaders): readonly string[] {
   const withRole = h.action?.toLowerCase() !== 'metadata'
   const out: string[] = []
   const role = (r: string): void => { if (withRole) out.push(`http_role:${r}`) }

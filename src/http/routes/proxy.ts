@@ -82,7 +82,7 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
   reply.header('x-cache', outcome.cache)
   switch (outcome.kind) {
     case 'redirect': {
-      reply.code(outcome.status).header('location', outcome.location).header('expires', new Date(outcome.expires).toUTCString())
+      reply.code(outcome.status).header('location', outcome.location).header('expires', httpDate(outcome.expires))
       if (outcome.vary) reply.header('vary', 'Accept')
       const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
       if (links.length > 0) reply.header('link', links)
@@ -95,7 +95,7 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
       // reference §2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
       const location = `${ctx.baseUrl}${encodeURLPath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
       if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
-      return reply.code(301).header('location', location).header('expires', new Date(outcome.expires).toUTCString()).send()
+      return reply.code(301).header('location', location).header('expires', httpDate(outcome.expires)).send()
     }
     case 'values':
       if (outcome.vary) reply.header('vary', 'Accept')
@@ -108,6 +108,18 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
     case 'not-found':
       return reply.code(404).type(HTML).send(renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message }))
   }
+}
+
+// Most answers in one second share their Expires: format it once per second.
+let lastSecond = -1
+let lastDate = ''
+function httpDate (ms: number): string {
+  const second = Math.floor(ms / 1000)
+  if (second !== lastSecond) {
+    lastSecond = second
+    lastDate = new Date(second * 1000).toUTCString()
+  }
+  return lastDate
 }
 
 function outcomeLabel (outcome: ProxyOutcome): string {
