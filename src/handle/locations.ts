@@ -40,6 +40,17 @@ export interface ReferencedHandles {
 
 /** Handles this record's 10320/loc values refer to that the resolver must fetch: include targets, nshdl (when no <locs>), overridePrefix. */
 export function referencedHandles (values: readonly HandleValue[]): ReferencedHandles {
+  // Asked for on every request of a cached record: remembered per values array (see contextFor).
+  const known = referencesMemo.get(values)
+  if (known !== undefined) return known
+  const found = findReferences(values)
+  referencesMemo.set(values, found)
+  return found
+}
+
+const referencesMemo = new WeakMap<readonly HandleValue[], ReferencedHandles>()
+
+function findReferences (values: readonly HandleValue[]): ReferencedHandles {
   const roots = locRootsOf(values)
   const includes = roots.flatMap((r) => namesFor(r, 'include'))
   const includeNamespaces = roots.flatMap((r) => namesFor(r, 'includeNamespace'))

@@ -60,6 +60,8 @@ export type HandleParse =
  * No dot-segment or duplicate-slash normalisation happens anywhere.
  */
 export function handleFromPath (rawPath: string, opts: { maxLength: number }): HandleParse {
+  // The common case, a plain DOI with nothing to decode, trim or strip, skips all of that.
+  if (PLAIN_DOI_PATH.test(rawPath) && rawPath.length <= opts.maxLength) return { ok: true, handle: rawPath.slice(1) }
   const decoded = percentDecode(rawPath)
   if (decoded === undefined) {
     return {
@@ -105,6 +107,10 @@ export function percentDecode (s: string): string | undefined {
 }
 
 const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g
+
+// '/10.' then only characters that need no decoding, are neither whitespace nor control characters,
+// and cannot start a prefix such as doi: (it starts with 10.): the handle is the path without its '/'.
+const PLAIN_DOI_PATH = /^\/10\.[0-9A-Za-z._\-/():;<>[\]+=@!$*,'~]*$/
 
 /** Cache key: ASCII a–z folded to upper case only, never other letters (DECISIONS §2.8, [DOI-HB25] §4.3.4). */
 export function cacheKey (handle: string): string {

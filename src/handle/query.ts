@@ -43,6 +43,12 @@ export interface ProxyParams {
  *   parameter, and goes to the redirect with its '#', so '/10.1000/x#sec2' lands on '<url>#sec2'.
  */
 export function parseProxyQuery (rawQuery: string, fragment?: string): ProxyParams {
+  // Most requests have no query at all: they share one answer (nobody mutates it).
+  if (rawQuery === '' && fragment === undefined) return NO_PARAMS
+  return parseQuery(rawQuery, fragment)
+}
+
+function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
   const all = parsePairs(rawQuery)
   const has = (key: string): boolean => all.has(key)
   const first = (key: string): string | undefined => all.get(key)?.[0]
@@ -68,6 +74,9 @@ export function parseProxyQuery (rawQuery: string, fragment?: string): ProxyPara
     nols: has('nols') || has('nosfx')
   }
 }
+
+// The parameters of an empty query, made once.
+const NO_PARAMS: ProxyParams = Object.freeze(parseQuery(''))
 
 /** True when the request narrows the record with `index` or `type` (the values-not-found page applies). */
 export function hasTypeOrIndexFilter (p: ProxyParams): boolean {

@@ -39,28 +39,45 @@ export function registerProxyRoutes (app: FastifyInstance, opts: ProxyRouteOptio
  * UTF-8) before routing; app.ts sends those here so they get our own answer (DECISIONS §2.2).
  */
 export function proxyHandler (opts: ProxyRouteOptions) {
+  const outcomes = new Map<string, { inc: () => void }>()
+  const count = (outcome: string): void => {
+    let child = outcomes.get(outcome)
+    if (child === undefined) outcomes.set(outcome, child = opts.metrics.resolutions.labels(outcome))
+    child.inc()
+  }
   return async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const ctx: PageContext = { baseUrl: baseUrlFor(request, opts.publicBaseUrl, opts.fallbackHost) }
+    const ctx = lazyPageContext(request, opts)
     const { path, query, fragment } = splitRequestTarget(originForm(request.raw.url ?? '/'))
     const parsed = handleFromPath(path, { maxLength: opts.maxHandleLength })
     if (!parsed.ok) {
-      opts.metrics.resolutions.inc({ outcome: 'bad_request' })
+      count('bad_request')
       return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
     }
     const params = parseProxyQuery(query, fragment)
     if (parsed.handle === '') return home(reply, ctx, params)
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
-      opts.metrics.resolutions.inc({ outcome: 'bad_request' })
+      count('bad_request')
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
     }
     try {
       const outcome = await opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts) })
-      opts.metrics.resolutions.inc({ outcome: outcomeLabel(outcome) })
+      count(outcomeLabel(outcome))
       return render(reply, ctx, outcome, query)
     } catch (err) {
-      opts.metrics.resolutions.inc({ outcome: describeError(err).status >= 500 ? 'upstream_error' : 'bad_request' })
+      count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
       logError(request, err)
       return sendHtmlError(reply, ctx, err, parsed.handle)
+    }
+  }
+}
+
+/** Pages need our base URL; a redirect does not, so it is worked out only when asked for. */
+function lazyPageContext (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'publicBaseUrl' | 'fallbackHost'>): PageContext {
+  let base: string | undefined
+  return {
+    get baseUrl () {
+      base ??= baseUrlFor(request, opts.publicBaseUrl, opts.fallbackHost)
+      return base
     }
   }
 }
