@@ -15,6 +15,7 @@
  * 2. Decide. `chooseLocation(request)` (or `renderShowUrls` for action=showurls). Anything that could not
  *    be fetched is simply absent: it is skipped and named in `problems`, never an exception.
  */
+import { LRUCache } from 'lru-cache'
 import { firstUrlValue } from './record.js'
 import type { HandleValue } from './types.js'
 import { choose, parseChooseBy } from './loc/choose.js'
@@ -24,6 +25,9 @@ import { headerLines, linkHeaders } from './loc/headers.js'
 import { hasType, isType, LOC_TYPE, valueText } from './loc/values.js'
 import { attr, parseXml, writeEmptyElement, xmlEscape } from './loc/xml.js'
 import type { XmlElement } from './loc/xml.js'
+
+// How many records keep their prepared 10320/loc work (see contextFor and referencedHandles).
+const PREPARED_RECORDS = 10_000
 
 export interface ReferencedHandles {
   /** `include` targets named in the values' 10320/loc roots, in order, without repeats. */
@@ -40,7 +44,7 @@ export interface ReferencedHandles {
 
 /** Handles this record's 10320/loc values refer to that the resolver must fetch: include targets, nshdl (when no <locs>), overridePrefix. */
 export function referencedHandles (values: readonly HandleValue[]): ReferencedHandles {
-  // Asked for on every request of a cached record: remembered per values array (see contextFor).
+  // Asked for on every request of a cached record: the hottest records' answers are remembered.
   const known = referencesMemo.get(values)
   if (known !== undefined) return known
   const found = findReferences(values)
@@ -48,7 +52,7 @@ export function referencedHandles (values: readonly HandleValue[]): ReferencedHa
   return found
 }
 
-const referencesMemo = new WeakMap<readonly HandleValue[], ReferencedHandles>()
+const referencesMemo = new LRUCache<readonly HandleValue[], ReferencedHandles>({ max: PREPARED_RECORDS })
 
 function findReferences (values: readonly HandleValue[]): ReferencedHandles {
   const roots = locRootsOf(values)
@@ -179,12 +183,12 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
   }
 }
 
-// Building the candidate list is the same work for every request of one cached record: memoised by the
-// identity of the value arrays (the cache hands out the same arrays until a record is refetched, so a
-// new record is a new key and the old entry goes with its arrays) and the handle as written.
+// Building the candidate list is the same work for every request of one cached record, so the hottest
+// records keep theirs: keyed by the identity of the values array (the cache hands out the same array until
+// the record is refetched) with the namespace values and the handle as written. Bounded, least recently
+// used first out, so a large cache does not carry a prepared context for every record.
 const HANDLE_SPELLINGS_PER_RECORD = 8
-
-const contextMemo = new WeakMap<readonly HandleValue[], WeakMap<readonly HandleValue[], Map<string, Prepared>>>()
+const contextMemo = new LRUCache<readonly HandleValue[], { namespaceValues: readonly HandleValue[], byHandle: Map<string, Prepared> }>({ max: PREPARED_RECORDS })
 
 /** A context with what follows from it alone: the chooser order, Link headers, 10320/headers lines. */
 interface Prepared {
@@ -205,14 +209,15 @@ function contextFor (req: LocationRequest): Prepared & { problems: string[] } {
   let prepared: Prepared | undefined
   if (req.includes.size > 0) prepared = prepare(req)
   else {
-    let byNamespace = contextMemo.get(req.values)
-    if (byNamespace === undefined) contextMemo.set(req.values, byNamespace = new WeakMap())
-    let byHandle = byNamespace.get(req.namespaceValues)
-    if (byHandle === undefined) byNamespace.set(req.namespaceValues, byHandle = new Map())
-    prepared = byHandle.get(req.handle)
+    let entry = contextMemo.get(req.values)
+    if (entry === undefined || entry.namespaceValues !== req.namespaceValues) {
+      entry = { namespaceValues: req.namespaceValues, byHandle: new Map() }
+      contextMemo.set(req.values, entry)
+    }
+    prepared = entry.byHandle.get(req.handle)
     if (prepared === undefined) {
       prepared = prepare(req)
-      if (byHandle.size < HANDLE_SPELLINGS_PER_RECORD) byHandle.set(req.handle, prepared)
+      if (entry.byHandle.size < HANDLE_SPELLINGS_PER_RECORD) entry.byHandle.set(req.handle, prepared)
     }
   }
   return { ...prepared, problems: [...prepared.ctx.problems] }

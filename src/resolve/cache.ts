@@ -1,9 +1,9 @@
 import { LRUCache } from 'lru-cache'
-import type { HandleRecord } from '../handle/types.js'
+import type { HandleValue } from '../handle/types.js'
 
 /** One cached upstream answer. `freshUntil` is epoch ms by the injected clock. */
 export type CachedAnswer =
-  | { kind: 'found', record: HandleRecord, storedAt: number, freshUntil: number }
+  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number }
   | { kind: 'not-found', storedAt: number, freshUntil: number }
 
 export interface RecordCacheOptions {
@@ -25,7 +25,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
   const lru = new LRUCache<string, CachedAnswer>({
     max: opts.maxEntries,
     maxSize: opts.maxBytes,
-    sizeCalculation: (entry) => entry.kind === 'found' ? estimateSize(entry.record) : NOT_FOUND_SIZE,
+    sizeCalculation: (entry) => entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE,
     ttlAutopurge: false
   })
 
@@ -57,7 +57,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
 
 export type RecordCache = ReturnType<typeof createRecordCache>
 
-/** Rough in-memory size: JSON length of the values plus the handle, times two for UTF-16 and object overhead. */
-function estimateSize (record: HandleRecord): number {
-  return Math.max(1, 2 * (record.handle.length + JSON.stringify(record.values).length))
+/** Rough in-memory size: the values' JSON length, times two for object overhead. */
+function estimateSize (values: readonly HandleValue[]): number {
+  return Math.max(1, 2 * JSON.stringify(values).length)
 }

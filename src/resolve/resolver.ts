@@ -71,7 +71,7 @@ export function createResolver (opts: ResolverOptions) {
     const storedAt = now()
     if (answer.kind === 'found') {
       const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
-      cache.set(key, { kind: 'found', record: answer.record, storedAt, freshUntil: storedAt + seconds * 1000 })
+      cache.set(key, { kind: 'found', values: compactValues(answer.record.values), storedAt, freshUntil: storedAt + seconds * 1000 })
     } else if (opts.negativeTtlSeconds > 0) {
       cache.set(key, { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 })
     } else {
@@ -94,7 +94,7 @@ export function createResolver (opts: ResolverOptions) {
       metrics.upstreamErrors.inc({ code: err.code })
       if (err.staleable && fallback?.kind === 'found' && now() - fallback.freshUntil <= opts.maxStaleMs) {
         opts.onStale?.(handle, err)
-        return { answer: { kind: 'found', record: fallback.record } as UpstreamAnswer, stale: true }
+        return { answer: { kind: 'found', record: { handle, values: fallback.values } } as UpstreamAnswer, stale: true }
       }
       throw err
     }
@@ -117,7 +117,7 @@ export function createResolver (opts: ResolverOptions) {
       if (opts.refreshAhead === true && cached.kind === 'found' && at > cached.freshUntil - (cached.freshUntil - cached.storedAt) / 10) {
         refreshInBackground(handle, key, cached)
       }
-      return toLookup(cached.kind === 'found' ? { kind: 'found', record: cached.record } : { kind: 'not-found' }, 'HIT')
+      return cached.kind === 'found' ? { kind: 'found', values: cached.values, cache: 'HIT' } : { kind: 'not-found', cache: 'HIT' }
     }
     if (bypass) {
       count.bypass.inc()
@@ -170,6 +170,35 @@ export type Resolver = ReturnType<typeof createResolver>
 
 function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
   return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache } : { kind: 'not-found', cache }
+}
+
+// Strings that repeat across records (types, formats, timestamps, admin handles) are kept once: a
+// cached record then costs its distinct data only. Bounded; emptied when full.
+const INTERN_LIMIT = 50_000
+const interned = new Map<string, string>()
+function intern (s: string): string {
+  const known = interned.get(s)
+  if (known !== undefined) return known
+  if (interned.size >= INTERN_LIMIT) interned.clear()
+  interned.set(s, s)
+  return s
+}
+
+/** Share repeated strings of freshly parsed values before they are cached (the values are ours to change). */
+function compactValues (values: HandleValue[]): HandleValue[] {
+  for (const v of values) {
+    v.type = intern(v.type)
+    if (typeof v.timestamp === 'string') v.timestamp = intern(v.timestamp)
+    if (v.data !== null && typeof v.data === 'object') {
+      v.data.format = intern(v.data.format)
+      const admin = v.data.value as { handle?: unknown, permissions?: unknown } | null
+      if (admin !== null && typeof admin === 'object') {
+        if (typeof admin.handle === 'string') admin.handle = intern(admin.handle)
+        if (typeof admin.permissions === 'string') admin.permissions = intern(admin.permissions)
+      }
+    }
+  }
+  return values
 }
 
 const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
