@@ -5,6 +5,8 @@
  * processAcceptHeader and processAcceptLanguageHeader; DECISIONS §5). Pure: no I/O.
  */
 
+import { boundedMemo } from './memo.js'
+
 export interface NegotiationHeaders {
   /** Accept header(s); several headers are read in order, as one list. */
   accept?: string | readonly string[] | undefined
@@ -44,18 +46,14 @@ export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
   // Clients send few distinct header combinations: remember the answers (bounded; emptied when full).
   if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return computeLocatt(h)
   const key = `${h.accept ?? ''}\u0000${h.acceptLanguage ?? ''}\u0000${h.userAgent ?? ''}\u0000${h.action ?? ''}`
-  if (key.length > MEMO_KEY_LIMIT) return computeLocatt(h)
-  const known = memo.get(key)
-  if (known !== undefined) return known
-  const computed = computeLocatt(h)
-  if (memo.size >= MEMO_LIMIT) memo.clear()
-  memo.set(key, computed)
-  return computed
+  return key.length > MEMO_KEY_LIMIT ? computeLocatt(h) : memoLocatt(key)
 }
 
-const MEMO_LIMIT = 2048
 const MEMO_KEY_LIMIT = 1024
-const memo = new Map<string, readonly string[]>()
+const memoLocatt = boundedMemo(2048, (key: string): readonly string[] => {
+  const [accept, acceptLanguage, userAgent, action] = key.split('\u0000')
+  return computeLocatt({ accept, acceptLanguage, userAgent, action: action === '' ? undefined : action })
+})
 
 function computeLocatt (h: NegotiationHeaders): readonly string[] {
   const withRole = h.action?.toLowerCase() !== 'metadata'

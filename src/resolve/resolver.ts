@@ -1,6 +1,7 @@
 import type { HandleValue } from '../handle/types.js'
 import { cacheKey } from '../handle/name.js'
 import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
+import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
 import { UpstreamError } from './errors.js'
@@ -174,15 +175,7 @@ function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
 
 // Strings that repeat across records (types, formats, timestamps, admin handles) are kept once: a
 // cached record then costs its distinct data only. Bounded; emptied when full.
-const INTERN_LIMIT = 50_000
-const interned = new Map<string, string>()
-function intern (s: string): string {
-  const known = interned.get(s)
-  if (known !== undefined) return known
-  if (interned.size >= INTERN_LIMIT) interned.clear()
-  interned.set(s, s)
-  return s
-}
+const intern = boundedMemo(50_000, (s: string) => s)
 
 /** Share repeated strings of freshly parsed values before they are cached (the values are ours to change). */
 function compactValues (values: HandleValue[]): HandleValue[] {

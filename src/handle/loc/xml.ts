@@ -5,6 +5,7 @@
  * Pure: no I/O.
  */
 import { XMLParser } from 'fast-xml-parser'
+import { boundedMemo } from '../memo.js'
 
 /** One element: its name, attributes in source order (a repeated attribute keeps its last value), child elements, text. */
 export interface XmlElement {
@@ -33,18 +34,8 @@ const parser = new XMLParser({
 // Parsing is the costly part of the 10320/loc engine and every request of a cached record asks for the
 // same strings again (the record's and its prefix's values), so results are memoised. The memo is bounded:
 // when full it is emptied, which costs one re-parse per string. Parsed elements are never mutated.
-const MEMO_LIMIT = 4096
-const memo = new Map<string, XmlElement | string>()
-
 /** Parse the first root element of an XML string; a string describing the problem when there is none. */
-export function parseXml (xml: string): XmlElement | string {
-  const known = memo.get(xml)
-  if (known !== undefined) return known
-  const parsed = parseXmlUncached(xml)
-  if (memo.size >= MEMO_LIMIT) memo.clear()
-  memo.set(xml, parsed)
-  return parsed
-}
+export const parseXml: (xml: string) => XmlElement | string = boundedMemo(4096, parseXmlUncached)
 
 function parseXmlUncached (xml: string): XmlElement | string {
   let nodes: unknown
