@@ -370,6 +370,8 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   }
 
   async function swapIn (reason: string): Promise<void> {
+    // Taken before the files are read: polling compares the directory with what was loaded.
+    loadedSignature = await directorySignature(dir)
     let names: string[]
     try {
       names = await storeFileNames(dir)
@@ -389,9 +391,12 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
     opts.log.info({ dir, reason, ...next.stats }, 'local store loaded')
   }
 
-  await reload('start')
+  // Watch first, then load: a change made while the first load runs is seen and reloaded after it.
+  let loadedSignature: string | undefined
   const reloader = createSerialReloader(reload)
-  const stopWatching = opts.watch ? startWatching(dir, opts, reloader) : () => {}
+  const stopWatching = opts.watch ? startWatching(dir, opts, reloader, () => loadedSignature) : () => {}
+  reloader.request('start')
+  await reloader.idle()
 
   return {
     get (handle) {
@@ -512,7 +517,7 @@ const DEBOUNCE_MS = 100
 const MAX_DEBOUNCE_MS = 1000
 
 /** Watch the directory with fs.watch; when that is impossible or fails, poll. Returns the stop function. */
-function startWatching (dir: string, opts: LocalStoreOptions, reloader: SerialReloader): () => void {
+function startWatching (dir: string, opts: LocalStoreOptions, reloader: SerialReloader, loaded: () => string | undefined): () => void {
   let timer: NodeJS.Timeout | undefined
   let firstEventAt: number | undefined
   let watcher: FSWatcher | undefined
@@ -537,12 +542,11 @@ function startWatching (dir: string, opts: LocalStoreOptions, reloader: SerialRe
     watcher = undefined
     if (stopped || stopPolling !== undefined) return
     opts.log.warn({ err, dir, intervalMs }, 'local store: cannot watch the directory; checking it for changes every few seconds instead')
-    stopPolling = startPolling(dir, intervalMs, onEvent)
-    onEvent() // a change may have been missed while the watcher was failing
+    stopPolling = startPolling(dir, intervalMs, onEvent, loaded)
   }
 
   if (opts.poll === true) {
-    stopPolling = startPolling(dir, intervalMs, onEvent)
+    stopPolling = startPolling(dir, intervalMs, onEvent, loaded)
   } else {
     try {
       watcher = watch(dir, { persistent: false }, onEvent)
@@ -560,23 +564,21 @@ function startWatching (dir: string, opts: LocalStoreOptions, reloader: SerialRe
   }
 }
 
-/** Every intervalMs, compare the directory's listing and file sizes/times with the last look; call onChange when they differ. */
-function startPolling (dir: string, intervalMs: number, onChange: () => void): () => void {
-  let last: string | undefined
+/** Every intervalMs, compare the directory with what was last loaded; a difference asks for a reload. */
+function startPolling (dir: string, intervalMs: number, onChange: () => void, loaded: () => string | undefined): () => void {
   let busy = false
   const look = async (): Promise<void> => {
     if (busy) return
     busy = true
     try {
       const signature = await directorySignature(dir)
-      if (last !== undefined && signature !== last) onChange()
-      last = signature
+      const known = loaded()
+      if (known !== undefined && signature !== known) onChange()
     } finally {
       busy = false
     }
   }
   const lookQuietly = (): void => { look().catch(() => {}) } // look() handles its own errors
-  lookQuietly()
   const interval = setInterval(lookQuietly, intervalMs)
   interval.unref()
   return () => clearInterval(interval)
