@@ -3,6 +3,8 @@ import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import cors from '@fastify/cors'
 import type { Dispatcher } from 'undici'
+import { LRUCache } from 'lru-cache'
+import { cacheKey } from './handle/name.js'
 import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
 import { createMetrics } from './metrics.js'
@@ -176,12 +178,19 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
   })
   metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
+  const reportedProblems = new LRUCache<string, true>({ max: 10_000 })
   const service = createProxyService({
     resolver,
     allowedSchemes: config.allowedSchemes,
     now,
     random: deps.random ?? Math.random,
-    onLocationProblems: (handle, problems) => app.log.warn({ handle, problems }, 'skipped broken 10320/loc data')
+    onLocationProblems: (handle, problems) => {
+      // Once per record and set of problems, not once per request (issue 3: "log it once per record").
+      const key = `${cacheKey(handle)}\u0000${problems.join('\u0000')}`
+      if (reportedProblems.has(key)) return
+      reportedProblems.set(key, true)
+      app.log.warn({ handle, problems }, 'skipped broken 10320/loc data')
+    }
   })
 
   if (config.maxEventLoopDelayMs > 0) {

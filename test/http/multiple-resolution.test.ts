@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { pino } from 'pino'
 import { buildMmdb } from '../support/mmdb-writer.js'
 import { setup } from '../support/app.js'
 import { admin, LOC_XML, str } from '../support/records.js'
@@ -139,6 +140,27 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
     expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-b')
     expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '198.51.100.1' })).headers.location).toBe('http://example.org/loc-a')
     expect((await app.inject({ url: '/10.5555/loc?country=us', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-a')
+  })
+
+  it('a broken record is logged once, not on every request', async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+    const { app } = await setup({ records: RECORDS, deps: { logger } })
+    for (let i = 0; i < 3; i++) expect((await app.inject({ url: '/10.5555/broken' })).statusCode).toBe(302)
+    expect(lines.filter((l) => l.msg === 'skipped broken 10320/loc data')).toHaveLength(1)
+  })
+
+  it('behind a trusted proxy, the address chooser reads the client from X-Forwarded-For', async () => {
+    const records = {
+      10.5555: [admin()],
+      '10.5555/campus': [str(1, '10320/loc', '<locations><location href="http://public.example/" weight="1"/><location href="http://campus.example/" addresses="203.0.113.0/24" weight="0"/></locations>')]
+    }
+    const trusted = await setup({ records, overrides: { trustProxy: true } })
+    const headers = { 'x-forwarded-for': '203.0.113.9' }
+    expect((await trusted.app.inject({ url: '/10.5555/campus', headers })).headers.location).toBe('http://campus.example/')
+    const untrusted = await setup({ records })
+    expect((await untrusted.app.inject({ url: '/10.5555/campus', headers })).headers.location).toBe('http://public.example/')
+    expect((await untrusted.app.inject({ url: '/10.5555/campus', remoteAddress: '203.0.113.9' })).headers.location).toBe('http://campus.example/')
   })
 
   it('the weighted choice uses the injected random source', async () => {
