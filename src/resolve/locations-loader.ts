@@ -29,26 +29,37 @@ const NO_INCLUDES = new Map<string, HandleValue[]>()
 export function createLocationLoader (resolver: Resolver, now: () => number) {
   const namespaces = new LRUCache<string, { values: HandleValue[], until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
 
-  return async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
+  /** True when only the prefix's namespace locations are needed (no includes or overrides), so they may be kept. */
+  function isSimple (values: readonly HandleValue[], flags: LookupOptions): boolean {
     const refs = referencedHandles(values)
-    const simple = refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
+    return refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
       refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.auth !== true && flags.cert !== true
-    if (!simple) return await loadLocationContext(resolver, handle, values, flags)
+  }
+
+  /** What is at hand without fetching: the kept namespace locations of the prefix; undefined otherwise. */
+  function peek (handle: string, values: readonly HandleValue[], flags: LookupOptions): LocationContext | undefined {
+    if (!isSimple(values, flags)) return undefined
     const prefix = prefixOf(handle)
     if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [] }
-    const key = cacheKey(prefix)
-    const at = now()
-    const known = namespaces.get(key)
-    if (known !== undefined && known.until > at) return { includes: NO_INCLUDES, namespaceValues: known.values, problems: [] }
+    const known = namespaces.get(cacheKey(prefix))
+    return known !== undefined && known.until > now() ? { includes: NO_INCLUDES, namespaceValues: known.values, problems: [] } : undefined
+  }
+
+  async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
+    const known = peek(handle, values, flags)
+    if (known !== undefined) return known
     const loaded = await loadLocationContext(resolver, handle, values, flags)
-    if (loaded.problems.length === 0 && loaded.includes.size === 0) {
+    if (isSimple(values, flags) && loaded.problems.length === 0 && loaded.includes.size === 0) {
+      const at = now()
       const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
       const seconds = Math.min(NAMESPACE_CACHE_MAX_SECONDS, recordCacheSeconds(namespaceValues, at, { maxSeconds: NAMESPACE_CACHE_MAX_SECONDS, floorSeconds: 0 }))
-      if (seconds > 0) namespaces.set(key, { values: namespaceValues, until: at + seconds * 1000 })
+      if (seconds > 0) namespaces.set(cacheKey(prefixOf(handle)), { values: namespaceValues, until: at + seconds * 1000 })
       return { includes: NO_INCLUDES, namespaceValues, problems: [] }
     }
     return loaded
   }
+
+  return { peek, load }
 }
 
 export type LocationLoader = ReturnType<typeof createLocationLoader>

@@ -7,7 +7,8 @@ import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
 import { automaticLocatt } from '../handle/negotiate.js'
 import { createLocationLoader } from './locations-loader.js'
-import type { CacheStatus, Resolver } from './resolver.js'
+import type { LocationContext } from './locations-loader.js'
+import type { CacheStatus, ChainResult, Lookup, Resolver } from './resolver.js'
 
 /** What the HTML proxy answers for one handle request; http/ renders it. */
 export type ProxyOutcome =
@@ -61,17 +62,36 @@ const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
  */
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
-  const loadLocations = createLocationLoader(resolver, now)
+  const locations = createLocationLoader(resolver, now)
 
-  async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
+  /**
+   * The answer, synchronously when every record it needs is at hand (a cached DOI: the hot path),
+   * else a promise of it.
+   */
+  function answer (req: ProxyRequest): ProxyOutcome | Promise<ProxyOutcome> {
     const { params } = req
     const flags = { auth: params.auth, cert: params.cert }
     if (params.ignoreAliases) {
-      const result = await resolver.lookup(req.handle, flags)
-      if (result.kind === 'not-found') return { kind: 'not-found', handle: req.handle, cache: result.cache }
-      return decide(req, req.handle, result.values, result.cache)
+      const known = resolver.peek(req.handle, flags)
+      return known === undefined ? answerFetching(req) : fromRecord(req, req.handle, known)
     }
-    const chain = await resolver.followAliases(req.handle, flags)
+    const chain = resolver.peekAliases(req.handle, flags)
+    return chain === undefined ? answerFetching(req) : fromChain(req, chain)
+  }
+
+  async function answerFetching (req: ProxyRequest): Promise<ProxyOutcome> {
+    const flags = { auth: req.params.auth, cert: req.params.cert }
+    if (req.params.ignoreAliases) return await settle(fromRecord(req, req.handle, await resolver.lookup(req.handle, flags)))
+    return await settle(fromChain(req, await resolver.followAliases(req.handle, flags)))
+  }
+
+  function fromRecord (req: ProxyRequest, handle: string, result: Lookup): ProxyOutcome | Promise<ProxyOutcome> {
+    if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
+    return decide(req, handle, result.values, result.cache)
+  }
+
+  function fromChain (req: ProxyRequest, chain: ChainResult): ProxyOutcome | Promise<ProxyOutcome> {
+    const { params } = req
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
     }
@@ -83,14 +103,21 @@ export function createProxyService (opts: ProxyServiceOptions) {
     return decide(req, chain.handle, chain.values, chain.cache)
   }
 
-  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus): Promise<ProxyOutcome> {
+  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus): ProxyOutcome | Promise<ProxyOutcome> {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    const located = await loadLocations(handle, values, { auth: params.auth, cert: params.cert })
+    const flags = { auth: params.auth, cert: params.cert }
+    const located = locations.peek(handle, values, flags)
+    if (located !== undefined) return choose(req, handle, values, located, cache)
+    return locations.load(handle, values, flags).then((loaded) => choose(req, handle, values, loaded, cache))
+  }
+
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus): ProxyOutcome {
+    const { params } = req
     const locRequest: LocationRequest = {
       handle,
       values,
@@ -139,3 +166,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>
+
+async function settle<T> (value: T | Promise<T>): Promise<T> {
+  return await value
+}

@@ -101,25 +101,42 @@ export function createResolver (opts: ResolverOptions) {
     }
   }
 
-  async function lookup (handle: string, flags: LookupOptions = {}): Promise<Lookup> {
+  /**
+   * The answer when it is at hand without waiting: a local record, or a fresh cache entry (the hot
+   * path, kept synchronous); `cached` says it came from the cache. Undefined when the upstream must be asked.
+   */
+  function peekEntry (handle: string, flags: LookupOptions): { lookup: Lookup, cached: boolean } | undefined {
     // Local records are neither cached nor fetched: a reload shows at once (DECISIONS §3).
     if (opts.local !== undefined) {
       const values = opts.local.get(handle)
-      if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
-      if (opts.local.isAuthoritative(handle)) return { kind: 'not-found', cache: 'HIT' }
+      if (values !== undefined) return { lookup: { kind: 'found', values, cache: 'HIT' }, cached: false }
+      if (opts.local.isAuthoritative(handle)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     }
-    if (opts.upstream === undefined) return { kind: 'not-found', cache: 'HIT' }
+    if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
+    if (flags.auth === true || flags.cert === true) return undefined
+    const key = cacheKey(handle)
+    const entry = cache.peek(key)
+    const at = now()
+    if (entry === undefined || entry.freshUntil <= at) return undefined
+    if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
+      refreshInBackground(handle, key, entry)
+    }
+    const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT' } : { kind: 'not-found', cache: 'HIT' }
+    return { lookup, cached: true }
+  }
+
+  function peek (handle: string, flags: LookupOptions = {}): Lookup | undefined {
+    const known = peekEntry(handle, flags)
+    if (known?.cached === true) count.hit.inc()
+    return known?.lookup
+  }
+
+  async function lookup (handle: string, flags: LookupOptions = {}): Promise<Lookup> {
+    const known = peek(handle, flags)
+    if (known !== undefined) return known
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true
-    const at = now()
-    if (!bypass && cached !== undefined && cached.freshUntil > at) {
-      count.hit.inc()
-      if (opts.refreshAhead === true && cached.kind === 'found' && at > cached.freshUntil - (cached.freshUntil - cached.storedAt) / 10) {
-        refreshInBackground(handle, key, cached)
-      }
-      return cached.kind === 'found' ? { kind: 'found', values: cached.values, cache: 'HIT' } : { kind: 'not-found', cache: 'HIT' }
-    }
     if (bypass) {
       count.bypass.inc()
       const { answer, stale } = await fromUpstream(handle, key, flags, cached)
@@ -148,26 +165,65 @@ export function createResolver (opts: ResolverOptions) {
 
   /** Follow HS_ALIAS values from `handle` (DECISIONS §3), at most MAX_ALIAS_HOPS hops. */
   async function followAliases (handle: string, flags: LookupOptions = {}): Promise<ChainResult> {
-    let current = handle
-    let worst: CacheStatus = 'HIT'
-    const aliasValues: HandleValue[] = []
-    for (let hops = 0; ; hops++) {
-      const result = await lookup(current, flags)
-      worst = worse(worst, result.cache)
-      if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst }
-      const target = aliasTarget(result.values)
-      if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst }
-      if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
-      const aliasValue = result.values.find((v) => v.type.toUpperCase() === 'HS_ALIAS')
-      if (aliasValue !== undefined) aliasValues.push(aliasValue)
-      current = target
-    }
+    return await walkAliases(handle, async (h) => await lookup(h, flags))
   }
 
-  return { lookup, followAliases }
+  /** The same walk when every record on it is at hand; undefined as soon as one must be fetched. */
+  function peekAliases (handle: string, flags: LookupOptions = {}): ChainResult | undefined {
+    // Hits are counted only when the whole walk was at hand; otherwise followAliases counts them.
+    let hits = 0
+    const result = walkAliasesSync(handle, (h) => {
+      const known = peekEntry(h, flags)
+      if (known?.cached === true) hits++
+      return known?.lookup
+    })
+    if (result !== undefined && hits > 0) count.hit.inc(hits)
+    return result
+  }
+
+  return { lookup, peek, followAliases, peekAliases }
 }
 
 export type Resolver = ReturnType<typeof createResolver>
+
+/**
+ * The alias walk (DECISIONS §3) as a generator: it yields each handle it needs and is given that
+ * handle's lookup, so one walk serves both the synchronous and the asynchronous driver.
+ */
+function * aliasWalk (handle: string): Generator<string, ChainResult, Lookup> {
+  let current = handle
+  let worst: CacheStatus = 'HIT'
+  const aliasValues: HandleValue[] = []
+  for (let hops = 0; ; hops++) {
+    const result = yield current
+    worst = worse(worst, result.cache)
+    if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst }
+    const target = aliasTarget(result.values)
+    if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst }
+    if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
+    const aliasValue = result.values.find((v) => v.type.toUpperCase() === 'HS_ALIAS')
+    if (aliasValue !== undefined) aliasValues.push(aliasValue)
+    current = target
+  }
+}
+
+async function walkAliases (handle: string, find: (h: string) => Promise<Lookup>): Promise<ChainResult> {
+  const walk = aliasWalk(handle)
+  let step = walk.next()
+  while (step.done !== true) step = walk.next(await find(step.value))
+  return step.value
+}
+
+function walkAliasesSync (handle: string, find: (h: string) => Lookup | undefined): ChainResult | undefined {
+  const walk = aliasWalk(handle)
+  let step = walk.next()
+  while (step.done !== true) {
+    const result = find(step.value)
+    if (result === undefined) return undefined
+    step = walk.next(result)
+  }
+  return step.value
+}
 
 function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
   return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache } : { kind: 'not-found', cache }

@@ -60,7 +60,9 @@ export function proxyHandler (opts: ProxyRouteOptions) {
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
     }
     try {
-      const outcome = await opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts) })
+      const answer = opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts) })
+      // A cached DOI is answered without a promise: the hot path stays synchronous.
+      const outcome = answer instanceof Promise ? await answer : answer
       count(outcomeLabel(outcome))
       return render(reply, ctx, outcome, query)
     } catch (err) {
