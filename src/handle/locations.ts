@@ -27,7 +27,7 @@ import { attr, parseXml, writeEmptyElement, xmlEscape } from './loc/xml.js'
 import type { XmlElement } from './loc/xml.js'
 
 // How many records keep their prepared 10320/loc work (see contextFor and referencedHandles).
-const PREPARED_RECORDS = 10_000
+const PREPARED_RECORDS = 4096
 
 export interface ReferencedHandles {
   /** `include` targets named in the values' 10320/loc roots, in order, without repeats. */

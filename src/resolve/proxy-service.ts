@@ -123,7 +123,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
       values,
       includes: located.includes,
       namespaceValues: located.namespaceValues,
-      locatt: [...params.locatt, ...automaticLocatt({ ...req.client, action: params.all.get('action')?.[0] })],
+      locatt: locattFor(req),
       country: params.country ?? req.client.country,
       clientAddress: req.client.address,
       random: opts.random
@@ -135,7 +135,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
       return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary, cache }
     }
     const decision = chooseLocation(locRequest)
-    report(handle, [...located.problems, ...decision.problems])
+    if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
     const location = locationFor(decision.href, params.urlappend, opts.allowedSchemes)
     // A scheme outside the allow-list or a control character: show the values instead (DECISIONS §4).
@@ -166,6 +166,18 @@ export function createProxyService (opts: ProxyServiceOptions) {
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>
+
+/** The user's locatt values, then the automatic ones from the request's headers (reference §9). */
+function locattFor (req: ProxyRequest): readonly string[] {
+  const { client, params } = req
+  const automatic = automaticLocatt({
+    accept: client.accept,
+    acceptLanguage: client.acceptLanguage,
+    userAgent: client.userAgent,
+    action: params.all.get('action')?.[0]
+  })
+  return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
+}
 
 async function settle<T> (value: T | Promise<T>): Promise<T> {
   return await value
