@@ -26,6 +26,7 @@ import { registerRaRoutes } from './http/routes/ra.js'
 import { baseUrlFor } from './http/base-url.js'
 import { describeError, logError, sendHtmlError } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
+import { createLogThrottle } from './log-throttle.js'
 
 /** What buildApp may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface AppDeps {
@@ -160,6 +161,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     app.addHook('onClose', async () => { await local.close() })
     metrics.observeLocalStore(() => local.stats().records)
   }
+  const throttleStale = createLogThrottle(1000)
   const resolver = createResolver({
     upstream: config.offline ? undefined : upstream,
     local,
@@ -173,7 +175,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     refreshAhead: config.refreshAhead,
     onStale: (handle, err) => {
       metrics.staleServed.inc()
-      app.log.warn({ handle, code: err.code }, 'upstream failed; serving a stale record')
+      throttleStale(err.code, (suppressed) => app.log.warn({ handle, code: err.code, suppressed }, 'upstream failed; serving a stale record'))
     },
     onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
   })

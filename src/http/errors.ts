@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { UpstreamError } from '../resolve/errors.js'
+import { createLogThrottle } from '../log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'
 
@@ -38,6 +39,11 @@ export function sendHtmlError (reply: FastifyReply, ctx: PageContext, err: unkno
 /** Log server-side faults with request context; client mistakes are not worth an error line. */
 export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
-  if (status >= 500) request.log.error({ err, code }, 'request failed')
-  else request.log.info({ code, status }, 'request refused')
+  if (status < 500) request.log.info({ code, status }, 'request refused')
+  // An upstream failure repeats on every request while it lasts: one line a second per code.
+  else if (err instanceof UpstreamError) throttleUpstream(code, (suppressed) => request.log.error({ err, code, suppressed }, 'request failed'))
+  // Anything else is a fault of ours: always logged.
+  else request.log.error({ err, code }, 'request failed')
 }
+
+const throttleUpstream = createLogThrottle(1000)

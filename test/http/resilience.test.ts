@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { pino } from 'pino'
 import { setup } from '../support/app.js'
 import type { UpstreamMode } from '../support/fake-upstream.js'
 
@@ -36,6 +37,18 @@ describe('serving stale records when the upstream fails', () => {
     await app.inject({ url: '/10.5555/plain' })
     // The DOI's record and its prefix record (namespace locations) both came from the stale cache.
     expect((await app.inject({ url: '/metrics' })).body).toMatch(/doi_proxy_stale_answers_total 2/)
+  })
+
+  it('during an outage the stale warning is logged once a second, not once per request', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const lines: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+    const { app, upstream } = await setup({ deps: { now: () => now, logger }, overrides: { upstreamRetries: 0 } })
+    await app.inject({ url: '/10.5555/plain' })
+    now += EXPIRED
+    upstream.mode = { kind: 'status', status: 500 }
+    for (let i = 0; i < 5; i++) expect((await app.inject({ url: '/10.5555/plain' })).headers['x-cache']).toBe('STALE')
+    expect(lines.filter((l) => l.msg === 'upstream failed; serving a stale record')).toHaveLength(1)
   })
 
   it('a record older than the staleness limit is not served', async () => {
