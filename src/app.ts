@@ -110,8 +110,10 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   app.addHook('onReady', async () => { lifecycle.ready = true })
   app.addHook('preClose', async () => { lifecycle.ready = false })
   // While draining, answers close their connection so shutdown does not wait for keep-alive timeouts.
-  app.addHook('onSend', async (_request, reply) => {
+  // Callback style: no promise per request on the hot path.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (!lifecycle.ready) reply.header('connection', 'close')
+    done(null, payload)
   })
 
   const metrics = createMetrics()

@@ -35,10 +35,14 @@ export async function registerRateLimits (app: FastifyInstance, config: Config):
   const auth = config.authRateLimitMax === 0
     ? undefined
     : app.rateLimit({ max: config.authRateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `auth:${request.ip}` })
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style, so a request no limit applies to costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
     const limiter = isBypass(request) ? (auth ?? general) : general
-    if (limiter === undefined || exempt(request)) return
-    await limiter.call(app, request, reply)
+    if (limiter === undefined || exempt(request)) {
+      done()
+      return
+    }
+    limiter.call(app, request, reply).then(() => done(), done)
   })
 }
 
