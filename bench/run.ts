@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
+import { addEnvPair, ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
 import { speedSection, writeSection, RESULTS_PATH } from './lib/results.js'
 import { RUNNERS, SCENARIOS, settingsFor } from './lib/scenarios.js'
 import type { Row, ScenarioName } from './lib/scenarios.js'
@@ -47,12 +47,8 @@ function parseArgs (argv: string[]): Args {
         if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario "${name}"; known: ${SCENARIOS.join(', ')}`)
         args.scenarios.push(name as ScenarioName)
       }
-    } else if (arg === '--server-env') {
-      const pair = value()
-      const eq = pair.indexOf('=')
-      if (eq <= 0) throw new Error(`--server-env wants KEY=VALUE, got "${pair}"`)
-      args.serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1)
-    } else if (arg === '--help' || arg === '-h') {
+    } else if (arg === '--server-env') addEnvPair(value(), args.serverEnv)
+    else if (arg === '--help' || arg === '-h') {
       process.stdout.write(HELP + '\n')
       process.exit(0)
     } else throw new Error(`unknown option "${arg}"\n${HELP}`)

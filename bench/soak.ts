@@ -14,7 +14,7 @@ import { join, relative } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Pool } from 'undici'
 import { seededRandom, zipfSampler } from './lib/load.js'
-import { ensureBuilt, freePort, ROOT, TMP } from './lib/processes.js'
+import { addEnvPair, ensureBuilt, freePort, ROOT, stop, TMP } from './lib/processes.js'
 import { parseSchedule } from './soak-upstream.js'
 import type { Phase, ScheduleStep } from './soak-upstream.js'
 
@@ -80,12 +80,8 @@ function parseArgs (argv: string[]): Args {
     else if (arg === '--schedule') args.steps = parseSchedule(value())
     else if (arg === '--latency') args.latencyMs = Number(value())
     else if (arg === '--output') args.output = value()
-    else if (arg === '--server-env') {
-      const pair = value()
-      const eq = pair.indexOf('=')
-      if (eq <= 0) throw new Error(`--server-env wants KEY=VALUE, got "${pair}"`)
-      args.serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1)
-    } else if (arg === '--help' || arg === '-h') {
+    else if (arg === '--server-env') addEnvPair(value(), args.serverEnv)
+    else if (arg === '--help' || arg === '-h') {
       process.stdout.write(HELP + '\n')
       process.exit(0)
     } else throw new Error(`unknown option "${arg}"\n${HELP}`)
@@ -131,16 +127,6 @@ function spawnChild (args: string[], env: NodeJS.ProcessEnv, stdout: 'pipe' | nu
   children.add(child)
   child.once('exit', () => children.delete(child))
   return child
-}
-
-/** SIGTERM, then SIGKILL if it has not exited within graceMs. */
-async function stopChild (child: ChildProcess, graceMs = 8_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
-  await exited
-  clearTimeout(timer)
 }
 
 async function waitReady (child: ChildProcess, name: string, url: string, timeoutMs = 15_000): Promise<void> {
@@ -655,8 +641,8 @@ async function main (): Promise<number> {
     const endedAt = Date.now()
     const exitBeforeStop = serverExit
 
-    await stopChild(server.child)
-    await stopChild(upstream.child)
+    await stop(server.child)
+    await stop(upstream.child)
     const upstreamByPhase = new Map<string, number>()
     for (const c of upstream.changes) if (c.ended !== undefined) bump(upstreamByPhase, c.ended.phase, c.ended.requests)
 
@@ -669,8 +655,8 @@ async function main (): Promise<number> {
     }
     return verdicts.every((v) => v.pass) ? 0 : 1
   } finally {
-    if (server !== undefined) await stopChild(server.child)
-    await stopChild(upstream.child)
+    if (server !== undefined) await stop(server.child)
+    await stop(upstream.child)
   }
 }
 

@@ -35,6 +35,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
+/** `--server-env KEY=VALUE`: add the pair to `env`, or say what is wrong with it. */
+export function addEnvPair (pair: string, env: Record<string, string>): void {
+  const eq = pair.indexOf('=')
+  if (eq <= 0) throw new Error(`--server-env wants KEY=VALUE, got "${pair}"`)
+  env[pair.slice(0, eq)] = pair.slice(eq + 1)
+}
+
 export async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
     const srv = createServer()
@@ -62,7 +69,7 @@ function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEn
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within graceMs. */
-async function stop (child: ChildProcess, graceMs = 5_000): Promise<void> {
+export async function stop (child: ChildProcess, graceMs = 5_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
