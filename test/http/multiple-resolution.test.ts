@@ -124,6 +124,25 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
     expect(link).toContain('rel="item"')
   })
 
+  it('10320/links values become Link headers and 10320/headers lines become headers on the redirect', async () => {
+    const records = {
+      10.5555: [admin()],
+      '10.5555/linked': [
+        str(1, 'URL', 'http://example.org/landing'),
+        str(2, '10320/links', '<links><location rel="describedby" href="http://example.org/meta.json" media-type="application/json"/></links>'),
+        str(3, '10320/headers', 'X-Robots-Tag: noindex\n<link rel="canonical" href="http://example.org/landing">')
+      ]
+    }
+    const { app } = await setup({ records })
+    const res = await app.inject({ url: '/10.5555/linked' })
+    expect(res.statusCode).toBe(302)
+    const link = [res.headers.link ?? []].flat().join(', ')
+    expect(link).toContain('<http://example.org/meta.json>')
+    expect(link).toContain('rel="describedby"')
+    expect(res.headers['x-robots-tag']).toBe('noindex')
+    expect(res.body).toContain('<link rel="canonical" href="http://example.org/landing">')
+  })
+
   it('malformed 10320/loc XML is skipped: the URL value is used, never a 500', async () => {
     const { app } = await setup({ records: RECORDS })
     const res = await app.inject({ url: '/10.5555/broken' })
