@@ -57,8 +57,8 @@ const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
 
 /**
  * The HTML proxy's resolution flow (reference §2, DECISIONS §3–§4): follow aliases (301 in redirect
- * mode), apply the type/index filters, then redirect to the chosen URL or show the values.
- * The 10320/loc engine plugs in at chooseRedirect.
+ * mode), apply the type/index filters, then let the 10320/loc engine choose the redirect (it also
+ * covers records with plain URL values only) or show the values.
  */
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
@@ -81,8 +81,8 @@ export function createProxyService (opts: ProxyServiceOptions) {
 
   async function answerFetching (req: ProxyRequest): Promise<ProxyOutcome> {
     const flags = { auth: req.params.auth, cert: req.params.cert }
-    if (req.params.ignoreAliases) return await settle(fromRecord(req, req.handle, await resolver.lookup(req.handle, flags)))
-    return await settle(fromChain(req, await resolver.followAliases(req.handle, flags)))
+    if (req.params.ignoreAliases) return await fromRecord(req, req.handle, await resolver.lookup(req.handle, flags))
+    return await fromChain(req, await resolver.followAliases(req.handle, flags))
   }
 
   function fromRecord (req: ProxyRequest, handle: string, result: Lookup): ProxyOutcome | Promise<ProxyOutcome> {
@@ -179,6 +179,3 @@ function locattFor (req: ProxyRequest): readonly string[] {
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
 }
 
-async function settle<T> (value: T | Promise<T>): Promise<T> {
-  return await value
-}
