@@ -178,4 +178,3 @@ function locattFor (req: ProxyRequest): readonly string[] {
   })
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
 }
-
