@@ -220,7 +220,7 @@ function contextFor (req: LocationRequest): Prepared & { problems: string[] } {
       if (entry.byHandle.size < HANDLE_SPELLINGS_PER_RECORD) entry.byHandle.set(req.handle, prepared)
     }
   }
-  return { ...prepared, problems: [...prepared.ctx.problems] }
+  return { ctx: prepared.ctx, derived: prepared.derived, problems: prepared.ctx.problems.length === 0 ? [] : [...prepared.ctx.problems] }
 }
 
 /** Reference case A and DECISIONS §4: the first URL value in record order, status 302, nothing else. */
@@ -292,5 +292,5 @@ function legacyOnlyList (values: readonly HandleValue[]): XmlElement[] {
 }
 
 function unique (list: readonly string[]): string[] {
-  return [...new Set(list)]
+  return list.length === 0 ? [] : [...new Set(list)]
 }

@@ -3,6 +3,7 @@ import type { ProxyParams } from '../handle/query.js'
 import { hasTypeOrIndexFilter } from '../handle/query.js'
 import { expiresAt, filterValues } from '../handle/record.js'
 import { locationFor } from '../handle/redirect.js'
+import { boundedMemo } from '../handle/memo.js'
 import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
 import { automaticLocatt } from '../handle/negotiate.js'
@@ -63,6 +64,8 @@ const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
   const locations = createLocationLoader(resolver, now)
+  // The Location of a URL without urlappend is the same every time: encoded once per URL.
+  const plainLocation = boundedMemo(8192, (href: string) => locationFor(href, undefined, opts.allowedSchemes))
 
   /**
    * The answer, synchronously when every record it needs is at hand (a cached DOI: the hot path),
@@ -137,7 +140,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
     const decision = chooseLocation(locRequest)
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
-    const location = locationFor(decision.href, params.urlappend, opts.allowedSchemes)
+    const location = params.urlappend === undefined ? plainLocation(decision.href) : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
     // A scheme outside the allow-list or a control character: show the values instead (DECISIONS §4).
     if (location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
     const at = now()
