@@ -15,7 +15,7 @@
  * 2. Decide. `chooseLocation(request)` (or `renderShowUrls` for action=showurls). Anything that could not
  *    be fetched is simply absent: it is skipped and named in `problems`, never an exception.
  */
-import { LRUCache } from 'lru-cache'
+import { createHotCache } from './memo.js'
 import { firstUrlValue } from './record.js'
 import type { HandleValue } from './types.js'
 import { choose, parseChooseBy } from './loc/choose.js'
@@ -26,8 +26,9 @@ import { hasType, isType, LOC_TYPE, valueText } from './loc/values.js'
 import { attr, parseXml, writeEmptyElement, xmlEscape } from './loc/xml.js'
 import type { XmlElement } from './loc/xml.js'
 
-// How many records keep their prepared 10320/loc work (see contextFor and referencedHandles).
-const PREPARED_RECORDS = 4096
+// How many records keep their prepared 10320/loc work (see contextFor and referencedHandles): the
+// hot cache holds up to twice this.
+const PREPARED_RECORDS = 2048
 
 export interface ReferencedHandles {
   /** `include` targets named in the values' 10320/loc roots, in order, without repeats. */
@@ -52,7 +53,7 @@ export function referencedHandles (values: readonly HandleValue[]): ReferencedHa
   return found
 }
 
-const referencesMemo = new LRUCache<readonly HandleValue[], ReferencedHandles>({ max: PREPARED_RECORDS })
+const referencesMemo = createHotCache<readonly HandleValue[], ReferencedHandles>(PREPARED_RECORDS)
 
 function findReferences (values: readonly HandleValue[]): ReferencedHandles {
   const roots = locRootsOf(values)
@@ -185,10 +186,10 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
 
 // Building the candidate list is the same work for every request of one cached record, so the hottest
 // records keep theirs: keyed by the identity of the values array (the cache hands out the same array until
-// the record is refetched) with the namespace values and the handle as written. Bounded, least recently
-// used first out, so a large cache does not carry a prepared context for every record.
+// the record is refetched) with the namespace values and the handle as written. Bounded (the records
+// not asked for lately drop out), so a large cache does not carry a prepared context for every record.
 const HANDLE_SPELLINGS_PER_RECORD = 8
-const contextMemo = new LRUCache<readonly HandleValue[], { namespaceValues: readonly HandleValue[], byHandle: Map<string, Prepared> }>({ max: PREPARED_RECORDS })
+const contextMemo = createHotCache<readonly HandleValue[], { namespaceValues: readonly HandleValue[], byHandle: Map<string, Prepared> }>(PREPARED_RECORDS)
 
 /** A context with what follows from it alone: the chooser order, Link headers, 10320/headers lines. */
 interface Prepared {
