@@ -46,7 +46,9 @@ export function apiHandler (opts: ApiRouteOptions) {
     if (hasControlChar(handle)) return sendApi(reply, 400, apiError(102, 'The handle contains a control character', handle), format)
     if ([...handle].length > opts.maxHandleLength) return sendApi(reply, 414, apiError(102, `The handle is longer than ${opts.maxHandleLength} characters`), format)
     try {
-      const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert })
+      const flags = { auth: params.auth, cert: params.cert }
+      // A cached record is answered without waiting on a promise.
+      const result = opts.resolver.peek(handle, flags) ?? await opts.resolver.lookup(handle, flags)
       reply.header('x-cache', result.cache)
       if (result.kind === 'not-found') return sendApi(reply, 404, apiNotFound(handle), format)
       return sendApi(reply, 200, answerBody(handle, result.values, params), format)
