@@ -6,7 +6,8 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { addEnvPair, ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
+import { addEnvPair, forEachOption } from './lib/args.js'
+import { ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
 import { speedSection, writeSection, RESULTS_PATH } from './lib/results.js'
 import { RUNNERS, SCENARIOS, settingsFor } from './lib/scenarios.js'
 import type { Row, ScenarioName } from './lib/scenarios.js'
@@ -31,13 +32,7 @@ interface Args {
 
 function parseArgs (argv: string[]): Args {
   const args: Args = { quick: false, scenarios: [], profile: false, nginx: true, latencyMs: 30, serverEnv: {} }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ''
-    const value = (): string => {
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${arg} needs a value`)
-      return v
-    }
+  forEachOption(argv, HELP, (arg, value) => {
     if (arg === '--quick') args.quick = true
     else if (arg === '--profile') args.profile = true
     else if (arg === '--no-nginx') args.nginx = false
@@ -48,11 +43,9 @@ function parseArgs (argv: string[]): Args {
         args.scenarios.push(name as ScenarioName)
       }
     } else if (arg === '--server-env') addEnvPair(value(), args.serverEnv)
-    else if (arg === '--help' || arg === '-h') {
-      process.stdout.write(HELP + '\n')
-      process.exit(0)
-    } else throw new Error(`unknown option "${arg}"\n${HELP}`)
-  }
+    else return false
+    return true
+  })
   if (args.scenarios.length === 0) args.scenarios = args.profile ? ['hot'] : [...SCENARIOS]
   if (!Number.isFinite(args.latencyMs) || args.latencyMs < 0) throw new Error('--latency wants a number of ms')
   return args

@@ -14,7 +14,8 @@ import { join, relative } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Pool } from 'undici'
 import { seededRandom, zipfSampler } from './lib/load.js'
-import { addEnvPair, ensureBuilt, freePort, ROOT, stop, TMP } from './lib/processes.js'
+import { addEnvPair, forEachOption } from './lib/args.js'
+import { ensureBuilt, freePort, ROOT, stop, TMP } from './lib/processes.js'
 import { parseSchedule } from './soak-upstream.js'
 import type { Phase, ScheduleStep } from './soak-upstream.js'
 
@@ -60,19 +61,13 @@ function parseArgs (argv: string[]): Args {
     serverEnv: {},
     output: join(ROOT, 'bench', 'SOAK.md')
   }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ''
-    const value = (): string => {
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${arg} needs a value`)
-      return v
-    }
+  forEachOption(argv, HELP, (arg, value) => {
     const positive = (): number => {
       const n = Number(value())
       if (!Number.isFinite(n) || n <= 0) throw new Error(`${arg} needs a number > 0`)
       return n
     }
-    if (arg === '--quick') continue
+    if (arg === '--quick') return true
     else if (arg === '--duration') args.durationS = positive()
     else if (arg === '--concurrency') args.concurrency = Math.round(positive())
     else if (arg === '--timeout') args.timeoutS = positive()
@@ -81,11 +76,9 @@ function parseArgs (argv: string[]): Args {
     else if (arg === '--latency') args.latencyMs = Number(value())
     else if (arg === '--output') args.output = value()
     else if (arg === '--server-env') addEnvPair(value(), args.serverEnv)
-    else if (arg === '--help' || arg === '-h') {
-      process.stdout.write(HELP + '\n')
-      process.exit(0)
-    } else throw new Error(`unknown option "${arg}"\n${HELP}`)
-  }
+    else return false
+    return true
+  })
   return args
 }
 

@@ -35,13 +35,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-/** `--server-env KEY=VALUE`: add the pair to `env`, or say what is wrong with it. */
-export function addEnvPair (pair: string, env: Record<string, string>): void {
-  const eq = pair.indexOf('=')
-  if (eq <= 0) throw new Error(`--server-env wants KEY=VALUE, got "${pair}"`)
-  env[pair.slice(0, eq)] = pair.slice(eq + 1)
-}
-
 export async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
     const srv = createServer()
