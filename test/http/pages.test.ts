@@ -18,6 +18,14 @@ describe('pages (issue 2 item 7)', () => {
     expect(res.headers.location).toBe('http://resolver.example/10.5555/plain?noredirect=on')
   })
 
+  it('the home form reads browser form encoding: + is a space, %2B a plus (SICI DOIs)', async () => {
+    const { app } = await setup()
+    const space = await app.inject({ url: '/?hdl=10.5555%2Fwith+space', headers: { host: 'resolver.example' } })
+    expect(space.headers.location).toBe('http://resolver.example/10.5555/with%20space')
+    const plus = await app.inject({ url: '/?hdl=10.1002%2F(SICI)1097-0274(199909)36%3A1%2B%3C1%3A%3AAID-AJIM2%3E3.0.CO%3B2-0', headers: { host: 'resolver.example' } })
+    expect(plus.headers.location).toBe('http://resolver.example/10.1002/(SICI)1097-0274(199909)36:1%2B%3C1::AID-AJIM2%3E3.0.CO;2-0')
+  })
+
   it('the home form keeps a # inside the DOI encoded', async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/?hdl=10.5555%2Fhash%23frag', headers: { host: 'resolver.example' } })

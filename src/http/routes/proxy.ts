@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { encodeURLPath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
 import { parseProxyQuery } from '../../handle/query.js'
-import type { ProxyParams } from '../../handle/query.js'
 import type { ProxyOutcome, ProxyService } from '../../resolve/proxy-service.js'
 import type { Metrics } from '../../metrics.js'
 import type { CountryLookup } from '../../resolve/geoip.js'
@@ -54,7 +53,7 @@ export function proxyHandler (opts: ProxyRouteOptions) {
       return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
     }
     const params = parseProxyQuery(query, fragment)
-    if (parsed.handle === '') return home(reply, ctx, params)
+    if (parsed.handle === '') return home(reply, ctx, query)
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
       count('bad_request')
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
@@ -85,13 +84,14 @@ function lazyPageContext (request: FastifyRequest, opts: Pick<ProxyRouteOptions,
 }
 
 /** `/` shows the home page; its form sends `/?hdl=X&…`, which we turn into the shareable `/X?…`. */
-function home (reply: FastifyReply, ctx: PageContext, params: ProxyParams): FastifyReply {
-  const hdl = params.all.get('hdl')?.[0]?.trim() ?? ''
+function home (reply: FastifyReply, ctx: PageContext, rawQuery: string): FastifyReply {
+  // The form's answer is browser form encoding: '+' is a space there, and a typed '+' arrives as %2B.
+  const form = new URLSearchParams(rawQuery)
+  const hdl = form.get('hdl')?.trim() ?? ''
   if (hdl === '') return reply.type(HTML).send(renderHomePage(ctx))
   const rest: string[] = []
-  for (const [key, values] of params.all) {
-    if (key === 'hdl') continue
-    for (const v of values) rest.push(v === '' ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`)
+  for (const [key, v] of form) {
+    if (key !== 'hdl') rest.push(v === '' ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`)
   }
   const target = `${ctx.baseUrl}${encodeURLPath(hdl.replace(/^\/+/, ''))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
   return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
