@@ -33,7 +33,7 @@ function isControl (code: number): boolean {
   return code <= 0x1f || (code >= 0x7f && code <= 0x9f)
 }
 
-/** Makes control characters visible as \uXXXX, so a page can show why an input was refused. */
+/** Makes control characters visible as \u escapes (four hex digits), so a page can show why an input was refused. */
 export function showControls (s: string): string {
   let out = ''
   let start = 0
