@@ -221,12 +221,14 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
 
   registerOpsRoutes(app, metrics, lifecycle)
   registerStaticRoutes(app)
+  // Self-links use this host when a request's Host header is unusable.
+  const fallbackHost = `${config.host}:${config.port}`
   const proxyOptions = {
     service,
     metrics,
     maxHandleLength: config.maxHandleLength,
     publicBaseUrl: config.publicBaseUrl,
-    fallbackHost: `${config.host}:${config.port}`,
+    fallbackHost,
     countryHeader: config.countryHeader,
     countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   }
@@ -240,7 +242,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
 
   app.setNotFoundHandler(async (request, reply) => {
     // Every GET and HEAD path is a handle; only other methods end up here.
-    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, `${config.host}:${config.port}`) }
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
     reply.header('allow', 'GET, HEAD, OPTIONS')
     return reply.code(405).type('text/html; charset=utf-8').send(
       renderErrorPage(ctx, { status: 405, message: `The method ${request.method} is not supported here; use GET or HEAD.` })
@@ -248,7 +250,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
   app.setErrorHandler(async (err, request, reply) => {
     logError(request, err)
-    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, `${config.host}:${config.port}`) }
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
     if ((request.raw.url ?? '').startsWith('/api/')) {
       const { status, message } = describeError(err)
       return reply.code(status).type('application/json;charset=utf-8').send(JSON.stringify({ responseCode: status < 500 ? 4 : 2, message }))
