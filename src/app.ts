@@ -13,20 +13,21 @@ import { createUpstreamClient } from './resolve/upstream.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openCountryLookup } from './resolve/geoip.js'
 import { openLocalStore } from './resolve/local-store.js'
-import { registerRateLimits } from './http/rate-limit.js'
-import underPressure from '@fastify/under-pressure'
+import { registerAdmission } from './http/admission.js'
 import { createResolver } from './resolve/resolver.js'
 import { createProxyService } from './resolve/proxy-service.js'
 import { registerOpsRoutes } from './http/routes/ops.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { registerStaticRoutes } from './http/routes/static.js'
 import { proxyHandler, registerProxyRoutes } from './http/routes/proxy.js'
-import { apiHandler, registerApiRoutes } from './http/routes/api.js'
+import { apiHandler, registerApiRoutes, sendApiError } from './http/routes/api.js'
 import { registerRaRoutes } from './http/routes/ra.js'
 import { baseUrlFor } from './http/base-url.js'
-import { describeError, logError, sendHtmlError } from './http/errors.js'
+import { describeError, logError, sendHtmlError, setRetryAfter } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
 import { createLogThrottle } from './log-throttle.js'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 
 /** What buildApp may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface AppDeps {
@@ -40,7 +41,6 @@ export interface AppDeps {
   random?: () => number
 }
 
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics'])
 const REQUEST_ID_PREFIX = randomUUID().slice(0, 8)
 let requestCounter = 0
 
@@ -89,12 +89,14 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     } as FastifyServerOptions['routerOptions'],
     // The router refuses paths it cannot decode; a DOI path is ours to judge (DECISIONS §2.2).
     frameworkErrors: (err, request, reply) => {
-      if (err.code === 'FST_ERR_BAD_URL' && (request.method === 'GET' || request.method === 'HEAD')) {
+      if (err.code === 'FST_ERR_BAD_URL' && ['GET', 'HEAD', 'POST'].includes(request.method)) {
         reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))
         return routeBadUrl(request, reply)
       }
       return (reply as FastifyReply).send(err)
-    }
+    },
+    // A request line or headers too large for us, or a request Node cannot parse: our HTML page, not a JSON one.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, config)
   })
   let routeBadUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> =
     async (_request, reply) => reply.code(400).send()
@@ -124,34 +126,41 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     connectTimeoutMs: config.upstreamConnectTimeoutMs,
     connections: config.upstreamConnections,
     maxBodyBytes: config.upstreamMaxBodyBytes,
+    retry: {
+      retries: config.upstreamRetries,
+      baseMs: config.upstreamRetryBaseMs,
+      maxMs: config.upstreamRetryMaxMs,
+      onRetry: (handle, attempt, reason) => {
+        metrics.upstreamRetries.inc()
+        app.log.info({ handle, attempt, reason }, 'retrying the upstream')
+      }
+    },
     ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
   })
   const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
   const upstream = guardUpstream(rawUpstream, {
-    maxConcurrent: config.upstreamMaxConcurrent,
-    queueSize: config.upstreamQueueSize,
-    queueTimeoutMs: config.upstreamQueueTimeoutMs,
-    retries: config.upstreamRetries,
-    retryBaseMs: config.upstreamRetryBaseMs,
-    retryMaxMs: config.upstreamRetryMaxMs,
-    budgetMs: config.upstreamTimeoutMs,
+    queue: {
+      maxActive: config.upstreamMaxConcurrent,
+      perClient: config.upstreamPerClient,
+      perClientQueue: config.upstreamClientQueue,
+      maxWaiting: config.upstreamQueueSize,
+      waitTimeoutMs: config.upstreamQueueTimeoutMs,
+      retryAfterMs: 5000,
+      onChange: (waiting, active) => {
+        metrics.upstreamWaiting.set(waiting)
+        metrics.upstreamActive.set(active)
+      },
+      onRefuse: (reason) => metrics.refusals.inc({ reason })
+    },
     breaker: {
       errorThresholdPercent: config.breakerErrorThresholdPercent,
       volumeThreshold: config.breakerVolumeThreshold,
       resetMs: config.breakerResetMs,
       windowMs: config.breakerWindowMs
     },
-    onRetry: (handle, attempt, err) => {
-      metrics.upstreamRetries.inc()
-      app.log.info({ handle, attempt, code: err.code, upstreamStatus: err.upstreamStatus }, 'retrying the upstream')
-    },
     onBreaker: (state) => {
       metrics.breakerOpen.set(BREAKER_LEVEL[state])
       app.log.warn({ state }, 'upstream circuit breaker changed state')
-    },
-    onQueue: (waiting, active) => {
-      metrics.upstreamWaiting.set(waiting)
-      metrics.upstreamActive.set(active)
     }
   })
   app.addHook('onClose', async () => { await upstream.close() })
@@ -197,24 +206,11 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     }
   })
 
-  if (config.maxEventLoopDelayMs > 0) {
-    await app.register(underPressure, {
-      maxEventLoopDelay: config.maxEventLoopDelayMs,
-      sampleInterval: 250,
-      retryAfter: 5,
-      // Liveness and readiness stay answerable under load: shedding is for resolution work.
-      pressureHandler: (request, reply) => {
-        if (OPS_PATHS.has(request.url)) return undefined
-        reply.header('retry-after', '5')
-        return Promise.reject(Object.assign(new Error('Server under pressure'), { statusCode: 503, code: 'DP_OVERLOADED' }))
-      }
-    })
-  }
-  await registerRateLimits(app, config)
+  const admission = await registerAdmission(app, config, metrics)
 
   await app.register(cors, {
     origin: '*',
-    methods: ['GET', 'HEAD'],
+    methods: ['GET', 'HEAD', 'POST'],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 86_400
   })
@@ -225,6 +221,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const fallbackHost = `${config.host}:${config.port}`
   const proxyOptions = {
     service,
+    resolver,
+    admission,
     metrics,
     maxHandleLength: config.maxHandleLength,
     publicBaseUrl: config.publicBaseUrl,
@@ -232,31 +230,53 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     countryHeader: config.countryHeader,
     countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   }
-  const apiOptions = { resolver, maxHandleLength: config.maxHandleLength }
+  const apiOptions = { resolver, admission, maxHandleLength: config.maxHandleLength }
   registerApiRoutes(app, apiOptions)
-  registerRaRoutes(app, { resolver, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })
+  registerRaRoutes(app, { resolver, admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })
   registerProxyRoutes(app, proxyOptions)
   const proxyForBadUrl = proxyHandler(proxyOptions)
   const apiForBadUrl = apiHandler(apiOptions)
   routeBadUrl = async (request, reply) => (request.raw.url ?? '').startsWith('/api/handles/') ? apiForBadUrl(request, reply) : proxyForBadUrl(request, reply)
 
   app.setNotFoundHandler(async (request, reply) => {
-    // Every GET and HEAD path is a handle; only other methods end up here.
+    // Every GET, HEAD and POST path is a handle; only other methods end up here.
+    reply.header('allow', 'GET, HEAD, POST, OPTIONS')
+    const message = `The method ${request.method} is not supported here; use GET or HEAD.`
+    if (isApiPath(request)) return sendApiError(reply, 405, message)
     const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
-    reply.header('allow', 'GET, HEAD, OPTIONS')
-    return reply.code(405).type('text/html; charset=utf-8').send(
-      renderErrorPage(ctx, { status: 405, message: `The method ${request.method} is not supported here; use GET or HEAD.` })
-    )
+    return reply.code(405).type('text/html; charset=utf-8').send(renderErrorPage(ctx, { status: 405, message }))
   })
   app.setErrorHandler(async (err, request, reply) => {
     logError(request, err)
-    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
-    if ((request.raw.url ?? '').startsWith('/api/')) {
+    if (isApiPath(request)) {
       const { status, message } = describeError(err)
-      return reply.code(status).type('application/json;charset=utf-8').send(JSON.stringify({ responseCode: status < 500 ? 4 : 2, message }))
+      setRetryAfter(reply, err)
+      return sendApiError(reply, status, message)
     }
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
     return sendHtmlError(reply, ctx, err)
   })
 
   return app
+}
+
+function isApiPath (request: FastifyRequest): boolean {
+  return /^(?:[a-z][a-z0-9+.-]*:\/\/[^/]*)?\/api\//i.test(request.raw.url ?? '')
+}
+
+/**
+ * Node could not read the request (a request line or headers over MAX_HEADER_BYTES, broken HTTP):
+ * our own HTML page on the raw socket, then close, as Fastify's default does with JSON.
+ */
+function answerClientError (err: NodeJS.ErrnoException, socket: Socket, config: Config): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const message = status === 431
+    ? `The address or headers of this request are too long (the limit is ${config.maxHeaderBytes} bytes). A DOI name is at most ${config.maxHandleLength} characters; check that the link was copied whole and nothing else.`
+    : status === 408 ? 'The request took too long to arrive.' : 'The request could not be read as HTTP.'
+  const body = renderErrorPage({ baseUrl: config.publicBaseUrl === undefined ? '/' : `${config.publicBaseUrl}/` }, { status, message })
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\nconnection: close\r\n\r\n${body}`)
 }

@@ -80,6 +80,12 @@ export function createMetrics () {
     observeCache (stats: () => { entries: number, bytes: number }): void {
       cacheStats = stats
     },
+    refusals: new Counter({
+      name: 'doi_proxy_refusals_total',
+      help: 'Requests refused to protect the service or other readers, by reason',
+      labelNames: ['reason'] as const, // load_shed, rate_limit, auth_rate_limit, client_share, queue_full
+      registers: [registry]
+    }),
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
       help: 'Upstream failures by error code',

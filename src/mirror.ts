@@ -201,6 +201,12 @@ type FetchResult =
   | { kind: 'not-found' }
   | { kind: 'failed', message: string }
 
+/** An operator reads the summary: the reader's sentence plus what the upstream actually said. */
+function operatorMessage (err: unknown): string {
+  if (!(err instanceof UpstreamError)) return err instanceof Error ? err.message : String(err)
+  return `${err.message} (${err.upstreamStatus === undefined ? err.code : `HTTP ${err.upstreamStatus}`})`
+}
+
 async function fetchWithRetries (upstream: MirrorArgs['upstream'], handle: string, options: MirrorOptions): Promise<FetchResult> {
   const base = options.retryBaseMs ?? 1000
   for (let attempt = 0; ; attempt++) {
@@ -209,7 +215,7 @@ async function fetchWithRetries (upstream: MirrorArgs['upstream'], handle: strin
     } catch (err) {
       const retryable = err instanceof UpstreamError && err.staleable
       if (!retryable || attempt >= options.retries || options.signal?.aborted === true) {
-        return { kind: 'failed', message: err instanceof Error ? err.message : String(err) }
+        return { kind: 'failed', message: operatorMessage(err) }
       }
       await sleep(Math.min(MAX_RETRY_WAIT_MS, base * 2 ** attempt))
     }

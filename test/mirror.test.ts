@@ -160,7 +160,7 @@ describe('runMirror against a real (fake) Handle REST API', () => {
     front.failFor('10.5555/broken')
     const summary = await mirror(list('10.5555/plain', '10.5555/broken', '10.5555/loc'), { retries: 2 })
     expect(summary).toMatchObject({ fetched: 2, failed: 1 })
-    expect(summary.failures).toEqual([{ handle: '10.5555/broken', neededBy: 'line 2', message: 'The upstream DOI registry answered with HTTP 500.' }])
+    expect(summary.failures).toEqual([{ handle: '10.5555/broken', neededBy: 'line 2', message: 'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)' }])
     expect(front.count('10.5555/broken')).toBe(3) // one try and two retries
     expect(await storedHandles(out)).toEqual(expect.arrayContaining(['10.5555/plain', '10.5555/loc']))
     expect(mirrorExitCode(summary)).toBe(1)
@@ -221,9 +221,9 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
   it.each([
     { why: 'a bare DOI', text: '10.5555/a', handles: ['10.5555/a'] },
     { why: 'blank lines and # comments are skipped', text: '# my list\n\n  10.5555/a  \n# 10.5555/b\n', handles: ['10.5555/a'] },
-    { why: 'doi:, hdl: and resolver URLs are stripped (DECISIONS §2.4)', text: 'doi:10.5555/a\nhttps://doi.org/10.5555/b\nhttp://dx.doi.org/10.5555/c\nhdl:10.5555/d', handles: ['10.5555/a', '10.5555/b', '10.5555/c', '10.5555/d'] },
+    { why: 'doi:, hdl: and resolver URLs are stripped (behaviour.md §2.4)', text: 'doi:10.5555/a\nhttps://doi.org/10.5555/b\nhttp://dx.doi.org/10.5555/c\nhdl:10.5555/d', handles: ['10.5555/a', '10.5555/b', '10.5555/c', '10.5555/d'] },
     { why: 'a percent-encoded link pasted from a browser is decoded like a request path', text: 'https://doi.org/10.5555/a%20b', handles: ['10.5555/a b'] },
-    { why: 'a repeat (ASCII case folded, DECISIONS §2.8) is fetched once', text: '10.5555/a\n10.5555/A\ndoi:10.5555/a', handles: ['10.5555/a'] },
+    { why: 'a repeat (ASCII case folded, behaviour.md §2.8) is fetched once', text: '10.5555/a\n10.5555/A\ndoi:10.5555/a', handles: ['10.5555/a'] },
     { why: 'CRLF line ends', text: '10.5555/a\r\n10.5555/b\r\n', handles: ['10.5555/a', '10.5555/b'] }
   ])('$why', ({ text, handles }) => {
     const parsed = parseReadingList(text)
@@ -232,7 +232,7 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
   })
 
   it.each([
-    { why: 'an encoded control character (DECISIONS §2: 400)', text: '10.5555/a\n10.5555/b%0Ac', line: 2, message: /control character/ },
+    { why: 'an encoded control character (behaviour.md §2: 400)', text: '10.5555/a\n10.5555/b%0Ac', line: 2, message: /control character/ },
     { why: 'a prefix with nothing after it', text: 'doi:', line: 1, message: /no DOI name/ },
     { why: 'bytes that are not UTF-8 once decoded', text: '10.5555/%FF', line: 1, message: /not valid UTF-8/ }
   ])('names the line of $why', ({ text, line, message }) => {
@@ -243,7 +243,7 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
   })
 })
 
-describe('needsOf: the records the resolver reads besides the DOI (reference-proxy.md §9, DECISIONS §3)', () => {
+describe('needsOf: the records the resolver reads besides the DOI (behaviour.md R9, behaviour.md §3)', () => {
   it.each([
     { why: 'a DOI needs its prefix record', handle: '10.5555/plain', values: RECORDS['10.5555/plain'], wantsPrefix: true, needs: ['10.5555'] },
     { why: 'a related record does not bring its prefix', handle: '10.SERV/TESTLOCS', values: RECORDS['10.SERV/TESTLOCS'], wantsPrefix: false, needs: [] },
@@ -312,7 +312,7 @@ describe('the doi-proxy command', () => {
       const run = await doiProxy(['mirror', '--out', out, '--upstream', front.url, '--delay-ms', '0', '--retries', '0'], '10.5555/plain\n10.5555/broken\n')
       expect(run.code).toBe(1)
       expect(run.stdout).toMatch(/failed: +1\n/)
-      expect(run.stderr).toContain('failed: 10.5555/broken (line 2): The upstream DOI registry answered with HTTP 500.')
+      expect(run.stderr).toContain('failed: 10.5555/broken (line 2): The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)')
       expect(await storedHandles(out)).toContain('10.5555/plain')
     } finally {
       await front.close()

@@ -45,6 +45,10 @@ export interface Config {
   upstreamMaxConcurrent: number
   upstreamQueueSize: number
   upstreamQueueTimeoutMs: number
+  upstreamPerClient: number
+  upstreamClientQueue: number
+  trustedNetworks: string[]
+  requestDeadlineMs: number
   upstreamRetries: number
   upstreamRetryBaseMs: number
   upstreamRetryMaxMs: number
@@ -106,9 +110,13 @@ export const OPTIONS: readonly Option[] = [
   { key: 'raMaxDois', env: 'RA_MAX_DOIS', kind: 'int', min: 1, max: 10_000, default: 100, doc: 'Most DOIs in one Which RA? request; more is 400.' },
   { key: 'raConcurrency', env: 'RA_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 8, doc: 'Lookups one Which RA? request runs at once.' },
   { key: 'upstreamMaxConcurrent', env: 'UPSTREAM_MAX_CONCURRENT', kind: 'int', min: 1, max: 1024, default: 16, doc: 'Most upstream requests in flight at once (be polite: doi.org answers 429 to parallel clients).' },
-  { key: 'upstreamQueueSize', env: 'UPSTREAM_QUEUE_SIZE', kind: 'int', min: 0, max: 1_000_000, default: 1000, doc: 'Most lookups waiting for an upstream slot; beyond it, 503 with Retry-After.' },
+  { key: 'upstreamQueueSize', env: 'UPSTREAM_QUEUE_SIZE', kind: 'int', min: 0, max: 1_000_000, default: 1000, doc: 'Most lookups waiting for an upstream slot, over all clients; beyond it, 503 with Retry-After.' },
   { key: 'upstreamQueueTimeoutMs', env: 'UPSTREAM_QUEUE_TIMEOUT_MS', kind: 'int', min: 1, max: 120_000, default: 5_000, doc: 'A lookup waiting this long for an upstream slot gets 503 (or a stale record).' },
-  { key: 'upstreamRetries', env: 'UPSTREAM_RETRIES', kind: 'int', min: 0, max: 10, default: 2, doc: 'Retries after 429, 502, 503, 504 or a dropped connection, within the upstream timeout.' },
+  { key: 'upstreamPerClient', env: 'UPSTREAM_PER_CLIENT', kind: 'int', min: 1, max: 1024, default: 8, doc: 'Most upstream lookups one client (an IPv4 address, an IPv6 /64) has in flight; its further lookups wait in its own queue, and clients are served in turn, so one client cannot starve the others. Cached answers are never limited.' },
+  { key: 'upstreamClientQueue', env: 'UPSTREAM_CLIENT_QUEUE', kind: 'int', min: 0, max: 100_000, default: 32, doc: 'Most lookups one client may have waiting for the upstream; beyond it, 429 with Retry-After.' },
+  { key: 'trustedNetworks', env: 'TRUSTED_NETWORKS', kind: 'cidrs', default: [], doc: 'Client networks without the per-client bounds (comma-separated addresses or CIDRs): a link resolver or campus gateway behind one address. They still take their turn in the fair queue.' },
+  { key: 'requestDeadlineMs', env: 'REQUEST_DEADLINE_MS', kind: 'int', min: 100, max: 600_000, default: 20_000, doc: 'One deadline per request: alias hops, queue waits and retries all spend it; then 504 (or a stale record), never a longer wait.' },
+  { key: 'upstreamRetries', env: 'UPSTREAM_RETRIES', kind: 'int', min: 0, max: 10, default: 2, doc: 'Retries after 429, 502, 503, 504 or a dropped connection, within the upstream timeout and the request deadline.' },
   { key: 'upstreamRetryBaseMs', env: 'UPSTREAM_RETRY_BASE_MS', kind: 'int', min: 1, max: 60_000, default: 250, doc: 'First retry delay, doubled each time (a Retry-After from the upstream wins).' },
   { key: 'upstreamRetryMaxMs', env: 'UPSTREAM_RETRY_MAX_MS', kind: 'int', min: 1, max: 120_000, default: 4_000, doc: 'Longest retry delay.' },
   { key: 'breakerErrorThresholdPercent', env: 'BREAKER_ERROR_THRESHOLD_PERCENT', kind: 'int', min: 1, max: 100, default: 50, doc: 'The circuit breaker opens when this share of upstream requests in the window failed.' },
@@ -116,13 +124,13 @@ export const OPTIONS: readonly Option[] = [
   { key: 'breakerResetMs', env: 'BREAKER_RESET_MS', kind: 'int', min: 100, max: 3_600_000, default: 15_000, doc: 'An open breaker lets one probe through after this long; success closes it.' },
   { key: 'breakerWindowMs', env: 'BREAKER_WINDOW_MS', kind: 'int', min: 1_000, max: 3_600_000, default: 30_000, doc: 'The breaker\'s rolling window.' },
   { key: 'refreshAhead', env: 'REFRESH_AHEAD', kind: 'bool', default: true, doc: 'A record asked for in the last tenth of its lifetime is refreshed in the background, so popular DOIs never wait on the upstream.' },
-  { key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 0, doc: 'Requests per client address per window; 0 turns inbound rate limiting off.' },
+  { key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 0, doc: 'Lookups that need the upstream, per client address per window; 0 turns this limit off. Cached answers are never counted.' },
   { key: 'rateLimitWindowMs', env: 'RATE_LIMIT_WINDOW_MS', kind: 'int', min: 1_000, max: 86_400_000, default: 60_000, doc: 'The rate-limit window.' },
   { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
   { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
-  { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay new requests get 503 with Retry-After (load shedding); 0 disables.' },
+  { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay, lookups that need the upstream get 503 with Retry-After (load shedding; cached answers are still served); 0 disables.' },
   { key: 'localStoreDir', env: 'LOCAL_STORE_DIR', kind: 'optional-string', default: 'config/sample-records', doc: 'Directory of local records (`.json`/`.ndjson`, the REST API\'s shape) consulted before the upstream; empty disables. See docs/local-records.md.' },
-  { key: 'localAuthoritativePrefixes', env: 'LOCAL_AUTHORITATIVE_PREFIXES', kind: 'prefixes', default: ['10.5555'], doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated).' },
+  { key: 'localAuthoritativePrefixes', env: 'LOCAL_AUTHORITATIVE_PREFIXES', kind: 'prefixes', default: [], doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated). Empty by default: local records overlay the upstream, so the shipped samples never hide real DOIs of 10.5555, Crossref\'s test prefix.' },
   { key: 'localStoreWatch', env: 'LOCAL_STORE_WATCH', kind: 'bool', default: true, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
   { key: 'offline', env: 'OFFLINE', kind: 'bool', default: false, doc: 'No upstream at all: only the local store answers, everything else is 404.' },
   { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },

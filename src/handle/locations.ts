@@ -22,6 +22,7 @@ import { choose, parseChooseBy } from './loc/choose.js'
 import { buildContext, legacyElement, namesFor } from './loc/context.js'
 import type { Candidate, LocContext } from './loc/context.js'
 import { headerLines, linkHeaders } from './loc/headers.js'
+import type { HeadElement } from './loc/headers.js'
 import { hasType, isType, LOC_TYPE, valueText } from './loc/values.js'
 import { attr, parseXml, writeEmptyElement, xmlEscape } from './loc/xml.js'
 import type { XmlElement } from './loc/xml.js'
@@ -145,9 +146,9 @@ export type LocationDecision =
     status: 301 | 302 | 303 | 307 | 308
     /** Complete Link header values, in order. */
     linkHeaders: string[]
-    /** From 10320/headers, templates expanded. */
+    /** From 10320/headers, templates expanded; only headers a record may set (behaviour.md §9). */
     extraHeaders: Array<[string, string]>
-    /** From 10320/headers lines starting with '<': HTML for the redirect page's <head>. */
+    /** From 10320/headers lines starting with '<': rebuilt, escaped <link>/<meta> HTML for the redirect page's <head>. */
     headLines: string[]
     /** Send `Vary: Accept`. */
     vary: boolean
@@ -177,7 +178,7 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
     status: statusFor(chosen, ctx, problems),
     linkHeaders: derived.linkHeaders,
     extraHeaders: derived.extraHeaders,
-    headLines: derived.headLines,
+    headLines: headLinesFor(derived.headElements, chosen.href),
     vary: ctx.vary,
     usedValues: ctx.usedValues,
     problems: unique(problems)
@@ -194,15 +195,22 @@ const contextMemo = createHotCache<readonly HandleValue[], { namespaceValues: re
 /** A context with what follows from it alone: the chooser order, Link headers, 10320/headers lines. */
 interface Prepared {
   ctx: LocContext
-  derived: { chooseBy: readonly string[], linkHeaders: string[], extraHeaders: Array<[string, string]>, headLines: string[] }
+  derived: { chooseBy: readonly string[], linkHeaders: string[], extraHeaders: Array<[string, string]>, headElements: HeadElement[] }
 }
+
+/** The head elements for a chosen target: a meta refresh survives only when it goes where the redirect goes. */
+function headLinesFor (elements: readonly HeadElement[], href: string): string[] {
+  if (elements.length === 0) return NO_LINES
+  return elements.filter((e) => e.refreshTo === undefined || e.refreshTo === href.trim()).map((e) => e.html)
+}
+const NO_LINES: string[] = []
 
 function prepare (req: LocationRequest): Prepared {
   const ctx = buildContext(req)
   const chooseBy = parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby'))
   const linkHeadersOf = ctx.engine ? linkHeaders(ctx.linkRoots, req.handle, ctx.problems) : []
-  const { extraHeaders, headLines } = ctx.engine ? headerLines(ctx.headerTexts, req.handle, ctx.problems) : { extraHeaders: [], headLines: [] }
-  return { ctx, derived: { chooseBy, linkHeaders: linkHeadersOf, extraHeaders, headLines } }
+  const { extraHeaders, headElements } = ctx.engine ? headerLines(ctx.headerTexts, req.handle, ctx.problems) : { extraHeaders: [], headElements: [] }
+  return { ctx, derived: { chooseBy, linkHeaders: linkHeadersOf, extraHeaders, headElements } }
 }
 
 /** The prepared context for a request, and a problems list of its own (choosing may add to it). */

@@ -140,6 +140,18 @@ export function encodeURLPath (handle: string): string {
 }
 
 /**
+ * A handle as a URL path we send somewhere (upstream, our own self-links): encodeURLPath, and a '.' or
+ * '..' segment as %2E, so no client, CDN or server normalises '10.1000/../x' into another handle
+ * (behaviour.md §2.5: dot segments are part of the handle). The handle server decodes %2E back to '.'.
+ */
+export function encodeHandlePath (handle: string): string {
+  return encodeURLPath(handle).replace(DOT_SEGMENT, (dots) => dots.replace(/\./g, '%2E'))
+}
+
+// A segment that is only '.' or '..' (between slashes or at either end).
+const DOT_SEGMENT = /(?<=^|\/)\.{1,2}(?=\/|$)/g
+
+/**
  * For href_template {hdl} (reference §3): the handle as one URL component, so '/' → %2F and space → %20
  * (doi.org: 'https://data.crosscite.org/10.17879%2F91968401496'). cnriutil's exact safe set is not
  * available; we keep the path set minus '/', ';' and '=', which is safe both in a path segment and in a

@@ -38,3 +38,24 @@ function punycodeHost (url: string): string | undefined {
   if (ascii === '') return undefined
   return `${head}${userinfo}${ascii}${portMatch === null ? '' : portMatch[0]}${rest}`
 }
+
+/**
+ * behaviour.md §9: urlappend never changes where a redirect goes. True when the URL with urlappend
+ * keeps the chosen URL's scheme, host and port (and user info), as a browser would parse both
+ * (WHATWG URL); '?urlappend=@evil.example' on 'https://example.org' would move it to evil.example.
+ */
+export function appendKeepsTarget (url: string, urlappend: string): boolean {
+  const before = parseUrl(url.trim())
+  const after = parseUrl(url.trim() + urlappend)
+  if (before === undefined || after === undefined) return false
+  return before.protocol === after.protocol && before.host === after.host &&
+    before.username === after.username && before.password === after.password
+}
+
+function parseUrl (s: string): URL | undefined {
+  try {
+    return new URL(s)
+  } catch {
+    return undefined
+  }
+}

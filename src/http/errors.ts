@@ -7,7 +7,15 @@ import type { PageContext } from './views/pages.js'
 /** A client mistake we can name: rendered with its own status and message. */
 export class RequestError extends Error {
   override name = 'RequestError'
-  constructor (readonly statusCode: 400 | 404 | 414 | 431, message: string, readonly handle?: string) {
+  constructor (readonly statusCode: 400 | 404 | 405 | 414 | 431, message: string, readonly handle?: string) {
+    super(message)
+  }
+}
+
+/** A request we refuse to protect the service or other readers (rate limits, load shedding). */
+export class RefusedError extends Error {
+  override name = 'RefusedError'
+  constructor (readonly statusCode: 429 | 503, readonly code: string, message: string, readonly retryAfterMs?: number) {
     super(message)
   }
 }
@@ -16,7 +24,7 @@ const HTML = 'text/html; charset=utf-8'
 
 /** The status and message a user sees for an error; never a stack trace. */
 export function describeError (err: unknown): { status: number, code: string, message: string } {
-  if (err instanceof UpstreamError) return { status: err.statusCode, code: err.code, message: err.message }
+  if (err instanceof UpstreamError || err instanceof RefusedError) return { status: err.statusCode, code: err.code, message: err.message }
   if (err instanceof RequestError) return { status: err.statusCode, code: 'DP_BAD_REQUEST', message: err.message }
   const e = err as { statusCode?: unknown, code?: unknown, message?: unknown }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
@@ -28,22 +36,38 @@ export function describeError (err: unknown): { status: number, code: string, me
   return { status: 500, code: 'DP_INTERNAL', message: 'Something went wrong on our side. The error was logged.' }
 }
 
+/** Retry-After for an error that tells the client when to come back. */
+export function setRetryAfter (reply: FastifyReply, err: unknown): void {
+  const ms = err instanceof UpstreamError || err instanceof RefusedError ? err.retryAfterMs : undefined
+  if (ms !== undefined && (err as { statusCode: number }).statusCode !== 502) reply.header('retry-after', String(Math.max(1, Math.ceil(ms / 1000))))
+}
+
 /** Send an HTML error page. */
 export function sendHtmlError (reply: FastifyReply, ctx: PageContext, err: unknown, handle?: string): FastifyReply {
   const { status, message } = describeError(err)
   const shownHandle = handle ?? (err instanceof RequestError ? err.handle : undefined)
-  if (err instanceof UpstreamError && err.statusCode === 503) reply.header('retry-after', '5')
+  setRetryAfter(reply, err)
   return reply.code(status).type(HTML).send(renderErrorPage(ctx, { status, message, handle: shownHandle }))
 }
 
-/** Log server-side faults with request context; client mistakes are not worth an error line. */
+/**
+ * Log with request context. Client mistakes and refusals are not worth more than an info line; an
+ * upstream failure is expected while it lasts, so it is a warning without a stack, one line a second
+ * per code; anything else is a fault of ours and always logged with its stack.
+ */
 export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
-  if (status < 500) request.log.info({ code, status }, 'request refused')
-  // An upstream failure repeats on every request while it lasts: one line a second per code.
-  else if (err instanceof UpstreamError) throttleUpstream(code, (suppressed) => request.log.error({ err, code, suppressed }, 'request failed'))
-  // Anything else is a fault of ours: always logged.
-  else request.log.error({ err, code }, 'request failed')
+  if (err instanceof UpstreamError) {
+    if (status >= 500) {
+      throttleUpstream(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, suppressed }, 'upstream lookup failed'))
+    } else {
+      request.log.info({ code, status, upstreamStatus: err.upstreamStatus }, 'request refused')
+    }
+  } else if (status < 500 || err instanceof RefusedError) {
+    request.log.info({ code, status }, 'request refused')
+  } else {
+    request.log.error({ err, code }, 'request failed')
+  }
 }
 
 const throttleUpstream = createLogThrottle(1000)

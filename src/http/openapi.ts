@@ -84,3 +84,6 @@ export const OPENAPI_DOCUMENT = {
     }
   }
 } as const
+
+/** The document as served, serialised once. */
+export const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT, null, 2)

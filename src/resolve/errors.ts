@@ -1,40 +1,69 @@
 /**
  * Upstream failures as typed errors with a stable code and an HTTP status, in the manner of
  * fastify-reply-from's errors. One error handler renders them as HTML or JSON.
+ *
+ * Messages are for readers: plain words, what happened and what to try. The code and the upstream's
+ * own status go to the logs, not to the page.
  */
 export class UpstreamError extends Error {
   override name = 'UpstreamError'
   constructor (
     readonly code: string,
-    readonly statusCode: 502 | 503 | 504,
+    readonly statusCode: 400 | 414 | 429 | 502 | 503 | 504,
     message: string,
-    /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429). */
+    /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429, our own queues). */
     readonly staleable: boolean,
-    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number }
+    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean }
   ) {
     super(message, options)
     this.upstreamStatus = options?.upstreamStatus
     this.retryAfterMs = options?.retryAfterMs
+    this.fault = options?.fault ?? false
   }
 
   /** The HTTP status the upstream answered, when it answered. */
   readonly upstreamStatus: number | undefined
-  /** The upstream's Retry-After, in ms, when it sent one. */
+  /** How long the client should wait before asking again, in ms, when we know. */
   readonly retryAfterMs: number | undefined
+  /**
+   * True for upstream faults only (behaviour.md §9): connect errors, timeouts, 5xx and 429. These
+   * count against the circuit breaker; an answer about a handle or a client's bad input never does.
+   */
+  readonly fault: boolean
 }
+
+const TRY_AGAIN = 'This is usually brief: please try again in a minute.'
 
 export const upstreamErrors = {
   unreachable: (detail: string, cause?: unknown) =>
-    new UpstreamError('DP_UPSTREAM_UNREACHABLE', 502, `The upstream DOI registry could not be reached (${detail}).`, true, { cause }),
+    new UpstreamError('DP_UPSTREAM_UNREACHABLE', 502, `We could not reach the DOI registry to look this DOI up. ${TRY_AGAIN}`, true,
+      { cause: cause ?? detail, fault: true }),
   timeout: (ms: number, cause?: unknown) =>
-    new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `The upstream DOI registry did not answer within ${ms} ms.`, true, { cause }),
+    new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `The DOI registry took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`, true,
+      { cause, fault: true }),
+  /** The request's own deadline ran out (alias hops, queue waits and retries included). */
+  deadline: () =>
+    new UpstreamError('DP_DEADLINE', 504, `Looking this DOI up took longer than we allow a request. ${TRY_AGAIN}`, true),
   status: (status: number, retryAfterMs?: number) =>
-    new UpstreamError('DP_UPSTREAM_STATUS', 502, `The upstream DOI registry answered with HTTP ${status}.`, status >= 500 || status === 429,
-      retryAfterMs === undefined ? { upstreamStatus: status } : { upstreamStatus: status, retryAfterMs }),
+    new UpstreamError('DP_UPSTREAM_STATUS', 502, `The DOI registry is having trouble right now and answered with an error. ${TRY_AGAIN}`,
+      status >= 500 || status === 429,
+      { upstreamStatus: status, fault: status >= 500 || status === 429, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+  /**
+   * The upstream refused the request itself (a 4xx other than 404 and 429, often a CDN's HTML page):
+   * a handle it judges malformed or too long. That request's problem, never a fault of the upstream.
+   */
+  rejected: (status: number) => status === 414 || status === 431
+    ? new UpstreamError('DP_UPSTREAM_REJECTED', 414, 'This DOI name is too long for the DOI registry to look up. Check that the link was copied whole and nothing else.', false, { upstreamStatus: status })
+    : status === 400
+      ? new UpstreamError('DP_UPSTREAM_REJECTED', 400, 'The DOI registry refused this DOI name as malformed. Check the DOI for stray characters or a broken link.', false, { upstreamStatus: status })
+      : new UpstreamError('DP_UPSTREAM_REJECTED', 502, 'The DOI registry refused to look this DOI name up.', false, { upstreamStatus: status }),
   badResponse: (detail: string) =>
-    new UpstreamError('DP_UPSTREAM_BAD_RESPONSE', 502, `The upstream DOI registry sent an answer we cannot use (${detail}).`, false),
+    new UpstreamError('DP_UPSTREAM_BAD_RESPONSE', 502, 'The DOI registry sent an answer we could not read. Please try again later.', false, { cause: detail }),
   overloaded: () =>
-    new UpstreamError('DP_UPSTREAM_OVERLOADED', 503, 'Too many lookups are waiting for the upstream DOI registry; try again shortly.', true),
+    new UpstreamError('DP_UPSTREAM_OVERLOADED', 503, 'This resolver has too many lookups waiting for the DOI registry. Please try again in a few seconds.', true, { retryAfterMs: 5000 }),
+  /** One client has more lookups in flight and waiting than its fair share (behaviour.md §9). */
+  clientOverShare: (retryAfterMs: number) =>
+    new UpstreamError('DP_CLIENT_OVER_SHARE', 429, 'You have too many DOI lookups in progress. Please wait for them to finish, then try again.', false, { retryAfterMs }),
   circuitOpen: () =>
-    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The upstream DOI registry is failing; lookups are paused for a few seconds.', true)
+    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 })
 }

@@ -11,6 +11,11 @@ export interface LocationContext {
   namespaceValues: HandleValue[]
   /** What could not be fetched; never an exception (a broken namespace must not stop a redirect). */
   problems: string[]
+  /**
+   * When the kept namespace locations expire (epoch ms), if they were used: the reference's Expires
+   * is then no later than that (behaviour.md R11: the 18–41 minutes seen on doi.org).
+   */
+  namespaceUntil?: number
 }
 
 // The reference's recursion limit for include (reference §3 root attributes).
@@ -42,7 +47,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
     const prefix = prefixOf(handle)
     if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [] }
     const known = namespaces.get(cacheKey(prefix))
-    return known !== undefined && known.until > now() ? { includes: NO_INCLUDES, namespaceValues: known.values, problems: [] } : undefined
+    return known !== undefined && known.until > now() ? kept(known.values, known.until) : undefined
   }
 
   async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
@@ -53,13 +58,21 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
       const at = now()
       const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
       const seconds = Math.min(NAMESPACE_CACHE_MAX_SECONDS, recordCacheSeconds(namespaceValues, at, { maxSeconds: NAMESPACE_CACHE_MAX_SECONDS, floorSeconds: 0 }))
-      if (seconds > 0) namespaces.set(cacheKey(prefixOf(handle)), { values: namespaceValues, until: at + seconds * 1000 })
-      return { includes: NO_INCLUDES, namespaceValues, problems: [] }
+      if (seconds <= 0) return { includes: NO_INCLUDES, namespaceValues, problems: [] }
+      const until = at + seconds * 1000
+      namespaces.set(cacheKey(prefixOf(handle)), { values: namespaceValues, until })
+      return kept(namespaceValues, until)
     }
     return loaded
   }
 
   return { peek, load }
+}
+
+function kept (namespaceValues: HandleValue[], until: number): LocationContext {
+  return namespaceValues.length === 0
+    ? { includes: NO_INCLUDES, namespaceValues, problems: [] }
+    : { includes: NO_INCLUDES, namespaceValues, problems: [], namespaceUntil: until }
 }
 
 export type LocationLoader = ReturnType<typeof createLocationLoader>

@@ -2,14 +2,15 @@ import type { HandleValue } from '../handle/types.js'
 import type { ProxyParams } from '../handle/query.js'
 import { hasTypeOrIndexFilter } from '../handle/query.js'
 import { expiresAt, filterValues } from '../handle/record.js'
-import { locationFor } from '../handle/redirect.js'
+import { appendKeepsTarget, locationFor } from '../handle/redirect.js'
 import { boundedMemo } from '../handle/memo.js'
 import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
 import { automaticLocatt } from '../handle/negotiate.js'
 import { createLocationLoader } from './locations-loader.js'
 import type { LocationContext } from './locations-loader.js'
-import type { CacheStatus, ChainResult, Lookup, Resolver } from './resolver.js'
+import type { CacheStatus, ChainResult, LookupOptions, Lookup, Resolver } from './resolver.js'
+import type { ClientTicket } from './fair-queue.js'
 
 /** What the HTML proxy answers for one handle request; http/ renders it. */
 export type ProxyOutcome =
@@ -30,10 +31,16 @@ export type ProxyOutcome =
   | { kind: 'no-values', handle: string, cache: CacheStatus }
   | { kind: 'showurls', handle: string, xml: string, vary: boolean, cache: CacheStatus }
   | { kind: 'not-found', handle: string, message?: string, cache: CacheStatus }
+  | { kind: 'refused', handle: string, message: string, cache: CacheStatus } // a 400 about the request itself
 
 export interface ProxyRequest {
   handle: string
   params: ProxyParams
+  /** A POSTed form (behaviour.md R2): an alias is followed to its target's URL, not answered with a 301. */
+  post?: boolean
+  /** Who asks (the fair queue) and until when (the request's deadline, performance.now() clock). */
+  ticket?: ClientTicket | undefined
+  deadline?: number | undefined
   /** What content negotiation and the 10320/loc choosers read from the request. */
   client: {
     accept?: string | readonly string[] | undefined
@@ -53,9 +60,6 @@ export interface ProxyServiceOptions {
   onLocationProblems?: (handle: string, problems: readonly string[]) => void
 }
 
-// reference §11: cached namespace-location information lives at most one hour, and Expires with it.
-const NAMESPACE_EXPIRES_CAP_MS = 3_600_000
-
 /**
  * The HTML proxy's resolution flow (reference §2, DECISIONS §3–§4): follow aliases (301 in redirect
  * mode), apply the type/index filters, then let the 10320/loc engine choose the redirect (it also
@@ -68,54 +72,58 @@ export function createProxyService (opts: ProxyServiceOptions) {
   const plainLocation = boundedMemo(8192, (href: string) => locationFor(href, undefined, opts.allowedSchemes))
 
   /**
-   * The answer, synchronously when every record it needs is at hand (a cached DOI: the hot path),
-   * else a promise of it.
+   * The answer when every record it needs is at hand (a cached DOI: the hot path), synchronously;
+   * undefined when something must be fetched, which the caller does with answerFetching after the
+   * request has passed the limits (behaviour.md §9: cached answers are never limited).
    */
-  function answer (req: ProxyRequest): ProxyOutcome | Promise<ProxyOutcome> {
-    const { params } = req
-    const flags = { auth: params.auth, cert: params.cert }
-    if (params.ignoreAliases) {
+  function answerAtHand (req: ProxyRequest): ProxyOutcome | undefined {
+    const flags = flagsOf(req)
+    if (req.params.ignoreAliases) {
       const known = resolver.peek(req.handle, flags)
-      return known === undefined ? answerFetching(req) : fromRecord(req, req.handle, known)
+      return known === undefined ? undefined : atHand(fromRecord(req, req.handle, known, false))
     }
     const chain = resolver.peekAliases(req.handle, flags)
-    return chain === undefined ? answerFetching(req) : fromChain(req, chain)
+    return chain === undefined ? undefined : atHand(fromChain(req, chain, false))
   }
 
   async function answerFetching (req: ProxyRequest): Promise<ProxyOutcome> {
-    const flags = { auth: req.params.auth, cert: req.params.cert }
-    if (req.params.ignoreAliases) return await fromRecord(req, req.handle, await resolver.lookup(req.handle, flags))
-    return await fromChain(req, await resolver.followAliases(req.handle, flags))
+    const flags = flagsOf(req)
+    const outcome = req.params.ignoreAliases
+      ? fromRecord(req, req.handle, await resolver.lookup(req.handle, flags), true)
+      : fromChain(req, await resolver.followAliases(req.handle, flags), true)
+    return (await outcome)!
   }
 
-  function fromRecord (req: ProxyRequest, handle: string, result: Lookup): ProxyOutcome | Promise<ProxyOutcome> {
+  function fromRecord (req: ProxyRequest, handle: string, result: Lookup, fetch: boolean): Decided {
     if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
-    return decide(req, handle, result.values, result.cache)
+    return decide(req, handle, result.values, result.cache, fetch)
   }
 
-  function fromChain (req: ProxyRequest, chain: ChainResult): ProxyOutcome | Promise<ProxyOutcome> {
+  function fromChain (req: ProxyRequest, chain: ChainResult, fetch: boolean): Decided {
     const { params } = req
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
     }
     if (chain.kind === 'not-found') return { kind: 'not-found', handle: req.handle, cache: chain.cache }
-    // Redirect mode after at least one alias: a 301 to our own URL of the target (reference §2 HS_ALIAS).
-    if (chain.hops > 0 && params.action === 'redirect') {
+    // Redirect mode after at least one alias: a 301 to our own URL of the target (behaviour.md R2 HS_ALIAS); not for POST.
+    if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return decide(req, chain.handle, chain.values, chain.cache)
+    return decide(req, chain.handle, chain.values, chain.cache, fetch)
   }
 
-  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus): ProxyOutcome | Promise<ProxyOutcome> {
+  /** Undefined only when not fetching and the 10320/loc context is not at hand. */
+  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, fetch: boolean): Decided {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    const flags = { auth: params.auth, cert: params.cert }
+    const flags = flagsOf(req)
     const located = locations.peek(handle, values, flags)
     if (located !== undefined) return choose(req, handle, values, located, cache)
+    if (!fetch) return undefined
     return locations.load(handle, values, flags).then((loaded) => choose(req, handle, values, loaded, cache))
   }
 
@@ -140,13 +148,15 @@ export function createProxyService (opts: ProxyServiceOptions) {
     const decision = chooseLocation(locRequest)
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
+    if (params.urlappend !== undefined && !appendKeepsTarget(decision.href, params.urlappend)) {
+      return { kind: 'refused', handle, message: 'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).', cache }
+    }
     const location = params.urlappend === undefined ? plainLocation(decision.href) : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
-    // A scheme outside the allow-list or a control character: show the values instead (DECISIONS §4).
+    // A scheme outside the allow-list or a control character: show the values instead (behaviour.md §4).
     if (location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
     const at = now()
-    const expires = located.namespaceValues.length > 0
-      ? Math.min(expiresAt(decision.usedValues, at), at + NAMESPACE_EXPIRES_CAP_MS)
-      : expiresAt(decision.usedValues, at)
+    // Kept namespace locations bound Expires by their own remaining life (behaviour.md R11).
+    const expires = Math.min(expiresAt(decision.usedValues, at), located.namespaceUntil ?? Infinity)
     return {
       kind: 'redirect',
       handle,
@@ -165,7 +175,18 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (problems.length > 0) opts.onLocationProblems?.(handle, problems)
   }
 
-  return { answer }
+  return { answerAtHand, answerFetching }
+}
+
+/** A decision now, a decision later, or (not fetching) none at hand. */
+type Decided = ProxyOutcome | Promise<ProxyOutcome> | undefined
+
+function atHand (decided: Decided): ProxyOutcome | undefined {
+  return decided instanceof Promise ? undefined : decided
+}
+
+function flagsOf (req: ProxyRequest): LookupOptions {
+  return { auth: req.params.auth, cert: req.params.cert, client: req.ticket, deadline: req.deadline }
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>

@@ -4,8 +4,9 @@ import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
-import { UpstreamError } from './errors.js'
-import type { UpstreamAnswer, UpstreamClient } from './upstream.js'
+import { upstreamErrors, UpstreamError } from './errors.js'
+import type { ClientTicket } from './fair-queue.js'
+import type { UpstreamAnswer } from './upstream.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -24,6 +25,15 @@ export interface LookupOptions {
   auth?: boolean
   /** Passed through upstream; like auth it cannot be answered from the cache. */
   cert?: boolean
+  /** Who asks: upstream work is queued per client (behaviour.md §9). */
+  client?: ClientTicket | undefined
+  /** The request's deadline on the performance.now() clock: no lookup waits past it. */
+  deadline?: number | undefined
+}
+
+/** Where records come from when they are not at hand: the guarded upstream client. */
+export interface RecordFetcher {
+  fetchRecord (handle: string, opts?: LookupOptions): Promise<UpstreamAnswer>
 }
 
 /** Records held locally (src/resolve/local-store.ts), consulted before the cache and the upstream. */
@@ -34,7 +44,7 @@ export interface LocalRecords {
 
 export interface ResolverOptions {
   /** Undefined in offline mode: only local records answer. */
-  upstream: UpstreamClient | undefined
+  upstream: RecordFetcher | undefined
   local?: LocalRecords | undefined
   cache: RecordCache
   metrics: Metrics
@@ -66,7 +76,7 @@ export function createResolver (opts: ResolverOptions) {
     shared: metrics.cache.labels('shared'),
     stale: metrics.cache.labels('stale')
   }
-  const inflight = new Map<string, Promise<{ answer: UpstreamAnswer, stale: boolean }>>()
+  const inflight = new Map<string, Promise<UpstreamAnswer>>()
 
   function store (key: string, answer: UpstreamAnswer): void {
     const storedAt = now()
@@ -80,25 +90,29 @@ export function createResolver (opts: ResolverOptions) {
     }
   }
 
-  async function fromUpstream (handle: string, key: string, flags: LookupOptions, fallback: CachedAnswer | undefined) {
+  async function fromUpstream (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
     const upstream = opts.upstream
-    if (upstream === undefined) return { answer: { kind: 'not-found' } as UpstreamAnswer, stale: false }
+    if (upstream === undefined) return { kind: 'not-found' }
     const started = performance.now()
     try {
       const answer = await upstream.fetchRecord(handle, flags)
       metrics.upstreamDuration.observe({ outcome: answer.kind === 'found' ? 'found' : 'not_found' }, (performance.now() - started) / 1000)
       store(key, answer)
-      return { answer, stale: false }
+      return answer
     } catch (err) {
       metrics.upstreamDuration.observe({ outcome: 'error' }, (performance.now() - started) / 1000)
-      if (!(err instanceof UpstreamError)) throw err
-      metrics.upstreamErrors.inc({ code: err.code })
-      if (err.staleable && fallback?.kind === 'found' && now() - fallback.freshUntil <= opts.maxStaleMs) {
-        opts.onStale?.(handle, err)
-        return { answer: { kind: 'found', record: { handle, values: fallback.values } } as UpstreamAnswer, stale: true }
-      }
+      if (err instanceof UpstreamError) metrics.upstreamErrors.inc({ code: err.code })
       throw err
     }
+  }
+
+  /** A stale record standing in for a failed or late lookup (behaviour.md §3, §9), or undefined. */
+  function staleStandIn (handle: string, err: unknown, fallback: CachedAnswer | undefined): Lookup | undefined {
+    if (!(err instanceof UpstreamError) || !err.staleable || fallback?.kind !== 'found') return undefined
+    if (now() - fallback.freshUntil > opts.maxStaleMs) return undefined
+    count.stale.inc()
+    opts.onStale?.(handle, err)
+    return { kind: 'found', values: fallback.values, cache: 'STALE' }
   }
 
   /**
@@ -119,7 +133,7 @@ export function createResolver (opts: ResolverOptions) {
     const at = now()
     if (entry === undefined || entry.freshUntil <= at) return undefined
     if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
-      refreshInBackground(handle, key, entry)
+      refreshInBackground(handle, key)
     }
     const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT' } : { kind: 'not-found', cache: 'HIT' }
     return { lookup, cached: true }
@@ -137,30 +151,41 @@ export function createResolver (opts: ResolverOptions) {
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true
+    let pending: Promise<UpstreamAnswer> | undefined
     if (bypass) {
       count.bypass.inc()
-      const { answer, stale } = await fromUpstream(handle, key, flags, cached)
-      return toLookup(answer, stale ? 'STALE' : 'BYPASS')
-    }
-    let pending = inflight.get(key)
-    if (pending === undefined) {
-      count.miss.inc()
-      pending = fromUpstream(handle, key, {}, cached).finally(() => inflight.delete(key))
-      inflight.set(key, pending)
+      pending = fromUpstream(handle, key, flags)
     } else {
-      count.shared.inc()
+      pending = inflight.get(key)
+      if (pending === undefined) {
+        count.miss.inc()
+        pending = share(key, fromUpstream(handle, key, flags))
+      } else {
+        count.shared.inc()
+      }
     }
-    const { answer, stale } = await pending
-    if (stale) count.stale.inc()
-    return toLookup(answer, stale ? 'STALE' : 'MISS')
+    try {
+      return toLookup(await within(pending, flags.deadline), bypass ? 'BYPASS' : 'MISS')
+    } catch (err) {
+      const stale = staleStandIn(handle, err, cached)
+      if (stale !== undefined) return stale
+      throw err
+    }
+  }
+
+  /** One upstream request per key while it runs; its outcome is awaited by whoever still waits. */
+  function share (key: string, pending: Promise<UpstreamAnswer>): Promise<UpstreamAnswer> {
+    const shared = pending.finally(() => inflight.delete(key))
+    // Everyone may have stopped waiting (deadlines): the outcome is still stored, never an unhandled rejection.
+    shared.catch(() => {})
+    inflight.set(key, shared)
+    return shared
   }
 
   /** Stale-while-revalidate: one background refresh per key; a failure keeps the current entry. */
-  function refreshInBackground (handle: string, key: string, cached: CachedAnswer): void {
+  function refreshInBackground (handle: string, key: string): void {
     if (inflight.has(key)) return
-    const pending = fromUpstream(handle, key, {}, cached).finally(() => inflight.delete(key))
-    inflight.set(key, pending)
-    pending.catch((err: unknown) => opts.onRefreshError?.(handle, err))
+    share(key, fromUpstream(handle, key, {})).catch((err: unknown) => opts.onRefreshError?.(handle, err))
   }
 
   /** Follow HS_ALIAS values from `handle` (DECISIONS §3), at most MAX_ALIAS_HOPS hops. */
@@ -253,4 +278,19 @@ function compactValues (values: HandleValue[]): HandleValue[] {
 const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
 function worse (a: CacheStatus, b: CacheStatus): CacheStatus {
   return RANK[b] > RANK[a] ? b : a
+}
+
+/** Wait for a lookup no longer than the request's deadline (behaviour.md §9). */
+async function within<T> (pending: Promise<T>, deadline: number | undefined): Promise<T> {
+  if (deadline === undefined || deadline === Infinity) return await pending
+  const left = deadline - performance.now()
+  if (left <= 0) throw upstreamErrors.deadline()
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([pending, new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(upstreamErrors.deadline()), left)
+    })])
+  } finally {
+    clearTimeout(timer)
+  }
 }

@@ -1,7 +1,7 @@
-import { Pool } from 'undici'
+import { interceptors, Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
-import { encodeURLPath } from '../handle/name.js'
+import { encodeHandlePath } from '../handle/name.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 
 /** What the upstream said about a handle. Errors are thrown as UpstreamError. */
@@ -9,13 +9,24 @@ export type UpstreamAnswer =
   | { kind: 'found', record: HandleRecord }
   | { kind: 'not-found' }
 
+export interface RetryPolicy {
+  /** Retries after a 429/502/503/504 or a dropped connection. */
+  retries: number
+  baseMs: number
+  maxMs: number
+  onRetry?: (handle: string, attempt: number, reason: string) => void
+}
+
 export interface UpstreamOptions {
   baseUrl: string
   userAgent: string
+  /** A whole lookup (every attempt and retry wait) gives up after this long. */
   timeoutMs: number
   connectTimeoutMs: number
   connections: number
   maxBodyBytes: number
+  /** Default: no retries (the mirror command keeps its own). */
+  retry?: RetryPolicy
   /** Tests and embedders may pass their own undici dispatcher; by default a bounded Pool is made. */
   dispatcher?: Dispatcher
 }
@@ -23,8 +34,8 @@ export interface UpstreamOptions {
 export interface FetchOptions {
   auth?: boolean
   cert?: boolean
-  /** This attempt's whole time budget; default the client's timeoutMs. */
-  timeoutMs?: number
+  /** The request's deadline on the performance.now() clock; the lookup never runs past it. */
+  deadline?: number
 }
 
 export interface UpstreamClient {
@@ -32,7 +43,7 @@ export interface UpstreamClient {
   close (): Promise<void>
 }
 
-// Handle REST API response codes (reference-proxy.md §7): 1 ok, 2 error, 100 not found, 200 values not found.
+// Handle REST API response codes (behaviour.md R7): 1 ok, 2 error, 100 not found, 200 values not found.
 // 301 ("That prefix doesn't live here") is what a handle server answers for a prefix it does not hold: not found.
 const RC_OK = 1
 const RC_ERROR = 2
@@ -40,11 +51,14 @@ const RC_NOT_FOUND = 100
 const RC_VALUES_NOT_FOUND = 200
 const RC_SERVER_NOT_RESP = 301
 
+// Statuses worth asking again: rate limited or a gateway in trouble; and connections that dropped.
+const RETRY_STATUSES = new Set([429, 502, 503, 504])
+const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'UND_ERR_SOCKET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH'])
+
 export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   const base = new URL(opts.baseUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
-  const ownsDispatcher = opts.dispatcher === undefined
-  const dispatcher: Dispatcher = opts.dispatcher ?? new Pool(base.origin, {
+  const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, {
     connections: opts.connections,
     connect: { timeout: opts.connectTimeoutMs },
     headersTimeout: opts.timeoutMs,
@@ -53,24 +67,37 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     keepAliveMaxTimeout: 60_000,
     pipelining: 1
   })
+  // undici's retry interceptor honours Retry-After; our policy below keeps every wait inside the deadline.
+  // throwOnError: false hands us the last answer itself when retries end, so its status and body are read as usual.
+  const dispatcher = pool.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
 
   async function fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
-    const timeoutMs = flags.timeoutMs ?? opts.timeoutMs
+    const started = performance.now()
+    const deadline = Math.min(started + opts.timeoutMs, flags.deadline ?? Infinity)
+    const budgetMs = Math.max(0, Math.floor(deadline - started))
+    if (budgetMs <= 0) throw upstreamErrors.timeout(opts.timeoutMs)
     const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
-    const path = `${basePath}/${encodeURLPath(handle)}${query === '' ? '' : `?${query}`}`
-    const signal = AbortSignal.timeout(timeoutMs)
+    const path = `${basePath}/${encodeHandlePath(handle)}${query === '' ? '' : `?${query}`}`
+    const signal = AbortSignal.timeout(budgetMs)
     let res: Dispatcher.ResponseData
     try {
-      res = await dispatcher.request({ origin: base.origin, path, method: 'GET', headers, signal })
+      res = await dispatcher.request({
+        origin: base.origin,
+        path,
+        method: 'GET',
+        headers,
+        signal,
+        retryOptions: { retry: retryWithin(handle, deadline, opts.retry ?? NO_RETRIES) }
+      } as Dispatcher.RequestOptions)
     } catch (err) {
-      throw classify(err, timeoutMs)
+      throw classify(err, budgetMs)
     }
     let text: string
     try {
       text = await readBounded(res.body, opts.maxBodyBytes)
     } catch (err) {
-      throw err instanceof UpstreamError ? err : classify(err, timeoutMs)
+      throw err instanceof UpstreamError ? err : classify(err, budgetMs)
     }
     return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
   }
@@ -78,8 +105,35 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   return {
     fetchRecord,
     async close () {
-      if (ownsDispatcher) await dispatcher.close()
+      if (opts.dispatcher === undefined) await pool.close()
     }
+  }
+}
+
+const NO_RETRIES: RetryPolicy = { retries: 0, baseMs: 0, maxMs: 0 }
+
+type RetryCallback = (err?: Error | null) => void
+interface RetryError { statusCode?: number, code?: string, headers?: Record<string, string | string[] | undefined> }
+
+/**
+ * undici's `retry` hook: retry a retryable status or dropped connection with exponential backoff (a
+ * Retry-After wins), but never wait past the deadline: then the last answer stands (a stale record may
+ * stand in for it).
+ */
+function retryWithin (handle: string, deadline: number, policy: RetryPolicy) {
+  return (err: Error & RetryError, { state }: { state: { counter: number } }, callback: RetryCallback): void => {
+    const retryable = err.statusCode !== undefined ? RETRY_STATUSES.has(err.statusCode) : RETRY_ERROR_CODES.has(err.code ?? '')
+    if (!retryable || state.counter > policy.retries) {
+      callback(err)
+      return
+    }
+    const delay = retryAfterMs(err.headers?.['retry-after']) ?? Math.min(policy.maxMs, policy.baseMs * 2 ** (state.counter - 1))
+    if (performance.now() + delay >= deadline) {
+      callback(err)
+      return
+    }
+    policy.onRetry?.(handle, state.counter, err.statusCode === undefined ? String(err.code) : `HTTP ${err.statusCode}`)
+    setTimeout(() => callback(null), delay)
   }
 }
 
@@ -101,19 +155,24 @@ async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: num
 function classify (err: unknown, timeoutMs: number): UpstreamError {
   const e = err as { name?: string, code?: string, message?: string }
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-      e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT') {
+      e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT' || e?.code === 'UND_ERR_ABORTED') {
     return upstreamErrors.timeout(timeoutMs, err)
   }
   return upstreamErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)
 }
 
-/** Turn an upstream HTTP answer into found / not-found, or throw. */
+/**
+ * Turn an upstream HTTP answer into found / not-found, or throw (behaviour.md §9): 5xx and 429 are
+ * upstream faults; any other 4xx (a CDN's HTML 400/414/431 for a handle it will not pass on) is the
+ * upstream refusing that request, never a fault.
+ */
 export function interpret (status: number, text: string, handle: string, retryAfter?: number): UpstreamAnswer {
+  if (status >= 500 || status === 429) throw upstreamErrors.status(status, retryAfter)
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
-    if (status >= 500 || status === 429) throw upstreamErrors.status(status, retryAfter)
+    if (status >= 400) throw upstreamErrors.rejected(status)
     throw upstreamErrors.badResponse(`HTTP ${status} with a body that is not JSON`)
   }
   const rc = (body as { responseCode?: unknown } | null)?.responseCode
@@ -123,7 +182,8 @@ export function interpret (status: number, text: string, handle: string, retryAf
     if (!Array.isArray(values) || !values.every(isHandleValue)) throw upstreamErrors.badResponse('malformed values')
     return { kind: 'found', record: { handle, values } }
   }
-  if (status >= 500 || status === 429 || rc === RC_ERROR) throw upstreamErrors.status(status, retryAfter)
+  if (status >= 400) throw upstreamErrors.rejected(status)
+  if (rc === RC_ERROR) throw upstreamErrors.badResponse(`HTTP ${status} with responseCode 2`)
   throw upstreamErrors.badResponse(`HTTP ${status}, responseCode ${JSON.stringify(rc)}`)
 }
 

@@ -81,7 +81,7 @@ describe('operations routes', () => {
   })
 })
 
-describe('CORS (DECISIONS §7)', () => {
+describe('CORS (behaviour.md §7)', () => {
   it.each([
     ['/10.5555/plain'], ['/10.5555/nonexistent'], ['/10.5555/plain?noredirect'], ['/'], ['/healthz']
   ])('%s allows any origin and exposes Location, Vary, Link and X-Cache', async (url) => {
@@ -122,10 +122,19 @@ describe('static routes', () => {
     expect(upstream.seen).toHaveLength(0)
   })
 
-  it('a method other than GET or HEAD is 405 with Allow', async () => {
+  it('a method other than GET, HEAD or POST is 405 with Allow and an HTML page', async () => {
     const { app } = await setup()
-    const res = await app.inject({ method: 'POST', url: '/10.5555/plain', payload: 'x' })
+    const res = await app.inject({ method: 'DELETE', url: '/10.5555/plain' })
     expect(res.statusCode).toBe(405)
-    expect(res.headers.allow).toBe('GET, HEAD, OPTIONS')
+    expect(res.headers.allow).toBe('GET, HEAD, POST, OPTIONS')
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
+  })
+
+  it('a method the JSON API does not serve is a JSON 405, not an HTML page', async () => {
+    const { app } = await setup()
+    const res = await app.inject({ method: 'PUT', url: '/api/handles/10.5555/plain', payload: '{}', headers: { 'content-type': 'application/json' } })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers['content-type']).toBe('application/json;charset=utf-8')
+    expect(res.json()).toEqual({ responseCode: 2, message: 'The method PUT is not supported here; use GET or HEAD.' })
   })
 })

@@ -1,32 +1,42 @@
 import { describe, expect, it } from 'vitest'
 import { setup } from '../support/app.js'
 
-describe('inbound rate limits (issue 5)', () => {
+// Each lookup below asks for a DOI not yet cached: only upstream-bound work is counted (behaviour.md §9).
+const uncached = (i: number): string => `/10.5555/uncached-${i}`
+
+describe('inbound rate limits', () => {
   it('are off by default for ordinary requests', async () => {
     const { app } = await setup({ overrides: { rateLimitAllowList: [] } })
-    const answers = await Promise.all(Array.from({ length: 50 }, () => app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.10' })))
-    expect(answers.every((r) => r.statusCode === 302)).toBe(true)
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => app.inject({ url: uncached(i), remoteAddress: '192.0.2.10' })))
+    expect(answers.every((r) => r.statusCode === 404)).toBe(true)
   })
 
   it('when on, a client over the limit gets 429 with Retry-After and an HTML page', async () => {
     const { app } = await setup({ overrides: { rateLimitMax: 3, rateLimitAllowList: [] } })
     const codes = []
-    for (let i = 0; i < 5; i++) codes.push((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.10' })).statusCode)
-    expect(codes).toEqual([302, 302, 302, 429, 429])
-    const res = await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.10' })
+    for (let i = 0; i < 5; i++) codes.push((await app.inject({ url: uncached(i), remoteAddress: '192.0.2.10' })).statusCode)
+    expect(codes).toEqual([404, 404, 404, 429, 429])
+    const res = await app.inject({ url: uncached(9), remoteAddress: '192.0.2.10' })
     expect(res.headers['retry-after']).toBeDefined()
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
   })
 
-  it('each client address has its own budget', async () => {
+  it('a cached DOI is never limited, even for a client over its limit', async () => {
     const { app } = await setup({ overrides: { rateLimitMax: 1, rateLimitAllowList: [] } })
     expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.10' })).statusCode).toBe(302)
-    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.11' })).statusCode).toBe(302)
+    expect((await app.inject({ url: uncached(1), remoteAddress: '192.0.2.10' })).statusCode).toBe(429)
+    for (let i = 0; i < 5; i++) expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.10' })).statusCode).toBe(302)
+  })
+
+  it('each client address has its own budget', async () => {
+    const { app } = await setup({ overrides: { rateLimitMax: 1, rateLimitAllowList: [] } })
+    expect((await app.inject({ url: uncached(1), remoteAddress: '192.0.2.10' })).statusCode).toBe(404)
+    expect((await app.inject({ url: uncached(2), remoteAddress: '192.0.2.11' })).statusCode).toBe(404)
   })
 
   it('an allow-listed network (a campus) is never limited', async () => {
     const { app } = await setup({ overrides: { rateLimitMax: 1, rateLimitAllowList: ['198.51.100.0/24'] } })
-    for (let i = 0; i < 5; i++) expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '198.51.100.7' })).statusCode).toBe(302)
+    for (let i = 0; i < 5; i++) expect((await app.inject({ url: uncached(i), remoteAddress: '198.51.100.7' })).statusCode).toBe(404)
   })
 
   it('auth requests have their own stricter limit, even when the general one is off', async () => {

@@ -4,7 +4,7 @@
  * getLinkValue, writeHttpHeaders, writeHtmlHeaders). Pure: no I/O.
  */
 import { encodeURL, encodeURLComponentHdl, encodeURLPath } from '../name.js'
-import { attr } from './xml.js'
+import { attr, decodeEntities } from './xml.js'
 import type { XmlElement } from './xml.js'
 import { locationElements } from './values.js'
 
@@ -25,12 +25,22 @@ export function hrefOf (el: XmlElement, handle: string): string | undefined {
 // What Node accepts in a header value (anything else makes setHeader throw): tab, printable ASCII, Latin-1.
 const HEADER_VALUE_OK = /^[\t\x20-\x7e\x80-\xff]*$/
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// Headers a record must not set: they would break the response framing, replace our redirect or set
-// cookies on our domain. The reference has no such list; it is a resolver's duty to its users.
-const FORBIDDEN_HEADERS = new Set([
-  'connection', 'content-length', 'content-type', 'host', 'keep-alive', 'location', 'proxy-connection',
-  'set-cookie', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'vary', 'expires'
+// X- headers that we or the browsers' security model use: a record never sets these (behaviour.md §9).
+const RESERVED_X_HEADERS = new Set([
+  'x-cache', 'x-frame-options', 'x-content-type-options', 'x-xss-protection', 'x-request-id', 'x-powered-by',
+  'x-dns-prefetch-control', 'x-permitted-cross-domain-policies', 'x-download-options'
 ])
+
+/**
+ * Which record headers reach a client (behaviour.md §9): an allow-list, not a deny-list. `Link`, and
+ * `X-…` headers other than ours and the browsers' security headers; nothing else (Set-Cookie,
+ * Access-Control-*, Strict-Transport-Security, Cache-Control, Refresh, Content-*…) ever does.
+ */
+export function recordMaySetHeader (name: string): boolean {
+  const lower = name.toLowerCase()
+  if (lower === 'link') return true
+  return lower.startsWith('x-') && !RESERVED_X_HEADERS.has(lower) && !lower.startsWith('x-forwarded-') && !lower.startsWith('x-ratelimit-')
+}
 
 /**
  * One Link header per location with `rel` and an href, per links root, in root order. `anchor-id` names
@@ -83,27 +93,37 @@ function linkValue (el: XmlElement, href: string, anchor: string | undefined): s
   return v
 }
 
+/** An element a record may add to the redirect page's <head>, already rebuilt and escaped. */
+export interface HeadElement {
+  html: string
+  /** For `<meta http-equiv="refresh">`: where it sends the browser; kept only when that is the redirect's own target. */
+  refreshTo?: string
+}
+
 /** What 10320/headers values add to a redirect. */
 export interface HeaderLines {
-  /** `Name: value` lines, {hdl} templates expanded, in order. */
+  /** `Name: value` lines, {hdl} templates expanded, in order; only headers a record may set. */
   extraHeaders: Array<[string, string]>
-  /** Lines starting with '<', templates expanded: HTML to insert in the redirect page's <head>. */
-  headLines: string[]
+  /** Lines starting with '<', rebuilt as <link> or <meta> elements; anything else is dropped. */
+  headElements: HeadElement[]
 }
 
 /**
- * Split 10320/headers texts into HTTP headers and <head> lines ([HNS92] writeHttpHeaders and
+ * Split 10320/headers texts into HTTP headers and <head> elements ([HNS92] writeHttpHeaders and
  * writeHtmlHeaders). Lines without ':' are ignored, as in the reference; a header with an invalid name
- * or value, or one from FORBIDDEN_HEADERS, is dropped and noted.
+ * or value, or one a record may not set, is dropped and noted; so is a '<' line that is not a plain
+ * <link> or <meta> element.
  */
 export function headerLines (texts: readonly string[], handle: string, problems: string[]): HeaderLines {
-  const result: HeaderLines = { extraHeaders: [], headLines: [] }
+  const result: HeaderLines = { extraHeaders: [], headElements: [] }
   for (const text of texts) {
     for (const raw of text.split('\n')) {
       const line = raw.trim()
       if (line === '') continue
       if (line.startsWith('<')) {
-        result.headLines.push(expandTemplate(line, handle))
+        const element = headElement(expandTemplate(line, handle))
+        if (element === undefined) problems.push(`10320/headers line dropped (only plain <link> and <meta> elements are kept): ${JSON.stringify(line)}`)
+        else result.headElements.push(element)
         continue
       }
       const colon = line.indexOf(':')
@@ -112,7 +132,7 @@ export function headerLines (texts: readonly string[], handle: string, problems:
       const value = expandTemplate(line.slice(colon + 1).trim(), handle)
       if (!TOKEN.test(name) || !HEADER_VALUE_OK.test(value)) {
         problems.push(`10320/headers line dropped (invalid header): ${JSON.stringify(line)}`)
-      } else if (FORBIDDEN_HEADERS.has(name.toLowerCase())) {
+      } else if (!recordMaySetHeader(name)) {
         problems.push(`10320/headers line dropped (${name} is not settable by a record)`)
       } else {
         result.extraHeaders.push([name, value])
@@ -120,4 +140,62 @@ export function headerLines (texts: readonly string[], handle: string, problems:
     }
   }
   return result
+}
+
+// One whole element: <link …> or <meta …>, attributes quoted or not, optionally self-closed.
+const ELEMENT = /^<\s*(link|meta)((?:\s+[A-Za-z][-A-Za-z0-9_:.]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*)\s*\/?\s*>$/i
+const ATTRIBUTE = /([A-Za-z][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g
+const LINK_ATTRIBUTES = new Set(['rel', 'href', 'type', 'hreflang', 'title', 'media', 'sizes'])
+const META_ATTRIBUTES = new Set(['name', 'property', 'content', 'http-equiv', 'itemprop', 'lang'])
+// Link relations that describe (signposting, alternates, licences) and make a browser fetch nothing.
+const LINK_RELATIONS = new Set([
+  'alternate', 'author', 'bookmark', 'canonical', 'cite-as', 'collection', 'describedby', 'describes', 'help',
+  'identifier', 'item', 'license', 'linkset', 'me', 'next', 'prev', 'profile', 'related', 'type', 'up', 'via'
+])
+const REFRESH = /^\s*\d+\s*[;,]\s*url\s*=\s*['"]?([^'"]*)['"]?\s*$/i
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/**
+ * A '<' line rebuilt from its parsed attributes (behaviour.md §9): only <link> with describing
+ * relations and an http(s) href, and <meta> with allow-listed attributes; a <meta http-equiv> only
+ * as a refresh, which the caller keeps only when it points at the redirect's own target. Undefined
+ * for anything else (a <script>, an event handler, a stylesheet, a javascript: href…).
+ */
+export function headElement (line: string): HeadElement | undefined {
+  const m = ELEMENT.exec(line)
+  if (m === null) return undefined
+  const tag = (m[1] ?? '').toLowerCase()
+  const allowed = tag === 'link' ? LINK_ATTRIBUTES : META_ATTRIBUTES
+  const attrs = new Map<string, string>()
+  for (const a of (m[2] ?? '').matchAll(ATTRIBUTE)) {
+    const name = (a[1] ?? '').toLowerCase()
+    if (!allowed.has(name) || attrs.has(name)) return undefined
+    const value = decodeEntities(a[2] ?? a[3] ?? a[4] ?? '')
+    if (CONTROL.test(value)) return undefined
+    attrs.set(name, value)
+  }
+  let refreshTo: string | undefined
+  if (tag === 'link') {
+    const rels = (attrs.get('rel') ?? '').toLowerCase().split(/\s+/).filter(Boolean)
+    const href = attrs.get('href') ?? ''
+    if (rels.length === 0 || !rels.every((r) => LINK_RELATIONS.has(r)) || !/^https?:\/\/[^\s]/i.test(href)) return undefined
+  } else {
+    const equiv = attrs.get('http-equiv')
+    if (equiv !== undefined) {
+      const target = equiv.toLowerCase() === 'refresh' ? REFRESH.exec(attrs.get('content') ?? '')?.[1]?.trim() : undefined
+      if (target === undefined || target === '') return undefined
+      refreshTo = target
+    } else if (!attrs.has('content')) {
+      return undefined
+    }
+  }
+  let html = `<${tag}`
+  for (const [name, value] of attrs) html += ` ${name}="${escapeAttribute(value)}"`
+  html += '>'
+  return refreshTo === undefined ? { html } : { html, refreshTo }
+}
+
+function escapeAttribute (s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 }

@@ -4,30 +4,32 @@ import {
   apiValuesNotFound, parseApiQuery, serializeApi
 } from '../../handle/api.js'
 import type { ApiBody, ApiParams } from '../../handle/api.js'
-import { hasControlChar } from '../../handle/name.js'
+import { hasControlChar, splitRequestTarget } from '../../handle/name.js'
 import { filterValues } from '../../handle/record.js'
+import type { HandleValue } from '../../handle/types.js'
 import type { Resolver } from '../../resolve/resolver.js'
-import { describeError, logError } from '../errors.js'
-import { OPENAPI_DOCUMENT } from '../openapi.js'
+import type { Admission } from '../admission.js'
+import { describeError, logError, setRetryAfter } from '../errors.js'
+import { OPENAPI_JSON } from '../openapi.js'
 
 const API_HANDLES = '/api/handles'
-const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT, null, 2)
 
 export interface ApiRouteOptions {
   resolver: Resolver
+  admission: Admission
   maxHandleLength: number
 }
 
 /**
- * The Handle REST API exactly as the reference serves it (reference-proxy.md §7, DECISIONS §7),
- * answered from the same cache as the redirects. Aliases are not followed here.
+ * The Handle REST API exactly as the reference serves it (behaviour.md R7, §7), answered from the
+ * same cache as the redirects. Aliases are not followed here.
  */
 export function registerApiRoutes (app: FastifyInstance, opts: ApiRouteOptions): void {
   app.get('/api/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_JSON))
   app.get(API_HANDLES, apiHandler(opts))
   app.get(`${API_HANDLES}/*`, apiHandler(opts))
   app.get('/api/*', async (request, reply) => {
-    const { path } = splitTarget(request.raw.url ?? '')
+    const { path } = splitRequestTarget(request.raw.url ?? '')
     return sendApi(reply, 404, apiUnknownEndpoint(request.method, path), { pretty: false })
   })
 }
@@ -35,9 +37,9 @@ export function registerApiRoutes (app: FastifyInstance, opts: ApiRouteOptions):
 /** Exported for app.ts, which sends paths the router cannot decode here too. */
 export function apiHandler (opts: ApiRouteOptions) {
   return async function handleApiRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const { path, query } = splitTarget(request.raw.url ?? '')
+    const { path, query } = splitRequestTarget(request.raw.url ?? '')
     const params = parseApiQuery(query)
-    const format = { pretty: params.pretty, callback: params.callback }
+    const format = formatOf(params)
     const paramsError = apiParamsError(params)
     if (paramsError !== undefined) return sendApi(reply, apiHttpStatus(4), paramsError, format)
     const handle = apiHandleFromPath(path.slice(API_HANDLES.length))
@@ -45,27 +47,45 @@ export function apiHandler (opts: ApiRouteOptions) {
     if (handle === '') return sendApi(reply, 400, apiEmptyHandle(), format)
     if (hasControlChar(handle)) return sendApi(reply, 400, apiError(102, 'The handle contains a control character', handle), format)
     if ([...handle].length > opts.maxHandleLength) return sendApi(reply, 414, apiError(102, `The handle is longer than ${opts.maxHandleLength} characters`), format)
-    try {
-      const flags = { auth: params.auth, cert: params.cert }
-      // A cached record is answered without waiting on a promise.
-      const result = opts.resolver.peek(handle, flags) ?? await opts.resolver.lookup(handle, flags)
-      reply.header('x-cache', result.cache)
-      if (result.kind === 'not-found') return sendApi(reply, 404, apiNotFound(handle), format)
-      return sendApi(reply, 200, answerBody(handle, result.values, params), format)
-    } catch (err) {
-      logError(request, err)
-      const { status, message } = describeError(err)
-      return sendApi(reply, status, apiError(2, message, handle), format)
-    }
+    return await answerApi(request, reply, handle, params, opts)
   }
 }
 
-function answerBody (handle: string, values: Parameters<typeof filterValues>[0], params: ApiParams): ApiBody {
+/**
+ * The REST answer for one handle; also what the proxy answers for `?action=api` (behaviour.md R4).
+ * A cached record is answered without waiting on a promise; anything else passes the admission gate first.
+ */
+export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions): Promise<FastifyReply> {
+  const format = formatOf(params)
+  const bypass = params.auth || params.cert
+  try {
+    let result = opts.resolver.peek(handle, { auth: params.auth, cert: params.cert })
+    if (result === undefined) {
+      await opts.admission.admit(request, reply, bypass)
+      result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, client: opts.admission.ticket(request), deadline: opts.admission.deadline() })
+    }
+    reply.header('x-cache', result.cache)
+    if (result.kind === 'not-found') return sendApi(reply, 404, apiNotFound(handle), format)
+    return sendApi(reply, 200, answerBody(handle, result.values, params), format)
+  } catch (err) {
+    logError(request, err)
+    setRetryAfter(reply, err)
+    const { status, message } = describeError(err)
+    return sendApi(reply.header('x-cache', bypass ? 'BYPASS' : 'MISS'), status, apiError(2, message, handle), format)
+  }
+}
+
+/** The record's values, filtered; none left (or none at all, as the upstream's responseCode 200 says) is "Values Not Found". */
+function answerBody (handle: string, values: readonly HandleValue[], params: ApiParams): ApiBody {
   const filtered = params.types.length > 0 || params.indexes.length > 0
     ? filterValues(values, { types: params.types, indexes: params.indexes })
     : values
-  if (filtered.length === 0 && values.length > 0) return apiValuesNotFound(handle)
+  if (filtered.length === 0) return apiValuesNotFound(handle)
   return apiSuccess(handle, filtered)
+}
+
+function formatOf (params: ApiParams): { pretty: boolean, callback?: string | undefined } {
+  return { pretty: params.pretty, callback: params.callback }
 }
 
 function sendApi (reply: FastifyReply, status: number, body: ApiBody, format: { pretty: boolean, callback?: string | undefined }): FastifyReply {
@@ -73,7 +93,7 @@ function sendApi (reply: FastifyReply, status: number, body: ApiBody, format: { 
   return reply.code(status).type(contentType).header('x-content-type-options', 'nosniff').send(text)
 }
 
-function splitTarget (url: string): { path: string, query: string } {
-  const q = url.indexOf('?')
-  return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) }
+/** A JSON answer in the REST API's shape, for errors outside a handle (a method we do not serve). */
+export function sendApiError (reply: FastifyReply, status: number, message: string): FastifyReply {
+  return sendApi(reply, status, apiError(2, message), { pretty: false })
 }

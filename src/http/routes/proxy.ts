@@ -1,15 +1,19 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { encodeURLPath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
+import { encodeHandlePath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
+import { parseApiQuery } from '../../handle/api.js'
 import { parseProxyQuery } from '../../handle/query.js'
-import type { ProxyOutcome, ProxyService } from '../../resolve/proxy-service.js'
+import type { ProxyOutcome, ProxyRequest, ProxyService } from '../../resolve/proxy-service.js'
+import type { Resolver } from '../../resolve/resolver.js'
 import type { Metrics } from '../../metrics.js'
 import type { CountryLookup } from '../../resolve/geoip.js'
+import type { Admission } from '../admission.js'
 import { baseUrlFor } from '../base-url.js'
 import { RequestError, logError, sendHtmlError, describeError } from '../errors.js'
 import {
   renderHomePage, renderNoValuesPage, renderNotFoundPage, renderRedirectBody, renderValuesPage
 } from '../views/pages.js'
 import type { PageContext } from '../views/pages.js'
+import { answerApi } from './api.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -18,6 +22,9 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 export interface ProxyRouteOptions {
   service: ProxyService
+  /** For `?action=api`, which answers the REST API's JSON. */
+  resolver: Resolver
+  admission: Admission
   metrics: Metrics
   maxHandleLength: number
   publicBaseUrl: string | undefined
@@ -30,12 +37,16 @@ export interface ProxyRouteOptions {
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
 export function registerProxyRoutes (app: FastifyInstance, opts: ProxyRouteOptions): void {
-  app.get('/*', proxyHandler(opts))
+  const handler = proxyHandler(opts)
+  app.get('/*', handler)
+  // The reference's query form posts `hdl` to `/` (behaviour.md R1 step 5); a form body is read as text.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => { done(null, body) })
+  app.post('/*', handler)
 }
 
 /**
  * The handler itself, exported because the router refuses some raw paths (a lone '%', invalid
- * UTF-8) before routing; app.ts sends those here so they get our own answer (DECISIONS §2.2).
+ * UTF-8) before routing; app.ts sends those here so they get our own answer (behaviour.md §2.2).
  */
 export function proxyHandler (opts: ProxyRouteOptions) {
   const outcomes = new Map<string, { inc: () => void }>()
@@ -46,30 +57,56 @@ export function proxyHandler (opts: ProxyRouteOptions) {
   }
   return async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const ctx = lazyPageContext(request, opts)
-    const { path, query, fragment } = splitRequestTarget(originForm(request.raw.url ?? '/'))
-    const parsed = handleFromPath(path, { maxLength: opts.maxHandleLength })
+    const { path, query: urlQuery, fragment } = splitRequestTarget(request.raw.url ?? '/')
+    const post = request.method === 'POST'
+    const form = post ? formOf(request.body) : undefined
+    // POST: the form's fields join the query, and its `hdl` replaces the path's handle.
+    const query = form === undefined ? urlQuery : [urlQuery, form.query].filter((q) => q !== '').join('&')
+    const parsed = form?.hdl !== undefined
+      ? handleFromPath(`/${encodeHandlePath(form.hdl)}`, { maxLength: opts.maxHandleLength })
+      : handleFromPath(path, { maxLength: opts.maxHandleLength })
     if (!parsed.ok) {
       count('bad_request')
       return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
     }
     const params = parseProxyQuery(query, fragment)
-    if (parsed.handle === '') return home(reply, ctx, query)
+    if (parsed.handle === '') return post ? sendHtmlError(reply, ctx, new RequestError(400, 'Type a DOI name in the form to look it up.')) : home(reply, ctx, query)
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
       count('bad_request')
       return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
     }
+    // action=api answers the REST API's JSON for the handle (behaviour.md R4).
+    if (params.action === 'api') return await answerApi(request, reply, parsed.handle, parseApiQuery(query), opts)
+    const req: ProxyRequest = { handle: parsed.handle, params, post, client: clientOf(request, opts) }
     try {
-      const answer = opts.service.answer({ handle: parsed.handle, params, client: clientOf(request, opts) })
       // A cached DOI is answered without a promise: the hot path stays synchronous.
-      const outcome = answer instanceof Promise ? await answer : answer
+      let outcome = opts.service.answerAtHand(req)
+      if (outcome === undefined) {
+        // Only upstream-bound work passes the limits (behaviour.md §9): cached answers never do.
+        await opts.admission.admit(request, reply, params.auth || params.cert)
+        req.ticket = opts.admission.ticket(request)
+        req.deadline = opts.admission.deadline()
+        outcome = await opts.service.answerFetching(req)
+      }
       count(outcomeLabel(outcome))
       return render(reply, ctx, outcome, query)
     } catch (err) {
       count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
       logError(request, err)
+      reply.header('x-cache', params.auth || params.cert ? 'BYPASS' : 'MISS')
       return sendHtmlError(reply, ctx, err, parsed.handle)
     }
   }
+}
+
+/** A POSTed form: its `hdl` (browser form encoding: '+' is a space) and its other fields as a query string. */
+function formOf (body: unknown): { hdl: string | undefined, query: string } {
+  const fields = new URLSearchParams(typeof body === 'string' ? body : '')
+  const hdl = fields.get('hdl') ?? undefined
+  fields.delete('hdl')
+  // Re-encoded for the proxy's query parser, which keeps '+' as '+'.
+  const query = [...fields].map(([k, v]) => (v === '' ? encodeURIComponent(k) : `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)).join('&')
+  return { hdl, query }
 }
 
 /** Pages need our base URL; a redirect does not, so it is worked out only when asked for. */
@@ -93,7 +130,7 @@ function home (reply: FastifyReply, ctx: PageContext, rawQuery: string): Fastify
   for (const [key, v] of form) {
     if (key !== 'hdl') rest.push(v === '' ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`)
   }
-  const target = `${ctx.baseUrl}${encodeURLPath(hdl.replace(/^\/+/, ''))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
+  const target = `${ctx.baseUrl}${encodeHandlePath(hdl.replace(/^\/+/, ''))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
   return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
 }
 
@@ -103,16 +140,19 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
     case 'redirect': {
       reply.code(outcome.status).header('location', outcome.location).header('expires', httpDate(outcome.expires))
       if (outcome.vary) reply.header('vary', 'Accept')
+      // A record's own headers were allow-listed when its 10320/loc was prepared (behaviour.md §9).
       const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
-      if (links.length > 0) reply.header('link', links)
       for (const [name, value] of outcome.extraHeaders) {
-        if (HEADER_NAME.test(name) && SAFE_HEADER_VALUE.test(value)) reply.header(name, value)
+        if (!HEADER_NAME.test(name) || !SAFE_HEADER_VALUE.test(value)) continue
+        if (name.toLowerCase() === 'link') links.push(value)
+        else reply.header(name, value)
       }
+      if (links.length > 0) reply.header('link', links)
       return reply.type(HTML).send(renderRedirectBody(outcome.location, outcome.headLines))
     }
     case 'alias': {
       // reference §2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
-      const location = `${ctx.baseUrl}${encodeURLPath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
+      const location = `${ctx.baseUrl}${encodeHandlePath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
       if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
       return reply.code(301).header('location', location).header('expires', httpDate(outcome.expires)).send()
     }
@@ -124,6 +164,8 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
     case 'showurls':
       if (outcome.vary) reply.header('vary', 'Accept')
       return reply.type('text/xml; charset=utf-8').send(outcome.xml)
+    case 'refused':
+      return sendHtmlError(reply, ctx, new RequestError(400, outcome.message, outcome.handle))
     case 'not-found':
       return reply.code(404).type(HTML).send(renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message }))
   }
@@ -142,7 +184,7 @@ function httpDate (ms: number): string {
 }
 
 function outcomeLabel (outcome: ProxyOutcome): string {
-  return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind
+  return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind === 'refused' ? 'bad_request' : outcome.kind
 }
 
 /** What negotiation and the 10320/loc choosers read from a request. */
@@ -158,12 +200,4 @@ function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'count
     // The ?country= parameter wins over both (the service applies it).
     country: fromHeader ?? opts.countryLookup?.country(request.ip)
   }
-}
-
-/** A request target in absolute form (`GET http://host/x`) becomes origin form (`/x`). */
-function originForm (url: string): string {
-  if (url.startsWith('/')) return url
-  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*(.*)$/s.exec(url)
-  const rest = m?.[1] ?? url
-  return rest.startsWith('/') ? rest : `/${rest}`
 }

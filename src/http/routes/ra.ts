@@ -2,18 +2,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { prefixOf } from '../../handle/name.js'
 import { raEntry, serializeRa, splitDoiList, isDoiName } from '../../handle/ra.js'
 import type { RaEntry, DoiListItem } from '../../handle/ra.js'
-import type { Resolver } from '../../resolve/resolver.js'
+import type { Lookup, LookupOptions, Resolver } from '../../resolve/resolver.js'
+import type { Admission } from '../admission.js'
+import { describeError, logError, setRetryAfter } from '../errors.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
 export interface RaRouteOptions {
   resolver: Resolver
+  admission: Admission
   raNames: Readonly<Record<string, string>>
   maxDois: number
   concurrency: number
 }
 
-/** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): reference-proxy.md §8, DECISIONS §7. */
+/** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): behaviour.md R8, §7. */
 export function registerRaRoutes (app: FastifyInstance, opts: RaRouteOptions): void {
   app.get('/doiRA/*', raHandler(opts, '/doiRA/'))
   app.get('/ra/*', raHandler(opts, '/ra/'))
@@ -28,29 +31,52 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
     if (items.length > opts.maxDois) {
       return reply.code(400).type(JSON_TYPE).send(JSON.stringify({ message: `At most ${opts.maxDois} DOIs per request; got ${items.length}.` }))
     }
-    const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, opts, item))
-    return reply.type(JSON_TYPE).send(serializeRa(entries))
+    // Cached records answer at once; the first lookup that needs the upstream passes the admission gate,
+    // once for the request, and every DOI it resolves takes its own turn in the fair queue (behaviour.md §9).
+    let admitted: Promise<LookupOptions> | undefined
+    const find = async (handle: string): Promise<Lookup> => {
+      const known = opts.resolver.peek(handle)
+      if (known !== undefined) return known
+      admitted ??= Promise.resolve(opts.admission.admit(request, reply, false))
+        .then(() => ({ client: opts.admission.ticket(request), deadline: opts.admission.deadline() }))
+      return await opts.resolver.lookup(handle, await admitted)
+    }
+    try {
+      const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.raNames, item))
+      return reply.type(JSON_TYPE).send(serializeRa(entries))
+    } catch (err) {
+      // Only a refusal of the whole request gets here (one DOI failing makes only that entry Unknown).
+      logError(request, err)
+      setRetryAfter(reply, err)
+      const { status, message } = describeError(err)
+      return reply.code(status).type(JSON_TYPE).send(JSON.stringify({ message }))
+    }
   }
 }
 
 /** The RA of one DOI: the DOI must exist (a prefix alone is fine), the prefix record names the RA. */
-async function lookupRa (request: FastifyRequest, opts: RaRouteOptions, item: DoiListItem): Promise<RaEntry> {
-  if (item.doi === undefined || !isDoiName(item.doi)) return raEntry(item, { doiExists: false }, opts.raNames)
+async function lookupRa (request: FastifyRequest, find: (handle: string) => Promise<Lookup>, raNames: RaRouteOptions['raNames'], item: DoiListItem): Promise<RaEntry> {
+  if (item.doi === undefined || !isDoiName(item.doi)) return raEntry(item, { doiExists: false }, raNames)
   const doi = item.doi
   const prefix = prefixOf(doi)
+  let own: Lookup, prefixRecord: Lookup | undefined
   try {
-    const [own, prefixRecord] = await Promise.all([
-      opts.resolver.lookup(doi),
-      prefix === doi ? undefined : opts.resolver.lookup(prefix)
-    ])
-    const source = prefixRecord ?? own
-    const prefixValues = source.kind === 'found' ? source.values : undefined
-    return raEntry(item, { doiExists: own.kind === 'found', prefixValues }, opts.raNames)
+    [own, prefixRecord] = await Promise.all([find(doi), prefix === doi ? undefined : find(prefix)])
   } catch (err) {
+    if (isRefusal(err)) throw err
     // One failing lookup does not sink the whole list: that DOI's RA is unknown for now.
-    request.log.warn({ err, doi }, 'Which RA? lookup failed')
+    request.log.warn({ code: (err as { code?: string }).code, doi }, 'Which RA? lookup failed')
     return { DOI: item.given, status: 'Unknown' }
   }
+  const source = prefixRecord ?? own
+  const prefixValues = source.kind === 'found' ? source.values : undefined
+  return raEntry(item, { doiExists: own.kind === 'found', prefixValues }, raNames)
+}
+
+/** The request itself was refused (rate limit, load shedding): the whole answer is that refusal. */
+function isRefusal (err: unknown): boolean {
+  const { status, code } = describeError(err)
+  return status === 429 || code === 'DP_OVERLOADED'
 }
 
 /** Map with at most `limit` calls in flight, results in input order. */

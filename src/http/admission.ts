@@ -1,0 +1,80 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import rateLimit from '@fastify/rate-limit'
+import underPressure from '@fastify/under-pressure'
+import type { Config } from '../config/schema.js'
+import type { Metrics } from '../metrics.js'
+import type { ClientTicket } from '../resolve/fair-queue.js'
+import { networkMatcher, ticketFor } from './client.js'
+import { RefusedError } from './errors.js'
+
+/**
+ * The one gate in front of upstream-bound work (behaviour.md §9). Cached answers never reach it, so
+ * they are never limited; everything that would ask the upstream passes it, whatever the route and
+ * however the router took the request (the handlers call it after decoding the request, so
+ * `?%61uth` is `auth`):
+ * - load shedding, when the event loop lags (@fastify/under-pressure measures it);
+ * - the auth/cert limit, or the general limit (@fastify/rate-limit), per client address;
+ * - then the request's fair-queue ticket and deadline, for the resolver.
+ */
+export interface Admission {
+  /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
+  admit (request: FastifyRequest, reply: FastifyReply, bypass: boolean): Promise<void> | undefined
+  /** Who the request is, for the fair queue. */
+  ticket (request: FastifyRequest): ClientTicket
+  /** The request's deadline on the performance.now() clock. */
+  deadline (): number
+}
+
+export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics): Promise<Admission> {
+  const isTrusted = networkMatcher(config.trustedNetworks)
+  const isAllowListed = networkMatcher(config.rateLimitAllowList)
+  const refused = {
+    shed: metrics.refusals.labels('load_shed'),
+    general: metrics.refusals.labels('rate_limit'),
+    auth: metrics.refusals.labels('auth_rate_limit')
+  }
+
+  let underPressureNow = (): boolean => false
+  if (config.maxEventLoopDelayMs > 0) {
+    // Registered to measure only: its own hook lets every request through, and we ask it before upstream work.
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      sampleInterval: 250,
+      pressureHandler: () => undefined
+    })
+    underPressureNow = () => app.isUnderPressure()
+  }
+
+  type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  let general: Limiter | undefined
+  let auth: Limiter | undefined
+  if (config.rateLimitMax > 0 || config.authRateLimitMax > 0) {
+    await app.register(rateLimit, { global: false, cache: 100_000 /* most client addresses tracked at once */ })
+    const limiter = (max: number, prefix: string, code: string, message: string): Limiter => app.rateLimit({
+      max,
+      timeWindow: config.rateLimitWindowMs,
+      keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
+      errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
+    }) as unknown as Limiter
+    if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
+    if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+  }
+
+  return {
+    admit (request, reply, bypass) {
+      if (underPressureNow()) {
+        refused.shed.inc()
+        return Promise.reject(new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000))
+      }
+      // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
+      const limiter = bypass ? (auth ?? general) : general
+      if (limiter === undefined || isAllowListed(request.ip)) return undefined
+      return limiter.call(app, request, reply).catch((err: unknown) => {
+        (limiter === auth ? refused.auth : refused.general).inc()
+        throw err
+      })
+    },
+    ticket: (request) => ticketFor(request.ip, isTrusted),
+    deadline: () => performance.now() + config.requestDeadlineMs
+  }
+}
