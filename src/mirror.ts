@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import { namespaceLocHandles, referencedHandles } from './handle/locations.js'
 import { cacheKey, handleFromPath, prefixOf } from './handle/name.js'
 import type { HandleRecord, HandleValue } from './handle/types.js'
-import { valueString } from './handle/types.js'
+import { isType, valueString } from './handle/types.js'
 import { UpstreamError } from './resolve/errors.js'
 import type { UpstreamClient } from './resolve/upstream.js'
 
@@ -242,7 +242,7 @@ export function needsOf (record: HandleRecord, wantsPrefix: boolean): Array<{ ha
 
 function aliasTargets (values: readonly HandleValue[]): string[] {
   return values
-    .filter((v) => typeof v.type === 'string' && v.type.toUpperCase() === 'HS_ALIAS')
+    .filter((v) => isType(v, 'HS_ALIAS'))
     .map((v) => valueString(v)?.trim() ?? '')
     .filter((t) => t !== '')
 }

@@ -5,7 +5,7 @@
  */
 import { XMLParser } from 'fast-xml-parser'
 import type { HandleValue } from './types.js'
-import { valueString } from './types.js'
+import { asciiUpperCase, valueString } from './types.js'
 import { hasControlChar, percentDecode } from './name.js'
 
 /** One DOI of the list: `given` is echoed back as "DOI"; `doi` is what to look up (undefined: not decodable). */
@@ -59,7 +59,7 @@ export function raServiceHandle (prefixValues: readonly HandleValue[]): string |
 function stringsOfType (values: readonly HandleValue[], type: string): string[] {
   const out: string[] = []
   for (const v of values) {
-    if (typeof v.type !== 'string' || asciiUpper(v.type) !== type) continue
+    if (typeof v.type !== 'string' || asciiUpperCase(v.type) !== type) continue
     if (typeof v.data?.format === 'string' && v.data.format.toLowerCase() !== 'string') continue // e.g. base64 bytes
     const s = valueString(v)
     if (s !== undefined) out.push(s)
@@ -102,10 +102,6 @@ function firstText (node: unknown): string | undefined {
   return trimmed === '' ? undefined : trimmed
 }
 
-/** Handle names and types fold ASCII letters only (hdllib Util.equalsCI). */
-function asciiUpper (s: string): string {
-  return s.replace(/[a-z]+/g, run => run.toUpperCase())
-}
 
 function isObject (x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x)
@@ -135,9 +131,9 @@ const RA_NAMES: Readonly<Record<string, string>> = {
 export function raDisplayName (serviceHandle: string, extra?: Readonly<Record<string, string>>): string | undefined {
   const m = /^(?:10\.SERV\/|0\.SERV\/10\.)(.+)$/i.exec(serviceHandle.trim())
   if (m?.[1] === undefined) return undefined
-  const key = asciiUpper(m[1])
+  const key = asciiUpperCase(m[1])
   if (extra !== undefined) {
-    for (const [k, name] of Object.entries(extra)) if (asciiUpper(k) === key) return name
+    for (const [k, name] of Object.entries(extra)) if (asciiUpperCase(k) === key) return name
   }
   return Object.hasOwn(RA_NAMES, key) ? RA_NAMES[key] : undefined
 }

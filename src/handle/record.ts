@@ -3,7 +3,7 @@
  * the text the values page shows for timestamps, HS_ADMIN and HS_VLIST. No clock: time comes in as ms.
  */
 import type { HandleValue } from './types.js'
-import { valueString } from './types.js'
+import { asciiUpperCase, isType, valueString } from './types.js'
 
 /** The reference's default relative TTL ([HNS92] HandleValue, reference §11). */
 export const DEFAULT_TTL_SECONDS = 86400
@@ -21,7 +21,7 @@ export function filterValues (
   filter: { indexes?: readonly number[] | undefined, types?: readonly string[] }
 ): HandleValue[] {
   const indexes = filter.indexes ?? []
-  const types = (filter.types ?? []).map(asciiUpper)
+  const types = (filter.types ?? []).map(asciiUpperCase)
   // No filter: the same array (callers never mutate it), so identity-keyed memos downstream keep working.
   if (indexes.length === 0 && types.length === 0) return values as HandleValue[]
   return values.filter((v) => indexes.includes(v.index) || typeMatchesAny(v.type, types))
@@ -29,7 +29,7 @@ export function filterValues (
 
 function typeMatchesAny (type: unknown, upperQueryTypes: readonly string[]): boolean {
   if (typeof type !== 'string' || type === '') return false
-  const upper = asciiUpper(type)
+  const upper = asciiUpperCase(type)
   return upperQueryTypes.some((q) => {
     if (!q.endsWith('.')) return upper === q
     return upper.startsWith(q) || upper === q.slice(0, -1)
@@ -37,9 +37,7 @@ function typeMatchesAny (type: unknown, upperQueryTypes: readonly string[]): boo
 }
 
 /** Handle types fold ASCII only (hdllib Util.equalsCI upper-cases bytes a–z). */
-function asciiUpper (s: string): string {
-  return s.replace(/[a-z]+/g, (run) => run.toUpperCase())
-}
+
 
 /**
  * Seconds a value may be cached: a relative ttl as is (a negative one counts as 0, already expired);
@@ -63,7 +61,9 @@ export function recordCacheSeconds (
   opts: { maxSeconds: number, floorSeconds: number }
 ): number {
   if (values.length === 0) return opts.maxSeconds
-  const smallest = Math.min(...values.map((v) => valueTtlSeconds(v, nowMs)))
+  // A loop, not Math.min(...values): a record of a few hundred thousand values would overflow the call stack.
+  let smallest = Infinity
+  for (const v of values) smallest = Math.min(smallest, valueTtlSeconds(v, nowMs))
   if (smallest === 0) return 0
   return Math.min(opts.maxSeconds, Math.max(opts.floorSeconds, smallest))
 }
@@ -100,14 +100,12 @@ function absoluteExpiryMs (ttl: unknown): number | undefined {
   return typeof ttl === 'string' ? parseIsoMs(ttl) : undefined
 }
 
-function hasType (v: HandleValue, upperType: string): boolean {
-  return typeof v.type === 'string' && asciiUpper(v.type) === upperType
-}
+
 
 /** First HS_ALIAS target in record order (type compared ASCII case-insensitively), or undefined. */
 export function aliasTarget (values: readonly HandleValue[]): string | undefined {
   for (const v of values) {
-    if (!hasType(v, 'HS_ALIAS')) continue
+    if (!isType(v, 'HS_ALIAS')) continue
     const target = valueString(v)
     if (target !== undefined && target !== '') return target
   }
@@ -122,13 +120,13 @@ export function aliasTarget (values: readonly HandleValue[]): string | undefined
  */
 export function firstUrlValue (values: readonly HandleValue[]): HandleValue | undefined {
   const usable = values.filter((v) => (valueString(v) ?? '').trim() !== '')
-  return usable.find((v) => hasType(v, 'URL') || hasType(v, '0.TYPE/URL')) ??
+  return usable.find((v) => isType(v, 'URL') || isType(v, '0.TYPE/URL')) ??
     usable.find((v) => isUrlSubtype(v.type))
 }
 
 function isUrlSubtype (type: unknown): boolean {
   if (typeof type !== 'string') return false
-  const upper = asciiUpper(type)
+  const upper = asciiUpperCase(type)
   return (upper.startsWith('URL.') && upper.length > 4) || (upper.startsWith('0.TYPE/URL.') && upper.length > 11)
 }
 
@@ -207,7 +205,7 @@ function isTruthy (x: unknown): boolean {
 export function vlistEntries (v: HandleValue): string[] | undefined {
   const list = v.data?.value
   if (!Array.isArray(list)) return undefined
-  const isVlist = (typeof v.data.format === 'string' && v.data.format.toLowerCase() === 'vlist') || hasType(v, 'HS_VLIST')
+  const isVlist = (typeof v.data.format === 'string' && v.data.format.toLowerCase() === 'vlist') || isType(v, 'HS_VLIST')
   if (!isVlist) return undefined
   const entries: string[] = []
   for (const entry of list) {

@@ -26,6 +26,31 @@ export interface HandleRecord {
   values: HandleValue[]
 }
 
+/**
+ * Handle names and types fold ASCII letters only ([HNS92] hdllib Util.equalsCI upper-cases bytes a–z):
+ * 'ı' (dotless i) or 'ſ' (long s) never match 'I' or 'S', as JavaScript's toUpperCase would make them.
+ * The one folding every module uses for types (the cache key has its own, the same rule: name.ts cacheKey).
+ */
+export function asciiUpperCase (s: string): string {
+  return s.replace(/[a-z]+/g, (run) => run.toUpperCase())
+}
+
+/** Exactly this type, ASCII case-insensitively (Util.equalsCI). */
+export function isType (v: HandleValue, type: string): boolean {
+  return typeof v.type === 'string' && asciiUpperCase(v.type) === asciiUpperCase(type)
+}
+
+/**
+ * [HNS92] HandleValue.hasType: the type equals `type`, or is a subtype of it (`type.xxx`), ASCII
+ * case-insensitively. So `10320/LOC` (b2handle) counts as 10320/loc, and `URL.METADATA` as URL.
+ */
+export function hasType (v: HandleValue, type: string): boolean {
+  if (typeof v.type !== 'string') return false
+  const mine = asciiUpperCase(v.type)
+  const wanted = asciiUpperCase(type)
+  return mine === wanted || (mine.startsWith(wanted) && mine[wanted.length] === '.')
+}
+
 /** The string form of a value's data, when it has one (format "string"). */
 export function valueString (value: HandleValue): string | undefined {
   const v = value.data?.value

@@ -1,4 +1,5 @@
 import type { HandleValue } from '../handle/types.js'
+import { isType } from '../handle/types.js'
 import { cacheKey } from '../handle/name.js'
 import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
@@ -226,7 +227,7 @@ function * aliasWalk (handle: string): Generator<string, ChainResult, Lookup> {
     const target = aliasTarget(result.values)
     if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst }
     if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
-    const aliasValue = result.values.find((v) => v.type.toUpperCase() === 'HS_ALIAS')
+    const aliasValue = result.values.find((v) => isType(v, 'HS_ALIAS'))
     if (aliasValue !== undefined) aliasValues.push(aliasValue)
     current = target
   }

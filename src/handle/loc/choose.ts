@@ -132,7 +132,7 @@ function inRange (client: Address, range: string, problems: string[]): boolean {
  */
 function byScore<T extends Choosable> (list: readonly T[]): readonly T[] {
   const scores = list.map((c) => parseNumber(attr(c.el, 'score'), 0))
-  const best = Math.max(0, ...scores)
+  const best = scores.reduce((a, b) => Math.max(a, b), 0) // no spread: a huge candidate list must not overflow the stack
   return list.filter((_c, i) => scores[i] === best)
 }
 

@@ -8,7 +8,7 @@ import { parseNumber } from './choose.js'
 import { hrefOf } from './headers.js'
 import { attr } from './xml.js'
 import type { XmlElement } from './xml.js'
-import { hasType, isLocationType, locationElements, readLocationSet, valueText } from './values.js'
+import { hasType, isLocationType, isType, locationElements, readLocationSet, valueText } from './values.js'
 import type { LocationSet } from './values.js'
 
 export type CandidateSource = 'own' | 'include' | 'legacy' | 'namespace'
@@ -177,7 +177,7 @@ export function buildContext (input: ContextInput): LocContext {
     ],
     headerTexts: [...own.headers, ...included.headers, ...(nsHeadersUsed ? ns.headers : [])],
     usedValues: [
-      ...own.used, ...input.values.filter((v) => legacy.length > 0 && hasType(v, 'URL')),
+      ...own.used, ...input.values.filter((v) => legacy.length > 0 && isLegacyUrl(v)),
       ...included.used, ...(ns?.used ?? [])
     ],
     problems: [...new Set(problems)]
@@ -217,15 +217,21 @@ function legacyCandidates (values: readonly HandleValue[], hasOwnLoc: boolean, s
   const subtypeWeight = hasPlainUrl ? (settings.number('urlSubtypeWeight') ?? 0) : urlWeight
   const out: XmlElement[] = []
   for (const v of values) {
-    if (!hasType(v, 'URL')) continue
+    if (!isLegacyUrl(v)) continue
     const weight = isPlainUrl(v) ? urlWeight : subtypeWeight
     out.push(legacyElement(valueText(v) ?? '', weight))
   }
   return out
 }
 
+/** URL or 0.TYPE/URL exactly; their subtypes (URL.xxx) weigh as subtypes ([HNS92] Location, behaviour.md R3). */
 function isPlainUrl (v: HandleValue): boolean {
-  return typeof v.type === 'string' && v.type.toUpperCase() === 'URL'
+  return isType(v, 'URL') || isType(v, '0.TYPE/URL')
+}
+
+/** A legacy URL value: URL or 0.TYPE/URL, or a subtype of either. */
+function isLegacyUrl (v: HandleValue): boolean {
+  return hasType(v, 'URL') || hasType(v, '0.TYPE/URL')
 }
 
 /** A synthetic legacy location, weight written as a Java double ("1.0", "0.0"). */

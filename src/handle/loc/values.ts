@@ -3,7 +3,7 @@
  * parsed locations, links and headers of a list of values. Pure: no I/O.
  */
 import type { HandleValue } from '../types.js'
-import { valueString } from '../types.js'
+import { hasType, valueString } from '../types.js'
 import { parseXml } from './xml.js'
 import type { XmlElement } from './xml.js'
 
@@ -11,21 +11,7 @@ export const LOC_TYPE = '10320/loc'
 export const LINKS_TYPE = '10320/links'
 export const HEADERS_TYPE = '10320/headers'
 
-/**
- * [HNS92] HandleValue.hasType: the type equals `type`, or is a subtype of it (`type.xxx`), ASCII
- * case-insensitively. So `10320/LOC` (b2handle) counts as 10320/loc, and `URL.METADATA` as URL.
- */
-export function hasType (v: HandleValue, type: string): boolean {
-  if (typeof v.type !== 'string') return false
-  const mine = v.type.toUpperCase()
-  const wanted = type.toUpperCase()
-  return mine === wanted || (mine.startsWith(wanted) && mine[wanted.length] === '.')
-}
-
-/** Exactly this type, ASCII case-insensitively (Util.equalsCI). */
-export function isType (v: HandleValue, type: string): boolean {
-  return typeof v.type === 'string' && v.type.toUpperCase() === type.toUpperCase()
-}
+export { hasType, isType } from '../types.js'
 
 /** True when the value is a 10320/loc, 10320/links or 10320/headers value (or a subtype of one). */
 export function isLocationType (v: HandleValue): boolean {

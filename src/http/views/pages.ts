@@ -4,7 +4,7 @@
  */
 import { encodeURL, encodeURLPath, prefixOf } from '../../handle/name.js'
 import { adminText, nicerTimestamp, vlistEntries } from '../../handle/record.js'
-import { valueString } from '../../handle/types.js'
+import { asciiUpperCase, valueString } from '../../handle/types.js'
 import type { HandleValue } from '../../handle/types.js'
 import {
   escapeHtml, htmlDocument, isWebUrl, link, looksLikeUri, showControls, textWithBreaks
@@ -43,7 +43,7 @@ function typeCell (ctx: PageContext, type: string): string {
   const text = escapeHtml(type)
   if (looksLikeUri(type)) return isWebUrl(type) ? link(encodeURL(type), text) : text
   if (type.includes('/')) return link(handleUrl(ctx, type), text)
-  const upper = type.toUpperCase()
+  const upper = asciiUpperCase(type)
   if (upper.startsWith('HS_') || upper === 'URL' || upper === 'DESC' || upper === 'EMAIL') {
     return link(ctx.baseUrl + '0.TYPE/' + encodeURLPath(type), text)
   }
@@ -82,7 +82,7 @@ function hasStringFormat (value: HandleValue): boolean {
 
 /** Data cell content (reference §5 table): admin, vlist, URL, EMAIL, JSON for non-strings, text. */
 function dataCell (value: HandleValue): string {
-  const upper = String(value.type).toUpperCase()
+  const upper = asciiUpperCase(String(value.type))
   if (upper === 'HS_ADMIN') {
     const admin = adminText(value)
     if (admin !== undefined) return escapeHtml(admin)
