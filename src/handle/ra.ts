@@ -102,7 +102,6 @@ function firstText (node: unknown): string | undefined {
   return trimmed === '' ? undefined : trimmed
 }
 
-
 function isObject (x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x)
 }

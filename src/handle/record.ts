@@ -38,7 +38,6 @@ function typeMatchesAny (type: unknown, upperQueryTypes: readonly string[]): boo
 
 /** Handle types fold ASCII only (hdllib Util.equalsCI upper-cases bytes a–z). */
 
-
 /**
  * Seconds a value may be cached: a relative ttl as is (a negative one counts as 0, already expired);
  * an absolute ISO-8601 ttl counted from nowMs (in the past → 0); anything else → 86400, the default.
@@ -99,8 +98,6 @@ function parseIsoMs (s: string): number | undefined {
 function absoluteExpiryMs (ttl: unknown): number | undefined {
   return typeof ttl === 'string' ? parseIsoMs(ttl) : undefined
 }
-
-
 
 /** First HS_ALIAS target in record order (type compared ASCII case-insensitively), or undefined. */
 export function aliasTarget (values: readonly HandleValue[]): string | undefined {
