@@ -44,7 +44,7 @@ export interface AppDeps {
 const REQUEST_ID_PREFIX = randomUUID().slice(0, 8)
 let requestCounter = 0
 
-// Headers a browser-based tool may read from our answers (DECISIONS §7).
+// Headers a browser-based tool may read from our answers (behaviour.md §7).
 const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
 
 declare module 'fastify' {
@@ -80,14 +80,14 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     http: { maxHeaderSize: config.maxHeaderBytes },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    // A handle is taken from the raw path: the router must not rewrite it (DECISIONS §2.5).
+    // A handle is taken from the raw path: the router must not rewrite it (behaviour.md §2.5).
     routerOptions: {
       ignoreTrailingSlash: false,
       ignoreDuplicateSlashes: false,
       useSemicolonDelimiter: false,
       maxParamLength: 65_536
     } as FastifyServerOptions['routerOptions'],
-    // The router refuses paths it cannot decode; a DOI path is ours to judge (DECISIONS §2.2).
+    // The router refuses paths it cannot decode; a DOI path is ours to judge (behaviour.md §2.2).
     frameworkErrors: (err, request, reply) => {
       if (err.code === 'FST_ERR_BAD_URL' && ['GET', 'HEAD', 'POST'].includes(request.method)) {
         reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))

@@ -70,7 +70,7 @@ export interface ReadingList {
 
 /** Longest DOI accepted from a reading list (the server's default limit). */
 const MAX_HANDLE_LENGTH = 4096
-/** Alias chains and include chains longer than this are not followed (DECISIONS §3: 20 alias hops). */
+/** Alias chains and include chains longer than this are not followed (behaviour.md §3: 20 alias hops). */
 const MAX_RELATED_DEPTH = 20
 const MAX_RETRY_WAIT_MS = 30_000
 

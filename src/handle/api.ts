@@ -1,5 +1,5 @@
 /**
- * The Handle REST API `/api/handles/{handle}` (reference-proxy.md §7, DECISIONS §7): query parsing,
+ * The Handle REST API `/api/handles/{handle}` (behaviour.md R7, behaviour.md §7): query parsing,
  * the handle from the path, response bodies in the reference's key order, and their serialisation
  * byte for byte as the reference (CNRI HANDLE.NET 9.2.0 HandleJsonRestApiServlet + Gson) writes them.
  * Pure: the route fetches the record, applies `filterValues` and calls these.
@@ -117,7 +117,7 @@ export function apiParamsError (params: ApiParams): ApiBody | undefined {
  * The handle from the raw (still percent-encoded) path after '/api/handles': one UTF-8 percent-decode
  * ('+' stays '+'), then ONE leading '/' removed; no prefix stripping, no trimming ([HNS92]
  * BaseHandleRequestProcessingServlet.getPath). '' means the empty handle (`apiEmptyHandle`).
- * undefined when the bytes are not UTF-8 (the reference would make U+FFFD; DECISIONS §2 refuses: 400).
+ * undefined when the bytes are not UTF-8 (the reference would make U+FFFD; behaviour.md §2 refuses: 400).
  */
 export function apiHandleFromPath (rawPathAfterApiHandles: string): string | undefined {
   const decoded = percentDecode(rawPathAfterApiHandles)
@@ -130,7 +130,7 @@ export function apiSuccess (handle: string, values: readonly HandleValue[]): Api
   return { responseCode: 1, handle, values: values.map(orderValue) }
 }
 
-/** The handle exists but no value matched `type`/`index`: HTTP 200, `values` before `handle` (reference §7). */
+/** The handle exists but no value matched `type`/`index`: HTTP 200, `values` before `handle` (behaviour.md R7). */
 export function apiValuesNotFound (handle: string): ApiBody {
   return { responseCode: 200, values: [], handle }
 }
@@ -166,7 +166,7 @@ export function apiError (responseCode: number, message: string, handle?: string
 
 /**
  * The HTTP status for a responseCode, for resolution requests ([HNS92] statusCodeFromResponse; [HTM]
- * §14.4). Upstream failures (responseCode 2) are 500 here; DECISIONS §8 has the route answer 502/504.
+ * §14.4). Upstream failures (responseCode 2) are 500 here; behaviour.md §8 has the route answer 502/504.
  */
 export function apiHttpStatus (responseCode: number): number {
   return HTTP_STATUS_BY_RESPONSE_CODE.get(responseCode) ?? 500
@@ -229,7 +229,7 @@ function isCallbackChar (ch: string, position: number): boolean {
   return ch.charCodeAt(0) >= 0xa0
 }
 
-// ---- key order of values (reference §7; [HNS92] GsonUtility.HandleValueGsonTypeAdapter) ----
+// ---- key order of values (behaviour.md R7; [HNS92] GsonUtility.HandleValueGsonTypeAdapter) ----
 
 type JsonObject = Record<string, unknown>
 

@@ -1,7 +1,7 @@
 /**
  * The 10320/loc engine: which URL a handle redirects to when it has locations, plain URL values or
- * namespace (prefix-level) locations, and the action=showurls list (reference-proxy.md §2, §3, §9;
- * DECISIONS §4–§5). Pure and synchronous: no I/O, no clock, randomness injected.
+ * namespace (prefix-level) locations, and the action=showurls list (behaviour.md R2, R3, R9;
+ * behaviour.md §4–§5). Pure and synchronous: no I/O, no clock, randomness injected.
  *
  * Two steps, because the engine needs other records that only the I/O layer can fetch:
  * 1. Ask what to fetch. `referencedHandles(values)` names the include targets, `includeNamespace`
@@ -105,18 +105,9 @@ export function namespaceLocs (prefixValues: readonly HandleValue[]): NamespaceL
   return { handles: [], noParentLocs: false }
 }
 
-/** From a PREFIX record's values: the handles named in HS_NAMESPACE <locs> (reference §9 "Prefix-level locations"). */
+/** From a PREFIX record's values: the handles named in HS_NAMESPACE <locs> (behaviour.md R9 "Prefix-level locations"). */
 export function namespaceLocHandles (prefixValues: readonly HandleValue[]): string[] {
   return namespaceLocs(prefixValues).handles
-}
-
-/**
- * True when the engine applies (reference §2 case B): the handle has 10320/loc, 10320/links or
- * 10320/headers, or namespace locations exist. Otherwise the plain first-URL rule applies (case A);
- * chooseLocation applies that rule itself, so callers need this only to skip fetching.
- */
-export function usesLocationEngine (values: readonly HandleValue[], namespaceLocValues: readonly HandleValue[]): boolean {
-  return buildContext({ handle: '', values, includes: new Map(), namespaceValues: namespaceLocValues }).engine
 }
 
 export interface LocationRequest {
@@ -232,7 +223,7 @@ function contextFor (req: LocationRequest): Prepared & { problems: string[] } {
   return { ctx: prepared.ctx, derived: prepared.derived, problems: prepared.ctx.problems.length === 0 ? [] : [...prepared.ctx.problems] }
 }
 
-/** Reference case A and DECISIONS §4: the first URL value in record order, status 302, nothing else. */
+/** Reference case A and behaviour.md §4: the first URL value in record order, status 302, nothing else. */
 function legacyOnlyDecision (values: readonly HandleValue[], problems: string[]): LocationDecision {
   const url = firstUrlValue(values)
   const href = url === undefined ? undefined : valueText(url)?.trim()
@@ -270,7 +261,7 @@ function statusFor (chosen: Candidate, ctx: LocContext, problems: string[]): Red
 
 /**
  * action=showurls: the XML list of every candidate with href filled in, as the reference writes it
- * (reference §3 "action=showurls output"), or undefined when there is no candidate. Attributes come in
+ * (behaviour.md R3 "action=showurls output"), or undefined when there is no candidate. Attributes come in
  * source order; a filled-in href goes just before href_template (doi.org's own output has that order).
  */
 export function renderShowUrls (req: LocationRequest): string | undefined {

@@ -1,12 +1,12 @@
 /**
  * DOI names as they arrive in a request path: splitting the request target, percent-decoding,
  * trimming, prefix stripping, the cache key and the URL encoders the reference proxy uses.
- * Pure: no I/O. Rules: DECISIONS.md §2, reference-proxy.md §1 and §2.
+ * Pure: no I/O. Rules: behaviour.md §2, behaviour.md R1 and R2.
  */
 
 /**
- * Split a raw request target (path + optional ?query, as it came on the wire) per DECISIONS §2.1 and
- * reference-proxy §1 step 1.
+ * Split a raw request target (path + optional ?query, as it came on the wire) per behaviour.md §2.1 and
+ * behaviour.md R1 step 1.
  *
  * The fragment starts at the FIRST raw '#' anywhere (RFC 3986 §3.5), and includes that '#', so it can be
  * used as `urlappend` as it is ([HNS92] passes `URI.substring(indexOf('#'))`, '#' included). This gives the
@@ -43,7 +43,7 @@ export type HandleParse =
   | { ok: false, status: 400 | 414, message: string } // clear, user-facing message
 
 /**
- * Raw path (leading '/', before '?', '#' already split off) → handle, DECISIONS §2 steps 2–7.
+ * Raw path (leading '/', before '?', '#' already split off) → handle, behaviour.md §2 steps 2–7.
  *
  * Order, and why:
  * 1. percent-decode once (invalid UTF-8 → 400);
@@ -94,7 +94,7 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
 
 /**
  * Percent-decode one string once, as UTF-8: '+' stays '+', a '%' not followed by two hex digits is kept
- * literally (DECISIONS §2.2). Returns undefined when the decoded bytes are not valid UTF-8 (overlong forms,
+ * literally (behaviour.md §2.2). Returns undefined when the decoded bytes are not valid UTF-8 (overlong forms,
  * surrogates and truncated sequences included), where the reference would silently produce U+FFFD.
  */
 export function percentDecode (s: string): string | undefined {
@@ -112,7 +112,7 @@ const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g
 // and cannot start a prefix such as doi: (it starts with 10.): the handle is the path without its '/'.
 const PLAIN_DOI_PATH = /^\/10\.[0-9A-Za-z._\-/():;<>[\]+=@!$*,'~]*$/
 
-/** Cache key: ASCII a–z folded to upper case only, never other letters (DECISIONS §2.8, [DOI-HB25] §4.3.4). */
+/** Cache key: ASCII a–z folded to upper case only, never other letters (behaviour.md §2.8, [DOI-HB25] §4.3.4). */
 export function cacheKey (handle: string): string {
   // For pure ASCII, toUpperCase folds exactly a–z; only other scripts need the careful path.
   return ASCII_ONLY.test(handle) ? handle.toUpperCase() : handle.replace(/[a-z]+/g, (run) => run.toUpperCase())
@@ -122,7 +122,7 @@ export function cacheKey (handle: string): string {
 const ASCII_ONLY = /^[\x00-\x7f]*$/
 
 /**
- * The reference's StringUtils.encodeURL for Location headers (reference §2 "Headers"): keeps
+ * The reference's StringUtils.encodeURL for Location headers (behaviour.md R2 "Headers"): keeps
  * a-z A-Z 0-9 - . _ ~ ! $ ( ) * , : @ / ; = + & ' ? # [ ] % and encodes every other character as UTF-8 %XX.
  * Because '%' is kept, an existing %XX (and a lone '%') passes through untouched.
  */
@@ -131,7 +131,7 @@ export function encodeURL (url: string): string {
 }
 
 /**
- * The reference's encodeURLPath, for self-links and upstream paths (reference §2 "Base URL for
+ * The reference's encodeURLPath, for self-links and upstream paths (behaviour.md R2 "Base URL for
  * self-links"): keeps a-zA-Z0-9 - . _ ~ ! $ ( ) * , : @ / ; = and encodes everything else, including
  * % + & ' ? # [ ] and space, as UTF-8 %XX.
  */
@@ -152,7 +152,7 @@ export function encodeHandlePath (handle: string): string {
 const DOT_SEGMENT = /(?<=^|\/)\.{1,2}(?=\/|$)/g
 
 /**
- * For href_template {hdl} (reference §3): the handle as one URL component, so '/' → %2F and space → %20
+ * For href_template {hdl} (behaviour.md R3): the handle as one URL component, so '/' → %2F and space → %20
  * (doi.org: 'https://data.crosscite.org/10.17879%2F91968401496'). cnriutil's exact safe set is not
  * available; we keep the path set minus '/', ';' and '=', which is safe both in a path segment and in a
  * query value ('...?dois={hdl}&format=unixref' in 10.SERV/CROSSREF).
@@ -209,7 +209,7 @@ function codePointLength (s: string): number {
 const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g
 
 /**
- * The reference's whitespace set ([HNS931] trimBetter, reference §1 step 4): everything up to U+0020 (what
+ * The reference's whitespace set ([HNS931] trimBetter, behaviour.md R1 step 4): everything up to U+0020 (what
  * Java's trim() strips) plus U+0085, U+00A0, U+1680, U+180E, U+2000–U+200D, U+2028, U+2029, U+202F, U+205F,
  * U+2060, U+3000, U+FEFF, U+FFFE, U+FFFF.
  */
@@ -245,12 +245,12 @@ function trimLeadingSlashesAndWhitespace (s: string): string {
 const PLAIN_PREFIXES = ['info:doi/', 'info:hdl/', 'hdl:', 'doi:']
 const URN_PREFIXES = ['urn:hdl:', 'urn:doi:']
 /**
- * A pasted resolver URL ([HNS931], DECISIONS §2.4). One or two slashes after the scheme: a front proxy with
+ * A pasted resolver URL ([HNS931], behaviour.md §2.4). One or two slashes after the scheme: a front proxy with
  * merged slashes (nginx's default merge_slashes) turns '/https://doi.org/x' into '/https:/doi.org/x'.
  */
 const RESOLVER_URL = /^https?:\/\/?(?:doi\.org|dx\.doi\.org|hdl\.handle\.net)\//i
 
-/** Strip at most one scheme-like prefix (DECISIONS §2.4). */
+/** Strip at most one scheme-like prefix (behaviour.md §2.4). */
 function stripNamePrefix (s: string): string {
   for (const prefix of PLAIN_PREFIXES) {
     if (startsWithAsciiCaseless(s, prefix)) return s.slice(prefix.length)

@@ -1,8 +1,8 @@
 /**
  * Content negotiation as doi.org does it: the Accept, Accept-Language and User-Agent headers become
  * automatic `locatt` values, which the 10320/loc engine matches against locations with `http_role`,
- * `ctype`, `media-type` and `language` (reference-proxy.md §9; [HNS92] HDLServletRequest
- * processAcceptHeader and processAcceptLanguageHeader; DECISIONS §5). Pure: no I/O.
+ * `ctype`, `media-type` and `language` (behaviour.md R9; [HNS92] HDLServletRequest
+ * processAcceptHeader and processAcceptLanguageHeader; behaviour.md §5). Pure: no I/O.
  */
 
 import { boundedMemo } from './memo.js'

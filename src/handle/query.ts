@@ -1,5 +1,5 @@
 /**
- * Query parameters of the HTML proxy (DECISIONS §6, reference-proxy.md §4 "Parsing" and its table).
+ * Query parameters of the HTML proxy (behaviour.md §6, behaviour.md R4 "Parsing" and its table).
  * Pure: no I/O.
  */
 import { percentDecode } from './name.js'

@@ -1,5 +1,5 @@
 /**
- * Which RA? (`/doiRA/{dois}`, `/ra/{dois}`; reference-proxy.md §8, DECISIONS §7): split the list,
+ * Which RA? (`/doiRA/{dois}`, `/ra/{dois}`; behaviour.md R8, behaviour.md §7): split the list,
  * find the Registration Agency from the prefix record, and write the JSON array. Pure: the route looks
  * the DOIs and prefixes up (concurrently, bounded) and calls these.
  */
@@ -29,7 +29,7 @@ export function splitDoiList (raw: string): DoiListItem[] {
 
 /**
  * A DOI name starts with '10.' and has something after it in the prefix; a prefix alone ('10.1108') is
- * fine. Control characters are never part of a DOI (DECISIONS §2). Anything else: "Invalid DOI".
+ * fine. Control characters are never part of a DOI (behaviour.md §2). Anything else: "Invalid DOI".
  */
 export function isDoiName (doi: string): boolean {
   if (!doi.startsWith('10.')) return false
@@ -40,7 +40,7 @@ export function isDoiName (doi: string): boolean {
 
 /**
  * The RA's service handle from a prefix record (`0.NA/10.x`, what `/api/handles/10.x` returns): the
- * `<DOI.RA>` of HS_NAMESPACE first ([CR-GL1499]), else the HS_SERV data (reference §8). Types match
+ * `<DOI.RA>` of HS_NAMESPACE first ([CR-GL1499]), else the HS_SERV data (behaviour.md R8). Types match
  * case-insensitively; malformed XML is ignored, never thrown.
  */
 export function raServiceHandle (prefixValues: readonly HandleValue[]): string | undefined {
@@ -106,12 +106,12 @@ function isObject (x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x)
 }
 
-/** Display names of the RAs' service handles `10.SERV/<X>` (reference §8, a third-party mapping). */
+/** Display names of the RAs' service handles `10.SERV/<X>` (behaviour.md R8, a third-party mapping). */
 const RA_NAMES: Readonly<Record<string, string>> = {
   CROSSREF: 'Crossref',
   DEFAULT: 'Crossref', // 10.SERV/DEFAULT is Crossref's legacy service
   DATACITE: 'DataCite',
-  ETH: 'DataCite', // reference §8: third-party code maps 10.SERV/ETH to DataCite
+  ETH: 'DataCite', // behaviour.md R8: third-party code maps 10.SERV/ETH to DataCite
   MEDRA: 'mEDRA',
   EIDR: 'EIDR',
   JALC: 'JaLC',
@@ -137,19 +137,6 @@ export function raDisplayName (serviceHandle: string, extra?: Readonly<Record<st
   return Object.hasOwn(RA_NAMES, key) ? RA_NAMES[key] : undefined
 }
 
-/**
- * The display name a service handle's own record gives itself: 10.SERV/CROSSREF carries a
- * `10320/ra_name` value "Crossref" (fixtures/handle_10.SERV-CROSSREF_record_2020.json). An optional
- * source for the route, for service handles the table does not know.
- */
-export function raNameFromServiceRecord (serviceValues: readonly HandleValue[]): string | undefined {
-  for (const name of stringsOfType(serviceValues, '10320/RA_NAME')) {
-    const trimmed = name.trim()
-    if (trimmed !== '') return trimmed
-  }
-  return undefined
-}
-
 export type RaStatus = 'Invalid DOI' | 'DOI does not exist' | 'Unknown'
 export type RaEntry = { DOI: string, RA: string } | { DOI: string, status: RaStatus }
 
@@ -172,7 +159,7 @@ export function raEntry (
 
 /**
  * The array as doi.org's documented example shows it: pretty-printed, 2-space indent, "DOI" first
- * (reference §8; the live whitespace is unconfirmed). Keys are written in a fixed order.
+ * (behaviour.md R8; the live whitespace is unconfirmed). Keys are written in a fixed order.
  */
 export function serializeRa (entries: readonly RaEntry[]): string {
   const ordered = entries.map(e => ('RA' in e ? { DOI: e.DOI, RA: e.RA } : { DOI: e.DOI, status: e.status }))

@@ -5,13 +5,13 @@
 import type { HandleValue } from './types.js'
 import { asciiUpperCase, isType, valueString } from './types.js'
 
-/** The reference's default relative TTL ([HNS92] HandleValue, reference §11). */
+/** The reference's default relative TTL ([HNS92] HandleValue, behaviour.md R11). */
 export const DEFAULT_TTL_SECONDS = 86400
 /** HandleValue.MAX_RECOGNIZED_TTL: caches and Expires ignore anything longer (2 days). */
 export const MAX_RECOGNIZED_TTL_SECONDS = 172800
 
 /**
- * type/index filter, union (reference §4 table, [DOI-HB25] §11.2): a type matches exactly, ASCII
+ * type/index filter, union (behaviour.md R4 table, [DOI-HB25] §11.2): a type matches exactly, ASCII
  * case-insensitively, unless it ends in '.', which is a prefix match that also matches the bare type
  * ([HNS92] Util.isParentTypeInArray: 'URL.' matches 'URL' and 'URL.foo'). No filter → all values.
  * Keeps record order.
@@ -50,7 +50,7 @@ export function valueTtlSeconds (v: HandleValue, nowMs: number): number {
 }
 
 /**
- * Cache lifetime of a whole record, DECISIONS §3: the smallest value TTL, capped at maxSeconds and never
+ * Cache lifetime of a whole record, behaviour.md §3: the smallest value TTL, capped at maxSeconds and never
  * below floorSeconds, except that a TTL of 0 (relative 0, or an absolute time already past) means
  * "do not cache" → 0. An empty record → maxSeconds.
  */
@@ -68,7 +68,7 @@ export function recordCacheSeconds (
 }
 
 /**
- * HTTP Expires for a redirect (DECISIONS §4, [HNS92] expirationDateFor): the earliest of, per value used,
+ * HTTP Expires for a redirect (behaviour.md §4, [HNS92] expirationDateFor): the earliest of, per value used,
  * nowMs + relative ttl or the absolute expiry time, each capped at nowMs + 2 days. Returns epoch ms.
  * No values used → nowMs + 2 days (the cap), so callers always have a date to send.
  */
@@ -110,7 +110,7 @@ export function aliasTarget (values: readonly HandleValue[]): string | undefined
 }
 
 /**
- * Legacy URL choice (reference §2 "Choosing among several URL values", case A, [HNS92]
+ * Legacy URL choice (behaviour.md R2 "Choosing among several URL values", case A, [HNS92]
  * Location.legacyOnlyUrlTypesDoRedirect): the first value whose type is exactly URL or 0.TYPE/URL
  * (case-insensitive) in record order, else the first subtype (URL.xxx or 0.TYPE/URL.xxx). Only values with
  * non-blank string data count: an empty URL can never be redirected to, so the next one is used.
@@ -161,7 +161,7 @@ const ADMIN_PERMISSIONS: ReadonlyArray<readonly [bit: number, name: string]> = [
 ]
 
 /**
- * HS_ADMIN as AdminRecord.toString (reference §5 table): 'handle=0.NA/10.5555; index=300; [create hdl,...]'
+ * HS_ADMIN as AdminRecord.toString (behaviour.md R5 table): 'handle=0.NA/10.5555; index=300; [create hdl,...]'
  * listing only the granted permissions. Undefined if the data is not an admin value.
  */
 export function adminText (v: HandleValue): string | undefined {
@@ -198,7 +198,7 @@ function isTruthy (x: unknown): boolean {
   return !(typeof x === 'number' && Number.isNaN(x))
 }
 
-/** HS_VLIST entries [{handle,index}] → 'index:handle' strings (reference §5 table); undefined if not a vlist. */
+/** HS_VLIST entries [{handle,index}] → 'index:handle' strings (behaviour.md R5 table); undefined if not a vlist. */
 export function vlistEntries (v: HandleValue): string[] | undefined {
   const list = v.data?.value
   if (!Array.isArray(list)) return undefined

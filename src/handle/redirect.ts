@@ -8,7 +8,7 @@ export function schemeOf (url: string): string | undefined {
 }
 
 /**
- * The Location header for a chosen URL (DECISIONS §4): trimmed, urlappend appended verbatim,
+ * The Location header for a chosen URL (behaviour.md §4): trimmed, urlappend appended verbatim,
  * a non-ASCII host of an http/https/ftp URL converted to Punycode (the reference's encodeIRIToURI),
  * then encoded like the reference's encodeURL. Undefined when it must not be redirected to:
  * a scheme outside the allow-list, or a control character anywhere.

@@ -1,6 +1,6 @@
 /**
  * The shapes of handle records, as the Handle REST API returns them
- * (reference-proxy.md §7). Unknown fields the upstream sends are kept untouched.
+ * (behaviour.md R7). Unknown fields the upstream sends are kept untouched.
  */
 
 export interface HandleValueData {

@@ -59,7 +59,7 @@ export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
   if (err instanceof UpstreamError) {
     if (status >= 500) {
-      throttleUpstream(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, suppressed }, 'upstream lookup failed'))
+      throttleOf(request)(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, suppressed }, 'upstream lookup failed'))
     } else {
       request.log.info({ code, status, upstreamStatus: err.upstreamStatus }, 'request refused')
     }
@@ -70,4 +70,10 @@ export function logError (request: FastifyRequest, err: unknown): void {
   }
 }
 
-const throttleUpstream = createLogThrottle(1000)
+// One throttle per app (not per module), so two instances in one process do not silence each other.
+const throttles = new WeakMap<object, ReturnType<typeof createLogThrottle>>()
+function throttleOf (request: FastifyRequest): ReturnType<typeof createLogThrottle> {
+  let throttle = throttles.get(request.server)
+  if (throttle === undefined) throttles.set(request.server, throttle = createLogThrottle(1000))
+  return throttle
+}

@@ -3,7 +3,7 @@ import { open } from 'maxmind'
 import type { Reader, Response } from 'maxmind'
 
 /**
- * The optional GeoIP source of the client country for the 10320/loc `country` chooser (DECISIONS.md: the `country`
+ * The optional GeoIP source of the client country for the 10320/loc `country` chooser (behaviour.md: the `country`
  * parameter, else a configured header, else this). Reads any MaxMind DB country file: GeoLite2/GeoIP2 and db-ip
  * (`country.iso_code`, falling back to `registered_country.iso_code`) and the flat layout of some free databases
  * such as ip-location-db (`country_code` at the top level).

@@ -18,12 +18,12 @@ export interface LocationContext {
   namespaceUntil?: number
 }
 
-// The reference's recursion limit for include (reference §3 root attributes).
+// The reference's recursion limit for include (behaviour.md R3 root attributes).
 const MAX_INCLUDE_DEPTH = 20
 // Bound the fan-out a single record can cause: a hostile record must not make us fetch thousands.
 const MAX_FETCHES = 40
 
-// reference §11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for at most an
+// behaviour.md R11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for at most an
 // hour (less when a value's ttl says so), and skipped for auth and cert.
 const NAMESPACE_CACHE_ENTRIES = 4096
 const NAMESPACE_CACHE_MAX_SECONDS = 3600

@@ -61,7 +61,7 @@ export interface ProxyServiceOptions {
 }
 
 /**
- * The HTML proxy's resolution flow (reference §2, DECISIONS §3–§4): follow aliases (301 in redirect
+ * The HTML proxy's resolution flow (behaviour.md R2, behaviour.md §3–§4): follow aliases (301 in redirect
  * mode), apply the type/index filters, then let the 10320/loc engine choose the redirect (it also
  * covers records with plain URL values only) or show the values.
  */
@@ -191,7 +191,7 @@ function flagsOf (req: ProxyRequest): LookupOptions {
 
 export type ProxyService = ReturnType<typeof createProxyService>
 
-/** The user's locatt values, then the automatic ones from the request's headers (reference §9). */
+/** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
 function locattFor (req: ProxyRequest): readonly string[] {
   const { client, params } = req
   const automatic = automaticLocatt({

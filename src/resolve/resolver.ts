@@ -22,7 +22,7 @@ export type ChainResult =
   | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
 
 export interface LookupOptions {
-  /** Bypass the cache, ask the upstream authoritatively, refresh the cache (DECISIONS §3). */
+  /** Bypass the cache, ask the upstream authoritatively, refresh the cache (behaviour.md §3). */
   auth?: boolean
   /** Passed through upstream; like auth it cannot be answered from the cache. */
   cert?: boolean
@@ -60,7 +60,7 @@ export interface ResolverOptions {
   onRefreshError?: (handle: string, err: unknown) => void
 }
 
-// DECISIONS §3 / reference §2: more than 20 hops is "Alias chain too long"; a loop is a chain that is too long.
+// behaviour.md §3 / behaviour.md R2: more than 20 hops is "Alias chain too long"; a loop is a chain that is too long.
 export const MAX_ALIAS_HOPS = 20
 
 /**
@@ -121,7 +121,7 @@ export function createResolver (opts: ResolverOptions) {
    * path, kept synchronous); `cached` says it came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry (handle: string, flags: LookupOptions): { lookup: Lookup, cached: boolean } | undefined {
-    // Local records are neither cached nor fetched: a reload shows at once (DECISIONS §3).
+    // Local records are neither cached nor fetched: a reload shows at once (behaviour.md §3).
     if (opts.local !== undefined) {
       const values = opts.local.get(handle)
       if (values !== undefined) return { lookup: { kind: 'found', values, cache: 'HIT' }, cached: false }
@@ -189,7 +189,7 @@ export function createResolver (opts: ResolverOptions) {
     share(key, fromUpstream(handle, key, {})).catch((err: unknown) => opts.onRefreshError?.(handle, err))
   }
 
-  /** Follow HS_ALIAS values from `handle` (DECISIONS §3), at most MAX_ALIAS_HOPS hops. */
+  /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops. */
   async function followAliases (handle: string, flags: LookupOptions = {}): Promise<ChainResult> {
     return await walkAliases(handle, async (h) => await lookup(h, flags))
   }
@@ -213,7 +213,7 @@ export function createResolver (opts: ResolverOptions) {
 export type Resolver = ReturnType<typeof createResolver>
 
 /**
- * The alias walk (DECISIONS §3) as a generator: it yields each handle it needs and is given that
+ * The alias walk (behaviour.md §3) as a generator: it yields each handle it needs and is given that
  * handle's lookup, so one walk serves both the synchronous and the asynchronous driver.
  */
 function * aliasWalk (handle: string): Generator<string, ChainResult, Lookup> {

@@ -1,6 +1,6 @@
 /**
- * The choosers of the 10320/loc engine and the weighted draw (reference-proxy.md §3 "Selection
- * algorithm", [HNS92] Location.chooseLocationFromValue, DECISIONS §5). Pure: randomness is injected.
+ * The choosers of the 10320/loc engine and the weighted draw (behaviour.md R3 "Selection
+ * algorithm", [HNS92] Location.chooseLocationFromValue, behaviour.md §5). Pure: randomness is injected.
  */
 import { BlockList, isIP } from 'node:net'
 import { attr } from './xml.js'
@@ -25,7 +25,7 @@ export interface ChooserInput {
   problems: string[]
 }
 
-/** The code's default (DECISIONS §5); the DOI docs' `locatt,country,weighted` differs only for `addresses`/`score`. */
+/** The code's default (behaviour.md §5); the DOI docs' `locatt,country,weighted` differs only for `addresses`/`score`. */
 export const DEFAULT_CHOOSE_BY: readonly string[] = ['locatt', 'address', 'country', 'score', 'weighted']
 
 /** `chooseby` text → chooser names: split on ',', trimmed, lower-cased, blanks skipped; default when absent. */
@@ -137,7 +137,7 @@ function byScore<T extends Choosable> (list: readonly T[]): readonly T[] {
 }
 
 /**
- * Proportional draw ([HNS92] sendWeightedRedirect, reference §3 step 4): r = random·total, walk from the
+ * Proportional draw ([HNS92] sendWeightedRedirect, behaviour.md R3 step 4): r = random·total, walk from the
  * LAST candidate to the first adding weights, take the first whose running sum reaches r. Weight
  * defaults to 1, negatives count as 0. Two deliberate differences from the Java code:
  * - a weight-0 candidate is never taken by the walk (Java takes one when r is exactly 0), so "weight 0

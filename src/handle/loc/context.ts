@@ -1,7 +1,7 @@
 /**
  * Building the candidate list of the 10320/loc engine from the handle's values, its includes and the
- * namespace locations, with the root settings (reference-proxy.md §2 "Choosing among several URL
- * values", §3; [HNS92] Location.determineLocContext and processIncludes). Pure: no I/O.
+ * namespace locations, with the root settings (behaviour.md R2 "Choosing among several URL
+ * values", R3; [HNS92] Location.determineLocContext and processIncludes). Pure: no I/O.
  */
 import type { HandleValue } from '../types.js'
 import { parseNumber } from './choose.js'

@@ -1,6 +1,6 @@
 /**
  * href_template expansion, Link headers (from locations with `rel` and from 10320/links) and the
- * 10320/headers lines (reference-proxy.md §3 "Related value types", [HNS92] Location.writeLinks,
+ * 10320/headers lines (behaviour.md R3 "Related value types", [HNS92] Location.writeLinks,
  * getLinkValue, writeHttpHeaders, writeHtmlHeaders). Pure: no I/O.
  */
 import { encodeURL, encodeURLComponentHdl, encodeURLPath } from '../name.js'
@@ -8,7 +8,7 @@ import { attr, decodeEntities } from './xml.js'
 import type { XmlElement } from './xml.js'
 import { locationElements } from './values.js'
 
-/** `{hdl}` → the handle as one URL component ('/' → %2F); `{hdl:path}` → the handle path-encoded (reference §3). */
+/** `{hdl}` → the handle as one URL component ('/' → %2F); `{hdl:path}` → the handle path-encoded (behaviour.md R3). */
 export function expandTemplate (template: string, handle: string): string {
   return template.replace(/\{hdl(:path)?\}/g, (_m, path?: string) =>
     path === undefined ? encodeURLComponentHdl(handle) : encodeURLPath(handle))

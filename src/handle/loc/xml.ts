@@ -1,7 +1,7 @@
 /**
  * The small XML dialect of 10320/loc, 10320/links and HS_NAMESPACE values: parsed with fast-xml-parser
  * into plain elements (attributes kept in source order), and written back the way the reference's
- * XTag.write does for action=showurls (reference-proxy.md §3 "action=showurls output").
+ * XTag.write does for action=showurls (behaviour.md R3 "action=showurls output").
  * Pure: no I/O.
  */
 import { XMLParser } from 'fast-xml-parser'

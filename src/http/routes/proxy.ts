@@ -151,7 +151,7 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
       return reply.type(HTML).send(renderRedirectBody(outcome.location, outcome.headLines))
     }
     case 'alias': {
-      // reference §2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
+      // behaviour.md R2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
       const location = `${ctx.baseUrl}${encodeHandlePath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
       if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
       return reply.code(301).header('location', location).header('expires', httpDate(outcome.expires)).send()

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 
-// The reference proxy's robots.txt (reference-proxy.md §1 "Home page and special paths").
+// The reference proxy's robots.txt (behaviour.md R1 "Home page and special paths").
 const ROBOTS = 'User-agent: *\nCrawl-delay: 1\nRequest-rate: 1/1\n'
 const FAVICON = buildFavicon()
 

@@ -24,7 +24,7 @@ export function escapeHtml (s: string): string {
 
 const LINE_BREAK = /\r\n|\r|\n/g
 
-/** Escaped text with its line breaks shown as <br> (reference §5 "newline becomes <br />"). */
+/** Escaped text with its line breaks shown as <br> (behaviour.md R5 "newline becomes <br />"). */
 export function textWithBreaks (s: string): string {
   return escapeHtml(s).replace(LINE_BREAK, '<br>')
 }
@@ -56,7 +56,7 @@ export function looksLikeUri (s: string): boolean {
 }
 
 /**
- * Only these schemes ever become an href (DECISIONS §4: a resolver must not be an XSS relay).
+ * Only these schemes ever become an href (behaviour.md §4: a resolver must not be an XSS relay).
  * The scheme must start the string: browsers strip leading blanks and controls, so
  * ' javascript:' must not pass. Callers trim first and URL-encode the rest.
  */

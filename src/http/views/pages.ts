@@ -1,5 +1,5 @@
 /**
- * The HTML pages of the proxy (DECISIONS §7, reference-proxy.md §2, §5, §6): pure functions from
+ * The HTML pages of the proxy (behaviour.md §7, behaviour.md R2, R5, R6): pure functions from
  * data to a string. Every user- or upstream-supplied string is escaped here.
  */
 import { encodeURL, encodeURLPath, prefixOf } from '../../handle/name.js'
@@ -17,7 +17,7 @@ export interface PageContext {
 
 const EXAMPLE_DOI = '10.1000/182'
 
-/** Our own URL for a handle (reference §2 "Base URL for self-links"). */
+/** Our own URL for a handle (behaviour.md R2 "Base URL for self-links"). */
 function handleUrl (ctx: PageContext, handle: string): string {
   return ctx.baseUrl + encodeURLPath(handle)
 }
@@ -38,7 +38,7 @@ export function renderRedirectBody (url: string, headLines?: readonly string[]):
 
 // ---------------------------------------------------------------- values page
 
-/** Type cell (reference §5, HDLProxy.returnResponsePage), but only web URIs become links. */
+/** Type cell (behaviour.md R5, HDLProxy.returnResponsePage), but only web URIs become links. */
 function typeCell (ctx: PageContext, type: string): string {
   const text = escapeHtml(type)
   if (looksLikeUri(type)) return isWebUrl(type) ? link(encodeURL(type), text) : text
@@ -80,7 +80,7 @@ function hasStringFormat (value: HandleValue): boolean {
   return typeof format !== 'string' || format.toLowerCase() === 'string'
 }
 
-/** Data cell content (reference §5 table): admin, vlist, URL, EMAIL, JSON for non-strings, text. */
+/** Data cell content (behaviour.md R5 table): admin, vlist, URL, EMAIL, JSON for non-strings, text. */
 function dataCell (value: HandleValue): string {
   const upper = asciiUpperCase(String(value.type))
   if (upper === 'HS_ADMIN') {
@@ -206,13 +206,6 @@ const STATUS_TITLES: Record<number, string> = {
   504: 'Gateway Timeout'
 }
 
-const UPSTREAM_SENTENCES: Record<number, string> = {
-  502: 'The upstream DOI registry failed to give a usable answer.',
-  503: 'The resolver or the upstream DOI registry is temporarily unavailable.',
-  504: 'The upstream DOI registry did not answer in time.'
-}
-const DEFAULT_UPSTREAM_SENTENCE = 'Something went wrong while resolving this DOI with the upstream DOI registry.'
-
 const MAX_SHOWN_HANDLE = 300
 
 const LINE_END = /[\r\n]/
@@ -239,12 +232,9 @@ export function renderErrorPage (ctx: PageContext, err: { status: number, messag
   const handle = err.handle !== undefined && err.handle !== ''
     ? `<p>DOI: <code>${escapeHtml(shownHandle(err.handle))}</code></p>\n`
     : ''
-  const retry = err.status >= 500
-    ? `<p>${UPSTREAM_SENTENCES[err.status] ?? DEFAULT_UPSTREAM_SENTENCE} Please try again later.</p>\n`
-    : ''
   return htmlDocument(title, `<h1>${escapeHtml(title)}</h1>
 <p>${escapeHtml(firstLine(err.message))}</p>
-${handle}${retry}${searchForm(ctx, false)}`, ctx.baseUrl)
+${handle}${searchForm(ctx, false)}`, ctx.baseUrl)
 }
 
 // ---------------------------------------------------------------- home page
