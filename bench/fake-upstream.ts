@@ -57,7 +57,7 @@ function admin (prefix: string, h: number): FakeValue {
   return value(100, 'HS_ADMIN', 'admin', { handle: `0.na/${prefix}`, index: 200, permissions: '111111110010' }, h)
 }
 
-/** A DOI record shaped like the ones doi.org returns (fixtures/doiorg_api_handles_captured.json). */
+/** A DOI record shaped like the ones doi.org returns (test/fixtures/doiorg_api_handles_captured.json). */
 function doiRecord (handle: string, prefix: string, suffix: string): FakeValue[] {
   const h = hash(handle)
   const host = PUBLISHERS[h % PUBLISHERS.length] ?? 'example.org'

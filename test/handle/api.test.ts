@@ -48,7 +48,7 @@ function probeRecords (ts: string): Map<string, Upstream> {
 
 const RECORDS = { 1: probeRecords('2026-11-22T10:39:19Z'), 2: probeRecords('2026-11-22T10:40:55Z') }
 
-/** What the /api/handles route does with these functions (reference §7 order: empty handle, then the query). */
+/** What the /api/handles route does with these functions (behaviour.md R7 order: empty handle, then the query). */
 function answerApi (target: string, records: ReadonlyMap<string, Upstream>): { status: number, contentType: string, body: string } {
   const q = target.indexOf('?')
   const rawPath = q < 0 ? target : target.slice(0, q)
@@ -68,7 +68,7 @@ function answerApi (target: string, records: ReadonlyMap<string, Upstream>): { s
 }
 
 // [target, probe, HTTP status, Content-Type, body]: cut by Content-Length from
-// ../shared/fixtures/cnri_hdlproxy_9.2.0_probe.txt (CNRI HANDLE.NET 9.2.0, prefix 10.5555)
+// test/fixtures/cnri_hdlproxy_9.2.0_probe.txt (CNRI HANDLE.NET 9.2.0, prefix 10.5555)
 const PROBE_API_EXCHANGES: ReadonlyArray<[string, 1 | 2, number, string, string]> = [
   ['/api/handles/10.5555/plain', 1, 200, 'application/json;charset=utf-8', '{"responseCode":1,"handle":"10.5555/plain","values":[{"index":100,"type":"HS_ADMIN","data":{"format":"admin","value":{"handle":"0.NA/10.5555","index":300,"permissions":"111111111111"}},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"},{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'],
   ['/api/handles/10.5555/PLAIN?type=URL', 1, 200, 'application/json;charset=utf-8', '{"responseCode":1,"handle":"10.5555/PLAIN","values":[{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'],
@@ -115,7 +115,7 @@ describe('GET /api/handles answers byte for byte as the reference proxy (probe t
 })
 
 describe('doi.org responses come out byte-identical through apiSuccess + serializeApi', () => {
-  // ../shared/fixtures/doiorg_api_handles_captured.json (northword/zotero-format-metadata, lcnittl/pyDOI)
+  // test/fixtures/doiorg_api_handles_captured.json (northword/zotero-format-metadata, lcnittl/pyDOI)
   const cases: Array<[string, string]> = [...DOIORG_CAPTURES, ['10.SERV/CROSSREF (handle_10.SERV-CROSSREF_record_2020.json, 6 values)', CROSSREF_SERVICE_BODY]]
 
   it.each(cases)('%s', (_request, body) => {
@@ -129,7 +129,7 @@ describe('doi.org responses come out byte-identical through apiSuccess + seriali
     expect(serializeApi(apiSuccess(parsed.handle, reversed), { pretty: false }).body).toBe(body)
   })
 
-  it('the DOI Factsheet example 10.1000/1 ([DOI-FS] §5, reference §7)', () => {
+  it('the DOI Factsheet example 10.1000/1 ([DOI-FS] §5, behaviour.md R7)', () => {
     const values: HandleValue[] = [
       { ttl: 86400, index: 100, type: 'HS_ADMIN', timestamp: '2000-04-13T15:08:57Z', data: { value: { permissions: '011111111111', handle: '0.NA/10.1000', index: 200 }, format: 'admin' } },
       { timestamp: '2004-09-10T19:49:59Z', ttl: 86400, data: { format: 'string', value: 'https://www.doi.org/index.html' }, type: 'URL', index: 1 }
@@ -146,7 +146,7 @@ function reverseKeys (x: unknown, depth: number): unknown {
   return Object.fromEntries(Object.entries(x).reverse().map(([k, v]) => [k, reverseKeys(v, depth - 1)]))
 }
 
-describe('value key order: index, type, data, permissions, ttl, timestamp, references, then the rest (reference §7, [HNS92] GsonUtility)', () => {
+describe('value key order: index, type, data, permissions, ttl, timestamp, references, then the rest (behaviour.md R7, [HNS92] GsonUtility)', () => {
   const data = { format: 'string', value: 'x' }
   it.each<[string, HandleValue, string]>([
     ['permissions sits between data and ttl', { ttl: 5, permissions: '1110', data, type: 'T', index: 1 },
@@ -179,7 +179,7 @@ describe('value key order: index, type, data, permissions, ttl, timestamp, refer
   })
 })
 
-describe('error bodies (reference §7; [HNS92] ResponseGsonTypeHierarchyAdapter appends handle last)', () => {
+describe('error bodies (behaviour.md R7; [HNS92] ResponseGsonTypeHierarchyAdapter appends handle last)', () => {
   it.each<[string, ApiBody, number, string]>([
     ['not found: 404 and no message', apiNotFound('10.1/x'), 404, '{"responseCode":100,"handle":"10.1/x"}'],
     ['values not found: 200, values before handle', apiValuesNotFound('10.1/x'), 200, '{"responseCode":200,"values":[],"handle":"10.1/x"}'],
@@ -274,7 +274,7 @@ describe('the handle from the path after /api/handles ([HNS92] getPath: decodeUR
     ['/10.1000/x/', '10.1000/x/'], // a trailing slash is part of the handle
     ['/', ''],
     ['', ''],
-    ['/10.1000/%FF', undefined], // not UTF-8: 400 (DECISIONS §2)
+    ['/10.1000/%FF', undefined], // not UTF-8: 400 (behaviour.md §2)
     ['/10.1000/%C3', undefined]
   ])('%j → %j', (raw, handle) => {
     expect(apiHandleFromPath(raw)).toBe(handle)

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import {
-  chooseLocation, namespaceLocHandles, namespaceLocs, referencedHandles, renderShowUrls, usesLocationEngine
+  chooseLocation, namespaceLocHandles, namespaceLocs, referencedHandles, renderShowUrls
 } from '../../src/handle/locations.js'
 import type { LocationDecision, LocationRequest } from '../../src/handle/locations.js'
 import { automaticLocatt } from '../../src/handle/negotiate.js'
@@ -10,7 +10,7 @@ import type { HandleValue } from '../../src/handle/types.js'
 // ---------------------------------------------------------------------------------------------------
 // Fixtures and helpers
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url)
+const FIXTURES = new URL('../fixtures/', import.meta.url)
 const fixtureText = (name: string): string => readFileSync(new URL(name, FIXTURES), 'utf8')
 const fixtureJson = (name: string): any => JSON.parse(fixtureText(name))
 
@@ -118,12 +118,12 @@ describe('where a request is redirected', () => {
     // the record says "uk", which is not an ISO 3166 code, so a GeoIP country GB does not match it
     ['MR-LIST: a GB client still gets the choice page', req(MR_LIST, { country: 'GB' }), 'http://mr.crossref.org/iPage?doi=10.1525%2Fbio.2009.59.5.9'],
 
-    // DataCite namespace conneg location ([OBS-MS], reference §9)
+    // DataCite namespace conneg location ([OBS-MS], behaviour.md R9)
     ['DataCite: a BibTeX request goes to data.crosscite.org', req(DATACITE, { handle: DATACITE_DOI, namespaceValues: DATACITE_NS, locatt: automaticLocatt(BIBTEX) }), 'https://data.crosscite.org/10.17879%2F91968401496'],
     ['DataCite: a browser goes to the landing page', req(DATACITE, { handle: DATACITE_DOI, namespaceValues: DATACITE_NS, locatt: automaticLocatt(BROWSER), random: always(0) }), 'https://datastore.uni-muenster.de/doi/10.17879/91968401496'],
     ['DataCite: curl goes to the landing page', req(DATACITE, { handle: DATACITE_DOI, namespaceValues: DATACITE_NS, locatt: automaticLocatt(CURL), random: always(0.999) }), 'https://datastore.uni-muenster.de/doi/10.17879/91968401496'],
 
-    // 10.SERV/CROSSREF as the namespace of a Crossref DOI (reference §9; the <xlocation> is not a location)
+    // 10.SERV/CROSSREF as the namespace of a Crossref DOI (behaviour.md R9; the <xlocation> is not a location)
     ['Crossref: CSL-JSON goes to data.crossref.org', req(MR_LIST, { handle: '10.1525/bio.2009.59.5.9', namespaceValues: CROSSREF_SERVICE, locatt: automaticLocatt(CSL_JSON) }), 'https://data.crossref.org/10.1525%2Fbio.2009.59.5.9'],
     ['Crossref: a browser goes to the choice page', req(MR_LIST, { handle: '10.1525/bio.2009.59.5.9', namespaceValues: CROSSREF_SERVICE, locatt: automaticLocatt(BROWSER) }), 'http://mr.crossref.org/iPage?doi=10.1525%2Fbio.2009.59.5.9'],
     ['Crossref: action=metadata (role:metadata) does not reach the <xlocation>', req(MR_LIST, { namespaceValues: CROSSREF_SERVICE, locatt: ['role:metadata', ...automaticLocatt({ ...BROWSER, action: 'metadata' })] }), 'http://mr.crossref.org/iPage?doi=10.1525%2Fbio.2009.59.5.9'],
@@ -148,13 +148,13 @@ describe('where a request is redirected', () => {
   })
 
   it('Handbook: the draw walks from the last candidate (random 0.2 → www2, 0.7 → www1)', () => {
-    // reference §3 step 4: r = random·total = 0.4 is reached by www2 alone; r = 1.4 needs www1 too
+    // behaviour.md R3 step 4: r = random·total = 0.4 is reached by www2 alone; r = 1.4 needs www1 too
     expect(target(chooseLocation(req(HANDBOOK, { random: always(0.2) })))).toBe('https://www2.example.com/')
     expect(target(chooseLocation(req(HANDBOOK, { random: always(0.7) })))).toBe('https://www1.example.com/')
   })
 
   it('10.1126 (2012): a browser gets one of the two weight-0 locations, as the 9.2 code weighs the URL 0', () => {
-    // reference §2: with its own 10320/loc the URL gets urlWeight 0, so both candidates weigh 0 and the
+    // behaviour.md R2: with its own 10320/loc the URL gets urlWeight 0, so both candidates weigh 0 and the
     // pick is uniform; the 2012 handbook expected the URL (see the report)
     const hrefs = [0, 0.99].map((u) => target(chooseLocation(req(SCIENCE_1970, { locatt: automaticLocatt(BROWSER), random: always(u) }))))
     expect(hrefs).toEqual(['http://data.crossref.org/10.1126/science.169.3946.635', 'http://www.sciencemag.org/cgi/doi/10.1126/science.169.3946.635'])
@@ -170,12 +170,12 @@ describe('choosers and their order', () => {
     '<location id="b" href="http://b.example/" score="5" weight="0"/></locations>')]
 
   it.each([
-    // DECISIONS §5: default order locatt,address,country,score,weighted: address decides before country
+    // behaviour.md §5: default order locatt,address,country,score,weighted: address decides before country
     ['default order: the address chooser runs before country', req(twoByAddressAndCountry, { clientAddress: '10.1.2.3', country: 'GB' }), 'http://net.example/'],
     ['an IPv4 client seen as ::ffff:a.b.c.d matches an IPv4 range', req(twoByAddressAndCountry, { clientAddress: '::ffff:192.0.2.7', country: 'GB' }), 'http://net.example/'],
     ['a client outside every range: country decides', req(twoByAddressAndCountry, { clientAddress: '203.0.113.9', country: 'GB' }), 'http://gb.example/'],
     ['no client address: the address chooser changes nothing', req(twoByAddressAndCountry, { country: 'GB' }), 'http://gb.example/'],
-    // reference §3: choose_by is checked before chooseby
+    // behaviour.md R3: choose_by is checked before chooseby
     ['choose_by wins over chooseby', req(withChooseBy('chooseby="country" choose_by="score"'), { country: 'GB' }), 'http://b.example/'],
     ['chooseby="country" alone', req(withChooseBy('chooseby="country"'), { country: 'GB', random: always(0.5) }), 'http://a.example/'],
     ['chooseby="score" keeps the highest score, even at weight 0', req(withChooseBy('chooseby="score"')), 'http://b.example/'],
@@ -202,12 +202,12 @@ describe('weights and the draw', () => {
     weights.map((w, i) => `<location id="${i}" href="http://w${i}.example/"${w === '-' ? '' : ` weight="${w}"`}/>`).join('') + '</locations>')]
 
   it.each([
-    // reference §3: weight default 1, negative counts as 0; non-numeric falls back to the default 1 (our choice)
+    // behaviour.md R3: weight default 1, negative counts as 0; non-numeric falls back to the default 1 (our choice)
     ['a missing weight counts as 1', weighted('0', '-'), 0.01, 'http://w1.example/'],
     ['a negative weight counts as 0', weighted('-3', '1'), 0, 'http://w1.example/'],
     ['a non-numeric weight counts as 1', weighted('abc', '0'), 0.5, 'http://w0.example/'],
     ['weight " 2 " is read trimmed', weighted('1', ' 2 '), 0.6, 'http://w1.example/'],
-    // DECISIONS §5: weight 0 is never drawn unless all are 0 (Java would take the last one when r = 0)
+    // behaviour.md §5: weight 0 is never drawn unless all are 0 (Java would take the last one when r = 0)
     ['random 0 does not pick a trailing weight-0 location', weighted('1', '0'), 0, 'http://w0.example/'],
     ['all weights 0: uniform, random 0 → the first', weighted('0', '0', '0'), 0, 'http://w0.example/'],
     ['all weights 0: uniform, random 0.99 → the last', weighted('0', '0', '0'), 0.99, 'http://w2.example/'],
@@ -265,7 +265,7 @@ describe('candidates, in the reference order (seen through action=showurls)', ()
   const hrefs = (xml: string | undefined): string[] => [...(xml ?? '').matchAll(/ href="([^"]*)"/g)].map((m) => m[1] ?? '')
 
   it.each([
-    // reference §3 step 1: own → include → legacy URL values → namespace
+    // behaviour.md R3 step 1: own → include → legacy URL values → namespace
     ['own, include, legacy, namespace', req([own, url], { includes: new Map([['10.1000/inc', included]]), namespaceValues: ns }),
       ['http://own.example/', 'http://inc.example/', 'http://url.example/', 'http://ns.example/']],
     ['an include that could not be fetched is skipped', req([own, url], { namespaceValues: ns }),
@@ -284,7 +284,7 @@ describe('candidates, in the reference order (seen through action=showurls)', ()
   })
 
   it.each([
-    // reference §2: URL weight 0 when the record has its own 10320/loc, 1.0 when only namespace locations exist
+    // behaviour.md R2: URL weight 0 when the record has its own 10320/loc, 1.0 when only namespace locations exist
     ['own 10320/loc: URL weight 0.0', [val(1, '10320/loc', '<locations><location href="http://own.example/"/></locations>'), url], ns,
       '<location mode="legacy" weight="0.0" href="http://url.example/"/>'],
     ['only namespace locations: URL weight 1.0', [url], ns, '<location mode="legacy" weight="1.0" href="http://url.example/"/>'],
@@ -300,7 +300,7 @@ describe('candidates, in the reference order (seen through action=showurls)', ()
   })
 
   it.each([
-    // reference §3 "Legacy-only handles": first exact URL 1.0, the rest 0.0
+    // behaviour.md R3 "Legacy-only handles": first exact URL 1.0, the rest 0.0
     ['legacy only: the first URL 1.0, the others 0.0', [val(1, 'URL', 'http://first.example/'), val(2, 'EMAIL', 'a@b'), val(3, 'URL', 'http://second.example/')],
       '<locations>\n<location mode="legacy" weight="1.0" href="http://first.example/"/>\n<location mode="legacy" weight="0.0" href="http://second.example/"/>\n</locations>\n'],
     // the root name of the first 10320/loc is reused
@@ -319,7 +319,7 @@ describe('candidates, in the reference order (seen through action=showurls)', ()
 describe('href_template', () => {
   const templated = (template: string): HandleValue[] => [val(1, '10320/loc', `<locations><location href_template="${template}"/></locations>`)]
   it.each([
-    // reference §3: {hdl} is URL-component-encoded ('/' → %2F, space → %20), {hdl:path} path-encoded
+    // behaviour.md R3: {hdl} is URL-component-encoded ('/' → %2F, space → %20), {hdl:path} path-encoded
     ['{hdl}', 'https://data.crosscite.org/{hdl}', '10.17879/91968401496', 'https://data.crosscite.org/10.17879%2F91968401496'],
     ['{hdl} with a space', 'https://x.example/{hdl}', '10.1000/a b', 'https://x.example/10.1000%2Fa%20b'],
     ['{hdl:path}', 'https://x.example/{hdl:path}', '10.1000/a b?c', 'https://x.example/10.1000/a%20b%3Fc'],
@@ -338,7 +338,7 @@ describe('href_template', () => {
 describe('redirect status (http_sc)', () => {
   const loc = (root: string, location: string): HandleValue => val(1, '10320/loc', `<locations ${root}><location href="http://a.example/" ${location}/></locations>`)
   it.each([
-    // reference §2/§3: location first, then root, then namespace root; default 302; only 301/302/303/307/308
+    // behaviour.md R2/R3: location first, then root, then namespace root; default 302; only 301/302/303/307/308
     ['no http_sc → 302', [loc('', '')], [], 302],
     ['location http_sc="303"', [loc('http_sc="301"', 'http_sc="303"')], [], 303],
     ['root http_sc="307"', [loc('http_sc="307"', '')], [], 307],
@@ -353,7 +353,7 @@ describe('redirect status (http_sc)', () => {
 
 describe('Vary: Accept', () => {
   it.each([
-    // reference §2: Vary whenever some candidate's http_role contains "conneg" (no_conneg contains it too)
+    // behaviour.md R2: Vary whenever some candidate's http_role contains "conneg" (no_conneg contains it too)
     ['DataCite with a namespace conneg location', req(DATACITE, { namespaceValues: DATACITE_NS, locatt: automaticLocatt(BIBTEX) }), true],
     ['DataCite, browser request', req(DATACITE, { namespaceValues: DATACITE_NS, locatt: automaticLocatt(BROWSER) }), true],
     ['b2handle conneg/no_conneg record', req(b2handle('handlerecord_with_10320LOC_PUBLIC.json')), true],
@@ -386,7 +386,7 @@ describe('Link headers and 10320/headers', () => {
       val(2, '10320/headers', 'X-Handle: {hdl}\r\n<meta name="hdl" content="{hdl:path}">\nno colon here\n\nSet-Cookie: a=b\nBad Name: x\nX-Path:{hdl:path}')
     ]
     const d = redirect(chooseLocation(req(values, { handle: '10.1/a b' })))
-    expect(d.href).toBe('http://a.example/') // reference §2: headers alone make it the engine; the URL weighs 1.0
+    expect(d.href).toBe('http://a.example/') // behaviour.md R2: headers alone make it the engine; the URL weighs 1.0
     expect(d.extraHeaders).toEqual([['X-Handle', '10.1%2Fa%20b'], ['X-Path', '10.1/a%20b']])
     expect(d.headLines).toEqual(['<meta name="hdl" content="10.1/a%20b">'])
     expect(d.problems.some((p) => p.includes('Set-Cookie'))).toBe(true)
@@ -462,23 +462,12 @@ describe('what the resolver must fetch', () => {
     expect(namespaceLocs(values).noParentLocs).toBe(noParentLocs)
   })
 
-  it.each([
-    // reference §2 case B: any of the three types, or namespace locations
-    ['a 10320/loc value', [val(1, '10320/LOC', '<locations/>')], [], true],
-    ['a 10320/headers value only', [val(1, '10320/headers', 'X-A: b')], [], true],
-    ['URL only, with namespace locations', [val(1, 'URL', 'http://a/')], DATACITE_NS, true],
-    ['URL only, namespace values without locations', [val(1, 'URL', 'http://a/')], [val(1, 'EMAIL', 'x@y')], false],
-    ['URL only, nothing else (case A)', [val(1, 'URL', 'http://a/')], [], false]
-  ])('usesLocationEngine: %s', (_name, values, ns, expected) => {
-    expect(usesLocationEngine(values, ns)).toBe(expected)
-  })
-
   it('the values the answer depends on are reported (for Expires)', () => {
     const d = redirect(chooseLocation(req(DATACITE, { namespaceValues: DATACITE_NS })))
     expect(d.usedValues).toEqual([...DATACITE, ...DATACITE_NS])
   })
 
-  it('a legacy-only record redirects to its first URL value (DECISIONS §4)', () => {
+  it('a legacy-only record redirects to its first URL value (behaviour.md §4)', () => {
     const d = redirect(chooseLocation(req([val(1, 'EMAIL', 'a@b'), val(2, 'URL', ' http://first.example/ '), val(3, 'URL', 'http://second.example/')])))
     expect(d).toMatchObject({ href: 'http://first.example/', status: 302, vary: false, linkHeaders: [] })
   })

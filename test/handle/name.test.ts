@@ -12,10 +12,10 @@ import {
 } from '../../src/handle/name.js'
 
 // Sources, named in the `why` column:
-//   probe   = fixtures/cnri_hdlproxy_9.2.0_probe.txt (the real CNRI 9.2.0 proxy)
-//   tricky  = fixtures/tricky_real_dois.tsv (real DOIs, with the issue they came from)
-//   norm    = fixtures/doi_normalization_vectors.json (idutils, doi-regex, doi-utils, DOI Handbook)
-//   D§2     = DECISIONS.md §2, R§1 = reference-proxy.md §1
+//   probe   = test/fixtures/cnri_hdlproxy_9.2.0_probe.txt (the real CNRI 9.2.0 proxy)
+//   tricky  = test/fixtures/tricky_real_dois.tsv (real DOIs, with the issue they came from)
+//   norm    = test/fixtures/doi_normalization_vectors.json (idutils, doi-regex, doi-utils, DOI Handbook)
+//   D§2     = behaviour.md §2, R§1 = behaviour.md R1
 
 /** Percent-encode every non-ASCII character as UTF-8, as a browser sends it. */
 const wire = (s: string): string => s.replace(/[^\x20-\x7e]/gu, (c) => encodeURIComponent(c))

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { automaticLocatt } from '../../src/handle/negotiate.js'
 import type { NegotiationHeaders } from '../../src/handle/negotiate.js'
 
-// Rules: reference-proxy.md §9 "Mechanism" ([HNS92] HDLServletRequest.processAcceptHeader and
-// processAcceptLanguageHeader), DECISIONS §5.
+// Rules: behaviour.md R9 "Mechanism" ([HNS92] HDLServletRequest.processAcceptHeader and
+// processAcceptLanguageHeader), behaviour.md §5.
 
 const FIREFOX_UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 const CHROME_UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
@@ -27,7 +27,7 @@ describe('automatic locatt values from the request headers', () => {
       [...both('text/x-bibliography'), 'http_role:conneg']],
     ['Firefox 128', { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', userAgent: FIREFOX_UA }, BROWSER],
     ['Chrome 126', { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7', userAgent: CHROME_UA }, BROWSER],
-    // §9 step 2: curl's */* is not negotiation
+    // R9 step 2: curl's */* is not negotiation
     ['curl with its default */*', { accept: '*/*', userAgent: 'curl/8.5.0' }, ['http_role:no_conneg']],
     ['no Accept and no User-Agent', {}, ['http_role:no_conneg']],
     ['*/* from a Mozilla User-Agent is a browser', { accept: '*/*', userAgent: FIREFOX_UA }, BROWSER],
@@ -59,12 +59,12 @@ describe('automatic locatt values from the request headers', () => {
       [...both('application/x-bibtex'), ...both('text/html'), 'http_role:conneg']],
     ['several Accept headers are one list', { accept: ['text/turtle', 'application/ld+json;q=0.5'] },
       [...both('text/turtle'), ...both('application/ld+json'), 'http_role:conneg']],
-    // §9: action=metadata suppresses the http_role values only
+    // R9: action=metadata suppresses the http_role values only
     ['action=metadata: no http_role for a CSL-JSON request', { accept: 'application/vnd.citationstyles.csl+json', action: 'metadata' },
       both('application/vnd.citationstyles.csl+json')],
     ['action=METADATA: no http_role for curl', { accept: '*/*', userAgent: 'curl/8.5.0', action: 'METADATA' }, []],
     ['action=metadata from a browser keeps the text/html pair', { accept: '*/*', userAgent: FIREFOX_UA, action: 'metadata' }, both('text/html')],
-    // §9 step 4: one language: per Accept-Language entry, lower-cased, by q
+    // R9 step 4: one language: per Accept-Language entry, lower-cased, by q
     ['Accept-Language entries follow, by q', { accept: 'text/html', userAgent: FIREFOX_UA, acceptLanguage: 'fr-CH, fr;q=0.9, en;q=0.8, de;q=0.95, *;q=0.5' },
       [...BROWSER, 'language:fr-ch', 'language:de', 'language:fr', 'language:en', 'language:*']],
     ['Accept-Language alone', { acceptLanguage: 'en-US,en;q=0.5' }, ['http_role:no_conneg', 'language:en-us', 'language:en']]

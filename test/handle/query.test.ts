@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import type { ProxyParams } from '../../src/handle/query.js'
 import { hasTypeOrIndexFilter, parseProxyQuery } from '../../src/handle/query.js'
 
-// Sources: R§4 = reference-proxy.md §4 (parsing rules and table, [HNS92] HDLServletRequest.parseGetParams),
-// D§6 = DECISIONS.md §6, probe = fixtures/cnri_hdlproxy_9.2.0_probe.txt.
+// Sources: R§4 = behaviour.md R4 (parsing rules and table, [HNS92] HDLServletRequest.parseGetParams),
+// D§6 = behaviour.md §6, probe = test/fixtures/cnri_hdlproxy_9.2.0_probe.txt.
 
 /** What an empty query means. */
 const NONE: Omit<ProxyParams, 'all'> = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  isDoiName, raDisplayName, raEntry, raNameFromServiceRecord, raServiceHandle, serializeRa, splitDoiList
+  isDoiName, raDisplayName, raEntry, raServiceHandle, serializeRa, splitDoiList
 } from '../../src/handle/ra.js'
 import type { DoiListItem, RaEntry } from '../../src/handle/ra.js'
 import type { HandleValue } from '../../src/handle/types.js'
@@ -13,7 +13,7 @@ const ADMIN: HandleValue = { index: 100, type: 'HS_ADMIN', data: { format: 'admi
 // [CR-GL1499]: a Crossref prefix's namespace
 const CROSSREF_NAMESPACE = '<HS_NAMESPACE><DOI.RA>10.SERV/CROSSREF</DOI.RA><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>'
 
-describe('the DOI list is split on "," first, then each part percent-decoded (reference §8, [DOI-HB25] §4.7)', () => {
+describe('the DOI list is split on "," first, then each part percent-decoded (behaviour.md R8, [DOI-HB25] §4.7)', () => {
   it.each<[string, string, DoiListItem[]]>([
     ['one DOI', '10.1000/1', [{ given: '10.1000/1', doi: '10.1000/1' }]],
     ['two DOIs, in order', '10.1000/2,10.1000/1', [{ given: '10.1000/2', doi: '10.1000/2' }, { given: '10.1000/1', doi: '10.1000/1' }]],
@@ -31,33 +31,33 @@ describe('the DOI list is split on "," first, then each part percent-decoded (re
   })
 })
 
-describe('a DOI name starts with "10." (reference §8: "Invalid DOI" otherwise)', () => {
+describe('a DOI name starts with "10." (behaviour.md R8: "Invalid DOI" otherwise)', () => {
   it.each<[string, boolean]>([
     ['10.1000/1', true],
-    ['10.1108', true], // a prefix alone is fine (reference §8)
+    ['10.1108', true], // a prefix alone is fine (behaviour.md R8)
     ['10.1162/tacl\\_a\\_00276', true], // well formed; the lookup says it does not exist
     ['10.1000/a,b', true],
-    ['notADoi', false], // reference §8 fixture
+    ['notADoi', false], // behaviour.md R8 fixture
     ['', false],
     ['10.', false],
     ['10./x', false],
     ['11.1000/x', false],
     ['doi:10.1000/1', false],
     ['https://doi.org/10.1000/1', false],
-    ['10/p54k', false], // shortDOIs are not supported (reference §8)
-    ['10.1000/a\nb', false] // control characters are never part of a DOI (DECISIONS §2)
+    ['10/p54k', false], // shortDOIs are not supported (behaviour.md R8)
+    ['10.1000/a\nb', false] // control characters are never part of a DOI (behaviour.md §2)
   ])('%j → %s', (doi, ok) => {
     expect(isDoiName(doi)).toBe(ok)
   })
 })
 
-describe('the RA service handle comes from the prefix record: HS_NAMESPACE <DOI.RA>, else HS_SERV (reference §8)', () => {
+describe('the RA service handle comes from the prefix record: HS_NAMESPACE <DOI.RA>, else HS_SERV (behaviour.md R8)', () => {
   it.each<[string, HandleValue[], string | undefined]>([
     ['a Crossref prefix\'s namespace ([CR-GL1499])', [ADMIN, str(400, 'HS_NAMESPACE', CROSSREF_NAMESPACE)], '10.SERV/CROSSREF'],
-    ['HS_SERV 10.SERV/AIRITI, namespace without DOI.RA (doi.org/10.6890, reference §1)',
+    ['HS_SERV 10.SERV/AIRITI, namespace without DOI.RA (doi.org/10.6890, behaviour.md R1)',
       [ADMIN, str(1, 'HS_SERV', '10.SERV/AIRITI'), str(2, 'EMAIL', 'x@example.org'), str(3, 'DESC', 'Airiti'),
         str(4, 'HS_NAMESPACE', '<HS_NAMESPACE><contact><email>x@example.org</email></contact></HS_NAMESPACE>')], '10.SERV/AIRITI'],
-    ['HS_SERV 10.SERV/ISTIC (/api/handles/10.3969, reference §1)', [ADMIN, str(1, 'HS_SERV', '10.SERV/ISTIC')], '10.SERV/ISTIC'],
+    ['HS_SERV 10.SERV/ISTIC (/api/handles/10.3969, behaviour.md R1)', [ADMIN, str(1, 'HS_SERV', '10.SERV/ISTIC')], '10.SERV/ISTIC'],
     ['DOI.RA wins over HS_SERV, wherever the values sit', [str(1, 'HS_SERV', '10.SERV/CROSSREF'), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA></HS_NAMESPACE>')], '10.SERV/DATACITE'],
     ['the 2011 Crossref form ([CR-SUP])', [str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>0.SERV/10.crossref</DOI.RA></HS_NAMESPACE>')], '0.SERV/10.crossref'],
     ['an inactive prefix\'s namespace falls back to HS_SERV', [str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><status>inactive</status><statusmsg>gone</statusmsg></HS_NAMESPACE>'), str(2, 'HS_SERV', '10.SERV/MEDRA')], '10.SERV/MEDRA'],
@@ -82,12 +82,12 @@ describe('the RA service handle comes from the prefix record: HS_NAMESPACE <DOI.
   })
 })
 
-describe('10.SERV/X → the RA\'s display name (reference §8)', () => {
+describe('10.SERV/X → the RA\'s display name (behaviour.md R8)', () => {
   it.each<[string, string | undefined]>([
     ['10.SERV/CROSSREF', 'Crossref'],
     ['10.SERV/DEFAULT', 'Crossref'],
     ['10.SERV/DATACITE', 'DataCite'],
-    ['10.SERV/ETH', 'DataCite'], // third-party mapping cited in reference §8
+    ['10.SERV/ETH', 'DataCite'], // third-party mapping cited in behaviour.md R8
     ['10.SERV/MEDRA', 'mEDRA'],
     ['10.SERV/EIDR', 'EIDR'],
     ['10.SERV/JALC', 'JaLC'],
@@ -121,28 +121,17 @@ describe('10.SERV/X → the RA\'s display name (reference §8)', () => {
   })
 })
 
-describe('a service handle\'s own record names its RA (10320/ra_name)', () => {
-  it.each<[string, HandleValue[], string | undefined]>([
-    // fixtures/handle_10.SERV-CROSSREF_record_2020.json index 3
-    ['10.SERV/CROSSREF', [str(1, 'EMAIL', 'hdladmin@cnri.reston.va.us'), str(3, '10320/ra_name', 'Crossref')], 'Crossref'],
-    ['no 10320/ra_name', [str(1, 'EMAIL', 'x@example.org')], undefined],
-    ['an empty one', [str(3, '10320/RA_NAME', '  ')], undefined]
-  ])('%s', (_name, values, name) => {
-    expect(raNameFromServiceRecord(values)).toBe(name)
-  })
-})
-
-describe('one answer per DOI (reference §8 states)', () => {
+describe('one answer per DOI (behaviour.md R8 states)', () => {
   const crossrefPrefix = [ADMIN, str(400, 'HS_NAMESPACE', CROSSREF_NAMESPACE)]
   const item = (doi: string): DoiListItem => ({ given: doi, doi })
   it.each<[string, DoiListItem, { doiExists: boolean, prefixValues?: HandleValue[] }, RaEntry]>([
     ['a Crossref DOI', item('10.1000/1'), { doiExists: true, prefixValues: crossrefPrefix }, { DOI: '10.1000/1', RA: 'Crossref' }],
-    ['a prefix alone (10.1108 → Crossref, reference §8)', item('10.1108'), { doiExists: true, prefixValues: crossrefPrefix }, { DOI: '10.1108', RA: 'Crossref' }],
+    ['a prefix alone (10.1108 → Crossref, behaviour.md R8)', item('10.1108'), { doiExists: true, prefixValues: crossrefPrefix }, { DOI: '10.1108', RA: 'Crossref' }],
     ['not a 10. name', item('notADoi'), { doiExists: true }, { DOI: 'notADoi', status: 'Invalid DOI' }],
     ['an empty entry', item(''), { doiExists: false }, { DOI: '', status: 'Invalid DOI' }],
     ['undecodable bytes', { given: '10.1/%FF', doi: undefined }, { doiExists: false }, { DOI: '10.1/%FF', status: 'Invalid DOI' }],
     ['a suffix that does not exist ([OBS-S4])', item('10.1162/tacl\\_a\\_00276'), { doiExists: false, prefixValues: crossrefPrefix }, { DOI: '10.1162/tacl\\_a\\_00276', status: 'DOI does not exist' }],
-    ['an unknown prefix (10.99999, reference §8)', item('10.99999'), { doiExists: false }, { DOI: '10.99999', status: 'DOI does not exist' }],
+    ['an unknown prefix (10.99999, behaviour.md R8)', item('10.99999'), { doiExists: false }, { DOI: '10.99999', status: 'DOI does not exist' }],
     ['an RA we cannot name', item('10.1/x'), { doiExists: true, prefixValues: [str(1, 'HS_SERV', '10.SERV/ELSEWHERE')] }, { DOI: '10.1/x', status: 'Unknown' }],
     ['a prefix record with no RA in it', item('10.1/x'), { doiExists: true, prefixValues: [ADMIN] }, { DOI: '10.1/x', status: 'Unknown' }],
     ['a prefix record that could not be read', item('10.1/x'), { doiExists: true }, { DOI: '10.1/x', status: 'Unknown' }],
@@ -157,7 +146,7 @@ describe('one answer per DOI (reference §8 states)', () => {
   })
 })
 
-describe('the JSON array, pretty-printed as doi.org documents it (reference §8)', () => {
+describe('the JSON array, pretty-printed as doi.org documents it (behaviour.md R8)', () => {
   it.each<[string, RaEntry[], string]>([
     ['the documented EIDR example', [{ DOI: '10.5240/B1FA-0EEC-C316-3316-3A73-L', RA: 'EIDR' }],
       '[\n  {\n    "DOI": "10.5240/B1FA-0EEC-C316-3316-3A73-L",\n    "RA": "EIDR"\n  }\n]'],

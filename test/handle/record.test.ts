@@ -12,8 +12,8 @@ import {
   vlistEntries
 } from '../../src/handle/record.js'
 
-// Sources: probe = fixtures/cnri_hdlproxy_9.2.0_probe.txt; captured = fixtures/doiorg_api_handles_captured.json;
-// crossref = fixtures/handle_10.SERV-CROSSREF_record_2020.json; R§n = reference-proxy.md; D§n = DECISIONS.md.
+// Sources: probe = test/fixtures/cnri_hdlproxy_9.2.0_probe.txt; captured = test/fixtures/doiorg_api_handles_captured.json;
+// crossref = test/fixtures/handle_10.SERV-CROSSREF_record_2020.json; R§n = behaviour.md Rn; D§n = behaviour.md §n.
 
 const TS = '2026-11-22T10:39:19Z'
 
@@ -118,6 +118,11 @@ describe('recordCacheSeconds: how long a whole record stays in our cache (D§3)'
 
   it('uses the configured maximum', () => {
     expect(recordCacheSeconds([ttl(86400)], NOW, { maxSeconds: 3600, floorSeconds: 60 })).toBe(3600)
+  })
+
+  it('a record of 300,000 values (more arguments than a call may take) still gets its smallest ttl', () => {
+    const values = Array.from({ length: 300_000 }, (_, i) => ttl(i === 123_456 ? 120 : 86400))
+    expect(recordCacheSeconds(values, NOW, opts)).toBe(120)
   })
 })
 

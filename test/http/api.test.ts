@@ -3,12 +3,12 @@ import { setup } from '../support/app.js'
 import { admin, str } from '../support/records.js'
 import { rawRequest } from '../support/raw-http.js'
 
-// Expected bodies are byte-for-byte the reference's (../shared/fixtures/cnri_hdlproxy_9.2.0_probe.txt, first probe).
+// Expected bodies are byte-for-byte the reference's (test/fixtures/cnri_hdlproxy_9.2.0_probe.txt, first probe).
 const ADMIN = '{"index":100,"type":"HS_ADMIN","data":{"format":"admin","value":{"handle":"0.NA/10.5555","index":300,"permissions":"111111111111"}},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
 const PLAIN_URL = '{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
 const JSON_TYPE = 'application/json;charset=utf-8'
 
-describe('/api/handles (DECISIONS §7)', () => {
+describe('/api/handles (behaviour.md §7)', () => {
   it.each([
     ['/api/handles/10.5555/plain', 200, `{"responseCode":1,"handle":"10.5555/plain","values":[${ADMIN},${PLAIN_URL}]}`],
     ['/api/handles/10.5555/PLAIN?type=URL', 200, '{"responseCode":1,"handle":"10.5555/PLAIN","values":[{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'],
@@ -105,7 +105,7 @@ describe('/api/handles (DECISIONS §7)', () => {
     upstream.mode = { kind: 'status', status: 500 }
     const res = await app.inject({ url: '/api/handles/10.5555/plain' })
     expect(res.statusCode).toBe(502)
-    expect(res.json()).toEqual({ responseCode: 2, message: 'The upstream DOI registry answered with HTTP 500.', handle: '10.5555/plain' })
+    expect(res.json()).toEqual({ responseCode: 2, message: 'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute.', handle: '10.5555/plain' })
   })
 
   it('an upstream timeout is responseCode 2 and 504', async () => {
@@ -153,7 +153,7 @@ describe('/api/handles (DECISIONS §7)', () => {
   })
 })
 
-describe('Which RA? (reference §8)', () => {
+describe('Which RA? (behaviour.md R8)', () => {
   const records = {
     '10.5555/plain': [str(1, 'URL', 'http://example.org/plain')],
     10.5555: [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF')],

@@ -7,7 +7,7 @@ import { buildMmdb } from '../support/mmdb-writer.js'
 import { setup } from '../support/app.js'
 import { admin, LOC_XML, str } from '../support/records.js'
 
-// A DataCite-like prefix whose HS_NAMESPACE names a conneg handle (reference §9 "Prefix-level locations").
+// A DataCite-like prefix whose HS_NAMESPACE names a conneg handle (behaviour.md R9 "Prefix-level locations").
 const CONNEG_LOC = '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>'
 const RECORDS = {
   10.17879: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')],
@@ -66,7 +66,7 @@ describe('content negotiation through namespace locations (issue 3)', () => {
     expect(res.headers.location).toBe(LANDING)
   })
 
-  // Byte for byte doi.org's own output for this DOI (reference §3, [OBS-MS]).
+  // Byte for byte doi.org's own output for this DOI (behaviour.md R3, [OBS-MS]).
   it('action=showurls lists the candidates as XML with href filled in, as doi.org does', async () => {
     const { app } = await setup({ records: RECORDS })
     const res = await app.inject({ url: '/10.17879/91968401496?action=showurls' })

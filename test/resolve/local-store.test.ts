@@ -69,14 +69,14 @@ describe('parseStoreFile: the record formats a user may write (issue 7 §1)', ()
   })
 })
 
-describe('parseStoreFile: what makes a record invalid (issue 7 §1; the REST API shape, reference-proxy.md §7)', () => {
+describe('parseStoreFile: what makes a record invalid (issue 7 §1; the REST API shape, behaviour.md R7)', () => {
   const value = (patch: Record<string, unknown>): Record<string, unknown> => ({ index: 1, type: 'URL', data: { format: 'string', value: 'https://example.org/' }, ttl: 86400, ...patch })
   const rec = (patch: Record<string, unknown>): string => JSON.stringify({ handle: '10.5555/r', values: [value({})], ...patch })
   const withValue = (patch: Record<string, unknown>): string => rec({ values: [value(patch)] })
   it.each([
     { why: 'handle missing', text: JSON.stringify({ values: [] }), message: '"handle" must be a string' },
     { why: 'handle empty', text: rec({ handle: '' }), message: '"handle" must not be empty' },
-    { why: 'handle with a newline (DECISIONS §2: no control characters)', text: rec({ handle: '10.5555/a\nb' }), message: '"handle" "10.5555/a\\nb" contains a control character' },
+    { why: 'handle with a newline (behaviour.md §2: no control characters)', text: rec({ handle: '10.5555/a\nb' }), message: '"handle" "10.5555/a\\nb" contains a control character' },
     { why: 'handle with a trailing space (never reachable: requests are trimmed)', text: rec({ handle: '10.5555/a ' }), message: expect.stringContaining('starts or ends with whitespace') },
     { why: 'values not an array', text: rec({ values: {} }), message: '"values" of 10.5555/r must be an array' },
     { why: 'a value that is not an object', text: rec({ values: ['URL'] }), message: '10.5555/r: values[0] must be an object' },
@@ -140,7 +140,7 @@ describe('buildSnapshot: duplicates (issue 7: the later file, sorted by name, wi
     expect(snap.duplicates).toHaveLength(1)
   })
 
-  it('handles that differ beyond ASCII case are different records (DECISIONS §2.8)', () => {
+  it('handles that differ beyond ASCII case are different records (behaviour.md §2.8)', () => {
     const snap = buildSnapshot([file('a.ndjson', [rec('10.5555/é', 'https://lower/'), rec('10.5555/É', 'https://upper/')])])
     expect(snap.records.size).toBe(2)
     expect(snap.duplicates).toEqual([])

@@ -1,7 +1,7 @@
 import type { HandleValue } from '../../src/handle/types.js'
 
 /**
- * Test records modelled on the reference probe (../shared/fixtures/cnri_hdlproxy_9.2.0_probe.txt):
+ * Test records modelled on the reference probe (test/fixtures/cnri_hdlproxy_9.2.0_probe.txt):
  * prefix 10.5555, the same handles and values, so our answers can be compared with the transcript.
  */
 const TS = '2026-11-22T10:39:19Z'
