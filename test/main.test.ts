@@ -79,13 +79,23 @@ describe('the server process', () => {
     expect(err).toContain('localStoreDir')
   })
 
-  it('never logs the client\'s cookies or authorization', async () => {
+  it('never logs the client\'s cookies or authorization, on the access line nor on the failure line', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', LOG_REQUESTS: 'true' })
-    await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { cookie: 'session=s3cret', authorization: 'Bearer t0ken' } })
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', LOG_REQUESTS: 'true', UPSTREAM_RETRIES: '0' })
+    const secrets = { cookie: 'session=s3cret', authorization: 'Bearer t0ken' }
+    const ok = await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { ...secrets, 'x-request-id': 'secret-ok' } })
+    expect(ok.status).toBe(302)
+    // An upstream failure: logged as a warning or an error with the request id, whatever else it carries.
+    upstream.mode = { kind: 'status', status: 500 }
+    const failed = await fetch(`http://127.0.0.1:${port}/10.5555/multi`, { redirect: 'manual', headers: { ...secrets, 'x-request-id': 'secret-failed' } })
+    expect(failed.status).toBeGreaterThanOrEqual(500)
     child.kill('SIGTERM')
-    await exitOf(child)
+    expect(await exitOf(child)).toBe(0)
+    const lines = output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+    // The requests that carried the secrets were logged: an access line for each, a warning or error for the failure.
+    expect(lines.filter((l) => l.msg === 'request').map((l) => l.reqId)).toEqual(['secret-ok', 'secret-failed'])
+    expect(lines.some((l) => l.reqId === 'secret-failed' && l.msg !== 'request' && Number(l.level) >= 40)).toBe(true)
     expect(output()).not.toContain('s3cret')
     expect(output()).not.toContain('t0ken')
   })
