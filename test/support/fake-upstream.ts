@@ -10,6 +10,10 @@ export type UpstreamMode =
   | { kind: 'hang' }
   | { kind: 'status', status: number, body?: string, headers?: Record<string, string> }
   | { kind: 'broken-json' }
+  /** An error page in HTML, as a CDN or WAF in front of the registry sends (400, 403, 414, 431…). */
+  | { kind: 'html', status: number }
+  /** The connection is cut before any answer. */
+  | { kind: 'reset' }
 
 export interface SeenRequest {
   handle: string
@@ -17,9 +21,14 @@ export interface SeenRequest {
   headers: IncomingMessage['headers']
 }
 
+/** Longest request target the CDN in front of the fake passes on; longer is an HTML 414, as CDNs answer. */
+export const CDN_MAX_TARGET = 8192
+
 /**
  * A real Handle REST API server on 127.0.0.1 with records in memory. Handles are matched with
  * ASCII case folding, as handle servers do. Switch `mode` to make it slow, hang, fail or lie.
+ * In front of it, a CDN's own rules, whatever the mode: an HTML 400 for a raw '.' or '..' path
+ * segment and an HTML 414 for a request target over CDN_MAX_TARGET.
  */
 export class FakeUpstream {
   readonly records = new Map<string, HandleValue[]>()
@@ -92,8 +101,15 @@ export class FakeUpstream {
     this.seen.push({ handle, path: url, headers: req.headers })
     this.inFlight++
     res.on('close', () => { this.inFlight-- })
+    if (url.length > CDN_MAX_TARGET) return htmlError(res, 414)
+    if (path.split('/').some((segment) => segment === '.' || segment === '..')) return htmlError(res, 400)
     const mode = this.script.shift() ?? this.mode
     switch (mode.kind) {
+      case 'html':
+        return htmlError(res, mode.status)
+      case 'reset':
+        res.socket?.destroy()
+        return
       case 'hang':
         return // never answer
       case 'status':
@@ -121,6 +137,11 @@ export class FakeUpstream {
     res.writeHead(status, { 'content-type': 'application/json;charset=utf-8' })
     res.end(JSON.stringify(body))
   }
+}
+
+function htmlError (res: ServerResponse, status: number): void {
+  res.writeHead(status, { 'content-type': 'text/html', server: 'cloudflare' })
+  res.end(`<html><head><title>${status}</title></head><body><center><h1>${status}</h1></center><hr><center>cloudflare</center></body></html>`)
 }
 
 function fold (handle: string): string {
