@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { guardUpstream } from './resolve/guard.js'
+import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
 import { openLocalStore } from './resolve/local-store.js'
 import { registerAdmission } from './http/admission.js'
@@ -71,7 +72,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     logController: new LogController({ disableRequestLogging: true }),
     // A random prefix per process and a counter: unique, and cheaper than a UUID per request.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`,
-    trustProxy: config.trustProxy,
+    // Fastify also takes a hop count (its getTrustProxyFn); its types leave numbers out.
+    trustProxy: config.trustProxy as boolean | string[],
     // Explicit server limits; never a library's default.
     connectionTimeout: config.requestTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
@@ -138,20 +140,21 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
   })
   const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
-  const upstream = guardUpstream(rawUpstream, {
-    queue: {
-      maxActive: config.upstreamMaxConcurrent,
-      perClient: config.upstreamPerClient,
-      perClientQueue: config.upstreamClientQueue,
-      maxWaiting: config.upstreamQueueSize,
-      waitTimeoutMs: config.upstreamQueueTimeoutMs,
-      retryAfterMs: 5000,
-      onChange: (waiting, active) => {
-        metrics.upstreamWaiting.set(waiting)
-        metrics.upstreamActive.set(active)
-      },
-      onRefuse: (reason) => metrics.refusals.inc({ reason })
+  const queue = createFairQueue({
+    maxActive: config.upstreamMaxConcurrent,
+    perClient: config.upstreamPerClient,
+    perClientQueue: config.upstreamClientQueue,
+    maxWaiting: config.upstreamQueueSize,
+    waitTimeoutMs: config.upstreamQueueTimeoutMs,
+    retryAfterMs: 5000,
+    onChange: (waiting, active) => {
+      metrics.upstreamWaiting.set(waiting)
+      metrics.upstreamActive.set(active)
     },
+    onRefuse: (reason) => metrics.refusals.inc({ reason })
+  })
+  const upstream = guardUpstream(rawUpstream, {
+    maxPrefixBreakers: 1024,
     breaker: {
       errorThresholdPercent: config.breakerErrorThresholdPercent,
       volumeThreshold: config.breakerVolumeThreshold,
@@ -161,6 +164,10 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     onBreaker: (state) => {
       metrics.breakerOpen.set(BREAKER_LEVEL[state])
       app.log.warn({ state }, 'upstream circuit breaker changed state')
+    },
+    onPrefixBreaker: (prefix, state) => {
+      if (state === 'open') metrics.prefixBreakerOpenings.inc()
+      app.log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
     }
   })
   app.addHook('onClose', async () => { await upstream.close() })
@@ -175,6 +182,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const throttleStale = createLogThrottle(1000)
   const resolver = createResolver({
     upstream: config.offline ? undefined : upstream,
+    queue,
     local,
     cache,
     metrics,

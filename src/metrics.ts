@@ -40,6 +40,11 @@ export function createMetrics () {
       help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
       registers: [registry]
     }),
+    prefixBreakerOpenings: new Counter({
+      name: 'doi_proxy_prefix_circuit_openings_total',
+      help: 'Times the circuit breaker of one prefix (one failing handle server) opened',
+      registers: [registry]
+    }),
     upstreamWaiting: new Gauge({
       name: 'doi_proxy_upstream_queue_length',
       help: 'Lookups waiting for an upstream slot',

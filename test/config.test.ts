@@ -17,7 +17,9 @@ describe('configuration (issue 2 item 10)', () => {
     [{ PORT: '70000' }, /port \(env PORT\): expected an integer from 0 to 65535, got "70000"/],
     [{ UPSTREAM_URL: 'ftp://x' }, /upstreamUrl \(env UPSTREAM_URL\): expected an http\(s\) URL/],
     [{ UPSTREAM_URL: 'https://doi.org/api/handles?x=1' }, /without \?query/],
-    [{ TRUST_PROXY: 'maybe' }, /trustProxy \(env TRUST_PROXY\): expected true or false, got "maybe"/],
+    [{ TRUST_PROXY: 'maybe' }, /trustProxy \(env TRUST_PROXY\): expected true, false, a number of proxies \(0 to 16\) or the proxies' addresses\/CIDRs, got "maybe"/],
+    [{ TRUST_PROXY: '17' }, /trustProxy \(env TRUST_PROXY\)/],
+    [{ REQUEST_DEADLINE_MS: '30000' }, /requestDeadlineMs: 30000 must be below requestTimeoutMs 30000/],
     [{ LOG_LEVEL: 'loud' }, /logLevel \(env LOG_LEVEL\): expected one of fatal/],
     [{ ALLOWED_SCHEMES: 'https,java script' }, /allowedSchemes/],
     [{ RATE_LIMIT_ALLOW_LIST: '10.0.0.0/33' }, /rateLimitAllowList \(env RATE_LIMIT_ALLOW_LIST\)/],
@@ -47,6 +49,12 @@ describe('configuration (issue 2 item 10)', () => {
     expect(c.allowedSchemes).toEqual(['https', 'http'])
     expect(c.raNames).toEqual({ NEWRA: 'New Agency' })
     expect(c.rateLimitAllowList).toEqual(['10.0.0.0/8', '::1'])
+  })
+
+  it.each([
+    ['1', 1], ['2', 2], ['0', 0], ['true', true], ['false', false], ['10.0.0.1, 10.1.0.0/16', ['10.0.0.1', '10.1.0.0/16']]
+  ])('TRUST_PROXY=%s means %o (a hop count, every hop, none, or the proxies\' addresses)', (env, value) => {
+    expect(buildConfig(undefined, { TRUST_PROXY: env }).trustProxy).toEqual(value)
   })
 
   it('the User-Agent carries the contact address', () => {

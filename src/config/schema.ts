@@ -17,7 +17,8 @@ export interface Config {
   userAgent: string
   contactEmail: string | undefined
   publicBaseUrl: string | undefined
-  trustProxy: boolean
+  /** false, true (every hop), a number of proxies in front, or the proxies' addresses/CIDRs (Fastify's trustProxy). */
+  trustProxy: boolean | number | string[]
   cacheMaxEntries: number
   cacheMaxBytes: number
   cacheMaxTtlSeconds: number
@@ -64,7 +65,7 @@ export interface Config {
   maxEventLoopDelayMs: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'trust'
 
 interface Option {
   key: keyof Config
@@ -90,7 +91,7 @@ export const OPTIONS: readonly Option[] = [
   { key: 'userAgent', env: 'USER_AGENT', kind: 'string', default: 'doi-proxy/0.1 (self-hosted DOI resolver)', doc: 'User-Agent sent upstream (doi.org refuses requests without one).' },
   { key: 'contactEmail', env: 'CONTACT_EMAIL', kind: 'optional-string', default: undefined, doc: 'Appended to the User-Agent as `mailto:` so the upstream operator can reach you. Recommended.' },
   { key: 'publicBaseUrl', env: 'PUBLIC_BASE_URL', kind: 'optional-url', default: undefined, doc: 'Base URL of this resolver as users see it (behind a reverse proxy), for alias redirects and self-links. Default: taken from the request.' },
-  { key: 'trustProxy', env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Trust `X-Forwarded-*` headers (client address, scheme, host). Turn on only behind your own reverse proxy.' },
+  { key: 'trustProxy', env: 'TRUST_PROXY', kind: 'trust', default: false, doc: 'Trust `X-Forwarded-*` headers (client address, scheme, host) from your own reverse proxy: a number of proxies in front (`1` behind one nginx: the address it saw, which a client cannot forge), or their addresses/CIDRs. `true` trusts every hop, so the client address is the leftmost `X-Forwarded-For` entry, which a client can write itself unless your proxy overwrites the header. Never set it without a proxy.' },
   { key: 'cacheMaxEntries', env: 'CACHE_MAX_ENTRIES', kind: 'int', min: 1, max: 100_000_000, default: 200_000, doc: 'Most records (and not-found answers) held in memory.' },
   { key: 'cacheMaxBytes', env: 'CACHE_MAX_BYTES', kind: 'int', min: 1024, max: 64 * 1024 * 1024 * 1024, default: 256 * 1024 * 1024, doc: 'Most bytes of records held in memory (estimated from their JSON size).' },
   { key: 'cacheMaxTtlSeconds', env: 'CACHE_MAX_TTL_SECONDS', kind: 'int', min: 0, max: 30 * 86400, default: 86_400, doc: 'A record is kept fresh at most this long, whatever its values\' `ttl` say.' },
@@ -221,6 +222,19 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
       }
       return items
     }
+    case 'trust': {
+      const expected = 'true, false, a number of proxies (0 to 16) or the proxies\' addresses/CIDRs'
+      if (typeof raw === 'boolean') return raw
+      if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 && raw <= 16 ? raw : fail(expected)
+      const text = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined
+      // Digits are a hop count ('1': one proxy in front), not a boolean.
+      if (text !== undefined && /^\d+$/.test(text)) return Number(text) <= 16 ? Number(text) : fail(expected)
+      if (text !== undefined && ['true', 'yes', 'on'].includes(text)) return true
+      if (text !== undefined && ['false', 'no', 'off', ''].includes(text)) return false
+      const items = Array.isArray(raw) ? raw : text !== undefined ? text.split(',').map((x) => x.trim()).filter(Boolean) : []
+      if (items.length === 0 || items.some((item) => typeof item !== 'string' || parseCidr(item) === undefined)) return fail(expected)
+      return items
+    }
     case 'prefixes': {
       const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : fail('comma-separated prefixes such as 10.5555')
       if (items.some((p) => typeof p !== 'string' || !/^[^\s/]+$/.test(p))) return fail('comma-separated prefixes such as 10.5555 (no spaces, no slash)')
@@ -256,6 +270,10 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
     if (raw !== undefined) out[opt.key] = coerce(opt, raw, `env ${opt.env}`)
   }
   const config = out as unknown as Config
+  // The server drops a connection that has been quiet for requestTimeoutMs: a lookup must end before.
+  if (config.requestDeadlineMs >= config.requestTimeoutMs) {
+    throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)
+  }
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
     throw new ConfigError(`invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`)
   }

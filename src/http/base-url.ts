@@ -10,5 +10,6 @@ const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
 export function baseUrlFor (request: FastifyRequest, publicBaseUrl: string | undefined, fallbackHost: string): string {
   if (publicBaseUrl !== undefined) return `${publicBaseUrl}/`
   const host = SAFE_HOST.test(request.host) ? request.host : fallbackHost
-  return `${request.protocol}://${host}/`
+  // X-Forwarded-Proto (behind TRUST_PROXY) is a header like any other: only http or https becomes a scheme.
+  return `${request.protocol === 'https' ? 'https' : 'http'}://${host}/`
 }

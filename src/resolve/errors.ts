@@ -13,12 +13,13 @@ export class UpstreamError extends Error {
     message: string,
     /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429, our own queues). */
     readonly staleable: boolean,
-    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean }
+    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean, scope?: FaultScope }
   ) {
     super(message, options)
     this.upstreamStatus = options?.upstreamStatus
     this.retryAfterMs = options?.retryAfterMs
     this.fault = options?.fault ?? false
+    this.scope = options?.scope ?? 'upstream'
   }
 
   /** The HTTP status the upstream answered, when it answered. */
@@ -30,7 +31,15 @@ export class UpstreamError extends Error {
    * count against the circuit breaker; an answer about a handle or a client's bad input never does.
    */
   readonly fault: boolean
+  /**
+   * Whom a fault speaks about: the whole upstream (it cannot be reached, its CDN fails, it rate-limits
+   * us) or one prefix's handle server (the API answered a JSON 5xx for a handle, or took too long):
+   * a client that asks for DOIs of a broken handle server must not pause lookups for everyone.
+   */
+  readonly scope: FaultScope
 }
+
+export type FaultScope = 'upstream' | 'prefix'
 
 const TRY_AGAIN = 'This is usually brief: please try again in a minute.'
 
@@ -40,14 +49,14 @@ export const upstreamErrors = {
       { cause: cause ?? detail, fault: true }),
   timeout: (ms: number, cause?: unknown) =>
     new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `The DOI registry took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`, true,
-      { cause, fault: true }),
+      { cause, fault: true, scope: 'prefix' }),
   /** The request's own deadline ran out (alias hops, queue waits and retries included). */
   deadline: () =>
     new UpstreamError('DP_DEADLINE', 504, `Looking this DOI up took longer than we allow a request. ${TRY_AGAIN}`, true),
-  status: (status: number, retryAfterMs?: number) =>
+  status: (status: number, retryAfterMs?: number, scope: FaultScope = 'upstream') =>
     new UpstreamError('DP_UPSTREAM_STATUS', 502, `The DOI registry is having trouble right now and answered with an error. ${TRY_AGAIN}`,
       status >= 500 || status === 429,
-      { upstreamStatus: status, fault: status >= 500 || status === 429, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+      { upstreamStatus: status, fault: status >= 500 || status === 429, scope, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
   /**
    * The upstream refused the request itself (a 4xx other than 404 and 429, often a CDN's HTML page):
    * a handle it judges malformed or too long. That request's problem, never a fault of the upstream.
@@ -65,5 +74,7 @@ export const upstreamErrors = {
   clientOverShare: (retryAfterMs: number) =>
     new UpstreamError('DP_CLIENT_OVER_SHARE', 429, 'You have too many DOI lookups in progress. Please wait for them to finish, then try again.', false, { retryAfterMs }),
   circuitOpen: () =>
-    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 })
+    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 }),
+  prefixCircuitOpen: () =>
+    new UpstreamError('DP_PREFIX_CIRCUIT_OPEN', 503, 'The registry server for DOIs with this prefix is failing right now, so we have paused lookups for them for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 })
 }

@@ -1,64 +1,99 @@
 import CircuitBreaker from 'opossum'
+import { LRUCache } from 'lru-cache'
+import { cacheKey, prefixOf } from '../handle/name.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
-import { createFairQueue } from './fair-queue.js'
-import type { ClientTicket, FairQueueOptions } from './fair-queue.js'
+import type { FaultScope } from './errors.js'
 import type { FetchOptions, UpstreamAnswer, UpstreamClient } from './upstream.js'
 
+export interface BreakerOptions {
+  errorThresholdPercent: number
+  volumeThreshold: number
+  resetMs: number
+  windowMs: number
+}
+
 export interface GuardOptions {
-  queue: FairQueueOptions
-  breaker: { errorThresholdPercent: number, volumeThreshold: number, resetMs: number, windowMs: number }
+  breaker: BreakerOptions
+  /** Most prefixes with a breaker of their own at once (the least recently used is dropped). */
+  maxPrefixBreakers: number
   onBreaker?: (state: BreakerState) => void
+  onPrefixBreaker?: (prefix: string, state: BreakerState) => void
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
-/** A lookup's flags plus who asks: the fair queue serves clients in turn. */
-export interface GuardedFetchOptions extends FetchOptions {
-  client?: ClientTicket | undefined
-}
-
 /**
- * Politeness and robustness around the upstream client (retries live in the client, on undici's
- * retry interceptor): a fair queue per client in front, then a circuit breaker that opens on
- * upstream faults only and fails fast while open (behaviour.md §9).
+ * Circuit breakers around the upstream client (behaviour.md §9), in two scopes: one for the whole
+ * upstream (it cannot be reached, its CDN fails, it rate-limits us) and one per prefix for the faults
+ * one handle server causes (a JSON 5xx, a timeout). Only upstream faults count; an answer about a
+ * handle or a refusal of a client's junk never does. So no client can pause lookups for everyone by
+ * asking for junk or for the DOIs of a broken handle server. Retries live in the client (undici's
+ * retry interceptor); the fair queue lives in the resolver.
  */
 export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
-  const queue = createFairQueue(opts.queue)
-
-  const breaker = new CircuitBreaker(async (handle: string, flags: FetchOptions) => await client.fetchRecord(handle, flags), {
+  const breakerOptions = (scope: FaultScope): CircuitBreaker.Options => ({
     timeout: false, // the client's own deadline is the timeout
     errorThresholdPercentage: opts.breaker.errorThresholdPercent,
     volumeThreshold: opts.breaker.volumeThreshold,
     resetTimeout: opts.breaker.resetMs,
     rollingCountTimeout: opts.breaker.windowMs,
     rollingCountBuckets: 10,
-    // Truthy means "not a failure": only connect errors, timeouts, 5xx and 429 count against the upstream.
-    errorFilter: (err: unknown) => !(err instanceof UpstreamError && err.fault)
+    // Truthy means "not a failure of mine".
+    errorFilter: (err: unknown) => !(err instanceof UpstreamError && err.fault && err.scope === scope)
   })
+
+  const fetch = async (handle: string, flags: FetchOptions): Promise<UpstreamAnswer> => await client.fetchRecord(handle, flags)
+  const prefixes = new LRUCache<string, CircuitBreaker<[string, FetchOptions], UpstreamAnswer>>({
+    max: opts.maxPrefixBreakers,
+    dispose: (breaker) => breaker.shutdown()
+  })
+  function prefixBreaker (prefix: string): CircuitBreaker<[string, FetchOptions], UpstreamAnswer> {
+    let breaker = prefixes.get(prefix)
+    if (breaker === undefined) {
+      breaker = new CircuitBreaker(fetch, breakerOptions('prefix'))
+      breaker.on('open', () => opts.onPrefixBreaker?.(prefix, 'open'))
+      breaker.on('close', () => opts.onPrefixBreaker?.(prefix, 'closed'))
+      prefixes.set(prefix, breaker)
+    }
+    return breaker
+  }
+
+  const global = new CircuitBreaker(async (handle: string, flags: FetchOptions) => {
+    try {
+      return await prefixBreaker(cacheKey(prefixOf(handle))).fire(handle, flags)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
+      throw err
+    }
+  }, breakerOptions('upstream'))
   let state: BreakerState = 'closed'
-  breaker.on('open', () => { state = 'open'; opts.onBreaker?.(state) })
-  breaker.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
-  breaker.on('close', () => { state = 'closed'; opts.onBreaker?.(state) })
+  global.on('open', () => { state = 'open'; opts.onBreaker?.(state) })
+  global.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
+  global.on('close', () => { state = 'closed'; opts.onBreaker?.(state) })
+
+  /** Fail at once, before queueing, while the upstream's breaker or the handle's prefix's is open. */
+  function assertOpen (handle: string): void {
+    if (global.opened) throw upstreamErrors.circuitOpen()
+    if (prefixes.peek(cacheKey(prefixOf(handle)))?.opened === true) throw upstreamErrors.prefixCircuitOpen()
+  }
 
   return {
-    async fetchRecord (handle: string, flags: GuardedFetchOptions = {}): Promise<UpstreamAnswer> {
-      if (breaker.opened) throw upstreamErrors.circuitOpen()
-      const release = await queue.acquire(flags.client, flags.deadline)
+    assertOpen,
+    async fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
+      assertOpen(handle)
       try {
-        return await breaker.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
+        return await global.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
       } catch (err) {
         if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen()
         throw err
-      } finally {
-        release()
       }
     },
     async close (): Promise<void> {
-      breaker.shutdown()
+      global.shutdown()
+      prefixes.clear()
       await client.close()
     },
-    breakerState: () => state,
-    queueStats: queue.stats
+    breakerState: () => state
   }
 }
 

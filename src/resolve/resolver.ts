@@ -6,7 +6,7 @@ import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
-import type { ClientTicket } from './fair-queue.js'
+import type { ClientTicket, FairQueue } from './fair-queue.js'
 import type { UpstreamAnswer } from './upstream.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
@@ -35,6 +35,8 @@ export interface LookupOptions {
 /** Where records come from when they are not at hand: the guarded upstream client. */
 export interface RecordFetcher {
   fetchRecord (handle: string, opts?: LookupOptions): Promise<UpstreamAnswer>
+  /** Throws when the upstream's breaker (or the handle's prefix's) is open, so no one queues in vain. */
+  assertOpen?: (handle: string) => void
 }
 
 /** Records held locally (src/resolve/local-store.ts), consulted before the cache and the upstream. */
@@ -46,6 +48,8 @@ export interface LocalRecords {
 export interface ResolverOptions {
   /** Undefined in offline mode: only local records answer. */
   upstream: RecordFetcher | undefined
+  /** Upstream-bound work waits here, per client, for its turn (behaviour.md §9). None: no bound (tools, tests). */
+  queue?: FairQueue | undefined
   local?: LocalRecords | undefined
   cache: RecordCache
   metrics: Metrics
@@ -65,7 +69,9 @@ export const MAX_ALIAS_HOPS = 20
 
 /**
  * Gets handle records: cache → upstream, one upstream request for concurrent misses of a key,
- * stale answers when the upstream fails. Knows nothing about HTTP requests from clients.
+ * stale answers when the upstream fails. Knows nothing about HTTP requests from clients, only
+ * the ticket of who asks: each client waits its own turn in the fair queue, then joins an upstream
+ * request already running for the key (whoever started it), so no reader waits in another's queue.
  */
 export function createResolver (opts: ResolverOptions) {
   const { cache, metrics, now } = opts
@@ -77,7 +83,10 @@ export function createResolver (opts: ResolverOptions) {
     shared: metrics.cache.labels('shared'),
     stale: metrics.cache.labels('stale')
   }
-  const inflight = new Map<string, Promise<UpstreamAnswer>>()
+  // The upstream request running for a key, whoever started it; and each client's lookup of a key,
+  // queued or running, so one client's concurrent misses of a key take one turn.
+  const fetching = new Map<string, Promise<UpstreamAnswer>>()
+  const waiting = new Map<string, Promise<UpstreamAnswer>>()
 
   function store (key: string, answer: UpstreamAnswer): void {
     const storedAt = now()
@@ -152,18 +161,12 @@ export function createResolver (opts: ResolverOptions) {
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true
-    let pending: Promise<UpstreamAnswer> | undefined
+    let pending: Promise<UpstreamAnswer>
     if (bypass) {
       count.bypass.inc()
-      pending = fromUpstream(handle, key, flags)
+      pending = takeTurn(handle, key, flags, NO_JOIN)
     } else {
-      pending = inflight.get(key)
-      if (pending === undefined) {
-        count.miss.inc()
-        pending = share(key, fromUpstream(handle, key, flags))
-      } else {
-        count.shared.inc()
-      }
+      pending = joinOrQueue(handle, key, flags)
     }
     try {
       return toLookup(await within(pending, flags.deadline), bypass ? 'BYPASS' : 'MISS')
@@ -174,19 +177,54 @@ export function createResolver (opts: ResolverOptions) {
     }
   }
 
-  /** One upstream request per key while it runs; its outcome is awaited by whoever still waits. */
-  function share (key: string, pending: Promise<UpstreamAnswer>): Promise<UpstreamAnswer> {
-    const shared = pending.finally(() => inflight.delete(key))
+  /** Join the upstream request running for the key, or this client's own lookup of it, or queue a new one. */
+  function joinOrQueue (handle: string, key: string, flags: LookupOptions, join = JOIN): Promise<UpstreamAnswer> {
+    const running = fetching.get(key)
+    if (running !== undefined) {
+      count.shared.inc()
+      return running
+    }
+    const mine = `${key}\u0000${flags.client?.key ?? ''}`
+    let pending = waiting.get(mine)
+    if (pending !== undefined) {
+      count.shared.inc()
+      return pending
+    }
+    count.miss.inc()
+    pending = takeTurn(handle, key, flags, join).finally(() => waiting.delete(mine))
     // Everyone may have stopped waiting (deadlines): the outcome is still stored, never an unhandled rejection.
-    shared.catch(() => {})
-    inflight.set(key, shared)
-    return shared
+    pending.catch(() => {})
+    waiting.set(mine, pending)
+    return pending
+  }
+
+  /**
+   * Wait for this client's turn, then fetch; first take what arrived meanwhile, as `join` allows: an
+   * upstream request another client started for the key, or the fresh record it already stored.
+   */
+  async function takeTurn (handle: string, key: string, flags: LookupOptions, join: Join): Promise<UpstreamAnswer> {
+    opts.upstream?.assertOpen?.(handle)
+    const release = opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(flags.client, flags.deadline)
+    const running = join.running ? fetching.get(key) : undefined
+    const entry = join.fresh && running === undefined ? cache.peek(key) : undefined
+    if (running !== undefined || (entry !== undefined && entry.freshUntil > now())) {
+      release()
+      return running ?? answerOf(handle, entry!)
+    }
+    const fetch = fromUpstream(handle, key, flags).finally(() => {
+      if (fetching.get(key) === fetch) fetching.delete(key)
+      release()
+    })
+    fetch.catch(() => {})
+    if (join.running) fetching.set(key, fetch)
+    return await fetch
   }
 
   /** Stale-while-revalidate: one background refresh per key; a failure keeps the current entry. */
   function refreshInBackground (handle: string, key: string): void {
-    if (inflight.has(key)) return
-    share(key, fromUpstream(handle, key, {})).catch((err: unknown) => opts.onRefreshError?.(handle, err))
+    if (fetching.has(key)) return
+    // The entry is still fresh (that is why it is being refreshed): do not take it for the answer.
+    joinOrQueue(handle, key, {}, REFRESH).catch((err: unknown) => opts.onRefreshError?.(handle, err))
   }
 
   /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops. */
@@ -249,6 +287,18 @@ function walkAliasesSync (handle: string, find: (h: string) => Lookup | undefine
     step = walk.next(result)
   }
   return step.value
+}
+
+function noop (): void {}
+
+/** What a lookup may take instead of asking the upstream itself, once its turn comes. */
+interface Join { running: boolean, fresh: boolean }
+const JOIN: Join = { running: true, fresh: true }
+const REFRESH: Join = { running: true, fresh: false }
+const NO_JOIN: Join = { running: false, fresh: false } // auth/cert: the upstream must be asked
+
+function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
+  return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values } } : { kind: 'not-found' }
 }
 
 function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {

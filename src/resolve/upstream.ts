@@ -167,14 +167,17 @@ function classify (err: unknown, timeoutMs: number): UpstreamError {
  * upstream refusing that request, never a fault.
  */
 export function interpret (status: number, text: string, handle: string, retryAfter?: number): UpstreamAnswer {
-  if (status >= 500 || status === 429) throw upstreamErrors.status(status, retryAfter)
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
+    if (status >= 500 || status === 429) throw upstreamErrors.status(status, retryAfter)
     if (status >= 400) throw upstreamErrors.rejected(status)
     throw upstreamErrors.badResponse(`HTTP ${status} with a body that is not JSON`)
   }
+  // A JSON 5xx is the Handle API itself answering about this handle: its prefix's handle server failed.
+  if (status >= 500) throw upstreamErrors.status(status, retryAfter, hasResponseCode(body) ? 'prefix' : 'upstream')
+  if (status === 429) throw upstreamErrors.status(status, retryAfter)
   const rc = (body as { responseCode?: unknown } | null)?.responseCode
   if (rc === RC_NOT_FOUND || rc === RC_SERVER_NOT_RESP) return { kind: 'not-found' }
   if ((rc === RC_OK || rc === RC_VALUES_NOT_FOUND) && status === 200) {
@@ -185,6 +188,10 @@ export function interpret (status: number, text: string, handle: string, retryAf
   if (status >= 400) throw upstreamErrors.rejected(status)
   if (rc === RC_ERROR) throw upstreamErrors.badResponse(`HTTP ${status} with responseCode 2`)
   throw upstreamErrors.badResponse(`HTTP ${status}, responseCode ${JSON.stringify(rc)}`)
+}
+
+function hasResponseCode (body: unknown): boolean {
+  return body !== null && typeof body === 'object' && typeof (body as { responseCode?: unknown }).responseCode === 'number'
 }
 
 /** Retry-After as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */

@@ -44,10 +44,21 @@ describe('the circuit breaker counts upstream faults only', () => {
     expect(upstream.seen.map((r) => r.path)).toContain('/api/handles/10.5555/%2E%2E/x')
   })
 
-  it('real upstream faults still open the breaker: uncached DOIs then fail fast with 503', async () => {
+  it('a broken handle server (JSON 500s for its prefix) pauses only that prefix, not other readers\' DOIs', async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { ...BREAKER, upstreamRetries: 0 } })
-    upstream.mode = { kind: 'status', status: 500 }
-    for (let i = 0; i < 10; i++) await app.inject({ url: `/10.5555/fault-${i}` })
+    upstream.mode = { kind: 'status', status: 500, body: JSON.stringify({ responseCode: 2, message: 'Error resolving handle: server not reachable' }) }
+    for (let i = 0; i < 12; i++) await app.inject({ url: `/10.9999/broken-${i}`, remoteAddress: '192.0.2.66' })
+    const paused = await app.inject({ url: '/10.9999/broken-99', remoteAddress: '192.0.2.66' })
+    expect(paused.statusCode).toBe(503)
+    expect(paused.body).toContain('DOIs with this prefix')
+    upstream.mode = { kind: 'ok' }
+    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '198.51.100.7' })).statusCode).toBe(302)
+  })
+
+  it('real upstream faults still open the breaker: uncached DOIs of any prefix then fail fast with 503', async () => {
+    const { app, upstream } = await setup({ records: RECORDS, overrides: { ...BREAKER, upstreamRetries: 0 } })
+    upstream.mode = { kind: 'html', status: 502 }
+    for (let i = 0; i < 10; i++) await app.inject({ url: `/10.9999/fault-${i}` })
     const before = upstream.seen.length
     const res = await app.inject({ url: '/10.5555/plain' })
     expect(res.statusCode).toBe(503)
@@ -70,6 +81,23 @@ describe('upstream-bound work is shared fairly between clients', () => {
     await new Promise((resolve) => setTimeout(resolve, 5))
     const reader = ask('reader', '/10.5555/plain', '198.51.100.7')
     expect(await reader).toBe(302)
+    await Promise.all(flood)
+    expect(finished.indexOf('reader')).toBeLessThan(3)
+  })
+
+  it('a reader asking for a DOI that a flooding client has queued does not wait in that client\'s queue', async () => {
+    const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 1 } })
+    upstream.mode = { kind: 'slow', delayMs: 50 }
+    const finished: string[] = []
+    const ask = async (who: string, url: string, remoteAddress: string): Promise<number> => {
+      const res = await app.inject({ url, remoteAddress })
+      finished.push(who)
+      return res.statusCode
+    }
+    // The flooder queues ten misses; its last one is the DOI the reader wants.
+    const flood = Array.from({ length: 10 }, (_, i) => ask(`flood-${i}`, i === 9 ? '/10.5555/plain' : `/10.5555/flood-${i}`, '192.0.2.66'))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(await ask('reader', '/10.5555/plain', '198.51.100.7')).toBe(302)
     await Promise.all(flood)
     expect(finished.indexOf('reader')).toBeLessThan(3)
   })
@@ -258,5 +286,42 @@ describe('urlappend never moves a redirect to another site', () => {
     const res = await app.inject({ url: `/10.5555/bare?urlappend=${append}` })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe(location)
+  })
+})
+
+describe('findings of the security review', () => {
+  it('behind TRUST_PROXY=1 a client cannot pick its own address by writing X-Forwarded-For', async () => {
+    const { app } = await setup({ records: RECORDS, overrides: { trustProxy: 1, rateLimitMax: 1, rateLimitAllowList: [] } })
+    const ask = async (forged: string, i: number): Promise<number> =>
+      (await app.inject({ url: `/10.5555/uncached-${i}`, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': `${forged}, 203.0.113.9` } })).statusCode
+    expect(await ask('198.51.100.1', 1)).toBe(404)
+    expect(await ask('198.51.100.2', 2)).toBe(429)
+  })
+
+  it('a forwarded scheme other than http or https never reaches a Location', async () => {
+    const { app } = await setup({ records: { ...RECORDS, '10.5555/alias': [str(1, 'HS_ALIAS', '10.5555/plain')] }, overrides: { trustProxy: true } })
+    const res = await app.inject({ url: '/10.5555/alias', headers: { 'x-forwarded-proto': 'javascript', host: 'resolver.example' } })
+    expect(res.statusCode).toBe(301)
+    expect(res.headers.location).toBe('http://resolver.example/10.5555/plain')
+  })
+
+  it('a record cannot steer a reverse proxy with X-Accel-Redirect or X-Sendfile', async () => {
+    const headers = 'X-Accel-Redirect: /internal/secret\nX-Accel-Expires: 0\nX-Sendfile: /etc/passwd\nX-Kept: yes'
+    const { app } = await setup({ records: { '10.5555/accel': [str(1, '10320/loc', '<locations><location href="http://example.org/a"/></locations>'), str(2, '10320/headers', headers)] } })
+    const res = await app.inject({ url: '/10.5555/accel' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-accel-redirect']).toBeUndefined()
+    expect(res.headers['x-accel-expires']).toBeUndefined()
+    expect(res.headers['x-sendfile']).toBeUndefined()
+    expect(res.headers['x-kept']).toBe('yes')
+  })
+
+  it('showurls XML, which repeats a record\'s attributes, is sandboxed and never sniffed as a page', async () => {
+    const xhtml = '<locations><location xmlns="http://www.w3.org/1999/xhtml" href="http://example.org/a" onmouseover="alert(1)"/></locations>'
+    const { app } = await setup({ records: { '10.5555/xml': [str(1, '10320/loc', xhtml)] } })
+    const res = await app.inject({ url: '/10.5555/xml?action=showurls' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-security-policy']).toBe("default-src 'none'; sandbox")
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
   })
 })

@@ -157,7 +157,8 @@ describe('the circuit breaker', () => {
     const { app, upstream } = await setup({
       overrides: { upstreamRetries: 0, breakerVolumeThreshold: 3, breakerErrorThresholdPercent: 50, breakerResetMs: 300 }
     })
-    upstream.mode = { kind: 'status', status: 500 }
+    // The CDN in front of the registry failing: an HTML 502, a fault of the whole upstream.
+    upstream.mode = { kind: 'html', status: 502 }
     for (let i = 0; i < 4; i++) await app.inject({ url: `/10.5555/f${i}` })
     const before = upstream.seen.length
     const fast = await app.inject({ url: '/10.5555/plain' })

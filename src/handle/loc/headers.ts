@@ -28,8 +28,11 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // X- headers that we or the browsers' security model use: a record never sets these (behaviour.md §9).
 const RESERVED_X_HEADERS = new Set([
   'x-cache', 'x-frame-options', 'x-content-type-options', 'x-xss-protection', 'x-request-id', 'x-powered-by',
-  'x-dns-prefetch-control', 'x-permitted-cross-domain-policies', 'x-download-options'
+  'x-dns-prefetch-control', 'x-permitted-cross-domain-policies', 'x-download-options',
+  // Reverse proxies act on these (nginx X-Accel-Redirect, Apache/lighttpd X-Sendfile): a record must not steer ours.
+  'x-sendfile', 'x-lighttpd-send-file'
 ])
+const RESERVED_X_PREFIXES = ['x-forwarded-', 'x-ratelimit-', 'x-accel-']
 
 /**
  * Which record headers reach a client (behaviour.md §9): an allow-list, not a deny-list. `Link`, and
@@ -39,7 +42,7 @@ const RESERVED_X_HEADERS = new Set([
 export function recordMaySetHeader (name: string): boolean {
   const lower = name.toLowerCase()
   if (lower === 'link') return true
-  return lower.startsWith('x-') && !RESERVED_X_HEADERS.has(lower) && !lower.startsWith('x-forwarded-') && !lower.startsWith('x-ratelimit-')
+  return lower.startsWith('x-') && !RESERVED_X_HEADERS.has(lower) && !RESERVED_X_PREFIXES.some((p) => lower.startsWith(p))
 }
 
 /**

@@ -19,6 +19,8 @@ const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
 const SAFE_HEADER_VALUE = /^[\t\x20-\x7e]*$/
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// No script, no style, no loads, and a sandbox: an XHTML namespace in a hostile record stays inert text.
+const SHOWURLS_CSP = "default-src 'none'; sandbox"
 
 export interface ProxyRouteOptions {
   service: ProxyService
@@ -163,7 +165,9 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
       return reply.type(HTML).send(renderNoValuesPage(ctx, outcome.handle))
     case 'showurls':
       if (outcome.vary) reply.header('vary', 'Accept')
-      return reply.type('text/xml; charset=utf-8').send(outcome.xml)
+      // The XML repeats the record's attributes as written (behaviour.md R3): a browser must never run it as a page.
+      return reply.type('text/xml; charset=utf-8').header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', SHOWURLS_CSP).send(outcome.xml)
     case 'refused':
       return sendHtmlError(reply, ctx, new RequestError(400, outcome.message, outcome.handle))
     case 'not-found':
