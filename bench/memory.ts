@@ -63,6 +63,7 @@ async function main (): Promise<void> {
     upstreamQueueTimeoutMs: 120_000,
     // Full GCs of a multi-GB heap pause the loop for seconds; load shedding would turn the fill into 503s.
     maxEventLoopDelayMs: 0,
+    cacheFile: '', // a fresh cache each run, and no 1M-record file at the end
     logLevel: 'silent'
   }, {})
   const app = await buildApp(config)

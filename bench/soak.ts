@@ -87,6 +87,7 @@ function serverEnv (args: Args): Record<string, string> {
   return {
     LOG_LEVEL: 'warn',
     LOCAL_STORE_DIR: '', // no sample store: every DOI comes from the failing upstream
+    CACHE_FILE: '', // no snapshot: each soak starts cold
     UPSTREAM_TIMEOUT_MS: '1500', // the slow phase (2–5 s) is past it
     CACHE_MAX_TTL_SECONDS: args.quick ? '10' : '20', // records expire during the run: stale serving happens
     CACHE_MIN_TTL_SECONDS: '5',

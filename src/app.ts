@@ -9,6 +9,7 @@ import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
 import { createMetrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
+import { setUpCacheTiers } from './cache-tiers.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { guardUpstream } from './resolve/guard.js'
 import { createFairQueue } from './resolve/fair-queue.js'
@@ -172,6 +173,8 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
   app.addHook('onClose', async () => { await upstream.close() })
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, maxStaleMs: config.maxStaleSeconds * 1000 })
+  // The snapshot file and the shared tier in Redis (behaviour.md §11).
+  const tiers = await setUpCacheTiers(app, config, { cache, metrics, now })
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({ dir: config.localStoreDir, authoritativePrefixes: config.localAuthoritativePrefixes, watch: config.localStoreWatch, log: app.log })
@@ -181,7 +184,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   }
   const throttleStale = createLogThrottle(1000)
   const resolver = createResolver({
-    upstream: config.offline ? undefined : upstream,
+    upstream: config.offline ? undefined : tiers.wrap(upstream),
     queue,
     local,
     cache,
@@ -214,7 +217,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     }
   })
 
-  const admission = await registerAdmission(app, config, metrics)
+  const admission = await registerAdmission(app, config, metrics, tiers.redis)
 
   await app.register(cors, {
     origin: '*',

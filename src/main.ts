@@ -1,4 +1,5 @@
 import cluster from 'node:cluster'
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
@@ -7,6 +8,7 @@ import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
+import { defaultWorkers } from './cpu-quota.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -26,10 +28,17 @@ async function main (): Promise<void> {
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
   })
-  const workers = config.workers === 0 ? availableParallelism() : config.workers
+  const workers = config.workers === 0 ? defaultWorkers(readCpuMax(), availableParallelism()) : config.workers
   if (workers > 1 && cluster.isPrimary) {
+    warnAboutContact(config, logger)
     runPrimary(workers, config, logger)
     return
+  }
+  if (cluster.isPrimary) warnAboutContact(config, logger)
+  // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
+  const workerIndex = process.env.DOI_PROXY_WORKER_INDEX
+  if (cluster.isWorker && workerIndex !== undefined && config.cacheFile !== undefined) {
+    config = { ...config, cacheFile: `${config.cacheFile}.${workerIndex}` }
   }
 
   let app
@@ -64,8 +73,10 @@ async function main (): Promise<void> {
 function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   let stopping = false
   const listening = new WeakSet<object>()
-  const fork = (): void => {
-    const worker = cluster.fork()
+  const indexOf = new WeakMap<object, number>()
+  const fork = (index: number): void => {
+    const worker = cluster.fork({ DOI_PROXY_WORKER_INDEX: String(index) })
+    indexOf.set(worker, index)
     worker.once('listening', () => listening.add(worker))
   }
   cluster.on('exit', (worker, code, signal) => {
@@ -79,7 +90,7 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
       process.exit(code ?? 1)
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'a worker died; starting another')
-    fork()
+    fork(indexOf.get(worker) ?? 1)
   })
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) process.exit(1) // a second signal: at once
@@ -90,8 +101,27 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
-  for (let i = 0; i < count; i++) fork()
+  for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count }, 'started the workers')
+}
+
+/** cgroup v2's CPU quota of this container, if any. */
+function readCpuMax (): string | undefined {
+  try {
+    return readFileSync('/sys/fs/cgroup/cpu.max', 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
+/** doi.org asks its clients to say who they are; without CONTACT_EMAIL its operators cannot reach you. */
+function warnAboutContact (config: Config, logger: pino.Logger): void {
+  if (config.offline || config.contactEmail !== undefined) return
+  let host = ''
+  try { host = new URL(config.upstreamUrl).hostname } catch { /* checked at start */ }
+  if (host === 'doi.org' || host.endsWith('.doi.org')) {
+    logger.warn({ upstream: config.upstreamUrl }, 'CONTACT_EMAIL is empty: set it to an address doi.org\'s operators can reach you at (it goes into the User-Agent); anonymous heavy clients get rate-limited')
+  }
 }
 
 main().catch((err: unknown) => {

@@ -10,7 +10,7 @@ interface Started { child: ChildProcess, port: number, output: () => string }
 
 async function start (env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''

@@ -158,6 +158,8 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
     PORT: String(port),
     UPSTREAM_URL: opts.upstream.apiUrl,
     SHUTDOWN_GRACE_MS: '3000',
+    // No snapshot file: every start is cold, as each scenario needs (issue 14 made one the default).
+    CACHE_FILE: '',
     ...opts.env
   }
   const nodeArgs = opts.profile === true ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []

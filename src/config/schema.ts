@@ -63,9 +63,17 @@ export interface Config {
   rateLimitAllowList: string[]
   authRateLimitMax: number
   maxEventLoopDelayMs: number
+  cacheFile: string | undefined
+  cacheSnapshotIntervalSeconds: number
+  redisUrl: string | undefined
+  redisKeyPrefix: string
+  redisCommandTimeoutMs: number
+  redisConnectTimeoutMs: number
+  redisLockTtlMs: number
+  redisWaitPollMs: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'trust'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust'
 
 interface Option {
   key: keyof Config
@@ -82,7 +90,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const OPTIONS: readonly Option[] = [
   { key: 'host', env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Address to listen on (the container image sets 0.0.0.0).' },
   { key: 'port', env: 'PORT', kind: 'int', min: 0, max: 65535, default: 8000, doc: 'Port to listen on.' },
-  { key: 'workers', env: 'WORKERS', kind: 'int', min: 0, max: 256, default: 1, doc: 'Server processes sharing the port (node:cluster); 0 means one per core (the container\'s default). Each has its own cache.' },
+  { key: 'workers', env: 'WORKERS', kind: 'int', min: 0, max: 256, default: 1, doc: 'Server processes sharing the port (node:cluster); 0 means one per core: the container\'s CPU quota (cgroup cpu.max) when it has one, else the cores (the image\'s default). Each has its own cache; with REDIS_URL they share it too.' },
   { key: 'upstreamUrl', env: 'UPSTREAM_URL', kind: 'url', default: 'https://doi.org/api/handles', doc: 'Base of the upstream Handle REST API; handle H is fetched as UPSTREAM_URL + "/" + H, path-encoded.' },
   { key: 'upstreamTimeoutMs', env: 'UPSTREAM_TIMEOUT_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'A whole upstream request (connect, headers, body) gives up after this long: 504.' },
   { key: 'upstreamConnectTimeoutMs', env: 'UPSTREAM_CONNECT_TIMEOUT_MS', kind: 'int', min: 100, max: 60_000, default: 3_000, doc: 'TCP/TLS connect timeout to the upstream.' },
@@ -135,6 +143,14 @@ export const OPTIONS: readonly Option[] = [
   { key: 'localStoreWatch', env: 'LOCAL_STORE_WATCH', kind: 'bool', default: true, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
   { key: 'offline', env: 'OFFLINE', kind: 'bool', default: false, doc: 'No upstream at all: only the local store answers, everything else is 404.' },
   { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
+  { key: 'cacheFile', env: 'CACHE_FILE', kind: 'optional-string', default: 'data/cache.snapshot', doc: 'File the cache is saved to (periodically and at shutdown) and loaded from at start, so a restart keeps its records (relative to the working directory; `/data/cache.snapshot` in the image); empty disables. With WORKERS > 1 each worker has its own file, `CACHE_FILE.<n>`. See docs/deployment.md.' },
+  { key: 'cacheSnapshotIntervalSeconds', env: 'CACHE_SNAPSHOT_INTERVAL_SECONDS', kind: 'int', min: 0, max: 86_400, default: 300, doc: 'How often the cache is written to CACHE_FILE; 0 writes it only at shutdown.' },
+  { key: 'redisUrl', env: 'REDIS_URL', kind: 'optional-redis-url', default: undefined, doc: 'A Redis or Valkey (`redis://[:password@]host:port[/db]`, `rediss://` for TLS) shared by replicas and workers: a second cache tier behind each process\'s own, one upstream request per DOI across replicas, and the rate-limit counters. The service keeps working when it is down. See docs/deployment.md.' },
+  { key: 'redisKeyPrefix', env: 'REDIS_KEY_PREFIX', kind: 'string', default: 'doi-proxy:', doc: 'Prefix of every key we write in Redis (a format version follows it), so deployments can share one Redis.' },
+  { key: 'redisCommandTimeoutMs', env: 'REDIS_COMMAND_TIMEOUT_MS', kind: 'int', min: 5, max: 10_000, default: 100, doc: 'A Redis command not answered within this long is given up: the lookup goes on without Redis.' },
+  { key: 'redisConnectTimeoutMs', env: 'REDIS_CONNECT_TIMEOUT_MS', kind: 'int', min: 50, max: 60_000, default: 1_000, doc: 'Redis connect timeout; the start waits at most this long for Redis, never fails for it.' },
+  { key: 'redisLockTtlMs', env: 'REDIS_LOCK_TTL_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'How long a replica fetching a DOI holds its lock in Redis; others wait for its record at most this long (and never past their deadline), then ask the upstream themselves.' },
+  { key: 'redisWaitPollMs', env: 'REDIS_WAIT_POLL_MS', kind: 'int', min: 1, max: 1_000, default: 20, doc: 'While another replica fetches a DOI, how often the waiting ones look for its record in Redis.' },
   { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
 ]
 
@@ -239,6 +255,19 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
       const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : fail('comma-separated prefixes such as 10.5555')
       if (items.some((p) => typeof p !== 'string' || !/^[^\s/]+$/.test(p))) return fail('comma-separated prefixes such as 10.5555 (no spaces, no slash)')
       return items
+    }
+    case 'optional-redis-url': {
+      if (raw === '') return undefined
+      // The value is named in the message, its password never.
+      const bad = (expected: string): never => {
+        throw new ConfigError(`invalid setting ${where}: expected ${expected}, got ${JSON.stringify(String(raw).replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@'))}`)
+      }
+      if (typeof raw !== 'string') return bad('a redis:// or rediss:// URL')
+      let url: URL
+      try { url = new URL(raw) } catch { return bad('a redis:// or rediss:// URL') }
+      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return bad('a redis:// or rediss:// URL')
+      if (url.hostname === '' || !/^\/?\d{0,2}$/.test(url.pathname) || url.search !== '' || url.hash !== '') return bad('a redis:// URL with a host and at most a database number, such as redis://valkey:6379/0')
+      return raw
     }
     case 'level':
       if (typeof raw !== 'string' || !LOG_LEVELS.includes(raw)) return fail(`one of ${LOG_LEVELS.join(', ')}`)

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
+import type { Redis } from 'ioredis'
 import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../metrics.js'
@@ -25,7 +26,8 @@ export interface Admission {
   deadline (): number
 }
 
-export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics): Promise<Admission> {
+/** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
+export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics, redis?: Redis): Promise<Admission> {
   const isTrusted = networkMatcher(config.trustedNetworks)
   const isAllowListed = networkMatcher(config.rateLimitAllowList)
   const refused = {
@@ -49,7 +51,11 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
   let general: Limiter | undefined
   let auth: Limiter | undefined
   if (config.rateLimitMax > 0 || config.authRateLimitMax > 0) {
-    await app.register(rateLimit, { global: false, cache: 100_000 /* most client addresses tracked at once */ })
+    await app.register(rateLimit, {
+      global: false,
+      cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
+      ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
+    })
     const limiter = (max: number, prefix: string, code: string, message: string): Limiter => app.rateLimit({
       max,
       timeWindow: config.rateLimitWindowMs,

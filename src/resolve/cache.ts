@@ -43,8 +43,25 @@ export function createRecordCache (opts: RecordCacheOptions) {
       }
       lru.set(key, entry, { ttl: keepMs })
     },
+    /**
+     * An entry stored earlier (a snapshot, another replica through Redis): it keeps only what is left
+     * of its freshness and staleness at `at` (epoch ms by the app's clock). False when nothing is left.
+     */
+    restore (key: string, entry: CachedAnswer, at: number): boolean {
+      const keepMs = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - at
+      if (keepMs <= 0) return false
+      lru.set(key, entry, { ttl: keepMs })
+      return lru.has(key)
+    },
     delete (key: string): void {
       lru.delete(key)
+    },
+    /** Every live entry, least recently used first, without touching recency (for the snapshot). */
+    entries (): Array<[string, CachedAnswer]> {
+      const out: Array<[string, CachedAnswer]> = []
+      // rentries() is typed loosely ((K | V)[]); its pairs are [key, value].
+      for (const pair of lru.rentries()) out.push(pair as [string, CachedAnswer])
+      return out
     },
     get size (): number {
       return lru.size

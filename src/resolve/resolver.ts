@@ -89,6 +89,12 @@ export function createResolver (opts: ResolverOptions) {
   const waiting = new Map<string, Promise<UpstreamAnswer>>()
 
   function store (key: string, answer: UpstreamAnswer): void {
+    // An entry another replica stored (the shared tier, behaviour.md §11) keeps its own times.
+    const stored = (answer as { stored?: CachedAnswer }).stored
+    if (stored !== undefined) {
+      cache.restore(key, stored, now())
+      return
+    }
     const storedAt = now()
     if (answer.kind === 'found') {
       const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
@@ -171,7 +177,8 @@ export function createResolver (opts: ResolverOptions) {
     try {
       return toLookup(await within(pending, flags.deadline), bypass ? 'BYPASS' : 'MISS')
     } catch (err) {
-      const stale = staleStandIn(handle, err, cached)
+      // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
+      const stale = staleStandIn(handle, err, cached ?? cache.peek(key))
       if (stale !== undefined) return stale
       throw err
     }

@@ -21,7 +21,8 @@ export interface TestSetup {
 export async function setup (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup> {
   const upstream = await FakeUpstream.start(opts.records ?? PROBE_RECORDS)
   // No local store unless a test asks for one: the sample store would answer for 10.5555 itself.
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, ...opts.overrides }
+  // No cache file either (the default would write data/cache.snapshot under the repository).
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, ...opts.overrides }
   const app = await buildApp(config, opts.deps)
   await app.ready()
   onTestFinished(async () => {

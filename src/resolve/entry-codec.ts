@@ -1,0 +1,68 @@
+import { cacheKey } from '../handle/name.js'
+import type { HandleValue } from '../handle/types.js'
+import type { CachedAnswer } from './cache.js'
+
+/**
+ * The compact encoding of one cache entry, shared by the snapshot file and the Redis tier
+ * (behaviour.md §11): a JSON array `[version, storedAt, freshUntil, kind, values?]`, times in epoch ms
+ * by the app's clock, kind 1 found (with the values as the REST API gives them) or 0 not found.
+ * JSON, not msgpack: V8 parses it natively (no dependency), records are mostly strings (msgpack
+ * saves little on them), and an operator can read a key with redis-cli.
+ *
+ * Pure: no I/O. Whatever is read back (a file, a Redis value) may be hostile, so `decodeEntry`
+ * checks every field and answers undefined for anything that is not exactly an entry.
+ */
+export const ENTRY_VERSION = 1
+
+// Bounds for what a decoded entry may hold: no record has more values, no reader needs more.
+export const MAX_VALUES = 10_000
+// Times must be plausible epoch ms: after 2000-01-01 and before 2200-01-01.
+const MIN_TIME = 946_684_800_000
+const MAX_TIME = 7_258_118_400_000
+
+export function encodeEntry (entry: CachedAnswer): string {
+  return entry.kind === 'found'
+    ? JSON.stringify([ENTRY_VERSION, entry.storedAt, entry.freshUntil, 1, entry.values])
+    : JSON.stringify([ENTRY_VERSION, entry.storedAt, entry.freshUntil, 0])
+}
+
+/** The entry, or undefined when `text` is not a well-formed entry of this version. Never throws. */
+export function decodeEntry (text: string): CachedAnswer | undefined {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  return checkEntry(raw)
+}
+
+/** The same check on an already-parsed value. */
+export function checkEntry (raw: unknown): CachedAnswer | undefined {
+  if (!Array.isArray(raw) || raw[0] !== ENTRY_VERSION) return undefined
+  const [, storedAt, freshUntil, kind, values] = raw as unknown[]
+  if (!isTime(storedAt) || !isTime(freshUntil) || freshUntil < storedAt) return undefined
+  if (kind === 0 && raw.length === 4) return { kind: 'not-found', storedAt, freshUntil }
+  if (kind !== 1 || raw.length !== 5 || !Array.isArray(values) || values.length > MAX_VALUES) return undefined
+  if (!values.every(isHandleValue)) return undefined
+  return { kind: 'found', values: values as HandleValue[], storedAt, freshUntil }
+}
+
+/** A cache key as we make them (ASCII-folded handle), of a length we accept. */
+export function isCacheKey (key: unknown, maxLength: number): key is string {
+  return typeof key === 'string' && key.length > 0 && key.length <= maxLength && cacheKey(key) === key
+}
+
+/** The same shape check the upstream client makes on the REST API's values (src/resolve/upstream.ts). */
+function isHandleValue (v: unknown): v is HandleValue {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
+  const o = v as Record<string, unknown>
+  const data = o.data as Record<string, unknown> | null | undefined
+  return Number.isInteger(o.index) && typeof o.type === 'string' &&
+    data !== null && typeof data === 'object' && typeof data.format === 'string' &&
+    (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
+}
+
+function isTime (n: unknown): n is number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= MIN_TIME && n <= MAX_TIME
+}

@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Counter, Gauge } from 'prom-client'
+import type { Redis } from 'ioredis'
+import { cacheKey } from '../handle/name.js'
+import { recordCacheSeconds } from '../handle/record.js'
+import { createLogThrottle } from '../log-throttle.js'
+import type { Metrics } from '../metrics.js'
+import type { CachedAnswer, RecordCache } from './cache.js'
+import { decodeEntry, encodeEntry } from './entry-codec.js'
+import type { LookupOptions, RecordFetcher } from './resolver.js'
+import type { UpstreamAnswer } from './upstream.js'
+
+/**
+ * The shared cache tier (behaviour.md §11): a second cache in Redis or Valkey behind each process's own
+ * LRU, shared by every replica and worker. Read on a local miss, written on every upstream answer
+ * (found and not found) with a Redis TTL of freshness + maximum staleness, under a versioned prefix.
+ * Replicas that miss the same key at once make one upstream request: the first takes a short lock
+ * (SET NX PX) and fetches, the others poll for the record until it arrives, the lock goes (then one
+ * of them takes it) or their wait ends (lock TTL or the request's deadline; then they fetch themselves).
+ *
+ * Redis down, slow (past its command timeout) or full (OOM): every call here gives up and the lookup
+ * goes on as if there were no Redis, counted in `doi_proxy_shared_cache_errors_total{reason}`, logged at
+ * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. Nothing here throws to the caller.
+ */
+export const SHARED_KEY_VERSION = 'v1'
+const LOG_INTERVAL_MS = 10_000
+
+// Delete the lock only if it is still ours (it may have expired and been taken by another replica).
+const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | 'bad_value'
+
+export interface SharedTierOptions {
+  redis: Redis
+  /** Keys are `${prefix}v1:r:<cache key>` (records) and `${prefix}v1:l:<cache key>` (locks). */
+  prefix: string
+  lockTtlMs: number
+  pollMs: number
+  maxStaleMs: number
+  now: () => number
+  metrics: Metrics
+  log: { info (obj: object, msg: string): void, warn (obj: object, msg: string): void }
+}
+
+/** An answer the shared tier gave: the entry as another replica stored it, with its own times. */
+export type SharedAnswer = UpstreamAnswer & { stored?: CachedAnswer }
+
+export function createSharedTier (opts: SharedTierOptions) {
+  const { redis, now } = opts
+  const recordKey = (key: string): string => `${opts.prefix}${SHARED_KEY_VERSION}:r:${key}`
+  const lockKey = (key: string): string => `${opts.prefix}${SHARED_KEY_VERSION}:l:${key}`
+  const token = randomUUID()
+  const throttle = createLogThrottle(LOG_INTERVAL_MS)
+
+  const lookups = new Counter({
+    name: 'doi_proxy_shared_cache_total',
+    help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
+    labelNames: ['result'] as const,
+    registers: [opts.metrics.registry]
+  })
+  const errors = new Counter({
+    name: 'doi_proxy_shared_cache_errors_total',
+    help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
+    labelNames: ['reason'] as const,
+    registers: [opts.metrics.registry]
+  })
+  // eslint-disable-next-line no-new
+  new Gauge({
+    name: 'doi_proxy_shared_cache_up',
+    help: '1 while connected to the shared tier (Redis), else 0',
+    registers: [opts.metrics.registry],
+    collect () { this.set(redis.status === 'ready' ? 1 : 0) }
+  })
+  const count = {
+    hit: lookups.labels('hit'),
+    miss: lookups.labels('miss'),
+    waited: lookups.labels('waited'),
+    write: lookups.labels('write')
+  }
+
+  let wasUp = false
+  redis.on('ready', () => {
+    if (wasUp) opts.log.info({}, 'reconnected to the shared cache (Redis)')
+    wasUp = true
+  })
+
+  function fail (reason: SharedErrorReason, err?: unknown): void {
+    errors.inc({ reason })
+    throttle(reason, (suppressed) => opts.log.warn({ reason, err: err === undefined ? undefined : (err as Error).message, suppressed },
+      reason === 'bad_value' ? 'ignored a value in the shared cache (Redis) that is not a cache entry' : 'the shared cache (Redis) failed; working with the local cache only'))
+  }
+
+  function reasonOf (err: unknown): SharedErrorReason {
+    const message = (err as Error)?.message ?? ''
+    if (/timed out/i.test(message)) return 'timeout'
+    if (/^OOM\b/.test(message)) return 'full'
+    if (redis.status !== 'ready' || /closed|writeable|connect/i.test(message)) return 'unavailable'
+    return 'error'
+  }
+
+  const usable = (): boolean => {
+    if (redis.status === 'ready') return true
+    fail('unavailable')
+    return false
+  }
+
+  /** The entry stored for key, or undefined (absent, unreadable, Redis in trouble). */
+  async function get (key: string): Promise<CachedAnswer | undefined> {
+    if (!usable()) return undefined
+    let text: string | null
+    try {
+      text = await redis.get(recordKey(key))
+    } catch (err) {
+      fail(reasonOf(err), err)
+      return undefined
+    }
+    if (text === null) return undefined
+    const entry = decodeEntry(text)
+    if (entry === undefined) fail('bad_value')
+    return entry
+  }
+
+  /** Store an entry for its remaining freshness + staleness; fire and forget. */
+  function put (key: string, entry: CachedAnswer): void {
+    const ttl = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - now()
+    if (ttl <= 0 || !usable()) return
+    count.write.inc()
+    redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).catch((err: unknown) => fail(reasonOf(err), err))
+  }
+
+  /** 'mine': we hold the lock; 'theirs': another replica does; 'none': Redis could not say. */
+  async function lock (key: string): Promise<'mine' | 'theirs' | 'none'> {
+    if (!usable()) return 'none'
+    try {
+      return (await redis.set(lockKey(key), token, 'PX', opts.lockTtlMs, 'NX')) === 'OK' ? 'mine' : 'theirs'
+    } catch (err) {
+      fail(reasonOf(err), err)
+      return 'none'
+    }
+  }
+
+  function unlock (key: string): void {
+    if (redis.status !== 'ready') return // it expires by itself
+    redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), token).catch((err: unknown) => fail(reasonOf(err), err))
+  }
+
+  return { get, put, lock, unlock, usable: () => redis.status === 'ready', count, recordKey, lockKey }
+}
+
+export type SharedTier = ReturnType<typeof createSharedTier>
+
+export interface SharedFetcherOptions {
+  tier: SharedTier
+  /** The process's own cache: what it holds tells a refresh from a miss. */
+  cache: RecordCache
+  now: () => number
+  pollMs: number
+  lockTtlMs: number
+  maxStaleMs: number
+  /** The resolver's own rules for how long an answer is fresh, so Redis keeps what the LRU would. */
+  maxTtlSeconds: number
+  minTtlSeconds: number
+  negativeTtlSeconds: number
+}
+
+type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
+
+/**
+ * The upstream as the resolver sees it when a shared tier is configured: the shared tier first, the
+ * upstream (guarded: queue, breaker, retries) when Redis has no fresh record, one replica at a time.
+ */
+export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
+  const { tier, cache, now } = opts
+
+  function entryFor (answer: UpstreamAnswer): CachedAnswer | undefined {
+    const storedAt = now()
+    if (answer.kind === 'found') {
+      const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
+      return seconds > 0 ? { kind: 'found', values: answer.record.values, storedAt, freshUntil: storedAt + seconds * 1000 } : undefined
+    }
+    return opts.negativeTtlSeconds > 0 ? { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 } : undefined
+  }
+
+  async function fetchAndShare (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
+    const answer = await upstream.fetchRecord(handle, flags)
+    const entry = entryFor(answer)
+    if (entry !== undefined) tier.put(key, entry)
+    return answer
+  }
+
+  async function fetchRecord (handle: string, flags: LookupOptions = {}): Promise<SharedAnswer> {
+    const key = cacheKey(handle)
+    if (flags.auth === true || flags.cert === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
+    // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
+    const held = cache.peek(key)
+    const heldSince = held?.storedAt ?? -Infinity
+    const waitUntil = Math.min(flags.deadline ?? Infinity, performance.now() + opts.lockTtlMs)
+    let waited = false
+    for (;;) {
+      const entry = await tier.get(key)
+      const at = now()
+      if (entry !== undefined && entry.freshUntil > at && entry.storedAt > heldSince) {
+        tier.count.hit.inc()
+        if (waited) tier.count.waited.inc()
+        return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
+      }
+      // An expired record another replica had: it may stand in if the upstream fails (behaviour.md §3).
+      if (entry?.kind === 'found' && held === undefined) cache.restore(key, entry, at)
+      const lock = await tier.lock(key)
+      if (lock !== 'theirs') {
+        if (!waited) tier.count.miss.inc()
+        try {
+          return await fetchAndShare(handle, key, flags)
+        } finally {
+          if (lock === 'mine') tier.unlock(key)
+        }
+      }
+      waited = true
+      // Waited as long as a lock can be held, or as the request may: ask the upstream ourselves.
+      if (performance.now() + opts.pollMs >= waitUntil) return await fetchAndShare(handle, key, flags)
+      await sleep(opts.pollMs)
+    }
+  }
+
+  const fetcher: Fetcher = { fetchRecord }
+  const assertOpen = upstream.assertOpen
+  // While Redis answers, a lookup may be answered from it even when the upstream's breaker is open.
+  if (assertOpen !== undefined) fetcher.assertOpen = (handle) => { if (!tier.usable()) assertOpen(handle) }
+  return fetcher
+}

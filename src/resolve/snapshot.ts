@@ -1,0 +1,255 @@
+import { createReadStream } from 'node:fs'
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
+import type { CachedAnswer, RecordCache } from './cache.js'
+import { checkEntry, encodeEntry, isCacheKey } from './entry-codec.js'
+
+/**
+ * The cache on disk (behaviour.md §11, CACHE_FILE): NDJSON, one line per entry, between a header
+ * and an end line, so a file cut short is known to be cut short:
+ *
+ *   {"format":"doi-proxy-cache","version":1,"writtenAt":1700000000000}
+ *   ["10.1000/182",[1,storedAt,freshUntil,1,[…values…]]]
+ *   …
+ *   {"end":true,"entries":N}
+ *
+ * Entries are written least recently used first, so loading them in order through the bounded LRU
+ * keeps the most recently used ones when the file came from a larger cache (the oldest are evicted
+ * as the newer arrive), with their recency order intact. Times are epoch ms by the app's clock, so an
+ * entry keeps exactly what was left of its freshness and staleness; what has run out is dropped.
+ *
+ * Writing is atomic (a temporary file beside it, fsync, rename) and in chunks that yield to the
+ * event loop. Reading is streamed, with a bound on the length of a line; every line is checked.
+ * A file whose header is wrong is set aside whole (nothing loaded); a file cut short (no end line, a
+ * last line without its newline) keeps the entries read before the cut and is set aside too; a bad
+ * line in the middle is skipped and counted. Set aside = renamed to `FILE.corrupt-<epoch ms>`, never deleted.
+ */
+export const SNAPSHOT_FORMAT = 'doi-proxy-cache'
+export const SNAPSHOT_VERSION = 1
+
+// A chunk of lines is written (and the event loop let go) every this many bytes.
+const WRITE_CHUNK_BYTES = 256 * 1024
+
+export interface SnapshotLog {
+  info (obj: object, msg: string): void
+  warn (obj: object, msg: string): void
+}
+
+export interface LoadResult {
+  /** Entries put in the cache (the cache's own bounds may have evicted some of them since). */
+  loaded: number
+  /** Entries whose freshness and staleness had both run out. */
+  expired: number
+  /** Lines that were not entries (skipped). */
+  bad: number
+  /** Where the file was moved when it was corrupt or truncated. */
+  setAside?: string
+}
+
+export interface LoadOptions {
+  file: string
+  cache: RecordCache
+  now: () => number
+  /** Longest line accepted (a longer one is a bad line): bounds the memory a hostile file can take. */
+  maxLineBytes: number
+  /** Longest key accepted. */
+  maxKeyLength: number
+  log: SnapshotLog
+}
+
+/** Load the snapshot into the cache. A missing file is an empty cache; nothing here throws. */
+export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
+  const result: LoadResult = { loaded: 0, expired: 0, bad: 0 }
+  try {
+    await stat(opts.file)
+  } catch {
+    return result // no snapshot yet: a first start
+  }
+  let header = false
+  let ended = false
+  let problem: string | undefined
+  const at = opts.now()
+  try {
+    for await (const line of readLines(opts.file, opts.maxLineBytes)) {
+      if (!header) {
+        if (!isHeader(line.text)) {
+          problem = 'the first line is not a doi-proxy cache header of a version we read'
+          break
+        }
+        header = true
+        continue
+      }
+      if (ended) {
+        problem = 'lines after the end line'
+        break
+      }
+      if (!line.complete) {
+        // The last line without its newline: the write was cut short there.
+        problem = 'the file ends in the middle of a line'
+        break
+      }
+      if (line.text === undefined) {
+        result.bad++
+        continue
+      }
+      const parsed = parseLine(line.text, opts.maxKeyLength)
+      if (parsed === 'end') {
+        ended = true
+        continue
+      }
+      if (parsed === undefined) {
+        result.bad++
+        continue
+      }
+      if (opts.cache.restore(parsed[0], parsed[1], at)) result.loaded++
+      else result.expired++
+    }
+  } catch (err) {
+    problem = `the file could not be read: ${(err as Error).message}`
+  }
+  if (problem === undefined && !header) problem = 'the file is empty'
+  if (problem === undefined && !ended) problem = 'the file has no end line (it was cut short)'
+  if (problem !== undefined) {
+    const aside = `${opts.file}.corrupt-${Date.now()}`
+    try {
+      await rename(opts.file, aside)
+      result.setAside = aside
+    } catch { /* it could not be moved: it will be overwritten by the next snapshot */ }
+    opts.log.warn({ file: opts.file, setAside: aside, problem, loaded: result.loaded, badLines: result.bad }, 'the cache snapshot is corrupt or truncated; it was set aside')
+  } else if (result.bad > 0) {
+    opts.log.warn({ file: opts.file, badLines: result.bad }, 'skipped bad lines in the cache snapshot')
+  }
+  return result
+}
+
+export interface WriteOptions {
+  file: string
+  cache: RecordCache
+  now: () => number
+}
+
+/** Write the cache to `file` atomically; resolves with the number of entries written. */
+export async function writeSnapshot (opts: WriteOptions): Promise<number> {
+  // Taken at once (references only), so the file is one consistent picture of the cache.
+  const entries = opts.cache.entries()
+  const tmp = `${opts.file}.tmp`
+  await mkdir(dirname(opts.file), { recursive: true })
+  const handle = await open(tmp, 'w', 0o600)
+  let written = 0
+  try {
+    let chunk = JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, writtenAt: opts.now() }) + '\n'
+    for (const [key, entry] of entries) {
+      chunk += `[${JSON.stringify(key)},${encodeEntry(entry)}]\n`
+      written++
+      if (chunk.length >= WRITE_CHUNK_BYTES) {
+        await handle.write(chunk)
+        chunk = ''
+        await yieldToLoop()
+      }
+    }
+    chunk += JSON.stringify({ end: true, entries: written }) + '\n'
+    await handle.write(chunk)
+    await handle.sync()
+  } catch (err) {
+    await handle.close().catch(() => {})
+    await rm(tmp, { force: true }).catch(() => {})
+    throw err
+  }
+  await handle.close()
+  await rename(tmp, opts.file)
+  return written
+}
+
+function isHeader (text: string | undefined): boolean {
+  if (text === undefined) return false
+  try {
+    const h = JSON.parse(text) as { format?: unknown, version?: unknown } | null
+    return h !== null && typeof h === 'object' && h.format === SNAPSHOT_FORMAT && h.version === SNAPSHOT_VERSION
+  } catch {
+    return false
+  }
+}
+
+/** An entry line as [key, entry], 'end' for the end line, undefined for anything else. */
+function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] | 'end' | undefined {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
+    return (raw as { end?: unknown }).end === true ? 'end' : undefined
+  }
+  if (!Array.isArray(raw) || raw.length !== 2 || !isCacheKey(raw[0], maxKeyLength)) return undefined
+  const entry = checkEntry(raw[1])
+  return entry === undefined ? undefined : [raw[0], entry]
+}
+
+interface Line {
+  /** Undefined when the line was longer than the bound (its bytes were dropped). */
+  text: string | undefined
+  /** False for a last line that had no newline. */
+  complete: boolean
+}
+
+/** The file's lines, streamed; a line longer than maxLineBytes is given as undefined text, never held whole. */
+async function * readLines (file: string, maxLineBytes: number): AsyncGenerator<Line> {
+  const stream = createReadStream(file, { highWaterMark: 64 * 1024 })
+  let parts: Buffer[] = []
+  let size = 0
+  let tooLong = false
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let start = 0
+      for (;;) {
+        const nl = chunk.indexOf(10, start)
+        const end = nl === -1 ? chunk.length : nl
+        if (!tooLong) {
+          if (size + (end - start) > maxLineBytes) {
+            tooLong = true
+            parts = []
+            size = 0
+          } else if (end > start) {
+            parts.push(chunk.subarray(start, end))
+            size += end - start
+          }
+        }
+        if (nl === -1) break
+        yield { text: tooLong ? undefined : Buffer.concat(parts, size).toString('utf8'), complete: true }
+        parts = []
+        size = 0
+        tooLong = false
+        start = nl + 1
+      }
+    }
+    if (size > 0 || tooLong) yield { text: tooLong ? undefined : Buffer.concat(parts, size).toString('utf8'), complete: false }
+  } finally {
+    stream.destroy()
+  }
+}
+
+/** Writes the snapshot every `intervalMs` (0: never on a timer) and once more at `close()`; one write at a time. */
+export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, log: SnapshotLog }) {
+  let running: Promise<void> | undefined
+  const once = async (why: string): Promise<void> => {
+    if (running !== undefined) return await running
+    const started = performance.now()
+    running = writeSnapshot(opts).then(
+      (entries) => opts.log.info({ file: opts.file, entries, why, ms: Math.round(performance.now() - started) }, 'wrote the cache snapshot'),
+      (err: unknown) => opts.log.warn({ file: opts.file, err, why }, 'could not write the cache snapshot')
+    ).finally(() => { running = undefined })
+    return await running
+  }
+  const timer = opts.intervalMs > 0 ? setInterval(() => { once('periodic').catch(() => {}) }, opts.intervalMs) : undefined
+  timer?.unref()
+  return {
+    writeNow: once,
+    async close (): Promise<void> {
+      if (timer !== undefined) clearInterval(timer)
+      if (running !== undefined) await running
+      await once('shutdown')
+    }
+  }
+}

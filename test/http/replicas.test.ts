@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import type { AppDeps } from '../../src/app.js'
+import { buildConfig } from '../../src/config/schema.js'
+import type { Config } from '../../src/config/schema.js'
+import { FakeUpstream } from '../support/fake-upstream.js'
+import { PROBE_RECORDS, admin, str } from '../support/records.js'
+import { TestRedis } from '../support/redis.js'
+import type { HandleValue } from '../../src/handle/types.js'
+
+// REDIS_URL (behaviour.md §11): replicas share a second cache tier, against a real redis-server.
+
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0)
+const DAY = 86_400_000
+
+const RECORDS: Record<string, HandleValue[]> = { ...PROBE_RECORDS }
+for (let i = 0; i < 10; i++) RECORDS[`10.5555/shared-${i}`] = [admin(), str(1, 'URL', `http://example.org/shared-${i}`)]
+
+let redis: TestRedis
+
+beforeAll(async () => { redis = await TestRedis.start() })
+afterAll(async () => { await redis?.close() })
+beforeEach(async () => {
+  await redis.run() // a test may have killed it
+  const client = redis.client()
+  await client.flushall()
+  client.disconnect()
+})
+
+async function fakeUpstream (): Promise<FakeUpstream> {
+  const upstream = await FakeUpstream.start(RECORDS)
+  onTestFinished(() => upstream.close())
+  return upstream
+}
+
+/** One replica: a whole app on the shared upstream and Redis. */
+async function replica (upstream: FakeUpstream, overrides: Partial<Config> = {}, deps: AppDeps = {}): Promise<FastifyInstance> {
+  const config: Config = {
+    ...buildConfig(undefined, {}),
+    upstreamUrl: upstream.url,
+    upstreamTimeoutMs: 2000,
+    upstreamRetries: 0,
+    localStoreDir: undefined,
+    cacheFile: undefined,
+    redisUrl: redis.url,
+    ...overrides
+  }
+  const app = await buildApp(config, deps)
+  await app.ready()
+  onTestFinished(async () => { await app.close() })
+  return app
+}
+
+async function metric (app: FastifyInstance, pattern: RegExp): Promise<number> {
+  const m = pattern.exec((await app.inject({ url: '/metrics' })).body)
+  return m === null ? 0 : Number(m[1])
+}
+
+async function waitFor (check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error('the condition never held')
+}
+
+describe('replicas sharing one Redis', () => {
+  it('a DOI one replica resolved is answered by another without asking the upstream', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const b = await replica(upstream)
+    expect((await a.inject({ url: '/10.5555/plain' })).statusCode).toBe(302)
+    const res = await b.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://example.org/plain')
+    expect(upstream.count('10.5555/plain')).toBe(1)
+    expect(upstream.count('10.5555')).toBe(1)
+    expect(await metric(b, /^doi_proxy_shared_cache_total\{result="hit"\} (\d+)/m)).toBeGreaterThanOrEqual(1)
+  })
+
+  it('replicas that miss the same DOI at once make one upstream request between them', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const b = await replica(upstream)
+    const c = await replica(upstream)
+    upstream.mode = { kind: 'slow', delayMs: 300 }
+    const answers = await Promise.all([a, b, c, a, b, c].map(async (app) => await app.inject({ url: '/10.5555/shared-1' })))
+    expect(answers.map((r) => r.statusCode)).toEqual([302, 302, 302, 302, 302, 302])
+    expect(answers.every((r) => r.headers.location === 'http://example.org/shared-1')).toBe(true)
+    expect(upstream.count('10.5555/shared-1')).toBe(1)
+    expect(upstream.count('10.5555')).toBe(1)
+  })
+
+  it('a not-found answer is shared too', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const b = await replica(upstream)
+    expect((await a.inject({ url: '/10.5555/nowhere' })).statusCode).toBe(404)
+    expect((await b.inject({ url: '/10.5555/nowhere' })).statusCode).toBe(404)
+    expect(upstream.count('10.5555/nowhere')).toBe(1)
+  })
+
+  it('records live under a versioned prefix, with a Redis TTL of freshness plus the longest staleness', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { cacheMaxTtlSeconds: 3600, maxStaleSeconds: 7200 })
+    await a.inject({ url: '/10.5555/plain' })
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const ttl = await client.pttl('doi-proxy:v1:r:10.5555/PLAIN')
+    expect(ttl).toBeGreaterThan(3600_000)
+    expect(ttl).toBeLessThanOrEqual(3600_000 + 7200_000)
+  })
+
+  it('an expired record another replica stored stands in when the upstream fails', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, {}, { now: () => T0 })
+    expect((await a.inject({ url: '/10.5555/shared-2' })).statusCode).toBe(302)
+    upstream.mode = { kind: 'status', status: 503 }
+    const b = await replica(upstream, {}, { now: () => T0 + 2 * DAY })
+    const res = await b.inject({ url: '/10.5555/shared-2' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('STALE')
+  })
+
+  it('a value in Redis that is not a cache entry is ignored and counted, never served', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    await client.set('doi-proxy:v1:r:10.5555/PLAIN', '[1,1,2,1,[{"index":1,"type":"URL","data":{"format":"string","value":"javascript:alert(1)"}}]]')
+    await client.set('doi-proxy:v1:r:10.5555/MULTI', '\u0000not json')
+    const plain = await a.inject({ url: '/10.5555/plain' })
+    expect(plain.statusCode).toBe(302)
+    expect(plain.headers.location).toBe('http://example.org/plain')
+    expect((await a.inject({ url: '/10.5555/multi' })).headers.location).toBe('http://example.org/first')
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBe(2)
+  })
+
+  it('rate-limit counters are shared by the replicas', async () => {
+    const upstream = await fakeUpstream()
+    const limits = { rateLimitMax: 2, rateLimitWindowMs: 60_000, rateLimitAllowList: [] }
+    const a = await replica(upstream, limits)
+    const b = await replica(upstream, limits)
+    const from = { remoteAddress: '203.0.113.7' }
+    expect((await a.inject({ url: '/10.5555/shared-3', ...from })).statusCode).toBe(302)
+    expect((await b.inject({ url: '/10.5555/shared-4', ...from })).statusCode).toBe(302)
+    expect((await a.inject({ url: '/10.5555/shared-5', ...from })).statusCode).toBe(429)
+  })
+})
+
+describe('when Redis fails', () => {
+  it('a replica whose Redis is unreachable from the start is ready and resolves on its own', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { redisUrl: 'redis://127.0.0.1:1', redisConnectTimeoutMs: 200 })
+    expect((await a.inject({ url: '/readyz' })).statusCode).toBe(200)
+    expect((await a.inject({ url: '/10.5555/plain' })).statusCode).toBe(302)
+    expect(await metric(a, /^doi_proxy_shared_cache_up (\d+)/m)).toBe(0)
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m)).toBeGreaterThan(0)
+  })
+
+  it('when Redis is killed, replicas keep resolving on their own, and share again once it is back', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const b = await replica(upstream)
+    await redis.kill()
+    expect((await a.inject({ url: '/10.5555/shared-6' })).statusCode).toBe(302)
+    expect((await b.inject({ url: '/10.5555/shared-6' })).statusCode).toBe(302)
+    expect(upstream.count('10.5555/shared-6')).toBe(2) // no Redis: each its own
+    expect((await a.inject({ url: '/readyz' })).statusCode).toBe(200)
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m)).toBeGreaterThan(0)
+
+    await redis.run()
+    await waitFor(async () => await metric(a, /^doi_proxy_shared_cache_up (\d+)/m) === 1 && await metric(b, /^doi_proxy_shared_cache_up (\d+)/m) === 1)
+    expect((await a.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
+    expect((await b.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
+    expect(upstream.count('10.5555/shared-7')).toBe(1)
+  })
+
+  it('a slow Redis is given up after its command timeout and the lookup goes on without it', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const res = await a.inject({ url: '/10.5555/shared-8' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://example.org/shared-8')
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)).toBeGreaterThan(0)
+    await sleeping
+  })
+})

@@ -1,0 +1,188 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import type { AppDeps } from '../../src/app.js'
+import { buildConfig } from '../../src/config/schema.js'
+import type { Config } from '../../src/config/schema.js'
+import { FakeUpstream } from '../support/fake-upstream.js'
+import { admin, str } from '../support/records.js'
+import type { HandleValue } from '../../src/handle/types.js'
+
+// CACHE_FILE (behaviour.md §11): the cache survives a restart, whatever the file holds.
+
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0)
+const DAY = 86_400_000
+
+function records (n: number): Record<string, HandleValue[]> {
+  const out: Record<string, HandleValue[]> = { 10.5555: [admin(), str(3, 'EMAIL', 'admin@example.org')] }
+  for (let i = 0; i < n; i++) out[`10.5555/r${i}`] = [admin(), str(1, 'URL', `http://example.org/r${i}`)]
+  return out
+}
+
+function tempFile (): string {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-snapshot-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'sub', 'cache.snapshot')
+}
+
+interface Logged { level: number, msg: string, [k: string]: unknown }
+
+async function start (upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<{ app: FastifyInstance, logs: Logged[] }> {
+  const logs: Logged[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as Logged) } })
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, upstreamRetries: 0, localStoreDir: undefined, ...overrides }
+  const app = await buildApp(config, { logger, ...deps })
+  await app.ready()
+  onTestFinished(async () => { await app.close() })
+  return { app, logs }
+}
+
+async function upstreamFor (recs: Record<string, HandleValue[]>): Promise<FakeUpstream> {
+  const upstream = await FakeUpstream.start(recs)
+  onTestFinished(() => upstream.close())
+  return upstream
+}
+
+describe('a cache that survives restarts (CACHE_FILE)', () => {
+  it('after a graceful shutdown and a restart with the upstream down, every cached DOI still resolves from the cache', async () => {
+    const upstream = await upstreamFor(records(5))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    for (let i = 0; i < 5; i++) expect((await first.app.inject({ url: `/10.5555/r${i}` })).statusCode).toBe(302)
+    expect((await first.app.inject({ url: '/10.5555/missing' })).statusCode).toBe(404)
+    await first.app.close()
+    expect(existsSync(cacheFile)).toBe(true)
+    expect(existsSync(`${cacheFile}.tmp`)).toBe(false)
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const asked = upstream.seen.length
+    const second = await start(upstream, { cacheFile })
+    for (let i = 0; i < 5; i++) {
+      const res = await second.app.inject({ url: `/10.5555/r${i}` })
+      expect(res.statusCode).toBe(302)
+      expect(res.headers.location).toBe(`http://example.org/r${i}`)
+      expect(res.headers['x-cache']).toBe('HIT')
+    }
+    expect((await second.app.inject({ url: '/10.5555/missing' })).statusCode).toBe(404)
+    expect(upstream.seen.length).toBe(asked)
+    expect(second.logs.some((l) => l.msg === 'loaded the cache snapshot' && l.loaded === 7)).toBe(true)
+  })
+
+  it('a record that expired while the resolver was stopped is served stale when the upstream fails', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile }, { now: () => T0 })
+    expect((await first.app.inject({ url: '/10.5555/r0' })).statusCode).toBe(302)
+    await first.app.close()
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile }, { now: () => T0 + 2 * DAY })
+    const res = await second.app.inject({ url: '/10.5555/r0' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('STALE')
+  })
+
+  it('a record older than the longest staleness is not loaded', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile }, { now: () => T0 })
+    expect((await first.app.inject({ url: '/10.5555/r0' })).statusCode).toBe(302)
+    await first.app.close()
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile }, { now: () => T0 + 30 * DAY })
+    expect((await second.app.inject({ url: '/10.5555/r0' })).statusCode).toBe(502)
+    expect(second.logs.some((l) => l.msg === 'loaded the cache snapshot' && l.expired === 2 && l.loaded === 0)).toBe(true)
+  })
+
+  it('a corrupt snapshot file is set aside with a warning, and the resolver starts with an empty cache', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    await first.app.close()
+    writeFileSync(cacheFile, 'PK\u0003\u0004 this is not a snapshot\n\u0000\u0000\n')
+    const second = await start(upstream, { cacheFile })
+    const warning = second.logs.find((l) => l.msg === 'the cache snapshot is corrupt or truncated; it was set aside')
+    expect(warning).toBeDefined()
+    expect(existsSync(cacheFile)).toBe(false)
+    expect(existsSync(String(warning?.setAside))).toBe(true)
+    expect((await second.app.inject({ url: '/10.5555/r0' })).statusCode).toBe(302)
+  })
+
+  it('a snapshot cut short keeps the records written before the cut and is set aside', async () => {
+    const upstream = await upstreamFor(records(6))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    for (let i = 0; i < 6; i++) await first.app.inject({ url: `/api/handles/10.5555/r${i}` })
+    await first.app.close()
+    const text = readFileSync(cacheFile, 'utf8')
+    const lines = text.split('\n')
+    // The header, three whole entries (r0…r2, least recently used first), then half of r3's line.
+    writeFileSync(cacheFile, lines.slice(0, 4).join('\n') + '\n' + (lines[4] ?? '').slice(0, 40))
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile })
+    for (let i = 0; i < 3; i++) expect((await second.app.inject({ url: `/api/handles/10.5555/r${i}` })).statusCode).toBe(200)
+    for (let i = 3; i < 6; i++) expect((await second.app.inject({ url: `/api/handles/10.5555/r${i}` })).statusCode).not.toBe(200)
+    expect(second.logs.some((l) => l.msg === 'the cache snapshot is corrupt or truncated; it was set aside' && l.loaded === 3)).toBe(true)
+    expect(readdirSync(join(cacheFile, '..')).some((f) => f.startsWith('cache.snapshot.corrupt-'))).toBe(true)
+  })
+
+  it('hostile lines in a snapshot are skipped and the good ones load', async () => {
+    const upstream = await upstreamFor(records(2))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    await first.app.inject({ url: '/api/handles/10.5555/r0' })
+    await first.app.inject({ url: '/api/handles/10.5555/r1' })
+    await first.app.close()
+    const [header = '', r0 = '', r1 = '', end = ''] = readFileSync(cacheFile, 'utf8').split('\n')
+    const hostile = [
+      '["10.5555/lower-case-key",[1,1764000000000,1764086400000,0]]', // not a key we make
+      '["10.5555/R9",[1,1764086400000,1764000000000,0]]', // fresh until before stored
+      '["10.5555/R9",[1,1764000000000,9999999999999999,0]]', // an absurd time
+      '["10.5555/R9",[1,1764000000000,1764086400000,1,[{"index":"1","type":"URL","data":{}}]]]', // bad values
+      '["10.5555/R9",[2,1764000000000,1764086400000,0]]', // a version we do not read
+      '{"__proto__":{"polluted":true}}',
+      '[' + 'x'.repeat(3 * 1024 * 1024) + ']', // longer than any record
+      'null', '[]', '"string"', '\u0000\u0001'
+    ]
+    writeFileSync(cacheFile, [header, r0, ...hostile, r1, end, ''].join('\n'))
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile })
+    expect((await second.app.inject({ url: '/api/handles/10.5555/r0' })).statusCode).toBe(200)
+    expect((await second.app.inject({ url: '/api/handles/10.5555/r1' })).statusCode).toBe(200)
+    expect(second.logs.some((l) => l.msg === 'skipped bad lines in the cache snapshot' && l.badLines === hostile.length)).toBe(true)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+    expect(existsSync(cacheFile)).toBe(true)
+  })
+
+  it('a snapshot from a larger cache fills a smaller one with the most recently used records', async () => {
+    const upstream = await upstreamFor(records(20))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    for (let i = 0; i < 20; i++) await first.app.inject({ url: `/api/handles/10.5555/r${i}` })
+    await first.app.inject({ url: '/api/handles/10.5555/r0' }) // r0 is now the most recently used
+    await first.app.close()
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile, cacheMaxEntries: 5 })
+    const served = []
+    for (let i = 0; i < 20; i++) {
+      if ((await second.app.inject({ url: `/api/handles/10.5555/r${i}` })).statusCode === 200) served.push(i)
+    }
+    expect(served).toEqual([0, 16, 17, 18, 19])
+  })
+
+  it('the cache is written periodically while the resolver runs', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const { app } = await start(upstream, { cacheFile, cacheSnapshotIntervalSeconds: 1 })
+    await app.inject({ url: '/10.5555/r0' })
+    for (let i = 0; i < 100 && !existsSync(cacheFile); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(readFileSync(cacheFile, 'utf8')).toContain('"10.5555/R0"')
+  })
+})

@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { defaultWorkers, cpusFromCgroup } from '../src/cpu-quota.js'
+import { FakeUpstream } from './support/fake-upstream.js'
+import { PROBE_RECORDS } from './support/records.js'
+
+// src/main.ts as operators run it: kill -TERM, then a restart (behaviour.md §11), and its start-up choices.
+
+interface Started { child: ChildProcess, port: number, output: () => string }
+
+async function start (env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CONTACT_EMAIL: 'ops@example.org', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
+  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
+  onTestFinished(() => { child.kill('SIGKILL') })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
+      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
+      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
+    }, 20)
+  })
+  return { child, port, output: () => out }
+}
+
+async function exitOf (child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode
+  return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+}
+
+describe('a restart', () => {
+  it('after kill -TERM and a restart with the upstream down, every DOI cached before still resolves', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-restart-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), UPSTREAM_RETRIES: '0' }
+    const dois = ['10.5555/plain', '10.5555/multi', '10.5555/UPPER']
+    const first = await start(env)
+    for (const doi of dois) expect((await fetch(`http://127.0.0.1:${first.port}/${doi}`, { redirect: 'manual' })).status).toBe(302)
+    first.child.kill('SIGTERM')
+    expect(await exitOf(first.child)).toBe(0)
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(env)
+    for (const doi of dois) {
+      const res = await fetch(`http://127.0.0.1:${second.port}/${doi}`, { redirect: 'manual' })
+      expect(res.status).toBe(302)
+      expect(res.headers.get('x-cache')).toBe('HIT')
+    }
+    expect((await fetch(`http://127.0.0.1:${second.port}/10.5555/never-seen`, { redirect: 'manual' })).status).toBe(502)
+  })
+
+  it('warns at start when CONTACT_EMAIL is empty and the upstream is doi.org', async () => {
+    const { output } = await start({ CONTACT_EMAIL: '', UPSTREAM_URL: 'https://doi.org/api/handles', CACHE_FILE: '' })
+    expect(output()).toMatch(/"level":40[^\n]*CONTACT_EMAIL is empty/)
+  })
+
+  it('says nothing about CONTACT_EMAIL for another upstream', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { output } = await start({ CONTACT_EMAIL: '', UPSTREAM_URL: upstream.url, CACHE_FILE: '' })
+    expect(output()).not.toContain('CONTACT_EMAIL')
+  })
+})
+
+describe('WORKERS=0 in a container', () => {
+  it('starts as many workers as the container\'s CPU quota allows, not the host\'s cores', () => {
+    expect(defaultWorkers('200000 100000\n', 64)).toBe(2)
+    expect(defaultWorkers('150000 100000\n', 64)).toBe(1)
+    expect(defaultWorkers('50000 100000\n', 64)).toBe(1)
+  })
+
+  it('uses the cores when there is no quota or no cgroup v2 file', () => {
+    expect(defaultWorkers('max 100000\n', 8)).toBe(8)
+    expect(defaultWorkers(undefined, 8)).toBe(8)
+    expect(defaultWorkers('garbage', 8)).toBe(8)
+    expect(cpusFromCgroup('0 100000')).toBeUndefined()
+  })
+
+  it('never starts more workers than the cores it may run on', () => {
+    expect(defaultWorkers('800000 100000', 2)).toBe(2)
+  })
+})
