@@ -40,13 +40,14 @@ function punycodeHost (url: string): string | undefined {
 }
 
 /**
- * behaviour.md §9: urlappend never changes where a redirect goes. True when the URL with urlappend
- * keeps the chosen URL's scheme, host and port (and user info), as a browser would parse both
- * (WHATWG URL); '?urlappend=@evil.example' on 'https://example.org' would move it to evil.example.
+ * behaviour.md §9: urlappend never changes where a redirect goes. True when two Locations, as sent
+ * (encoded), go to the same scheme, host and port with the same user info, as a browser parses them
+ * (WHATWG URL). Compare what is sent, never the text before encoding: '\\@evil.example' reads as a
+ * path before encoding ('\\' is '/' in http URLs) but as user info once encoded ('%5C@evil.example').
  */
-export function appendKeepsTarget (url: string, urlappend: string): boolean {
-  const before = parseUrl(url.trim())
-  const after = parseUrl(url.trim() + urlappend)
+export function sameTarget (location: string, appended: string): boolean {
+  const before = parseUrl(location)
+  const after = parseUrl(appended)
   if (before === undefined || after === undefined) return false
   return before.protocol === after.protocol && before.host === after.host &&
     before.username === after.username && before.password === after.password

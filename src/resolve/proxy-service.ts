@@ -2,7 +2,7 @@ import type { HandleValue } from '../handle/types.js'
 import type { ProxyParams } from '../handle/query.js'
 import { hasTypeOrIndexFilter } from '../handle/query.js'
 import { expiresAt, filterValues } from '../handle/record.js'
-import { appendKeepsTarget, locationFor } from '../handle/redirect.js'
+import { locationFor, sameTarget } from '../handle/redirect.js'
 import { boundedMemo } from '../handle/memo.js'
 import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
@@ -148,12 +148,13 @@ export function createProxyService (opts: ProxyServiceOptions) {
     const decision = chooseLocation(locRequest)
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
-    if (params.urlappend !== undefined && !appendKeepsTarget(decision.href, params.urlappend)) {
+    const plain = plainLocation(decision.href)
+    const location = params.urlappend === undefined ? plain : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
+    // A scheme outside the allow-list or a control character: show the values instead (behaviour.md §4).
+    if (plain === undefined || location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
+    if (location !== plain && !sameTarget(plain, location)) {
       return { kind: 'refused', handle, message: 'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).', cache }
     }
-    const location = params.urlappend === undefined ? plainLocation(decision.href) : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
-    // A scheme outside the allow-list or a control character: show the values instead (behaviour.md §4).
-    if (location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
     const at = now()
     // Kept namespace locations bound Expires by their own remaining life (behaviour.md R11).
     const expires = Math.min(expiresAt(decision.usedValues, at), located.namespaceUntil ?? Infinity)

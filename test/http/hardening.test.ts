@@ -268,7 +268,9 @@ describe('urlappend never moves a redirect to another site', () => {
     ['@evil.example', 'user info that turns the host into evil.example'],
     ['.evil.example', 'a longer host name'],
     [':8443', 'another port'],
-    ['%40evil.example', 'an encoded @']
+    ['%40evil.example', 'an encoded @'],
+    ['%5C%40evil.example', 'a backslash, which is a slash before encoding and user info after (found by bench/fuzz.ts)'],
+    ['%5C%5Cevil.example', 'two backslashes']
   ])('?urlappend=%s is a 400 (%s)', async (append) => {
     const { app } = await setup({ records: { ...RECORDS, '10.5555/bare': [str(1, 'URL', 'https://example.org')] } })
     const res = await app.inject({ url: `/10.5555/bare?urlappend=${append}` })
