@@ -1,4 +1,6 @@
 import { isIP } from 'node:net'
+import { checkIds, parseLocalServices, parseTemplate } from './local-services.js'
+import type { LocalServiceConfig } from './local-services.js'
 
 /**
  * Every setting doi-proxy has: its name, its environment variable, its default and its check.
@@ -43,6 +45,11 @@ export interface Config {
   localAuthoritativePrefixes: string[]
   localStoreWatch: boolean
   offline: boolean
+  /** behaviour.md §10: every local service, the LOCAL_SERVICE_URL one (id `local`) last. */
+  localServices: LocalServiceConfig[]
+  localServiceUrl: string | undefined
+  localServiceNetworks: string[]
+  localServiceName: string
   upstreamMaxConcurrent: number
   upstreamQueueSize: number
   upstreamQueueTimeoutMs: number
@@ -75,10 +82,13 @@ export interface Config {
 
 type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust'
 
+// The local services' own checks (src/config/local-services.ts).
+type LocalServiceKind = 'services' | 'template'
+
 interface Option {
   key: keyof Config
   env: string
-  kind: Kind
+  kind: Kind | LocalServiceKind
   min?: number
   max?: number
   default: unknown
@@ -138,6 +148,10 @@ export const OPTIONS: readonly Option[] = [
   { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
   { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
   { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay, lookups that need the upstream get 503 with Retry-After (load shedding; cached answers are still served); 0 disables.' },
+  { key: 'localServices', env: 'LOCAL_SERVICES', kind: 'services', default: [], doc: 'Local services ("appropriate copy"): a JSON list of `{"id", "name", "url", "networks", "prefixes"}`. Readers inside `networks` (CIDRs; for DOIs under `prefixes`, if given) or who chose the service at /settings are sent to `url`, a template with `{doi}` and optionally `{return}`, instead of the publisher. See docs/institutional.md.' },
+  { key: 'localServiceUrl', env: 'LOCAL_SERVICE_URL', kind: 'template', default: undefined, doc: 'Shortcut for one local service with id `local`: its URL template, e.g. `https://resolver.example/openurl?rft_id=info:doi/{doi}`.' },
+  { key: 'localServiceNetworks', env: 'LOCAL_SERVICE_NETWORKS', kind: 'cidrs', default: [], doc: 'Client networks sent to the `LOCAL_SERVICE_URL` service (comma-separated CIDRs; `0.0.0.0/0,::/0` is everyone). Empty: only readers who choose it at /settings.' },
+  { key: 'localServiceName', env: 'LOCAL_SERVICE_NAME', kind: 'string', default: 'Your library', doc: 'Name of the `LOCAL_SERVICE_URL` service, shown to readers at /settings.' },
   { key: 'localStoreDir', env: 'LOCAL_STORE_DIR', kind: 'optional-string', default: 'config/sample-records', doc: 'Directory of local records (`.json`/`.ndjson`, the REST API\'s shape) consulted before the upstream; empty disables. See docs/local-records.md.' },
   { key: 'localAuthoritativePrefixes', env: 'LOCAL_AUTHORITATIVE_PREFIXES', kind: 'prefixes', default: [], doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated). Empty by default: local records overlay the upstream, so the shipped samples never hide real DOIs of 10.5555, Crossref\'s test prefix.' },
   { key: 'localStoreWatch', env: 'LOCAL_STORE_WATCH', kind: 'bool', default: true, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
@@ -176,6 +190,11 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
     throw new ConfigError(`invalid setting ${where}: expected ${expected}, got ${JSON.stringify(raw)}`)
   }
   switch (opt.kind) {
+    case 'services':
+    case 'template': {
+      const checks = { fail: (message: string): never => { throw new ConfigError(`invalid setting ${where}: ${message}`) }, isCidr: (text: string) => parseCidr(text) !== undefined }
+      return opt.kind === 'services' ? parseLocalServices(raw, checks) : parseTemplate(raw, checks)
+    }
     case 'int': {
       const n = typeof raw === 'number' ? raw : (typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN)
       if (!Number.isSafeInteger(n)) return fail('an integer')
@@ -299,6 +318,11 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
     if (raw !== undefined) out[opt.key] = coerce(opt, raw, `env ${opt.env}`)
   }
   const config = out as unknown as Config
+  if (config.localServiceUrl !== undefined) {
+    const local = { id: 'local', name: config.localServiceName, url: config.localServiceUrl, networks: config.localServiceNetworks, prefixes: [] }
+    config.localServices = [...config.localServices, local]
+    checkIds(config.localServices, { fail: (message) => { throw new ConfigError(`invalid setting localServices: ${message} (LOCAL_SERVICE_URL defines the service "local")`) } })
+  }
   // The server drops a connection that has been quiet for requestTimeoutMs: a lookup must end before.
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
     throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)
