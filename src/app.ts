@@ -24,6 +24,9 @@ import { registerStaticRoutes } from './http/routes/static.js'
 import { proxyHandler, registerProxyRoutes } from './http/routes/proxy.js'
 import { apiHandler, registerApiRoutes, sendApiError } from './http/routes/api.js'
 import { registerRaRoutes } from './http/routes/ra.js'
+import { createLocalServices } from './http/local-service.js'
+import { registerOpenUrlRoutes } from './http/routes/openurl.js'
+import { registerSettingsRoutes } from './http/routes/settings.js'
 import { baseUrlFor } from './http/base-url.js'
 import { describeError, logError, sendHtmlError, setRetryAfter } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
@@ -239,12 +242,16 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     publicBaseUrl: config.publicBaseUrl,
     fallbackHost,
     countryHeader: config.countryHeader,
-    countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
+    countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase),
+    // behaviour.md §10: only when a service is configured does a redirect ask about one.
+    localServices: config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now })
   }
   const apiOptions = { resolver, admission, maxHandleLength: config.maxHandleLength }
   registerApiRoutes(app, apiOptions)
   registerRaRoutes(app, { resolver, admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })
   registerProxyRoutes(app, proxyOptions)
+  registerOpenUrlRoutes(app, proxyOptions)
+  registerSettingsRoutes(app, { services: config.localServices, publicBaseUrl: config.publicBaseUrl, fallbackHost })
   const proxyForBadUrl = proxyHandler(proxyOptions)
   const apiForBadUrl = apiHandler(apiOptions)
   routeBadUrl = async (request, reply) => (request.raw.url ?? '').startsWith('/api/handles/') ? apiForBadUrl(request, reply) : proxyForBadUrl(request, reply)

@@ -91,6 +91,24 @@ export function createMetrics () {
       labelNames: ['reason'] as const, // load_shed, rate_limit, auth_rate_limit, client_share, queue_full
       registers: [registry]
     }),
+    // The local service (behaviour.md §10); service ids come from the configuration, so labels stay few.
+    localServiceDiversions: new Counter({
+      name: 'doi_proxy_local_service_diversions_total',
+      help: 'Redirects sent to a local service instead of the DOI\'s URL, by service and reason',
+      labelNames: ['service', 'reason'] as const, // reason: network, cookie
+      registers: [registry]
+    }),
+    localServiceBypasses: new Counter({
+      name: 'doi_proxy_local_service_bypasses_total',
+      help: 'Redirects not diverted because the request or the reader said so, by reason',
+      labelNames: ['reason'] as const, // nols (nols or nosfx), cookie_none
+      registers: [registry]
+    }),
+    localServiceLoopGuard: new Counter({
+      name: 'doi_proxy_local_service_loop_guard_total',
+      help: 'Diversions not made because the same client was sent to the same DOI\'s local service within 10 s',
+      registers: [registry]
+    }),
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
       help: 'Upstream failures by error code',

@@ -143,6 +143,8 @@ export type LocationDecision =
     headLines: string[]
     /** Send `Vary: Accept`. */
     vary: boolean
+    /** The chosen location's http_role names conneg: a content-negotiated answer (never sent to a local service, behaviour.md §10). */
+    negotiated: boolean
     /** The values the answer depends on (their TTLs bound Expires). */
     usedValues: HandleValue[]
     /** What was skipped as broken, for one log line per record. */
@@ -171,6 +173,7 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
     extraHeaders: derived.extraHeaders,
     headLines: headLinesFor(derived.headElements, chosen.href),
     vary: ctx.vary,
+    negotiated: CONNEG_ROLE.test(attr(chosen.el, 'http_role') ?? ''),
     usedValues: ctx.usedValues,
     problems: unique(problems)
   }
@@ -228,8 +231,11 @@ function legacyOnlyDecision (values: readonly HandleValue[], problems: string[])
   const url = firstUrlValue(values)
   const href = url === undefined ? undefined : valueText(url)?.trim()
   if (url === undefined || href === undefined || href === '') return { kind: 'none', vary: false, problems: unique(problems) }
-  return { kind: 'redirect', href, status: 302, linkHeaders: [], extraHeaders: [], headLines: [], vary: false, usedValues: [url], problems: unique(problems) }
+  return { kind: 'redirect', href, status: 302, linkHeaders: [], extraHeaders: [], headLines: [], vary: false, negotiated: false, usedValues: [url], problems: unique(problems) }
 }
+
+// `conneg` as a word of http_role (a list such as "conneg browser"); `no_conneg` is the opposite, not negotiation.
+const CONNEG_ROLE = /(?:^|[\s,])conneg(?:$|[\s,])/i
 
 /** A root attribute: the handle's own 10320/loc roots first, then the namespace ones. */
 function rootSetting (ctx: LocContext, name: string): string | undefined {

@@ -21,6 +21,8 @@ export type ProxyOutcome =
     status: 301 | 302 | 303 | 307 | 308,
     expires: number,
     vary: boolean,
+    /** The chosen location answers content negotiation (behaviour.md §10: never diverted to a local service). */
+    negotiated: boolean,
     linkHeaders: string[],
     extraHeaders: Array<[string, string]>,
     headLines: string[],
@@ -165,6 +167,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
       status: decision.status,
       expires,
       vary: decision.vary,
+      negotiated: decision.negotiated,
       linkHeaders: decision.linkHeaders,
       extraHeaders: decision.extraHeaders,
       headLines: decision.headLines,

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { encodeHandlePath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
 import { parseApiQuery } from '../../handle/api.js'
 import { parseProxyQuery } from '../../handle/query.js'
+import type { ProxyParams } from '../../handle/query.js'
 import type { ProxyOutcome, ProxyRequest, ProxyService } from '../../resolve/proxy-service.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import type { Metrics } from '../../metrics.js'
@@ -14,6 +15,8 @@ import {
 } from '../views/pages.js'
 import type { PageContext } from '../views/pages.js'
 import { answerApi } from './api.js'
+import { sendDiversion } from '../local-service.js'
+import type { LocalServices } from '../local-service.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -35,6 +38,8 @@ export interface ProxyRouteOptions {
   countryHeader: string | undefined
   /** The optional GeoIP database, the last resort for the client's country. */
   countryLookup: CountryLookup | undefined
+  /** The local services (behaviour.md §10), when any is configured. */
+  localServices?: LocalServices | undefined
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -51,12 +56,8 @@ export function registerProxyRoutes (app: FastifyInstance, opts: ProxyRouteOptio
  * UTF-8) before routing; app.ts sends those here so they get our own answer (behaviour.md §2.2).
  */
 export function proxyHandler (opts: ProxyRouteOptions) {
-  const outcomes = new Map<string, { inc: () => void }>()
-  const count = (outcome: string): void => {
-    let child = outcomes.get(outcome)
-    if (child === undefined) outcomes.set(outcome, child = opts.metrics.resolutions.labels(outcome))
-    child.inc()
-  }
+  const answer = proxyAnswer(opts)
+  const { count } = answer
   return async function handleProxyRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const ctx = lazyPageContext(request, opts)
     const { path, query: urlQuery, fragment } = splitRequestTarget(request.raw.url ?? '/')
@@ -73,13 +74,31 @@ export function proxyHandler (opts: ProxyRouteOptions) {
     }
     const params = parseProxyQuery(query, fragment)
     if (parsed.handle === '') return post ? sendHtmlError(reply, ctx, new RequestError(400, 'Type a DOI name in the form to look it up.')) : home(reply, ctx, query)
+    return await answer(request, reply, ctx, { handle: parsed.handle, query, params, post })
+  }
+}
+
+/**
+ * The answer for one handle and its query, whichever route took the request (`/{doi}`, the form posted
+ * to `/`, `/openurl`): limits, resolution, the local service and the page all happen here.
+ */
+export function proxyAnswer (opts: ProxyRouteOptions) {
+  const outcomes = new Map<string, { inc: () => void }>()
+  const count = (outcome: string): void => {
+    let child = outcomes.get(outcome)
+    if (child === undefined) outcomes.set(outcome, child = opts.metrics.resolutions.labels(outcome))
+    child.inc()
+  }
+  const { localServices } = opts
+  async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
+    const { handle, query, params, post } = asked
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
       count('bad_request')
-      return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', parsed.handle))
+      return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', handle))
     }
     // action=api answers the REST API's JSON for the handle (behaviour.md R4).
-    if (params.action === 'api') return await answerApi(request, reply, parsed.handle, parseApiQuery(query), opts)
-    const req: ProxyRequest = { handle: parsed.handle, params, post, client: clientOf(request, opts) }
+    if (params.action === 'api') return await answerApi(request, reply, handle, parseApiQuery(query), opts)
+    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts) }
     try {
       // A cached DOI is answered without a promise: the hot path stays synchronous.
       let outcome = opts.service.answerAtHand(req)
@@ -91,14 +110,23 @@ export function proxyHandler (opts: ProxyRouteOptions) {
         outcome = await opts.service.answerFetching(req)
       }
       count(outcomeLabel(outcome))
+      if (outcome.kind === 'redirect' && localServices !== undefined) {
+        const diversion = localServices.divert(request, { handle: outcome.handle, negotiated: outcome.negotiated, params }, () => ctx.baseUrl)
+        if (diversion.kind === 'divert') return sendDiversion(reply.header('x-cache', outcome.cache), diversion.location, renderRedirectBody(diversion.location))
+        // Whether a reader is diverted depends on who asks (network, cookie), so no shared cache may give
+        // this answer to another reader, and a browser asks again once its cookie changes (behaviour.md §10).
+        reply.header('cache-control', 'private').header('vary', outcome.vary ? 'Accept, Cookie' : 'Cookie')
+        return render(reply, ctx, { ...outcome, vary: false }, query)
+      }
       return render(reply, ctx, outcome, query)
     } catch (err) {
       count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
       logError(request, err)
       reply.header('x-cache', params.auth || params.cert ? 'BYPASS' : 'MISS')
-      return sendHtmlError(reply, ctx, err, parsed.handle)
+      return sendHtmlError(reply, ctx, err, handle)
     }
   }
+  return Object.assign(answerHandle, { count })
 }
 
 /** A POSTed form: its `hdl` (browser form encoding: '+' is a space) and its other fields as a query string. */
@@ -112,7 +140,7 @@ function formOf (body: unknown): { hdl: string | undefined, query: string } {
 }
 
 /** Pages need our base URL; a redirect does not, so it is worked out only when asked for. */
-function lazyPageContext (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'publicBaseUrl' | 'fallbackHost'>): PageContext {
+export function lazyPageContext (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'publicBaseUrl' | 'fallbackHost'>): PageContext {
   let base: string | undefined
   return {
     get baseUrl () {
