@@ -1,8 +1,15 @@
 # syntax=docker/dockerfile:1
 # doi-proxy: a self-hosted DOI resolver. Runs on a supported Node LTS; the code also runs on Node 20.
 
+# The one base image of every stage. Pin it by digest for reproducible builds:
+#   docker buildx imagetools inspect node:22-alpine     (the "Digest:" line, sha256:…)
+#   docker build --build-arg NODE_IMAGE=node:22-alpine@sha256:<digest> .
+# The default stays a tag because the digest could not be verified where this file is maintained
+# (no Docker engine, no registry access); test/deploy.test.ts checks every stage uses NODE_IMAGE.
+ARG NODE_IMAGE=node:22-alpine
+
 # 1. Build: compile TypeScript with the dev dependencies.
-FROM node:22-alpine AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,27 +18,33 @@ COPY src ./src
 RUN npm run build
 
 # 2. Production dependencies only, without the build tools.
-FROM node:22-alpine AS deps
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
 # 3. Runtime: compiled code, production modules, sample config; runs as the unprivileged `node` user.
-FROM node:22-alpine
-# WORKERS=0: one server process per core (each with its own cache).
+FROM ${NODE_IMAGE}
+# WORKERS=0: one server process per CPU of the container's quota (cgroup cpu.max), else per core;
+# with REDIS_URL they share one cache tier, without it each has its own.
+# CACHE_FILE on the /data volume: the cache survives restarts and new containers.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8000 \
-    WORKERS=0
+    WORKERS=0 \
+    CACHE_FILE=/data/cache.snapshot
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json ./
 COPY --chown=node:node config ./config
+# /data: the cache snapshot (and, if you like, your local records: LOCAL_STORE_DIR=/data/records).
+RUN mkdir -p /data && chown node:node /data
+VOLUME ["/data"]
 USER node
 EXPOSE 8000
 # No curl in the image: Node itself asks /healthz.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# node, not npm: npm would swallow SIGTERM and the graceful shutdown with it.
+# node, not npm: npm would swallow SIGTERM and the graceful shutdown (and the last snapshot) with it.
 CMD ["node", "dist/main.js"]

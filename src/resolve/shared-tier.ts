@@ -203,14 +203,21 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
       if (entry !== undefined && entry.freshUntil > at && entry.storedAt > heldSince) {
         tier.count.hit.inc()
         if (waited) tier.count.waited.inc()
-        return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
+        return answerFrom(handle, entry)
       }
       // An expired record another replica had: it may stand in if the upstream fails (behaviour.md §3).
       if (entry?.kind === 'found' && held === undefined) cache.restore(key, entry, at)
       const lock = await tier.lock(key)
       if (lock !== 'theirs') {
-        if (!waited) tier.count.miss.inc()
         try {
+          // The record may have arrived between our look and our lock (its fetcher just let go): look once more.
+          const late = lock === 'mine' ? await tier.get(key) : undefined
+          if (late !== undefined && late.freshUntil > now() && late.storedAt > heldSince) {
+            tier.count.hit.inc()
+            if (waited) tier.count.waited.inc()
+            return answerFrom(handle, late)
+          }
+          if (!waited) tier.count.miss.inc()
           return await fetchAndShare(handle, key, flags)
         } finally {
           if (lock === 'mine') tier.unlock(key)
@@ -221,6 +228,10 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
       if (performance.now() + opts.pollMs >= waitUntil) return await fetchAndShare(handle, key, flags)
       await sleep(opts.pollMs)
     }
+  }
+
+  function answerFrom (handle: string, entry: CachedAnswer): SharedAnswer {
+    return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
   }
 
   const fetcher: Fetcher = { fetchRecord }
