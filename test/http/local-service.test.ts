@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import { pino } from 'pino'
 import { setup } from '../support/app.js'
 import { admin, str } from '../support/records.js'
 import type { LocalServiceConfig } from '../../src/config/local-services.js'
@@ -276,5 +278,20 @@ describe('metrics', () => {
     expect(text).toContain('doi_proxy_local_service_bypasses_total{reason="nols"} 1')
     expect(text).toContain('doi_proxy_local_service_bypasses_total{reason="cookie_none"} 1')
     expect(text).toContain('doi_proxy_local_service_loop_guard_total 1')
+  })
+})
+
+describe('privacy', () => {
+  it('the reader\'s cookie is never logged, not even in the access log or a failure\'s warning', async () => {
+    const lines: string[] = []
+    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(...chunk.toString().trim().split('\n')); done() } })
+    const { app, upstream } = await setup({ records: RECORDS, overrides: { localServices: [SFX], logRequests: true, upstreamRetries: 0 }, deps: { logger: pino({ level: 'info' }, sink) } })
+    const cookie = 'doi_proxy_ls=sfx; session=secret-value'
+    await app.inject({ url: '/10.5555/plain', remoteAddress: OFF_CAMPUS, headers: { cookie } })
+    await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' } })
+    upstream.mode = { kind: 'status', status: 500 }
+    await app.inject({ url: '/10.5555/uncached', remoteAddress: OFF_CAMPUS, headers: { cookie } })
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    expect(lines.join('\n')).not.toMatch(/doi_proxy_ls|secret-value/)
   })
 })
