@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultWorkers, cpusFromCgroup } from '../src/cpu-quota.js'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
+import { TestRedis } from './support/redis.js'
 
 // src/main.ts as operators run it: kill -TERM, then a restart (behaviour.md §11), and its start-up choices.
 
@@ -57,6 +58,37 @@ describe('a restart', () => {
       expect(res.headers.get('x-cache')).toBe('HIT')
     }
     expect((await fetch(`http://127.0.0.1:${second.port}/10.5555/never-seen`, { redirect: 'manual' })).status).toBe(502)
+  })
+
+  it('with WORKERS=2 each worker writes its own cache file at shutdown', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'cache.snapshot')
+    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' })
+    expect((await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })).status).toBe(302)
+    for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+    expect(existsSync(`${file}.1`)).toBe(true)
+    expect(existsSync(`${file}.2`)).toBe(true)
+    expect(existsSync(file)).toBe(false)
+  })
+
+  it('with WORKERS=2 and REDIS_URL the workers share one cache: a DOI asked again and again is fetched once', async () => {
+    const redis = await TestRedis.start()
+    onTestFinished(() => redis.close())
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { port, output } = await start({ UPSTREAM_URL: upstream.url, CACHE_FILE: '', WORKERS: '2', REDIS_URL: redis.url })
+    for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    for (let i = 0; i < 10; i++) {
+      // A new connection each time, so the primary hands the requests to both workers in turn.
+      const res = await fetch(`http://127.0.0.1:${port}/10.5555/multi`, { redirect: 'manual', headers: { connection: 'close' } })
+      expect(res.status).toBe(302)
+    }
+    expect(upstream.count('10.5555/multi')).toBe(1)
   })
 
   it('warns at start when CONTACT_EMAIL is empty and the upstream is doi.org', async () => {
