@@ -177,6 +177,23 @@ describe('when Redis fails', () => {
     expect(upstream.count('10.5555/shared-7')).toBe(1)
   })
 
+  it('a full Redis (maxmemory reached, no eviction) refuses writes: the replica resolves and counts it', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    const client = redis.client()
+    onTestFinished(async () => {
+      await client.config('SET', 'maxmemory', '0')
+      await client.config('SET', 'maxmemory-policy', 'noeviction')
+      client.disconnect()
+    })
+    await client.config('SET', 'maxmemory-policy', 'noeviction')
+    await client.config('SET', 'maxmemory', '1')
+    const res = await a.inject({ url: '/10.5555/shared-9' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://example.org/shared-9')
+    await waitFor(async () => await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="full"\} (\d+)/m) > 0)
+  })
+
   it('a slow Redis is given up after its command timeout and the lookup goes on without it', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
