@@ -1,5 +1,5 @@
 /**
- * The local record store: handle records kept in files, consulted before the upstream (DECISIONS §3,
+ * The local record store: handle records kept in files, consulted before the upstream (behaviour.md §3,
  * issue 7). A directory of `.json` files (one record or an array) and `.ndjson` files (one record per
  * line), in the Handle REST API's own shape `{"handle": …, "values": [...]}`.
  *
@@ -27,7 +27,7 @@ export interface LocalStoreOptions {
   authoritativePrefixes: string[]
   watch: boolean
   log: StoreLog
-  /** Look for changes by polling instead of fs.watch (network or container mounts where fs.watch hears nothing). Default false. */
+  /** Look for changes by polling instead of fs.watch (network or container mounts where fs.watch hears nothing). Default false. Not a setting yet: src/app.ts does not pass it. */
   poll?: boolean
   /** How often to look for changes when polling (also the fallback when fs.watch fails). Default 2000 ms. */
   pollIntervalMs?: number
@@ -516,7 +516,14 @@ const DEBOUNCE_MS = 100
 /** A file written continuously (a mirror appending) must still be picked up now and then. */
 const MAX_DEBOUNCE_MS = 1000
 
-/** Watch the directory with fs.watch; when that is impossible or fails, poll. Returns the stop function. */
+/**
+ * Watch the directory with fs.watch; when that is impossible or fails, poll. Returns the stop function.
+ * Known limits of fs.watch (docs/local-records.md, "How changes are noticed"): it hears nothing, and reports
+ * no error, for changes made by another machine on NFS/SMB or from the host into some container mounts
+ * (Docker Desktop); nor for the target of a symlink, nor once the directory itself is replaced. Not
+ * recursive, which suits a store read from the top level only; rename-saves are seen (we watch the directory).
+ * chokidar would be one more dependency with the same limits: it uses fs.watch too, unless told to poll.
+ */
 function startWatching (dir: string, opts: LocalStoreOptions, reloader: SerialReloader, loaded: () => string | undefined): () => void {
   let timer: NodeJS.Timeout | undefined
   let firstEventAt: number | undefined

@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises'
+import { mkdtemp, mkdir, readFile, rename, rm, unlink, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -264,6 +264,18 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
       await eventually(() => s.get('10.5555/gone') === undefined, 'the deleted record is gone')
       expect(urlOf(s.get('10.5555/keep'))).toBe('https://example.org/keep')
       expect(s.stats().files).toBe(1)
+    })
+
+    it('touching a store file asks for a reload (docs/local-records.md: how to have a change read)', async () => {
+      const log = recordingLog()
+      await writeFile(join(dir, 'r.ndjson'), urlRecord('10.5555/touched', 'https://example.org/t'))
+      store = await openLocalStore({ dir, authoritativePrefixes: [], log, ...opts })
+      const reloads = (): number => log.lines.filter((l) => l.msg === 'local store loaded' && (l.obj as { reason?: string }).reason === 'change').length
+      expect(reloads()).toBe(0)
+      const later = new Date(Date.now() + 5000) // a modification time that differs even on a coarse clock
+      await utimes(join(dir, 'r.ndjson'), later, later)
+      await eventually(() => reloads() > 0, 'a reload after the touch')
+      expect(urlOf(store.get('10.5555/touched'))).toBe('https://example.org/t')
     })
   })
 
