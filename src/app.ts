@@ -180,7 +180,13 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const tiers = await setUpCacheTiers(app, config, { cache, metrics, now })
   const local = config.localStoreDir === undefined
     ? undefined
-    : await openLocalStore({ dir: config.localStoreDir, authoritativePrefixes: config.localAuthoritativePrefixes, watch: config.localStoreWatch, log: app.log })
+    : await openLocalStore({
+      dir: config.localStoreDir,
+      authoritativePrefixes: config.localAuthoritativePrefixes,
+      watch: config.localStoreWatch,
+      ...(config.localStorePollMs > 0 ? { poll: true, pollIntervalMs: config.localStorePollMs } : {}),
+      log: app.log
+    })
   if (local !== undefined) {
     app.addHook('onClose', async () => { await local.close() })
     metrics.observeLocalStore(() => local.stats().records)

@@ -57,6 +57,12 @@ describe('configuration (issue 2 item 10)', () => {
     expect(buildConfig(undefined, { TRUST_PROXY: env }).trustProxy).toEqual(value)
   })
 
+  it('LOCAL_STORE_POLL_MS turns polling of the local store on, for mounts where fs.watch hears nothing', () => {
+    expect(buildConfig(undefined, {}).localStorePollMs).toBe(0)
+    expect(buildConfig(undefined, { LOCAL_STORE_POLL_MS: '5000' }).localStorePollMs).toBe(5000)
+    expect(() => buildConfig(undefined, { LOCAL_STORE_POLL_MS: 'often' })).toThrow(/localStorePollMs \(env LOCAL_STORE_POLL_MS\): expected an integer/)
+  })
+
   it('the User-Agent carries the contact address', () => {
     expect(upstreamUserAgent({ userAgent: 'doi-proxy/0.1', contactEmail: 'ops@x.example' })).toBe('doi-proxy/0.1 (mailto:ops@x.example)')
   })

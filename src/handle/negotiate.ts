@@ -43,7 +43,7 @@ function isBrowserType (type: string): boolean {
  * if text/html, text/* or *\/* is listed.
  */
 export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
-  // Clients send few distinct header combinations: remember the answers (bounded; emptied when full).
+  // Clients send few distinct header combinations: remember the answers (bounded, least recently used dropped).
   if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return computeLocatt(h)
   const key = `${h.accept ?? ''}\u0000${h.acceptLanguage ?? ''}\u0000${h.userAgent ?? ''}\u0000${h.action ?? ''}`
   return key.length > MEMO_KEY_LIMIT ? computeLocatt(h) : memoLocatt(key)

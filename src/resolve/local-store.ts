@@ -27,7 +27,7 @@ export interface LocalStoreOptions {
   authoritativePrefixes: string[]
   watch: boolean
   log: StoreLog
-  /** Look for changes by polling instead of fs.watch (network or container mounts where fs.watch hears nothing). Default false. Not a setting yet: src/app.ts does not pass it. */
+  /** Look for changes by polling instead of fs.watch (network or container mounts where fs.watch hears nothing): LOCAL_STORE_POLL_MS. Default false. */
   poll?: boolean
   /** How often to look for changes when polling (also the fallback when fs.watch fails). Default 2000 ms. */
   pollIntervalMs?: number

@@ -313,7 +313,7 @@ function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
 }
 
 // Strings that repeat across records (types, formats, timestamps, admin handles) are kept once: a
-// cached record then costs its distinct data only. Bounded; emptied when full.
+// cached record then costs its distinct data only. Bounded (least recently used dropped).
 const intern = boundedMemo(50_000, (s: string) => s)
 
 /** Share repeated strings of freshly parsed values before they are cached (the values are ours to change). */
