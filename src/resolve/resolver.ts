@@ -37,6 +37,11 @@ export interface RecordFetcher {
   fetchRecord (handle: string, opts?: LookupOptions): Promise<UpstreamAnswer>
   /** Throws when the upstream's breaker (or the handle's prefix's) is open, so no one queues in vain. */
   assertOpen?: (handle: string) => void
+  /**
+   * A record another replica shared (behaviour.md §11), when one is there at once: asked before the
+   * fair queue, so a miss that Redis answers never waits for an upstream turn.
+   */
+  fromShared?: (handle: string) => Promise<UpstreamAnswer | undefined>
 }
 
 /** Records held locally (src/resolve/local-store.ts), consulted before the cache and the upstream. */
@@ -210,6 +215,11 @@ export function createResolver (opts: ResolverOptions) {
    * upstream request another client started for the key, or the fresh record it already stored.
    */
   async function takeTurn (handle: string, key: string, flags: LookupOptions, join: Join): Promise<UpstreamAnswer> {
+    const shared = join.running ? await opts.upstream?.fromShared?.(handle) : undefined
+    if (shared !== undefined) {
+      store(key, shared)
+      return shared
+    }
     opts.upstream?.assertOpen?.(handle)
     const release = opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(flags.client, flags.deadline)
     const running = join.running ? fetching.get(key) : undefined

@@ -230,11 +230,21 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
     }
   }
 
+  /** One look in Redis, before any queue: a fresh record newer than the one we hold, or undefined. */
+  async function fromShared (handle: string): Promise<SharedAnswer | undefined> {
+    if (!tier.usable()) return undefined
+    const key = cacheKey(handle)
+    const entry = await tier.get(key)
+    if (entry === undefined || entry.freshUntil <= now() || entry.storedAt <= (cache.peek(key)?.storedAt ?? -Infinity)) return undefined
+    tier.count.hit.inc()
+    return answerFrom(handle, entry)
+  }
+
   function answerFrom (handle: string, entry: CachedAnswer): SharedAnswer {
     return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
   }
 
-  const fetcher: Fetcher = { fetchRecord }
+  const fetcher: Fetcher = { fetchRecord, fromShared }
   const assertOpen = upstream.assertOpen
   // While Redis answers, a lookup may be answered from it even when the upstream's breaker is open.
   if (assertOpen !== undefined) fetcher.assertOpen = (handle) => { if (!tier.usable()) assertOpen(handle) }

@@ -66,6 +66,24 @@ async function waitFor (check: () => Promise<boolean>): Promise<void> {
 }
 
 describe('replicas sharing one Redis', () => {
+  it('a replica whose upstream slots are all taken still answers at once what another replica shared', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream)
+    // The held slot outlives the reader's longest wait for one: without asking Redis first, the reader would get 503.
+    const b = await replica(upstream, { upstreamMaxConcurrent: 1, upstreamTimeoutMs: 15_000, upstreamQueueTimeoutMs: 300 })
+    expect((await a.inject({ url: '/10.5555/shared-1' })).statusCode).toBe(302)
+    upstream.mode = { kind: 'hang' }
+    // A flooding client holds B's only upstream slot; the reader's DOI is in Redis.
+    const held = b.inject({ url: '/10.5555/hangs', remoteAddress: '192.0.2.66' })
+    await waitFor(async () => upstream.inFlight > 0)
+    const res = await b.inject({ url: '/10.5555/shared-1', remoteAddress: '198.51.100.7' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://example.org/shared-1')
+    upstream.mode = { kind: 'ok' }
+    await upstream.close()
+    await held
+  })
+
   it('a DOI one replica resolved is answered by another without asking the upstream', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream)
