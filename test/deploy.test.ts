@@ -95,7 +95,7 @@ describe('the Dockerfile', () => {
     const froms = dockerfile.split('\n').filter((l) => /^FROM\s/i.test(l))
     expect(froms.length).toBe(3)
     for (const line of froms) expect(line).toMatch(/^FROM \$\{NODE_IMAGE\}( AS \w+)?$/)
-    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:22-alpine(@sha256:[0-9a-f]{64})?$/m)
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:22-alpine@sha256:[0-9a-f]{64}$/m)
   })
 
   it('keeps the cache file on a /data volume owned by the unprivileged user, and lets WORKERS follow the CPU quota', () => {
