@@ -27,6 +27,7 @@ import { registerRaRoutes } from './http/routes/ra.js'
 import { createLocalServices } from './http/local-service.js'
 import { registerOpenUrlRoutes } from './http/routes/openurl.js'
 import { registerSettingsRoutes } from './http/routes/settings.js'
+import { registerStatusRoutes } from './http/routes/status.js'
 import { baseUrlFor } from './http/base-url.js'
 import { describeError, logError, sendHtmlError, setRetryAfter } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
@@ -236,6 +237,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
 
   registerOpsRoutes(app, metrics, lifecycle)
+  registerStatusRoutes(app, { metrics, config, now })
   registerStaticRoutes(app)
   // Self-links use this host when a request's Host header is unusable.
   const fallbackHost = `${config.host}:${config.port}`

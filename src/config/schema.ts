@@ -69,6 +69,8 @@ export interface Config {
   rateLimitMax: number
   rateLimitWindowMs: number
   rateLimitAllowList: string[]
+  /** Who may see /status and /status.json (issue 15). */
+  statusAllow: string[]
   authRateLimitMax: number
   maxEventLoopDelayMs: number
   cacheFile: string | undefined
@@ -147,6 +149,7 @@ export const OPTIONS: readonly Option[] = [
   { key: 'rateLimitMax', env: 'RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 0, doc: 'Lookups that need the upstream, per client address per window; 0 turns this limit off. Cached answers are never counted.' },
   { key: 'rateLimitWindowMs', env: 'RATE_LIMIT_WINDOW_MS', kind: 'int', min: 1_000, max: 86_400_000, default: 60_000, doc: 'The rate-limit window.' },
   { key: 'rateLimitAllowList', env: 'RATE_LIMIT_ALLOW_LIST', kind: 'cidrs', default: ['127.0.0.1/32', '::1/128'], doc: 'Client networks never rate limited (comma-separated addresses or CIDRs, e.g. a campus).' },
+  { key: 'statusAllow', env: 'STATUS_ALLOW', kind: 'cidrs', default: ['127.0.0.0/8', '::1/128'], doc: 'Client networks that may see the status page `/status` and `/status.json` (comma-separated addresses or CIDRs); others get 403. Loopback only by default: keep it off the public internet. The client address honours `TRUST_PROXY`. See docs/operations.md.' },
   { key: 'authRateLimitMax', env: 'AUTH_RATE_LIMIT_MAX', kind: 'int', min: 0, max: 100_000_000, default: 30, doc: 'Requests with `auth` or `cert` (they bypass the cache) per client per window; 0 turns this limit off.' },
   { key: 'maxEventLoopDelayMs', env: 'MAX_EVENT_LOOP_DELAY_MS', kind: 'int', min: 0, max: 60_000, default: 1_000, doc: 'Above this event-loop delay, lookups that need the upstream get 503 with Retry-After (load shedding; cached answers are still served); 0 disables.' },
   { key: 'localServices', env: 'LOCAL_SERVICES', kind: 'services', default: [], doc: 'Local services ("appropriate copy"): a JSON list of `{"id", "name", "url", "networks", "prefixes"}`. Readers inside `networks` (CIDRs; for DOIs under `prefixes`, if given) or who chose the service at /settings are sent to `url`, a template with `{doi}` and optionally `{return}`, instead of the publisher. See docs/institutional.md.' },

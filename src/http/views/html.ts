@@ -70,8 +70,8 @@ export function link (href: string, textHtml: string): string {
   return `<a href="${escapeHtml(href)}">${textHtml}</a>`
 }
 
-/** The page shell: doctype, charset, viewport, the inline stylesheet, no scripts. */
-export function htmlDocument (title: string, bodyHtml: string, homeUrl: string): string {
+/** The page shell: doctype, charset, viewport, the inline stylesheet, no scripts; `head` adds to the head (the status page's own styles). */
+export function htmlDocument (title: string, bodyHtml: string, homeUrl: string, head = ''): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -81,7 +81,7 @@ export function htmlDocument (title: string, bodyHtml: string, homeUrl: string):
 <style>
 ${PAGE_CSS}
 </style>
-</head>
+${head}</head>
 <body>
 <main>
 ${bodyHtml}

@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../../config/schema.js'
+import type { Metrics } from '../../metrics.js'
+import { createStatusCollector } from '../../status/collector.js'
+import { baseUrlFor } from '../base-url.js'
+import { networkMatcher } from '../client.js'
+import { renderErrorPage } from '../views/pages.js'
+import { REFRESH_SCRIPT_HASH, renderStatusPage } from '../views/status.js'
+
+const HTML = 'text/html; charset=utf-8'
+
+// Nothing from elsewhere, only our own inline style and the one refresh script (by its hash).
+const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '${REFRESH_SCRIPT_HASH}'; connect-src 'self'; ` +
+  "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+export interface StatusRouteOptions {
+  metrics: Metrics
+  config: Config
+  now?: () => number
+}
+
+/**
+ * `/status` and `/status.json` (issue 15): for operators only. Clients outside STATUS_ALLOW (default
+ * loopback) get 403; `request.ip` honours TRUST_PROXY. Neither answer carries CORS headers: another
+ * site open in an operator's browser must not read them. The figures come from a collector that reads
+ * our counters once a second, never from work per request.
+ */
+export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOptions): void {
+  const collector = createStatusCollector({ registry: opts.metrics.registry, config: opts.config, ...(opts.now === undefined ? {} : { now: opts.now }) })
+  const allowed = networkMatcher(opts.config.statusAllow)
+  app.addHook('onReady', async () => { collector.start() })
+  app.addHook('onClose', async () => { collector.stop() })
+  const fallbackHost = `${opts.config.host}:${opts.config.port}`
+
+  const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
+    reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+    if (allowed(request.ip)) return true
+    return false
+  }
+  const forbidden = 'The status page is only for the people who run this resolver, from the networks they allowed (STATUS_ALLOW).'
+
+  app.get('/status', async (request, reply) => {
+    const ctx = { baseUrl: baseUrlFor(request, opts.config.publicBaseUrl, fallbackHost) }
+    if (!guard(request, reply)) return reply.code(403).type(HTML).send(renderErrorPage(ctx, { status: 403, message: forbidden }))
+    const snapshot = await collector.snapshot()
+    return reply.type(HTML).header('content-security-policy', STATUS_CSP).send(renderStatusPage(ctx, snapshot))
+  })
+  app.get('/status.json', async (request, reply) => {
+    if (!guard(request, reply)) return reply.code(403).send({ error: 'forbidden', message: forbidden })
+    return reply.send(await collector.snapshot())
+  })
+}

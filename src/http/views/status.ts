@@ -1,0 +1,232 @@
+/**
+ * The status page (issue 15, behaviour.md §12): one self-contained page for the people who run the
+ * resolver. Pure: a snapshot in, a string out; everything shown is escaped. It reads whole without
+ * JavaScript; with it, a small inline script refreshes the figures every 10 seconds (a checkbox stops it).
+ */
+import { createHash } from 'node:crypto'
+import type { CountRow, Outcome, StatusSnapshot } from '../../status/collector.js'
+import { escapeHtml, htmlDocument, link } from './html.js'
+import type { PageContext } from './pages.js'
+import { CHART_CSS, formatNumber, lineChart } from './svg.js'
+
+const STATUS_CSS = [
+  CHART_CSS,
+  'section{margin:1.5rem 0}',
+  'h2{font-size:1.2rem;margin:0 0 .5rem}',
+  '.figures{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin:.5rem 0 1rem;padding:0;list-style:none}',
+  '.figures strong{font-size:1.25rem;display:block}',
+  'table.status td:last-child{white-space:normal;font-family:inherit;font-size:inherit}',
+  'td.num,th.num{text-align:right;white-space:nowrap}',
+  '.state-open{font-weight:700}'
+].join('\n')
+
+/** Refreshes #live from the page itself; scripts in the fetched copy never run (DOMParser). */
+export const REFRESH_SCRIPT = `(function () {
+  var live = document.getElementById('live')
+  var control = document.getElementById('refresh-control')
+  if (!live || !control || !window.fetch || !window.DOMParser) return
+  control.innerHTML = '<label><input type="checkbox" id="refresh" checked> Refresh every 10 seconds</label>'
+  var box = document.getElementById('refresh')
+  setInterval(function () {
+    if (!box.checked || document.hidden) return
+    fetch(location.href, { headers: { accept: 'text/html' }, cache: 'no-store', credentials: 'same-origin' })
+      .then(function (r) { return r.ok ? r.text() : null })
+      .then(function (html) {
+        if (html === null) return
+        var next = new DOMParser().parseFromString(html, 'text/html').getElementById('live')
+        if (next) live.innerHTML = next.innerHTML
+      })
+      .catch(function () {})
+  }, 10000)
+})()`
+
+/** For the page's Content-Security-Policy: only this script may run. */
+export const REFRESH_SCRIPT_HASH = `sha256-${createHash('sha256').update(REFRESH_SCRIPT).digest('base64')}`
+
+const OUTCOME_NAMES: Record<Outcome, string> = {
+  hit: 'hit',
+  miss: 'miss',
+  stale: 'stale',
+  not_found: 'not found',
+  error: 'error'
+}
+
+const ERROR_MEANINGS: Record<string, string> = {
+  DP_UPSTREAM_UNREACHABLE: 'the registry could not be reached (connection refused, DNS, reset)',
+  DP_UPSTREAM_TIMEOUT: 'the registry took longer than UPSTREAM_TIMEOUT_MS',
+  DP_UPSTREAM_STATUS: 'the registry answered 5xx or 429',
+  DP_UPSTREAM_BAD_RESPONSE: 'an answer that could not be read (broken JSON, too large)',
+  DP_UPSTREAM_REJECTED: 'the registry refused the handle (4xx): that request\'s problem',
+  DP_UPSTREAM_OVERLOADED: 'our own queue was full',
+  DP_UPSTREAM_CIRCUIT_OPEN: 'lookups paused by the circuit breaker',
+  DP_PREFIX_CIRCUIT_OPEN: 'lookups for one prefix paused by its breaker',
+  DP_DEADLINE: 'the request\'s deadline (REQUEST_DEADLINE_MS) ran out',
+  DP_CLIENT_OVER_SHARE: 'one client over its share of the upstream'
+}
+
+/** 3 d 4 h, 2 h 5 min, 4 min 10 s, 45 s. */
+export function duration (seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds))
+  const d = Math.floor(s / 86_400)
+  const h = Math.floor((s % 86_400) / 3600)
+  const m = Math.floor((s % 3600) / 60)
+  if (d > 0) return `${d} d ${h} h`
+  if (h > 0) return `${h} h ${m} min`
+  if (m > 0) return `${m} min ${s % 60} s`
+  return `${s} s`
+}
+
+export function bytes (n: number): string {
+  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(1)} GiB`
+  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`
+  if (n >= 2 ** 10) return `${(n / 2 ** 10).toFixed(1)} KiB`
+  return `${n} B`
+}
+
+function percent (part: number, whole: number): string {
+  if (whole <= 0) return '—'
+  const p = (part / whole) * 100
+  return `${p < 10 ? p.toFixed(1) : Math.round(p)} %`
+}
+
+/** The time of an ISO date, as UTC: 12:03:04. */
+function clock (iso: string): string {
+  return iso.slice(11, 19)
+}
+
+function count (n: number): string {
+  return Math.round(n).toLocaleString('en-US')
+}
+
+function ms (n: number | null): string {
+  return n === null ? '—' : `${formatNumber(n)} ms`
+}
+
+function labelsText (labels: Record<string, string>): string {
+  return Object.values(labels).join(', ')
+}
+
+function table (caption: string, head: readonly string[], rows: readonly string[][], numeric: ReadonlySet<number> = new Set()): string {
+  const th = head.map((h, i) => `<th scope="col"${numeric.has(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('')
+  const body = rows.length === 0
+    ? `<tr><td colspan="${head.length}">None.</td></tr>`
+    : rows.map((r) => `<tr>${r.map((c, i) => `<td${numeric.has(i) ? ' class="num"' : ''}>${c}</td>`).join('')}</tr>`).join('\n')
+  return `<div class="scroll"><table class="status">
+<caption>${escapeHtml(caption)}</caption>
+<thead><tr>${th}</tr></thead>
+<tbody>
+${body}
+</tbody>
+</table></div>`
+}
+
+function figures (items: ReadonlyArray<[string, string]>): string {
+  return `<ul class="figures">${items.map(([label, value]) => `<li><strong>${value}</strong>${escapeHtml(label)}</li>`).join('')}</ul>`
+}
+
+function countRows (rows: readonly CountRow[]): string[][] {
+  return rows.map((r) => [escapeHtml(labelsText(r.labels)), count(r.lastHour), count(r.sinceStart)])
+}
+
+export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
+  const span = { startLabel: `${clock(s.seriesStart)} UTC`, endLabel: `${clock(s.at)} UTC` }
+  const history = `one point per ${s.stepSeconds} s since ${clock(s.seriesStart)} UTC`
+  const requestsChart = lineChart({
+    id: 'chart-requests',
+    title: 'Requests per second by outcome',
+    desc: `Per second, ${history}: cache lookups that hit, missed or were served stale, and answers that were not found or failed upstream. Totals are in the table below.`,
+    series: (Object.keys(OUTCOME_NAMES) as Outcome[]).map((o) => ({ name: OUTCOME_NAMES[o], values: s.requests.perSecond[o] })),
+    unit: 'per second',
+    ...span
+  })
+  const latencyChart = lineChart({
+    id: 'chart-latency',
+    title: 'Upstream latency, p50 and p99',
+    desc: `Milliseconds, ${history}; gaps where no upstream request ended. Over the period: p50 ${ms(s.upstream.lastHour.p50Ms)}, p99 ${ms(s.upstream.lastHour.p99Ms)}.`,
+    series: [{ name: 'p50', values: s.upstream.p50Ms }, { name: 'p99', values: s.upstream.p99Ms }],
+    unit: 'ms',
+    ...span
+  })
+  const errorChart = lineChart({
+    id: 'chart-errors',
+    title: 'Upstream error rate',
+    desc: `Share of upstream requests that failed, ${history}. Over the period: ${count(s.upstream.lastHour.errors)} of ${count(s.upstream.lastHour.requests)}.`,
+    series: [{ name: 'failed share', values: s.upstream.errorRate }, { name: 'breaker open (1) or half-open (0.5)', values: s.breaker.perStep.map((v) => v / 2) }],
+    unit: 'share',
+    minMax: 1,
+    ...span
+  })
+  const r = s.requests.lastHour
+  const lookups = r.hit + r.miss + r.stale
+  const outcomeRows = (Object.keys(OUTCOME_NAMES) as Outcome[]).map((o) => {
+    const series = s.requests.perSecond[o]
+    return [escapeHtml(OUTCOME_NAMES[o]), formatNumber(series[series.length - 1] ?? 0), count(r[o])]
+  })
+  const breakerText = s.breaker.state === 'open'
+    ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
+    : s.breaker.state === 'half-open' ? 'Half-open: one probe is being tried' : 'Closed: lookups go to the registry'
+  const services = s.localServices.configured.length === 0
+    ? '<p>No local service is configured (LOCAL_SERVICES, LOCAL_SERVICE_URL), so no redirect is diverted.</p>'
+    : `<p>Configured: ${s.localServices.configured.map((c) => `${escapeHtml(c.name)} (<code>${escapeHtml(c.id)}</code>)`).join(', ')}. Loop guard held back ${count(s.localServices.loopGuard.lastHour)} diversions in the period (${count(s.localServices.loopGuard.sinceStart)} since start).</p>
+${table('Redirects diverted to a local service', ['Service, reason', 'Period', 'Since start'], countRows(s.localServices.diversions), new Set([1, 2]))}
+${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}`
+  const body = `<h1>Resolver status</h1>
+<p class="links">For the people who run this resolver. ${link(`${ctx.baseUrl}status.json`, 'The same as JSON')} · ${link(`${ctx.baseUrl}metrics`, 'Prometheus metrics')}</p>
+<p id="refresh-control"></p>
+<div id="live">
+${figures([
+  ['up', escapeHtml(duration(s.uptimeSeconds))],
+  ['version', escapeHtml(s.version)],
+  ['as of (UTC)', escapeHtml(clock(s.at))],
+  ['cache hit ratio in the period', s.cache.hitRatioLastHour === null ? '—' : percent(s.cache.hitRatioLastHour, 1)]
+])}
+<p>Figures cover the last hour at most (${escapeHtml(history)}); nothing is kept on disk.</p>
+<section aria-labelledby="h-requests">
+<h2 id="h-requests">Requests</h2>
+${requestsChart}
+${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period'], outcomeRows, new Set([1, 2]))}
+<p>Hit, miss and stale count cache lookups (one answer may look up its DOI and its prefix); not found and error count answers. ${count(lookups)} lookups in the period.</p>
+</section>
+<section aria-labelledby="h-cache">
+<h2 id="h-cache">Cache</h2>
+${figures([
+  ['entries', `${count(s.cache.entries)} of ${count(s.cache.maxEntries)} (${percent(s.cache.entries, s.cache.maxEntries)})`],
+  ['bytes', `${escapeHtml(bytes(s.cache.bytes))} of ${escapeHtml(bytes(s.cache.maxBytes))} (${percent(s.cache.bytes, s.cache.maxBytes)})`],
+  ['hit ratio in the period', s.cache.hitRatioLastHour === null ? '—' : percent(s.cache.hitRatioLastHour, 1)]
+])}
+</section>
+<section aria-labelledby="h-upstream">
+<h2 id="h-upstream">Upstream</h2>
+${figures([
+  ['requests in the period', count(s.upstream.lastHour.requests)],
+  ['failed', count(s.upstream.lastHour.errors)],
+  ['retries', count(s.upstream.lastHour.retries)],
+  ['in flight now', count(s.upstream.inFlight)],
+  ['waiting now', count(s.upstream.queued)]
+])}
+${latencyChart}
+${errorChart}
+</section>
+<section aria-labelledby="h-breaker">
+<h2 id="h-breaker">Circuit breaker</h2>
+<p>${breakerText}. Prefix breakers opened ${count(s.breaker.prefixOpeningsLastHour)} times in the period.</p>
+<p>Last openings (UTC, seen once a second): ${s.breaker.openings.length === 0 ? 'none since start.' : escapeHtml(s.breaker.openings.map((o) => `${o.slice(0, 10)} ${clock(o)}`).join(', '))}</p>
+</section>
+<section aria-labelledby="h-limits">
+<h2 id="h-limits">Limits in force</h2>
+${table('Limits and how often they refused', ['Limit', 'Setting', 'Refused in the period', 'Since start'],
+  s.limits.map((l) => [escapeHtml(l.limit), escapeHtml(l.setting), count(l.refusedLastHour), count(l.refusedSinceStart)]), new Set([2, 3]))}
+</section>
+<section aria-labelledby="h-services">
+<h2 id="h-services">Local services</h2>
+${services}
+</section>
+<section aria-labelledby="h-errors">
+<h2 id="h-errors">Recent upstream errors</h2>
+${table('The last 20 runs of upstream errors, newest first (no reader data is kept)', ['From (UTC)', 'To', 'Code', 'Count', 'Meaning'],
+  s.upstreamErrors.map((e) => [escapeHtml(clock(e.from)), escapeHtml(clock(e.to)), `<code>${escapeHtml(e.code)}</code>`, count(e.count), escapeHtml(ERROR_MEANINGS[e.code] ?? '')]), new Set([3]))}
+</section>
+</div>
+<script>${REFRESH_SCRIPT}</script>`
+  return htmlDocument('Resolver status', body, ctx.baseUrl, `<style>\n${STATUS_CSS}\n</style>\n`)
+}
