@@ -121,7 +121,8 @@ describe('values page of the probe record 10.5555/plain', () => {
     ['the nicer timestamp', '<td class="ts">2026-11-22 10:39:19Z</td>'],
     ['the URL as a link, ending the row', '<td><a href="http://example.org/plain">http://example.org/plain</a></td></tr>'],
     ['a link to the JSON record', `<a href="${B}api/handles/10.5555/plain">View as JSON</a>`],
-    ['a link that resolves the DOI', `<a href="${B}10.5555/plain">Resolve</a>`]
+    ['a link that resolves the DOI', `<a href="${B}10.5555/plain">Resolve</a>`],
+    ['the search form, holding the DOI', 'name="hdl" value="10.5555/plain"']
   ])('shows %s', (_, fragment) => {
     expect(page).toContain(fragment)
   })
@@ -236,7 +237,8 @@ describe('not-found page', () => {
     ['the incorrect-DOI cause', 'the DOI is incorrect'],
     ['the copying-error cause', 'it was copied incorrectly'],
     ['the not-yet-activated cause', 'it has not been activated yet'],
-    ['a form to try another DOI', `<form action="${B}" method="get"`]
+    ['a form to try another DOI', `<form action="${B}" method="get"`],
+    ['the DOI that was not found in the form, ready to correct', 'name="hdl" value="10.1000/nothing"']
   ])('shows %s', (_, fragment) => {
     expect(renderNotFoundPage(ctx, '10.1000/nothing')).toContain(fragment)
   })
@@ -300,20 +302,42 @@ describe('values-not-found page', () => {
 describe('error pages', () => {
   // behaviour.md §8; behaviour.md R6
   it.each([
-    [400, 'Bad Request'],
-    [414, 'URI Too Long'],
-    [429, 'Too Many Requests'],
-    [502, 'Bad Gateway'],
-    [503, 'Service Unavailable'],
-    [504, 'Gateway Timeout'],
-    [500, 'Internal Server Error'],
-    [418, 'Error'],
-    [599, 'Server Error']
-  ])('a %i page is titled %j and says what happened once, in the message itself', (status, title) => {
+    [400, 'This request could not be read'],
+    [414, 'This link is too long'],
+    [429, 'Too many lookups at once'],
+    [502, 'This DOI could not be looked up just now'],
+    [503, 'This DOI could not be looked up just now'],
+    [504, 'This DOI could not be looked up just now'],
+    [500, 'Something went wrong on our side'],
+    [418, 'This request could not be answered'],
+    [599, 'Something went wrong']
+  ])('a %i page is titled %j in plain words and says what happened once, in the message itself', (status, title) => {
     const page = renderErrorPage(ctx, { status, message: 'Something happened' })
     expect(page).toContain(`<title>${title}</title>`)
+    expect(page).toContain(`<h1>${title}</h1>`)
     expect(page).toContain('<p>Something happened</p>')
     expect(page).not.toContain('try again later')
+  })
+
+  it('a 502 page never names the failure in HTTP jargon, and says what to try once', () => {
+    const page = renderErrorPage(ctx, { status: 502, message: 'We could not reach the DOI registry to look this DOI up. This is usually brief: please try again in a minute.', handle: '10.1/x' })
+    expect(page).not.toMatch(/Bad Gateway|Gateway|upstream/i)
+    expect(page.match(/DOI registry/g)).toHaveLength(1)
+    expect(page).toContain('<h2>What you can do</h2>')
+    expect(page).toContain('<a href="https://doi.org/10.1/x">doi.org</a>')
+  })
+
+  it('a bad-request page shows what a DOI looks like', () => {
+    expect(renderErrorPage(ctx, { status: 400, message: 'Control character', handle: '10.1/x' })).toContain('A DOI looks like <code>10.1000/182</code>')
+  })
+
+  it('the search form holds the DOI that failed, ready to correct', () => {
+    expect(renderErrorPage(ctx, { status: 502, message: 'Down', handle: '10.1/a"<b>' })).toContain('name="hdl" value="10.1/a&quot;&lt;b&gt;"')
+  })
+
+  it('a DOI with a control character is shown, but never put in the field', () => {
+    const page = renderErrorPage(ctx, { status: 400, message: 'Control character', handle: '10.1/a\nb' })
+    expect(page).toContain('name="hdl" placeholder=')
   })
 
   it('never shows a stack trace, even when the message carries one', () => {

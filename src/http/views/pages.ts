@@ -116,7 +116,9 @@ export function renderValuesPage (ctx: PageContext, handle: string, values: read
 <thead><tr><th scope="col">Index</th><th scope="col">Type</th><th scope="col">Timestamp</th><th scope="col">Data</th></tr></thead>
 <tbody>
 ${rows}</tbody>
-</table></div>`, ctx.baseUrl)
+</table></div>
+<h2>Look up another DOI</h2>
+${searchForm(ctx, false, handle)}`, ctx.baseUrl)
 }
 
 // ---------------------------------------------------------------- values not found
@@ -130,8 +132,12 @@ export function renderNoValuesPage (ctx: PageContext, handle: string): string {
 
 // ---------------------------------------------------------------- not found
 
-/** A search form that resolves a DOI with GET, so the result is a shareable URL. */
-function searchForm (ctx: PageContext, withOptions: boolean): string {
+/**
+ * A search form that resolves a DOI with GET, so the result is a shareable URL. `value` fills the
+ * field with the DOI the page is about (behaviour.md §12: a reader corrects it rather than retypes it),
+ * unless it is too long or holds a control character a text field cannot show.
+ */
+function searchForm (ctx: PageContext, withOptions: boolean, value?: string): string {
   const options = withOptions
     ? `
 <fieldset>
@@ -143,9 +149,14 @@ function searchForm (ctx: PageContext, withOptions: boolean): string {
     : ''
   return `<form action="${escapeHtml(ctx.baseUrl)}" method="get" role="search">
 <label for="hdl">DOI</label>
-<input type="text" id="hdl" name="hdl" placeholder="${EXAMPLE_DOI}" required autocapitalize="off" autocorrect="off" spellcheck="false">
+<input type="text" id="hdl" name="hdl"${fieldValue(value)} placeholder="${EXAMPLE_DOI}" required autocapitalize="off" autocorrect="off" spellcheck="false">
 <button type="submit">Resolve</button>${options}
 </form>`
+}
+
+function fieldValue (value: string | undefined): string {
+  if (value === undefined || value === '' || value.length > MAX_SHOWN_HANDLE || showControls(value) !== value) return ''
+  return ` value="${escapeHtml(value)}"`
 }
 
 function trailingSlashHint (ctx: PageContext, handle: string): string {
@@ -187,23 +198,46 @@ export function renderNotFoundPage (ctx: PageContext, handle: string, opts?: { m
     ? `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
     : `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
   return htmlDocument(`Error: ${headline}`, `<h1>${escapeHtml(headline)}</h1>
-${intro}${trailingSlashHint(ctx, handle)}${prefixOnlyHint(handle)}${multipleSlashHint(handle)}<h2>Try another DOI</h2>
-${searchForm(ctx, false)}`, ctx.baseUrl)
+${intro}${trailingSlashHint(ctx, handle)}${prefixOnlyHint(handle)}${multipleSlashHint(handle)}<h2>Correct the DOI or try another</h2>
+${searchForm(ctx, false, handle)}`, ctx.baseUrl)
 }
 
 // ---------------------------------------------------------------- other errors
 
+/**
+ * The headline of an error page in plain words (behaviour.md §12): what the reader can take from
+ * it, never the HTTP jargon ("Bad Gateway"). The message below says what happened, once.
+ */
 const STATUS_TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  414: 'URI Too Long',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout'
+  400: 'This request could not be read',
+  403: 'Not allowed from here',
+  404: 'Nothing here',
+  405: 'This kind of request is not supported',
+  408: 'The request took too long to arrive',
+  414: 'This link is too long',
+  429: 'Too many lookups at once',
+  431: 'This link is too long',
+  500: 'Something went wrong on our side',
+  502: 'This DOI could not be looked up just now',
+  503: 'This DOI could not be looked up just now',
+  504: 'This DOI could not be looked up just now'
+}
+
+/** What a reader can do next, by status. The message never says this itself, so nothing is said twice. */
+function whatToTry (status: number, handle: string | undefined): string {
+  const doiOrg = handle !== undefined && handle !== '' && handle.length <= MAX_SHOWN_HANDLE
+    ? `<li>If it keeps failing, the same DOI at ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')} may work.</li>\n`
+    : ''
+  if (status === 502 || status === 503 || status === 504) {
+    return `<h2>What you can do</h2>\n<ul>\n<li>Look it up again with the form below in a moment.</li>\n${doiOrg}</ul>\n`
+  }
+  if (status === 429) return '<h2>What you can do</h2>\n<ul>\n<li>Wait a few seconds for your other lookups to finish, then use the form below.</li>\n</ul>\n'
+  if (status === 400 || status === 414 || status === 431) {
+    return '<h2>What you can do</h2>\n<ul>\n<li>Copy the DOI again from where you found it, whole and nothing else, and paste it in the form below.</li>\n' +
+      `<li>A DOI looks like <code>${EXAMPLE_DOI}</code>: <code>10.</code>, a number, a slash, then anything.</li>\n</ul>\n`
+  }
+  if (status >= 500) return '<h2>What you can do</h2>\n<ul>\n<li>Try again with the form below; if it happens again, tell the people who run this resolver.</li>\n</ul>\n'
+  return ''
 }
 
 const MAX_SHOWN_HANDLE = 300
@@ -228,13 +262,14 @@ function shownHandle (handle: string): string {
 }
 
 export function renderErrorPage (ctx: PageContext, err: { status: number, message: string, handle?: string }): string {
-  const title = STATUS_TITLES[err.status] ?? (err.status >= 500 ? 'Server Error' : 'Error')
+  const title = STATUS_TITLES[err.status] ?? (err.status >= 500 ? 'Something went wrong' : 'This request could not be answered')
   const handle = err.handle !== undefined && err.handle !== ''
     ? `<p>DOI: <code>${escapeHtml(shownHandle(err.handle))}</code></p>\n`
     : ''
   return htmlDocument(title, `<h1>${escapeHtml(title)}</h1>
 <p>${escapeHtml(firstLine(err.message))}</p>
-${handle}${searchForm(ctx, false)}`, ctx.baseUrl)
+${handle}${whatToTry(err.status, err.handle)}${searchForm(ctx, false, err.handle)}
+<p class="links">Error ${err.status}, for the people who run this resolver.</p>`, ctx.baseUrl)
 }
 
 // ---------------------------------------------------------------- home page
