@@ -304,5 +304,7 @@ function answerClientError (err: NodeJS.ErrnoException, socket: Socket, config: 
     ? `The address or headers of this request are too long (the limit is ${config.maxHeaderBytes} bytes). A DOI name is at most ${config.maxHandleLength} characters; check that the link was copied whole and nothing else.`
     : status === 408 ? 'The request took too long to arrive.' : 'The request could not be read as HTTP.'
   const body = renderErrorPage({ baseUrl: config.publicBaseUrl === undefined ? '/' : `${config.publicBaseUrl}/` }, { status, message })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\nconnection: close\r\n\r\n${body}`)
+  // An answer to HEAD has no body, even when the rest of the request could not be read.
+  const head = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD '
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\nconnection: close\r\n\r\n${head ? '' : body}`)
 }

@@ -156,3 +156,19 @@ describe('error answers', () => {
     expect(JSON.stringify(lines)).not.toContain('"stack"')
   })
 })
+
+describe('requests Node cannot parse', () => {
+  it('a HEAD request whose target holds raw control bytes gets a 400 without a body', async () => {
+    const { app } = await setup({ records: RECORDS })
+    const res = await rawRequest(app, Buffer.from('/10.5555/a\x01b'), 'HEAD')
+    expect(res.status).toBe(400)
+    expect(res.body).toBe('')
+  })
+
+  it('the same GET gets our HTML 400 page', async () => {
+    const { app } = await setup({ records: RECORDS })
+    const res = await rawRequest(app, Buffer.from('/10.5555/a\x01b'), 'GET')
+    expect(res.status).toBe(400)
+    expect(res.body).toContain('could not be read as HTTP')
+  })
+})

@@ -98,6 +98,17 @@ describe('/status (issue 15)', () => {
   })
 })
 
+describe('bounds in /metrics', () => {
+  it('/metrics shows the bounds in force, for dashboards to set usage against', async () => {
+    const { app } = await setup({ overrides: { cacheMaxBytes: 1_048_576, upstreamMaxConcurrent: 4 } })
+    const text = (await app.inject('/metrics')).body
+    expect(text).toMatch(/^doi_proxy_cache_max_bytes 1048576$/m)
+    expect(text).toMatch(/^doi_proxy_upstream_max_concurrent 4$/m)
+    expect(text).toMatch(/^doi_proxy_cache_max_entries 200000$/m)
+    expect(text).toMatch(/^doi_proxy_upstream_queue_max 1000$/m)
+  })
+})
+
 describe('STATUS_ALLOW', () => {
   it('is loopback only by default', () => {
     expect(buildConfig(undefined, {}).statusAllow).toEqual(['127.0.0.0/8', '::1/128'])

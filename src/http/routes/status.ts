@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config/schema.js'
 import type { Metrics } from '../../metrics.js'
+import { registerBoundGauges } from '../../status/bounds.js'
 import { createStatusCollector } from '../../status/collector.js'
 import { baseUrlFor } from '../base-url.js'
 import { networkMatcher } from '../client.js'
@@ -26,6 +27,8 @@ export interface StatusRouteOptions {
  * our counters once a second, never from work per request.
  */
 export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOptions): void {
+  // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
+  registerBoundGauges(opts.metrics.registry, opts.config)
   const collector = createStatusCollector({ registry: opts.metrics.registry, config: opts.config, ...(opts.now === undefined ? {} : { now: opts.now }) })
   const allowed = networkMatcher(opts.config.statusAllow)
   app.addHook('onReady', async () => { collector.start() })
