@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { checkIds, parseLocalServices, parseTemplate } from './local-services.js'
 import type { LocalServiceConfig } from './local-services.js'
+import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from '../handle/metadata-hosts.js'
 
 /**
  * Every setting doi-proxy has: its name, its environment variable, its default and its check.
@@ -81,9 +82,19 @@ export interface Config {
   redisConnectTimeoutMs: number
   redisLockTtlMs: number
   redisWaitPollMs: number
+  /** docs/metadata.md: answer negotiated requests with a redirect (doi.org's way) or the metadata itself. */
+  metadataMode: 'redirect' | 'fetch'
+  /** host or host:port entries, lower-cased (src/handle/metadata-hosts.ts). */
+  metadataHosts: string[]
+  metadataTimeoutMs: number
+  metadataMaxBodyBytes: number
+  metadataCacheMaxBytes: number
+  metadataMaxTtlSeconds: number
+  metadataAgencyConcurrency: number
+  metadataMaxRedirects: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust' | 'metadata-mode' | 'hosts'
 
 // The local services' own checks (src/config/local-services.ts).
 type LocalServiceKind = 'services' | 'template'
@@ -170,7 +181,15 @@ export const OPTIONS: readonly Option[] = [
   { key: 'redisConnectTimeoutMs', env: 'REDIS_CONNECT_TIMEOUT_MS', kind: 'int', min: 50, max: 60_000, default: 1_000, doc: 'Redis connect timeout; the start waits at most this long for Redis, never fails for it.' },
   { key: 'redisLockTtlMs', env: 'REDIS_LOCK_TTL_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'How long a replica fetching a DOI holds its lock in Redis; others wait for its record at most this long (and never past their deadline), then ask the upstream themselves.' },
   { key: 'redisWaitPollMs', env: 'REDIS_WAIT_POLL_MS', kind: 'int', min: 1, max: 1_000, default: 20, doc: 'While another replica fetches a DOI, how often the waiting ones look for its record in Redis.' },
-  { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' }
+  { key: 'countryHeader', env: 'COUNTRY_HEADER', kind: 'optional-string', default: undefined, doc: 'Request header holding the client country (e.g. `CF-IPCountry`) for 10320/loc `country` choice.' },
+  { key: 'metadataMode', env: 'METADATA_MODE', kind: 'metadata-mode', default: 'redirect', doc: 'How a content-negotiated request (`Accept: application/x-bibtex`…) is answered: `redirect` to the registration agency\'s metadata service, as doi.org does, or `fetch`: we fetch the metadata from there ourselves and answer with it, cached. Metadata held in local records answers in both modes. See docs/metadata.md.' },
+  { key: 'metadataHosts', env: 'METADATA_HOSTS', kind: 'hosts', default: [...DEFAULT_METADATA_HOSTS], doc: 'The only hosts a metadata fetch may go to (comma-separated `host` or `host:port`; a host without a port means its scheme\'s default port), including where an agency redirects: the registration agencies\' public services by default. A record pointing elsewhere is answered with a redirect, never fetched.' },
+  { key: 'metadataTimeoutMs', env: 'METADATA_TIMEOUT_MS', kind: 'int', min: 100, max: 120_000, default: 10_000, doc: 'A whole metadata fetch (redirects and retries included) gives up after this long, or sooner at the request\'s deadline: 504.' },
+  { key: 'metadataMaxBodyBytes', env: 'METADATA_MAX_BODY_BYTES', kind: 'int', min: 1024, max: 64 * 1024 * 1024, default: 2 * 1024 * 1024, doc: 'Largest metadata answer accepted from an agency; a larger one is a 502.' },
+  { key: 'metadataCacheMaxBytes', env: 'METADATA_CACHE_MAX_BYTES', kind: 'int', min: 0, max: 64 * 1024 * 1024 * 1024, default: 64 * 1024 * 1024, doc: 'Most bytes of fetched metadata held in memory (per DOI and Accept header); 0 disables the metadata cache.' },
+  { key: 'metadataMaxTtlSeconds', env: 'METADATA_MAX_TTL_SECONDS', kind: 'int', min: 0, max: 30 * 86400, default: 86_400, doc: 'Fetched metadata is kept fresh for what the agency\'s `Cache-Control: max-age` says (an hour when it says nothing), at most this long; then served stale up to MAX_STALE_SECONDS more when the agency fails.' },
+  { key: 'metadataAgencyConcurrency', env: 'METADATA_AGENCY_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 4, doc: 'Most metadata fetches in flight to one agency host at once; more wait their client\'s turn (the same fair queue rules and deadline as lookups).' },
+  { key: 'metadataMaxRedirects', env: 'METADATA_MAX_REDIRECTS', kind: 'int', min: 0, max: 10, default: 3, doc: 'Redirects a metadata fetch follows (Crossref\'s service answers with one to api.crossref.org), each only to a host on METADATA_HOSTS.' }
 ]
 
 /** An address or CIDR as [address, prefix length, family], or undefined when it is neither. */
@@ -292,6 +311,14 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
       if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return bad('a redis:// or rediss:// URL')
       if (url.hostname === '' || !/^\/?\d{0,2}$/.test(url.pathname) || url.search !== '' || url.hash !== '') return bad('a redis:// URL with a host and at most a database number, such as redis://valkey:6379/0')
       return raw
+    }
+    case 'metadata-mode':
+      if (raw !== 'redirect' && raw !== 'fetch') return fail('redirect or fetch')
+      return raw
+    case 'hosts': {
+      const hosts = typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : fail('comma-separated host or host:port entries')
+      if (typeof hosts === 'string') return fail(`comma-separated host or host:port entries (${hosts})`)
+      return hosts.map((h) => (h.port === undefined ? h.host : `${h.host}:${h.port}`))
     }
     case 'level':
       if (typeof raw !== 'string' || !LOG_LEVELS.includes(raw)) return fail(`one of ${LOG_LEVELS.join(', ')}`)
