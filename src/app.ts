@@ -52,6 +52,7 @@ let requestCounter = 0
 
 // Headers a browser-based tool may read from our answers (behaviour.md §7).
 const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
+const EXPOSED_HEADERS_VALUE = EXPOSED_HEADERS.join(', ')
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,7 +98,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     // The router refuses paths it cannot decode; a DOI path is ours to judge (behaviour.md §2.2).
     frameworkErrors: (err, request, reply) => {
       if (err.code === 'FST_ERR_BAD_URL' && ['GET', 'HEAD', 'POST'].includes(request.method)) {
-        reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))
+        reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS_VALUE)
         return routeBadUrl(request, reply)
       }
       return (reply as FastifyReply).send(err)
@@ -229,11 +230,15 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
 
   const admission = await registerAdmission(app, config, metrics, tiers.redis)
 
-  await app.register(cors, {
-    origin: '*',
-    methods: ['GET', 'HEAD', 'POST'],
-    exposedHeaders: EXPOSED_HEADERS,
-    maxAge: 86_400
+  // CORS (behaviour.md §7): a simple request's two headers are the same on every answer, so one plain
+  // hook sets them (a route may remove them, as /status does); @fastify/cors, registered in a context
+  // of its own so its per-request hook sees only its OPTIONS route, answers preflight requests.
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS_VALUE)
+    done()
+  })
+  await app.register(async (preflight) => {
+    await preflight.register(cors, { origin: '*', methods: ['GET', 'HEAD', 'POST'], exposedHeaders: EXPOSED_HEADERS, maxAge: 86_400 })
   })
 
   registerOpsRoutes(app, metrics, lifecycle)
