@@ -25,6 +25,7 @@ import { proxyHandler, registerProxyRoutes } from './http/routes/proxy.js'
 import { apiHandler, registerApiRoutes, sendApiError } from './http/routes/api.js'
 import { registerRaRoutes } from './http/routes/ra.js'
 import { createLocalServices } from './http/local-service.js'
+import { createMetadataAnswers } from './http/metadata.js'
 import { registerOpenUrlRoutes } from './http/routes/openurl.js'
 import { registerSettingsRoutes } from './http/routes/settings.js'
 import { registerStatusRoutes } from './http/routes/status.js'
@@ -257,8 +258,11 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     countryHeader: config.countryHeader,
     countryLookup: config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase),
     // behaviour.md §10: only when a service is configured does a redirect ask about one.
-    localServices: config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now })
+    localServices: config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now }),
+    // docs/metadata.md: negotiated requests answered with stored or fetched metadata.
+    metadata: createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now })
   }
+  app.addHook('onClose', async () => { await proxyOptions.metadata.close() })
   const apiOptions = { resolver, admission, maxHandleLength: config.maxHandleLength }
   registerApiRoutes(app, apiOptions)
   registerRaRoutes(app, { resolver, admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })

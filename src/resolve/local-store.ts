@@ -15,6 +15,8 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { join, resolve as resolvePath } from 'node:path'
 import { cacheKey, hasControlChar, prefixOf } from '../handle/name.js'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
+import { checkMetadata } from './local-metadata.js'
+import type { StoredMetadata } from './local-metadata.js'
 
 export interface StoreLog {
   info (obj: object, msg: string): void
@@ -47,6 +49,8 @@ export interface LocalStoreStats {
 export interface LocalStore {
   /** The local record for a handle (ASCII-case-folded match via cacheKey), or undefined. O(1): a Map lookup on the current snapshot. Do not mutate the answer. */
   get (handle: string): HandleValue[] | undefined
+  /** The record's stored metadata by media type (docs/metadata.md), or undefined when it has none. */
+  metadata (handle: string): StoredMetadata | undefined
   /** True when the handle's prefix (prefixOf, compared with cacheKey folding) is served only locally: a miss is a 404, never an upstream call. */
   isAuthoritative (handle: string): boolean
   /** Counts for logs and /metrics. */
@@ -239,8 +243,11 @@ class JsonSyntaxAt extends Error {
   constructor (readonly offset: number) { super(`JSON syntax error at ${offset}`) }
 }
 
+/** A record of the store: a handle record, and optionally its metadata by media type (docs/metadata.md). */
+export type LocalRecord = HandleRecord & { metadata?: StoredMetadata }
+
 /** A checked record, or a message saying what is wrong with it. Extra fields (responseCode from a saved API answer) are ignored. */
-export function checkRecord (raw: unknown): HandleRecord | string {
+export function checkRecord (raw: unknown): LocalRecord | string {
   if (!isPlainObject(raw)) return 'a record must be an object {"handle": …, "values": [...]}'
   const handle = raw.handle
   if (typeof handle !== 'string') return '"handle" must be a string'
@@ -257,7 +264,9 @@ export function checkRecord (raw: unknown): HandleRecord | string {
     indexes.add(checked.index)
     values.push(checked)
   }
-  return { handle, values }
+  const metadata = checkMetadata(raw.metadata, handle)
+  if (typeof metadata === 'string') return metadata
+  return metadata === undefined ? { handle, values } : { handle, values, metadata }
 }
 
 /** A checked value (ttl defaulted), or a message starting with the field that is wrong (`.index must …`). */
@@ -307,6 +316,7 @@ export interface Duplicate {
 
 export interface Snapshot {
   records: Map<string, HandleValue[]>
+  metadata: Map<string, StoredMetadata>
   stats: LocalStoreStats
   duplicates: Duplicate[]
 }
@@ -318,6 +328,7 @@ export interface Snapshot {
 export function buildSnapshot (files: readonly ParsedFile[]): Snapshot {
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const records = new Map<string, HandleValue[]>()
+  const metadata = new Map<string, StoredMetadata>()
   const source = new Map<string, string>()
   const duplicates: Duplicate[] = []
   let problems = 0
@@ -328,12 +339,16 @@ export function buildSnapshot (files: readonly ParsedFile[]): Snapshot {
       const earlier = source.get(key)
       if (earlier !== undefined) duplicates.push({ handle: record.handle, kept: file.name, dropped: earlier })
       records.set(key, record.values)
+      const stored = (record as LocalRecord).metadata
+      if (stored !== undefined) metadata.set(key, stored)
+      else metadata.delete(key)
       source.set(key, file.name)
     }
   }
   const rejectedFiles = sorted.filter((f) => f.rejected).length
   return {
     records,
+    metadata,
     duplicates,
     stats: { records: records.size, files: sorted.length - rejectedFiles, rejectedFiles, problems: problems + duplicates.length }
   }
@@ -357,7 +372,7 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   await assertDirectory(dir, opts.dir)
   const authoritative = new Set(opts.authoritativePrefixes.map((p) => cacheKey(p.trim())).filter((p) => p !== ''))
   const parsedByName = new Map<string, CachedFile>()
-  let snapshot: Snapshot = { records: new Map(), stats: { records: 0, files: 0, rejectedFiles: 0, problems: 0 }, duplicates: [] }
+  let snapshot: Snapshot = { records: new Map(), metadata: new Map(), stats: { records: 0, files: 0, rejectedFiles: 0, problems: 0 }, duplicates: [] }
   let closed = false
 
   /** Read the directory and swap in the new snapshot. Never throws: on failure the old snapshot stays. */
@@ -401,6 +416,9 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   return {
     get (handle) {
       return snapshot.records.get(cacheKey(handle))
+    },
+    metadata (handle) {
+      return snapshot.metadata.get(cacheKey(handle))
     },
     isAuthoritative (handle) {
       return authoritative.has(cacheKey(prefixOf(handle)))

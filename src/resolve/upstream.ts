@@ -120,7 +120,7 @@ interface RetryError { statusCode?: number, code?: string, headers?: Record<stri
  * Retry-After wins), but never wait past the deadline: then the last answer stands (a stale record may
  * stand in for it).
  */
-function retryWithin (handle: string, deadline: number, policy: RetryPolicy) {
+export function retryWithin (handle: string, deadline: number, policy: RetryPolicy) {
   return (err: Error & RetryError, { state }: { state: { counter: number } }, callback: RetryCallback): void => {
     const retryable = err.statusCode !== undefined ? RETRY_STATUSES.has(err.statusCode) : RETRY_ERROR_CODES.has(err.code ?? '')
     if (!retryable || state.counter > policy.retries) {
@@ -195,7 +195,7 @@ function hasResponseCode (body: unknown): boolean {
 }
 
 /** Retry-After as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
-function retryAfterMs (header: string | string[] | undefined): number | undefined {
+export function retryAfterMs (header: string | string[] | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header
   if (value === undefined || value.trim() === '') return undefined
   if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000

@@ -17,6 +17,7 @@ import type { PageContext } from '../views/pages.js'
 import { answerApi } from './api.js'
 import { sendDiversion } from '../local-service.js'
 import type { LocalServices } from '../local-service.js'
+import type { MetadataAnswers } from '../metadata.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -40,6 +41,8 @@ export interface ProxyRouteOptions {
   countryLookup: CountryLookup | undefined
   /** The local services (behaviour.md §10), when any is configured. */
   localServices?: LocalServices | undefined
+  /** Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). */
+  metadata?: MetadataAnswers | undefined
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -110,6 +113,10 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         outcome = await opts.service.answerFetching(req)
       }
       count(outcomeLabel(outcome))
+      if (outcome.kind === 'redirect' && outcome.negotiated && opts.metadata !== undefined) {
+        const answered = opts.metadata.answer(request, reply, outcome, req)
+        if (answered !== undefined) return await answered
+      }
       if (outcome.kind === 'redirect' && localServices !== undefined) {
         const diversion = localServices.divert(request, { handle: outcome.handle, negotiated: outcome.negotiated, params }, () => ctx.baseUrl)
         if (diversion.kind === 'divert') return sendDiversion(reply.header('x-cache', outcome.cache), diversion.location, renderRedirectBody(diversion.location))

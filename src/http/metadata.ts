@@ -1,0 +1,173 @@
+/**
+ * Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). The proxy route
+ * hands every redirect whose chosen location answers content negotiation here first:
+ * 1. metadata stored in the local record answers, in any mode (offline included);
+ * 2. with METADATA_MODE=fetch (and not offline), the metadata is fetched from the chosen location when it
+ *    is on the allow-list, through the cache, the admission gate, the agency's fair queue and the deadline;
+ * 3. otherwise nothing is answered here, and the route sends the redirect, as doi.org does.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../config/schema.js'
+import { cacheKey, encodeHandlePath } from '../handle/name.js'
+import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
+import type { AllowedHost } from '../handle/metadata-hosts.js'
+import { acceptCacheKey, chooseStoredType } from '../handle/metadata-types.js'
+import type { StoredMetadata } from '../resolve/local-metadata.js'
+import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
+import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
+import type { ClientTicket } from '../resolve/fair-queue.js'
+import type { Admission } from './admission.js'
+
+/** The redirect the proxy decided: only what a metadata answer needs. */
+export interface NegotiatedRedirect {
+  handle: string
+  location: string
+  negotiated: boolean
+  expires: number
+}
+
+/** What the request already passed, when the record had to be fetched (one gate and one deadline per request). */
+export interface Admitted {
+  ticket?: ClientTicket | undefined
+  deadline?: number | undefined
+}
+
+export interface MetadataAnswers {
+  /** The answer, now or later; undefined when the route should send its redirect. */
+  answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined
+  close (): Promise<void>
+}
+
+export interface MetadataAnswersOptions {
+  config: Config
+  admission: Admission
+  /** The local store's stored metadata, when there is a store. */
+  stored?: ((handle: string) => StoredMetadata | undefined) | undefined
+  userAgent: string
+  now: () => number
+}
+
+// The Accept header we pass on: visible ASCII, bounded (a longer one is answered with the redirect).
+const SAFE_ACCEPT = /^[\x20-\x7e]{1,1024}$/
+const SAFE_HEADER_VALUE = /^[\x20-\x7e]*$/
+// Third-party content under our origin: never run as a page, never sniffed into one.
+const CONTENT_SECURITY_POLICY = "default-src 'none'; sandbox"
+
+export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAnswers {
+  const { config, admission, now } = opts
+  const hosts = parseAllowedHosts(config.metadataHosts) as AllowedHost[]
+  const fetching = config.metadataMode === 'fetch' && !config.offline
+  const fetcher = fetching
+    ? createMetadataFetcher({
+      hosts,
+      userAgent: opts.userAgent,
+      timeoutMs: config.metadataTimeoutMs,
+      connectTimeoutMs: config.upstreamConnectTimeoutMs,
+      maxBodyBytes: config.metadataMaxBodyBytes,
+      connectionsPerHost: config.metadataAgencyConcurrency,
+      maxRedirects: config.metadataMaxRedirects,
+      retry: { retries: config.upstreamRetries, baseMs: config.upstreamRetryBaseMs, maxMs: config.upstreamRetryMaxMs }
+    })
+    : undefined
+  const service: MetadataService | undefined = fetcher === undefined
+    ? undefined
+    : createMetadataService({
+      fetcher,
+      now,
+      cacheMaxBytes: config.metadataCacheMaxBytes,
+      maxTtlSeconds: config.metadataMaxTtlSeconds,
+      negativeTtlSeconds: config.negativeTtlSeconds,
+      maxStaleMs: config.maxStaleSeconds * 1000,
+      queue: {
+        maxActive: config.metadataAgencyConcurrency,
+        perClient: config.upstreamPerClient,
+        perClientQueue: config.upstreamClientQueue,
+        maxWaiting: config.upstreamQueueSize,
+        waitTimeoutMs: config.upstreamQueueTimeoutMs,
+        retryAfterMs: 5000
+      }
+    })
+
+  function answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined {
+    if (!outcome.negotiated) return undefined
+    const accept = request.headers.accept
+    const stored = opts.stored?.(outcome.handle)
+    if (stored !== undefined) {
+      const type = chooseStoredType(accept, [...stored.keys()])
+      if (type !== undefined) {
+        const entry = stored.get(type)!
+        return send(reply, outcome, 'HIT', { status: 200, contentType: entry.contentType, body: entry.body, expires: outcome.expires })
+      }
+      // Nothing stored fits and nothing will be fetched: what an agency answers for a type it lacks.
+      if (service === undefined) return sendNotAcceptable(reply, outcome, [...stored.keys()])
+    }
+    if (service === undefined || accept === undefined || !SAFE_ACCEPT.test(accept)) return undefined
+    const url = allowedMetadataUrl(outcome.location, hosts)
+    if (typeof url === 'string') return undefined
+    const acceptKey = acceptCacheKey(accept)
+    if (acceptKey === undefined) return undefined
+    const key = `${cacheKey(outcome.handle)}\u0000${url.href}\u0000${acceptKey}`
+    const fresh = service.peek(key)
+    if (fresh !== undefined) return sendAnswer(reply, outcome, fresh, 'HIT')
+    return fetchAndSend(request, reply, outcome, admitted, { key, url, accept })
+  }
+
+  async function fetchAndSend (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted, q: { key: string, url: URL, accept: string }): Promise<FastifyReply> {
+    let { ticket, deadline } = admitted
+    if (deadline === undefined) {
+      // Upstream-bound work passes the one gate (behaviour.md §9); a record fetched for this request already did.
+      await admission.admit(request, reply, false)
+      ticket = admission.ticket(request)
+      deadline = admission.deadline()
+    }
+    const got = await service!.get({ ...q, ticket, deadline })
+    return sendAnswer(reply, outcome, got.answer, got.cache)
+  }
+
+  function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus): FastifyReply {
+    if (a.status >= 200 && a.status < 300) {
+      return send(reply, outcome, cache, { status: a.status, contentType: a.contentType, body: a.body, expires: a.freshUntil })
+    }
+    // A 4xx about this DOI or type (404, 406…): the agency's status, in our own words (its page is not ours to serve).
+    const message = a.status === 406
+      ? 'The registration agency has no metadata of the type asked for (Accept) for this DOI.\n'
+      : a.status === 404
+        ? 'The registration agency has no metadata for this DOI.\n'
+        : `The registration agency refused this metadata request (HTTP ${a.status}).\n`
+    return send(reply, outcome, cache, { status: a.status, contentType: 'text/plain; charset=utf-8', body: message, expires: a.freshUntil })
+  }
+
+  function sendNotAcceptable (reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[]): FastifyReply {
+    const body = `No metadata of the type asked for (Accept) is held for this DOI. Held: ${types.join(', ')}\n`
+    return send(reply, outcome, 'HIT', { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires })
+  }
+
+  function send (reply: FastifyReply, outcome: NegotiatedRedirect, cache: MetadataCacheStatus, a: { status: number, contentType: string | undefined, body: string | Buffer, expires: number }): FastifyReply {
+    reply.code(a.status)
+      .header('vary', 'Accept')
+      .header('x-cache', cache)
+      .header('expires', new Date(Math.max(a.expires, now())).toUTCString())
+      .header('x-content-type-options', 'nosniff')
+      .header('content-security-policy', CONTENT_SECURITY_POLICY)
+    const link = citeAs(outcome.handle)
+    if (link !== undefined) reply.header('link', link)
+    if (a.contentType !== undefined && SAFE_HEADER_VALUE.test(a.contentType)) reply.header('content-type', a.contentType)
+    else reply.header('content-type', 'application/octet-stream')
+    return a.status === 204 ? reply.send() : reply.send(a.body)
+  }
+
+  return {
+    answer,
+    async close () { await fetcher?.close() }
+  }
+}
+
+/**
+ * `Link: <https://doi.org/DOI>; rel="cite-as"` (RFC 8574): the DOI's persistent, canonical URL, not ours,
+ * which is one resolver among many (docs/metadata.md). A handle that is not a DOI cites hdl.handle.net.
+ */
+export function citeAs (handle: string): string | undefined {
+  const base = /^10\./.test(handle) ? 'https://doi.org/' : 'https://hdl.handle.net/'
+  const link = `<${base}${encodeHandlePath(handle)}>; rel="cite-as"`
+  return SAFE_HEADER_VALUE.test(link) && !/[<>]/.test(link.slice(1, -16)) ? link : undefined
+}
