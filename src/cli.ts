@@ -2,13 +2,18 @@
 /**
  * The `doi-proxy` command. One subcommand for now: `mirror`, which copies the records of a reading list
  * of DOIs into an NDJSON file for the local store (src/mirror.ts). An entry point: it reads
- * process.env (the same UPSTREAM_URL, USER_AGENT and CONTACT_EMAIL as the server) and exits.
+ * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { OPTIONS, upstreamUserAgent } from './config/schema.js'
 import { mirrorExitCode, parseReadingList, runMirror } from './mirror.js'
-import type { MirrorProgress, MirrorSummary } from './mirror.js'
+import type { MirrorProgress, MirrorSummary, ReadingList } from './mirror.js'
+import { runMetadataMirror } from './mirror-metadata.js'
+import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from './handle/metadata-hosts.js'
+import type { AllowedHost } from './handle/metadata-hosts.js'
+import { normaliseMediaType } from './handle/metadata-types.js'
+import { createMetadataFetcher } from './resolve/metadata.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 
 const EXIT_USAGE = 2
@@ -38,12 +43,18 @@ mirror options:
                            https://doi.org/api/handles)
       --user-agent UA      User-Agent sent upstream (default: $USER_AGENT, with
                            $CONTACT_EMAIL as mailto: when set)
+      --accept TYPES       also copy each DOI's metadata in these media types, comma-
+                           separated (application/x-bibtex,application/vnd.citationstyles.csl+json),
+                           from its agency's content-negotiation service, into its record, so
+                           an offline server answers content negotiation; only from hosts on
+                           $METADATA_HOSTS (default: the agencies' services). See docs/metadata.md
 
 Exit status: 0 when every DOI was fetched, skipped or not found; 1 when some failed or an
 input line is not a DOI name; 2 for a usage error; 130 when interrupted (run again to resume).
 
 Example:
   doi-proxy mirror --input reading-list.txt --out records/reading-list.ndjson
+  doi-proxy mirror -i list.txt -o records/list.ndjson --accept application/x-bibtex
 `
 
 class UsageError extends Error {}
@@ -56,6 +67,9 @@ interface MirrorCommand {
   delayMs: number
   upstream: string
   userAgent: string
+  /** Media types of metadata to copy too (normalised); empty: records only. */
+  accept: string[]
+  metadataHosts: AllowedHost[]
 }
 
 function defaultOf (key: string): unknown {
@@ -75,6 +89,7 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv): MirrorCommand
       'delay-ms': { type: 'string', default: '100' },
       upstream: { type: 'string' },
       'user-agent': { type: 'string' },
+      accept: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -95,8 +110,28 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv): MirrorCommand
     retries: wholeNumber('--retries', values.retries, 0, 10),
     delayMs: wholeNumber('--delay-ms', values['delay-ms'], 0, 60_000),
     upstream: httpUrl(values.upstream !== undefined ? '--upstream' : 'UPSTREAM_URL', values.upstream ?? nonEmpty(env.UPSTREAM_URL) ?? String(defaultOf('upstreamUrl'))),
-    userAgent
+    userAgent,
+    accept: mediaTypes(values.accept),
+    metadataHosts: hostList(nonEmpty(env.METADATA_HOSTS))
   }
+}
+
+function mediaTypes (raw: string | undefined): string[] {
+  if (raw === undefined) return []
+  const out: string[] = []
+  for (const item of raw.split(',').map((t) => t.trim()).filter((t) => t !== '')) {
+    const type = normaliseMediaType(item)
+    if (type === undefined) throw new UsageError(`--accept takes media types such as application/x-bibtex, comma-separated; ${JSON.stringify(item)} is not one`)
+    if (!out.includes(type)) out.push(type)
+  }
+  if (out.length === 0) throw new UsageError('--accept needs at least one media type, such as application/x-bibtex')
+  return out
+}
+
+function hostList (raw: string | undefined): AllowedHost[] {
+  const hosts = parseAllowedHosts(raw ?? [...DEFAULT_METADATA_HOSTS])
+  if (typeof hosts === 'string') throw new UsageError(`METADATA_HOSTS: ${hosts}`)
+  return hosts
 }
 
 function nonEmpty (s: string | undefined): string | undefined {
@@ -199,10 +234,51 @@ async function mirror (cmd: MirrorCommand): Promise<number> {
     })
     progress.end()
     printSummary(summary, cmd.out)
-    return summary.interrupted ? EXIT_INTERRUPTED : mirrorExitCode(summary)
+    if (summary.interrupted) return EXIT_INTERRUPTED
+    const code = mirrorExitCode(summary)
+    if (cmd.accept.length === 0) return code
+    const metadata = await mirrorMetadata(cmd, list, stop.signal)
+    return metadata === EXIT_INTERRUPTED ? metadata : Math.max(code, metadata)
   } finally {
     process.off('SIGINT', onSigint)
     await upstream.close()
+  }
+}
+
+/** The second pass: each DOI's metadata in the --accept types (src/mirror-metadata.ts). */
+async function mirrorMetadata (cmd: MirrorCommand, list: ReadingList, signal: AbortSignal): Promise<number> {
+  const timeoutMs = Number(defaultOf('metadataTimeoutMs'))
+  const fetcher = createMetadataFetcher({
+    hosts: cmd.metadataHosts,
+    userAgent: cmd.userAgent,
+    timeoutMs,
+    connectTimeoutMs: Number(defaultOf('upstreamConnectTimeoutMs')),
+    maxBodyBytes: Number(defaultOf('metadataMaxBodyBytes')),
+    connectionsPerHost: cmd.concurrency,
+    maxRedirects: Number(defaultOf('metadataMaxRedirects')),
+    retry: { retries: 0, baseMs: 0, maxMs: 0 }
+  })
+  try {
+    const s = await runMetadataMirror({
+      fetcher,
+      hosts: cmd.metadataHosts,
+      list,
+      outPath: cmd.out,
+      types: cmd.accept,
+      options: { concurrency: cmd.concurrency, retries: cmd.retries, delayMs: cmd.delayMs, timeoutMs, signal }
+    })
+    process.stdout.write([
+      `Metadata (${cmd.accept.join(', ')}) for ${s.wanted} DOI × type pair${s.wanted === 1 ? '' : 's'}${s.interrupted ? ' (interrupted: run the same command again to resume)' : ''}`,
+      `  fetched:      ${s.fetched}`,
+      `  skipped:      ${s.skipped} (already there)`,
+      `  unavailable:  ${s.unavailable.length} (the agency has none of that type, or the DOI does not negotiate)`,
+      `  failed:       ${s.failed.length}`
+    ].join('\n') + '\n')
+    for (const u of s.unavailable) process.stderr.write(`unavailable: ${u.handle} ${u.type}: ${u.reason}\n`)
+    for (const f of s.failed) process.stderr.write(`failed: ${f.handle} ${f.type}: ${f.message}\n`)
+    return s.interrupted ? EXIT_INTERRUPTED : s.failed.length > 0 ? 1 : 0
+  } finally {
+    await fetcher.close()
   }
 }
 

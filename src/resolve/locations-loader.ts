@@ -81,7 +81,7 @@ export type LocationLoader = ReturnType<typeof createLocationLoader>
  * Step one of the engine's two-step API (see src/handle/locations.ts): fetch the include targets,
  * the prefix record's HS_NAMESPACE <locs> handles (or nshdl) and their includes.
  */
-export async function loadLocationContext (resolver: Resolver, handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
+export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
   const ctx: LocationContext = { includes: new Map(), namespaceValues: [], problems: [] }
   let budget = MAX_FETCHES
 
