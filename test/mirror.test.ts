@@ -324,6 +324,7 @@ describe('the doi-proxy command', () => {
     { args: ['mirror', '--retries', 'many'], message: 'doi-proxy: --retries must be a whole number from 0 to 10, got "many"' },
     { args: ['mirror', '--upstream', 'doi.org'], message: 'doi-proxy: --upstream must be an http(s) URL such as https://doi.org/api/handles, got "doi.org"' },
     { args: ['mirror', '--colour'], message: 'doi-proxy: Unknown option \'--colour\'' },
+    { args: ['mirror', '--accept', 'bibtex'], message: 'doi-proxy: --accept takes media types such as application/x-bibtex, comma-separated; "bibtex" is not one' },
     { args: ['mirror', '--input', '/nonexistent/list.txt'], message: 'doi-proxy: cannot read --input "/nonexistent/list.txt" (ENOENT)' },
     { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror)' }
   ])('a usage error names the option and value: $args', async ({ args, message }) => {
