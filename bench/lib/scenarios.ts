@@ -7,8 +7,9 @@ import type { LoadResult } from './load.js'
 import { probe, runLoad, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
+import { startBenchAgency } from './bench-agency.js'
 
-export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg'] as const
+export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
@@ -305,6 +306,32 @@ async function conneg (ctx: Context): Promise<Row[]> {
   return rows
 }
 
+// ------------------------------------------------------------------ metadata (docs/metadata.md)
+
+/** A cached metadata answer (METADATA_MODE=fetch, BibTeX fetched once per DOI from a local fake agency) against the floor. */
+async function metadata (ctx: Context): Promise<Row[]> {
+  const agency = await startBenchAgency(ctx.settings.hotDois)
+  try {
+    const env = { ...ctx.serverEnv, LOCAL_STORE_DIR: agency.storeDir, LOCAL_STORE_WATCH: 'false', METADATA_MODE: 'fetch', METADATA_HOSTS: agency.host }
+    const ours: Starter = async () => await startOurs({ upstream: ctx.upstream, profile: ctx.profile, env })
+    const rows: Row[] = []
+    for (const start of ctx.profile ? [ours] : [ours, startFloor]) {
+      rows.push(await withTarget(start, async (t) => {
+        if (t.name === 'doi-proxy') {
+          const res = await probe(t.baseUrl + (agency.paths[0] ?? '/'), CONNEG_ACCEPT)
+          if (res.status !== 200 || !res.body.startsWith('@misc')) return { scenario: 'metadata', server: t.name, skipped: `skipped: metadata not answered (${res.status})` } satisfies Row
+        }
+        const before = agency.requests()
+        const row = await steadyRun(ctx, 'metadata', t, agency.paths, CONNEG_ACCEPT)
+        return t.name === 'doi-proxy' ? { ...row, note: `${row.note ?? ''}; agency requests ${agency.requests() - before} for ${agency.paths.length} DOIs (records from a local store)` } : row
+      }))
+    }
+    return rows
+  } finally {
+    await agency.stop()
+  }
+}
+
 export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   hot,
   zipf,
@@ -312,5 +339,6 @@ export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   storm,
   'not-found': notFound,
   api,
-  conneg
+  conneg,
+  metadata
 }
