@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { ensureBuilt, nginxAvailable, NGINX_MISSING, PROFILE_DIR, startUpstream } from './lib/processes.js'
 import { speedSection, writeSection, RESULTS_PATH } from './lib/results.js'
+import { writeSpeedCharts } from './lib/charts.js'
 import { RUNNERS, SCENARIOS, settingsFor } from './lib/scenarios.js'
 import type { Row, ScenarioName } from './lib/scenarios.js'
 
@@ -104,7 +105,8 @@ async function main (): Promise<void> {
   const mode = args.quick ? 'quick (`npm run bench:quick`)' : 'full (`npm run bench`)'
   const subset = args.scenarios.length === SCENARIOS.length ? '' : ` Scenarios: ${args.scenarios.join(', ')} only.`
   writeSection('speed', speedSection({ mode: mode + subset, settingsLine, rows }))
-  log(`\nwrote ${RESULTS_PATH} (${seconds} s)`)
+  const charts = writeSpeedCharts(rows)
+  log(`\nwrote ${RESULTS_PATH} and ${charts.join(', ')} (${seconds} s)`)
 }
 
 main().catch((err: unknown) => {

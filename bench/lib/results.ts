@@ -7,6 +7,7 @@ import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { ROOT } from './processes.js'
 import type { Row } from './scenarios.js'
+import { P99_SVG, THROUGHPUT_SVG } from './charts.js'
 
 export const RESULTS_PATH = join(ROOT, 'bench', 'RESULTS.md')
 
@@ -66,6 +67,11 @@ export function speedSection (run: SpeedRun): string {
     `Mode: ${run.mode}. ${run.settingsLine}`,
     '',
     speedTable(run.rows),
+    '',
+    // Drawn by bench/lib/charts.ts from the same rows (bench/run.ts writes both).
+    `![Throughput per scenario, higher is better](${THROUGHPUT_SVG})`,
+    '',
+    `![p99 latency per scenario, lower is better](${P99_SVG})`,
     ''
   ].join('\n')
 }

@@ -56,7 +56,7 @@ describe('bar chart', () => {
 })
 
 describe('axis numbers', () => {
-  it.each([[0, 1], [0.3, 0.5], [7, 10], [31159, 50000], [101, 200]])('a maximum of %d rounds up to %d', (value, max) => {
+  it.each([[0, 1], [0.3, 0.3], [0.31, 0.4], [7, 8], [31159, 40000], [50729, 60000], [101, 120]])('a maximum of %d rounds up to %d', (value, max) => {
     expect(niceMax(value)).toBe(max)
   })
 

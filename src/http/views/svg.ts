@@ -69,11 +69,11 @@ const STANDALONE_CSS = [
   '@media (prefers-color-scheme:dark){svg.chart{--fg:#e6edf3;--muted:#9aa4af;--line:#30363d;background:#0d1117}}'
 ].join('\n')
 
-/** A round axis maximum: 1, 2 or 5 times a power of ten, at least `value`. */
+/** A round axis maximum, at least `value`: a power of ten times 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8. */
 export function niceMax (value: number): number {
   if (!(value > 0) || !Number.isFinite(value)) return 1
   const power = 10 ** Math.floor(Math.log10(value))
-  for (const m of [1, 2, 5, 10]) if (m * power >= value) return m * power
+  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (Number((m * power).toPrecision(12)) >= value) return Number((m * power).toPrecision(12))
   return 10 * power
 }
 
