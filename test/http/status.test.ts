@@ -37,6 +37,14 @@ describe('/status (issue 15)', () => {
     expect(res.statusCode).toBe(403)
   })
 
+  it('a reader coming through a proxy that is not trusted is refused, though the proxy is on loopback', async () => {
+    for (const trustProxy of [false, 1] as const) {
+      const { app } = await setup({ overrides: { trustProxy } })
+      const res = await app.inject({ url: '/status.json', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': '198.51.100.4' } })
+      expect(res.statusCode).toBe(403)
+    }
+  })
+
   it('another web site cannot read it: no CORS headers', async () => {
     const { app } = await setup()
     for (const url of ['/status', '/status.json']) {
