@@ -79,8 +79,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     logController: new LogController({ disableRequestLogging: true }),
     // A random prefix per process and a counter: unique, and cheaper than a UUID per request.
     genReqId: () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`,
-    // Fastify also takes a hop count (its getTrustProxyFn); its types leave numbers out.
-    trustProxy: config.trustProxy as boolean | string[],
+    trustProxy: trustProxyOf(config.trustProxy),
     // Explicit server limits; never a library's default.
     connectionTimeout: config.requestTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
@@ -293,6 +292,15 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   })
 
   return app
+}
+
+/**
+ * TRUST_PROXY for Fastify. A hop count becomes "trust the first N hops" (proxy-addr's meaning), as a
+ * function: Fastify 5 takes a plain number as trust nothing, failing closed, because a hop count
+ * cannot check who the nearest peer is. That is why it is only for a server reachable through the proxy.
+ */
+function trustProxyOf (trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust
 }
 
 function isApiPath (request: FastifyRequest): boolean {
