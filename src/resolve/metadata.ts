@@ -15,7 +15,7 @@ import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
-import { retryAfterMs, retryWithin } from './upstream.js'
+import { readBounded, retryAfterMs, retryWithin } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
 
 /** What an agency answered, as we keep it. */
@@ -140,7 +140,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
       }
       let body: Buffer
       try {
-        body = await readBounded(res.body, opts.maxBodyBytes)
+        body = await readBounded(res.body, opts.maxBodyBytes, () => metadataErrors.tooLarge(opts.maxBodyBytes))
       } catch (err) {
         throw err instanceof UpstreamError ? err : classify(err, budgetMs, deadline < started + opts.timeoutMs)
       }
@@ -157,20 +157,6 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
 }
 
 export type MetadataFetcher = ReturnType<typeof createMetadataFetcher>
-
-async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length
-    if (size > maxBytes) {
-      body.destroy()
-      throw metadataErrors.tooLarge(maxBytes)
-    }
-    chunks.push(chunk as Buffer)
-  }
-  return Buffer.concat(chunks)
-}
 
 function classify (err: unknown, budgetMs: number, byDeadline: boolean): UpstreamError {
   const e = err as { name?: string, code?: string, message?: string }

@@ -95,7 +95,7 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     }
     let text: string
     try {
-      text = await readBounded(res.body, opts.maxBodyBytes)
+      text = (await readBounded(res.body, opts.maxBodyBytes, () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`))).toString('utf8')
     } catch (err) {
       throw err instanceof UpstreamError ? err : classify(err, budgetMs)
     }
@@ -137,19 +137,19 @@ export function retryWithin (handle: string, deadline: number, policy: RetryPoli
   }
 }
 
-/** Read a body as UTF-8 text, refusing more than maxBytes (a runaway upstream must not fill our memory). */
-async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+/** Read a whole body, refusing more than maxBytes with `tooLarge()` (a runaway server must not fill our memory). */
+export async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
     size += (chunk as Buffer).length
     if (size > maxBytes) {
       body.destroy()
-      throw upstreamErrors.badResponse(`answer larger than ${maxBytes} bytes`)
+      throw tooLarge()
     }
     chunks.push(chunk as Buffer)
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return Buffer.concat(chunks)
 }
 
 function classify (err: unknown, timeoutMs: number): UpstreamError {
