@@ -1,42 +1,16 @@
 import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
+import { exitOf, startServer } from './support/server-process.js'
 
 // src/main.ts as users run it: a real process, its environment, its signals.
-
-interface Started { child: ChildProcess, port: number, output: () => string }
-
-async function start (env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let out = ''
-  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
-  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
-  onTestFinished(() => { child.kill('SIGKILL') })
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
-      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
-    }, 20)
-  })
-  return { child, port, output: () => out }
-}
-
-async function exitOf (child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode
-  return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
-}
 
 describe('the server process', () => {
   it('starts, resolves, logs JSON with a request id, and on SIGTERM finishes the in-flight request before exiting 0', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_REQUESTS: 'true' })
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, LOG_REQUESTS: 'true' })
     upstream.mode = { kind: 'slow', delayMs: 400 }
     const inflight = fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { 'x-request-id': 'trace-42' } })
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -53,7 +27,7 @@ describe('the server process', () => {
   it('with WORKERS=2 two worker processes serve the same port and all stop on SIGTERM', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
     const res = await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })
     expect(res.status).toBe(302)
     const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
@@ -83,7 +57,7 @@ describe('the server process', () => {
   it('never logs the client\'s cookies or authorization, on the access line nor on the failure line', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', LOG_REQUESTS: 'true', UPSTREAM_RETRIES: '0' })
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', LOG_REQUESTS: 'true', UPSTREAM_RETRIES: '0' })
     const secrets = { cookie: 'session=s3cret', authorization: 'Bearer t0ken' }
     const ok = await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { ...secrets, 'x-request-id': 'secret-ok' } })
     expect(ok.status).toBe(302)

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,35 +5,10 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultWorkers, cpusFromCgroup } from '../src/cpu-quota.js'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
+import { exitOf, startServer } from './support/server-process.js'
 import { TestRedis } from './support/redis.js'
 
 // src/main.ts as operators run it: kill -TERM, then a restart (behaviour.md §11), and its start-up choices.
-
-interface Started { child: ChildProcess, port: number, output: () => string }
-
-async function start (env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CONTACT_EMAIL: 'ops@example.org', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let out = ''
-  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
-  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
-  onTestFinished(() => { child.kill('SIGKILL') })
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
-      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
-    }, 20)
-  })
-  return { child, port, output: () => out }
-}
-
-async function exitOf (child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode
-  return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
-}
 
 describe('a restart', () => {
   it('after kill -TERM and a restart with the upstream down, every DOI cached before still resolves', async () => {
@@ -45,13 +18,13 @@ describe('a restart', () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), UPSTREAM_RETRIES: '0' }
     const dois = ['10.5555/plain', '10.5555/multi', '10.5555/UPPER']
-    const first = await start(env)
+    const first = await startServer(env)
     for (const doi of dois) expect((await fetch(`http://127.0.0.1:${first.port}/${doi}`, { redirect: 'manual' })).status).toBe(302)
     first.child.kill('SIGTERM')
     expect(await exitOf(first.child)).toBe(0)
 
     upstream.mode = { kind: 'status', status: 503 }
-    const second = await start(env)
+    const second = await startServer(env)
     for (const doi of dois) {
       const res = await fetch(`http://127.0.0.1:${second.port}/${doi}`, { redirect: 'manual' })
       expect(res.status).toBe(302)
@@ -66,7 +39,7 @@ describe('a restart', () => {
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'cache.snapshot')
-    const { child, port, output } = await start({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' })
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' })
     expect((await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })).status).toBe(302)
     for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     child.kill('SIGTERM')
@@ -81,7 +54,7 @@ describe('a restart', () => {
     onTestFinished(() => redis.close())
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { port, output } = await start({ UPSTREAM_URL: upstream.url, CACHE_FILE: '', WORKERS: '2', REDIS_URL: redis.url })
+    const { port, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: '', WORKERS: '2', REDIS_URL: redis.url })
     for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     for (let i = 0; i < 10; i++) {
       // A new connection each time, so the primary hands the requests to both workers in turn.
@@ -92,14 +65,14 @@ describe('a restart', () => {
   })
 
   it('warns at start when CONTACT_EMAIL is empty and the upstream is doi.org', async () => {
-    const { output } = await start({ CONTACT_EMAIL: '', UPSTREAM_URL: 'https://doi.org/api/handles', CACHE_FILE: '' })
+    const { output } = await startServer({ CONTACT_EMAIL: '', UPSTREAM_URL: 'https://doi.org/api/handles', CACHE_FILE: '' })
     expect(output()).toMatch(/"level":40[^\n]*CONTACT_EMAIL is empty/)
   })
 
   it('says nothing about CONTACT_EMAIL for another upstream', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
-    const { output } = await start({ CONTACT_EMAIL: '', UPSTREAM_URL: upstream.url, CACHE_FILE: '' })
+    const { output } = await startServer({ CONTACT_EMAIL: '', UPSTREAM_URL: upstream.url, CACHE_FILE: '' })
     expect(output()).not.toContain('CONTACT_EMAIL')
   })
 })

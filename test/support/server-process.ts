@@ -1,0 +1,35 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { onTestFinished } from 'vitest'
+
+/** src/main.ts as a real process: its output so far, and the port it said it listens on. */
+export interface Started { child: ChildProcess, port: number, output: () => string }
+
+/**
+ * Start `src/main.ts` on a free loopback port with `env` over a quiet base (no local store, no cache
+ * file, a contact address), and resolve once it says it listens; killed when the test ends.
+ */
+export async function startServer (env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
+  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
+  onTestFinished(() => { child.kill('SIGKILL') })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
+      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
+      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
+    }, 20)
+  })
+  return { child, port, output: () => out }
+}
+
+/** The process's exit code, once it has exited. */
+export async function exitOf (child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode
+  return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+}
