@@ -177,7 +177,12 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     }
   })
   app.addHook('onClose', async () => { await upstream.close() })
-  const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, maxStaleMs: config.maxStaleSeconds * 1000 })
+  const cache = createRecordCache({
+    maxEntries: config.cacheMaxEntries,
+    maxBytes: config.cacheMaxBytes,
+    maxStaleMs: config.maxStaleSeconds * 1000,
+    maxFreshMs: Math.max(config.cacheMaxTtlSeconds, config.negativeTtlSeconds) * 1000
+  })
   // The snapshot file and the shared tier in Redis (behaviour.md §11).
   const tiers = await setUpCacheTiers(app, config, { cache, metrics, now })
   const local = config.localStoreDir === undefined

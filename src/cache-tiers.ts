@@ -50,6 +50,8 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     lockTtlMs: config.redisLockTtlMs,
     pollMs: config.redisWaitPollMs,
     maxStaleMs,
+    maxFreshMs: Math.max(config.cacheMaxTtlSeconds, config.negativeTtlSeconds) * 1000,
+    maxValueBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES,
     now,
     metrics,
     log: app.log

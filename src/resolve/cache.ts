@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { HandleValue } from '../handle/types.js'
+import { plausibleEntry } from './entry-codec.js'
 
 /** One cached upstream answer. `freshUntil` is epoch ms by the injected clock. */
 export type CachedAnswer =
@@ -11,6 +12,8 @@ export interface RecordCacheOptions {
   maxBytes: number
   /** How long past freshness a found record is kept for serving when the upstream fails. */
   maxStaleMs: number
+  /** The longest freshness this process gives an entry: a restored one promising more is refused. */
+  maxFreshMs: number
 }
 
 // A not-found entry is small; count it as this many bytes.
@@ -48,6 +51,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
      * of its freshness and staleness at `at` (epoch ms by the app's clock). False when nothing is left.
      */
     restore (key: string, entry: CachedAnswer, at: number): boolean {
+      if (!plausibleEntry(entry, at, opts.maxFreshMs)) return false
       const keepMs = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - at
       if (keepMs <= 0) return false
       lru.set(key, entry, { ttl: keepMs })

@@ -37,6 +37,19 @@ export function decodeEntry (text: string): CachedAnswer | undefined {
   return checkEntry(raw)
 }
 
+// Replicas' clocks differ a little; an entry stored further in the future than this is not believed.
+const MAX_CLOCK_SKEW_MS = 60_000
+
+/**
+ * Whether an entry from outside this process (another replica through Redis, a snapshot file) is
+ * believable at `at`: stored no later than now (give or take clock skew), and fresh for no longer than
+ * this process would keep it fresh itself (`maxFreshMs`). A hostile or skewed entry must not pin a
+ * record for years, nor win every "newer than what we hold" comparison.
+ */
+export function plausibleEntry (entry: CachedAnswer, at: number, maxFreshMs: number): boolean {
+  return entry.storedAt <= at + MAX_CLOCK_SKEW_MS && entry.freshUntil - entry.storedAt <= maxFreshMs
+}
+
 /** The same check on an already-parsed value. */
 export function checkEntry (raw: unknown): CachedAnswer | undefined {
   if (!Array.isArray(raw) || raw[0] !== ENTRY_VERSION) return undefined

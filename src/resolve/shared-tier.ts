@@ -7,7 +7,7 @@ import { recordCacheSeconds } from '../handle/record.js'
 import { createLogThrottle } from '../log-throttle.js'
 import type { Metrics } from '../metrics.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
-import { decodeEntry, encodeEntry } from './entry-codec.js'
+import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
 import type { LookupOptions, RecordFetcher } from './resolver.js'
 import type { UpstreamAnswer } from './upstream.js'
 
@@ -25,6 +25,9 @@ import type { UpstreamAnswer } from './upstream.js'
  */
 export const SHARED_KEY_VERSION = 'v1'
 const LOG_INTERVAL_MS = 10_000
+// After Redis fails (unreachable, too slow, an error), lookups leave it alone this long: a slow Redis
+// then costs one command timeout, not one per call of every miss, and the process works as if it had none.
+const PAUSE_AFTER_FAILURE_MS = 5_000
 
 // Delete the lock only if it is still ours (it may have expired and been taken by another replica).
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
@@ -38,6 +41,10 @@ export interface SharedTierOptions {
   lockTtlMs: number
   pollMs: number
   maxStaleMs: number
+  /** The longest freshness this process gives an entry: an entry in Redis promising more is not believed. */
+  maxFreshMs: number
+  /** The largest value read from Redis (an entry is one record, so an upstream answer's size bounds it). */
+  maxValueBytes: number
   now: () => number
   metrics: Metrics
   log: { info (obj: object, msg: string): void, warn (obj: object, msg: string): void }
@@ -85,8 +92,10 @@ export function createSharedTier (opts: SharedTierOptions) {
     wasUp = true
   })
 
+  let pausedUntil = 0
   function fail (reason: SharedErrorReason, err?: unknown): void {
     errors.inc({ reason })
+    if (reason === 'unavailable' || reason === 'timeout' || reason === 'error') pausedUntil = performance.now() + PAUSE_AFTER_FAILURE_MS
     throttle(reason, (suppressed) => opts.log.warn({ reason, err: err === undefined ? undefined : (err as Error).message, suppressed },
       reason === 'bad_value' ? 'ignored a value in the shared cache (Redis) that is not a cache entry' : 'the shared cache (Redis) failed; working with the local cache only'))
   }
@@ -99,25 +108,30 @@ export function createSharedTier (opts: SharedTierOptions) {
     return 'error'
   }
 
+  const healthy = (): boolean => redis.status === 'ready' && performance.now() >= pausedUntil
   const usable = (): boolean => {
-    if (redis.status === 'ready') return true
-    fail('unavailable')
+    if (healthy()) return true
+    if (redis.status !== 'ready') errors.inc({ reason: 'unavailable' })
     return false
   }
 
   /** The entry stored for key, or undefined (absent, unreadable, Redis in trouble). */
   async function get (key: string): Promise<CachedAnswer | undefined> {
     if (!usable()) return undefined
-    let text: string | null
+    let text: string
     try {
-      text = await redis.get(recordKey(key))
+      // At most maxValueBytes + 1 bytes: a larger value is refused without being parsed.
+      text = await redis.getrange(recordKey(key), 0, opts.maxValueBytes)
     } catch (err) {
       fail(reasonOf(err), err)
       return undefined
     }
-    if (text === null) return undefined
-    const entry = decodeEntry(text)
-    if (entry === undefined) fail('bad_value')
+    if (text === '') return undefined // GETRANGE of a missing key
+    const entry = Buffer.byteLength(text) > opts.maxValueBytes ? undefined : decodeEntry(text)
+    if (entry === undefined || !plausibleEntry(entry, now(), opts.maxFreshMs)) {
+      fail('bad_value')
+      return undefined
+    }
     return entry
   }
 
@@ -145,7 +159,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), token).catch((err: unknown) => fail(reasonOf(err), err))
   }
 
-  return { get, put, lock, unlock, usable: () => redis.status === 'ready', count, recordKey, lockKey }
+  return { get, put, lock, unlock, usable: healthy, count, recordKey, lockKey }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>

@@ -155,6 +155,31 @@ describe('replicas sharing one Redis', () => {
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(2)
   })
 
+  it('an entry in Redis that promises more freshness than we give, or is dated in the future, is not believed', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { cacheMaxTtlSeconds: 60 }, { now: () => T0 })
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const planted = (storedAt: number, freshUntil: number): string =>
+      JSON.stringify([1, storedAt, freshUntil, 1, [{ index: 1, type: 'URL', data: { format: 'string', value: 'http://planted.example/' }, ttl: 86400 }]])
+    await client.set('doi-proxy:v1:r:10.5555/PLAIN', planted(T0, T0 + 100 * 365 * DAY))
+    await client.set('doi-proxy:v1:r:10.5555/MULTI', planted(T0 + DAY, T0 + DAY + 30_000))
+    expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
+    expect((await a.inject({ url: '/10.5555/multi' })).headers.location).toBe('http://example.org/first')
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(2)
+  })
+
+  it('a value in Redis larger than any record could be is refused without being read whole', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { upstreamMaxBodyBytes: 1024 }, { now: () => T0 })
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const values = Array.from({ length: 2000 }, (_, i) => ({ index: i + 1, type: 'DESC', data: { format: 'string', value: 'x'.repeat(40) }, ttl: 86400 }))
+    await client.set('doi-proxy:v1:r:10.5555/PLAIN', JSON.stringify([1, T0, T0 + 30_000, 1, values]))
+    expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(1)
+  })
+
   it('rate-limit counters are shared by the replicas', async () => {
     const upstream = await fakeUpstream()
     const limits = { rateLimitMax: 2, rateLimitWindowMs: 60_000, rateLimitAllowList: [] }
@@ -223,6 +248,18 @@ describe('when Redis fails', () => {
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/shared-8')
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)).toBeGreaterThan(0)
+    await sleeping
+  })
+
+  it('after Redis times out once, the next misses leave it alone for a while: one timeout, not one per call', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    for (let i = 0; i < 5; i++) expect((await a.inject({ url: `/10.5555/shared-${i}` })).statusCode).toBe(302)
+    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)).toBe(1)
     await sleeping
   })
 })
