@@ -35,7 +35,9 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
       app.log.info({ file, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
     }
     const snapshots = scheduleSnapshots({ file, cache, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log: app.log })
-    app.addHook('onClose', async () => { await snapshots.close() })
+    // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
+    // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
+    app.addHook('preClose', async () => { await snapshots.close() })
   }
 
   if (config.redisUrl === undefined) return { redis: undefined, wrap: (upstream) => upstream }

@@ -33,6 +33,27 @@ describe('a restart', () => {
     expect((await fetch(`http://127.0.0.1:${second.port}/10.5555/never-seen`, { redirect: 'manual' })).status).toBe(502)
   })
 
+  it('the cache is written at shutdown even when a request stuck on the upstream outlasts the grace period', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-restart-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), UPSTREAM_RETRIES: '0', SHUTDOWN_GRACE_MS: '1000' }
+    const first = await startServer(env)
+    expect((await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual' })).status).toBe(302)
+    upstream.mode = { kind: 'hang' }
+    fetch(`http://127.0.0.1:${first.port}/10.5555/stuck`).catch(() => {})
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    first.child.kill('SIGTERM')
+    await exitOf(first.child) // the grace period ends it, whatever its exit code
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await startServer(env)
+    const res = await fetch(`http://127.0.0.1:${second.port}/10.5555/plain`, { redirect: 'manual' })
+    expect(res.status).toBe(302)
+    expect(res.headers.get('x-cache')).toBe('HIT')
+  })
+
   it('with WORKERS=2 each worker writes its own cache file at shutdown', async () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
