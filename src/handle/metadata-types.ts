@@ -78,14 +78,18 @@ export function baseType (contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
 }
 
+// Web pages: never relayed as metadata.
+const PAGE_TYPES = new Set(['text/html', 'application/xhtml+xml'])
+
 /**
  * True when an answer of `contentType` is something the request accepts (q above 0): its type exactly,
- * `type/*` or `*\/*`. An agency answering a type nobody asked for (an HTML page, a JSON error) is not
- * passed on under our name.
+ * `type/*` or `*\/*`. An agency answering a type nobody asked for (a JSON error) is not passed on under
+ * our name, and a web page never is, whatever the Accept: a browser is sent to pages, and an agency's
+ * HTML relayed from our origin would make us a relay of its markup.
  */
 export function acceptsContentType (accept: string | readonly string[] | undefined, contentType: string | undefined): boolean {
   const type = baseType(contentType)
-  if (!MEDIA.test(type)) return false
+  if (!MEDIA.test(type) || PAGE_TYPES.has(type)) return false
   const major = type.split('/')[0] ?? ''
   return parseAccept(accept).some((e) => e.q > 0 && (e.type === type || e.type === `${major}/*` || e.type === '*/*'))
 }

@@ -23,6 +23,8 @@ export interface NegotiatedRedirect {
   handle: string
   location: string
   negotiated: boolean
+  /** The location carries the reader's urlappend. */
+  appended: boolean
   expires: number
 }
 
@@ -89,7 +91,9 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     })
 
   function answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined {
-    if (!outcome.negotiated) return undefined
+    // A location the reader extended with urlappend is redirected to, never fetched: otherwise a reader
+    // could make us fetch any path and query on an allow-listed agency host ('/../../anything?x').
+    if (!outcome.negotiated || outcome.appended) return undefined
     const accept = request.headers.accept
     const stored = opts.stored?.(outcome.handle)
     if (stored !== undefined) {

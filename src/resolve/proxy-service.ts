@@ -23,6 +23,8 @@ export type ProxyOutcome =
     vary: boolean,
     /** The chosen location answers content negotiation (behaviour.md §10: never diverted to a local service). */
     negotiated: boolean,
+    /** The reader's urlappend is part of the location: it is theirs to follow, never ours to fetch (docs/metadata.md). */
+    appended: boolean,
     linkHeaders: string[],
     extraHeaders: Array<[string, string]>,
     headLines: string[],
@@ -168,6 +170,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
       expires,
       vary: decision.vary,
       negotiated: decision.negotiated,
+      appended: location !== plain,
       linkHeaders: decision.linkHeaders,
       extraHeaders: decision.extraHeaders,
       headLines: decision.headLines,

@@ -23,7 +23,11 @@ describe('whether an agency\'s answer is of a type that was asked for', () => {
     ['application/x-bibtex', undefined, false],
     ['application/x-bibtex, text/*;q=0.1', 'text/plain', true],
     ['application/x-bibtex, text/html;q=0', 'text/html', false],
-    ['application/rdf+xml, */*;q=0.1', 'application/json', true]
+    ['application/rdf+xml, */*;q=0.1', 'application/json', true],
+    // A web page is never relayed, even to a reader whose Accept ends in */* (found in review).
+    ['application/x-bibtex, */*;q=0.1', 'text/html; charset=utf-8', false],
+    ['application/x-bibtex, text/*;q=0.1', 'text/html', false],
+    ['application/x-bibtex, */*;q=0.1', 'application/xhtml+xml', false]
   ])('Accept %j, Content-Type %j → %s', (accept, type, ok) => {
     expect(acceptsContentType(accept, type)).toBe(ok)
   })

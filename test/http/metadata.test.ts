@@ -64,6 +64,14 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(res.headers.location).toBeUndefined()
   })
 
+  it('a reader\'s urlappend never steers what we fetch from an agency: such a request is redirected, as doi.org does (found in review)', async () => {
+    const { app, agency } = await withAgency()
+    const res = await app.inject({ url: `/${DOI}?urlappend=%2F..%2F..%2Fsomething%3Fx%3D1`, headers: BIB })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe(`${agency.origin}/10.9999%2Fpaper/../../something?x=1`)
+    expect(agency.seen).toHaveLength(0)
+  })
+
   it('the same request again is answered from the cache: X-Cache: HIT, and the agency was asked once', async () => {
     const { app, agency } = await withAgency()
     await app.inject({ url: `/${DOI}`, headers: BIB })
