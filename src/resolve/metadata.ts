@@ -196,6 +196,8 @@ export interface MetadataServiceOptions {
 
 // An agency that says nothing about freshness: an hour (capped by METADATA_MAX_TTL_SECONDS).
 const DEFAULT_FRESH_SECONDS = 3600
+// How long a finished fetch's outcome is kept for the readers who were waiting for it.
+const SETTLED_KEEP_MS = 30_000
 // A Retry-After longer than this is read as this: one bad header must not silence an agency for a day.
 const MAX_PAUSE_MS = 10 * 60_000
 const CACHEABLE = new Set([200, 203, 204, 404, 406, 410])
@@ -221,6 +223,10 @@ export function createMetadataService (opts: MetadataServiceOptions) {
   const queues = new Map<string, FairQueue>()
   const pausedUntil = new Map<string, number>()
   const fetching = new Map<string, Promise<MetadataAnswer>>()
+  // The last fetch of each key, kept briefly with its end time: a reader who was already waiting for
+  // its turn when it ended takes its outcome (an error or an answer not to be cached included), so
+  // concurrent misses make one request even when the agency's concurrency cap makes them queue.
+  const settled = new LRUCache<string, { at: number, outcome: Promise<MetadataAnswer> }>({ max: 10_000, ttl: SETTLED_KEEP_MS })
   const waiting = new Map<string, Promise<MetadataAnswer>>()
 
   function queueFor (host: string): FairQueue {
@@ -264,6 +270,7 @@ export function createMetadataService (opts: MetadataServiceOptions) {
   }
 
   async function takeTurn (q: MetadataQuery): Promise<MetadataAnswer> {
+    const askedAt = performance.now()
     const host = q.url.host
     const paused = pausedUntil.get(host)
     if (paused !== undefined) {
@@ -273,12 +280,15 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     const release = await queueFor(host).acquire(q.ticket, q.deadline)
     const running = fetching.get(q.key)
     const fresh = running === undefined ? peek(q.key) : undefined
-    if (running !== undefined || fresh !== undefined) {
+    const last = settled.get(q.key)
+    const endedWhileWaiting = last !== undefined && last.at >= askedAt ? last.outcome : undefined
+    if (running !== undefined || fresh !== undefined || endedWhileWaiting !== undefined) {
       release()
-      return running ?? fresh!
+      return await (running ?? endedWhileWaiting ?? Promise.resolve(fresh!))
     }
     const fetch = fetchAndStore(q).finally(() => {
       if (fetching.get(q.key) === fetch) fetching.delete(q.key)
+      settled.set(q.key, { at: performance.now(), outcome: fetch })
       release()
     })
     fetch.catch(() => {})

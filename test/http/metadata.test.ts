@@ -102,6 +102,15 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(agency.count(DOI)).toBe(1)
   })
 
+  it('readers queued behind a one-at-a-time agency take the outcome of the fetch that ended while they waited, even a failure (found in review)', async () => {
+    const { app, agency } = await withAgency({ overrides: { metadataAgencyConcurrency: 1 } })
+    agency.mode = { kind: 'status', status: 500 }
+    const answers = await Promise.all(Array.from({ length: 6 }, async (_, i) =>
+      await app.inject({ url: `/${DOI}`, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })))
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(6).fill(502))
+    expect(agency.count(DOI)).toBe(1)
+  })
+
   it('a media type the agency does not have answers 406, as the agency does', async () => {
     const { app } = await withAgency()
     const res = await app.inject({ url: `/${DOI}`, headers: { accept: 'application/x-unknown-format' } })
