@@ -1,3 +1,5 @@
+import { readdir } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Config } from './config/schema.js'
@@ -23,16 +25,38 @@ export interface CacheTiers {
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.
 const LINE_SLACK_BYTES = 64 * 1024
 
+/** The other files of a snapshot's family: `base` and `base.<n>`, where `file` is one of them. */
+async function siblingSnapshots (file: string): Promise<string[]> {
+  const base = file.replace(/\.\d+$/, '')
+  let names: string[]
+  try {
+    names = await readdir(dirname(base))
+  } catch {
+    return []
+  }
+  const own = basename(base)
+  return names
+    .filter((name) => name === own || (name.startsWith(`${own}.`) && /^\d+$/.test(name.slice(own.length + 1))))
+    .map((name) => join(dirname(base), name))
+    .filter((path) => path !== file)
+    .sort()
+}
+
 export async function setUpCacheTiers (app: FastifyInstance, config: Config, deps: { cache: RecordCache, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
   const { cache, metrics, now } = deps
   const maxStaleMs = config.maxStaleSeconds * 1000
 
   if (config.cacheFile !== undefined) {
     const file = config.cacheFile
-    const started = performance.now()
-    const loaded = await loadSnapshot({ file, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, log: app.log })
-    if (loaded.loaded + loaded.expired + loaded.bad > 0) {
-      app.log.info({ file, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
+    // Every file of the family, this one last (loaded last is kept most recently used): with WORKERS>1
+    // each worker writes CACHE_FILE.<n>, and the cluster hands any request to any worker, so each
+    // worker takes all of them back; a change of WORKERS loses nothing either.
+    for (const one of [...await siblingSnapshots(file), file]) {
+      const started = performance.now()
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, log: app.log })
+      if (loaded.loaded + loaded.expired + loaded.bad > 0) {
+        app.log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
+      }
     }
     const snapshots = scheduleSnapshots({ file, cache, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log: app.log })
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream

@@ -70,6 +70,28 @@ describe('a restart', () => {
     expect(existsSync(file)).toBe(false)
   })
 
+  it('with WORKERS=2 and no Redis, after a restart with the upstream down, every worker answers what either had cached', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-restart-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), WORKERS: '2', UPSTREAM_RETRIES: '0' }
+    const first = await startServer(env)
+    for (let i = 0; i < 100 && first.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect((await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })).status).toBe(302)
+    first.child.kill('SIGTERM')
+    expect(await exitOf(first.child)).toBe(0)
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await startServer(env)
+    for (let i = 0; i < 100 && second.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    for (let i = 0; i < 6; i++) {
+      // A new connection each time, so the primary hands the requests to both workers in turn.
+      const res = await fetch(`http://127.0.0.1:${second.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })
+      expect(res.status).toBe(302)
+    }
+  })
+
   it('with WORKERS=2 and REDIS_URL the workers share one cache: a DOI asked again and again is fetched once', async () => {
     const redis = await TestRedis.start()
     onTestFinished(() => redis.close())

@@ -38,8 +38,8 @@ export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOpt
   const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
     reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
     reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
-    // Through a proxy we could not see past (TRUST_PROXY off, or a hop count, which Fastify 5.12 treats
-    // as trusting no hop), request.ip is the proxy's own address, often loopback: never a pass.
+    // Through a proxy we could not see past (TRUST_PROXY off), request.ip is the proxy's own address,
+    // often loopback: never a pass.
     const forwarded = request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined
     if (forwarded && request.ip === request.socket.remoteAddress) return false
     return allowed(request.ip)
