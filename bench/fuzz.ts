@@ -27,7 +27,7 @@ import { writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import fc from 'fast-check'
 import { addEnvPair, forEachOption } from './lib/args.js'
-import { startCdnUpstream } from './lib/children.js'
+import { codeVersion, startCdnUpstream } from './lib/children.js'
 import {
   HOST_HEADER_HOST, HOSTILE_HANDLES, HOSTILE_PREFIX, INPUT_MARKERS, RECORD_MARKERS, URLAPPEND_HOST
 } from './lib/hostile-records.js'
@@ -592,6 +592,7 @@ function render (r: RenderInput): string {
   const out: string[] = []
   out.push('# Fuzz run', '')
   out.push(`Written by \`bench/fuzz.ts\` (\`npm run bench:fuzz${args.requests === 100_000 && args.seed === 1 ? '' : ` -- --requests ${args.requests} --seed ${args.seed}`}\`) on ${new Date().toISOString()}. Do not edit by hand.  `)
+  out.push(`Code: ${codeVersion()}.  `)
   out.push(`Machine: ${machine()}.`, '')
   out.push(`**${pass ? 'PASS' : 'FAIL'}**: ${int(counts.total)} generated requests (seed ${args.seed}) in ${r.seconds.toFixed(0)} s over ${args.concurrency} raw keep-alive connections` +
     ` from ${SOURCES.length} loopback addresses, plus ${int(r.probeCounts.total)} fixed probes of the hostile records; ${int(counts.failedRequests + r.probeCounts.failedRequests)} answers failed a check.` +

@@ -21,7 +21,7 @@ import { cpus, loadavg } from 'node:os'
 import { join, relative } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { addEnvPair, forEachOption } from './lib/args.js'
-import { exited, spawnTracked, startCdnUpstream } from './lib/children.js'
+import { codeVersion, exited, spawnTracked, startCdnUpstream } from './lib/children.js'
 import type { Tracked } from './lib/children.js'
 import type { CdnStats } from './lib/cdn-upstream.js'
 import { cachedDoi, DEFAULT_ATTACK_MIX, parseAttackMix, readerPlanner, runPaced } from './lib/hostile-load.js'
@@ -479,13 +479,14 @@ function render (args: Args, phases: PhaseResult[], attack: AttackerReport | und
   const out: string[] = []
   out.push('# Hostile traffic', '')
   out.push(`Written by \`bench/hostile.ts\` (${args.quick ? '`npm run bench:hostile -- --quick`' : '`npm run bench:hostile`'}) on ${new Date().toISOString()}. Do not edit by hand.  `)
+  out.push(`Code: ${codeVersion()}.  `)
   out.push(`Machine: ${machine()}. Load average (1 min) when the run began: ${fmt(loadAtStart, 2)}${loadAtStart > 0.5 ? ' (**other work was running: the latencies are skewed**)' : ''}.`, '')
   out.push(`Two phases of ${args.durationS} s each in one run: **quiet** (readers only), then **flood** (readers and the attacker). ` +
     `${args.readers} readers, each from its own address (127.0.0.2–127.0.0.${1 + args.readers}), each sending ${args.readerRate} req/s paced (open loop): ` +
     '85 % cached DOIs, 5 % the same through `/api/handles/`, 10 % DOIs never asked before. ' +
     `The attacker, from ${ATTACKER_ADDRESS} in its own process, sends ${args.attackRate} req/s over up to ${args.attackConnections} connections: ` +
     `${Object.entries(args.attackMix).map(([k, w]) => `${k} ${w}`).join(', ')} (weights; see the attacker table). ` +
-    `Upstream: the bench fake upstream behind CDN-like edge rules (bench/lib/cdn-upstream.ts), ${args.latencyMs} ms away. Client timeout ${args.timeoutS} s.`)
+    `Upstream: the bench fake upstream behind CDN-like edge rules (bench/lib/cdn-upstream.ts), ${args.latencyMs} ms away. Client timeout ${args.timeoutS} s.`, '')
   out.push('Server: `node dist/main.js` as `startOurs` (bench/lib/processes.ts) starts it for every scenario: its defaults except what that sets (HOST, PORT, UPSTREAM_URL, …)' +
     `${Object.keys(env).length === 0 ? '; no extra environment' : `, with ${Object.entries(env).map(([k, v]) => `\`${k}=${v}\``).join(', ')}`}.`, '')
   out.push('## Goals', '')

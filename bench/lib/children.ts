@@ -7,7 +7,7 @@
  * bench/lib/processes.ts has the same for its own children but does not export it; if it ever
  * exports `start` and `waitFor`, this file can go.
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -111,4 +111,16 @@ export async function startCdnUpstream (opts: { latencyMs: number, cdn?: boolean
     reset: async () => { await (await fetch(`${origin}/__reset`)).arrayBuffer() },
     stop: async () => await stop(child)
   }
+}
+
+/** The commit under test, and whether src/ has uncommitted changes (they are built and measured too). */
+export function codeVersion (): string {
+  const git = (...args: string[]): string | undefined => {
+    const r = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
+    return r.status === 0 ? r.stdout.trim() : undefined
+  }
+  const commit = git('rev-parse', '--short', 'HEAD')
+  if (commit === undefined) return 'unknown (not a git checkout)'
+  const dirty = (git('status', '--porcelain', '--', 'src') ?? '') !== ''
+  return `commit ${commit}${dirty ? ' with uncommitted changes in src/' : ''}`
 }
