@@ -170,8 +170,8 @@ export class RawConnection {
           this.answers++
           // We never pipeline: bytes after an answer mean the server sent more than it announced.
           if (this.buf.length > 0) this.extraAnswers++
-          // A HEAD answer may still be followed by a body the server should not have sent (Node's and
-          // Fastify's parse-error answers do): never reuse such a connection.
+          // A HEAD answer may still be followed by a body the server should not have sent (a server's
+          // answer to a request its HTTP parser refused may): never reuse such a connection.
           if (parsed.answer.closes || this.ended || method === 'HEAD' || this.buf.length > 0) this.close()
           return parsed.answer
         }
