@@ -17,6 +17,7 @@ import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
 import { readBounded, retryAfterMs, retryWithin } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
+import { within } from './deadline.js'
 
 /** What an agency answered, as we keep it. */
 export interface MetadataAnswer {
@@ -246,7 +247,7 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     if (fresh !== undefined) return { answer: fresh, cache: 'HIT' }
     const old = cache?.peek(q.key, { allowStale: true })
     try {
-      return { answer: await within(joinOrQueue(q), q.deadline), cache: 'MISS' }
+      return { answer: await within(joinOrQueue(q), q.deadline, metadataErrors.deadline), cache: 'MISS' }
     } catch (err) {
       const standIn = old ?? cache?.peek(q.key, { allowStale: true })
       if (err instanceof UpstreamError && err.staleable && standIn !== undefined && now() - standIn.freshUntil <= opts.maxStaleMs) {
@@ -329,18 +330,3 @@ export function createMetadataService (opts: MetadataServiceOptions) {
 }
 
 export type MetadataService = ReturnType<typeof createMetadataService>
-
-/** Wait no longer than the request's deadline (behaviour.md §9). */
-async function within<T> (pending: Promise<T>, deadline: number): Promise<T> {
-  if (deadline === Infinity) return await pending
-  const left = deadline - performance.now()
-  if (left <= 0) throw metadataErrors.deadline()
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([pending, new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(metadataErrors.deadline()), left)
-    })])
-  } finally {
-    clearTimeout(timer)
-  }
-}

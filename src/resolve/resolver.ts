@@ -8,6 +8,7 @@ import type { RecordCache, CachedAnswer } from './cache.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 import type { ClientTicket, FairQueue } from './fair-queue.js'
 import type { UpstreamAnswer } from './upstream.js'
+import { within } from './deadline.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -180,7 +181,7 @@ export function createResolver (opts: ResolverOptions) {
       pending = joinOrQueue(handle, key, flags)
     }
     try {
-      return toLookup(await within(pending, flags.deadline), bypass ? 'BYPASS' : 'MISS')
+      return toLookup(await within(pending, flags.deadline, upstreamErrors.deadline), bypass ? 'BYPASS' : 'MISS')
     } catch (err) {
       // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
       const stale = staleStandIn(handle, err, cached ?? cache.peek(key))
@@ -346,19 +347,4 @@ function compactValues (values: HandleValue[]): HandleValue[] {
 const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
 function worse (a: CacheStatus, b: CacheStatus): CacheStatus {
   return RANK[b] > RANK[a] ? b : a
-}
-
-/** Wait for a lookup no longer than the request's deadline (behaviour.md §9). */
-async function within<T> (pending: Promise<T>, deadline: number | undefined): Promise<T> {
-  if (deadline === undefined || deadline === Infinity) return await pending
-  const left = deadline - performance.now()
-  if (left <= 0) throw upstreamErrors.deadline()
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([pending, new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(upstreamErrors.deadline()), left)
-    })])
-  } finally {
-    clearTimeout(timer)
-  }
 }
