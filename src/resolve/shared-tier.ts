@@ -87,12 +87,14 @@ export function createSharedTier (opts: SharedTierOptions) {
   }
 
   let wasUp = false
+  let pausedUntil = 0
   redis.on('ready', () => {
     if (wasUp) opts.log.info({}, 'reconnected to the shared cache (Redis)')
     wasUp = true
+    // A new connection ends the pause: it is for a Redis that stays connected but answers too slowly.
+    pausedUntil = 0
   })
 
-  let pausedUntil = 0
   function fail (reason: SharedErrorReason, err?: unknown): void {
     errors.inc({ reason })
     if (reason === 'unavailable' || reason === 'timeout' || reason === 'error') pausedUntil = performance.now() + PAUSE_AFTER_FAILURE_MS
