@@ -97,6 +97,18 @@ describe('handle types fold ASCII letters only (behaviour.md §2.8)', () => {
   })
 })
 
+describe('handle types fold ASCII letters only: the alias behind a 301', () => {
+  it('the Expires of an alias redirect comes from the real HS_ALIAS value, not from a dotless-ı look-alike before it', async () => {
+    const now = Date.parse('2026-11-22T12:00:00Z')
+    const records = { ...RECORDS, '10.5555/two-alias': [str(1, 'HS_ALıAS', '10.5555/other', 60), str(2, 'HS_ALIAS', '10.5555/plain', 3600)] }
+    const { app } = await setup({ records, deps: { now: () => now } })
+    const res = await app.inject({ url: '/10.5555/two-alias' })
+    expect(res.statusCode).toBe(301)
+    expect(res.headers.location).toMatch(/\/10\.5555\/plain$/)
+    expect(res.headers.expires).toBe('Sun, 22 Nov 2026 13:00:00 GMT')
+  })
+})
+
 describe('legacy URL candidates (behaviour.md R3)', () => {
   it('a 0.TYPE/URL value is a candidate next to a 10320/loc without locations', async () => {
     const { app } = await setup({ records: { '10.5555/typed': [str(1, '10320/loc', '<locations chooseby="locatt"></locations>'), str(2, '0.TYPE/URL', 'http://example.org/typed')] } })
