@@ -103,7 +103,8 @@ function open (id: string, title: string, desc: string, width: number, height: n
     `<title id="${i}-t">${escapeHtml(title)}</title>\n<desc id="${i}-d">${escapeHtml(desc)}</desc>\n${style}`
 }
 
-function legend (names: readonly string[], x: number, y: number, width: number): string {
+/** A legend laid out in rows within `width`: each entry its swatch (a line or a box) and its name. */
+function legend (names: readonly string[], x: number, y: number, width: number, swatch: (i: number, cx: number, cy: number) => string): string {
   let out = ''
   let cx = x
   let cy = y
@@ -113,12 +114,19 @@ function legend (names: readonly string[], x: number, y: number, width: number):
       cx = x
       cy += 16
     }
-    const dash = DASHES[i % DASHES.length] ?? ''
-    out += `<g class="s${i % SERIES_CLASSES}"><line class="line" x1="${f(cx)}" y1="${f(cy - 4)}" x2="${f(cx + 22)}" y2="${f(cy - 4)}"${dash === '' ? '' : ` stroke-dasharray="${dash}"`}/>` +
-      `<text x="${f(cx + 27)}" y="${f(cy)}">${escapeHtml(name)}</text></g>\n`
+    out += `<g class="s${i % SERIES_CLASSES}">${swatch(i, cx, cy)}<text x="${f(cx + 27)}" y="${f(cy)}">${escapeHtml(name)}</text></g>\n`
     cx += w
   })
   return out
+}
+
+function lineSwatch (i: number, cx: number, cy: number): string {
+  const dash = DASHES[i % DASHES.length] ?? ''
+  return `<line class="line" x1="${f(cx)}" y1="${f(cy - 4)}" x2="${f(cx + 22)}" y2="${f(cy - 4)}"${dash === '' ? '' : ` stroke-dasharray="${dash}"`}/>`
+}
+
+function boxSwatch (_i: number, cx: number, cy: number): string {
+  return `<rect class="swatch" x="${f(cx)}" y="${f(cy - 10)}" width="20" height="10"/>`
 }
 
 function legendRows (names: readonly string[], width: number): number {
@@ -179,7 +187,7 @@ export function lineChart (opts: LineChartOptions): string {
   })
   const axisY = top + plotHeight + 14
   out += `<text x="${left}" y="${axisY}">${escapeHtml(opts.startLabel)}</text><text x="${left + plotWidth}" y="${axisY}" text-anchor="end">${escapeHtml(opts.endLabel)}</text>\n`
-  out += legend(opts.series.map((s) => s.name), left, axisY + 18, plotWidth)
+  out += legend(opts.series.map((s) => s.name), left, axisY + 18, plotWidth, lineSwatch)
   return out + '</svg>'
 }
 
@@ -224,23 +232,6 @@ export function barChart (opts: BarChartOptions): string {
     }
     out += `<text x="${f(left + gi * groupWidth + groupWidth / 2)}" y="${top + plotHeight + 15}" text-anchor="middle">${escapeHtml(g.label)}</text>\n`
   })
-  out += barLegend(names, left, top + plotHeight + 36, plotWidth)
+  out += legend(names, left, top + plotHeight + 36, plotWidth, boxSwatch)
   return out + '</svg>'
-}
-
-function barLegend (names: readonly string[], x: number, y: number, width: number): string {
-  let out = ''
-  let cx = x
-  let cy = y
-  names.forEach((name, i) => {
-    const w = 34 + name.length * 7
-    if (cx + w > x + width && cx > x) {
-      cx = x
-      cy += 16
-    }
-    out += `<g class="s${i % SERIES_CLASSES}"><rect class="swatch" x="${f(cx)}" y="${f(cy - 10)}" width="20" height="10"/>` +
-      `<text x="${f(cx + 27)}" y="${f(cy)}">${escapeHtml(name)}</text></g>\n`
-    cx += w
-  })
-  return out
 }
