@@ -1,32 +1,18 @@
 /**
  * Helper processes of the hostile benchmark and the fuzzer (the CDN-like upstream, the attacker):
- * spawned with stdin as a pipe they watch (so they die with us), killed on every way we end, and
- * waited for until an HTTP URL answers. Also `startCdnUpstream`, bench/lib/cdn-upstream.ts as a
- * process, shaped like processes.ts `startUpstream` so `startOurs` takes it.
- *
- * bench/lib/processes.ts has the same for its own children but does not export it; if it ever
- * exports `start` and `waitFor`, this file can go.
+ * spawned with stdin as a pipe they watch (so they die with us), killed on every way we end
+ * (bench/lib/processes.ts `track`), and waited for until an HTTP URL answers. Also
+ * `startCdnUpstream`, bench/lib/cdn-upstream.ts as a process, shaped like processes.ts
+ * `startUpstream` so `startOurs` takes it.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess, StdioOptions } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { freePort, ROOT, stop, TMP } from './processes.js'
+import { freePort, ROOT, stop, TMP, track } from './processes.js'
 import type { UpstreamProcess } from './processes.js'
 import { DEFAULT_RULES } from './cdn-upstream.js'
 import type { CdnRules, CdnStats } from './cdn-upstream.js'
-
-const children = new Set<ChildProcess>()
-
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL')
-})
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    for (const child of children) child.kill('SIGKILL')
-    process.exit(130)
-  })
-}
 
 export interface Tracked {
   child: ChildProcess
@@ -40,14 +26,12 @@ export interface Tracked {
 export function spawnTracked (name: string, script: string, args: readonly string[], opts: { nodeArgs?: readonly string[], env?: NodeJS.ProcessEnv } = {}): Tracked {
   mkdirSync(TMP, { recursive: true })
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe']
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], { cwd: ROOT, env: opts.env ?? process.env, stdio })
-  children.add(child)
+  const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], { cwd: ROOT, env: opts.env ?? process.env, stdio }))
   let err = ''
   let out = ''
   child.stderr?.on('data', (chunk: Buffer) => { err = (err + chunk.toString()).slice(-4000) })
   child.stdout?.on('data', (chunk: Buffer) => { out += chunk.toString() })
   child.once('exit', (code, signal) => {
-    children.delete(child)
     if (code !== 0 && code !== null && signal === null) process.stderr.write(`[bench] ${name} exited with ${code}\n${err}`)
   })
   return { child, stderr: () => err, stdout: () => out }

@@ -24,7 +24,7 @@ export interface Target {
 
 const running = new Set<ChildProcess>()
 
-// Nothing we started may outlive us, whatever way we end.
+// Nothing we started may outlive us, whatever way we end: every bench script's children are tracked here.
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
@@ -47,15 +47,20 @@ export async function freePort (): Promise<number> {
   })
 }
 
+/** Kill `child` when this process ends, however it ends; forget it once it has exited by itself. */
+export function track (child: ChildProcess): ChildProcess {
+  running.add(child)
+  child.once('exit', () => running.delete(child))
+  return child
+}
+
 function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   mkdirSync(TMP, { recursive: true })
   // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
-  const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ['pipe', 'ignore', 'pipe'] })
-  running.add(child)
+  const child = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['pipe', 'ignore', 'pipe'] }))
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
   child.once('exit', (code, signal) => {
-    running.delete(child)
     if (code !== 0 && code !== null && signal === null) process.stderr.write(`[bench] ${name} exited with ${code}\n${stderr}`)
   })
   return child
