@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import { Pool } from 'undici'
 import { seededRandom, zipfSampler } from './lib/load.js'
 import { addEnvPair, forEachOption } from './lib/args.js'
-import { ensureBuilt, freePort, ROOT, stop, TMP } from './lib/processes.js'
+import { ensureBuilt, freePort, ROOT, stop, TMP, track } from './lib/processes.js'
 import { parseSchedule } from './soak-upstream.js'
 import type { Phase, ScheduleStep } from './soak-upstream.js'
 
@@ -103,24 +103,9 @@ function serverEnv (args: Args): Record<string, string> {
 
 // ------------------------------------------------------------------ processes
 
-const children = new Set<ChildProcess>()
-
-// Nothing we started may outlive us, whatever way we end (bench/lib/processes.ts does the same for its own).
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL')
-})
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    for (const child of children) child.kill('SIGKILL')
-    process.exit(130)
-  })
-}
-
 function spawnChild (args: string[], env: NodeJS.ProcessEnv, stdout: 'pipe' | number, stderr: number): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', stdout, stderr] })
-  children.add(child)
-  child.once('exit', () => children.delete(child))
-  return child
+  // Tracked by bench/lib/processes.ts: nothing we start outlives us.
+  return track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', stdout, stderr] }))
 }
 
 async function waitReady (child: ChildProcess, name: string, url: string, timeoutMs = 15_000): Promise<void> {
@@ -272,13 +257,15 @@ function bump (map: Map<string, number>, key: string, by = 1): void {
   map.set(key, (map.get(key) ?? 0) + by)
 }
 
-// Our error pages and API errors say this when the upstream caused them (src/resolve/errors.ts).
-const UPSTREAM_MESSAGE = 'upstream DOI registry'
+// Our error pages and API errors name the registry when it caused them (the DOI registry, or the registry
+// server of one prefix), and the deadline page says a lookup took too long (src/resolve/errors.ts); load
+// shedding and our own faults say neither.
+const UPSTREAM_MESSAGE = /registry|took longer than we allow a request/
 
 /** Sort an answer into ok / upstream-caused / ours. */
 function classify (status: number, cache: string, body: string): Outcome {
   if ((status >= 200 && status < 400) || status === 404) return { ok: true, status, cache }
-  if ((status === 502 || status === 503 || status === 504) && body.includes(UPSTREAM_MESSAGE)) return { ok: false, upstream: true, status, cache }
+  if ((status === 502 || status === 503 || status === 504) && UPSTREAM_MESSAGE.test(body)) return { ok: false, upstream: true, status, cache }
   if (status >= 500) return { ok: false, upstream: false, error: `${status} (ours)` }
   return { ok: false, upstream: false, error: `unexpected ${status}` }
 }
