@@ -15,7 +15,7 @@ import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
-import { readBounded, retryAfterMs, retryWithin } from './upstream.js'
+import { connectionLimits, readBounded, retryAfterMs, retryWithin } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
 import { within } from './deadline.js'
 
@@ -82,15 +82,7 @@ export const metadataErrors = {
 
 /** Fetches one URL with the reader's Accept (and nothing else of theirs), following allowed redirects. */
 export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?: Dispatcher) {
-  const agent: Dispatcher = dispatcher ?? new Agent({
-    connections: opts.connectionsPerHost,
-    connect: { timeout: opts.connectTimeoutMs },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 60_000,
-    pipelining: 1
-  })
+  const agent: Dispatcher = dispatcher ?? new Agent(connectionLimits(opts.connectionsPerHost, opts.connectTimeoutMs, opts.timeoutMs))
   // The same retry policy as lookups (src/resolve/upstream.ts): Retry-After honoured, never past the deadline.
   const client = agent.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
 

@@ -58,15 +58,7 @@ const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'UND_E
 export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   const base = new URL(opts.baseUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
-  const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, {
-    connections: opts.connections,
-    connect: { timeout: opts.connectTimeoutMs },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 60_000,
-    pipelining: 1
-  })
+  const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
   // undici's retry interceptor honours Retry-After; our policy below keeps every wait inside the deadline.
   // throwOnError: false hands us the last answer itself when retries end, so its status and body are read as usual.
   const dispatcher = pool.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
@@ -111,6 +103,19 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
 }
 
 const NO_RETRIES: RetryPolicy = { retries: 0, baseMs: 0, maxMs: 0 }
+
+/** The explicit limits of our connections to a server (never undici's defaults), for one origin or per host. */
+export function connectionLimits (connections: number, connectTimeoutMs: number, timeoutMs: number) {
+  return {
+    connections,
+    connect: { timeout: connectTimeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 60_000,
+    pipelining: 1
+  }
+}
 
 type RetryCallback = (err?: Error | null) => void
 interface RetryError { statusCode?: number, code?: string, headers?: Record<string, string | string[] | undefined> }
