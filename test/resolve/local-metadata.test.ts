@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { buildSnapshot, checkRecord, parseStoreFile } from '../../src/resolve/local-store.js'
-import type { LocalRecord } from '../../src/resolve/local-store.js'
+import { checkRecord, parseStoreFile } from '../../src/resolve/store-format.js'
+import type { LocalRecord } from '../../src/resolve/store-format.js'
+import { buildSnapshot } from '../../src/resolve/store-snapshot.js'
 
 const VALUES = [{ index: 1, type: 'URL', data: { format: 'string', value: 'https://example.org/' } }]
 
