@@ -53,6 +53,8 @@ export interface LoadOptions {
   headers?: Record<string, string>
   /** Count X-Cache: HIT answers (costs a little load-generator time; used where hit ratio matters). */
   countCache?: boolean
+  /** Also record every latency here, to take percentiles over several runs (see mergeLoads). */
+  samples?: Samples
 }
 
 export interface LoadResult {
@@ -72,7 +74,7 @@ export interface LoadResult {
 }
 
 /** Latencies of every answer, in ms with sub-ms precision. */
-class Samples {
+export class Samples {
   private data = new Float64Array(1 << 16)
   length = 0
   push (v: number): void {
@@ -121,7 +123,13 @@ export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
       timeout: 10,
       requests: [request]
     }, (err, res) => err === null ? resolve(res) : reject(err))
-    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => samples.push(responseTime))
+    const shared = opts.samples
+    instance.on('response', shared === undefined
+      ? (_client: unknown, _status: number, _bytes: number, responseTime: number) => samples.push(responseTime)
+      : (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+          samples.push(responseTime)
+          shared.push(responseTime)
+        })
   })
   // autocannon's own duration is whole seconds: too coarse for a run of a fixed number of requests.
   const elapsedS = (performance.now() - started) / 1000
@@ -141,6 +149,34 @@ export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
     timeouts: result.timeouts,
     cacheHits,
     cacheAnswers
+  }
+}
+
+/**
+ * Several runs against one server as one result: requests and time summed (so req/s is total
+ * requests ÷ total time), percentiles over `samples`, which holds the latencies of every run
+ * (each given `samples` as LoadOptions.samples).
+ */
+export function mergeLoads (parts: readonly LoadResult[], samples: Samples): LoadResult {
+  const requests = parts.reduce((n, p) => n + p.requests, 0)
+  const durationS = parts.reduce((n, p) => n + p.durationS, 0)
+  const statuses: Record<string, number> = {}
+  for (const p of parts) for (const [code, n] of Object.entries(p.statuses)) statuses[code] = (statuses[code] ?? 0) + n
+  const sum = (pick: (p: LoadResult) => number): number => parts.reduce((n, p) => n + pick(p), 0)
+  const [p50 = NaN, p90 = NaN, p99 = NaN, max = NaN] = samples.percentiles([50, 90, 99, 100])
+  return {
+    requests,
+    durationS,
+    rps: durationS > 0 ? requests / durationS : NaN,
+    p50,
+    p90,
+    p99,
+    max,
+    statuses,
+    errors: sum((p) => p.errors),
+    timeouts: sum((p) => p.timeouts),
+    cacheHits: sum((p) => p.cacheHits),
+    cacheAnswers: sum((p) => p.cacheAnswers)
   }
 }
 
