@@ -54,10 +54,10 @@ export function track (child: ChildProcess): ChildProcess {
   return child
 }
 
-function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
   mkdirSync(TMP, { recursive: true })
   // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
-  const child = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['pipe', 'ignore', 'pipe'] }))
+  const child = track(spawn(cmd, args, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
   child.once('exit', (code, signal) => {
@@ -150,6 +150,13 @@ export interface OursOptions {
   profile?: boolean
   /** Extra environment for the server (from --server-env KEY=VALUE). */
   env?: Record<string, string>
+  /**
+   * Another build of this repository to run instead of the work tree's (`--before`: an older commit
+   * built in bench/.tmp): `DIR/dist/main.js`, with DIR as its working directory, as ours has ROOT.
+   */
+  dir?: string
+  /** The name in the results (default `doi-proxy`). */
+  name?: string
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
@@ -169,10 +176,12 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   }
   const nodeArgs = opts.profile === true ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []
   if (opts.profile === true) mkdirSync(PROFILE_DIR, { recursive: true })
-  const child = start('doi-proxy', process.execPath, [...nodeArgs, join(ROOT, 'dist', 'main.js')], env)
+  const dir = opts.dir ?? ROOT
+  const name = opts.name ?? 'doi-proxy'
+  const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
-  await waitFor(child, 'doi-proxy', `${baseUrl}/readyz`, (s) => s === 200)
-  return { name: 'doi-proxy', baseUrl, port, stop: async () => await stop(child, 8_000) }
+  await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200)
+  return { name, baseUrl, port, stop: async () => await stop(child, 8_000) }
 }
 
 /** The floor: bare node:http answering a fixed 302. */
