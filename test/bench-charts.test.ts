@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { P99_SVG, THROUGHPUT_SVG, rowsFromResults, speedCharts } from '../bench/lib/charts.js'
-import { speedSection } from '../bench/lib/results.js'
+import { beforeAfterTable, speedSection } from '../bench/lib/results.js'
+import type { Row } from '../bench/lib/scenarios.js'
 
 // bench/RESULTS.md and the two pictures beside it (issue 15): drawn from the same numbers.
 const BENCH = new URL('../bench/', import.meta.url)
@@ -35,5 +36,50 @@ describe('benchmark pictures', () => {
       expect(text).toContain(`](${THROUGHPUT_SVG})`)
       expect(text).toContain(`](${P99_SVG})`)
     }
+  })
+})
+
+// npm run bench -- --before <ref>: an older build measured in the same run, one more row per scenario.
+describe('benchmark results with --before', () => {
+  const before = 'doi-proxy before (abc1234)'
+  const result = (rps: number, p99: number): Row['result'] => ({ requests: rps * 10, durationS: 10, rps, p50: p99 / 2, p90: p99 * 0.8, p99, max: p99 * 2, statuses: { 302: rps * 10 }, errors: 0, timeouts: 0, cacheHits: 0, cacheAnswers: 0 })
+  const measured: Row[] = [
+    { scenario: 'hot', server: 'doi-proxy', result: result(40_000, 3) },
+    { scenario: 'hot', server: before, result: result(30_000, 6) },
+    { scenario: 'hot', server: 'floor (node:http)', result: result(50_000, 2) },
+    { scenario: 'hot', server: 'nginx proxy_cache', result: result(52_000, 2.5) },
+    { scenario: 'storm', server: 'doi-proxy', result: result(4_000, 200) },
+    { scenario: 'storm', server: before, result: result(3_000, 250) },
+    { scenario: 'api', server: 'doi-proxy', result: result(45_000, 2.4) },
+    { scenario: 'api', server: before, skipped: 'skipped: not available (GET /api/handles/10.1000/api.0 answered 404)' },
+    { scenario: 'api', server: 'floor (node:http)', result: result(50_000, 2) }
+  ]
+  const section = speedSection({ mode: 'quick', settingsLine: '', rows: measured })
+
+  it('draw the older build as its own series beside doi-proxy, and say what it is', () => {
+    const charts = speedCharts(measured)
+    const bars = measured.filter((r) => r.result !== undefined).length
+    expect(charts.throughput.match(/<rect class="bar"/g)).toHaveLength(bars)
+    expect(charts.p99.match(/<rect class="bar"/g)).toHaveLength(bars)
+    expect(charts.throughput).toContain(`>${before}</text>`)
+    expect(charts.throughput).toContain(`${before} is an older commit of doi-proxy`)
+  })
+
+  it('compare before and after, each against the floor of the same run', () => {
+    const table = beforeAfterTable(measured)
+    expect(table).toContain('### Before → after')
+    // req/s ÷ floor before, after; p99 ÷ floor before, after.
+    expect(table).toContain('| hot | 0.60× | 0.80× | 3.00× | 1.50× |')
+    expect(table).toContain('| api | skipped | 0.90× | skipped | 1.20× |')
+    expect(table).not.toContain('| storm |')
+    expect(table).toContain('storm: no floor')
+    expect(section).toContain(table)
+    expect(beforeAfterTable(measured.filter((r) => r.server !== before))).toBe('')
+  })
+
+  it('read back from RESULTS.md without the before → after table', () => {
+    const back = rowsFromResults(`<!-- speed:start -->\n${section}<!-- speed:end -->\n`)
+    expect(back.map((r) => r.server)).toEqual(measured.map((r) => r.server))
+    expect(back.find((r) => r.scenario === 'hot' && r.server === before)?.result).toEqual({ rps: 30_000, p99: 6 })
   })
 })

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { ROOT } from './processes.js'
 import type { Row } from './scenarios.js'
 import { P99_SVG, THROUGHPUT_SVG } from './charts.js'
+import { BEFORE_PREFIX } from './before.js'
 
 export const RESULTS_PATH = join(ROOT, 'bench', 'RESULTS.md')
 
@@ -52,22 +53,64 @@ export function speedTable (rows: readonly Row[]): string {
   return lines.join('\n')
 }
 
+/**
+ * `--before`: per scenario with a floor, the --before build and ours (the work tree's build), each
+ * divided by the floor of the same run. Empty when there is no --before row.
+ */
+export function beforeAfterTable (rows: readonly Row[]): string {
+  const beforeName = rows.find((r) => r.server.startsWith(BEFORE_PREFIX))?.server
+  if (beforeName === undefined) return ''
+  const lines = [
+    '| Scenario | req/s ÷ floor, before | req/s ÷ floor, after | p99 ÷ floor, before | p99 ÷ floor, after |',
+    '|---|--:|--:|--:|--:|'
+  ]
+  const withoutFloor: string[] = []
+  for (const scenario of new Set(rows.map((r) => r.scenario))) {
+    const same = rows.filter((r) => r.scenario === scenario)
+    const before = same.find((r) => r.server === beforeName)
+    const after = same.find((r) => r.server === 'doi-proxy')
+    if (before === undefined && after === undefined) continue
+    const floor = same.find((r) => r.server.startsWith('floor'))?.result
+    if (floor === undefined) {
+      withoutFloor.push(scenario)
+      continue
+    }
+    const cell = (row: Row | undefined, pick: (r: NonNullable<Row['result']>) => number, base: number): string =>
+      row?.result === undefined ? (row?.skipped !== undefined ? 'skipped' : '—') : ratio(pick(row.result), base)
+    lines.push(`| ${scenario} | ${cell(before, (r) => r.rps, floor.rps)} | ${cell(after, (r) => r.rps, floor.rps)} | ${cell(before, (r) => r.p99, floor.p99)} | ${cell(after, (r) => r.p99, floor.p99)} |`)
+  }
+  const text = [
+    '### Before → after',
+    '',
+    `Before: ${beforeName}; after: doi-proxy. Both measured in this run, each divided by the floor of its scenario in this run.`,
+    '',
+    ...(lines.length > 2 ? lines : ['_No scenario with a floor was run._'])
+  ]
+  if (withoutFloor.length > 0) text.push('', `${new Intl.ListFormat('en').format(withoutFloor)}: no floor; compare their rows in the table above.`)
+  return text.join('\n')
+}
+
 export interface SpeedRun {
   mode: string
   settingsLine: string
+  /** What was measured: the commit of ours (and of the --before build). */
+  code?: string
   rows: readonly Row[]
 }
 
 export function speedSection (run: SpeedRun): string {
+  const beforeAfter = beforeAfterTable(run.rows)
   return [
     '## Throughput and latency',
     '',
     `Machine: ${machine()}  `,
     `Date: ${new Date().toISOString()}  `,
+    ...(run.code === undefined ? [] : [`Code: ${run.code}  `]),
     `Mode: ${run.mode}. ${run.settingsLine}`,
     '',
     speedTable(run.rows),
     '',
+    ...(beforeAfter === '' ? [] : [beforeAfter, '']),
     // Drawn by bench/lib/charts.ts from the same rows (bench/run.ts writes both).
     `![Throughput per scenario, higher is better](${THROUGHPUT_SVG})`,
     '',
