@@ -1,6 +1,7 @@
 /**
  * The benchmark runner: `npm run bench` (all scenarios, under 10 minutes), `npm run bench:quick`
- * (under 2 minutes), `npm run bench -- --scenario hot[,zipf…]`, `npm run bench -- --profile`.
+ * (under 2 minutes), `npm run bench -- --scenario hot[,zipf…]`, `npm run bench -- --profile`,
+ * `npm run bench -- --before <git-ref>` (that commit, built in bench/.tmp, measured beside ours).
  * Writes bench/RESULTS.md (except with --profile, whose numbers are slowed by the profiler).
  */
 import { spawnSync } from 'node:child_process'
@@ -12,6 +13,9 @@ import { speedSection, writeSection, RESULTS_PATH } from './lib/results.js'
 import { writeSpeedCharts } from './lib/charts.js'
 import { RUNNERS, SCENARIOS, settingsFor } from './lib/scenarios.js'
 import type { Row, ScenarioName } from './lib/scenarios.js'
+import { buildBefore } from './lib/before.js'
+import type { BeforeBuild } from './lib/before.js'
+import { codeVersion } from './lib/children.js'
 
 const HELP = `Usage: node --import tsx bench/run.ts [options]
   --quick                 short runs and fewer DOIs (under 2 minutes)
@@ -20,7 +24,9 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]
                           no baselines, print the top functions; default scenario: hot
   --no-nginx              skip the nginx baseline even if nginx is installed
   --latency MS            the fake upstream's latency (default 30)
-  --server-env KEY=VALUE  extra environment for our server (e.g. LOG_LEVEL=warn); repeatable`
+  --server-env KEY=VALUE  extra environment for our server (e.g. LOG_LEVEL=warn); repeatable
+  --before GIT-REF        also run that commit of this repository (built in bench/.tmp, removed
+                          afterwards) wherever our server runs, as "doi-proxy before (<sha>)"`
 
 interface Args {
   quick: boolean
@@ -29,6 +35,7 @@ interface Args {
   nginx: boolean
   latencyMs: number
   serverEnv: Record<string, string>
+  before?: string
 }
 
 function parseArgs (argv: string[]): Args {
@@ -44,11 +51,13 @@ function parseArgs (argv: string[]): Args {
         args.scenarios.push(name as ScenarioName)
       }
     } else if (arg === '--server-env') addEnvPair(value(), args.serverEnv)
+    else if (arg === '--before') args.before = value()
     else return false
     return true
   })
   if (args.scenarios.length === 0) args.scenarios = args.profile ? ['hot'] : [...SCENARIOS]
   if (!Number.isFinite(args.latencyMs) || args.latencyMs < 0) throw new Error('--latency wants a number of ms')
+  if (args.before !== undefined && args.profile) throw new Error('--before and --profile do not go together: --profile runs our server alone')
   return args
 }
 
@@ -73,22 +82,30 @@ async function main (): Promise<void> {
   const nginx = args.nginx && nginxAvailable()
   if (args.nginx && !nginx && !args.profile) log(NGINX_MISSING)
 
-  const upstream = await startUpstream(args.latencyMs)
+  let before: BeforeBuild | undefined
   const rows: Row[] = []
   try {
-    for (const name of args.scenarios) {
-      log(`${name}:`)
-      const t0 = Date.now()
-      rows.push(...await RUNNERS[name]({ settings, upstream, nginx, profile: args.profile, serverEnv: args.serverEnv, log }))
-      log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    if (args.before !== undefined) before = buildBefore(args.before, log)
+    const upstream = await startUpstream(args.latencyMs)
+    try {
+      for (const name of args.scenarios) {
+        log(`${name}:`)
+        const t0 = Date.now()
+        rows.push(...await RUNNERS[name]({ settings, upstream, nginx, profile: args.profile, serverEnv: args.serverEnv, before, log }))
+        log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      }
+    } finally {
+      await upstream.stop()
     }
   } finally {
-    await upstream.stop()
+    before?.remove()
   }
 
   const seconds = ((Date.now() - started) / 1000).toFixed(0)
   const envLine = Object.keys(args.serverEnv).length === 0 ? 'our server on its defaults' : `our server with ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
-  const settingsLine = `${settings.connections} connections (cold: ${settings.coldConnections}), ${settings.warmupS} s warm-up + ${settings.measureS} s measured per server; ` +
+  const settingsLine = `${settings.connections} connections (cold: ${settings.coldConnections}); ` +
+    `hot, not-found, api, conneg and metadata: every server started at once, ${settings.warmupS} s warm-up each, then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s per server (${settings.rounds * settings.roundS} s each; the order rotates each round); ` +
+    `cold: ${settings.warmupS} s warm-up + ${settings.measureS} s measured per server; ` +
     `zipf ${settings.zipfDois} DOIs, ${settings.zipfWarmupRequests} warm-up requests then ${settings.zipfMeasureRequests} measured; fake upstream latency ${args.latencyMs} ms; ${envLine}; ` +
     `load generator (autocannon) in the same machine; whole run ${seconds} s.`
   if (args.profile) {
@@ -103,8 +120,9 @@ async function main (): Promise<void> {
     return
   }
   const mode = args.quick ? 'quick (`npm run bench:quick`)' : 'full (`npm run bench`)'
-  const subset = args.scenarios.length === SCENARIOS.length ? '' : ` Scenarios: ${args.scenarios.join(', ')} only.`
-  writeSection('speed', speedSection({ mode: mode + subset, settingsLine, rows }))
+  const subset = args.scenarios.length === SCENARIOS.length ? '' : `; scenarios ${args.scenarios.join(', ')} only`
+  const code = `doi-proxy is ${codeVersion()}` + (before === undefined ? '' : `; ${before.name} is commit ${before.short} (${before.subject}), built in bench/.tmp against today's node_modules and started like doi-proxy`)
+  writeSection('speed', speedSection({ mode: mode + subset, settingsLine, code, rows }))
   const charts = writeSpeedCharts(rows)
   log(`\nwrote ${RESULTS_PATH} and ${charts.join(', ')} (${seconds} s)`)
 }

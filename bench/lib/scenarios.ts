@@ -1,21 +1,34 @@
 /**
  * The benchmark scenarios. Each starts the servers it needs fresh (so "cold" really is cold),
  * drives them with the same request sequence, stops them, and returns one row per server.
+ *
+ * The steady scenarios (hot, not-found, api, conneg, metadata) start every server of their lineup
+ * at once, warm each, then measure in alternating rounds: round r runs each server in turn for
+ * roundS seconds, the order rotated each round, and a server's row merges all its rounds (total
+ * requests ÷ total time, percentiles over every latency of every round). The machine is noisy: a
+ * slow stretch now hits every server a little instead of one server entirely, so the ratios between
+ * servers hold from run to run. zipf, cold and storm are sequence- or cold-start-based and run one
+ * server after the other, each started fresh.
  */
 import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
-import { probe, runLoad, seededRandom, warm, zipfSampler } from './load.js'
+import { mergeLoads, probe, runLoad, Samples, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
 import { startBenchAgency } from './bench-agency.js'
+import { BEFORE_PREFIX } from './before.js'
 
 export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
   quick: boolean
-  /** Measured seconds per server (after a warm-up run of warmupS). */
+  /** Measured seconds per server (after a warm-up run of warmupS): cold's one run; the steady scenarios' rounds × roundS. */
   measureS: number
+  /** The steady scenarios measure each server in this many alternating rounds… */
+  rounds: number
+  /** …of this many seconds each. */
+  roundS: number
   warmupS: number
   connections: number
   hotDois: number
@@ -33,6 +46,8 @@ export function settingsFor (quick: boolean): Settings {
   return {
     quick,
     measureS: quick ? 3 : 10,
+    rounds: quick ? 3 : 5,
+    roundS: quick ? 1 : 2,
     warmupS: quick ? 1 : 2,
     connections: 64,
     hotDois: 1_000,
@@ -67,27 +82,33 @@ export interface Context {
   /** --profile: only our server, started with --cpu-prof. */
   profile: boolean
   serverEnv: Record<string, string>
+  /** --before: an older build of ours (bench/lib/before.ts), run wherever ours runs, started the same way. */
+  before?: { dir: string, name: string } | undefined
   log: (line: string) => void
 }
 
 type Starter = () => Promise<Target>
 
-function starters (ctx: Context): { ours: Starter, floor: Starter, nginx: Starter } {
-  return {
-    ours: async () => await startOurs({ upstream: ctx.upstream, profile: ctx.profile, env: ctx.serverEnv }),
-    floor: startFloor,
-    nginx: async () => await startNginx(ctx.upstream)
-  }
+/** Our server, and the --before build when there is one, each with the same environment. */
+function oursStarters (ctx: Context, env: Record<string, string> = ctx.serverEnv): Starter[] {
+  const out: Starter[] = [async () => await startOurs({ upstream: ctx.upstream, profile: ctx.profile, env })]
+  const before = ctx.before
+  if (before !== undefined && !ctx.profile) out.push(async () => await startOurs({ upstream: ctx.upstream, env, dir: before.dir, name: before.name }))
+  return out
 }
 
-/** Servers to compare in a scenario: ours, then the baselines that make sense there. */
-function lineup (ctx: Context, withNginx: boolean, withFloor = true): Starter[] {
-  const s = starters(ctx)
-  if (ctx.profile) return [s.ours]
-  const out = [s.ours]
-  if (withFloor) out.push(s.floor)
-  if (withNginx && ctx.nginx) out.push(s.nginx)
+/** Servers to compare in a scenario: ours (and the --before build), then the baselines that make sense there. */
+function lineup (ctx: Context, withNginx: boolean, env?: Record<string, string>): Starter[] {
+  const out = oursStarters(ctx, env)
+  if (ctx.profile) return out
+  out.push(startFloor)
+  if (withNginx && ctx.nginx) out.push(async () => await startNginx(ctx.upstream))
   return out
+}
+
+/** A build of our server (the current one or the --before one), as opposed to a baseline. */
+function isOurs (t: { name: string }): boolean {
+  return t.name === 'doi-proxy' || t.name.startsWith(BEFORE_PREFIX)
 }
 
 async function withTarget<T> (startTarget: Starter, fn: (t: Target) => Promise<T>): Promise<T> {
@@ -96,6 +117,18 @@ async function withTarget<T> (startTarget: Starter, fn: (t: Target) => Promise<T
     return await fn(target)
   } finally {
     await target.stop()
+  }
+}
+
+/** Start every server at once, run `fn` with all of them, stop them all (also when one fails to start). */
+async function withTargets<T> (starts: readonly Starter[], fn: (targets: Target[]) => Promise<T>): Promise<T> {
+  const settled = await Promise.allSettled(starts.map(async (start) => await start()))
+  const targets = settled.flatMap((r) => r.status === 'fulfilled' ? [r.value] : [])
+  try {
+    for (const r of settled) if (r.status === 'rejected') throw r.reason
+    return await fn(targets)
+  } finally {
+    await Promise.all(targets.map(async (t) => await t.stop()))
   }
 }
 
@@ -116,24 +149,88 @@ function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): s
   return `/10.${prefixBase + (i % prefixes)}/${kind}.${i}`
 }
 
-/** Warm a set, then a discarded warm-up run (JIT, connections), then the measured run. */
-async function steadyRun (ctx: Context, scenario: ScenarioName, target: Target, paths: string[], headers?: Record<string, string>): Promise<Row> {
+interface SteadyOptions {
+  headers?: Record<string, string> | undefined
+  /** Another counter (the metadata agency's requests), summed per build of ours over its warm-up and rounds and noted in its row. */
+  extra?: { count: () => number, note: (n: number) => string }
+}
+
+/**
+ * The steady measurement, over servers already started: warm each (every path once, then a
+ * discarded warm-up run: JIT, connections), then `rounds` rounds of `roundS` seconds, each round
+ * running every server in turn, the order rotated by one each round so no server is always first.
+ * A server's row merges its rounds: total requests ÷ total time, percentiles over all its latencies.
+ */
+async function alternate (ctx: Context, scenario: ScenarioName, targets: readonly Target[], paths: string[], opts: SteadyOptions = {}): Promise<Row[]> {
   const { settings: s } = ctx
-  const warmStatuses = await warm(target.baseUrl, paths, headers === undefined ? {} : { headers })
-  await runLoad({ baseUrl: target.baseUrl, connections: s.connections, durationS: s.warmupS, nextPath: uniform(paths, 7), ...(headers === undefined ? {} : { headers }) })
-  const before = await ctx.upstream.requests()
-  const result = await runLoad({ baseUrl: target.baseUrl, connections: s.connections, durationS: s.measureS, nextPath: uniform(paths, 1), ...(headers === undefined ? {} : { headers }) })
-  const upstream = (await ctx.upstream.requests()) - before
-  ctx.log(`  ${target.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(warmStatuses)})`)
-  return { scenario, server: target.name, result, upstreamPerRequest: upstream / Math.max(1, result.requests), note: statusNote(result) }
+  const h = opts.headers === undefined ? {} : { headers: opts.headers }
+  const extraCount = opts.extra?.count ?? (() => 0)
+  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, warmStatuses: {} as Record<string, number> }))
+  for (const a of servers) {
+    const extraBefore = extraCount()
+    a.warmStatuses = await warm(a.t.baseUrl, paths, h)
+    await runLoad({ baseUrl: a.t.baseUrl, connections: s.connections, durationS: s.warmupS, nextPath: uniform(paths, 7), ...h })
+    a.extra += extraCount() - extraBefore
+  }
+  for (let r = 0; r < s.rounds; r++) {
+    const line: string[] = []
+    for (let k = 0; k < servers.length; k++) {
+      const a = servers[(k + r) % servers.length]
+      if (a === undefined) continue
+      const upstreamBefore = await ctx.upstream.requests()
+      const extraBefore = extraCount()
+      // Every server gets the same sequence in a round; each round its own.
+      const part = await runLoad({ baseUrl: a.t.baseUrl, connections: s.connections, durationS: s.roundS, nextPath: uniform(paths, 1 + r), samples: a.samples, ...h })
+      a.extra += extraCount() - extraBefore
+      a.upstream += (await ctx.upstream.requests()) - upstreamBefore
+      a.parts.push(part)
+      line.push(`${a.t.name} ${part.rps.toFixed(0)}`)
+    }
+    if (servers.length > 1) ctx.log(`  round ${r + 1}/${s.rounds}: ${line.join(', ')} req/s`)
+  }
+  return servers.map((a) => {
+    const result = mergeLoads(a.parts, a.samples)
+    const extraNote = opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : ''
+    ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`)
+    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), note: statusNote(result) + extraNote }
+  })
+}
+
+/**
+ * Ask each build of ours whether it has what the scenario measures (`check` returns why not, or
+ * undefined). A build without it gets a skipped row; when no build has it, nothing is measured
+ * (a floor alone compares with nothing).
+ */
+async function probeOurs (ctx: Context, scenario: ScenarioName, targets: readonly Target[], check: (t: Target) => Promise<string | undefined>): Promise<{ measure: Target[], skipped: Map<Target, Row> }> {
+  const skipped = new Map<Target, Row>()
+  for (const t of targets) {
+    if (!isOurs(t)) continue
+    const why = await check(t)
+    if (why === undefined) continue
+    skipped.set(t, { scenario, server: t.name, skipped: why })
+    ctx.log(`  ${t.name}: ${why}`)
+  }
+  if (targets.every((t) => !isOurs(t) || skipped.has(t))) return { measure: [], skipped }
+  return { measure: targets.filter((t) => !skipped.has(t)), skipped }
+}
+
+/** Start the lineup at once, probe ours, measure in alternating rounds; rows in lineup order. */
+async function steady (ctx: Context, scenario: ScenarioName, starts: readonly Starter[], paths: string[], opts: SteadyOptions & { check?: (t: Target) => Promise<string | undefined> } = {}): Promise<Row[]> {
+  return await withTargets(starts, async (targets) => {
+    const { measure, skipped } = opts.check === undefined ? { measure: [...targets], skipped: new Map<Target, Row>() } : await probeOurs(ctx, scenario, targets, opts.check)
+    const measured = await alternate(ctx, scenario, measure, paths, opts)
+    return targets.flatMap((t) => {
+      const row = skipped.get(t) ?? measured[measure.indexOf(t)]
+      return row === undefined ? [] : [row]
+    })
+  })
 }
 
 // ------------------------------------------------------------------ hot
 
 async function hot (ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('hot', i, 1000))
-  const rows: Row[] = []
-  for (const start of lineup(ctx, true)) rows.push(await withTarget(start, async (t) => await steadyRun(ctx, 'hot', t, paths)))
+  const rows = await steady(ctx, 'hot', lineup(ctx, true), paths)
   if (!ctx.nginx && !ctx.profile) rows.push({ scenario: 'hot', server: 'nginx proxy_cache', skipped: NGINX_MISSING })
   return rows
 }
@@ -193,7 +290,8 @@ async function cold (ctx: Context): Promise<Row[]> {
     ctx.log(`  ${name}: ${result.rps.toFixed(0)} req/s, added latency p50 ${row.addedP50?.toFixed(2)} ms, p99 ${row.addedP99?.toFixed(2)} ms`)
     return row
   }
-  const rows = [await withTarget(starters(ctx).ours, async (t) => await measure(t.name, t.baseUrl, (n) => `/10.3000/cold.${run}.${n}`))]
+  const rows: Row[] = []
+  for (const start of oursStarters(ctx)) rows.push(await withTarget(start, async (t) => await measure(t.name, t.baseUrl, (n) => `/10.3000/cold.${run}.${n}`)))
   // What the upstream alone takes, asked directly: the part of our latency that is not ours.
   if (!ctx.profile) rows.push(await measure('fake upstream (direct)', ctx.upstream.origin, (n) => `/api/handles/10.3000/direct.${run}.${n}`))
   return rows
@@ -202,108 +300,90 @@ async function cold (ctx: Context): Promise<Row[]> {
 // ------------------------------------------------------------------ storm
 
 async function storm (ctx: Context): Promise<Row[]> {
+  const rows: Row[] = []
+  for (const start of oursStarters(ctx)) rows.push(await withTarget(start, async (t) => await stormOne(ctx, t)))
+  return rows
+}
+
+async function stormOne (ctx: Context, t: Target): Promise<Row> {
   const n = ctx.settings.stormSize
-  return [await withTarget(starters(ctx).ours, async (t) => {
-    // The prefix's own records (prefix, namespace locations) are fetched first, so the storm counts the DOI alone.
-    await warm(t.baseUrl, ['/10.4000/storm-primer'])
-    const pool = new Pool(t.baseUrl, { connections: n, pipelining: 1 })
-    try {
-      // Open every connection before the storm, so the requests really arrive together.
-      await Promise.all(Array.from({ length: n }, async () => { await (await pool.request({ path: '/healthz', method: 'GET' })).body.dump() }))
-      const path = `/10.4000/storm.${Date.now().toString(36)}`
-      const before = await ctx.upstream.requests()
-      const started = performance.now()
-      const latencies: number[] = []
-      const statuses: Record<string, number> = {}
-      await Promise.all(Array.from({ length: n }, async () => {
-        const t0 = performance.now()
-        const res = await pool.request({ path, method: 'GET' })
-        await res.body.dump()
-        latencies.push(performance.now() - t0)
-        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
-      }))
-      const wallMs = performance.now() - started
-      const upstream = (await ctx.upstream.requests()) - before
-      latencies.sort((a, b) => a - b)
-      const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(p / 100 * latencies.length))] ?? NaN
-      const result: LoadResult = {
-        requests: n,
-        durationS: wallMs / 1000,
-        rps: n / (wallMs / 1000),
-        p50: pct(50),
-        p90: pct(90),
-        p99: pct(99),
-        max: pct(100),
-        statuses,
-        errors: 0,
-        timeouts: 0,
-        cacheHits: 0,
-        cacheAnswers: 0
-      }
-      const verdict = upstream === 1 ? 'OK: exactly 1 upstream request' : `FAIL: ${upstream} upstream requests (must be 1)`
-      ctx.log(`  ${t.name}: ${n} concurrent requests for one cold DOI → ${upstream} upstream request(s), p99 ${result.p99.toFixed(1)} ms (${statusNote(result)})`)
-      return { scenario: 'storm', server: t.name, result, upstreamPerRequest: upstream / n, note: `${verdict}; ${statusNote(result)}; ${n} requests in ${wallMs.toFixed(0)} ms` }
-    } finally {
-      await pool.close()
+  // The prefix's own records (prefix, namespace locations) are fetched first, so the storm counts the DOI alone.
+  await warm(t.baseUrl, ['/10.4000/storm-primer'])
+  const pool = new Pool(t.baseUrl, { connections: n, pipelining: 1 })
+  try {
+    // Open every connection before the storm, so the requests really arrive together.
+    await Promise.all(Array.from({ length: n }, async () => { await (await pool.request({ path: '/healthz', method: 'GET' })).body.dump() }))
+    const path = `/10.4000/storm.${Date.now().toString(36)}`
+    const before = await ctx.upstream.requests()
+    const started = performance.now()
+    const latencies: number[] = []
+    const statuses: Record<string, number> = {}
+    await Promise.all(Array.from({ length: n }, async () => {
+      const t0 = performance.now()
+      const res = await pool.request({ path, method: 'GET' })
+      await res.body.dump()
+      latencies.push(performance.now() - t0)
+      statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+    }))
+    const wallMs = performance.now() - started
+    const upstream = (await ctx.upstream.requests()) - before
+    latencies.sort((a, b) => a - b)
+    const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(p / 100 * latencies.length))] ?? NaN
+    const result: LoadResult = {
+      requests: n,
+      durationS: wallMs / 1000,
+      rps: n / (wallMs / 1000),
+      p50: pct(50),
+      p90: pct(90),
+      p99: pct(99),
+      max: pct(100),
+      statuses,
+      errors: 0,
+      timeouts: 0,
+      cacheHits: 0,
+      cacheAnswers: 0
     }
-  })]
+    const verdict = upstream === 1 ? 'OK: exactly 1 upstream request' : `FAIL: ${upstream} upstream requests (must be 1)`
+    ctx.log(`  ${t.name}: ${n} concurrent requests for one cold DOI → ${upstream} upstream request(s), p99 ${result.p99.toFixed(1)} ms (${statusNote(result)})`)
+    return { scenario: 'storm', server: t.name, result, upstreamPerRequest: upstream / n, note: `${verdict}; ${statusNote(result)}; ${n} requests in ${wallMs.toFixed(0)} ms` }
+  } finally {
+    await pool.close()
+  }
 }
 
 // ------------------------------------------------------------------ not-found
 
 async function notFound (ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.notFoundDois }, (_, i) => `/10.5000/missing-${i}`)
-  const rows: Row[] = []
-  for (const start of lineup(ctx, false)) rows.push(await withTarget(start, async (t) => await steadyRun(ctx, 'not-found', t, paths)))
-  return rows
+  return await steady(ctx, 'not-found', lineup(ctx, false), paths)
 }
 
 // ------------------------------------------------------------------ api and conneg: only once the server has them
 
 async function api (ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => `/api/handles${doiPath('api', i, 1000)}`)
-  const rows: Row[] = []
-  for (const start of lineup(ctx, false)) {
-    const row = await withTarget(start, async (t) => {
-      if (t.name === 'doi-proxy') {
-        const res = await probe(t.baseUrl + (paths[0] ?? '/'))
-        const ok = res.status === 200 && (res.headers.get('content-type') ?? '').includes('json') && res.body.includes('"responseCode":1')
-        if (!ok) return { scenario: 'api', server: t.name, skipped: `skipped: not available (GET ${paths[0]} answered ${res.status})` } satisfies Row
-      }
-      return await steadyRun(ctx, 'api', t, paths)
-    })
-    rows.push(row)
-    if (row.skipped !== undefined) {
-      ctx.log(`  ${row.skipped}`)
-      break
+  return await steady(ctx, 'api', lineup(ctx, false), paths, {
+    check: async (t) => {
+      const res = await probe(t.baseUrl + (paths[0] ?? '/'))
+      const ok = res.status === 200 && (res.headers.get('content-type') ?? '').includes('json') && res.body.includes('"responseCode":1')
+      return ok ? undefined : `skipped: not available (GET ${paths[0]} answered ${res.status})`
     }
-  }
-  return rows
+  })
 }
 
 const CONNEG_ACCEPT = { accept: 'application/x-bibtex' }
 
 async function conneg (ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('conneg', i, 1000))
-  const rows: Row[] = []
-  for (const start of lineup(ctx, false)) {
-    const row = await withTarget(start, async (t) => {
-      if (t.name === 'doi-proxy') {
-        const res = await probe(t.baseUrl + (paths[0] ?? '/'), CONNEG_ACCEPT)
-        const location = res.headers.get('location') ?? ''
-        if (res.status < 300 || res.status > 308 || !location.startsWith('https://data.example/')) {
-          return { scenario: 'conneg', server: t.name, skipped: `skipped: conneg not available (answered ${res.status} ${location})` } satisfies Row
-        }
-      }
-      return await steadyRun(ctx, 'conneg', t, paths, CONNEG_ACCEPT)
-    })
-    rows.push(row)
-    if (row.skipped !== undefined) {
-      ctx.log(`  ${row.skipped}`)
-      break
+  return await steady(ctx, 'conneg', lineup(ctx, false), paths, {
+    headers: CONNEG_ACCEPT,
+    check: async (t) => {
+      const res = await probe(t.baseUrl + (paths[0] ?? '/'), CONNEG_ACCEPT)
+      const location = res.headers.get('location') ?? ''
+      const ok = res.status >= 300 && res.status <= 308 && location.startsWith('https://data.example/')
+      return ok ? undefined : `skipped: conneg not available (answered ${res.status} ${location})`
     }
-  }
-  return rows
+  })
 }
 
 // ------------------------------------------------------------------ metadata (docs/metadata.md)
@@ -313,20 +393,14 @@ async function metadata (ctx: Context): Promise<Row[]> {
   const agency = await startBenchAgency(ctx.settings.hotDois)
   try {
     const env = { ...ctx.serverEnv, LOCAL_STORE_DIR: agency.storeDir, LOCAL_STORE_WATCH: 'false', METADATA_MODE: 'fetch', METADATA_HOSTS: agency.host }
-    const ours: Starter = async () => await startOurs({ upstream: ctx.upstream, profile: ctx.profile, env })
-    const rows: Row[] = []
-    for (const start of ctx.profile ? [ours] : [ours, startFloor]) {
-      rows.push(await withTarget(start, async (t) => {
-        if (t.name === 'doi-proxy') {
-          const res = await probe(t.baseUrl + (agency.paths[0] ?? '/'), CONNEG_ACCEPT)
-          if (res.status !== 200 || !res.body.startsWith('@misc')) return { scenario: 'metadata', server: t.name, skipped: `skipped: metadata not answered (${res.status})` } satisfies Row
-        }
-        const before = agency.requests()
-        const row = await steadyRun(ctx, 'metadata', t, agency.paths, CONNEG_ACCEPT)
-        return t.name === 'doi-proxy' ? { ...row, note: `${row.note ?? ''}; agency requests ${agency.requests() - before} for ${agency.paths.length} DOIs (records from a local store)` } : row
-      }))
-    }
-    return rows
+    return await steady(ctx, 'metadata', lineup(ctx, false, env), agency.paths, {
+      headers: CONNEG_ACCEPT,
+      check: async (t) => {
+        const res = await probe(t.baseUrl + (agency.paths[0] ?? '/'), CONNEG_ACCEPT)
+        return res.status === 200 && res.body.startsWith('@misc') ? undefined : `skipped: metadata not answered (${res.status})`
+      },
+      extra: { count: agency.requests, note: (n) => `agency requests ${n} for ${agency.paths.length} DOIs (records from a local store)` }
+    })
   } finally {
     await agency.stop()
   }
