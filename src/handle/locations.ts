@@ -18,7 +18,7 @@
 import { createHotCache } from './memo.js'
 import { firstUrlValue } from './record.js'
 import type { HandleValue } from './types.js'
-import { choose, parseChooseBy } from './loc/choose.js'
+import { chooseFor, parseChooseBy } from './loc/choose.js'
 import { buildContext, legacyElement, namesFor } from './loc/context.js'
 import type { Candidate, LocContext } from './loc/context.js'
 import { headerLines, linkHeaders } from './loc/headers.js'
@@ -145,6 +145,8 @@ export type LocationDecision =
     vary: boolean
     /** The chosen location's http_role names conneg: a content-negotiated answer (never sent to a local service, behaviour.md §10). */
     negotiated: boolean
+    /** Every request with the same locatt gets this answer: no country, address or random draw decided it. */
+    sameForEveryone: boolean
     /** The values the answer depends on (their TTLs bound Expires). */
     usedValues: HandleValue[]
     /** What was skipped as broken, for one log line per record. */
@@ -156,7 +158,7 @@ export type LocationDecision =
 export function chooseLocation (req: LocationRequest): LocationDecision {
   const { ctx, derived, problems } = contextFor(req)
   if (!ctx.engine) return legacyOnlyDecision(req.values, problems)
-  const chosen = choose(ctx.candidates, {
+  const { chosen, sameForEveryone } = chooseFor(ctx.candidates, {
     chooseBy: derived.chooseBy,
     locatt: req.locatt,
     country: req.country,
@@ -174,6 +176,7 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
     headLines: headLinesFor(derived.headElements, chosen.href),
     vary: ctx.vary,
     negotiated: CONNEG_ROLE.test(attr(chosen.el, 'http_role') ?? ''),
+    sameForEveryone,
     usedValues: ctx.usedValues,
     problems: unique(problems)
   }
@@ -231,7 +234,7 @@ function legacyOnlyDecision (values: readonly HandleValue[], problems: string[])
   const url = firstUrlValue(values)
   const href = url === undefined ? undefined : valueText(url)?.trim()
   if (url === undefined || href === undefined || href === '') return { kind: 'none', vary: false, problems: unique(problems) }
-  return { kind: 'redirect', href, status: 302, linkHeaders: [], extraHeaders: [], headLines: [], vary: false, negotiated: false, usedValues: [url], problems: unique(problems) }
+  return { kind: 'redirect', href, status: 302, linkHeaders: [], extraHeaders: [], headLines: [], vary: false, negotiated: false, sameForEveryone: true, usedValues: [url], problems: unique(problems) }
 }
 
 // `conneg` as a word of http_role (a list such as "conneg browser"); `no_conneg` is the opposite, not negotiation.

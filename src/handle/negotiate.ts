@@ -43,16 +43,27 @@ function isBrowserType (type: string): boolean {
  * if text/html, text/* or *\/* is listed.
  */
 export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
+  return negotiate(h).locatt
+}
+
+/** The automatic locatt values and a key naming them: requests with the same key get the same redirect. */
+export interface Negotiation { locatt: readonly string[], key: string }
+
+export function negotiate (h: NegotiationHeaders): Negotiation {
   // Clients send few distinct header combinations: remember the answers (bounded, least recently used dropped).
-  if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return computeLocatt(h)
+  if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return negotiation(computeLocatt(h))
   const key = `${h.accept ?? ''}\u0000${h.acceptLanguage ?? ''}\u0000${h.userAgent ?? ''}\u0000${h.action ?? ''}`
-  return key.length > MEMO_KEY_LIMIT ? computeLocatt(h) : memoLocatt(key)
+  return key.length > MEMO_KEY_LIMIT ? negotiation(computeLocatt(h)) : memoNegotiation(key)
+}
+
+function negotiation (locatt: readonly string[]): Negotiation {
+  return { locatt, key: locatt.join('\n') }
 }
 
 const MEMO_KEY_LIMIT = 1024
-const memoLocatt = boundedMemo(2048, (key: string): readonly string[] => {
+const memoNegotiation = boundedMemo(2048, (key: string): Negotiation => {
   const [accept, acceptLanguage, userAgent, action] = key.split('\u0000')
-  return computeLocatt({ accept, acceptLanguage, userAgent, action: action === '' ? undefined : action })
+  return negotiation(computeLocatt({ accept, acceptLanguage, userAgent, action: action === '' ? undefined : action }))
 })
 
 function computeLocatt (h: NegotiationHeaders): readonly string[] {

@@ -73,14 +73,29 @@ export function recordCacheSeconds (
  * No values used → nowMs + 2 days (the cap), so callers always have a date to send.
  */
 export function expiresAt (used: readonly HandleValue[], nowMs: number): number {
-  const cap = nowMs + MAX_RECOGNIZED_TTL_SECONDS * 1000
-  let earliest = cap
+  return expiresFrom(expiryRule(used), nowMs)
+}
+
+/**
+ * expiresAt taken apart, so it can be worked out once per record and applied at each request's time:
+ * the shortest relative ttl (capped at 2 days) and the earliest absolute expiry (Infinity when none).
+ */
+export interface ExpiryRule { relativeMs: number, until: number }
+
+export function expiryRule (used: readonly HandleValue[]): ExpiryRule {
+  let relativeMs = MAX_RECOGNIZED_TTL_SECONDS * 1000
+  let until = Infinity
   for (const v of used) {
     const absolute = absoluteExpiryMs(v.ttl)
-    const expiry = absolute !== undefined ? Math.max(nowMs, absolute) : nowMs + valueTtlSeconds(v, nowMs) * 1000
-    if (expiry < earliest) earliest = expiry
+    if (absolute !== undefined) until = Math.min(until, absolute)
+    else relativeMs = Math.min(relativeMs, valueTtlSeconds(v, 0) * 1000)
   }
-  return earliest
+  return { relativeMs, until }
+}
+
+/** The Expires time (epoch ms) of a rule at `nowMs`: an absolute expiry already past counts as now. */
+export function expiresFrom (rule: ExpiryRule, nowMs: number): number {
+  return Math.min(nowMs + rule.relativeMs, Math.max(nowMs, rule.until))
 }
 
 /**

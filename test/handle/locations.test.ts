@@ -197,6 +197,29 @@ describe('choosers and their order', () => {
   })
 })
 
+describe('answers the same for everyone (may be prepared once per record)', () => {
+  const loc = (xml: string): HandleValue[] => [val(1, 'URL', 'http://example.org/url'), val(2, '10320/loc', `<locations>${xml}</locations>`)]
+  it.each([
+    // reference case A: the first URL value, nothing chosen
+    ['a record with URL values only', req([val(1, 'URL', 'http://example.org/a'), val(2, 'URL', 'http://example.org/b')]), true],
+    // behaviour.md §5: weight 0 is never drawn while another has weight
+    ['one location of positive weight among weight-0 ones (the probe 10.5555/loc)', req(PROBE_LOC, { locatt: CURL_LOCATT }), false],
+    ['one location only', req(loc('<location href="http://one.example/"/>')), true],
+    ['locatt leaves one location', req(loc('<location href="http://a.example/" view="x"/><location href="http://b.example/"/>'), { locatt: ['view:x'] }), true],
+    ['two locations of weight 1: a random draw', req(loc('<location href="http://a.example/"/><location href="http://b.example/"/>')), false],
+    ['two of weight 1 and one of 0: still a draw', req(loc('<location href="http://a.example/"/><location href="http://b.example/"/><location href="http://c.example/" weight="0"/>')), false],
+    ['a weight-1 and a weight-0 location: always the first', req(loc('<location href="http://a.example/"/><location href="http://b.example/" weight="0"/>')), true],
+    // behaviour.md §5: the country chooser tells clients apart as soon as a candidate names a country
+    ['a location for one country', req(loc('<location href="http://a.example/" weight="0"/><location href="http://gb.example/" country="gb" weight="0"/>')), false],
+    ['a location for one network', req(loc('<location href="http://a.example/" weight="0"/><location href="http://net.example/" addresses="10.0.0.0/8" weight="0"/>')), false],
+    ['a country named after the choice is already made', req(loc('<location href="http://a.example/" score="9"/><location href="http://gb.example/" country="gb"/>'), { locatt: [] }), false],
+    ['chooseby="score" decides before any country', req(loc('').concat([val(3, '10320/loc', '<locations chooseby="score,country"><location href="http://a.example/" score="9"/><location href="http://gb.example/" country="gb"/></locations>')])), true]
+  ])('%s', (_name, request, expected) => {
+    const decision = redirect(chooseLocation(request))
+    expect(decision.sameForEveryone).toBe(expected)
+  })
+})
+
 describe('weights and the draw', () => {
   const weighted = (...weights: string[]): HandleValue[] => [val(1, '10320/loc', '<locations chooseby="weighted">' +
     weights.map((w, i) => `<location id="${i}" href="http://w${i}.example/"${w === '-' ? '' : ` weight="${w}"`}/>`).join('') + '</locations>')]

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { automaticLocatt } from '../../src/handle/negotiate.js'
+import { automaticLocatt, negotiate } from '../../src/handle/negotiate.js'
 import type { NegotiationHeaders } from '../../src/handle/negotiate.js'
 
 // Rules: behaviour.md R9 "Mechanism" ([HNS92] HDLServletRequest.processAcceptHeader and
@@ -70,5 +70,18 @@ describe('automatic locatt values from the request headers', () => {
     ['Accept-Language alone', { acceptLanguage: 'en-US,en;q=0.5' }, ['http_role:no_conneg', 'language:en-us', 'language:en']]
   ])('%s', (_name, headers, expected) => {
     expect(automaticLocatt(headers)).toEqual(expected)
+  })
+})
+
+describe('negotiation keys: which requests get the same redirect', () => {
+  it.each([
+    ['curl and wget: both tools without a preference', { accept: '*/*', userAgent: 'curl/8.5.0' }, { userAgent: 'Wget/1.21' }, true],
+    ['two browsers', { accept: '*/*', userAgent: FIREFOX_UA }, { accept: '*/*', userAgent: 'Mozilla/5.0 (Macintosh) Safari/605' }, true],
+    ['a browser and a tool', { accept: '*/*', userAgent: FIREFOX_UA }, { accept: '*/*', userAgent: 'curl/8.5.0' }, false],
+    ['BibTeX and CSL JSON', { accept: 'application/x-bibtex' }, { accept: 'application/vnd.citationstyles.csl+json' }, false],
+    ['the same tool in two languages', { userAgent: 'curl/8.5.0', acceptLanguage: 'en' }, { userAgent: 'curl/8.5.0', acceptLanguage: 'de' }, false]
+  ])('%s', (_name, a, b, same) => {
+    expect(negotiate(a).key === negotiate(b).key).toBe(same)
+    expect(negotiate(a).locatt).toEqual(automaticLocatt(a))
   })
 })

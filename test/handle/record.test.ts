@@ -4,6 +4,8 @@ import {
   adminText,
   aliasTarget,
   expiresAt,
+  expiresFrom,
+  expiryRule,
   filterValues,
   firstUrlValue,
   nicerTimestamp,
@@ -140,6 +142,24 @@ describe('expiresAt: the Expires header of a redirect (D§4)', () => {
   ]
   it.each(rows)('ttls $ttls → Expires $expires ($why)', ({ ttls, expires }) => {
     expect(new Date(expiresAt(ttls.map(ttl), NOW)).toISOString()).toBe(expires)
+  })
+})
+
+describe('expiryRule: Expires worked out once per record, applied at each request', () => {
+  const later = NOW + 90 * 60_000
+  it.each([
+    { ttls: [86400], why: 'relative ttl' },
+    { ttls: [86400, 3600], why: 'the smallest of several' },
+    { ttls: [604800], why: 'capped at 2 days' },
+    { ttls: ['2026-11-22T12:00:00Z'], why: 'an absolute time, reached between the two requests' },
+    { ttls: ['2026-11-22T10:41:00.250Z', 86400], why: 'absolute and relative together' },
+    { ttls: ['2026-01-01T00:00:00Z'], why: 'absolute in the past' },
+    { ttls: [], why: 'no values used' }
+  ])('ttls $ttls ($why): the same Expires as expiresAt, now and 90 minutes later', ({ ttls }) => {
+    const used = ttls.map(ttl)
+    const rule = expiryRule(used)
+    expect(expiresFrom(rule, NOW)).toBe(expiresAt(used, NOW))
+    expect(expiresFrom(rule, later)).toBe(expiresAt(used, later))
   })
 })
 

@@ -39,14 +39,34 @@ export function parseChooseBy (text: string | undefined): readonly string[] {
  * wins at once. A filter that would leave nothing is ignored. Unknown chooser names are noted and skipped.
  */
 export function choose<T extends Choosable> (candidates: readonly T[], input: ChooserInput): T | undefined {
+  return chooseFor(candidates, input).chosen
+}
+
+/**
+ * `choose`, saying also whether every request with the same locatt gets the same candidate: false when
+ * a country or address chooser could tell clients apart, or the weighted draw has more than one to pick
+ * from. Only then may the answer be prepared once and given to everyone (one prepared answer per record).
+ */
+export function chooseFor<T extends Choosable> (candidates: readonly T[], input: ChooserInput): { chosen: T | undefined, sameForEveryone: boolean } {
   let list = candidates
+  let sameForEveryone = true
   for (const name of input.chooseBy) {
     if (list.length <= 1) break
-    if (name === 'weighted') return weightedPick(list, input.random)
+    if (name === 'weighted') break
+    if ((name === 'country' && list.some((c) => attr(c.el, 'country') !== undefined)) ||
+      (name === 'address' && list.some((c) => attr(c.el, 'addresses') !== undefined))) sameForEveryone = false
     const filtered = applyFilter(name, list, input)
     if (filtered !== undefined && filtered.length > 0) list = filtered
   }
-  return weightedPick(list, input.random)
+  if (list.length > 1 && drawable(list) > 1) sameForEveryone = false
+  return { chosen: weightedPick(list, input.random), sameForEveryone }
+}
+
+/** How many candidates the weighted draw can land on: those of positive weight, or all when none has one. */
+function drawable (list: readonly Choosable[]): number {
+  let positive = 0
+  for (const c of list) if (weightOf(c) > 0) positive++
+  return positive === 0 ? list.length : positive
 }
 
 function applyFilter<T extends Choosable> (name: string, list: readonly T[], input: ChooserInput): readonly T[] | undefined {
