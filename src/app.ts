@@ -33,7 +33,10 @@ import { baseUrlFor } from './http/base-url.js'
 import { describeError, logError, sendHtmlError, setRetryAfter } from './http/errors.js'
 import { renderErrorPage } from './http/views/pages.js'
 import { createLogThrottle } from './log-throttle.js'
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, createServer } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { createHotPath } from './http/hot-path.js'
+import { CORS_HEADERS, EXPOSED_HEADERS } from './http/prepared-answers.js'
 import type { Socket } from 'node:net'
 
 /** What buildApp may be given instead of building it itself; tests pass real objects here, never mocks. */
@@ -50,10 +53,6 @@ export interface AppDeps {
 
 const REQUEST_ID_PREFIX = randomUUID().slice(0, 8)
 let requestCounter = 0
-
-// Headers a browser-based tool may read from our answers (behaviour.md §7).
-const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
-const EXPOSED_HEADERS_VALUE = EXPOSED_HEADERS.join(', ')
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -98,14 +97,20 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     // The router refuses paths it cannot decode; a DOI path is ours to judge (behaviour.md §2.2).
     frameworkErrors: (err, request, reply) => {
       if (err.code === 'FST_ERR_BAD_URL' && ['GET', 'HEAD', 'POST'].includes(request.method)) {
-        reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS_VALUE)
+        reply.headers(CORS_HEADERS)
         return routeBadUrl(request, reply)
       }
       return (reply as FastifyReply).send(err)
     },
     // A request line or headers too large for us, or a request Node cannot parse: our HTML page, not a JSON one.
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, config)
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, config),
+    // Our own server, as Fastify would make it, with the hot path in front of Fastify's routing.
+    serverFactory: (handler) => createHttpServer(config, (req, res) => {
+      if (hotPath?.(req, res) !== true) handler(req, res)
+    })
   })
+  // Set once the cache and resolver exist; until then (and when it is off) every request goes to Fastify.
+  let hotPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined
   let routeBadUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> =
     async (_request, reply) => reply.code(400).send()
 
@@ -239,7 +244,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   // hook sets them (a route may remove them, as /status does); @fastify/cors, registered in a context
   // of its own so its per-request hook sees only its OPTIONS route, answers preflight requests.
   app.addHook('onRequest', (_request, reply, done) => {
-    reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS_VALUE)
+    reply.headers(CORS_HEADERS)
     done()
   })
   await app.register(async (preflight) => {
@@ -264,10 +269,24 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
     // behaviour.md §10: only when a service is configured does a redirect ask about one.
     localServices: config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now }),
     // docs/metadata.md: negotiated requests answered with stored or fetched metadata.
-    metadata: createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now })
+    metadata: createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now }),
+    // The hot path: off when each answer must be logged or may depend on who asks (a local service).
+    prepareAnswers: !config.logRequests && config.localServices.length === 0
+  }
+  if (proxyOptions.prepareAnswers) {
+    hotPath = createHotPath({
+      resolver,
+      metrics,
+      maxHandleLength: config.maxHandleLength,
+      publicBaseUrl: config.publicBaseUrl,
+      hostFromHeader: config.trustProxy === false,
+      fallbackHost,
+      serving: () => lifecycle.ready,
+      now
+    })
   }
   app.addHook('onClose', async () => { await proxyOptions.metadata.close() })
-  const apiOptions = { resolver, admission, maxHandleLength: config.maxHandleLength }
+  const apiOptions = { resolver, admission, maxHandleLength: config.maxHandleLength, prepareAnswers: proxyOptions.prepareAnswers }
   registerApiRoutes(app, apiOptions)
   registerRaRoutes(app, { resolver, admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency })
   registerProxyRoutes(app, proxyOptions)
@@ -306,6 +325,15 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
  */
 function trustProxyOf (trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   return typeof trust === 'number' ? (_address, hop) => hop < trust : trust
+}
+
+/** The HTTP server Fastify would make (lib/server.js), given our request listener; the same explicit limits. */
+function createHttpServer (config: Config, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer({ maxHeaderSize: config.maxHeaderBytes }, listener)
+  server.keepAliveTimeout = config.keepAliveTimeoutMs
+  server.requestTimeout = config.requestTimeoutMs
+  server.setTimeout(config.requestTimeoutMs)
+  return server
 }
 
 function isApiPath (request: FastifyRequest): boolean {

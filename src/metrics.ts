@@ -11,6 +11,11 @@ export function createMetrics () {
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
   return {
     registry,
+    preparedAnswers: new Counter({
+      name: 'doi_proxy_prepared_answers_total',
+      help: 'Answers given from a prepared answer kept with a cached record, before routing (the hot path)',
+      registers: [registry]
+    }),
     resolutions: new Counter({
       name: 'doi_proxy_resolutions_total',
       help: 'Proxy answers by outcome',
@@ -68,7 +73,7 @@ export function createMetrics () {
     }),
     cacheBytes: new Gauge({
       name: 'doi_proxy_cache_bytes',
-      help: 'Estimated bytes of records held in the cache',
+      help: 'Estimated bytes of records held in the cache, their prepared answers included',
       registers: [registry],
       collect () { this.set(cacheStats().bytes) }
     }),

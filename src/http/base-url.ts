@@ -9,7 +9,11 @@ const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
  */
 export function baseUrlFor (request: FastifyRequest, publicBaseUrl: string | undefined, fallbackHost: string): string {
   if (publicBaseUrl !== undefined) return `${publicBaseUrl}/`
-  const host = SAFE_HOST.test(request.host) ? request.host : fallbackHost
+  return baseUrlOf(request.host, request.protocol, fallbackHost)
+}
+
+/** The same from a host and a scheme as read (Fastify's, or the raw request's on the hot path). */
+export function baseUrlOf (host: string | undefined, protocol: string, fallbackHost: string): string {
   // X-Forwarded-Proto (behind TRUST_PROXY) is a header like any other: only http or https becomes a scheme.
-  return `${request.protocol === 'https' ? 'https' : 'http'}://${host}/`
+  return `${protocol === 'https' ? 'https' : 'http'}://${host !== undefined && SAFE_HOST.test(host) ? host : fallbackHost}/`
 }

@@ -16,6 +16,11 @@ export interface LocationContext {
    * is then no later than that (behaviour.md R11: the 18–41 minutes seen on doi.org).
    */
   namespaceUntil?: number
+  /**
+   * Until when this context stays as it is (epoch ms): the kept namespace locations' life. Undefined for
+   * a context fetched for one request only (includes, overrides), which nothing may be prepared from.
+   */
+  validUntil?: number
 }
 
 // The reference's recursion limit for include (behaviour.md R3 root attributes).
@@ -45,7 +50,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   function peek (handle: string, values: readonly HandleValue[], flags: LookupOptions): LocationContext | undefined {
     if (!isSimple(values, flags)) return undefined
     const prefix = prefixOf(handle)
-    if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [] }
+    if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [], validUntil: Infinity }
     const known = namespaces.get(cacheKey(prefix))
     return known !== undefined && known.until > now() ? kept(known.values, known.until) : undefined
   }
@@ -71,8 +76,8 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
 
 function kept (namespaceValues: HandleValue[], until: number): LocationContext {
   return namespaceValues.length === 0
-    ? { includes: NO_INCLUDES, namespaceValues, problems: [] }
-    : { includes: NO_INCLUDES, namespaceValues, problems: [], namespaceUntil: until }
+    ? { includes: NO_INCLUDES, namespaceValues, problems: [], validUntil: until }
+    : { includes: NO_INCLUDES, namespaceValues, problems: [], namespaceUntil: until, validUntil: until }
 }
 
 export type LocationLoader = ReturnType<typeof createLocationLoader>

@@ -1,12 +1,14 @@
 import type { HandleValue } from '../handle/types.js'
 import type { ProxyParams } from '../handle/query.js'
 import { hasTypeOrIndexFilter } from '../handle/query.js'
-import { expiresAt, filterValues } from '../handle/record.js'
+import { expiresAt, expiresFrom, expiryRule, filterValues } from '../handle/record.js'
+import type { ExpiryRule } from '../handle/record.js'
 import { locationFor, sameTarget } from '../handle/redirect.js'
 import { boundedMemo } from '../handle/memo.js'
 import { chooseLocation, renderShowUrls } from '../handle/locations.js'
 import type { LocationRequest } from '../handle/locations.js'
-import { automaticLocatt } from '../handle/negotiate.js'
+import type { Negotiation } from '../handle/negotiate.js'
+import type { CachedAnswer } from './cache.js'
 import { createLocationLoader } from './locations-loader.js'
 import type { LocationContext } from './locations-loader.js'
 import type { CacheStatus, ChainResult, LookupOptions, Lookup, Resolver } from './resolver.js'
@@ -28,14 +30,26 @@ export type ProxyOutcome =
     linkHeaders: string[],
     extraHeaders: Array<[string, string]>,
     headLines: string[],
-    cache: CacheStatus
+    cache: CacheStatus,
+    reuse?: Reuse | undefined
   }
   | { kind: 'alias', handle: string, target: string, expires: number, cache: CacheStatus }
   | { kind: 'values', handle: string, values: HandleValue[], vary: boolean, cache: CacheStatus }
   | { kind: 'no-values', handle: string, cache: CacheStatus }
   | { kind: 'showurls', handle: string, xml: string, vary: boolean, cache: CacheStatus }
-  | { kind: 'not-found', handle: string, message?: string, cache: CacheStatus }
+  | { kind: 'not-found', handle: string, message?: string, cache: CacheStatus, reuse?: Reuse | undefined }
   | { kind: 'refused', handle: string, message: string, cache: CacheStatus } // a 400 about the request itself
+
+/**
+ * Present when every request of the same variant (handle as written, negotiation, no query) gets this
+ * very answer, so it may be prepared once and kept with the record's cache entry (src/resolve/prepared.ts).
+ */
+export interface Reuse {
+  entry: CachedAnswer
+  /** Until when it holds (epoch ms): the kept namespace locations may change after. */
+  validUntil: number
+  expires?: ExpiryRule | undefined
+}
 
 export interface ProxyRequest {
   handle: string
@@ -45,11 +59,10 @@ export interface ProxyRequest {
   /** Who asks (the fair queue) and until when (the request's deadline, performance.now() clock). */
   ticket?: ClientTicket | undefined
   deadline?: number | undefined
-  /** What content negotiation and the 10320/loc choosers read from the request. */
+  /** What the 10320/loc choosers know of the client: http/ reads it from the request's headers and address. */
   client: {
-    accept?: string | readonly string[] | undefined
-    acceptLanguage?: string | readonly string[] | undefined
-    userAgent?: string | undefined
+    /** The automatic locatt values from Accept, Accept-Language and User-Agent (negotiate.ts). */
+    negotiation: Negotiation
     address?: string | undefined
     country?: string | undefined
   }
@@ -100,7 +113,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
 
   function fromRecord (req: ProxyRequest, handle: string, result: Lookup, fetch: boolean): Decided {
     if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
-    return decide(req, handle, result.values, result.cache, fetch)
+    return decide(req, handle, result.values, result.cache, fetch, undefined)
   }
 
   function fromChain (req: ProxyRequest, chain: ChainResult, fetch: boolean): Decided {
@@ -108,16 +121,18 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
     }
-    if (chain.kind === 'not-found') return { kind: 'not-found', handle: req.handle, cache: chain.cache }
+    if (chain.kind === 'not-found') {
+      return { kind: 'not-found', handle: req.handle, cache: chain.cache, reuse: reusable(chain) ? { entry: chain.entry, validUntil: Infinity } : undefined }
+    }
     // Redirect mode after at least one alias: a 301 to our own URL of the target (behaviour.md R2 HS_ALIAS); not for POST.
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return decide(req, chain.handle, chain.values, chain.cache, fetch)
+    return decide(req, chain.handle, chain.values, chain.cache, fetch, reusable(chain) ? chain.entry : undefined)
   }
 
   /** Undefined only when not fetching and the 10320/loc context is not at hand. */
-  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, fetch: boolean): Decided {
+  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, fetch: boolean, entry: CachedAnswer | undefined): Decided {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
@@ -126,12 +141,12 @@ export function createProxyService (opts: ProxyServiceOptions) {
     }
     const flags = flagsOf(req)
     const located = locations.peek(handle, values, flags)
-    if (located !== undefined) return choose(req, handle, values, located, cache)
+    if (located !== undefined) return choose(req, handle, values, located, cache, entry)
     if (!fetch) return undefined
-    return locations.load(handle, values, flags).then((loaded) => choose(req, handle, values, loaded, cache))
+    return locations.load(handle, values, flags).then((loaded) => choose(req, handle, values, loaded, cache, entry))
   }
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus): ProxyOutcome {
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined): ProxyOutcome {
     const { params } = req
     const locRequest: LocationRequest = {
       handle,
@@ -159,22 +174,26 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (location !== plain && !sameTarget(plain, location)) {
       return { kind: 'refused', handle, message: 'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).', cache }
     }
-    const at = now()
     // Kept namespace locations bound Expires by their own remaining life (behaviour.md R11).
-    const expires = Math.min(expiresAt(decision.usedValues, at), located.namespaceUntil ?? Infinity)
+    const rule = expiryRule(decision.usedValues)
+    const expires = { relativeMs: rule.relativeMs, until: Math.min(rule.until, located.namespaceUntil ?? Infinity) }
+    const reuse = entry !== undefined && decision.sameForEveryone && located.validUntil !== undefined && location === plain
+      ? { entry, validUntil: located.validUntil, expires }
+      : undefined
     return {
       kind: 'redirect',
       handle,
       location,
       status: decision.status,
-      expires,
       vary: decision.vary,
       negotiated: decision.negotiated,
       appended: location !== plain,
       linkHeaders: decision.linkHeaders,
       extraHeaders: decision.extraHeaders,
       headLines: decision.headLines,
-      cache
+      cache,
+      expires: expiresFrom(expires, now()),
+      reuse
     }
   }
 
@@ -201,11 +220,11 @@ export type ProxyService = ReturnType<typeof createProxyService>
 /** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
 function locattFor (req: ProxyRequest): readonly string[] {
   const { client, params } = req
-  const automatic = automaticLocatt({
-    accept: client.accept,
-    acceptLanguage: client.acceptLanguage,
-    userAgent: client.userAgent,
-    action: params.all.get('action')?.[0]
-  })
+  const automatic = client.negotiation.locatt
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
+}
+
+/** A chain whose answer may be prepared: one record, straight from the cache (not stale, not bypassed, not local). */
+function reusable (chain: ChainResult): chain is Exclude<ChainResult, { kind: 'alias-chain-too-long' }> & { entry: CachedAnswer } {
+  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && (chain.cache === 'HIT' || chain.cache === 'MISS')
 }

@@ -5,6 +5,7 @@ import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
+import type { PreparedAnswer } from './prepared.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 import type { ClientTicket, FairQueue } from './fair-queue.js'
 import type { UpstreamAnswer } from './upstream.js'
@@ -12,14 +13,15 @@ import { within } from './deadline.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
+/** A record or its absence; `entry` is the cache entry it came from, for keeping prepared answers with it. */
 export type Lookup =
-  | { kind: 'found', values: HandleValue[], cache: CacheStatus }
-  | { kind: 'not-found', cache: CacheStatus }
+  | { kind: 'found', values: HandleValue[], cache: CacheStatus, entry?: CachedAnswer | undefined }
+  | { kind: 'not-found', cache: CacheStatus, entry?: CachedAnswer | undefined }
 
 /** The end of an alias chain: the record of the last handle, and how many HS_ALIAS hops led there. */
 export type ChainResult =
-  | { kind: 'found', handle: string, values: HandleValue[], hops: number, aliasValues: HandleValue[], cache: CacheStatus }
-  | { kind: 'not-found', handle: string, hops: number, cache: CacheStatus }
+  | { kind: 'found', handle: string, values: HandleValue[], hops: number, aliasValues: HandleValue[], cache: CacheStatus, entry?: CachedAnswer | undefined }
+  | { kind: 'not-found', handle: string, hops: number, cache: CacheStatus, entry?: CachedAnswer | undefined }
   | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
 
 export interface LookupOptions {
@@ -150,6 +152,14 @@ export function createResolver (opts: ResolverOptions) {
     }
     if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     if (flags.auth === true || flags.cert === true) return undefined
+    const entry = freshEntry(handle)
+    if (entry === undefined) return undefined
+    const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
+    return { lookup, cached: true }
+  }
+
+  /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
+  function freshEntry (handle: string): CachedAnswer | undefined {
     const key = cacheKey(handle)
     const entry = cache.peek(key)
     const at = now()
@@ -157,8 +167,17 @@ export function createResolver (opts: ResolverOptions) {
     if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
       refreshInBackground(handle, key)
     }
-    const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT' } : { kind: 'not-found', cache: 'HIT' }
-    return { lookup, cached: true }
+    return entry
+  }
+
+  /**
+   * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
+   * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
+   */
+  function cachedAnswer (handle: string): CachedAnswer | undefined {
+    if (opts.upstream === undefined) return undefined
+    if (opts.local !== undefined && (opts.local.get(handle) !== undefined || opts.local.isAuthoritative(handle))) return undefined
+    return freshEntry(handle)
   }
 
   function peek (handle: string, flags: LookupOptions = {}): Lookup | undefined {
@@ -181,7 +200,8 @@ export function createResolver (opts: ResolverOptions) {
       pending = joinOrQueue(handle, key, flags)
     }
     try {
-      return toLookup(await within(pending, flags.deadline, upstreamErrors.deadline), bypass ? 'BYPASS' : 'MISS')
+      const answer = await within(pending, flags.deadline, upstreamErrors.deadline)
+      return toLookup(answer, bypass ? 'BYPASS' : 'MISS', storedEntry(key, answer))
     } catch (err) {
       // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
       const stale = staleStandIn(handle, err, cached ?? cache.peek(key))
@@ -263,7 +283,14 @@ export function createResolver (opts: ResolverOptions) {
     return result
   }
 
-  return { lookup, peek, followAliases, peekAliases }
+  /** The entry just stored for an answer, if the cache still holds that very record. */
+  function storedEntry (key: string, answer: UpstreamAnswer): CachedAnswer | undefined {
+    const entry = cache.peek(key)
+    if (entry === undefined) return undefined
+    return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
+  }
+
+  return { lookup, peek, followAliases, peekAliases, cachedAnswer, countHit: () => count.hit.inc(), keep: (handle: string, entry: CachedAnswer, variant: string, answer: PreparedAnswer) => cache.keep(cacheKey(handle), entry, variant, answer) }
 }
 
 export type Resolver = ReturnType<typeof createResolver>
@@ -279,9 +306,9 @@ function * aliasWalk (handle: string): Generator<string, ChainResult, Lookup> {
   for (let hops = 0; ; hops++) {
     const result = yield current
     worst = worse(worst, result.cache)
-    if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst }
+    if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry }
     const target = aliasTarget(result.values)
-    if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst }
+    if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
     if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
     const aliasValue = result.values.find((v) => isType(v, 'HS_ALIAS'))
     if (aliasValue !== undefined) aliasValues.push(aliasValue)
@@ -319,8 +346,8 @@ function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
   return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values } } : { kind: 'not-found' }
 }
 
-function toLookup (answer: UpstreamAnswer, cache: CacheStatus): Lookup {
-  return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache } : { kind: 'not-found', cache }
+function toLookup (answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAnswer): Lookup {
+  return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache, entry } : { kind: 'not-found', cache, entry }
 }
 
 // Strings that repeat across records (types, formats, timestamps, admin handles) are kept once: a

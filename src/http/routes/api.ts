@@ -11,6 +11,7 @@ import type { Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
 import { describeError, logError, setRetryAfter } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
+import { apiVariant, prepareAnswer, sendParts } from '../prepared-answers.js'
 
 const API_HANDLES = '/api/handles'
 
@@ -18,6 +19,8 @@ export interface ApiRouteOptions {
   resolver: Resolver
   admission: Admission
   maxHandleLength: number
+  /** Keep the answer of a plain request (no query) with the record, for the hot path (src/http/hot-path.ts). */
+  prepareAnswers?: boolean
 }
 
 /**
@@ -47,7 +50,7 @@ export function apiHandler (opts: ApiRouteOptions) {
     if (handle === '') return sendApi(reply, 400, apiEmptyHandle(), format)
     if (hasControlChar(handle)) return sendApi(reply, 400, apiError(102, 'The handle contains a control character', handle), format)
     if ([...handle].length > opts.maxHandleLength) return sendApi(reply, 414, apiError(102, `The handle is longer than ${opts.maxHandleLength} characters`), format)
-    return await answerApi(request, reply, handle, params, opts)
+    return await answerApi(request, reply, handle, params, opts, query === '')
   }
 }
 
@@ -55,7 +58,7 @@ export function apiHandler (opts: ApiRouteOptions) {
  * The REST answer for one handle; also what the proxy answers for `?action=api` (behaviour.md R4).
  * A cached record is answered without waiting on a promise; anything else passes the admission gate first.
  */
-export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions): Promise<FastifyReply> {
+export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions, plain = false): Promise<FastifyReply> {
   const format = formatOf(params)
   const bypass = params.auth || params.cert
   try {
@@ -64,9 +67,13 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
       await opts.admission.admit(request, reply, bypass)
       result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, client: opts.admission.ticket(request), deadline: opts.admission.deadline() })
     }
-    reply.header('x-cache', result.cache)
-    if (result.kind === 'not-found') return sendApi(reply, 404, apiNotFound(handle), format)
-    return sendApi(reply, 200, answerBody(handle, result.values, params), format)
+    const { contentType, body } = serializeApi(result.kind === 'not-found' ? apiNotFound(handle) : answerBody(handle, result.values, params), format)
+    const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
+    // Every request without a query gets this very answer while the record is cached: kept with it.
+    if (plain && opts.prepareAnswers === true && result.entry !== undefined && (result.cache === 'HIT' || result.cache === 'MISS')) {
+      opts.resolver.keep(handle, result.entry, apiVariant(handle), prepareAnswer(parts, Infinity, undefined))
+    }
+    return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
     logError(request, err)
     setRetryAfter(reply, err)

@@ -18,6 +18,9 @@ import { answerApi } from './api.js'
 import { sendDiversion } from '../local-service.js'
 import type { LocalServices } from '../local-service.js'
 import type { MetadataAnswers } from '../metadata.js'
+import { negotiate } from '../../handle/negotiate.js'
+import type { AnswerParts } from '../prepared-answers.js'
+import { httpDate, notFoundVariant, prepareAnswer, redirectVariant, sendParts } from '../prepared-answers.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -43,6 +46,8 @@ export interface ProxyRouteOptions {
   localServices?: LocalServices | undefined
   /** Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). */
   metadata?: MetadataAnswers | undefined
+  /** Keep answers that every plain request of their variant gets with the record, for the hot path (src/http/hot-path.ts). */
+  prepareAnswers?: boolean
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -86,13 +91,10 @@ export function proxyHandler (opts: ProxyRouteOptions) {
  * to `/`, `/openurl`): limits, resolution, the local service and the page all happen here.
  */
 export function proxyAnswer (opts: ProxyRouteOptions) {
-  const outcomes = new Map<string, { inc: () => void }>()
-  const count = (outcome: string): void => {
-    let child = outcomes.get(outcome)
-    if (child === undefined) outcomes.set(outcome, child = opts.metrics.resolutions.labels(outcome))
-    child.inc()
-  }
+  const counters = outcomeCounters(opts.metrics)
+  const count = (outcome: OutcomeLabel): void => { counters[outcome].inc() }
   const { localServices } = opts
+  const prepare = opts.prepareAnswers === true && localServices === undefined
   async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
     const { handle, query, params, post } = asked
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
@@ -101,7 +103,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
     }
     // action=api answers the REST API's JSON for the handle (behaviour.md R4).
     if (params.action === 'api') return await answerApi(request, reply, handle, parseApiQuery(query), opts)
-    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts) }
+    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params) }
     try {
       // A cached DOI is answered without a promise: the hot path stays synchronous.
       let outcome = opts.service.answerAtHand(req)
@@ -123,7 +125,16 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         // Whether a reader is diverted depends on who asks (network, cookie), so no shared cache may give
         // this answer to another reader, and a browser asks again once its cookie changes (behaviour.md §10).
         reply.header('cache-control', 'private').header('vary', outcome.vary ? 'Accept, Cookie' : 'Cookie')
-        return render(reply, ctx, { ...outcome, vary: false }, query)
+        return sendParts(reply, redirectParts({ ...outcome, vary: false }), outcome.cache, outcome.expires)
+      }
+      if (outcome.kind === 'redirect' || outcome.kind === 'not-found') {
+        const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : notFoundParts(ctx, outcome)
+        // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
+        if (prepare && outcome.reuse !== undefined && query === '' && !post) {
+          const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, req.client.negotiation.key) : notFoundVariant(outcome.handle, ctx.baseUrl)
+          opts.resolver.keep(outcome.handle, outcome.reuse.entry, variant, prepareAnswer(parts, outcome.reuse.validUntil, outcome.reuse.expires))
+        }
+        return sendParts(reply, parts, outcome.cache, outcome.kind === 'redirect' ? outcome.expires : undefined)
       }
       return render(reply, ctx, outcome, query)
     } catch (err) {
@@ -171,22 +182,33 @@ function home (reply: FastifyReply, ctx: PageContext, rawQuery: string): Fastify
   return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
 }
 
-function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, rawQuery: string): FastifyReply {
+/** A redirect's status, headers and page. */
+function redirectParts (outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): AnswerParts {
+  const headers: Record<string, string | string[]> = { location: outcome.location }
+  if (outcome.vary) headers.vary = 'Accept'
+  // A record's own headers were allow-listed when its 10320/loc was prepared (behaviour.md §9).
+  const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
+  for (const [name, value] of outcome.extraHeaders) {
+    if (!HEADER_NAME.test(name) || !SAFE_HEADER_VALUE.test(value)) continue
+    const lower = name.toLowerCase()
+    if (lower === 'link') links.push(value)
+    else headers[lower] = value
+  }
+  if (links.length > 0) headers.link = links
+  headers['content-type'] = HTML
+  return { status: outcome.status, headers, body: renderRedirectBody(outcome.location, outcome.headLines) }
+}
+
+/** The not-found page (its links use our base URL). */
+function notFoundParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>): AnswerParts {
+  const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message })
+  return { status: 404, headers: { 'content-type': HTML }, body }
+}
+
+/** The answers that are neither a redirect nor not found: aliases, values, showurls, refusals. */
+function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOutcome, { kind: 'redirect' | 'not-found' }>, rawQuery: string): FastifyReply {
   reply.header('x-cache', outcome.cache)
   switch (outcome.kind) {
-    case 'redirect': {
-      reply.code(outcome.status).header('location', outcome.location).header('expires', httpDate(outcome.expires))
-      if (outcome.vary) reply.header('vary', 'Accept')
-      // A record's own headers were allow-listed when its 10320/loc was prepared (behaviour.md §9).
-      const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
-      for (const [name, value] of outcome.extraHeaders) {
-        if (!HEADER_NAME.test(name) || !SAFE_HEADER_VALUE.test(value)) continue
-        if (name.toLowerCase() === 'link') links.push(value)
-        else reply.header(name, value)
-      }
-      if (links.length > 0) reply.header('link', links)
-      return reply.type(HTML).send(renderRedirectBody(outcome.location, outcome.headLines))
-    }
     case 'alias': {
       // behaviour.md R2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
       const location = `${ctx.baseUrl}${encodeHandlePath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
@@ -205,36 +227,28 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: ProxyOutcome, r
         .header('content-security-policy', SHOWURLS_CSP).send(outcome.xml)
     case 'refused':
       return sendHtmlError(reply, ctx, new RequestError(400, outcome.message, outcome.handle))
-    case 'not-found':
-      return reply.code(404).type(HTML).send(renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message }))
   }
 }
 
-// Most answers in one second share their Expires: format it once per second.
-let lastSecond = -1
-let lastDate = ''
-function httpDate (ms: number): string {
-  const second = Math.floor(ms / 1000)
-  if (second !== lastSecond) {
-    lastSecond = second
-    lastDate = new Date(second * 1000).toUTCString()
-  }
-  return lastDate
+type OutcomeLabel = 'redirect' | 'alias' | 'values' | 'showurls' | 'not_found' | 'bad_request' | 'upstream_error'
+
+/** The resolutions counter's children, bound once: counting is an increment, not a label lookup. */
+function outcomeCounters (metrics: Metrics): Record<OutcomeLabel, { inc: () => void }> {
+  const labels: OutcomeLabel[] = ['redirect', 'alias', 'values', 'showurls', 'not_found', 'bad_request', 'upstream_error']
+  return Object.fromEntries(labels.map((l) => [l, metrics.resolutions.labels(l)])) as Record<OutcomeLabel, { inc: () => void }>
 }
 
-function outcomeLabel (outcome: ProxyOutcome): string {
+function outcomeLabel (outcome: ProxyOutcome): OutcomeLabel {
   return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind === 'refused' ? 'bad_request' : outcome.kind
 }
 
-/** What negotiation and the 10320/loc choosers read from a request. */
-function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'countryHeader' | 'countryLookup'>) {
+/** What negotiation and the 10320/loc choosers read from a request: the one place the proxy reads a client's headers. */
+export function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'countryHeader' | 'countryLookup'>, params: Pick<ProxyParams, 'all'>): ProxyRequest['client'] {
   const header = opts.countryHeader === undefined ? undefined : request.headers[opts.countryHeader.toLowerCase()]
   // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
   const fromHeader = typeof header === 'string' && /^[A-Za-z]{2}$/.test(header) && !/^(xx|t1)$/i.test(header) ? header : undefined
   return {
-    accept: request.headers.accept,
-    acceptLanguage: request.headers['accept-language'],
-    userAgent: request.headers['user-agent'],
+    negotiation: negotiate({ accept: request.headers.accept, acceptLanguage: request.headers['accept-language'], userAgent: request.headers['user-agent'], action: params.all.get('action')?.[0] }),
     address: request.ip,
     // The ?country= parameter wins over both (the service applies it).
     country: fromHeader ?? opts.countryLookup?.country(request.ip)
