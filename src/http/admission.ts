@@ -24,6 +24,11 @@ export interface Admission {
   ticket (request: FastifyRequest): ClientTicket
   /** The request's deadline on the performance.now() clock. */
   deadline (): number
+  /**
+   * The gate of one request as the resolver takes it (LookupOptions.admit): passed at most once, when its
+   * first lookup must go upstream, then the same answer (who asks, until when) or the same refusal.
+   */
+  gate (request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket, deadline: number }>
 }
 
 /** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
@@ -66,7 +71,7 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
     if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
   }
 
-  return {
+  const admission: Admission = {
     admit (request, reply, bypass) {
       if (underPressureNow()) {
         refused.shed.inc()
@@ -81,6 +86,12 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
       })
     },
     ticket: (request) => ticketFor(request.ip, isTrusted),
-    deadline: () => performance.now() + config.requestDeadlineMs
+    deadline: () => performance.now() + config.requestDeadlineMs,
+    gate (request, reply, bypass) {
+      let passed: Promise<{ client: ClientTicket, deadline: number }> | undefined
+      return async () => await (passed ??= Promise.resolve(admission.admit(request, reply, bypass))
+        .then(() => ({ client: admission.ticket(request), deadline: admission.deadline() })))
+    }
   }
+  return admission
 }

@@ -15,7 +15,7 @@ import { acceptCacheKey, chooseStoredType } from '../handle/metadata-types.js'
 import type { StoredMetadata } from '../resolve/local-metadata.js'
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
-import type { ClientTicket } from '../resolve/fair-queue.js'
+import type { Admit } from '../resolve/resolver.js'
 import type { Admission } from './admission.js'
 
 /** The redirect the proxy decided: only what a metadata answer needs. */
@@ -29,9 +29,9 @@ export interface NegotiatedRedirect {
 }
 
 /** What the request already passed, when the record had to be fetched (one gate and one deadline per request). */
+/** The request's admission gate (Admission.gate): a record fetched for this request already passed it. */
 export interface Admitted {
-  ticket?: ClientTicket | undefined
-  deadline?: number | undefined
+  admit?: Admit | undefined
 }
 
 export interface MetadataAnswers {
@@ -117,13 +117,8 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
   }
 
   async function fetchAndSend (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted, q: { key: string, url: URL, accept: string }): Promise<FastifyReply> {
-    let { ticket, deadline } = admitted
-    if (deadline === undefined) {
-      // Upstream-bound work passes the one gate (behaviour.md §9); a record fetched for this request already did.
-      await admission.admit(request, reply, false)
-      ticket = admission.ticket(request)
-      deadline = admission.deadline()
-    }
+    // Upstream-bound work passes the one gate (behaviour.md §9), once per request.
+    const { client: ticket, deadline } = await (admitted.admit ?? admission.gate(request, reply, false))()
     const got = await service!.get({ ...q, ticket, deadline })
     return sendAnswer(reply, outcome, got.answer, got.cache)
   }

@@ -71,7 +71,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
     return loaded
   }
 
-  return { peek, load }
+  return { load }
 }
 
 function kept (namespaceValues: HandleValue[], until: number): LocationContext {

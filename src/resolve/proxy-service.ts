@@ -12,7 +12,6 @@ import type { CachedAnswer } from './cache.js'
 import { createLocationLoader } from './locations-loader.js'
 import type { LocationContext } from './locations-loader.js'
 import type { CacheStatus, ChainResult, LookupOptions, Lookup, Resolver } from './resolver.js'
-import type { ClientTicket } from './fair-queue.js'
 
 /** What the HTML proxy answers for one handle request; http/ renders it. */
 export type ProxyOutcome =
@@ -56,9 +55,8 @@ export interface ProxyRequest {
   params: ProxyParams
   /** A POSTed form (behaviour.md R2): an alias is followed to its target's URL, not answered with a 301. */
   post?: boolean
-  /** Who asks (the fair queue) and until when (the request's deadline, performance.now() clock). */
-  ticket?: ClientTicket | undefined
-  deadline?: number | undefined
+  /** The request's admission gate, passed only if something must be fetched (LookupOptions.admit). */
+  admit?: LookupOptions['admit']
   /** What the 10320/loc choosers know of the client: http/ reads it from the request's headers and address. */
   client: {
     /** The automatic locatt values from Accept, Accept-Language and User-Agent (negotiate.ts). */
@@ -89,34 +87,22 @@ export function createProxyService (opts: ProxyServiceOptions) {
   const plainLocation = boundedMemo(8192, (href: string) => locationFor(href, undefined, opts.allowedSchemes))
 
   /**
-   * The answer when every record it needs is at hand (a cached DOI: the hot path), synchronously;
-   * undefined when something must be fetched, which the caller does with answerFetching after the
-   * request has passed the limits (behaviour.md §9: cached answers are never limited).
+   * The answer for one request. Records at hand (local, cached) answer at once; anything that must be
+   * fetched waits for the request's admission first (req.admit, behaviour.md §9).
    */
-  function answerAtHand (req: ProxyRequest): ProxyOutcome | undefined {
+  async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
     const flags = flagsOf(req)
-    if (req.params.ignoreAliases) {
-      const known = resolver.peek(req.handle, flags)
-      return known === undefined ? undefined : atHand(fromRecord(req, req.handle, known, false))
-    }
-    const chain = resolver.peekAliases(req.handle, flags)
-    return chain === undefined ? undefined : atHand(fromChain(req, chain, false))
+    return req.params.ignoreAliases
+      ? await fromRecord(req, req.handle, await resolver.lookup(req.handle, flags))
+      : await fromChain(req, await resolver.followAliases(req.handle, flags))
   }
 
-  async function answerFetching (req: ProxyRequest): Promise<ProxyOutcome> {
-    const flags = flagsOf(req)
-    const outcome = req.params.ignoreAliases
-      ? fromRecord(req, req.handle, await resolver.lookup(req.handle, flags), true)
-      : fromChain(req, await resolver.followAliases(req.handle, flags), true)
-    return (await outcome)!
-  }
-
-  function fromRecord (req: ProxyRequest, handle: string, result: Lookup, fetch: boolean): Decided {
+  async function fromRecord (req: ProxyRequest, handle: string, result: Lookup): Promise<ProxyOutcome> {
     if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
-    return decide(req, handle, result.values, result.cache, fetch, undefined)
+    return await decide(req, handle, result.values, result.cache, undefined)
   }
 
-  function fromChain (req: ProxyRequest, chain: ChainResult, fetch: boolean): Decided {
+  async function fromChain (req: ProxyRequest, chain: ChainResult): Promise<ProxyOutcome> {
     const { params } = req
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
@@ -128,22 +114,17 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return decide(req, chain.handle, chain.values, chain.cache, fetch, reusable(chain) ? chain.entry : undefined)
+    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined)
   }
 
-  /** Undefined only when not fetching and the 10320/loc context is not at hand. */
-  function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, fetch: boolean, entry: CachedAnswer | undefined): Decided {
+  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined): Promise<ProxyOutcome> {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    const flags = flagsOf(req)
-    const located = locations.peek(handle, values, flags)
-    if (located !== undefined) return choose(req, handle, values, located, cache, entry)
-    if (!fetch) return undefined
-    return locations.load(handle, values, flags).then((loaded) => choose(req, handle, values, loaded, cache, entry))
+    return choose(req, handle, values, await locations.load(handle, values, flagsOf(req)), cache, entry)
   }
 
   function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined): ProxyOutcome {
@@ -201,18 +182,11 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (problems.length > 0) opts.onLocationProblems?.(handle, problems)
   }
 
-  return { answerAtHand, answerFetching }
-}
-
-/** A decision now, a decision later, or (not fetching) none at hand. */
-type Decided = ProxyOutcome | Promise<ProxyOutcome> | undefined
-
-function atHand (decided: Decided): ProxyOutcome | undefined {
-  return decided instanceof Promise ? undefined : decided
+  return { answer }
 }
 
 function flagsOf (req: ProxyRequest): LookupOptions {
-  return { auth: req.params.auth, cert: req.params.cert, client: req.ticket, deadline: req.deadline }
+  return { auth: req.params.auth, cert: req.params.cert, admit: req.admit }
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>

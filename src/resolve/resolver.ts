@@ -33,7 +33,16 @@ export interface LookupOptions {
   client?: ClientTicket | undefined
   /** The request's deadline on the performance.now() clock: no lookup waits past it. */
   deadline?: number | undefined
+  /**
+   * The admission gate (src/http/admission.ts), passed before the first upstream-bound wait and only
+   * then (behaviour.md §9: cached answers are never limited); it may refuse, and says who asks and until
+   * when. It must answer the same promise however often it is called for one request.
+   */
+  admit?: Admit | undefined
 }
+
+/** An admission gate as the resolver takes it: who asks (the fair queue) and the request's deadline. */
+export type Admit = () => Promise<{ client: ClientTicket, deadline: number }>
 
 /** Where records come from when they are not at hand: the guarded upstream client. */
 export interface RecordFetcher {
@@ -180,15 +189,14 @@ export function createResolver (opts: ResolverOptions) {
     return freshEntry(handle)
   }
 
-  function peek (handle: string, flags: LookupOptions = {}): Lookup | undefined {
-    const known = peekEntry(handle, flags)
-    if (known?.cached === true) count.hit.inc()
-    return known?.lookup
-  }
-
-  async function lookup (handle: string, flags: LookupOptions = {}): Promise<Lookup> {
-    const known = peek(handle, flags)
-    if (known !== undefined) return known
+  /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
+  async function lookup (handle: string, asked: LookupOptions = {}): Promise<Lookup> {
+    const known = peekEntry(handle, asked)
+    if (known !== undefined) {
+      if (known.cached) count.hit.inc()
+      return known.lookup
+    }
+    const flags = asked.admit === undefined ? asked : { ...asked, ...(await asked.admit()) }
     const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.auth === true || flags.cert === true
@@ -267,20 +275,20 @@ export function createResolver (opts: ResolverOptions) {
 
   /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops. */
   async function followAliases (handle: string, flags: LookupOptions = {}): Promise<ChainResult> {
-    return await walkAliases(handle, async (h) => await lookup(h, flags))
-  }
-
-  /** The same walk when every record on it is at hand; undefined as soon as one must be fetched. */
-  function peekAliases (handle: string, flags: LookupOptions = {}): ChainResult | undefined {
-    // Hits are counted only when the whole walk was at hand; otherwise followAliases counts them.
-    let hits = 0
-    const result = walkAliasesSync(handle, (h) => {
-      const known = peekEntry(h, flags)
-      if (known?.cached === true) hits++
-      return known?.lookup
-    })
-    if (result !== undefined && hits > 0) count.hit.inc(hits)
-    return result
+    let current = handle
+    let worst: CacheStatus = 'HIT'
+    const aliasValues: HandleValue[] = []
+    for (let hops = 0; ; hops++) {
+      const result = await lookup(current, flags)
+      worst = worse(worst, result.cache)
+      if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry }
+      const target = aliasTarget(result.values)
+      if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
+      if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
+      const aliasValue = result.values.find((v) => isType(v, 'HS_ALIAS'))
+      if (aliasValue !== undefined) aliasValues.push(aliasValue)
+      current = target
+    }
   }
 
   /** The entry just stored for an answer, if the cache still holds that very record. */
@@ -290,49 +298,10 @@ export function createResolver (opts: ResolverOptions) {
     return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
   }
 
-  return { lookup, peek, followAliases, peekAliases, cachedAnswer, countHit: () => count.hit.inc(), keep: (handle: string, entry: CachedAnswer, variant: string, answer: PreparedAnswer) => cache.keep(cacheKey(handle), entry, variant, answer) }
+  return { lookup, followAliases, cachedAnswer, countHit: () => count.hit.inc(), keep: (handle: string, entry: CachedAnswer, variant: string, answer: PreparedAnswer) => cache.keep(cacheKey(handle), entry, variant, answer) }
 }
 
 export type Resolver = ReturnType<typeof createResolver>
-
-/**
- * The alias walk (behaviour.md §3) as a generator: it yields each handle it needs and is given that
- * handle's lookup, so one walk serves both the synchronous and the asynchronous driver.
- */
-function * aliasWalk (handle: string): Generator<string, ChainResult, Lookup> {
-  let current = handle
-  let worst: CacheStatus = 'HIT'
-  const aliasValues: HandleValue[] = []
-  for (let hops = 0; ; hops++) {
-    const result = yield current
-    worst = worse(worst, result.cache)
-    if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry }
-    const target = aliasTarget(result.values)
-    if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
-    if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
-    const aliasValue = result.values.find((v) => isType(v, 'HS_ALIAS'))
-    if (aliasValue !== undefined) aliasValues.push(aliasValue)
-    current = target
-  }
-}
-
-async function walkAliases (handle: string, find: (h: string) => Promise<Lookup>): Promise<ChainResult> {
-  const walk = aliasWalk(handle)
-  let step = walk.next()
-  while (step.done !== true) step = walk.next(await find(step.value))
-  return step.value
-}
-
-function walkAliasesSync (handle: string, find: (h: string) => Lookup | undefined): ChainResult | undefined {
-  const walk = aliasWalk(handle)
-  let step = walk.next()
-  while (step.done !== true) {
-    const result = find(step.value)
-    if (result === undefined) return undefined
-    step = walk.next(result)
-  }
-  return step.value
-}
 
 function noop (): void {}
 

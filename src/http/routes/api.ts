@@ -56,17 +56,13 @@ export function apiHandler (opts: ApiRouteOptions) {
 
 /**
  * The REST answer for one handle; also what the proxy answers for `?action=api` (behaviour.md R4).
- * A cached record is answered without waiting on a promise; anything else passes the admission gate first.
+ * A cached record is answered at once; a lookup that must go upstream passes the admission gate first.
  */
 export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions, plain = false): Promise<FastifyReply> {
   const format = formatOf(params)
   const bypass = params.auth || params.cert
   try {
-    let result = opts.resolver.peek(handle, { auth: params.auth, cert: params.cert })
-    if (result === undefined) {
-      await opts.admission.admit(request, reply, bypass)
-      result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, client: opts.admission.ticket(request), deadline: opts.admission.deadline() })
-    }
+    const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, admit: opts.admission.gate(request, reply, bypass) })
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? apiNotFound(handle) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every request without a query gets this very answer while the record is cached: kept with it.

@@ -103,17 +103,10 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
     }
     // action=api answers the REST API's JSON for the handle (behaviour.md R4).
     if (params.action === 'api') return await answerApi(request, reply, handle, parseApiQuery(query), opts)
-    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params) }
+    // Only upstream-bound work passes the limits (behaviour.md §9): cached answers never do.
+    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params), admit: opts.admission.gate(request, reply, params.auth || params.cert) }
     try {
-      // A cached DOI is answered without a promise: the hot path stays synchronous.
-      let outcome = opts.service.answerAtHand(req)
-      if (outcome === undefined) {
-        // Only upstream-bound work passes the limits (behaviour.md §9): cached answers never do.
-        await opts.admission.admit(request, reply, params.auth || params.cert)
-        req.ticket = opts.admission.ticket(request)
-        req.deadline = opts.admission.deadline()
-        outcome = await opts.service.answerFetching(req)
-      }
+      const outcome = await opts.service.answer(req)
       count(outcomeLabel(outcome))
       if (outcome.kind === 'redirect' && outcome.negotiated && opts.metadata !== undefined) {
         const answered = opts.metadata.answer(request, reply, outcome, req)

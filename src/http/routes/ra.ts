@@ -33,14 +33,8 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
     }
     // Cached records answer at once; the first lookup that needs the upstream passes the admission gate,
     // once for the request, and every DOI it resolves takes its own turn in the fair queue (behaviour.md §9).
-    let admitted: Promise<LookupOptions> | undefined
-    const find = async (handle: string): Promise<Lookup> => {
-      const known = opts.resolver.peek(handle)
-      if (known !== undefined) return known
-      admitted ??= Promise.resolve(opts.admission.admit(request, reply, false))
-        .then(() => ({ client: opts.admission.ticket(request), deadline: opts.admission.deadline() }))
-      return await opts.resolver.lookup(handle, await admitted)
-    }
+    const flags: LookupOptions = { admit: opts.admission.gate(request, reply, false) }
+    const find = async (handle: string): Promise<Lookup> => await opts.resolver.lookup(handle, flags)
     try {
       const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.raNames, item))
       return reply.type(JSON_TYPE).send(serializeRa(entries))
