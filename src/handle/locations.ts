@@ -15,7 +15,6 @@
  * 2. Decide. `chooseLocation(request)` (or `renderShowUrls` for action=showurls). Anything that could not
  *    be fetched is simply absent: it is skipped and named in `problems`, never an exception.
  */
-import { createHotCache } from './memo.js'
 import { firstUrlValue } from './record.js'
 import type { HandleValue } from './types.js'
 import { chooseFor, parseChooseBy } from './loc/choose.js'
@@ -26,10 +25,6 @@ import type { HeadElement } from './loc/headers.js'
 import { hasType, isType, LOC_TYPE, valueText } from './loc/values.js'
 import { attr, parseXml, writeEmptyElement, xmlEscape } from './loc/xml.js'
 import type { XmlElement } from './loc/xml.js'
-
-// How many records keep their prepared 10320/loc work (see contextFor and referencedHandles): the
-// hot cache holds up to twice this.
-const PREPARED_RECORDS = 2048
 
 export interface ReferencedHandles {
   /** `include` targets named in the values' 10320/loc roots, in order, without repeats. */
@@ -44,19 +39,12 @@ export interface ReferencedHandles {
   noNamespaceLocs: boolean
 }
 
-/** Handles this record's 10320/loc values refer to that the resolver must fetch: include targets, nshdl (when no <locs>), overridePrefix. */
+/**
+ * Handles this record's 10320/loc values refer to that the resolver must fetch: include targets, nshdl
+ * (when no <locs>), overridePrefix. The same for every request of a record: the resolver keeps it with
+ * the record's cache entry.
+ */
 export function referencedHandles (values: readonly HandleValue[]): ReferencedHandles {
-  // Asked for on every request of a cached record: the hottest records' answers are remembered.
-  const known = referencesMemo.get(values)
-  if (known !== undefined) return known
-  const found = findReferences(values)
-  referencesMemo.set(values, found)
-  return found
-}
-
-const referencesMemo = createHotCache<readonly HandleValue[], ReferencedHandles>(PREPARED_RECORDS)
-
-function findReferences (values: readonly HandleValue[]): ReferencedHandles {
   const roots = locRootsOf(values)
   const includes = roots.flatMap((r) => namesFor(r, 'include'))
   const includeNamespaces = roots.flatMap((r) => namesFor(r, 'includeNamespace'))
@@ -155,8 +143,8 @@ export type LocationDecision =
   | { kind: 'none', vary: boolean, problems: string[] } // no usable location → values page
 
 /** The redirect for a request, or 'none' when nothing can be redirected to (the values page is shown). */
-export function chooseLocation (req: LocationRequest): LocationDecision {
-  const { ctx, derived, problems } = contextFor(req)
+export function chooseLocation (req: LocationRequest, plan?: LocationPlan): LocationDecision {
+  const { ctx, derived, problems } = contextFor(req, plan)
   if (!ctx.engine) return legacyOnlyDecision(req.values, problems)
   const { chosen, sameForEveryone } = chooseFor(ctx.candidates, {
     chooseBy: derived.chooseBy,
@@ -182,15 +170,13 @@ export function chooseLocation (req: LocationRequest): LocationDecision {
   }
 }
 
-// Building the candidate list is the same work for every request of one cached record, so the hottest
-// records keep theirs: keyed by the identity of the values array (the cache hands out the same array until
-// the record is refetched) with the namespace values and the handle as written. Bounded (the records
-// not asked for lately drop out), so a large cache does not carry a prepared context for every record.
-const HANDLE_SPELLINGS_PER_RECORD = 8
-const contextMemo = createHotCache<readonly HandleValue[], { namespaceValues: readonly HandleValue[], byHandle: Map<string, Prepared> }>(PREPARED_RECORDS)
-
-/** A context with what follows from it alone: the chooser order, Link headers, 10320/headers lines. */
-interface Prepared {
+/**
+ * What one record's 10320/loc gives before any request is looked at: the candidates in the reference
+ * order and what follows from them alone (chooser order, Link headers, 10320/headers lines). The same
+ * for every request of the record, its spelling and its namespace locations: the resolver keeps it with
+ * the record's cache entry, so it is built once per record, not once per request.
+ */
+export interface LocationPlan {
   ctx: LocContext
   derived: { chooseBy: readonly string[], linkHeaders: string[], extraHeaders: Array<[string, string]>, headElements: HeadElement[] }
 }
@@ -202,7 +188,8 @@ function headLinesFor (elements: readonly HeadElement[], href: string): string[]
 }
 const NO_LINES: string[] = []
 
-function prepare (req: LocationRequest): Prepared {
+/** The plan of a record for the handle as written, with its includes and namespace locations. */
+export function planLocations (req: Pick<LocationRequest, 'handle' | 'values' | 'includes' | 'namespaceValues'>): LocationPlan {
   const ctx = buildContext(req)
   const chooseBy = parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby'))
   const linkHeadersOf = ctx.engine ? linkHeaders(ctx.linkRoots, req.handle, ctx.problems) : []
@@ -210,23 +197,9 @@ function prepare (req: LocationRequest): Prepared {
   return { ctx, derived: { chooseBy, linkHeaders: linkHeadersOf, extraHeaders, headElements } }
 }
 
-/** The prepared context for a request, and a problems list of its own (choosing may add to it). */
-function contextFor (req: LocationRequest): Prepared & { problems: string[] } {
-  let prepared: Prepared | undefined
-  if (req.includes.size > 0) prepared = prepare(req)
-  else {
-    let entry = contextMemo.get(req.values)
-    if (entry === undefined || entry.namespaceValues !== req.namespaceValues) {
-      entry = { namespaceValues: req.namespaceValues, byHandle: new Map() }
-      contextMemo.set(req.values, entry)
-    }
-    prepared = entry.byHandle.get(req.handle)
-    if (prepared === undefined) {
-      prepared = prepare(req)
-      if (entry.byHandle.size < HANDLE_SPELLINGS_PER_RECORD) entry.byHandle.set(req.handle, prepared)
-    }
-  }
-  return { ctx: prepared.ctx, derived: prepared.derived, problems: prepared.ctx.problems.length === 0 ? [] : [...prepared.ctx.problems] }
+/** The plan for a request (the one given, or built now), and a problems list of its own (choosing may add to it). */
+function contextFor (req: LocationRequest, plan: LocationPlan = planLocations(req)): LocationPlan & { problems: string[] } {
+  return { ctx: plan.ctx, derived: plan.derived, problems: plan.ctx.problems.length === 0 ? [] : [...plan.ctx.problems] }
 }
 
 /** Reference case A and behaviour.md §4: the first URL value in record order, status 302, nothing else. */
@@ -273,8 +246,8 @@ function statusFor (chosen: Candidate, ctx: LocContext, problems: string[]): Red
  * (behaviour.md R3 "action=showurls output"), or undefined when there is no candidate. Attributes come in
  * source order; a filled-in href goes just before href_template (doi.org's own output has that order).
  */
-export function renderShowUrls (req: LocationRequest): string | undefined {
-  const { ctx } = contextFor(req)
+export function renderShowUrls (req: LocationRequest, plan?: LocationPlan): string | undefined {
+  const { ctx } = contextFor(req, plan)
   const elements = ctx.engine ? ctx.candidates.map(withHref) : legacyOnlyList(req.values)
   if (elements.length === 0) return undefined
   const root = xmlEscape(ctx.engine ? ctx.firstRootName ?? 'locations' : 'locations')

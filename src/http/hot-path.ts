@@ -53,7 +53,7 @@ export function createHotPath (opts: HotPathOptions): (req: IncomingMessage, res
     }
     if (handle === undefined || handle === '') return false
     const entry = resolver.cachedAnswer(handle)
-    const answers = entry?.answers
+    const answers = entry?.work?.answers
     if (answers === undefined) return false
     let variant: string
     if (api) variant = apiVariant(handle)

@@ -1,16 +1,15 @@
 import { LRUCache } from 'lru-cache'
 import type { HandleValue } from '../handle/types.js'
 import { plausibleEntry } from './entry-codec.js'
-import type { PreparedAnswer, PreparedAnswers } from './prepared.js'
-import { MAX_PREPARED_BYTES, MAX_VARIANTS } from './prepared.js'
+import type { EntryWork } from './prepared.js'
 
 /**
- * One cached upstream answer. `freshUntil` is epoch ms by the injected clock. `answers` are the prepared
- * HTTP answers of common requests for it (src/resolve/prepared.ts), added as they are first given.
+ * One cached upstream answer. `freshUntil` is epoch ms by the injected clock. `work` is what was worked
+ * out once for it (src/resolve/prepared.ts), added as requests first need it.
  */
 export type CachedAnswer =
-  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number, answers?: PreparedAnswers }
-  | { kind: 'not-found', storedAt: number, freshUntil: number, answers?: PreparedAnswers }
+  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number, work?: EntryWork }
+  | { kind: 'not-found', storedAt: number, freshUntil: number, work?: EntryWork }
 
 export interface RecordCacheOptions {
   maxEntries: number
@@ -33,7 +32,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
   const lru = new LRUCache<string, CachedAnswer>({
     max: opts.maxEntries,
     maxSize: opts.maxBytes,
-    sizeCalculation: (entry) => (entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE) + answersSize(entry.answers),
+    sizeCalculation: (entry) => (entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
     ttlAutopurge: false
   })
 
@@ -63,18 +62,19 @@ export function createRecordCache (opts: RecordCacheOptions) {
       return lru.has(key)
     },
     /**
-     * Keep a prepared answer with the entry, if that entry is still the one cached (not refetched
-     * meanwhile) and it has room for another variant. Its bytes count against the cache's budget; its
-     * freshness stays as it was.
+     * Add to the work kept with an entry, if that entry is still the one cached (not fetched again
+     * meanwhile). `add` changes the work and says how many bytes it added, or undefined when it added
+     * nothing. The bytes count against the cache's budget; the entry's freshness stays as it was.
      */
-    keep (key: string, entry: CachedAnswer, variant: string, answer: PreparedAnswer): boolean {
+    attach (key: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined): boolean {
       const current = lru.peek(key)
-      if (current === undefined || !sameRecord(current, entry) || answer.bytes > MAX_PREPARED_BYTES) return false
-      const answers = new Map(current.answers)
-      if (!answers.has(variant) && answers.size >= MAX_VARIANTS) return false
-      answers.set(variant, answer)
+      if (current === undefined || !sameRecord(current, entry)) return false
+      const work: EntryWork = current.work ?? { answers: new Map(), plans: new Map(), bytes: 0 }
+      const added = add(work)
+      if (added === undefined) return false
+      work.bytes += added
       // A new object: lru-cache sizes an entry again only when its value changes.
-      lru.set(key, { ...current, answers }, { noUpdateTTL: true })
+      lru.set(key, { ...current, work }, { noUpdateTTL: true })
       return lru.has(key)
     },
     delete (key: string): void {
@@ -101,13 +101,6 @@ export type RecordCache = ReturnType<typeof createRecordCache>
 /** The same stored record (the entry object itself is replaced whenever an answer is kept with it). */
 function sameRecord (a: CachedAnswer, b: CachedAnswer): boolean {
   return a.storedAt === b.storedAt && (a.kind === 'found' ? b.kind === 'found' && a.values === b.values : b.kind === 'not-found')
-}
-
-function answersSize (answers: PreparedAnswers | undefined): number {
-  if (answers === undefined) return 0
-  let bytes = 0
-  for (const [variant, answer] of answers) bytes += answer.bytes + 2 * variant.length
-  return bytes
 }
 
 /** Rough in-memory size: the values' JSON length, times two for object overhead. */

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache'
 import type { HandleValue } from '../handle/types.js'
 import { cacheKey, prefixOf } from '../handle/name.js'
 import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
+import type { ReferencedHandles } from '../handle/locations.js'
 import { recordCacheSeconds } from '../handle/record.js'
 import type { LookupOptions, Resolver } from './resolver.js'
 
@@ -40,26 +41,26 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   const namespaces = new LRUCache<string, { values: HandleValue[], until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
 
   /** True when only the prefix's namespace locations are needed (no includes or overrides), so they may be kept. */
-  function isSimple (values: readonly HandleValue[], flags: LookupOptions): boolean {
-    const refs = referencedHandles(values)
+  function isSimple (refs: ReferencedHandles, flags: LookupOptions): boolean {
     return refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
       refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.auth !== true && flags.cert !== true
   }
 
   /** What is at hand without fetching: the kept namespace locations of the prefix; undefined otherwise. */
-  function peek (handle: string, values: readonly HandleValue[], flags: LookupOptions): LocationContext | undefined {
-    if (!isSimple(values, flags)) return undefined
+  function peek (handle: string, refs: ReferencedHandles, flags: LookupOptions): LocationContext | undefined {
+    if (!isSimple(refs, flags)) return undefined
     const prefix = prefixOf(handle)
     if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [], validUntil: Infinity }
     const known = namespaces.get(cacheKey(prefix))
     return known !== undefined && known.until > now() ? kept(known.values, known.until) : undefined
   }
 
-  async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
-    const known = peek(handle, values, flags)
+  /** The context for a record; `refs` are its references, when the caller kept them (referencedHandles otherwise). */
+  async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions, refs = referencedHandles(values)): Promise<LocationContext> {
+    const known = peek(handle, refs, flags)
     if (known !== undefined) return known
-    const loaded = await loadLocationContext(resolver, handle, values, flags)
-    if (isSimple(values, flags) && loaded.problems.length === 0 && loaded.includes.size === 0) {
+    const loaded = await loadLocationContext(resolver, handle, values, flags, refs)
+    if (isSimple(refs, flags) && loaded.problems.length === 0 && loaded.includes.size === 0) {
       const at = now()
       const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
       const seconds = Math.min(NAMESPACE_CACHE_MAX_SECONDS, recordCacheSeconds(namespaceValues, at, { maxSeconds: NAMESPACE_CACHE_MAX_SECONDS, floorSeconds: 0 }))
@@ -86,7 +87,7 @@ export type LocationLoader = ReturnType<typeof createLocationLoader>
  * Step one of the engine's two-step API (see src/handle/locations.ts): fetch the include targets,
  * the prefix record's HS_NAMESPACE <locs> handles (or nshdl) and their includes.
  */
-export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], flags: LookupOptions): Promise<LocationContext> {
+export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], flags: LookupOptions, refs = referencedHandles(values)): Promise<LocationContext> {
   const ctx: LocationContext = { includes: new Map(), namespaceValues: [], problems: [] }
   let budget = MAX_FETCHES
 
@@ -130,7 +131,6 @@ export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, h
     await fetchIncludes(next, depth + 1)
   }
 
-  const refs = referencedHandles(values)
   await fetchIncludes(refs.includes, 1)
   for (const prefix of refs.includeNamespaces) {
     if (!ctx.includes.has(prefix)) ctx.includes.set(prefix, await namespaceValuesFor(prefix, []))

@@ -1,9 +1,23 @@
 /**
- * Prepared answers: what a common request for a cached record gets (status, headers, body), worked out
- * once and kept with the record's cache entry, counted in the cache's bytes. The next such request costs
- * a lookup and a write (src/http/hot-path.ts). Plain data: no HTTP objects, no I/O.
+ * Work done once per record and kept with its cache entry, counted in the cache's bytes: what its
+ * 10320/loc refers to, its location plans (the candidate set, per spelling of the handle), and prepared
+ * answers, what a common request for it gets (status, headers, body), so the next such request costs a
+ * lookup and a write (src/http/hot-path.ts). Plain data: no HTTP objects, no I/O.
  */
 import type { ExpiryRule } from '../handle/record.js'
+import type { HandleValue } from '../handle/types.js'
+import type { LocationPlan, ReferencedHandles } from '../handle/locations.js'
+
+/** What is kept with one cache entry. Replaced with the entry when the record is fetched again. */
+export interface EntryWork {
+  /** Prepared answers by variant (src/http/prepared-answers.ts for the keys). */
+  answers: Map<string, PreparedAnswer>
+  /** Location plans by the handle as written, with the namespace locations they were built with. */
+  plans: Map<string, { plan: LocationPlan, namespaceValues: readonly HandleValue[] }>
+  references?: ReferencedHandles
+  /** What all of it costs the cache's byte budget. */
+  bytes: number
+}
 
 export interface PreparedAnswer {
   status: number
@@ -20,12 +34,10 @@ export interface PreparedAnswer {
   bytes: number
 }
 
-/** The prepared answers of one entry, by variant (see src/http/prepared-answers.ts for the keys). */
-export type PreparedAnswers = ReadonlyMap<string, PreparedAnswer>
-
 /**
- * How many variants one entry keeps: spellings of the handle times negotiation classes (browser, tool,
- * a BibTeX request…). A client sending endless spellings only keeps its own requests off the hot path.
+ * How many answers (spellings of the handle times negotiation classes: browser, tool, a BibTeX request…)
+ * and how many plans (spellings) one entry keeps. A client sending endless spellings only keeps its own
+ * requests off the hot path.
  */
 export const MAX_VARIANTS = 8
 
@@ -39,4 +51,32 @@ export function preparedBytes (status: number, headers: Record<string, string | 
     bytes += name.length + (typeof value === 'string' ? value.length : value.reduce((n, v) => n + v.length + 16, 0)) + 32
   }
   return bytes
+}
+
+/** Rough bytes of a plan: its candidates and parsed XML, about twice the JSON of what it was built from. */
+export function planBytes (values: readonly HandleValue[], namespaceValues: readonly HandleValue[]): number {
+  return 256 + 2 * (JSON.stringify(values).length + (namespaceValues.length === 0 ? 0 : JSON.stringify(namespaceValues).length))
+}
+
+/** Rough bytes of a record's references. */
+export function referencesBytes (refs: ReferencedHandles): number {
+  return 128 + 2 * JSON.stringify(refs).length
+}
+
+/** Keep an answer in an entry's work, within the bounds: the bytes it added, or undefined. */
+export function addAnswer (work: EntryWork, variant: string, answer: PreparedAnswer): number | undefined {
+  if (answer.bytes > MAX_PREPARED_BYTES) return undefined
+  const old = work.answers.get(variant)
+  if (old === undefined && work.answers.size >= MAX_VARIANTS) return undefined
+  work.answers.set(variant, answer)
+  return answer.bytes - (old?.bytes ?? -2 * variant.length)
+}
+
+/** Keep a location plan for a spelling of the handle, within the bounds: the bytes it added, or undefined. */
+export function addPlan (work: EntryWork, handle: string, plan: LocationPlan, values: readonly HandleValue[], namespaceValues: readonly HandleValue[]): number | undefined {
+  const old = work.plans.get(handle)
+  if (old === undefined && work.plans.size >= MAX_VARIANTS) return undefined
+  work.plans.set(handle, { plan, namespaceValues })
+  // A plan replaced (new namespace locations) is counted again: an overestimate until the entry goes.
+  return planBytes(values, namespaceValues) + (old === undefined ? 2 * handle.length : 0)
 }

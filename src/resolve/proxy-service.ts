@@ -4,9 +4,9 @@ import { hasTypeOrIndexFilter } from '../handle/query.js'
 import { expiresAt, expiresFrom, expiryRule, filterValues } from '../handle/record.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { locationFor, sameTarget } from '../handle/redirect.js'
-import { boundedMemo } from '../handle/memo.js'
-import { chooseLocation, renderShowUrls } from '../handle/locations.js'
-import type { LocationRequest } from '../handle/locations.js'
+import { chooseLocation, planLocations, referencedHandles, renderShowUrls } from '../handle/locations.js'
+import type { LocationPlan, LocationRequest, ReferencedHandles } from '../handle/locations.js'
+import { addPlan, referencesBytes } from './prepared.js'
 import type { Negotiation } from '../handle/negotiate.js'
 import type { CachedAnswer } from './cache.js'
 import { createLocationLoader } from './locations-loader.js'
@@ -83,8 +83,6 @@ export interface ProxyServiceOptions {
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
   const locations = createLocationLoader(resolver, now)
-  // The Location of a URL without urlappend is the same every time: encoded once per URL.
-  const plainLocation = boundedMemo(8192, (href: string) => locationFor(href, undefined, opts.allowedSchemes))
 
   /**
    * The answer for one request. Records at hand (local, cached) answer at once; anything that must be
@@ -124,10 +122,38 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    return choose(req, handle, values, await locations.load(handle, values, flagsOf(req)), cache, entry)
+    // The record's own work (references, plans) is kept with its cache entry when the values are all of it.
+    const whole = entry?.kind === 'found' && entry.values === values ? entry : undefined
+    const located = await locations.load(handle, values, flagsOf(req), referencesOf(handle, values, whole))
+    return choose(req, handle, values, located, cache, entry, planOf(handle, values, located, whole))
   }
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined): ProxyOutcome {
+  /** What the record's 10320/loc refers to: worked out once per cached record. */
+  function referencesOf (handle: string, values: readonly HandleValue[], entry: CachedAnswer | undefined): ReferencedHandles {
+    const kept = entry?.work?.references
+    if (kept !== undefined) return kept
+    const refs = referencedHandles(values)
+    if (entry !== undefined) {
+      resolver.attach(handle, entry, (work) => {
+        if (work.references !== undefined) return undefined
+        work.references = refs
+        return referencesBytes(refs)
+      })
+    }
+    return refs
+  }
+
+  /** The record's candidate set for this spelling and namespace: built once per cached record; undefined lets the engine build one for this request. */
+  function planOf (handle: string, values: readonly HandleValue[], located: LocationContext, entry: CachedAnswer | undefined): LocationPlan | undefined {
+    if (entry === undefined || located.includes.size > 0) return undefined
+    const kept = entry.work?.plans.get(handle)
+    if (kept !== undefined && kept.namespaceValues === located.namespaceValues) return kept.plan
+    const plan = planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
+    resolver.attach(handle, entry, (work) => addPlan(work, handle, plan, values, located.namespaceValues))
+    return plan
+  }
+
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, plan: LocationPlan | undefined): ProxyOutcome {
     const { params } = req
     const locRequest: LocationRequest = {
       handle,
@@ -140,15 +166,15 @@ export function createProxyService (opts: ProxyServiceOptions) {
       random: opts.random
     }
     if (params.action === 'showurls') {
-      const xml = renderShowUrls(locRequest)
+      const xml = renderShowUrls(locRequest, plan)
       const vary = located.namespaceValues.length > 0 || values.some((v) => /^10320\/loc$/i.test(v.type))
       report(handle, located.problems)
       return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary, cache }
     }
-    const decision = chooseLocation(locRequest)
+    const decision = chooseLocation(locRequest, plan)
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
-    const plain = plainLocation(decision.href)
+    const plain = locationFor(decision.href, undefined, opts.allowedSchemes)
     const location = params.urlappend === undefined ? plain : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
     // A scheme outside the allow-list or a control character: show the values instead (behaviour.md §4).
     if (plain === undefined || location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }

@@ -5,7 +5,7 @@ import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
-import type { PreparedAnswer } from './prepared.js'
+import type { EntryWork } from './prepared.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 import type { ClientTicket, FairQueue } from './fair-queue.js'
 import type { UpstreamAnswer } from './upstream.js'
@@ -298,7 +298,7 @@ export function createResolver (opts: ResolverOptions) {
     return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
   }
 
-  return { lookup, followAliases, cachedAnswer, countHit: () => count.hit.inc(), keep: (handle: string, entry: CachedAnswer, variant: string, answer: PreparedAnswer) => cache.keep(cacheKey(handle), entry, variant, answer) }
+  return { lookup, followAliases, cachedAnswer, countHit: () => count.hit.inc(), attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add) }
 }
 
 export type Resolver = ReturnType<typeof createResolver>

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import {
-  chooseLocation, namespaceLocHandles, namespaceLocs, referencedHandles, renderShowUrls
+  chooseLocation, namespaceLocHandles, namespaceLocs, planLocations, referencedHandles, renderShowUrls
 } from '../../src/handle/locations.js'
 import type { LocationDecision, LocationRequest } from '../../src/handle/locations.js'
 import { automaticLocatt } from '../../src/handle/negotiate.js'
@@ -217,6 +217,20 @@ describe('answers the same for everyone (may be prepared once per record)', () =
   ])('%s', (_name, request, expected) => {
     const decision = redirect(chooseLocation(request))
     expect(decision.sameForEveryone).toBe(expected)
+  })
+})
+
+describe('a plan built once per record gives the same decisions', () => {
+  it.each([
+    ['the probe 10.5555/loc for curl', req(PROBE_LOC, { locatt: CURL_LOCATT })],
+    ['the probe 10.5555/loc from GB', req(PROBE_LOC, { locatt: CURL_LOCATT, country: 'GB' })],
+    ['DataCite conneg for BibTeX', req(DATACITE, { handle: DATACITE_DOI, namespaceValues: DATACITE_NS, locatt: automaticLocatt(BIBTEX) })],
+    ['the handbook example for a browser', req(HANDBOOK, { locatt: automaticLocatt(BROWSER) })]
+  ])('%s', (_name, request) => {
+    const plan = planLocations(request)
+    expect(chooseLocation(request, plan)).toEqual(chooseLocation(request))
+    expect(chooseLocation(request, plan)).toEqual(chooseLocation(request, plan))
+    expect(renderShowUrls(request, plan)).toEqual(renderShowUrls(request))
   })
 })
 

@@ -122,6 +122,22 @@ describe('the hot path: prepared answers of cached records', () => {
     expect(await prepared(app)).toBe(0)
   })
 
+  it('a record whose 10320/loc draws at random keeps its candidate set with its cache entry, built once', async () => {
+    let flip = 0
+    const records = { ...CONNEG_RECORDS, '10.7000/draw': [admin(), str(1, '10320/loc', '<locations><location href="http://a.example/"/><location href="http://b.example/"/></locations>')] }
+    const { app, get } = await serve({ records, deps: { random: () => (flip++ % 2 === 0 ? 0.1 : 0.9) } })
+    // The record, its prefix and the namespace locations, cached; a type filter keeps the record's own work off its entry.
+    await get('/10.7000/draw?type=10320/loc')
+    const bare = await metric(app, 'doi_proxy_cache_bytes')
+    await get('/10.7000/draw')
+    const withPlan = await metric(app, 'doi_proxy_cache_bytes')
+    expect(withPlan).toBeGreaterThan(bare)
+    const seen = new Set<string>()
+    for (let i = 0; i < 6; i++) seen.add(String((await get('/10.7000/draw')).headers.location))
+    expect(seen).toEqual(new Set(['http://a.example/', 'http://b.example/']))
+    expect(await metric(app, 'doi_proxy_cache_bytes')).toBe(withPlan)
+  })
+
   it('a record with a location for one country is chosen per reader, never from a prepared answer', async () => {
     const { app, get } = await serve({ overrides: { countryHeader: 'CF-IPCountry' } })
     await get('/10.5555/loc')

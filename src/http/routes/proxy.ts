@@ -21,6 +21,7 @@ import type { MetadataAnswers } from '../metadata.js'
 import { negotiate } from '../../handle/negotiate.js'
 import type { AnswerParts } from '../prepared-answers.js'
 import { httpDate, notFoundVariant, prepareAnswer, redirectVariant, sendParts } from '../prepared-answers.js'
+import { addAnswer } from '../../resolve/prepared.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -125,7 +126,8 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
         if (prepare && outcome.reuse !== undefined && query === '' && !post) {
           const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, req.client.negotiation.key) : notFoundVariant(outcome.handle, ctx.baseUrl)
-          opts.resolver.keep(outcome.handle, outcome.reuse.entry, variant, prepareAnswer(parts, outcome.reuse.validUntil, outcome.reuse.expires))
+          const answer = prepareAnswer(parts, outcome.reuse.validUntil, outcome.reuse.expires)
+          opts.resolver.attach(outcome.handle, outcome.reuse.entry, (work) => addAnswer(work, variant, answer))
         }
         return sendParts(reply, parts, outcome.cache, outcome.kind === 'redirect' ? outcome.expires : undefined)
       }
