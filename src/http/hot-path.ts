@@ -1,5 +1,5 @@
 /**
- * The hot path: a GET or HEAD that a prepared answer covers (a cached DOI's redirect or not-found page,
+ * The hot path: a GET or HEAD that a prepared answer covers (a cached DOI's redirect, values page or not-found page,
  * a cached record in the REST API, each without a query string) is answered before Fastify routes it,
  * with what was rendered for the first such request (src/http/prepared-answers.ts). Everything else,
  * and everything while draining, goes on to Fastify. The answers carry every header the route would
@@ -12,7 +12,8 @@ import { negotiate } from '../handle/negotiate.js'
 import type { Metrics } from '../metrics.js'
 import type { Resolver } from '../resolve/resolver.js'
 import { baseUrlOf } from './base-url.js'
-import { apiVariant, notFoundVariant, redirectVariant, writePrepared } from './prepared-answers.js'
+import { apiVariant, notFoundVariant, redirectVariant, valuesVariant, writePrepared } from './prepared-answers.js'
+import type { PreparedAnswer } from '../resolve/prepared.js'
 
 export interface HotPathOptions {
   resolver: Pick<Resolver, 'cachedAnswer' | 'countHit'>
@@ -35,6 +36,11 @@ export function createHotPath (opts: HotPathOptions): (req: IncomingMessage, res
   const { resolver, maxHandleLength } = opts
   const redirects = opts.metrics.resolutions.labels('redirect')
   const notFound = opts.metrics.resolutions.labels('not_found')
+  const values = opts.metrics.resolutions.labels('values')
+  /** Our base URL for a page's links: configured, or from the Host header when no proxy's X-Forwarded-Host may count. */
+  const baseOf = (req: IncomingMessage): string | undefined => opts.publicBaseUrl !== undefined
+    ? `${opts.publicBaseUrl}/`
+    : opts.hostFromHeader ? baseUrlOf(req.headers.host, 'http', opts.fallbackHost) : undefined
   const { preparedAnswers } = opts.metrics
   return function answerPrepared (req, res) {
     const { method, url } = req
@@ -55,22 +61,30 @@ export function createHotPath (opts: HotPathOptions): (req: IncomingMessage, res
     const entry = resolver.cachedAnswer(handle)
     const answers = entry?.work?.answers
     if (answers === undefined) return false
-    let variant: string
-    if (api) variant = apiVariant(handle)
+    let answer: PreparedAnswer | undefined
+    let counter: { inc: () => void } | undefined
+    if (api) answer = answers.get(apiVariant(handle))
     else if (entry!.kind === 'found') {
       const { headers } = req
-      variant = redirectVariant(handle, negotiate({ accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }).key)
+      const { key } = negotiate({ accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] })
+      answer = answers.get(redirectVariant(handle, key))
+      counter = redirects
+      if (answer === undefined) {
+        // Nothing to redirect to: the values page, whose links use the base URL.
+        const base = baseOf(req)
+        answer = base === undefined ? undefined : answers.get(valuesVariant(handle, key, base))
+        counter = values
+      }
     } else {
-      const base = opts.publicBaseUrl !== undefined ? `${opts.publicBaseUrl}/` : opts.hostFromHeader ? baseUrlOf(req.headers.host, 'http', opts.fallbackHost) : undefined
-      if (base === undefined) return false
-      variant = notFoundVariant(handle, base)
+      const base = baseOf(req)
+      answer = base === undefined ? undefined : answers.get(notFoundVariant(handle, base))
+      counter = notFound
     }
-    const answer = answers.get(variant)
     const now = opts.now()
     if (answer === undefined || answer.validUntil <= now) return false
     resolver.countHit()
     preparedAnswers.inc()
-    if (!api) (entry!.kind === 'found' ? redirects : notFound).inc()
+    counter?.inc()
     writePrepared(res, answer, method === 'HEAD', now)
     return true
   }

@@ -28,6 +28,10 @@ export function redirectVariant (handle: string, negotiationKey: string): string
 export function notFoundVariant (handle: string, baseUrl: string): string {
   return `n\u0000${handle}\u0000${baseUrl}`
 }
+/** `/{handle}` answered with the values page (nothing to redirect to): negotiation and base URL decide it. */
+export function valuesVariant (handle: string, negotiationKey: string, baseUrl: string): string {
+  return `v\u0000${handle}\u0000${negotiationKey}\u0000${baseUrl}`
+}
 /** `/api/handles/{handle}`. */
 export function apiVariant (handle: string): string {
   return `a\u0000${handle}`

@@ -33,7 +33,7 @@ export type ProxyOutcome =
     reuse?: Reuse | undefined
   }
   | { kind: 'alias', handle: string, target: string, expires: number, cache: CacheStatus }
-  | { kind: 'values', handle: string, values: HandleValue[], vary: boolean, cache: CacheStatus }
+  | { kind: 'values', handle: string, values: HandleValue[], vary: boolean, cache: CacheStatus, reuse?: Reuse | undefined }
   | { kind: 'no-values', handle: string, cache: CacheStatus }
   | { kind: 'showurls', handle: string, xml: string, vary: boolean, cache: CacheStatus }
   | { kind: 'not-found', handle: string, message?: string, cache: CacheStatus, reuse?: Reuse | undefined }
@@ -173,11 +173,15 @@ export function createProxyService (opts: ProxyServiceOptions) {
     }
     const decision = chooseLocation(locRequest, plan)
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
-    if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache }
+    // The values page when nothing can be redirected to: the same for every request of its negotiation class.
+    const valuesReuse = entry !== undefined && located.validUntil !== undefined ? { entry, validUntil: located.validUntil } : undefined
+    if (decision.kind === 'none') return { kind: 'values', handle, values, vary: decision.vary, cache, reuse: valuesReuse }
     const plain = locationFor(decision.href, undefined, opts.allowedSchemes)
     const location = params.urlappend === undefined ? plain : locationFor(decision.href, params.urlappend, opts.allowedSchemes)
     // A scheme outside the allow-list or a control character: show the values instead (behaviour.md §4).
-    if (plain === undefined || location === undefined) return { kind: 'values', handle, values, vary: decision.vary, cache }
+    if (plain === undefined || location === undefined) {
+      return { kind: 'values', handle, values, vary: decision.vary, cache, reuse: decision.sameForEveryone ? valuesReuse : undefined }
+    }
     if (location !== plain && !sameTarget(plain, location)) {
       return { kind: 'refused', handle, message: 'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).', cache }
     }

@@ -191,6 +191,20 @@ describe('the hot path: prepared answers of cached records', () => {
     expect(await prepared(app)).toBe(0)
   })
 
+  it('a record with nothing to redirect to gets its values page from the hot path', async () => {
+    const { app, get } = await serve()
+    await get('/10.5555/novalues', { host: 'a.example' })
+    const route = await get('/10.5555/novalues', { host: 'a.example' })
+    const hot = await get('/10.5555/novalues', { host: 'a.example' })
+    const other = await get('/10.5555/novalues', { host: 'b.example' })
+    expect(await prepared(app)).toBe(2)
+    expect(hot).toEqual(route)
+    expect(hot.status).toBe(200)
+    expect(hot.body).toContain('HS_ADMIN')
+    expect(other.body).toContain('http://b.example/')
+    expect(await metric(app, 'doi_proxy_resolutions_total{outcome="values"}')).toBe(4)
+  })
+
   it('the REST API gives the route\'s JSON from the hot path', async () => {
     const { app, get } = await serve()
     await get('/api/handles/10.5555/plain')

@@ -20,7 +20,7 @@ import type { LocalServices } from '../local-service.js'
 import type { MetadataAnswers } from '../metadata.js'
 import { negotiate } from '../../handle/negotiate.js'
 import type { AnswerParts } from '../prepared-answers.js'
-import { httpDate, notFoundVariant, prepareAnswer, redirectVariant, sendParts } from '../prepared-answers.js'
+import { httpDate, notFoundVariant, prepareAnswer, redirectVariant, sendParts, valuesVariant } from '../prepared-answers.js'
 import { addAnswer } from '../../resolve/prepared.js'
 
 const HTML = 'text/html; charset=utf-8'
@@ -121,11 +121,12 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         reply.header('cache-control', 'private').header('vary', outcome.vary ? 'Accept, Cookie' : 'Cookie')
         return sendParts(reply, redirectParts({ ...outcome, vary: false }), outcome.cache, outcome.expires)
       }
-      if (outcome.kind === 'redirect' || outcome.kind === 'not-found') {
-        const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : notFoundParts(ctx, outcome)
+      if (outcome.kind === 'redirect' || outcome.kind === 'not-found' || outcome.kind === 'values') {
+        const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : outcome.kind === 'values' ? valuesParts(ctx, outcome) : notFoundParts(ctx, outcome)
         // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
         if (prepare && outcome.reuse !== undefined && query === '' && !post) {
-          const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, req.client.negotiation.key) : notFoundVariant(outcome.handle, ctx.baseUrl)
+          const { key } = req.client.negotiation
+          const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, key) : outcome.kind === 'values' ? valuesVariant(outcome.handle, key, ctx.baseUrl) : notFoundVariant(outcome.handle, ctx.baseUrl)
           const answer = prepareAnswer(parts, outcome.reuse.validUntil, outcome.reuse.expires)
           opts.resolver.attach(outcome.handle, outcome.reuse.entry, (work) => addAnswer(work, variant, answer))
         }
@@ -200,8 +201,15 @@ function notFoundParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind:
   return { status: 404, headers: { 'content-type': HTML }, body }
 }
 
-/** The answers that are neither a redirect nor not found: aliases, values, showurls, refusals. */
-function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOutcome, { kind: 'redirect' | 'not-found' }>, rawQuery: string): FastifyReply {
+/** The values page (its links use our base URL). */
+function valuesParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'values' }>): AnswerParts {
+  const headers: Record<string, string> = { 'content-type': HTML }
+  if (outcome.vary) headers.vary = 'Accept'
+  return { status: 200, headers, body: renderValuesPage(ctx, outcome.handle, outcome.values) }
+}
+
+/** The answers that are neither a redirect, the values page nor not found: aliases, showurls, refusals. */
+function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOutcome, { kind: 'redirect' | 'not-found' | 'values' }>, rawQuery: string): FastifyReply {
   reply.header('x-cache', outcome.cache)
   switch (outcome.kind) {
     case 'alias': {
@@ -210,9 +218,6 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
       if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
       return reply.code(301).header('location', location).header('expires', httpDate(outcome.expires)).send()
     }
-    case 'values':
-      if (outcome.vary) reply.header('vary', 'Accept')
-      return reply.type(HTML).send(renderValuesPage(ctx, outcome.handle, outcome.values))
     case 'no-values':
       return reply.type(HTML).send(renderNoValuesPage(ctx, outcome.handle))
     case 'showurls':
