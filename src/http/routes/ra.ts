@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { prefixOf } from '../../handle/name.js'
+import { prefixOf, splitRequestTarget } from '../../handle/name.js'
 import { raEntry, serializeRa, splitDoiList, isDoiName } from '../../handle/ra.js'
 import type { RaEntry, DoiListItem } from '../../handle/ra.js'
 import type { Lookup, LookupOptions, Resolver } from '../../resolve/resolver.js'
@@ -24,9 +24,7 @@ export function registerRaRoutes (app: FastifyInstance, opts: RaRouteOptions): v
 
 function raHandler (opts: RaRouteOptions, prefix: string) {
   return async function handleRaRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const url = request.raw.url ?? ''
-    const q = url.indexOf('?')
-    const raw = (q < 0 ? url : url.slice(0, q)).slice(prefix.length)
+    const raw = splitRequestTarget(request.raw.url ?? '').path.slice(prefix.length)
     const items = splitDoiList(raw)
     if (items.length > opts.maxDois) {
       return reply.code(400).type(JSON_TYPE).send(JSON.stringify({ message: `At most ${opts.maxDois} DOIs per request; got ${items.length}.` }))
