@@ -43,6 +43,18 @@ export function createHotPath (opts: HotPathOptions): (req: IncomingMessage, res
     : opts.hostFromHeader ? baseUrlOf(req.headers.host, 'http', opts.fallbackHost) : undefined
   const { preparedAnswers } = opts.metrics
   return function answerPrepared (req, res) {
+    try {
+      return answerIfPrepared(req, res)
+    } catch {
+      // Never a crash on the raw listener: an answer that cannot be written goes to Fastify, which
+      // renders its own error, unless part of it has gone out already.
+      if (!res.headersSent) return false
+      res.destroy()
+      return true
+    }
+  }
+
+  function answerIfPrepared (req: IncomingMessage, res: ServerResponse): boolean {
     const { method, url } = req
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined || !opts.serving()) return false
     // A query or fragment makes an answer of its own; a handle starts with a digit (no route of ours does).
