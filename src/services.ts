@@ -1,0 +1,192 @@
+import type { FastifyInstance } from 'fastify'
+import { LRUCache } from 'lru-cache'
+import type { AppDeps } from './app.js'
+import { setUpCacheTiers } from './cache-tiers.js'
+import type { Config } from './config/schema.js'
+import { upstreamUserAgent } from './config/schema.js'
+import { cacheKey } from './handle/name.js'
+import { registerAdmission } from './http/admission.js'
+import type { Admission } from './http/admission.js'
+import { createLocalServices } from './http/local-service.js'
+import type { LocalServices } from './http/local-service.js'
+import { createMetadataAnswers } from './http/metadata.js'
+import type { MetadataAnswers } from './http/metadata.js'
+import { createLogThrottle } from './log-throttle.js'
+import { createMetrics } from './metrics.js'
+import type { Metrics } from './metrics.js'
+import { createRecordCache } from './resolve/cache.js'
+import { createFairQueue } from './resolve/fair-queue.js'
+import { openCountryLookup } from './resolve/geoip.js'
+import type { CountryLookup } from './resolve/geoip.js'
+import { guardUpstream } from './resolve/guard.js'
+import { openLocalStore } from './resolve/local-store.js'
+import { createProxyService } from './resolve/proxy-service.js'
+import type { ProxyService } from './resolve/proxy-service.js'
+import { createResolver } from './resolve/resolver.js'
+import type { Resolver } from './resolve/resolver.js'
+import { createUpstreamClient } from './resolve/upstream.js'
+
+/** What the routes and the hot path share: built once per app by createServices. */
+export interface Services {
+  /** Clock in epoch ms. */
+  now: () => number
+  metrics: Metrics
+  /** Local store → cache → fair queue → upstream (through the shared tier and the breakers). */
+  resolver: Resolver
+  /** The proxy's flow: a handle and its query to a redirect, a page or an error. */
+  proxyService: ProxyService
+  /** The gate before upstream-bound work: load shedding, rate limits, the fair queue's ticket. */
+  admission: Admission
+  /** The optional GeoIP database, the last resort for a client's country. */
+  countryLookup: CountryLookup | undefined
+  /** The local services (behaviour.md §10), only when one is configured. */
+  localServices: LocalServices | undefined
+  /** Negotiated requests answered with stored or fetched metadata (docs/metadata.md). */
+  metadata: MetadataAnswers
+  /** Self-links use this host when a request's Host header is unusable. */
+  fallbackHost: string
+  /** The hot path and prepared answers: off when each answer must be logged or may depend on who asks (a local service). */
+  prepareAnswers: boolean
+}
+
+/** What buildApp gives its plugins. */
+export interface AppContext {
+  config: Config
+  services: Services
+}
+
+const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
+
+/**
+ * The object graph behind the routes: metrics, the upstream client with its fair queue and breakers,
+ * the record cache and its other tiers, the local store, the resolver, the proxy service, and the
+ * admission gate (its plugins, @fastify/under-pressure and @fastify/rate-limit, go on the root). What
+ * holds a connection, a file or a timer is closed with the app (onClose and preClose hooks).
+ */
+export async function createServices (app: FastifyInstance, config: Config, deps: AppDeps): Promise<Services> {
+  const now = deps.now ?? Date.now
+  const metrics = createMetrics()
+  const rawUpstream = createUpstreamClient({
+    baseUrl: config.upstreamUrl,
+    userAgent: upstreamUserAgent(config),
+    timeoutMs: config.upstreamTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    connections: config.upstreamConnections,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
+    retry: {
+      retries: config.upstreamRetries,
+      baseMs: config.upstreamRetryBaseMs,
+      maxMs: config.upstreamRetryMaxMs,
+      onRetry: (handle, attempt, reason) => {
+        metrics.upstreamRetries.inc()
+        app.log.info({ handle, attempt, reason }, 'retrying the upstream')
+      }
+    },
+    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
+  })
+  const queue = createFairQueue({
+    maxActive: config.upstreamMaxConcurrent,
+    perClient: config.upstreamPerClient,
+    perClientQueue: config.upstreamClientQueue,
+    maxWaiting: config.upstreamQueueSize,
+    waitTimeoutMs: config.upstreamQueueTimeoutMs,
+    retryAfterMs: 5000,
+    onChange: (waiting, active) => {
+      metrics.upstreamWaiting.set(waiting)
+      metrics.upstreamActive.set(active)
+    },
+    onRefuse: (reason) => metrics.refusals.inc({ reason })
+  })
+  const upstream = guardUpstream(rawUpstream, {
+    maxPrefixBreakers: 1024,
+    breaker: {
+      errorThresholdPercent: config.breakerErrorThresholdPercent,
+      volumeThreshold: config.breakerVolumeThreshold,
+      resetMs: config.breakerResetMs,
+      windowMs: config.breakerWindowMs
+    },
+    onBreaker: (state) => {
+      metrics.breakerOpen.set(BREAKER_LEVEL[state])
+      app.log.warn({ state }, 'upstream circuit breaker changed state')
+    },
+    onPrefixBreaker: (prefix, state) => {
+      if (state === 'open') metrics.prefixBreakerOpenings.inc()
+      app.log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
+    }
+  })
+  app.addHook('onClose', async () => { await upstream.close() })
+  const cache = createRecordCache({
+    maxEntries: config.cacheMaxEntries,
+    maxBytes: config.cacheMaxBytes,
+    maxStaleMs: config.maxStaleSeconds * 1000,
+    maxFreshMs: Math.max(config.cacheMaxTtlSeconds, config.negativeTtlSeconds) * 1000
+  })
+  // The snapshot file and the shared tier in Redis (behaviour.md §11).
+  const tiers = await setUpCacheTiers(app, config, { cache, metrics, now })
+  const local = config.localStoreDir === undefined
+    ? undefined
+    : await openLocalStore({
+      dir: config.localStoreDir,
+      authoritativePrefixes: config.localAuthoritativePrefixes,
+      watch: config.localStoreWatch,
+      ...(config.localStorePollMs > 0 ? { poll: true, pollIntervalMs: config.localStorePollMs } : {}),
+      log: app.log
+    })
+  if (local !== undefined) {
+    app.addHook('onClose', async () => { await local.close() })
+    metrics.observeLocalStore(() => local.stats().records)
+  }
+  const throttleStale = createLogThrottle(1000)
+  const resolver = createResolver({
+    upstream: config.offline ? undefined : tiers.wrap(upstream),
+    queue,
+    local,
+    cache,
+    metrics,
+    now,
+    maxTtlSeconds: config.cacheMaxTtlSeconds,
+    minTtlSeconds: config.cacheMinTtlSeconds,
+    negativeTtlSeconds: config.negativeTtlSeconds,
+    maxStaleMs: config.maxStaleSeconds * 1000,
+    refreshAhead: config.refreshAhead,
+    onStale: (handle, err) => {
+      metrics.staleServed.inc()
+      throttleStale(err.code, (suppressed) => app.log.warn({ handle, code: err.code, suppressed }, 'upstream failed; serving a stale record'))
+    },
+    onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
+  })
+  metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
+  const reportedProblems = new LRUCache<string, true>({ max: 10_000 })
+  const proxyService = createProxyService({
+    resolver,
+    allowedSchemes: config.allowedSchemes,
+    now,
+    random: deps.random ?? Math.random,
+    onLocationProblems: (handle, problems) => {
+      // Once per record and set of problems, not once per request (issue 3: "log it once per record").
+      const key = `${cacheKey(handle)}\u0000${problems.join('\u0000')}`
+      if (reportedProblems.has(key)) return
+      reportedProblems.set(key, true)
+      app.log.warn({ handle, problems }, 'skipped broken 10320/loc data')
+    }
+  })
+
+  const admission = await registerAdmission(app, config, metrics, tiers.redis)
+  const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
+  // behaviour.md §10: only when a service is configured does a redirect ask about one.
+  const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now })
+  const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now })
+  app.addHook('onClose', async () => { await metadata.close() })
+  return {
+    now,
+    metrics,
+    resolver,
+    proxyService,
+    admission,
+    countryLookup,
+    localServices,
+    metadata,
+    fallbackHost: `${config.host}:${config.port}`,
+    prepareAnswers: !config.logRequests && config.localServices.length === 0
+  }
+}
