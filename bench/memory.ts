@@ -61,6 +61,8 @@ async function main (): Promise<void> {
     // The fill is a deliberate flood: no answer may be a 503 from the upstream guard's queue.
     upstreamMaxConcurrent: 64,
     upstreamQueueTimeoutMs: 120_000,
+    // One client (inject) asks 64 at once: a trusted network is not held to one reader's share of the upstream.
+    trustedNetworks: ['127.0.0.0/8'],
     // Full GCs of a multi-GB heap pause the loop for seconds; load shedding would turn the fill into 503s.
     maxEventLoopDelayMs: 0,
     cacheFile: '', // a fresh cache each run, and no 1M-record file at the end
