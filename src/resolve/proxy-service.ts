@@ -125,7 +125,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
     // The record's own work (references, plans) is kept with its cache entry when the values are all of it.
     const whole = entry?.kind === 'found' && entry.values === values ? entry : undefined
     const located = await locations.load(handle, values, flagsOf(req), referencesOf(handle, values, whole))
-    return choose(req, handle, values, located, cache, entry, planOf(handle, values, located, whole))
+    return choose(req, handle, values, located, cache, entry, whole)
   }
 
   /** What the record's 10320/loc refers to: worked out once per cached record. */
@@ -143,18 +143,18 @@ export function createProxyService (opts: ProxyServiceOptions) {
     return refs
   }
 
-  /** The record's candidate set for this spelling and namespace: built once per cached record; undefined lets the engine build one for this request. */
-  function planOf (handle: string, values: readonly HandleValue[], located: LocationContext, entry: CachedAnswer | undefined): LocationPlan | undefined {
-    if (entry === undefined || located.includes.size > 0) return undefined
-    const kept = entry.work?.plans.get(handle)
-    if (kept !== undefined && kept.namespaceValues === located.namespaceValues) return kept.plan
-    const plan = planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
-    resolver.attach(handle, entry, (work) => addPlan(work, handle, plan, values, located.namespaceValues))
-    return plan
+  /** The candidate set kept with a cached record for this spelling and these namespace locations, if any. */
+  function keptPlan (handle: string, located: LocationContext, whole: CachedAnswer | undefined): LocationPlan | undefined {
+    const kept = whole?.work?.plans.get(handle)
+    return kept !== undefined && kept.namespaceValues === located.namespaceValues ? kept.plan : undefined
   }
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, plan: LocationPlan | undefined): ProxyOutcome {
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, whole: CachedAnswer | undefined): ProxyOutcome {
     const { params } = req
+    const kept = keptPlan(handle, located, whole)
+    const plan = kept ?? (whole !== undefined && located.includes.size === 0
+      ? planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
+      : undefined)
     const locRequest: LocationRequest = {
       handle,
       values,
@@ -172,6 +172,11 @@ export function createProxyService (opts: ProxyServiceOptions) {
       return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary, cache }
     }
     const decision = chooseLocation(locRequest, plan)
+    // A record chosen per request (a draw, a country) keeps its candidate set: every request needs it. One
+    // whose answer is the same for everyone is answered from its prepared answer instead, so its plan goes.
+    if (kept === undefined && plan !== undefined && decision.kind === 'redirect' && !decision.sameForEveryone) {
+      resolver.attach(handle, whole!, (work) => addPlan(work, handle, plan, values, located.namespaceValues))
+    }
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     // The values page when nothing can be redirected to: the same for every request of its negotiation class.
     const valuesReuse = entry !== undefined && located.validUntil !== undefined ? { entry, validUntil: located.validUntil } : undefined
@@ -228,7 +233,11 @@ function locattFor (req: ProxyRequest): readonly string[] {
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
 }
 
-/** A chain whose answer may be prepared: one record, straight from the cache (not stale, not bypassed, not local). */
+/**
+ * A chain whose work may be kept with its cache entry: one record, answered from the cache (not fetched
+ * now, not stale, not bypassed, not local). From a record's first repeat on, then: one asked for once
+ * costs the cache no more than its values.
+ */
 function reusable (chain: ChainResult): chain is Exclude<ChainResult, { kind: 'alias-chain-too-long' }> & { entry: CachedAnswer } {
-  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && (chain.cache === 'HIT' || chain.cache === 'MISS')
+  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && chain.cache === 'HIT'
 }

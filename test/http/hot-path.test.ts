@@ -47,14 +47,14 @@ async function metric (app: FastifyInstance, name: string): Promise<number> {
 const prepared = async (app: FastifyInstance): Promise<number> => await metric(app, 'doi_proxy_prepared_answers_total')
 
 describe('the hot path: prepared answers of cached records', () => {
-  it('a cached DOI asked again gets the very answer the route gave, from its prepared answer', async () => {
+  it('from its first repeat on, a cached DOI gets the very answer the route gave, from its prepared answer', async () => {
     const { app, get } = await serve()
     const first = await get('/10.5555/plain')
     expect(first.headers['x-cache']).toBe('MISS')
-    expect(await prepared(app)).toBe(0)
     const second = await get('/10.5555/plain')
+    expect(await prepared(app)).toBe(0)
     const third = await get('/10.5555/plain')
-    expect(await prepared(app)).toBe(2)
+    expect(await prepared(app)).toBe(1)
     expect(third).toEqual(second)
     expect(second).toEqual({ ...first, headers: { ...first.headers, 'x-cache': 'HIT' } })
     expect(third.status).toBe(302)
@@ -83,7 +83,7 @@ describe('the hot path: prepared answers of cached records', () => {
     await get('/10.5555/plain')
     const full = await get('/10.5555/plain')
     const head = await get('/10.5555/plain', {}, 'HEAD')
-    expect(await prepared(app)).toBe(2)
+    expect(await prepared(app)).toBe(1)
     expect(head.body).toBe('')
     // undici asks to close the connection after a HEAD; the rest is the same.
     expect({ ...head.headers, connection: undefined }).toEqual({ ...full.headers, connection: undefined })
@@ -91,6 +91,7 @@ describe('the hot path: prepared answers of cached records', () => {
 
   it('hits answered on the hot path are counted as cache hits and redirects', async () => {
     const { app, get } = await serve()
+    await get('/10.5555/plain')
     await get('/10.5555/plain')
     const hits = await metric(app, 'doi_proxy_cache_lookups_total{result="hit"}')
     const redirects = await metric(app, 'doi_proxy_resolutions_total{outcome="redirect"}')
@@ -103,9 +104,13 @@ describe('the hot path: prepared answers of cached records', () => {
   it('a browser, a tool and a BibTeX client each get their own answer', async () => {
     const { app, get } = await serve()
     const clients = { browser: { 'user-agent': FIREFOX, accept: 'text/html' }, tool: { 'user-agent': 'curl/8.5.0' }, bibtex: { accept: 'application/x-bibtex' } }
-    for (const headers of Object.values(clients)) await get('/10.7000/article', headers)
+    for (const headers of Object.values(clients)) {
+      await get('/10.7000/article', headers)
+      await get('/10.7000/article', headers)
+    }
+    const before = await prepared(app)
     const hot = Object.fromEntries(await Promise.all(Object.entries(clients).map(async ([name, headers]) => [name, await get('/10.7000/article', headers)] as const)))
-    expect(await prepared(app)).toBe(3)
+    expect(await prepared(app)).toBe(before + 3)
     expect(hot.browser?.headers.location).toBe('https://publisher.example/article')
     expect(hot.tool?.headers.location).toBe('https://publisher.example/article')
     expect(hot.bibtex?.headers.location).toBe('https://data.example/10.7000%2Farticle') // {hdl} is encoded as doi.org does
@@ -174,7 +179,7 @@ describe('the hot path: prepared answers of cached records', () => {
     await get('/10.5555/missing', { host: 'a.example' })
     await get('/10.5555/missing', { host: 'a.example' })
     const a = await get('/10.5555/missing', { host: 'a.example' })
-    expect(await prepared(app)).toBe(2)
+    expect(await prepared(app)).toBe(1)
     const b = await get('/10.5555/missing', { host: 'b.example' })
     expect(a.status).toBe(404)
     expect(a.body).toContain('http://a.example/')
@@ -197,7 +202,7 @@ describe('the hot path: prepared answers of cached records', () => {
     const route = await get('/10.5555/novalues', { host: 'a.example' })
     const hot = await get('/10.5555/novalues', { host: 'a.example' })
     const other = await get('/10.5555/novalues', { host: 'b.example' })
-    expect(await prepared(app)).toBe(2)
+    expect(await prepared(app)).toBe(1)
     expect(hot).toEqual(route)
     expect(hot.status).toBe(200)
     expect(hot.body).toContain('HS_ADMIN')
@@ -210,7 +215,7 @@ describe('the hot path: prepared answers of cached records', () => {
     await get('/api/handles/10.5555/plain')
     const route = await get('/api/handles/10.5555/plain')
     const hot = await get('/api/handles/10.5555/plain')
-    expect(await prepared(app)).toBe(2)
+    expect(await prepared(app)).toBe(1)
     expect(hot).toEqual(route)
     expect(JSON.parse(hot.body)).toMatchObject({ responseCode: 1, handle: '10.5555/plain' })
     expect(hot.headers['content-type']).toBe('application/json;charset=utf-8')
