@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache'
 import type { HandleValue } from '../handle/types.js'
 import { plausibleEntry } from './entry-codec.js'
 import type { EntryWork } from './prepared.js'
+import { emptyWork } from './prepared.js'
 
 /**
  * One cached upstream answer. `freshUntil` is epoch ms by the injected clock. `work` is what was worked
@@ -69,7 +70,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
     attach (key: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined): boolean {
       const current = lru.peek(key)
       if (current === undefined || !sameRecord(current, entry)) return false
-      const work: EntryWork = current.work ?? { answers: new Map(), plans: new Map(), bytes: 0 }
+      const work = current.work ?? emptyWork()
       const added = add(work)
       if (added === undefined) return false
       work.bytes += added

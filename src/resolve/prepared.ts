@@ -63,6 +63,10 @@ export function referencesBytes (refs: ReferencedHandles): number {
   return 128 + 2 * JSON.stringify(refs).length
 }
 
+export function emptyWork (): EntryWork {
+  return { answers: new Map(), plans: new Map(), bytes: 0 }
+}
+
 /** Keep an answer in an entry's work, within the bounds: the bytes it added, or undefined. */
 export function addAnswer (work: EntryWork, variant: string, answer: PreparedAnswer): number | undefined {
   if (answer.bytes > MAX_PREPARED_BYTES) return undefined

@@ -6,7 +6,8 @@ import type { ExpiryRule } from '../handle/record.js'
 import { locationFor, sameTarget } from '../handle/redirect.js'
 import { chooseLocation, planLocations, referencedHandles, renderShowUrls } from '../handle/locations.js'
 import type { LocationPlan, LocationRequest, ReferencedHandles } from '../handle/locations.js'
-import { addPlan, referencesBytes } from './prepared.js'
+import { addPlan, emptyWork, referencesBytes } from './prepared.js'
+import type { EntryWork } from './prepared.js'
 import type { Negotiation } from '../handle/negotiate.js'
 import type { CachedAnswer } from './cache.js'
 import { createLocationLoader } from './locations-loader.js'
@@ -83,6 +84,8 @@ export interface ProxyServiceOptions {
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
   const locations = createLocationLoader(resolver, now)
+  // The work of local records (not in the cache), kept with their values arrays while the store holds them.
+  const localWork = new WeakMap<readonly HandleValue[], EntryWork>()
 
   /**
    * The answer for one request. Records at hand (local, cached) answer at once; anything that must be
@@ -112,47 +115,65 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined)
+    // A hit without a cache entry is a local record (the cache's own hits always carry theirs).
+    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined, chain.cache === 'HIT' && chain.entry === undefined)
   }
 
-  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined): Promise<ProxyOutcome> {
+  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined, local = false): Promise<ProxyOutcome> {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    // The record's own work (references, plans) is kept with its cache entry when the values are all of it.
-    const whole = entry?.kind === 'found' && entry.values === values ? entry : undefined
-    const located = await locations.load(handle, values, flagsOf(req), referencesOf(handle, values, whole))
-    return choose(req, handle, values, located, cache, entry, whole)
+    const slot = values === all ? slotOf(handle, values, entry, local) : undefined
+    const located = await locations.load(handle, values, flagsOf(req), referencesOf(values, slot))
+    return choose(req, handle, values, located, cache, entry, slot)
   }
 
-  /** What the record's 10320/loc refers to: worked out once per cached record. */
-  function referencesOf (handle: string, values: readonly HandleValue[], entry: CachedAnswer | undefined): ReferencedHandles {
-    const kept = entry?.work?.references
+  /**
+   * Where the record's own work (references, plans) is kept: with its cache entry, or, for a local
+   * record, with its values array (gone with it when the store reloads). None for anything else.
+   */
+  function slotOf (handle: string, values: HandleValue[], entry: CachedAnswer | undefined, local: boolean): WorkSlot | undefined {
+    if (entry !== undefined) {
+      if (entry.kind !== 'found' || entry.values !== values) return undefined
+      return { work: entry.work, add: (change) => { resolver.attach(handle, entry, change) } }
+    }
+    if (!local) return undefined
+    return {
+      work: localWork.get(values),
+      add: (change) => {
+        let work = localWork.get(values)
+        if (work === undefined) localWork.set(values, work = emptyWork())
+        work.bytes += change(work) ?? 0
+      }
+    }
+  }
+
+  /** What the record's 10320/loc refers to: worked out once per record. */
+  function referencesOf (values: readonly HandleValue[], slot: WorkSlot | undefined): ReferencedHandles {
+    const kept = slot?.work?.references
     if (kept !== undefined) return kept
     const refs = referencedHandles(values)
-    if (entry !== undefined) {
-      resolver.attach(handle, entry, (work) => {
-        if (work.references !== undefined) return undefined
-        work.references = refs
-        return referencesBytes(refs)
-      })
-    }
+    slot?.add((work) => {
+      if (work.references !== undefined) return undefined
+      work.references = refs
+      return referencesBytes(refs)
+    })
     return refs
   }
 
-  /** The candidate set kept with a cached record for this spelling and these namespace locations, if any. */
-  function keptPlan (handle: string, located: LocationContext, whole: CachedAnswer | undefined): LocationPlan | undefined {
-    const kept = whole?.work?.plans.get(handle)
+  /** The candidate set kept with a record for this spelling and these namespace locations, if any. */
+  function keptPlan (handle: string, located: LocationContext, slot: WorkSlot | undefined): LocationPlan | undefined {
+    const kept = slot?.work?.plans.get(handle)
     return kept !== undefined && kept.namespaceValues === located.namespaceValues ? kept.plan : undefined
   }
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, whole: CachedAnswer | undefined): ProxyOutcome {
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, slot: WorkSlot | undefined): ProxyOutcome {
     const { params } = req
-    const kept = keptPlan(handle, located, whole)
-    const plan = kept ?? (whole !== undefined && located.includes.size === 0
+    const kept = keptPlan(handle, located, slot)
+    const plan = kept ?? (slot !== undefined && located.includes.size === 0
       ? planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
       : undefined)
     const locRequest: LocationRequest = {
@@ -172,10 +193,12 @@ export function createProxyService (opts: ProxyServiceOptions) {
       return xml === undefined ? { kind: 'values', handle, values, vary: false, cache } : { kind: 'showurls', handle, xml, vary, cache }
     }
     const decision = chooseLocation(locRequest, plan)
-    // A record chosen per request (a draw, a country) keeps its candidate set: every request needs it. One
-    // whose answer is the same for everyone is answered from its prepared answer instead, so its plan goes.
-    if (kept === undefined && plan !== undefined && decision.kind === 'redirect' && !decision.sameForEveryone) {
-      resolver.attach(handle, whole!, (work) => addPlan(work, handle, plan, values, located.namespaceValues))
+    // A record chosen per request (a draw, a country) keeps its candidate set: every request needs it. A
+    // cached one whose answer is the same for everyone is answered from its prepared answer instead, so its
+    // plan goes; a local record has no prepared answer, so it keeps its plan too.
+    const perRequest = decision.kind === 'redirect' && !decision.sameForEveryone
+    if (kept === undefined && plan !== undefined && (perRequest || entry === undefined)) {
+      slot?.add((work) => addPlan(work, handle, plan, values, located.namespaceValues))
     }
     if (located.problems.length + decision.problems.length > 0) report(handle, [...located.problems, ...decision.problems])
     // The values page when nothing can be redirected to: the same for every request of its negotiation class.
@@ -225,6 +248,12 @@ function flagsOf (req: ProxyRequest): LookupOptions {
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>
+
+/** A record's work as kept where it lives, and how to add to it. */
+interface WorkSlot {
+  work: EntryWork | undefined
+  add: (change: (work: EntryWork) => number | undefined) => void
+}
 
 /** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
 function locattFor (req: ProxyRequest): readonly string[] {
