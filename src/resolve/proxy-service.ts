@@ -263,10 +263,10 @@ function locattFor (req: ProxyRequest): readonly string[] {
 }
 
 /**
- * A chain whose work may be kept with its cache entry: one record, answered from the cache (not fetched
- * now, not stale, not bypassed, not local). From a record's first repeat on, then: one asked for once
- * costs the cache no more than its values.
+ * A chain whose work may be kept with its cache entry: one record, from the cache or just fetched (not
+ * stale, not bypassed, not local). The resolver gives the entry only from a record's first repeat on (a
+ * hit, or a miss that shared its answer): one asked for once costs the cache no more than its values.
  */
 function reusable (chain: ChainResult): chain is Exclude<ChainResult, { kind: 'alias-chain-too-long' }> & { entry: CachedAnswer } {
-  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && chain.cache === 'HIT'
+  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && (chain.cache === 'HIT' || chain.cache === 'MISS')
 }

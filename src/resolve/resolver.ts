@@ -13,7 +13,10 @@ import { within } from './deadline.js'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
-/** A record or its absence; `entry` is the cache entry it came from, for keeping prepared answers with it. */
+/**
+ * A record or its absence; `entry` is the cache entry it came from, for keeping work with it: given with
+ * every hit, and with a miss that shared its upstream answer with another lookup.
+ */
 export type Lookup =
   | { kind: 'found', values: HandleValue[], cache: CacheStatus, entry?: CachedAnswer | undefined }
   | { kind: 'not-found', cache: CacheStatus, entry?: CachedAnswer | undefined }
@@ -104,6 +107,8 @@ export function createResolver (opts: ResolverOptions) {
   // queued or running, so one client's concurrent misses of a key take one turn.
   const fetching = new Map<string, Promise<UpstreamAnswer>>()
   const waiting = new Map<string, Promise<UpstreamAnswer>>()
+  // How many lookups took each upstream answer (gone with the answer).
+  const takersOf = new WeakMap<UpstreamAnswer, number>()
 
   function store (key: string, answer: UpstreamAnswer): void {
     // An entry another replica stored (the shared tier, behaviour.md §11) keeps its own times.
@@ -209,7 +214,11 @@ export function createResolver (opts: ResolverOptions) {
     }
     try {
       const answer = await within(pending, flags.deadline, upstreamErrors.deadline)
-      return toLookup(answer, bypass ? 'BYPASS' : 'MISS', storedEntry(key, answer))
+      // The entry goes with a miss only from the record's second taker on (joined lookups, a storm): work
+      // is kept with a record from its first repeat, so one asked for once costs the cache its values alone.
+      const takers = (takersOf.get(answer) ?? 0) + 1
+      takersOf.set(answer, takers)
+      return toLookup(answer, bypass ? 'BYPASS' : 'MISS', takers > 1 ? storedEntry(key, answer) : undefined)
     } catch (err) {
       // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
       const stale = staleStandIn(handle, err, cached ?? cache.peek(key))

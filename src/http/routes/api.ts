@@ -67,7 +67,7 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? apiNotFound(handle) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every request without a query gets this very answer while the record is cached: kept with it from its first repeat.
-    if (plain && opts.prepareAnswers === true && result.entry !== undefined && result.cache === 'HIT') {
+    if (plain && opts.prepareAnswers === true && result.entry !== undefined && (result.cache === 'HIT' || result.cache === 'MISS')) {
       const answer = prepareAnswer(parts, Infinity, undefined)
       opts.resolver.attach(handle, result.entry, (work) => addAnswer(work, apiVariant(handle), answer))
     }
