@@ -71,6 +71,8 @@ export function emptyWork (): EntryWork {
 export function addAnswer (work: EntryWork, variant: string, answer: PreparedAnswer): number | undefined {
   if (answer.bytes > MAX_PREPARED_BYTES) return undefined
   const old = work.answers.get(variant)
+  // The same answer, kept already (requests on the route at once, a storm): nothing to change.
+  if (old !== undefined && old.validUntil >= answer.validUntil) return undefined
   if (old === undefined && work.answers.size >= MAX_VARIANTS) return undefined
   work.answers.set(variant, answer)
   return answer.bytes - (old?.bytes ?? -2 * variant.length)
