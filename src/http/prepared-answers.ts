@@ -7,9 +7,10 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
+import type { CachedAnswer } from '../resolve/cache.js'
 import type { PreparedAnswer } from '../resolve/prepared.js'
-import { preparedBytes } from '../resolve/prepared.js'
-import type { CacheStatus } from '../resolve/resolver.js'
+import { addAnswer, preparedBytes } from '../resolve/prepared.js'
+import type { CacheStatus, Resolver } from '../resolve/resolver.js'
 
 // Headers a browser-based tool may read from our answers (behaviour.md §7).
 export const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
@@ -51,6 +52,17 @@ export function prepareAnswer (parts: AnswerParts, validUntil: number, expires: 
   body.write(parts.body)
   const headers = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
   return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, headers, body) }
+}
+
+/**
+ * Keep the answer of a variant with its record's cache entry, unless an answer that holds as long is
+ * kept already (several requests on the route at once): rendered into a prepared answer only then.
+ */
+export function keepAnswer (resolver: Pick<Resolver, 'attach'>, handle: string, reuse: { entry: CachedAnswer, validUntil: number, expires?: ExpiryRule | undefined }, variant: string, parts: AnswerParts): void {
+  const kept = reuse.entry.work?.answers.get(variant)
+  if (kept !== undefined && kept.validUntil >= reuse.validUntil) return
+  const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
+  resolver.attach(handle, reuse.entry, (work) => addAnswer(work, variant, answer))
 }
 
 /** Send the parts through Fastify (the first request of a variant, and every request that is not prepared). */

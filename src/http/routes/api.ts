@@ -11,8 +11,7 @@ import type { Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
 import { describeError, logError, setRetryAfter } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
-import { apiVariant, prepareAnswer, sendParts } from '../prepared-answers.js'
-import { addAnswer } from '../../resolve/prepared.js'
+import { apiVariant, keepAnswer, sendParts } from '../prepared-answers.js'
 
 const API_HANDLES = '/api/handles'
 
@@ -68,8 +67,7 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every request without a query gets this very answer while the record is cached: kept with it from its first repeat.
     if (plain && opts.prepareAnswers === true && result.entry !== undefined && (result.cache === 'HIT' || result.cache === 'MISS')) {
-      const answer = prepareAnswer(parts, Infinity, undefined)
-      opts.resolver.attach(handle, result.entry, (work) => addAnswer(work, apiVariant(handle), answer))
+      keepAnswer(opts.resolver, handle, { entry: result.entry, validUntil: Infinity }, apiVariant(handle), parts)
     }
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {

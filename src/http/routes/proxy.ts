@@ -20,8 +20,7 @@ import type { LocalServices } from '../local-service.js'
 import type { MetadataAnswers } from '../metadata.js'
 import { negotiate } from '../../handle/negotiate.js'
 import type { AnswerParts } from '../prepared-answers.js'
-import { httpDate, notFoundVariant, prepareAnswer, redirectVariant, sendParts, valuesVariant } from '../prepared-answers.js'
-import { addAnswer } from '../../resolve/prepared.js'
+import { httpDate, keepAnswer, notFoundVariant, redirectVariant, sendParts, valuesVariant } from '../prepared-answers.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -127,8 +126,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         if (prepare && outcome.reuse !== undefined && query === '' && !post) {
           const { key } = req.client.negotiation
           const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, key) : outcome.kind === 'values' ? valuesVariant(outcome.handle, key, ctx.baseUrl) : notFoundVariant(outcome.handle, ctx.baseUrl)
-          const answer = prepareAnswer(parts, outcome.reuse.validUntil, outcome.reuse.expires)
-          opts.resolver.attach(outcome.handle, outcome.reuse.entry, (work) => addAnswer(work, variant, answer))
+          keepAnswer(opts.resolver, outcome.handle, outcome.reuse, variant, parts)
         }
         return sendParts(reply, parts, outcome.cache, outcome.kind === 'redirect' ? outcome.expires : undefined)
       }
@@ -243,7 +241,7 @@ function outcomeLabel (outcome: ProxyOutcome): OutcomeLabel {
 }
 
 /** What negotiation and the 10320/loc choosers read from a request: the one place the proxy reads a client's headers. */
-export function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'countryHeader' | 'countryLookup'>, params: Pick<ProxyParams, 'all'>): ProxyRequest['client'] {
+function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'countryHeader' | 'countryLookup'>, params: Pick<ProxyParams, 'all'>): ProxyRequest['client'] {
   const header = opts.countryHeader === undefined ? undefined : request.headers[opts.countryHeader.toLowerCase()]
   // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
   const fromHeader = typeof header === 'string' && /^[A-Za-z]{2}$/.test(header) && !/^(xx|t1)$/i.test(header) ? header : undefined
