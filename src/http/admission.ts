@@ -18,12 +18,6 @@ import { RefusedError } from './errors.js'
  * - then the request's fair-queue ticket and deadline, for the resolver.
  */
 export interface Admission {
-  /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
-  admit (request: FastifyRequest, reply: FastifyReply, bypass: boolean): Promise<void> | undefined
-  /** Who the request is, for the fair queue. */
-  ticket (request: FastifyRequest): ClientTicket
-  /** The request's deadline on the performance.now() clock. */
-  deadline (): number
   /**
    * The gate of one request as the resolver takes it (LookupOptions.admit): passed at most once, when its
    * first lookup must go upstream, then the same answer (who asks, until when) or the same refusal.
@@ -71,27 +65,27 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
     if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
   }
 
-  const admission: Admission = {
-    admit (request, reply, bypass) {
-      if (underPressureNow()) {
-        refused.shed.inc()
-        return Promise.reject(new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000))
-      }
-      // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
-      const limiter = bypass ? (auth ?? general) : general
-      if (limiter === undefined || isAllowListed(request.ip)) return undefined
-      return limiter.call(app, request, reply).catch((err: unknown) => {
-        (limiter === auth ? refused.auth : refused.general).inc()
-        throw err
-      })
-    },
-    ticket: (request) => ticketFor(request.ip, isTrusted),
-    deadline: () => performance.now() + config.requestDeadlineMs,
+  /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
+  function admit (request: FastifyRequest, reply: FastifyReply, bypass: boolean): Promise<void> | undefined {
+    if (underPressureNow()) {
+      refused.shed.inc()
+      return Promise.reject(new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000))
+    }
+    // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
+    const limiter = bypass ? (auth ?? general) : general
+    if (limiter === undefined || isAllowListed(request.ip)) return undefined
+    return limiter.call(app, request, reply).catch((err: unknown) => {
+      (limiter === auth ? refused.auth : refused.general).inc()
+      throw err
+    })
+  }
+
+  return {
     gate (request, reply, bypass) {
       let passed: Promise<{ client: ClientTicket, deadline: number }> | undefined
-      return async () => await (passed ??= Promise.resolve(admission.admit(request, reply, bypass))
-        .then(() => ({ client: admission.ticket(request), deadline: admission.deadline() })))
+      // Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock.
+      return async () => await (passed ??= Promise.resolve(admit(request, reply, bypass))
+        .then(() => ({ client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs })))
     }
   }
-  return admission
 }

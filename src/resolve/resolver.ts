@@ -189,9 +189,8 @@ export function createResolver (opts: ResolverOptions) {
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
   function cachedAnswer (handle: string): CachedAnswer | undefined {
-    if (opts.upstream === undefined) return undefined
-    if (opts.local !== undefined && (opts.local.get(handle) !== undefined || opts.local.isAuthoritative(handle))) return undefined
-    return freshEntry(handle)
+    const known = peekEntry(handle, NO_FLAGS)
+    return known?.cached === true ? known.lookup.entry : undefined
   }
 
   /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
@@ -313,6 +312,8 @@ export function createResolver (opts: ResolverOptions) {
 export type Resolver = ReturnType<typeof createResolver>
 
 function noop (): void {}
+
+const NO_FLAGS: LookupOptions = {}
 
 /** What a lookup may take instead of asking the upstream itself, once its turn comes. */
 interface Join { running: boolean, fresh: boolean }

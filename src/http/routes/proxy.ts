@@ -46,7 +46,10 @@ export interface ProxyRouteOptions {
   localServices?: LocalServices | undefined
   /** Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). */
   metadata?: MetadataAnswers | undefined
-  /** Keep answers that every plain request of their variant gets with the record, for the hot path (src/http/hot-path.ts). */
+  /**
+   * Keep answers that every plain request of their variant gets with the record, for the hot path
+   * (src/http/hot-path.ts); off when answers may depend on who asks (a local service) or must be logged.
+   */
   prepareAnswers?: boolean
 }
 
@@ -94,7 +97,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
   const counters = outcomeCounters(opts.metrics)
   const count = (outcome: OutcomeLabel): void => { counters[outcome].inc() }
   const { localServices } = opts
-  const prepare = opts.prepareAnswers === true && localServices === undefined
+  const prepare = opts.prepareAnswers === true
   async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
     const { handle, query, params, post } = asked
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
