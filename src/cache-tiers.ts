@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import type { Config } from './config/schema.js'
 import type { Metrics } from './metrics.js'
 import type { RecordCache } from './resolve/cache.js'
+import { cacheSourceOf, sourceId } from './resolve/cache-source.js'
 import { closeRedis, createRedisClient, waitConnected } from './resolve/redis.js'
 import type { RecordFetcher } from './resolve/resolver.js'
 import { createSharedTier, sharedFetcher } from './resolve/shared-tier.js'
@@ -45,6 +46,8 @@ async function siblingSnapshots (file: string): Promise<string[]> {
 export async function setUpCacheTiers (app: FastifyInstance, config: Config, deps: { cache: RecordCache, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
   const { cache, metrics, now } = deps
   const maxStaleMs = config.maxStaleSeconds * 1000
+  // What the records are made from: a snapshot or a Redis key made from another source is never read.
+  const source = cacheSourceOf(config)
 
   if (config.cacheFile !== undefined) {
     const file = config.cacheFile
@@ -53,12 +56,12 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     // worker takes all of them back; a change of WORKERS loses nothing either.
     for (const one of [...await siblingSnapshots(file), file]) {
       const started = performance.now()
-      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, log: app.log })
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, log: app.log })
       if (loaded.loaded + loaded.expired + loaded.bad > 0) {
         app.log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
       }
     }
-    const snapshots = scheduleSnapshots({ file, cache, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log: app.log })
+    const snapshots = scheduleSnapshots({ file, cache, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log: app.log })
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
     // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
     app.addHook('preClose', async () => { await snapshots.close() })
@@ -73,6 +76,7 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
   const tier = createSharedTier({
     redis,
     prefix: config.redisKeyPrefix,
+    source: sourceId(source),
     lockTtlMs: config.redisLockTtlMs,
     pollMs: config.redisWaitPollMs,
     maxStaleMs,

@@ -3,13 +3,15 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { CachedAnswer, RecordCache } from './cache.js'
+import { checkSource, sameSource, sourceId } from './cache-source.js'
+import type { CacheSource } from './cache-source.js'
 import { checkEntry, encodeEntry, isCacheKey } from './entry-codec.js'
 
 /**
  * The cache on disk (behaviour.md §11, CACHE_FILE): NDJSON, one line per entry, between a header
  * and an end line, so a file cut short is known to be cut short:
  *
- *   {"format":"doi-proxy-cache","version":1,"writtenAt":1700000000000}
+ *   {"format":"doi-proxy-cache","version":2,"writtenAt":1700000000000,"source":{"upstream":"https://doi.org/api/handles","offline":false}}
  *   ["10.1000/182",[1,storedAt,freshUntil,1,[…values…]]]
  *   …
  *   {"end":true,"entries":N}
@@ -24,9 +26,16 @@ import { checkEntry, encodeEntry, isCacheKey } from './entry-codec.js'
  * A file whose header is wrong is set aside whole (nothing loaded); a file cut short (no end line, a
  * last line without its newline) keeps the entries read before the cut and is set aside too; a bad
  * line in the middle is skipped and counted. Set aside = renamed to `FILE.corrupt-<epoch ms>`, never deleted.
+ *
+ * The header names the source the records came from (cache-source.ts). A file made from another source
+ * (another UPSTREAM_URL, OFFLINE changed, or version 1, which did not say) is not loaded: its records would
+ * answer for an upstream that was never asked. It is set aside whole as `FILE.<source id>.set-aside`
+ * (`FILE.<source id>-<epoch ms>.set-aside` when that name is taken), never overwritten, never deleted.
  */
 export const SNAPSHOT_FORMAT = 'doi-proxy-cache'
-export const SNAPSHOT_VERSION = 1
+export const SNAPSHOT_VERSION = 2
+// Version 1 files are read as far as their header: they are set aside, as their source is unknown.
+const UNSOURCED_VERSION = 1
 
 // A chunk of lines is written (and the event loop let go) every this many bytes.
 const WRITE_CHUNK_BYTES = 256 * 1024
@@ -43,8 +52,10 @@ export interface LoadResult {
   expired: number
   /** Lines that were not entries (skipped). */
   bad: number
-  /** Where the file was moved when it was corrupt or truncated. */
+  /** Where the file was moved when it was corrupt, truncated or made from another source. */
   setAside?: string
+  /** The file was made from another source and was not loaded. */
+  foreign?: boolean
 }
 
 export interface LoadOptions {
@@ -55,6 +66,8 @@ export interface LoadOptions {
   maxLineBytes: number
   /** Longest key accepted. */
   maxKeyLength: number
+  /** What this process's records come from: a file made from anything else is set aside. */
+  source: CacheSource
   log: SnapshotLog
 }
 
@@ -69,12 +82,20 @@ export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
   let header = false
   let ended = false
   let problem: string | undefined
+  let foreign: CacheSource | undefined
+  let foreignVersion: number | undefined
   const at = opts.now()
   try {
     for await (const line of readLines(opts.file, opts.maxLineBytes)) {
       if (!header) {
-        if (!isHeader(line.text)) {
+        const read = readHeader(line.text)
+        if (read === undefined) {
           problem = 'the first line is not a doi-proxy cache header of a version we read'
+          break
+        }
+        if (read.source === undefined || !sameSource(read.source, opts.source)) {
+          foreign = read.source
+          foreignVersion = read.version
           break
         }
         header = true
@@ -108,6 +129,7 @@ export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
   } catch (err) {
     problem = `the file could not be read: ${(err as Error).message}`
   }
+  if (foreignVersion !== undefined) return await setAsideForeign(opts, foreign, foreignVersion)
   if (problem === undefined && !header) problem = 'the file is empty'
   if (problem === undefined && !ended) problem = 'the file has no end line (it was cut short)'
   if (problem !== undefined) {
@@ -123,9 +145,42 @@ export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
   return result
 }
 
+/** A file made from another source: renamed whole, never over another file, and nothing loaded. */
+async function setAsideForeign (opts: LoadOptions, theirs: CacheSource | undefined, version: number): Promise<LoadResult> {
+  const id = theirs === undefined ? `v${version}` : sourceId(theirs)
+  let aside = `${opts.file}.${id}.set-aside`
+  if (await exists(aside)) aside = `${opts.file}.${id}-${Date.now()}.set-aside`
+  let moved = true
+  try {
+    await rename(opts.file, aside)
+  } catch {
+    moved = false
+  }
+  opts.log.warn({
+    file: opts.file,
+    setAside: moved ? aside : undefined,
+    snapshotSource: theirs ?? `unknown (a version ${version} file)`,
+    source: opts.source
+  }, moved
+    ? 'the cache snapshot was made from another upstream; it was set aside and not loaded'
+    : 'the cache snapshot was made from another upstream and could not be set aside; it was not loaded')
+  return { loaded: 0, expired: 0, bad: 0, foreign: true, ...(moved ? { setAside: aside } : {}) }
+}
+
+async function exists (file: string): Promise<boolean> {
+  try {
+    await stat(file)
+    return true
+  } catch {
+    return false
+  }
+}
+
 export interface WriteOptions {
   file: string
   cache: RecordCache
+  /** Named in the header: what the records were made from. */
+  source: CacheSource
   now: () => number
 }
 
@@ -138,7 +193,7 @@ export async function writeSnapshot (opts: WriteOptions): Promise<number> {
   const handle = await open(tmp, 'w', 0o600)
   let written = 0
   try {
-    let chunk = JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, writtenAt: opts.now() }) + '\n'
+    let chunk = JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, writtenAt: opts.now(), source: opts.source }) + '\n'
     for (const [key, entry] of entries) {
       chunk += `[${JSON.stringify(key)},${encodeEntry(entry)}]\n`
       written++
@@ -161,14 +216,19 @@ export async function writeSnapshot (opts: WriteOptions): Promise<number> {
   return written
 }
 
-function isHeader (text: string | undefined): boolean {
-  if (text === undefined) return false
+/** The header's version and source (undefined for a version 1 file or a source that is not one); undefined when it is no header of ours. */
+function readHeader (text: string | undefined): { version: number, source: CacheSource | undefined } | undefined {
+  if (text === undefined) return undefined
+  let h: { format?: unknown, version?: unknown, source?: unknown } | null
   try {
-    const h = JSON.parse(text) as { format?: unknown, version?: unknown } | null
-    return h !== null && typeof h === 'object' && h.format === SNAPSHOT_FORMAT && h.version === SNAPSHOT_VERSION
+    h = JSON.parse(text) as typeof h
   } catch {
-    return false
+    return undefined
   }
+  if (h === null || typeof h !== 'object' || h.format !== SNAPSHOT_FORMAT) return undefined
+  if (h.version === UNSOURCED_VERSION) return { version: UNSOURCED_VERSION, source: undefined }
+  if (h.version !== SNAPSHOT_VERSION) return undefined
+  return { version: SNAPSHOT_VERSION, source: checkSource(h.source) }
 }
 
 /** An entry line as [key, entry], 'end' for the end line, undefined for anything else. */

@@ -177,6 +177,79 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     expect(served).toEqual([0, 16, 17, 18, 19])
   })
 
+  it('a snapshot made from another upstream is set aside at start, not loaded, and the new upstream is asked', async () => {
+    const fixture = await upstreamFor(records(2))
+    const cacheFile = tempFile()
+    const first = await start(fixture, { cacheFile })
+    expect((await first.app.inject({ url: '/10.5555/r0' })).headers.location).toBe('http://example.org/r0')
+    await first.app.close()
+
+    const mirror = await upstreamFor({ ...records(2), '10.5555/r0': [admin(), str(1, 'URL', 'http://mirror.example/r0')] })
+    const second = await start(mirror, { cacheFile })
+    const res = await second.app.inject({ url: '/10.5555/r0' })
+    expect(res.headers.location).toBe('http://mirror.example/r0')
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(mirror.count('10.5555/r0')).toBe(1)
+    const warning = second.logs.find((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded')
+    expect(warning?.snapshotSource).toEqual({ upstream: fixture.url, offline: false })
+    expect(String(warning?.setAside)).toMatch(/cache\.snapshot\.[0-9a-f]{12}\.set-aside$/)
+    // Set aside whole, never deleted: the first upstream's record is still in it.
+    expect(readFileSync(String(warning?.setAside), 'utf8')).toContain('http://example.org/r0')
+  })
+
+  it('a snapshot set aside never replaces one set aside before it', async () => {
+    const fixture = await upstreamFor(records(1))
+    const other = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    for (let round = 0; round < 2; round++) {
+      const a = await start(fixture, { cacheFile })
+      await a.app.inject({ url: '/10.5555/r0' })
+      await a.app.close()
+      const b = await start(other, { cacheFile })
+      await b.app.close()
+    }
+    // The fixture's snapshot was set aside twice (the second time the other's was too): none lost.
+    expect(readdirSync(join(cacheFile, '..')).filter((f) => f.endsWith('.set-aside'))).toHaveLength(3)
+  })
+
+  it('a snapshot written before snapshots named their source (version 1) is set aside, not loaded', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    await first.app.inject({ url: '/10.5555/r0' })
+    await first.app.close()
+    const [, ...rest] = readFileSync(cacheFile, 'utf8').split('\n')
+    writeFileSync(cacheFile, [JSON.stringify({ format: 'doi-proxy-cache', version: 1, writtenAt: T0 }), ...rest].join('\n'))
+
+    upstream.mode = { kind: 'status', status: 503 }
+    const second = await start(upstream, { cacheFile })
+    expect((await second.app.inject({ url: '/10.5555/r0' })).statusCode).toBe(502)
+    expect(existsSync(`${cacheFile}.v1.set-aside`)).toBe(true)
+  })
+
+  it('the snapshot\'s header names its source: the upstream URL, offline or not, and the format version', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const { app } = await start(upstream, { cacheFile })
+    await app.close()
+    const header = JSON.parse(readFileSync(cacheFile, 'utf8').split('\n')[0] ?? '') as Record<string, unknown>
+    expect(header).toMatchObject({ format: 'doi-proxy-cache', version: 2, source: { upstream: upstream.url, offline: false } })
+  })
+
+  it('a snapshot made online is set aside by an offline start, and one made offline by an online start', async () => {
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const online = await start(upstream, { cacheFile })
+    await online.app.inject({ url: '/10.5555/r0' })
+    await online.app.close()
+    const offline = await start(upstream, { cacheFile, offline: true })
+    expect(offline.logs.some((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded')).toBe(true)
+    await offline.app.close()
+    const again = await start(upstream, { cacheFile })
+    expect(again.logs.some((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded' &&
+      (l.snapshotSource as { offline?: boolean }).offline === true)).toBe(true)
+  })
+
   it('the cache is written periodically while the resolver runs', async () => {
     const upstream = await upstreamFor(records(1))
     const cacheFile = tempFile()
