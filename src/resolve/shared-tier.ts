@@ -23,7 +23,7 @@ import type { UpstreamAnswer } from './upstream.js'
  * goes on as if there were no Redis, counted in `doi_proxy_shared_cache_errors_total{reason}`, logged at
  * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. Nothing here throws to the caller.
  */
-export const SHARED_KEY_VERSION = 'v1'
+export const SHARED_KEY_VERSION = 'v2'
 const LOG_INTERVAL_MS = 10_000
 // After Redis fails (unreachable, too slow, an error), lookups leave it alone this long: a slow Redis
 // then costs one command timeout, not one per call of every miss, and the process works as if it had none.
@@ -36,8 +36,13 @@ export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | '
 
 export interface SharedTierOptions {
   redis: Redis
-  /** Keys are `${prefix}v1:r:<cache key>` (records) and `${prefix}v1:l:<cache key>` (locks). */
+  /**
+   * Keys are `${prefix}v2:<source>:r:<cache key>` (records) and `${prefix}v2:<source>:l:<cache key>` (locks):
+   * the source (cache-source.ts: a hash of the upstream URL and offline flag) is part of every key whatever the
+   * prefix, so deployments with different upstreams on one Redis never read each other's records.
+   */
   prefix: string
+  source: string
   lockTtlMs: number
   pollMs: number
   maxStaleMs: number
@@ -55,8 +60,9 @@ export type SharedAnswer = UpstreamAnswer & { stored?: CachedAnswer }
 
 export function createSharedTier (opts: SharedTierOptions) {
   const { redis, now } = opts
-  const recordKey = (key: string): string => `${opts.prefix}${SHARED_KEY_VERSION}:r:${key}`
-  const lockKey = (key: string): string => `${opts.prefix}${SHARED_KEY_VERSION}:l:${key}`
+  const namespace = `${opts.prefix}${SHARED_KEY_VERSION}:${opts.source}:`
+  const recordKey = (key: string): string => `${namespace}r:${key}`
+  const lockKey = (key: string): string => `${namespace}l:${key}`
   const token = randomUUID()
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 

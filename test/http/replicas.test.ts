@@ -8,6 +8,7 @@ import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { TestRedis } from '../support/redis.js'
 import type { HandleValue } from '../../src/handle/types.js'
+import { cacheSourceOf, sourceId } from '../../src/resolve/cache-source.js'
 
 // REDIS_URL (behaviour.md §11): replicas share a second cache tier, against a real redis-server.
 
@@ -50,6 +51,11 @@ async function replica (upstream: FakeUpstream, overrides: Partial<Config> = {},
   await app.ready()
   onTestFinished(async () => { await app.close() })
   return app
+}
+
+/** The Redis key of a record as replicas on this upstream name it: the prefix, the key version and the source. */
+function recordKey (upstream: FakeUpstream, key: string): string {
+  return `doi-proxy:v2:${sourceId(cacheSourceOf({ upstreamUrl: upstream.url, offline: false }))}:r:${key}`
 }
 
 async function metric (app: FastifyInstance, pattern: RegExp): Promise<number> {
@@ -110,6 +116,19 @@ describe('replicas sharing one Redis', () => {
     expect(upstream.count('10.5555')).toBe(1)
   })
 
+  it('deployments with different upstreams on one Redis, with the same REDIS_KEY_PREFIX, never answer with each other\'s records', async () => {
+    const upstream = await fakeUpstream()
+    const mirror = await FakeUpstream.start({ ...RECORDS, '10.5555/plain': [admin(), str(1, 'URL', 'http://mirror.example/plain')] })
+    onTestFinished(() => mirror.close())
+    const a = await replica(upstream)
+    const b = await replica(mirror)
+    expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
+    const res = await b.inject({ url: '/10.5555/plain' })
+    expect(res.headers.location).toBe('http://mirror.example/plain')
+    expect(mirror.count('10.5555/plain')).toBe(1)
+    expect(await metric(b, /^doi_proxy_shared_cache_total\{result="hit"\} (\d+)/m)).toBe(0)
+  })
+
   it('a not-found answer is shared too', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream)
@@ -119,13 +138,13 @@ describe('replicas sharing one Redis', () => {
     expect(upstream.count('10.5555/nowhere')).toBe(1)
   })
 
-  it('records live under a versioned prefix, with a Redis TTL of freshness plus the longest staleness', async () => {
+  it('records live under a versioned prefix naming their source, with a Redis TTL of freshness plus the longest staleness', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { cacheMaxTtlSeconds: 3600, maxStaleSeconds: 7200 })
     await a.inject({ url: '/10.5555/plain' })
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
-    const ttl = await client.pttl('doi-proxy:v1:r:10.5555/PLAIN')
+    const ttl = await client.pttl(recordKey(upstream, '10.5555/PLAIN'))
     expect(ttl).toBeGreaterThan(3600_000)
     expect(ttl).toBeLessThanOrEqual(3600_000 + 7200_000)
   })
@@ -146,8 +165,8 @@ describe('replicas sharing one Redis', () => {
     const a = await replica(upstream)
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
-    await client.set('doi-proxy:v1:r:10.5555/PLAIN', '[1,1,2,1,[{"index":1,"type":"URL","data":{"format":"string","value":"javascript:alert(1)"}}]]')
-    await client.set('doi-proxy:v1:r:10.5555/MULTI', '\u0000not json')
+    await client.set(recordKey(upstream, '10.5555/PLAIN'), '[1,1,2,1,[{"index":1,"type":"URL","data":{"format":"string","value":"javascript:alert(1)"}}]]')
+    await client.set(recordKey(upstream, '10.5555/MULTI'), '\u0000not json')
     const plain = await a.inject({ url: '/10.5555/plain' })
     expect(plain.statusCode).toBe(302)
     expect(plain.headers.location).toBe('http://example.org/plain')
@@ -162,8 +181,8 @@ describe('replicas sharing one Redis', () => {
     onTestFinished(() => { client.disconnect() })
     const planted = (storedAt: number, freshUntil: number): string =>
       JSON.stringify([1, storedAt, freshUntil, 1, [{ index: 1, type: 'URL', data: { format: 'string', value: 'http://planted.example/' }, ttl: 86400 }]])
-    await client.set('doi-proxy:v1:r:10.5555/PLAIN', planted(T0, T0 + 100 * 365 * DAY))
-    await client.set('doi-proxy:v1:r:10.5555/MULTI', planted(T0 + DAY, T0 + DAY + 30_000))
+    await client.set(recordKey(upstream, '10.5555/PLAIN'), planted(T0, T0 + 100 * 365 * DAY))
+    await client.set(recordKey(upstream, '10.5555/MULTI'), planted(T0 + DAY, T0 + DAY + 30_000))
     expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
     expect((await a.inject({ url: '/10.5555/multi' })).headers.location).toBe('http://example.org/first')
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(2)
@@ -175,7 +194,7 @@ describe('replicas sharing one Redis', () => {
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
     const values = Array.from({ length: 2000 }, (_, i) => ({ index: i + 1, type: 'DESC', data: { format: 'string', value: 'x'.repeat(40) }, ttl: 86400 }))
-    await client.set('doi-proxy:v1:r:10.5555/PLAIN', JSON.stringify([1, T0, T0 + 30_000, 1, values]))
+    await client.set(recordKey(upstream, '10.5555/PLAIN'), JSON.stringify([1, T0, T0 + 30_000, 1, values]))
     expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(1)
   })
