@@ -110,7 +110,10 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     if (typeof url === 'string') return undefined
     const acceptKey = acceptCacheKey(accept)
     if (acceptKey === undefined) return undefined
-    const key = `${cacheKey(outcome.handle)}\u0000${url.href}\u0000${acceptKey}`
+    // DOI names are case-insensitive (ASCII, behaviour.md §2.8) and the location carries the handle as the
+    // reader typed it ({hdl}): the location is folded as the handle is, so 10.1/AB and 10.1/ab share one entry.
+    // Both come from the one record, so nothing else about the location can differ by case but the handle.
+    const key = `${cacheKey(outcome.handle)}\u0000${cacheKey(url.href)}\u0000${acceptKey}`
     const fresh = service.peek(key)
     if (fresh !== undefined) return sendAnswer(reply, outcome, fresh, 'HIT')
     return fetchAndSend(request, reply, outcome, admitted, { key, url, accept })

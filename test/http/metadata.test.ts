@@ -82,6 +82,25 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(agency.count(DOI)).toBe(1)
   })
 
+  it('the same DOI in another case, with the same Accept, is answered from the cache: DOI names are case-insensitive', async () => {
+    const { app, agency } = await withAgency()
+    expect((await app.inject({ url: '/10.9999/PAPER', headers: BIB })).body).toBe(BIBTEX)
+    const res = await app.inject({ url: '/10.9999/paper', headers: BIB })
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toBe(BIBTEX)
+    expect(res.headers['x-cache']).toBe('HIT')
+    expect(agency.count(DOI)).toBe(1)
+  })
+
+  it('readers missing the same DOI in different cases at once make one request to the agency', async () => {
+    const { app, agency } = await withAgency()
+    agency.mode = { kind: 'slow', delayMs: 100 }
+    const answers = await Promise.all(['/10.9999/paper', '/10.9999/PAPER', '/10.9999/Paper'].map(async (url, i) =>
+      await app.inject({ url, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })))
+    expect(answers.map((r) => r.body)).toEqual([BIBTEX, BIBTEX, BIBTEX])
+    expect(agency.count(DOI)).toBe(1)
+  })
+
   it('another media type of the same DOI is fetched and cached on its own', async () => {
     const { app, agency } = await withAgency()
     await app.inject({ url: `/${DOI}`, headers: BIB })
