@@ -92,13 +92,24 @@ export function createSharedTier (opts: SharedTierOptions) {
     write: lookups.labels('write')
   }
 
-  let wasUp = false
   let pausedUntil = 0
+  // The connection's own story, one line each way (throttled, for a Redis that flaps), whether or not a
+  // command was in flight: an idle replica whose Redis went away says so. A start without Redis is
+  // already said by cache-tiers.ts, so its first connection is a reconnection too.
+  let connected = redis.status === 'ready'
+  const connection = createLogThrottle(LOG_INTERVAL_MS)
   redis.on('ready', () => {
-    if (wasUp) opts.log.info({}, 'reconnected to the shared cache (Redis)')
-    wasUp = true
     // A new connection ends the pause: it is for a Redis that stays connected but answers too slowly.
     pausedUntil = 0
+    if (connected) return
+    connected = true
+    connection('regained', (suppressed) => opts.log.info({ suppressed }, 'reconnected to the shared cache (Redis)'))
+  })
+  // Emitted when a connection that was not closed by us is lost and a reconnection is planned.
+  redis.on('reconnecting', () => {
+    if (!connected) return
+    connected = false
+    connection('lost', (suppressed) => opts.log.warn({ suppressed }, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
   })
 
   function fail (reason: SharedErrorReason, err?: unknown): void {

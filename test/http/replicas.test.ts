@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import type { AppDeps } from '../../src/app.js'
 import { buildConfig } from '../../src/config/schema.js'
@@ -237,6 +238,26 @@ describe('when Redis fails', () => {
     expect((await a.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect((await b.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect(upstream.count('10.5555/shared-7')).toBe(1)
+  })
+
+  it('Redis going away while the replica is idle is one warning, and its return one info line', async () => {
+    const upstream = await fakeUpstream()
+    const logs: Array<{ level: number, msg: string }> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })
+    await replica(upstream, {}, { logger })
+    const lost = (): number => logs.filter((l) => l.msg.startsWith('lost the connection to the shared cache (Redis)')).length
+    const back = (): number => logs.filter((l) => l.msg === 'reconnected to the shared cache (Redis)').length
+    await redis.kill()
+    await waitFor(async () => lost() > 0)
+    // Several reconnection attempts fail while it is down: still one line.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(lost()).toBe(1)
+    expect(logs.find((l) => l.msg.startsWith('lost the connection'))?.level).toBe(40)
+    expect(back()).toBe(0)
+    await redis.run()
+    await waitFor(async () => back() > 0)
+    expect(back()).toBe(1)
+    expect(lost()).toBe(1)
   })
 
   it('a full Redis (maxmemory reached, no eviction) refuses writes: the replica resolves and counts it', async () => {
