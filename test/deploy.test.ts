@@ -1,33 +1,13 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { parse } from 'yaml'
 import { buildConfig } from '../src/config/schema.js'
+import { compose, envOf, inProfile, replicas } from './support/compose.js'
 
 // The image and compose file as an operator expects them (issue 14). No Docker engine runs here: they are read, not built.
 
-interface Service {
-  image?: string
-  build?: unknown
-  profiles?: string[]
-  environment?: Record<string, string>
-  volumes?: string[]
-  mem_limit?: string
-  healthcheck?: { test: string[] }
-  depends_on?: Record<string, { condition: string }>
-  command?: string[]
-}
-const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as { services: Record<string, Service>, volumes: Record<string, unknown> }
 const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
 const nginx = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
-
-const inProfile = (profile: string): Array<[string, Service]> => Object.entries(compose.services).filter(([, s]) => s.profiles?.includes(profile))
-const replicas = inProfile('replicas').filter(([, s]) => s.build !== undefined)
 const doiProxies = Object.entries(compose.services).filter(([, s]) => s.build !== undefined)
-
-/** The environment as compose gives it with nothing set on the host: `${X:-default}` is the default. */
-function envOf (s: Service): Record<string, string> {
-  return Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, '$1')]))
-}
 
 function bytes (limit: string | undefined): number {
   const m = /^(\d+)([kmg])?$/i.exec(limit ?? '')

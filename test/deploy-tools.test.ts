@@ -1,0 +1,166 @@
+import { execFileSync, spawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { connect as http2Connect } from 'node:http2'
+import { request as httpsRequest } from 'node:https'
+import { request as httpRequest } from 'node:http'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { buildConfig } from '../src/config/schema.js'
+import { setup } from './support/app.js'
+import { envOf, replicas } from './support/compose.js'
+
+// The files in deploy/ as an operator installs them, checked by the real tools: nginx (Debian's
+// package; .ci/run installs it) started with the shipped deploy/nginx.conf in front of a real doi-proxy.
+
+const NGINX_CONF = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
+
+/** `text` with `from` replaced everywhere; throws when it is not there, so a changed file fails loudly. */
+function substitute (text: string, from: string, to: string): string {
+  if (!text.includes(from)) throw new Error(`deploy/nginx.conf no longer contains ${JSON.stringify(from)}`)
+  return text.split(from).join(to)
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+
+/** One HTTP/1.1 request, over TLS trusting only `ca` when it is given; `localAddress` picks the client's address. */
+async function ask (url: string, opts: { ca?: string, localAddress?: string, headers?: Record<string, string> } = {}): Promise<Answer> {
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest
+  return await new Promise((resolve, reject) => {
+    const req = send(url, { ca: opts.ca, localAddress: opts.localAddress, headers: opts.headers, agent: false }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { body += c })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+    })
+    req.setTimeout(10_000, () => req.destroy(new Error(`no answer from ${url}`)))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate', () => {
+  let dir = ''
+  let ca = ''
+  let httpPort = 0
+  let httpsPort = 0
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'doi-proxy-nginx-'))
+    // Run as root, nginx's workers are another user (www-data), who must read the webroot.
+    chmodSync(dir, 0o755)
+    const live = join(dir, 'live', 'doi-proxy')
+    mkdirSync(live, { recursive: true })
+    mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
+    // A self-signed certificate for 127.0.0.1, made now and trusted by these requests alone.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-keyout', join(live, 'privkey.pem'), '-out', join(live, 'fullchain.pem')], { stdio: 'pipe' })
+    ca = readFileSync(join(live, 'fullchain.pem'), 'utf8')
+    writeFileSync(join(dir, 'acme', '.well-known', 'acme-challenge', 'token-1'), 'token-1.key-authorization')
+  })
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /**
+   * A real doi-proxy (the fake upstream behind it) with `statusAllow`, and nginx in front of it from
+   * the shipped file, on free ports; both stopped when the test ends.
+   */
+  async function start (statusAllow = ['127.0.0.0/8']): Promise<void> {
+    // TRUST_PROXY as compose gives it to the replicas behind this nginx.
+    const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
+    const { app } = await setup({ overrides: { trustProxy, statusAllow } })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const appPort = (app.server.address() as AddressInfo).port
+    httpPort = await freePort()
+    httpsPort = await freePort()
+
+    let conf = NGINX_CONF
+    conf = substitute(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
+    conf = substitute(conf, 'listen [::]:80;', '')
+    conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
+    conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
+    for (const n of [1, 2, 3]) conf = substitute(conf, `server doi-proxy-${n}:8000 `, `server 127.0.0.1:${appPort} `)
+    conf = substitute(conf, '/etc/letsencrypt/live/doi-proxy/', `${dir}/live/doi-proxy/`)
+    conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
+    conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
+    // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
+    conf = substitute(conf, 'http {', `http {\n  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t}_temp;`).join('\n  ')}`)
+    writeFileSync(join(dir, 'nginx.conf'), conf)
+
+    let nginxOutput = ''
+    const nginx = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr', '-g', `daemon off; pid ${dir}/nginx.pid;`], { stdio: ['ignore', 'pipe', 'pipe'] })
+    nginx.stdout.on('data', (c: Buffer) => { nginxOutput += c.toString() })
+    nginx.stderr.on('data', (c: Buffer) => { nginxOutput += c.toString() })
+    onTestFinished(() => { nginx.kill('SIGQUIT') })
+    // Up once its health check answers on the plain port.
+    for (let i = 0; ; i++) {
+      if (nginx.exitCode !== null) throw new Error(`nginx exited ${nginx.exitCode}: ${nginxOutput}`)
+      const up = await ask(`http://127.0.0.1:${httpPort}/nginx-health`).then((a) => a.status === 200, () => false)
+      if (up) break
+      if (i > 100) throw new Error(`nginx did not start: ${nginxOutput}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  it('resolves a DOI over https and HTTP/2, with HSTS', async () => {
+    await start()
+    const session = http2Connect(`https://127.0.0.1:${httpsPort}`, { ca })
+    try {
+      const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        const req = session.request({ ':path': '/10.5555/plain' })
+        req.on('response', (headers) => { resolve(headers); req.close() })
+        req.on('error', reject)
+        req.end()
+      })
+      expect(session.alpnProtocol).toBe('h2')
+      expect(answer[':status']).toBe(302)
+      expect(answer.location).toBe('http://example.org/plain')
+      expect(answer['strict-transport-security']).toBe('max-age=63072000')
+    } finally {
+      session.close()
+    }
+  })
+
+  it('keeps HSTS on error answers too (a DOI that does not exist)', async () => {
+    await start()
+    const answer = await ask(`https://127.0.0.1:${httpsPort}/10.5555/does-not-exist`, { ca })
+    expect(answer.status, answer.body).toBe(404)
+    expect(answer.headers['strict-transport-security']).toBe('max-age=63072000')
+  })
+
+  it('sends plain http to https with the same path and query (308: a POST stays a POST)', async () => {
+    await start()
+    const answer = await ask(`http://127.0.0.1:${httpPort}/10.5555/plain?noredirect=1`)
+    expect(answer.status).toBe(308)
+    expect(answer.headers.location).toBe('https://127.0.0.1/10.5555/plain?noredirect=1')
+  })
+
+  it('answers certbot\'s challenge over plain http from the webroot', async () => {
+    await start()
+    const answer = await ask(`http://127.0.0.1:${httpPort}/.well-known/acme-challenge/token-1`)
+    expect(answer.status).toBe(200)
+    expect(answer.body).toBe('token-1.key-authorization')
+  })
+
+  it('passes the reader\'s address on, and doi-proxy trusts it (TRUST_PROXY): /status for an allowed reader only', async () => {
+    await start(['127.0.0.2/32'])
+    // nginx itself reaches doi-proxy from 127.0.0.1: only the passed-on address can be 127.0.0.2.
+    expect((await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.2' })).status).toBe(200)
+    // A reader who writes the header itself is not believed: nginx overwrites it.
+    const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
+    expect(forged.status).toBe(403)
+  })
+})
