@@ -31,6 +31,15 @@ async function freePort (): Promise<number> {
   return port
 }
 
+/** docs/deployment.md's commands that make a throw-away certificate: its shell block's lines up to openssl's. */
+function trialCertificateCommands (): string {
+  const doc = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
+  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes('openssl req'))
+  if (block === undefined) throw new Error('docs/deployment.md no longer shows how to make a throw-away certificate')
+  const lines = block.replace(/\\\n\s*/g, '').split('\n')
+  return lines.slice(0, lines.findIndex((l) => l.startsWith('openssl ')) + 1).join('\n')
+}
+
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
 
 /** One HTTP/1.1 request, over TLS trusting only `ca` when it is given; `localAddress` picks the client's address. */
@@ -59,13 +68,11 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     dir = mkdtempSync(join(tmpdir(), 'doi-proxy-nginx-'))
     // Run as root, nginx's workers are another user (www-data), who must read the webroot.
     chmodSync(dir, 0o755)
-    const live = join(dir, 'live', 'doi-proxy')
-    mkdirSync(live, { recursive: true })
     mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
-    // A self-signed certificate for 127.0.0.1, made now and trusted by these requests alone.
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-keyout', join(live, 'privkey.pem'), '-out', join(live, 'fullchain.pem')], { stdio: 'pipe' })
+    // The throw-away certificate exactly as docs/deployment.md makes it for a trial (its shell lines
+    // up to the openssl command, run in the temporary directory): LETSENCRYPT_DIR=./tls.
+    execFileSync('bash', ['-euc', trialCertificateCommands()], { cwd: dir, stdio: 'pipe' })
+    const live = join(dir, 'tls', 'live', 'doi-proxy')
     ca = readFileSync(join(live, 'fullchain.pem'), 'utf8')
     writeFileSync(join(dir, 'acme', '.well-known', 'acme-challenge', 'token-1'), 'token-1.key-authorization')
   })
@@ -93,7 +100,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
     conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
     for (const n of [1, 2, 3]) conf = substitute(conf, `server doi-proxy-${n}:8000 `, `server 127.0.0.1:${appPort} `)
-    conf = substitute(conf, '/etc/letsencrypt/live/doi-proxy/', `${dir}/live/doi-proxy/`)
+    conf = substitute(conf, '/etc/letsencrypt/', `${dir}/tls/`)
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
     conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
     // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
