@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
@@ -7,6 +7,7 @@ import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { buildConfig } from '../src/config/schema.js'
 import { setup } from './support/app.js'
@@ -169,5 +170,107 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     // A reader who writes the header itself is not believed: nginx overwrites it.
     const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
     expect(forged.status).toBe(403)
+  })
+})
+
+/** Whether `command` is on PATH. */
+function has (command: string): boolean {
+  try { execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'pipe' }); return true } catch { return false }
+}
+
+/** One tool's run: its exit code and what it said. */
+function run (command: string, args: string[], env: Record<string, string> = {}): { code: number, stdout: string, stderr: string } {
+  const result = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, ...env } })
+  return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
+}
+
+const UNIT = readFileSync(new URL('../deploy/doi-proxy.service', import.meta.url), 'utf8')
+/** The unit's `Key=value` lines (a key may repeat). */
+const unitLines = UNIT.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const)
+const unitValue = (key: string): string[] => unitLines.filter(([k]) => k === key).map(([, v]) => v)
+
+// CI installs the systemd package (.ci/run); a machine without systemd-analyze skips these two.
+describe.skipIf(!has('systemd-analyze'))('deploy/doi-proxy.service, checked by systemd-analyze (skipped without it: Debian package systemd)', () => {
+  /** The unit in a temporary directory, with this machine's node in ExecStart (verify checks the binary exists). */
+  function unitHere (): string {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-unit-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    const file = join(dir, 'doi-proxy.service')
+    writeFileSync(file, UNIT.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `))
+    return file
+  }
+
+  it('verifies without a word (an unknown or misspelt setting would be named)', () => {
+    const verified = run('systemd-analyze', ['verify', '--man=no', unitHere()])
+    expect(verified.stderr).toBe('')
+    expect(verified.code).toBe(0)
+  })
+
+  it('is rated OK or better by systemd-analyze security (exposure at most 2 out of 10)', () => {
+    const rated = run('systemd-analyze', ['security', '--offline=true', '--no-pager', unitHere()])
+    const exposure = Number(/Overall exposure level for doi-proxy\.service: ([\d.]+)/.exec(rated.stdout)?.[1])
+    expect(exposure, rated.stdout + rated.stderr).toBeLessThanOrEqual(2)
+  })
+})
+
+describe('deploy/doi-proxy.service, read', () => {
+  it('runs node itself with the hardening an operator expects', () => {
+    expect(unitValue('ExecStart')).toEqual(['/usr/bin/node /opt/doi-proxy/dist/main.js'])
+    for (const [key, value] of [['DynamicUser', 'yes'], ['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes'], ['StateDirectory', 'doi-proxy'], ['PrivateTmp', 'yes'], ['KillSignal', 'SIGTERM']]) {
+      expect(unitValue(key ?? ''), key).toEqual([value])
+    }
+  })
+
+  /** The environment doi-proxy gets from the unit's Environment= lines, %S (the state root) as /var/lib. */
+  function unitEnv (): Record<string, string> {
+    return Object.fromEntries(unitValue('Environment').flatMap((v) => v.split(' ')).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1).replace('%S', '/var/lib')]))
+  }
+
+  it('keeps the snapshot in its StateDirectory, serves no samples and listens on loopback only', () => {
+    const config = buildConfig(undefined, unitEnv())
+    expect(config.cacheFile).toBe(`/var/lib/${unitValue('StateDirectory')[0] ?? ''}/cache.snapshot`)
+    expect(config.localStoreDir).toBeUndefined()
+    expect(config.host).toBe('127.0.0.1')
+    expect(config.trustProxy).toBe(1)
+  })
+
+  it('gives the graceful shutdown time to finish before systemd kills it', () => {
+    const config = buildConfig(undefined, unitEnv())
+    expect(Number(/^(\d+)$/.exec(unitValue('TimeoutStopSec')[0] ?? '')?.[1]) * 1000).toBeGreaterThan(config.drainDelayMs + config.shutdownGraceMs)
+  })
+})
+
+// CI installs Debian's caddy (.ci/run); a machine without it skips these.
+describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped without it: Debian package caddy)', () => {
+  /** Caddy's own files (its data and config directories) in a temporary directory. */
+  function caddyEnv (): Record<string, string> {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    return { XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir, HOME: dir }
+  }
+  const caddyfile = fileURLToPath(new URL('../deploy/Caddyfile', import.meta.url))
+
+  it('is valid and formatted as caddy fmt writes it', () => {
+    const validated = run('caddy', ['validate', '--config', caddyfile, '--adapter', 'caddyfile'], caddyEnv())
+    expect(validated.code, validated.stderr).toBe(0)
+    expect(validated.stderr).not.toContain('not formatted')
+    expect(run('caddy', ['fmt', caddyfile]).stdout).toBe(readFileSync(caddyfile, 'utf8'))
+  })
+
+  it('serves the domain over https only, with HSTS on every answer, from doi-proxy on 127.0.0.1:8000', () => {
+    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], caddyEnv())
+    expect(adapted.code, adapted.stderr).toBe(0)
+    const config = JSON.parse(adapted.stdout) as { apps: { http: { servers: Record<string, { listen: string[], routes: unknown[] }> } } }
+    const servers = Object.values(config.apps.http.servers)
+    // One https server: Caddy adds the http→https redirect and the certificate by itself for a domain.
+    expect(servers.map((s) => s.listen)).toEqual([[':443']])
+    const text = JSON.stringify(servers[0]?.routes)
+    expect(text).toContain('"host":["doi.library.example"]')
+    expect(text).toMatch(/"handler":"headers","response":\{"set":\{"Strict-Transport-Security":\["max-age=63072000"\]\}\}.*"handler":"reverse_proxy","upstreams":\[\{"dial":"127\.0\.0\.1:8000"\}\]/)
+  })
+
+  it('takes the domain from DOI_PROXY_SITE', () => {
+    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], { ...caddyEnv(), DOI_PROXY_SITE: 'doi.other.example' })
+    expect(adapted.stdout).toContain('"host":["doi.other.example"]')
   })
 })
