@@ -1,10 +1,13 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
 import { request as httpRequest } from 'node:http'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+import { X509Certificate } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -71,9 +74,9 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     chmodSync(dir, 0o755)
     mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
     // The throw-away certificate exactly as docs/deployment.md makes it for a trial (its shell lines
-    // up to the openssl command, run in the temporary directory): LETSENCRYPT_DIR=./tls.
+    // up to the openssl command, run in the temporary directory): TLS_DIR=./tls.
     execFileSync('bash', ['-euc', trialCertificateCommands()], { cwd: dir, stdio: 'pipe' })
-    const live = join(dir, 'tls', 'live', 'doi-proxy')
+    const live = join(dir, 'tls')
     ca = readFileSync(join(live, 'fullchain.pem'), 'utf8')
     writeFileSync(join(dir, 'acme', '.well-known', 'acme-challenge', 'token-1'), 'token-1.key-authorization')
   })
@@ -86,7 +89,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
    * A real doi-proxy (the fake upstream behind it) with `statusAllow`, and nginx in front of it from
    * the shipped file, on free ports; both stopped when the test ends.
    */
-  async function start (statusAllow = ['127.0.0.0/8']): Promise<void> {
+  async function start (statusAllow = ['127.0.0.0/8']): Promise<ChildProcess> {
     // TRUST_PROXY as compose gives it to the replicas behind this nginx.
     const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
     const { app } = await setup({ overrides: { trustProxy, statusAllow } })
@@ -101,7 +104,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
     conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
     for (const n of [1, 2, 3]) conf = substitute(conf, `server doi-proxy-${n}:8000 `, `server 127.0.0.1:${appPort} `)
-    conf = substitute(conf, '/etc/letsencrypt/', `${dir}/tls/`)
+    conf = substitute(conf, '/etc/nginx/tls/', `${dir}/tls/`)
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
     conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
     // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
@@ -121,6 +124,18 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
       if (i > 100) throw new Error(`nginx did not start: ${nginxOutput}`)
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+    return nginx
+  }
+
+  /** The SHA-256 fingerprint of the certificate nginx serves on its https port right now. */
+  async function servedFingerprint (): Promise<string> {
+    return await new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: httpsPort, servername: 'localhost', rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerCertificate().fingerprint256)
+        socket.end()
+      })
+      socket.on('error', reject)
+    })
   }
 
   it('resolves a DOI over https and HTTP/2, with HSTS', async () => {
@@ -170,6 +185,26 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     // A reader who writes the header itself is not believed: nginx overwrites it.
     const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
     expect(forged.status).toBe(403)
+  })
+
+  it('serves a renewed certificate once deploy/certbot-deploy-hook has run, without a restart', async () => {
+    const nginx = await start()
+    const before = await servedFingerprint()
+    // What certbot hands the hook: the new certificate's live directory in RENEWED_LINEAGE.
+    const lineage = join(dir, 'renewed')
+    mkdirSync(lineage, { recursive: true })
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=renewed', '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(lineage, 'privkey.pem'), '-out', join(lineage, 'fullchain.pem')], { stdio: 'pipe' })
+    const renewed = new X509Certificate(readFileSync(join(lineage, 'fullchain.pem'))).fingerprint256
+    // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
+    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: join(dir, 'tls'), RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
+    expect(hook.code, hook.stderr).toBe(0)
+    for (let i = 0; (await servedFingerprint()) !== renewed; i++) {
+      if (i > 100) throw new Error('nginx still serves the old certificate')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(before).not.toBe(renewed)
+    expect(nginx.exitCode).toBeNull()
   })
 })
 
