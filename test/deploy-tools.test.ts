@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
 import { request as httpRequest } from 'node:http'
@@ -35,13 +35,38 @@ async function freePort (): Promise<number> {
   return port
 }
 
-/** docs/deployment.md's commands that make a throw-away certificate: its shell block's lines up to openssl's. */
+const DEPLOYMENT_DOC = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
+
+/** The lines (continuations joined) of docs/deployment.md's shell block that holds `marker`. */
+function docLines (marker: string): string[] {
+  const block = [...DEPLOYMENT_DOC.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes(marker))
+  if (block === undefined) throw new Error(`docs/deployment.md no longer shows ${JSON.stringify(marker)}`)
+  return block.replace(/\\\n\s*/g, '').split('\n')
+}
+
+/** docs/deployment.md's one command starting with `start` in the block that holds `marker`. */
+function docCommand (marker: string, start: string): string {
+  const line = docLines(marker).find((l) => l.startsWith(start))
+  if (line === undefined) throw new Error(`docs/deployment.md no longer runs ${JSON.stringify(start)} beside ${JSON.stringify(marker)}`)
+  return line
+}
+
+/** docs/deployment.md's commands that make a throw-away certificate for a trial: its lines up to openssl's. */
 function trialCertificateCommands (): string {
-  const doc = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
-  const block = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes('openssl req'))
-  if (block === undefined) throw new Error('docs/deployment.md no longer shows how to make a throw-away certificate')
-  const lines = block.replace(/\\\n\s*/g, '').split('\n')
+  const lines = docLines('--cacert tls/fullchain.pem')
   return lines.slice(0, lines.findIndex((l) => l.startsWith('openssl ')) + 1).join('\n')
+}
+
+/** The output of docs/deployment.md's `sed` command beside `marker`, run on the repository's deploy/ files. */
+function docSed (marker: string, output: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-doc-'))
+  try {
+    symlinkSync(fileURLToPath(new URL('../deploy', import.meta.url)), join(dir, 'deploy'))
+    execFileSync('bash', ['-euc', docCommand(marker, 'sed ')], { cwd: dir, stdio: 'pipe' })
+    return readFileSync(join(dir, output), 'utf8')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
@@ -89,7 +114,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
    * A real doi-proxy (the fake upstream behind it) with `statusAllow`, and nginx in front of it from
    * the shipped file, on free ports; both stopped when the test ends.
    */
-  async function start (statusAllow = ['127.0.0.0/8']): Promise<ChildProcess> {
+  async function start (statusAllow = ['127.0.0.0/8'], source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `)): Promise<ChildProcess> {
     // TRUST_PROXY as compose gives it to the replicas behind this nginx.
     const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
     const { app } = await setup({ overrides: { trustProxy, statusAllow } })
@@ -98,12 +123,12 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     httpPort = await freePort()
     httpsPort = await freePort()
 
-    let conf = NGINX_CONF
+    let conf = source
     conf = substitute(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
     conf = substitute(conf, 'listen [::]:80;', '')
     conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
     conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
-    for (const n of [1, 2, 3]) conf = substitute(conf, `server doi-proxy-${n}:8000 `, `server 127.0.0.1:${appPort} `)
+    for (const upstream of upstreams) conf = substitute(conf, upstream, `server 127.0.0.1:${appPort} `)
     conf = substitute(conf, '/etc/nginx/tls/', `${dir}/tls/`)
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
     conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
@@ -155,6 +180,15 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     } finally {
       session.close()
     }
+  })
+
+  it('resolves through the one-host form docs/deployment.md makes with sed (one doi-proxy on 127.0.0.1:8000)', async () => {
+    const oneHost = docSed('nginx-one-host.conf', 'nginx-one-host.conf')
+    expect(oneHost.match(/^\s*server \S+:8000/gm)).toEqual(['    server 127.0.0.1:8000'])
+    await start(undefined, oneHost, ['server 127.0.0.1:8000 '])
+    const answer = await ask(`https://127.0.0.1:${httpsPort}/10.5555/plain`, { ca })
+    expect(answer.status).toBe(302)
+    expect(answer.headers.location).toBe('http://example.org/plain')
   })
 
   it('keeps HSTS on error answers too (a DOI that does not exist)', async () => {
@@ -219,6 +253,14 @@ function run (command: string, args: string[], env: Record<string, string> = {})
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
 }
 
+describe('docs/deployment.md', () => {
+  it('names only deploy/ files that exist', () => {
+    const named = new Set([...DEPLOYMENT_DOC.matchAll(/(?<![\w/])deploy\/([\w.-]+)/g)].map((m) => m[1] ?? ''))
+    expect([...named].sort()).toEqual(expect.arrayContaining(['Caddyfile', 'certbot-deploy-hook', 'doi-proxy.service', 'nginx.conf']))
+    for (const name of named) expect(existsSync(fileURLToPath(new URL(`../deploy/${name}`, import.meta.url))), name).toBe(true)
+  })
+})
+
 const UNIT = readFileSync(new URL('../deploy/doi-proxy.service', import.meta.url), 'utf8')
 /** The unit's `Key=value` lines (a key may repeat). */
 const unitLines = UNIT.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const)
@@ -269,6 +311,16 @@ describe('deploy/doi-proxy.service, read', () => {
     expect(config.trustProxy).toBe(1)
   })
 
+  it('starts with the settings docs/deployment.md writes to its environment file', () => {
+    const lines = docLines('/etc/doi-proxy/doi-proxy.env')
+    const file = lines.slice(lines.findIndex((l) => l.includes('tee /etc/doi-proxy/doi-proxy.env')) + 1, lines.indexOf('EOF'))
+    expect(unitValue('EnvironmentFile')).toEqual(['-/etc/doi-proxy/doi-proxy.env'])
+    const env = { ...unitEnv(), ...Object.fromEntries(file.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])) }
+    const config = buildConfig(undefined, env)
+    expect(config.publicBaseUrl).toBe('https://doi.library.example')
+    expect(config.contactEmail).toBe('library-systems@university.example')
+  })
+
   it('gives the graceful shutdown time to finish before systemd kills it', () => {
     const config = buildConfig(undefined, unitEnv())
     expect(Number(/^(\d+)$/.exec(unitValue('TimeoutStopSec')[0] ?? '')?.[1]) * 1000).toBeGreaterThan(config.drainDelayMs + config.shutdownGraceMs)
@@ -302,6 +354,16 @@ describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped with
     const text = JSON.stringify(servers[0]?.routes)
     expect(text).toContain('"host":["doi.library.example"]')
     expect(text).toMatch(/"handler":"headers","response":\{"set":\{"Strict-Transport-Security":\["max-age=63072000"\]\}\}.*"handler":"reverse_proxy","upstreams":\[\{"dial":"127\.0\.0\.1:8000"\}\]/)
+  })
+
+  it('takes the operator\'s domain and address from docs/deployment.md\'s sed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-doc-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    writeFileSync(join(dir, 'Caddyfile'), docSed('/etc/caddy/Caddyfile', 'Caddyfile'))
+    const adapted = run('caddy', ['adapt', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], caddyEnv())
+    expect(adapted.code, adapted.stderr).toBe(0)
+    expect(adapted.stdout).toContain('"host":["doi.your-library.example"]')
+    expect(adapted.stdout).toContain('"email":"you@your-library.example"')
   })
 
   it('takes the domain from DOI_PROXY_SITE', () => {

@@ -150,4 +150,11 @@ describe('the Dockerfile', () => {
     expect(dockerfile).toMatch(/WORKERS=0/)
     expect(dockerfile).toMatch(/^USER node$/m)
   })
+
+  it('serves no sample records unless asked (LOCAL_STORE_DIR empty in the image)', () => {
+    const env = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? ''
+    const vars = Object.fromEntries(env.split(/\s*\\\n\s*|\s+/).filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]))
+    expect(vars.LOCAL_STORE_DIR).toBe('')
+    expect(buildConfig(undefined, vars).localStoreDir).toBeUndefined()
+  })
 })
