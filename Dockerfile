@@ -27,11 +27,14 @@ FROM ${NODE_IMAGE}
 # WORKERS=0: one server process per CPU of the container's quota (cgroup cpu.max), else per core;
 # with REDIS_URL they share one cache tier, without it each has its own.
 # CACHE_FILE on the /data volume: the cache survives restarts and new containers.
+# LOCAL_STORE_DIR empty: a production image serves no sample records (the samples for a trial:
+# -e LOCAL_STORE_DIR=config/sample-records; your own: mount them and name the directory).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8000 \
     WORKERS=0 \
-    CACHE_FILE=/data/cache.snapshot
+    CACHE_FILE=/data/cache.snapshot \
+    LOCAL_STORE_DIR=
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist

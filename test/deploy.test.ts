@@ -1,33 +1,16 @@
 import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { parse } from 'yaml'
 import { buildConfig } from '../src/config/schema.js'
+import { networkMatcher } from '../src/http/client.js'
+import { storeFileNames } from '../src/resolve/store-watch.js'
+import { COMPOSE_TEXT, compose, envOf, inProfile, interpolate, replicas } from './support/compose.js'
 
 // The image and compose file as an operator expects them (issue 14). No Docker engine runs here: they are read, not built.
 
-interface Service {
-  image?: string
-  build?: unknown
-  profiles?: string[]
-  environment?: Record<string, string>
-  volumes?: string[]
-  mem_limit?: string
-  healthcheck?: { test: string[] }
-  depends_on?: Record<string, { condition: string }>
-  command?: string[]
-}
-const compose = parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as { services: Record<string, Service>, volumes: Record<string, unknown> }
 const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
 const nginx = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
-
-const inProfile = (profile: string): Array<[string, Service]> => Object.entries(compose.services).filter(([, s]) => s.profiles?.includes(profile))
-const replicas = inProfile('replicas').filter(([, s]) => s.build !== undefined)
 const doiProxies = Object.entries(compose.services).filter(([, s]) => s.build !== undefined)
-
-/** The environment as compose gives it with nothing set on the host: `${X:-default}` is the default. */
-function envOf (s: Service): Record<string, string> {
-  return Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, '$1')]))
-}
 
 function bytes (limit: string | undefined): number {
   const m = /^(\d+)([kmg])?$/i.exec(limit ?? '')
@@ -35,7 +18,69 @@ function bytes (limit: string | undefined): number {
   return Number(m[1]) * ({ k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').toLowerCase()] ?? 1)
 }
 
+const deploymentDoc = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
+const envExample = readFileSync(new URL('../.env.example', import.meta.url), 'utf8')
+/** .env.example's settings, as compose reads the .env copied from it. */
+const envExampleVars = Object.fromEntries(envExample.split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+
+/** What `docker compose --profile <profile> up` starts: the services without a profile, and the profile's. */
+const started = (profile: string): string[] => Object.entries(compose.services).filter(([, s]) => s.profiles === undefined || s.profiles.includes(profile)).map(([name]) => name).sort()
+
 describe('docker-compose.yml', () => {
+  it('each profile starts exactly the services docs/deployment.md lists for it, and nothing runs without a profile', () => {
+    // The doc's table: | `single` | `doi-proxy` |
+    const rows = [...deploymentDoc.matchAll(/^\| `(\w+)` \| ((?:`[\w-]+`(?:, )?)+) \|/gm)]
+    expect(rows.map((r) => r[1])).toEqual(['single', 'replicas'])
+    for (const [, profile, names] of rows) {
+      expect(started(profile ?? '')).toEqual([...(names ?? '').matchAll(/`([\w-]+)`/g)].map((m) => m[1]).sort())
+    }
+    expect(started('none')).toEqual([])
+  })
+
+  it('.env.example names every setting compose reads from .env, and only those', () => {
+    const read = new Set([...COMPOSE_TEXT.matchAll(/\$\{(\w+)/g)].map((m) => m[1]))
+    // COMPOSE_PROFILES is compose's own: it chooses the profile.
+    expect(new Set(Object.keys(envExampleVars).filter((k) => k !== 'COMPOSE_PROFILES'))).toEqual(read)
+    expect(['single', 'replicas']).toContain(envExampleVars.COMPOSE_PROFILES)
+  })
+
+  it('every doi-proxy starts with .env.example\'s settings, and with none set', () => {
+    for (const [, s] of doiProxies) {
+      expect(buildConfig(undefined, envOf(s, envExampleVars)).publicBaseUrl).toBe(envExampleVars.PUBLIC_BASE_URL)
+      expect(() => buildConfig(undefined, envOf(s))).not.toThrow()
+    }
+  })
+
+  it('serves no local records unless asked: the default mount is ./records, which holds none', async () => {
+    for (const [, s] of doiProxies) {
+      expect(s.volumes?.map((v) => interpolate(v))).toContain('./records:/records:ro')
+    }
+    expect(envExampleVars.LOCAL_RECORDS_DIR).toBe('./records')
+    expect(await storeFileNames(fileURLToPath(new URL('../records', import.meta.url)))).toEqual([])
+  })
+
+  it('/status through nginx: the replicas trust the one proxy in front, publish no port, and allow the Docker host', () => {
+    for (const [, s] of replicas) {
+      const config = buildConfig(undefined, envOf(s))
+      expect(config.trustProxy).toBe(1)
+      expect(s.ports).toBeUndefined()
+      // The Docker host reaches nginx through its bridge network's gateway, which nginx passes on.
+      expect(networkMatcher(config.statusAllow)('172.18.0.1')).toBe(true)
+      expect(networkMatcher(config.statusAllow)('203.0.113.7')).toBe(false)
+    }
+  })
+
+  it('nginx publishes http and https and sees the certificate and webroot where deploy/nginx.conf looks', () => {
+    const [, proxy] = inProfile('replicas').find(([, s]) => /nginx/.test(s.image ?? '')) ?? []
+    expect(proxy?.ports?.map((p) => interpolate(p))).toEqual(['80:80', '443:443'])
+    expect(nginx).toMatch(/listen 80;/)
+    expect(nginx).toMatch(/listen 443 ssl http2;/)
+    const mounted = (proxy?.volumes ?? []).map((v) => interpolate(v).split(':')[1] ?? '')
+    for (const [, path] of nginx.matchAll(/^\s*(?:ssl_certificate|ssl_certificate_key|root) (\/\S+?);/gm)) {
+      expect(mounted.some((m) => path === m || (path ?? '').startsWith(m + '/')), path).toBe(true)
+    }
+  })
+
   it('the replicas profile has three doi-proxy replicas sharing one Redis or Valkey', () => {
     expect(replicas.map(([name]) => name)).toHaveLength(3)
     const stores = inProfile('replicas').filter(([, s]) => /valkey|redis/.test(s.image ?? ''))
@@ -104,5 +149,12 @@ describe('the Dockerfile', () => {
     expect(dockerfile).toMatch(/chown node:node \/data/)
     expect(dockerfile).toMatch(/WORKERS=0/)
     expect(dockerfile).toMatch(/^USER node$/m)
+  })
+
+  it('serves no sample records unless asked (LOCAL_STORE_DIR empty in the image)', () => {
+    const env = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? ''
+    const vars = Object.fromEntries(env.split(/\s*\\\n\s*|\s+/).filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]))
+    expect(vars.LOCAL_STORE_DIR).toBe('')
+    expect(buildConfig(undefined, vars).localStoreDir).toBeUndefined()
   })
 })

@@ -1,0 +1,373 @@
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { connect as http2Connect } from 'node:http2'
+import { request as httpsRequest } from 'node:https'
+import { request as httpRequest } from 'node:http'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+import { X509Certificate } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { buildConfig } from '../src/config/schema.js'
+import { setup } from './support/app.js'
+import { envOf, replicas } from './support/compose.js'
+
+// The files in deploy/ as an operator installs them, checked by the real tools: nginx (Debian's
+// package; .ci/run installs it) started with the shipped deploy/nginx.conf in front of a real doi-proxy.
+
+const NGINX_CONF = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
+
+/** `text` with `from` replaced everywhere; throws when it is not there, so a changed file fails loudly. */
+function substitute (text: string, from: string, to: string): string {
+  if (!text.includes(from)) throw new Error(`deploy/nginx.conf no longer contains ${JSON.stringify(from)}`)
+  return text.split(from).join(to)
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+const DEPLOYMENT_DOC = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
+
+/** The lines (continuations joined) of docs/deployment.md's shell block that holds `marker`. */
+function docLines (marker: string): string[] {
+  const block = [...DEPLOYMENT_DOC.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes(marker))
+  if (block === undefined) throw new Error(`docs/deployment.md no longer shows ${JSON.stringify(marker)}`)
+  return block.replace(/\\\n\s*/g, '').split('\n')
+}
+
+/** docs/deployment.md's one command starting with `start` in the block that holds `marker`. */
+function docCommand (marker: string, start: string): string {
+  const line = docLines(marker).find((l) => l.startsWith(start))
+  if (line === undefined) throw new Error(`docs/deployment.md no longer runs ${JSON.stringify(start)} beside ${JSON.stringify(marker)}`)
+  return line
+}
+
+/** docs/deployment.md's commands that make a throw-away certificate for a trial: its lines up to openssl's. */
+function trialCertificateCommands (): string {
+  const lines = docLines('--cacert tls/fullchain.pem')
+  return lines.slice(0, lines.findIndex((l) => l.startsWith('openssl ')) + 1).join('\n')
+}
+
+/** The output of docs/deployment.md's `sed` command beside `marker`, run on the repository's deploy/ files. */
+function docSed (marker: string, output: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-doc-'))
+  try {
+    symlinkSync(fileURLToPath(new URL('../deploy', import.meta.url)), join(dir, 'deploy'))
+    execFileSync('bash', ['-euc', docCommand(marker, 'sed ')], { cwd: dir, stdio: 'pipe' })
+    return readFileSync(join(dir, output), 'utf8')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+
+/** One HTTP/1.1 request, over TLS trusting only `ca` when it is given; `localAddress` picks the client's address. */
+async function ask (url: string, opts: { ca?: string, localAddress?: string, headers?: Record<string, string> } = {}): Promise<Answer> {
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest
+  return await new Promise((resolve, reject) => {
+    const req = send(url, { ca: opts.ca, localAddress: opts.localAddress, headers: opts.headers, agent: false }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => { body += c })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+    })
+    req.setTimeout(10_000, () => req.destroy(new Error(`no answer from ${url}`)))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate', () => {
+  let dir = ''
+  let ca = ''
+  let httpPort = 0
+  let httpsPort = 0
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'doi-proxy-nginx-'))
+    // Run as root, nginx's workers are another user (www-data), who must read the webroot.
+    chmodSync(dir, 0o755)
+    mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
+    // The throw-away certificate exactly as docs/deployment.md makes it for a trial (its shell lines
+    // up to the openssl command, run in the temporary directory): TLS_DIR=./tls.
+    execFileSync('bash', ['-euc', trialCertificateCommands()], { cwd: dir, stdio: 'pipe' })
+    const live = join(dir, 'tls')
+    ca = readFileSync(join(live, 'fullchain.pem'), 'utf8')
+    writeFileSync(join(dir, 'acme', '.well-known', 'acme-challenge', 'token-1'), 'token-1.key-authorization')
+  })
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /**
+   * A real doi-proxy (the fake upstream behind it) with `statusAllow`, and nginx in front of it from
+   * the shipped file, on free ports; both stopped when the test ends.
+   */
+  async function start (statusAllow = ['127.0.0.0/8'], source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `)): Promise<ChildProcess> {
+    // TRUST_PROXY as compose gives it to the replicas behind this nginx.
+    const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
+    const { app } = await setup({ overrides: { trustProxy, statusAllow } })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const appPort = (app.server.address() as AddressInfo).port
+    httpPort = await freePort()
+    httpsPort = await freePort()
+
+    let conf = source
+    conf = substitute(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
+    conf = substitute(conf, 'listen [::]:80;', '')
+    conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
+    conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
+    for (const upstream of upstreams) conf = substitute(conf, upstream, `server 127.0.0.1:${appPort} `)
+    conf = substitute(conf, '/etc/nginx/tls/', `${dir}/tls/`)
+    conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
+    conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
+    // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
+    conf = substitute(conf, 'http {', `http {\n  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t}_temp;`).join('\n  ')}`)
+    writeFileSync(join(dir, 'nginx.conf'), conf)
+
+    let nginxOutput = ''
+    const nginx = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr', '-g', `daemon off; pid ${dir}/nginx.pid;`], { stdio: ['ignore', 'pipe', 'pipe'] })
+    nginx.stdout.on('data', (c: Buffer) => { nginxOutput += c.toString() })
+    nginx.stderr.on('data', (c: Buffer) => { nginxOutput += c.toString() })
+    onTestFinished(() => { nginx.kill('SIGQUIT') })
+    // Up once its health check answers on the plain port.
+    for (let i = 0; ; i++) {
+      if (nginx.exitCode !== null) throw new Error(`nginx exited ${nginx.exitCode}: ${nginxOutput}`)
+      const up = await ask(`http://127.0.0.1:${httpPort}/nginx-health`).then((a) => a.status === 200, () => false)
+      if (up) break
+      if (i > 100) throw new Error(`nginx did not start: ${nginxOutput}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return nginx
+  }
+
+  /** The SHA-256 fingerprint of the certificate nginx serves on its https port right now. */
+  async function servedFingerprint (): Promise<string> {
+    return await new Promise((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: httpsPort, servername: 'localhost', rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerCertificate().fingerprint256)
+        socket.end()
+      })
+      socket.on('error', reject)
+    })
+  }
+
+  it('resolves a DOI over https and HTTP/2, with HSTS', async () => {
+    await start()
+    const session = http2Connect(`https://127.0.0.1:${httpsPort}`, { ca })
+    try {
+      const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        const req = session.request({ ':path': '/10.5555/plain' })
+        req.on('response', (headers) => { resolve(headers); req.close() })
+        req.on('error', reject)
+        req.end()
+      })
+      expect(session.alpnProtocol).toBe('h2')
+      expect(answer[':status']).toBe(302)
+      expect(answer.location).toBe('http://example.org/plain')
+      expect(answer['strict-transport-security']).toBe('max-age=63072000')
+    } finally {
+      session.close()
+    }
+  })
+
+  it('resolves through the one-host form docs/deployment.md makes with sed (one doi-proxy on 127.0.0.1:8000)', async () => {
+    const oneHost = docSed('nginx-one-host.conf', 'nginx-one-host.conf')
+    expect(oneHost.match(/^\s*server \S+:8000/gm)).toEqual(['    server 127.0.0.1:8000'])
+    await start(undefined, oneHost, ['server 127.0.0.1:8000 '])
+    const answer = await ask(`https://127.0.0.1:${httpsPort}/10.5555/plain`, { ca })
+    expect(answer.status).toBe(302)
+    expect(answer.headers.location).toBe('http://example.org/plain')
+  })
+
+  it('keeps HSTS on error answers too (a DOI that does not exist)', async () => {
+    await start()
+    const answer = await ask(`https://127.0.0.1:${httpsPort}/10.5555/does-not-exist`, { ca })
+    expect(answer.status, answer.body).toBe(404)
+    expect(answer.headers['strict-transport-security']).toBe('max-age=63072000')
+  })
+
+  it('sends plain http to https with the same path and query (308: a POST stays a POST)', async () => {
+    await start()
+    const answer = await ask(`http://127.0.0.1:${httpPort}/10.5555/plain?noredirect=1`)
+    expect(answer.status).toBe(308)
+    expect(answer.headers.location).toBe('https://127.0.0.1/10.5555/plain?noredirect=1')
+  })
+
+  it('answers certbot\'s challenge over plain http from the webroot', async () => {
+    await start()
+    const answer = await ask(`http://127.0.0.1:${httpPort}/.well-known/acme-challenge/token-1`)
+    expect(answer.status).toBe(200)
+    expect(answer.body).toBe('token-1.key-authorization')
+  })
+
+  it('passes the reader\'s address on, and doi-proxy trusts it (TRUST_PROXY): /status for an allowed reader only', async () => {
+    await start(['127.0.0.2/32'])
+    // nginx itself reaches doi-proxy from 127.0.0.1: only the passed-on address can be 127.0.0.2.
+    expect((await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.2' })).status).toBe(200)
+    // A reader who writes the header itself is not believed: nginx overwrites it.
+    const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
+    expect(forged.status).toBe(403)
+  })
+
+  it('serves a renewed certificate once deploy/certbot-deploy-hook has run, without a restart', async () => {
+    const nginx = await start()
+    const before = await servedFingerprint()
+    // What certbot hands the hook: the new certificate's live directory in RENEWED_LINEAGE.
+    const lineage = join(dir, 'renewed')
+    mkdirSync(lineage, { recursive: true })
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=renewed', '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(lineage, 'privkey.pem'), '-out', join(lineage, 'fullchain.pem')], { stdio: 'pipe' })
+    const renewed = new X509Certificate(readFileSync(join(lineage, 'fullchain.pem'))).fingerprint256
+    // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
+    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: join(dir, 'tls'), RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
+    expect(hook.code, hook.stderr).toBe(0)
+    for (let i = 0; (await servedFingerprint()) !== renewed; i++) {
+      if (i > 100) throw new Error('nginx still serves the old certificate')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(before).not.toBe(renewed)
+    expect(nginx.exitCode).toBeNull()
+  })
+})
+
+/** Whether `command` is on PATH. */
+function has (command: string): boolean {
+  try { execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'pipe' }); return true } catch { return false }
+}
+
+/** One tool's run: its exit code and what it said. */
+function run (command: string, args: string[], env: Record<string, string> = {}): { code: number, stdout: string, stderr: string } {
+  const result = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, ...env } })
+  return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
+}
+
+describe('docs/deployment.md', () => {
+  it('names only deploy/ files that exist', () => {
+    const named = new Set([...DEPLOYMENT_DOC.matchAll(/(?<![\w/])deploy\/([\w.-]+)/g)].map((m) => m[1] ?? ''))
+    expect([...named].sort()).toEqual(expect.arrayContaining(['Caddyfile', 'certbot-deploy-hook', 'doi-proxy.service', 'nginx.conf']))
+    for (const name of named) expect(existsSync(fileURLToPath(new URL(`../deploy/${name}`, import.meta.url))), name).toBe(true)
+  })
+})
+
+const UNIT = readFileSync(new URL('../deploy/doi-proxy.service', import.meta.url), 'utf8')
+/** The unit's `Key=value` lines (a key may repeat). */
+const unitLines = UNIT.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const)
+const unitValue = (key: string): string[] => unitLines.filter(([k]) => k === key).map(([, v]) => v)
+
+// CI installs the systemd package (.ci/run); a machine without systemd-analyze skips these two.
+describe.skipIf(!has('systemd-analyze'))('deploy/doi-proxy.service, checked by systemd-analyze (skipped without it: Debian package systemd)', () => {
+  /** The unit in a temporary directory, with this machine's node in ExecStart (verify checks the binary exists). */
+  function unitHere (): string {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-unit-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    const file = join(dir, 'doi-proxy.service')
+    writeFileSync(file, UNIT.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `))
+    return file
+  }
+
+  it('verifies without a word (an unknown or misspelt setting would be named)', () => {
+    const verified = run('systemd-analyze', ['verify', '--man=no', unitHere()])
+    expect(verified.stderr).toBe('')
+    expect(verified.code).toBe(0)
+  })
+
+  it('is rated OK or better by systemd-analyze security (exposure at most 2 out of 10)', () => {
+    const rated = run('systemd-analyze', ['security', '--offline=true', '--no-pager', unitHere()])
+    const exposure = Number(/Overall exposure level for doi-proxy\.service: ([\d.]+)/.exec(rated.stdout)?.[1])
+    expect(exposure, rated.stdout + rated.stderr).toBeLessThanOrEqual(2)
+  })
+})
+
+describe('deploy/doi-proxy.service, read', () => {
+  it('runs node itself with the hardening an operator expects', () => {
+    expect(unitValue('ExecStart')).toEqual(['/usr/bin/node /opt/doi-proxy/dist/main.js'])
+    for (const [key, value] of [['DynamicUser', 'yes'], ['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes'], ['StateDirectory', 'doi-proxy'], ['PrivateTmp', 'yes'], ['KillSignal', 'SIGTERM']]) {
+      expect(unitValue(key ?? ''), key).toEqual([value])
+    }
+  })
+
+  /** The environment doi-proxy gets from the unit's Environment= lines, %S (the state root) as /var/lib. */
+  function unitEnv (): Record<string, string> {
+    return Object.fromEntries(unitValue('Environment').flatMap((v) => v.split(' ')).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1).replace('%S', '/var/lib')]))
+  }
+
+  it('keeps the snapshot in its StateDirectory, serves no samples and listens on loopback only', () => {
+    const config = buildConfig(undefined, unitEnv())
+    expect(config.cacheFile).toBe(`/var/lib/${unitValue('StateDirectory')[0] ?? ''}/cache.snapshot`)
+    expect(config.localStoreDir).toBeUndefined()
+    expect(config.host).toBe('127.0.0.1')
+    expect(config.trustProxy).toBe(1)
+  })
+
+  it('starts with the settings docs/deployment.md writes to its environment file', () => {
+    const lines = docLines('/etc/doi-proxy/doi-proxy.env')
+    const file = lines.slice(lines.findIndex((l) => l.includes('tee /etc/doi-proxy/doi-proxy.env')) + 1, lines.indexOf('EOF'))
+    expect(unitValue('EnvironmentFile')).toEqual(['-/etc/doi-proxy/doi-proxy.env'])
+    const env = { ...unitEnv(), ...Object.fromEntries(file.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])) }
+    const config = buildConfig(undefined, env)
+    expect(config.publicBaseUrl).toBe('https://doi.library.example')
+    expect(config.contactEmail).toBe('library-systems@university.example')
+  })
+
+  it('gives the graceful shutdown time to finish before systemd kills it', () => {
+    const config = buildConfig(undefined, unitEnv())
+    expect(Number(/^(\d+)$/.exec(unitValue('TimeoutStopSec')[0] ?? '')?.[1]) * 1000).toBeGreaterThan(config.drainDelayMs + config.shutdownGraceMs)
+  })
+})
+
+// CI installs Debian's caddy (.ci/run); a machine without it skips these.
+describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped without it: Debian package caddy)', () => {
+  /** Caddy's own files (its data and config directories) in a temporary directory. */
+  function caddyEnv (): Record<string, string> {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    return { XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir, HOME: dir }
+  }
+  const caddyfile = fileURLToPath(new URL('../deploy/Caddyfile', import.meta.url))
+
+  it('is valid and formatted as caddy fmt writes it', () => {
+    const validated = run('caddy', ['validate', '--config', caddyfile, '--adapter', 'caddyfile'], caddyEnv())
+    expect(validated.code, validated.stderr).toBe(0)
+    expect(validated.stderr).not.toContain('not formatted')
+    expect(run('caddy', ['fmt', caddyfile]).stdout).toBe(readFileSync(caddyfile, 'utf8'))
+  })
+
+  it('serves the domain over https only, with HSTS on every answer, from doi-proxy on 127.0.0.1:8000', () => {
+    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], caddyEnv())
+    expect(adapted.code, adapted.stderr).toBe(0)
+    const config = JSON.parse(adapted.stdout) as { apps: { http: { servers: Record<string, { listen: string[], routes: unknown[] }> } } }
+    const servers = Object.values(config.apps.http.servers)
+    // One https server: Caddy adds the http→https redirect and the certificate by itself for a domain.
+    expect(servers.map((s) => s.listen)).toEqual([[':443']])
+    const text = JSON.stringify(servers[0]?.routes)
+    expect(text).toContain('"host":["doi.library.example"]')
+    expect(text).toMatch(/"handler":"headers","response":\{"set":\{"Strict-Transport-Security":\["max-age=63072000"\]\}\}.*"handler":"reverse_proxy","upstreams":\[\{"dial":"127\.0\.0\.1:8000"\}\]/)
+  })
+
+  it('takes the operator\'s domain and address from docs/deployment.md\'s sed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-doc-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    writeFileSync(join(dir, 'Caddyfile'), docSed('/etc/caddy/Caddyfile', 'Caddyfile'))
+    const adapted = run('caddy', ['adapt', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], caddyEnv())
+    expect(adapted.code, adapted.stderr).toBe(0)
+    expect(adapted.stdout).toContain('"host":["doi.your-library.example"]')
+    expect(adapted.stdout).toContain('"email":"you@your-library.example"')
+  })
+
+  it('takes the domain from DOI_PROXY_SITE', () => {
+    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], { ...caddyEnv(), DOI_PROXY_SITE: 'doi.other.example' })
+    expect(adapted.stdout).toContain('"host":["doi.other.example"]')
+  })
+})
