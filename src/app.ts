@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES, createServer } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
 import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Dispatcher } from 'undici'
@@ -10,7 +8,7 @@ import { createHotPath } from './http/hot-path.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
 import { apiHandler } from './http/routes/api.js'
 import { proxyHandler } from './http/routes/proxy.js'
-import { renderErrorPage } from './http/views/pages.js'
+import { answerClientError, createHttpServer } from './http/server-edge.js'
 import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
@@ -106,8 +104,8 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
       }
       return (reply as FastifyReply).send(err)
     },
-    // A request line or headers too large for us, or a request Node cannot parse: our HTML page, not a JSON one.
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, config),
+    // A request line or headers too large or too slow, or a request Node cannot parse: our HTML page, not a JSON one.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, config),
     // Our own server, as Fastify would make it, with the hot path in front of Fastify's routing.
     serverFactory: (handler) => createHttpServer(config, (req, res) => {
       if (late.hotPath?.(req, res) !== true) handler(req, res)
@@ -143,32 +141,4 @@ function badUrlRoute (config: Config, services: Services): LateRoutes['badUrl'] 
  */
 function trustProxyOf (trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   return typeof trust === 'number' ? (_address, hop) => hop < trust : trust
-}
-
-/** The HTTP server Fastify would make (lib/server.js), given our request listener; the same explicit limits. */
-function createHttpServer (config: Config, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  const server = createServer({ maxHeaderSize: config.maxHeaderBytes }, listener)
-  server.keepAliveTimeout = config.keepAliveTimeoutMs
-  server.requestTimeout = config.requestTimeoutMs
-  server.setTimeout(config.requestTimeoutMs)
-  return server
-}
-
-/**
- * Node could not read the request (a request line or headers over MAX_HEADER_BYTES, broken HTTP):
- * our own HTML page on the raw socket, then close, as Fastify's default does with JSON.
- */
-function answerClientError (err: NodeJS.ErrnoException, socket: Socket, config: Config): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy()
-    return
-  }
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const message = status === 431
-    ? `The address or headers of this request are too long (the limit is ${config.maxHeaderBytes} bytes). A DOI name is at most ${config.maxHandleLength} characters; check that the link was copied whole and nothing else.`
-    : status === 408 ? 'The request took too long to arrive.' : 'The request could not be read as HTTP.'
-  const body = renderErrorPage({ baseUrl: config.publicBaseUrl === undefined ? '/' : `${config.publicBaseUrl}/` }, { status, message })
-  // An answer to HEAD has no body, even when the rest of the request could not be read.
-  const head = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD '
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\nconnection: close\r\n\r\n${head ? '' : body}`)
 }

@@ -6,6 +6,7 @@ import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
+import { listenErrorMessage } from './listen-error.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 import { defaultWorkers } from './cpu-quota.js'
@@ -62,7 +63,15 @@ async function main (): Promise<void> {
     await app.close()
   })
 
-  await app.listen({ host: config.host, port: config.port })
+  try {
+    await app.listen({ host: config.host, port: config.port })
+  } catch (err) {
+    // A port in use, a HOST that is not ours: a setting to change, said in one line (exit 78 as above).
+    const message = listenErrorMessage(err, config.host, config.port)
+    if (message === undefined) throw err
+    process.stderr.write(`doi-proxy: ${message}\n`)
+    process.exit(78)
+  }
   logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
 }
 

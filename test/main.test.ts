@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
@@ -73,5 +75,64 @@ describe('the server process', () => {
     expect(lines.some((l) => l.reqId === 'secret-failed' && l.msg !== 'request' && Number(l.level) >= 40)).toBe(true)
     expect(output()).not.toContain('s3cret')
     expect(output()).not.toContain('t0ken')
+  })
+
+  describe('a server that cannot listen says why in one line naming HOST and PORT, exit code 78', () => {
+    /** src/main.ts with `env` (and `uid`), run until it exits: its exit code and everything it wrote. */
+    async function failedStart (env: Record<string, string>, uid?: number): Promise<{ code: number | null, output: string }> {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        env: { ...process.env, LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        ...(uid === undefined ? {} : { uid, gid: uid })
+      })
+      onTestFinished(() => { child.kill('SIGKILL') })
+      let output = ''
+      child.stdout.on('data', (c: Buffer) => { output += c.toString() })
+      child.stderr.on('data', (c: Buffer) => { output += c.toString() })
+      return { code: await exitOf(child), output }
+    }
+    const lines = (output: string): string[] => output.split('\n').filter((l) => l !== '')
+
+    it('a port another program uses already (EADDRINUSE)', async () => {
+      const other = createServer()
+      await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+      onTestFinished(() => { other.close() })
+      const { port } = other.address() as AddressInfo
+      const { code, output } = await failedStart({ HOST: '127.0.0.1', PORT: String(port) })
+      expect(code).toBe(78)
+      expect(lines(output)).toEqual([`doi-proxy: cannot listen on HOST=127.0.0.1 PORT=${port}: another program uses this port already (EADDRINUSE); stop it or choose another PORT`])
+    })
+
+    it('a HOST that is no address and no name (999.1.1.1)', async () => {
+      const { code, output } = await failedStart({ HOST: '999.1.1.1', PORT: '0' })
+      expect(code).toBe(78)
+      expect(lines(output)).toHaveLength(1)
+      expect(output).toMatch(/^doi-proxy: cannot listen on HOST=999\.1\.1\.1 PORT=0: HOST is neither an IP address nor a name that resolves here \((ENOTFOUND|EAI_AGAIN)\)/)
+    })
+
+    it('a HOST that is not an address of this machine (EADDRNOTAVAIL)', async () => {
+      const { code, output } = await failedStart({ HOST: '192.0.2.1', PORT: '0' }) // TEST-NET-1: never ours
+      expect(code).toBe(78)
+      expect(lines(output)).toEqual(['doi-proxy: cannot listen on HOST=192.0.2.1 PORT=0: HOST is not an address of this machine (EADDRNOTAVAIL); use one of its addresses, 0.0.0.0 (all) or 127.0.0.1 (this machine only)'])
+    })
+
+    // Only root can start a process as another user; as any other user a low port is refused anyway.
+    it('a port below 1024 without the right to bind it (EACCES)', async () => {
+      const asRoot = process.getuid?.() === 0
+      const { code, output } = await failedStart({ HOST: '127.0.0.1', PORT: '1023' }, asRoot ? 65534 : undefined)
+      expect(code).toBe(78)
+      expect(lines(output)).toEqual(['doi-proxy: cannot listen on HOST=127.0.0.1 PORT=1023: permission denied (EACCES); a PORT below 1024 needs root or CAP_NET_BIND_SERVICE: use 1024 or above behind a reverse proxy'])
+    })
+
+    it('with WORKERS=2 too: the worker\'s line, then the primary stops with the same code', async () => {
+      const other = createServer()
+      await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+      onTestFinished(() => { other.close() })
+      const { port } = other.address() as AddressInfo
+      const { code, output } = await failedStart({ HOST: '127.0.0.1', PORT: String(port), WORKERS: '2' })
+      expect(code).toBe(78)
+      expect(output).toContain(`doi-proxy: cannot listen on HOST=127.0.0.1 PORT=${port}: another program uses this port already (EADDRINUSE)`)
+      expect(output).not.toContain('    at ')
+    }, 45_000) // three processes on a busy machine
   })
 })

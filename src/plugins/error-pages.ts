@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { baseUrlFor } from '../http/base-url.js'
 import { describeError, logError, sendHtmlError, setRetryAfter } from '../http/errors.js'
 import { sendApiError } from '../http/routes/api.js'
+import { ALLOWED_METHODS, methodNotAllowedMessage } from '../http/server-edge.js'
 import { renderErrorPage } from '../http/views/pages.js'
 import type { AppContext } from '../services.js'
 
@@ -11,8 +12,8 @@ async function errorPages (app: FastifyInstance, { config, services }: AppContex
   const { fallbackHost } = services
   app.setNotFoundHandler(async (request, reply) => {
     // Every GET, HEAD and POST path is a handle; only other methods end up here.
-    reply.header('allow', 'GET, HEAD, POST, OPTIONS')
-    const message = `The method ${request.method} is not supported here; use GET or HEAD.`
+    reply.header('allow', ALLOWED_METHODS)
+    const message = methodNotAllowedMessage(request.method)
     if (isApiPath(request)) return sendApiError(reply, 405, message)
     const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
     return reply.code(405).type('text/html; charset=utf-8').send(renderErrorPage(ctx, { status: 405, message }))

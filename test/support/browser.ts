@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { chromium } from 'playwright-core'
@@ -9,19 +8,16 @@ import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
 import { FakeUpstream } from './fake-upstream.js'
 import { PROBE_RECORDS } from './records.js'
+import { TEST_TOOLS } from './test-tools.js'
 
 /**
  * Debian's chromium, driven by playwright-core (behaviour.md §12). CI installs it (.ci/run); without it
  * the browser tests fail with this message rather than skip, so a missing browser is never a pass.
  */
 export function chromiumPath (): string {
-  const fromEnv = process.env.CHROMIUM_PATH
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim().split('\n')[0] ?? ''
-  } catch {
-    throw new Error('The browser tests need Chromium and found none: install Debian\'s package (apt-get install -y --no-install-recommends chromium; .ci/run does) or set CHROMIUM_PATH.')
-  }
+  const found = TEST_TOOLS.find((tool) => tool.name === 'Chromium')?.find(process.env)
+  if (found === undefined) throw new Error('The browser tests need Chromium and found none: install Debian\'s package (apt-get install -y --no-install-recommends chromium; .ci/run does) or set CHROMIUM_PATH.')
+  return found
 }
 
 export async function launchBrowser (): Promise<Browser> {

@@ -37,3 +37,31 @@ export async function rawRequest (app: FastifyInstance, target: string | Buffer,
   }
   return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) }
 }
+
+/** What a client that sends its request slowly got: the status line's code (0: none), and when the socket closed. */
+export interface DripResult { status: number, closedAfterMs: number, bytesSent: number }
+
+/**
+ * Over a real socket, send `head` at once, then `drip` one byte every `intervalMs` (a slow client, or a
+ * slowloris), repeating it until the server answers or closes, and at most `giveUpMs`.
+ */
+export async function dripRequest (port: number, opts: { head?: string, drip: string, intervalMs: number, giveUpMs: number }): Promise<DripResult> {
+  const started = Date.now()
+  const bytes = opts.drip
+  return await new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => { if (opts.head !== undefined) socket.write(opts.head) })
+    let answer = ''
+    let sent = 0
+    const timer = setInterval(() => {
+      if (socket.writable) socket.write(bytes[sent++ % bytes.length] ?? '')
+    }, opts.intervalMs)
+    const giveUp = setTimeout(() => socket.destroy(), opts.giveUpMs)
+    socket.on('data', (c: Buffer) => { answer += c.toString('latin1') })
+    socket.on('error', () => { /* a reset ends it as a close does */ })
+    socket.on('close', () => {
+      clearInterval(timer)
+      clearTimeout(giveUp)
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), closedAfterMs: Date.now() - started, bytesSent: sent })
+    })
+  })
+}
