@@ -156,13 +156,14 @@ export class FakeUpstream {
 const COMPRESS: Record<Encoding, (data: Buffer) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync }
 
 /**
- * A JSON answer that never ends in time: the start of a record, then spaces, `bytes` in all. Compressed
- * at once when asked (megabytes of spaces are a few kilobytes of gzip: a decompression bomb).
+ * A valid JSON answer of `bytes` bytes: a record with no values, padded with spaces (so only the size
+ * bound can refuse it). Compressed at once when asked: megabytes of spaces are a few kilobytes of
+ * gzip, a decompression bomb.
  */
 function sendHuge (res: ServerResponse, bytes: number, encoding?: Encoding): void {
-  const head = '{"responseCode":1,"values":['
   const body = Buffer.alloc(bytes, ' ')
-  body.write(head)
+  body.write('{"responseCode":1,"values":[')
+  body.write(']}', bytes - 2)
   const sent = encoding === undefined ? body : COMPRESS[encoding](body)
   res.writeHead(200, { 'content-type': 'application/json', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
   // In chunks, as a real server streams it: the reader may stop early.
