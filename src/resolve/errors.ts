@@ -11,7 +11,7 @@ export class UpstreamError extends Error {
     readonly code: string,
     readonly statusCode: 400 | 414 | 429 | 502 | 503 | 504,
     message: string,
-    /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429, our own queues). */
+    /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429, unreadable answers, our own queues). */
     readonly staleable: boolean,
     options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean, scope?: FaultScope }
   ) {
@@ -66,8 +66,13 @@ export const upstreamErrors = {
     : status === 400
       ? new UpstreamError('DP_UPSTREAM_REJECTED', 400, 'The DOI registry refused this DOI name as malformed. Check the DOI for stray characters or a broken link.', false, { upstreamStatus: status })
       : new UpstreamError('DP_UPSTREAM_REJECTED', 502, 'The DOI registry refused to look this DOI name up.', false, { upstreamStatus: status }),
+  /**
+   * An answer that is not the Handle API's (a captive portal's or a CDN's HTML 200, broken JSON, an
+   * unknown code, too large): the registry, or something in front of it, is failing, so a stale copy
+   * stands in. Not a fault for the breaker: a record of one handle may be what we cannot read.
+   */
   badResponse: (detail: string) =>
-    new UpstreamError('DP_UPSTREAM_BAD_RESPONSE', 502, 'The DOI registry sent an answer we could not read. Please try again later.', false, { cause: detail }),
+    new UpstreamError('DP_UPSTREAM_BAD_RESPONSE', 502, 'The DOI registry sent an answer we could not read. Please try again later.', true, { cause: detail }),
   overloaded: () =>
     new UpstreamError('DP_UPSTREAM_OVERLOADED', 503, 'This resolver has too many lookups waiting for the DOI registry. Please try again in a few seconds.', true, { retryAfterMs: 5000 }),
   /** One client has more lookups in flight and waiting than its fair share (behaviour.md §9). */

@@ -15,7 +15,7 @@ import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
-import { connectionLimits, readBounded, retryAfterMs, retryWithin } from './upstream.js'
+import { ACCEPT_ENCODING, connectionLimits, readDecoded, retryAfterMs, retryWithin } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
 import { within } from './deadline.js'
 
@@ -74,6 +74,8 @@ export const metadataErrors = {
     new UpstreamError('DP_METADATA_BUSY', 503, 'The registration agency\'s metadata service asked us to wait before asking again. Please try again later.', true, { retryAfterMs: retryAfter }),
   tooLarge: (max: number) =>
     new UpstreamError('DP_METADATA_TOO_LARGE', 502, `The registration agency's metadata for this DOI is larger than we accept (${max} bytes).`, false, { cause: `over ${max} bytes` }),
+  unreadable: (detail: string) =>
+    new UpstreamError('DP_METADATA_BAD_RESPONSE', 502, 'The registration agency\'s metadata service sent an answer we could not read. Please try again later.', true, { cause: detail }),
   wrongType: (contentType: string | undefined) =>
     new UpstreamError('DP_METADATA_BAD_RESPONSE', 502, 'The registration agency\'s metadata service answered with a type of content that was not asked for.', false, { cause: `Content-Type ${contentType ?? '(none)'}` }),
   redirect: (detail: string) =>
@@ -100,7 +102,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
           origin: current.origin,
           path: `${current.pathname}${current.search}`,
           method: 'GET',
-          headers: { accept, 'user-agent': opts.userAgent },
+          headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING },
           signal,
           retryOptions: { retry: retryWithin(current.host, deadline, opts.retry) }
         } as Dispatcher.RequestOptions)
@@ -133,7 +135,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
       }
       let body: Buffer
       try {
-        body = await readBounded(res.body, opts.maxBodyBytes, () => metadataErrors.tooLarge(opts.maxBodyBytes))
+        body = await readDecoded(res, opts.maxBodyBytes, { tooLarge: () => metadataErrors.tooLarge(opts.maxBodyBytes), unreadable: metadataErrors.unreadable })
       } catch (err) {
         throw err instanceof UpstreamError ? err : classify(err, budgetMs, deadline < started + opts.timeoutMs)
       }

@@ -1,3 +1,5 @@
+import { pipeline, Transform } from 'node:stream'
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { interceptors, Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
@@ -62,7 +64,8 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   // undici's retry interceptor honours Retry-After; our policy below keeps every wait inside the deadline.
   // throwOnError: false hands us the last answer itself when retries end, so its status and body are read as usual.
   const dispatcher = pool.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
-  const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
+  // We ask for the codings we read (RFC 9110 §12.5.3: no Accept-Encoding would accept any).
+  const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
 
   async function fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
     const started = performance.now()
@@ -87,7 +90,10 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     }
     let text: string
     try {
-      text = (await readBounded(res.body, opts.maxBodyBytes, () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`))).toString('utf8')
+      text = (await readDecoded(res, opts.maxBodyBytes, {
+        tooLarge: () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`),
+        unreadable: upstreamErrors.badResponse
+      })).toString('utf8')
     } catch (err) {
       throw err instanceof UpstreamError ? err : classify(err, budgetMs)
     }
@@ -143,7 +149,7 @@ export function retryWithin (handle: string, deadline: number, policy: RetryPoli
 }
 
 /** Read a whole body, refusing more than maxBytes with `tooLarge()` (a runaway server must not fill our memory). */
-export async function readBounded (body: Dispatcher.ResponseData['body'], maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
+export async function readBounded (body: AsyncIterable<unknown> & { destroy: () => void }, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
@@ -155,6 +161,44 @@ export async function readBounded (body: Dispatcher.ResponseData['body'], maxByt
     chunks.push(chunk as Buffer)
   }
   return Buffer.concat(chunks)
+}
+
+/** The Content-Encodings we ask for and read (each decodes through node:zlib); send it as Accept-Encoding. */
+export const ACCEPT_ENCODING = 'gzip, deflate, br'
+const DECODERS: Record<string, () => Transform> = { gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress }
+
+/**
+ * The body as the server meant it, decoded when its Content-Encoding is one we asked for. The size
+ * bound holds for the bytes received and for the decoded bytes alike: a decompression bomb is cut at
+ * maxBytes of output, streaming, never held whole. A coding we did not ask for, or a body that does not
+ * decode, is `unreadable`; a connection failing meanwhile is thrown as it came.
+ */
+export async function readDecoded (res: Dispatcher.ResponseData, maxBytes: number, errors: { tooLarge: () => Error, unreadable: (detail: string) => Error }): Promise<Buffer> {
+  const header = res.headers['content-encoding']
+  const coding = (Array.isArray(header) ? header.join(',') : header ?? '').trim().toLowerCase()
+  if (coding === '' || coding === 'identity') return await readBounded(res.body, maxBytes, errors.tooLarge)
+  const decoder = DECODERS[coding]
+  if (decoder === undefined) {
+    res.body.on('error', () => {}).destroy() // its abort is ours, not a fault to report
+    throw errors.unreadable(`Content-Encoding ${JSON.stringify(coding)}, which we did not ask for`)
+  }
+  let received = 0
+  let sourceError: unknown
+  res.body.once('error', (err) => { sourceError = err })
+  const counted = new Transform({
+    transform (chunk: Buffer, _encoding, done) {
+      received += chunk.length
+      done(received > maxBytes ? errors.tooLarge() : null, chunk)
+    }
+  })
+  const decoded = pipeline(res.body, counted, decoder(), () => {})
+  let cut: Error | undefined
+  try {
+    return await readBounded(decoded, maxBytes, () => (cut = errors.tooLarge()))
+  } catch (err) {
+    if (err === cut || received > maxBytes || sourceError !== undefined) throw err
+    throw errors.unreadable(`a ${coding} body that does not decode`)
+  }
 }
 
 function classify (err: unknown, timeoutMs: number): UpstreamError {

@@ -64,6 +64,16 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(res.headers.location).toBeUndefined()
   })
 
+  it('an agency answering gzip-encoded: the reader gets the BibTeX itself, decoded (issue 25)', async () => {
+    const { app, agency } = await withAgency()
+    agency.gzip = true
+    const res = await app.inject({ url: `/${DOI}`, headers: BIB })
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toBe(BIBTEX)
+    expect(res.headers['content-encoding']).toBeUndefined()
+    expect(agency.seen.at(-1)?.headers['accept-encoding']).toBe('gzip, deflate, br')
+  })
+
   it('a reader\'s urlappend never steers what we fetch from an agency: such a request is redirected, as doi.org does (found in review)', async () => {
     const { app, agency } = await withAgency()
     const res = await app.inject({ url: `/${DOI}?urlappend=%2F..%2F..%2Fsomething%3Fx%3D1`, headers: BIB })

@@ -14,7 +14,12 @@ describe('serving stale records when the upstream fails', () => {
     ['hanging', { kind: 'hang' }],
     ['answering 500', { kind: 'status', status: 500 }],
     ['answering 429 with Retry-After', { kind: 'status', status: 429, headers: { 'retry-after': '1' } }],
-    ['answering 503', { kind: 'status', status: 503 }]
+    ['answering 503', { kind: 'status', status: 503 }],
+    // Answers we cannot read: the registry, or something in front of it, is failing (issue 25).
+    ['answering 200 text/html (a captive portal, a CDN error page)', { kind: 'html', status: 200 }],
+    ['answering broken JSON', { kind: 'broken-json' }],
+    ['answering an unknown responseCode', { kind: 'status', status: 200, body: '{"responseCode":42}' }],
+    ['answering a 50 MB body', { kind: 'huge', bytes: 50_000_000 }]
   ])('a cached DOI keeps resolving while the upstream is %s', async (_name, mode) => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const { app, upstream } = await setup({ deps: { now: () => now }, overrides: { upstreamTimeoutMs: 400, upstreamRetryBaseMs: 20 } })

@@ -13,6 +13,12 @@ describe('the upstream request', () => {
     expect(seen?.headers.authorization).toBeUndefined()
   })
 
+  it('asks for the content codings it reads (no Accept-Encoding would accept any, RFC 9110 §12.5.3)', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/plain' })
+    expect(upstream.requestsFor('10.5555/plain').at(-1)?.headers['accept-encoding']).toBe('gzip, deflate, br')
+  })
+
   it('sends the handle in the case the user gave', async () => {
     const { app, upstream } = await setup()
     await app.inject({ url: '/10.5555/Plain' })
@@ -132,6 +138,48 @@ describe('the cache (behaviour.md §3)', () => {
     expect((await app.inject({ url: '/10.1/n9' })).headers['x-cache']).toBe('HIT')
     expect((await app.inject({ url: '/10.1/n0' })).headers['x-cache']).toBe('MISS')
     expect(upstream.count('10.1/n0')).toBe(2)
+  })
+})
+
+describe('a compressing upstream (issue 25)', () => {
+  it.each(['gzip', 'deflate', 'br'] as const)('an upstream answering with Content-Encoding %s resolves', async (encoding) => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'encoded', encoding }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://example.org/plain')
+    expect((await app.inject({ url: '/10.5555/nope' })).statusCode).toBe(404)
+  })
+
+  // The bomb is valid JSON once decoded (a record with no values): only the bound on decoded bytes refuses it.
+  it('a decompression bomb (50 MB of JSON in 50 KB of gzip) is cut at the body bound: 502, the same as a 50 MB body', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'huge', bytes: 50_000_000, encoding: 'gzip' }
+    const res = await app.inject({ url: '/10.5555/plain?noredirect' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('could not read')
+  })
+
+  it('a gzip answer within the bound once decoded is read', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'huge', bytes: 500_000, encoding: 'gzip' }
+    expect((await app.inject({ url: '/10.5555/plain?noredirect' })).statusCode).toBe(200)
+  })
+
+  it('a Content-Encoding we did not ask for is an answer we cannot read (502), not an unreachable registry', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 200, body: '{"responseCode":1}', headers: { 'content-encoding': 'zstd' } }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('could not read')
+  })
+
+  it('a gzip body that does not decode is an answer we cannot read (502), not an unreachable registry', async () => {
+    const { app, upstream } = await setup()
+    upstream.mode = { kind: 'status', status: 200, body: '{"responseCode":1}', headers: { 'content-encoding': 'gzip' } }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).toContain('could not read')
   })
 })
 

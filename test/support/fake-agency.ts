@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { gzipSync } from 'node:zlib'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 
@@ -35,6 +36,8 @@ export class FakeAgency {
   script: AgencyMode[] = []
   /** Cache-Control sent with answers, if any. */
   cacheControl: string | undefined
+  /** Answers gzip-encoded, whatever the request asked for (as a CDN may). */
+  gzip = false
   inFlight = 0
   maxInFlight = 0
   private server: Server | undefined
@@ -135,7 +138,11 @@ export class FakeAgency {
       res.end('Not Acceptable')
       return
     }
-    res.writeHead(200, { 'content-type': `${type}; charset=utf-8`, ...(this.cacheControl === undefined ? {} : { 'cache-control': this.cacheControl }) })
-    res.end(types[type])
+    res.writeHead(200, {
+      'content-type': `${type}; charset=utf-8`,
+      ...(this.cacheControl === undefined ? {} : { 'cache-control': this.cacheControl }),
+      ...(this.gzip ? { 'content-encoding': 'gzip' } : {})
+    })
+    res.end(this.gzip ? gzipSync(types[type] ?? '') : types[type])
   }
 }

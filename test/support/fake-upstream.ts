@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { HandleValue } from '../../src/handle/types.js'
@@ -14,6 +15,12 @@ export type UpstreamMode =
   | { kind: 'html', status: number }
   /** The connection is cut before any answer. */
   | { kind: 'reset' }
+  /** The usual answers, compressed with this Content-Encoding whatever the request asked for. */
+  | { kind: 'encoded', encoding: Encoding }
+  /** A 200 JSON answer of `bytes` bytes (after decoding), sent in chunks; compressed when `encoding` says. */
+  | { kind: 'huge', bytes: number, encoding?: Encoding }
+
+export type Encoding = 'gzip' | 'deflate' | 'br'
 
 export interface SeenRequest {
   handle: string
@@ -120,6 +127,12 @@ export class FakeUpstream {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end('{"responseCode":1,"handle":')
         return
+      case 'encoded':
+        this.answer(res, handle, mode.encoding)
+        return
+      case 'huge':
+        sendHuge(res, mode.bytes, mode.encoding)
+        return
       case 'slow':
         setTimeout(() => this.answer(res, handle), mode.delayMs)
         return
@@ -128,15 +141,47 @@ export class FakeUpstream {
     }
   }
 
-  private answer (res: ServerResponse, handle: string): void {
+  private answer (res: ServerResponse, handle: string, encoding?: Encoding): void {
     if (res.destroyed) return
     const values = this.records.get(fold(handle))
     const [status, body] = values === undefined
       ? [404, { responseCode: 100, handle }]
       : [200, { responseCode: 1, handle, values }]
-    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8' })
-    res.end(JSON.stringify(body))
+    const json = Buffer.from(JSON.stringify(body))
+    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
+    res.end(encoding === undefined ? json : COMPRESS[encoding](json))
   }
+}
+
+const COMPRESS: Record<Encoding, (data: Buffer) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync }
+
+/**
+ * A valid JSON answer of `bytes` bytes: a record with no values, padded with spaces (so only the size
+ * bound can refuse it). Compressed at once when asked: megabytes of spaces are a few kilobytes of
+ * gzip, a decompression bomb.
+ */
+function sendHuge (res: ServerResponse, bytes: number, encoding?: Encoding): void {
+  const body = Buffer.alloc(bytes, ' ')
+  body.write('{"responseCode":1,"values":[')
+  body.write(']}', bytes - 2)
+  const sent = encoding === undefined ? body : COMPRESS[encoding](body)
+  res.writeHead(200, { 'content-type': 'application/json', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
+  // In chunks, as a real server streams it: the reader may stop early.
+  const chunk = 64 * 1024
+  let at = 0
+  const write = (): void => {
+    while (at < sent.length) {
+      const ok = res.write(sent.subarray(at, at + chunk))
+      at += chunk
+      if (!ok) {
+        res.once('drain', write)
+        return
+      }
+    }
+    res.end()
+  }
+  res.on('error', () => {})
+  write()
 }
 
 function htmlError (res: ServerResponse, status: number): void {
