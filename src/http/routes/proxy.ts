@@ -128,7 +128,8 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
       if (outcome.kind === 'redirect' || outcome.kind === 'not-found' || outcome.kind === 'values') {
         const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : outcome.kind === 'values' ? valuesParts(ctx, outcome) : notFoundParts(ctx, outcome, opts.offline === true)
         // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
-        if (prepare && outcome.reuse !== undefined && query === '' && !post) {
+        // Not a negotiated redirect while metadata is fetched: it hangs on the whole Accept (metadata.ts, fetching).
+        if (prepare && outcome.reuse !== undefined && query === '' && !post && !(outcome.kind === 'redirect' && outcome.negotiated && opts.metadata?.fetching === true)) {
           const { key } = req.client.negotiation
           const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, key) : outcome.kind === 'values' ? valuesVariant(outcome.handle, key, ctx.baseUrl) : notFoundVariant(outcome.handle, ctx.baseUrl)
           keepAnswer(opts.resolver, outcome.handle, outcome.reuse, variant, parts)
