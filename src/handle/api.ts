@@ -140,6 +140,15 @@ export function apiNotFound (handle: string): ApiBody {
   return apiError(100, '', handle)
 }
 
+/**
+ * Not in an offline resolver's local records: responseCode 301 ("server not responsible for handle", the
+ * Handle protocol's own word for a server that does not hold it), not 100, which would say it does not exist.
+ * The route sends it with HTTP 404.
+ */
+export function apiNotHeldOffline (handle: string): ApiBody {
+  return apiError(301, 'Not in this resolver\'s local records: it is offline and did not ask the DOI System', handle)
+}
+
 /** `GET /api/handles/` with no handle: `{"responseCode":102,"message":"Empty handle invalid"}`, HTTP 400. */
 export function apiEmptyHandle (): ApiBody {
   return apiError(102, 'Empty handle invalid')

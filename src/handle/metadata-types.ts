@@ -91,26 +91,66 @@ export function acceptsContentType (accept: string | readonly string[] | undefin
   const type = baseType(contentType)
   if (!MEDIA.test(type) || PAGE_TYPES.has(type)) return false
   const major = type.split('/')[0] ?? ''
-  return parseAccept(accept).some((e) => e.q > 0 && (e.type === type || e.type === `${major}/*` || e.type === '*/*'))
+  // RFC 9110 §12.5.1: the most specific range that matches decides (`application/x-bibtex;q=0, *\/*` excludes BibTeX).
+  let specificity = -1
+  let q = 0
+  for (const e of parseAccept(accept)) {
+    const s = e.type === type ? 2 : e.type === `${major}/*` ? 1 : e.type === '*/*' ? 0 : -1
+    if (s > specificity) [specificity, q] = [s, e.q]
+    else if (s === specificity && s >= 0) q = Math.max(q, e.q)
+  }
+  return q > 0
 }
 
 /**
- * Which stored media type a request gets (docs/metadata.md, "Offline metadata"): the Accept entries by q
- * (stable), each matched against the stored keys exactly, parameters included (`text/x-bibliography;
- * style=apa` is not `text/x-bibliography`); `type/*` and `*\/*` take the first stored key that fits, in
- * the record's order. Undefined when nothing fits (the answer is then 406, as an agency's).
+ * Which stored media type a request gets (docs/metadata.md, "Offline metadata"), as RFC 9110 §12.5.1 says:
+ * each stored type takes the q of the most specific Accept entry that matches it (the type with the same
+ * parameters, then the type alone, then `type/*`, then `*\/*`); q=0 excludes it (§12.4.2); the highest q
+ * wins, ties going to the more specific match, then the earlier entry, then the record's order.
+ * Parameters are compared as a set (names case-insensitive, values as written, quotes dropped): a styled
+ * request (`text/x-bibliography; style=apa`) never gets another style nor an unstyled bibliography.
+ * Undefined when nothing fits (the answer is then 406, as an agency's).
  */
 export function chooseStoredType (accept: string | readonly string[] | undefined, stored: readonly string[]): string | undefined {
-  const entries = parseAccept(accept).filter((e) => e.q > 0).sort((a, b) => b.q - a.q)
-  for (const e of entries) {
-    if (e.type === '*/*') return stored[0]
-    if (e.type.endsWith('/*')) {
-      const major = e.type.slice(0, -1)
-      const found = stored.find((s) => s.startsWith(major))
-      if (found !== undefined) return found
-      continue
+  const entries = parseAccept(accept).map((e, i) => ({ ...e, order: i, params: paramKey(e.full) }))
+  let best: { key: string, q: number, specificity: number, order: number } | undefined
+  for (const key of stored) {
+    const type = baseType(key)
+    const params = paramKey(key)
+    let match: { q: number, specificity: number, order: number } | undefined
+    for (const e of entries) {
+      const specificity = e.type === type
+        ? (e.params === params ? 3 : e.params === '' ? 2 : -1)
+        : e.type === `${type.split('/')[0] ?? ''}/*` ? 1 : e.type === '*/*' ? 0 : -1
+      if (specificity < 0 || (match !== undefined && match.specificity >= specificity)) continue
+      match = { q: e.q, specificity, order: e.order }
     }
-    if (stored.includes(e.full)) return e.full
+    if (match === undefined || match.q <= 0) continue
+    if (best === undefined || match.q > best.q || (match.q === best.q && (match.specificity > best.specificity ||
+        (match.specificity === best.specificity && match.order < best.order)))) {
+      best = { key, ...match }
+    }
   }
-  return undefined
+  return best?.key
+}
+
+/** A media type's parameters as a comparable set: `name=value` sorted, names lower-cased, quotes dropped; q left out. */
+function paramKey (type: string): string {
+  return type.split(';').slice(1).map((p) => {
+    const eq = p.indexOf('=')
+    const name = (eq < 0 ? p : p.slice(0, eq)).trim().toLowerCase()
+    const value = eq < 0 ? '' : p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1')
+    return `${name}=${value}`
+  }).filter((p) => !p.startsWith('q=') && p !== '=').sort().join(';')
+}
+
+/**
+ * The types to ask for one by one when an agency answered the whole Accept with nothing (406, 204 or an
+ * empty body) though it lists several (datacite/datacite#2448: DataCite answers nothing when the first
+ * type is one it cannot write, instead of falling through to the next): the acceptable (q above 0)
+ * types after the first, by q (stable), parameters kept, at most `max`. Empty when there is one type.
+ */
+export function fallbackTypes (accept: string | readonly string[] | undefined, max = 3): string[] {
+  const concrete = parseAccept(accept).filter((e) => e.q > 0 && !e.type.includes('*')).sort((a, b) => b.q - a.q)
+  return concrete.slice(1, 1 + max).map((e) => e.full)
 }

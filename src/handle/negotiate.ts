@@ -38,7 +38,7 @@ function isBrowserType (type: string): boolean {
  * Accept empty, absent or only `*\/*`: a User-Agent starting with `mozilla/` or `opera/` (any case) is a
  * browser (`http_role:browser`, `ctype:text/html`, `media-type:text/html`); anything else, curl included,
  * is `http_role:no_conneg`. Otherwise, when no browser type has the highest q, the request is
- * negotiation: `ctype:`/`media-type:` for each type by q (stable order) up to the first wildcard, then
+ * negotiation: `ctype:`/`media-type:` for each type by q (stable order) up to the first wildcard or q=0, then
  * `http_role:conneg`; when a browser type ties for the highest q it is a browser, with the text/html pair
  * if text/html, text/* or *\/* is listed.
  */
@@ -84,6 +84,8 @@ function computeLocatt (h: NegotiationHeaders): readonly string[] {
   } else if (browserScore(accepts) < maxScore(accepts)) {
     for (const a of byQuality(accepts)) {
       if (a.value.includes('*')) break
+      // RFC 9110 §12.4.2: q=0 means "not acceptable", so such a type is never asked for (the reference lists it last).
+      if (a.q <= 0) break
       out.push(`ctype:${a.value}`, `media-type:${a.value}`)
     }
     role('conneg')
@@ -92,7 +94,8 @@ function computeLocatt (h: NegotiationHeaders): readonly string[] {
     if (accepts.some((a) => a.value === 'text/html' || a.value === 'text/*' || a.value === '*/*')) html()
   }
 
-  for (const lang of byQuality(parseAcceptList(h.acceptLanguage))) out.push(`language:${lang.value}`)
+  // RFC 9110 §12.5.4 with §12.4.2: a language at q=0 is not acceptable, so it is no locatt either.
+  for (const lang of byQuality(parseAcceptList(h.acceptLanguage))) if (lang.q > 0) out.push(`language:${lang.value}`)
   return out
 }
 

@@ -5,6 +5,7 @@ import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../metrics.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
+import { upstreamErrors } from '../resolve/errors.js'
 import { networkMatcher, ticketFor } from './client.js'
 import { RefusedError } from './errors.js'
 
@@ -16,6 +17,8 @@ import { RefusedError } from './errors.js'
  * - load shedding, when the event loop lags (@fastify/under-pressure measures it);
  * - the auth/cert limit, or the general limit (@fastify/rate-limit), per client address;
  * - then the request's fair-queue ticket and deadline, for the resolver.
+ * A request with `Cache-Control: only-if-cached` is refused here at once (504): whatever it needs that we
+ * do not hold would have to be asked upstream.
  */
 export interface Admission {
   /**
@@ -82,10 +85,23 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
 
   return {
     gate (request, reply, bypass) {
+      // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
+      if (onlyIfCached(request.headers['cache-control'])) {
+        const refusal = Promise.reject(upstreamErrors.notHeld())
+        refusal.catch(() => {})
+        return async () => await refusal
+      }
       let passed: Promise<{ client: ClientTicket, deadline: number }> | undefined
       // Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock.
       return async () => await (passed ??= Promise.resolve(admit(request, reply, bypass))
         .then(() => ({ client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs })))
     }
   }
+}
+
+/** True when a Cache-Control request header holds the `only-if-cached` directive (RFC 9111 §5.2.1.7; names are case-insensitive, §5.2). */
+export function onlyIfCached (header: string | readonly string[] | undefined): boolean {
+  if (header === undefined) return false
+  const fields = typeof header === 'string' ? [header] : header
+  return fields.some((field) => field.split(',').some((d) => (d.split('=')[0] ?? '').trim().toLowerCase() === 'only-if-cached'))
 }

@@ -4,6 +4,8 @@
  * 1. metadata stored in the local record answers, in any mode (offline included);
  * 2. with METADATA_MODE=fetch (and not offline), the metadata is fetched from the chosen location when it
  *    is on the allow-list, through the cache, the admission gate, the agency's fair queue and the deadline;
+ *    the reader's Accept is passed on whole (style=, locale= included), and when the agency has nothing for
+ *    it, its other acceptable types are asked one by one, in q order (datacite/datacite#2448);
  * 3. otherwise nothing is answered here, and the route sends the redirect, as doi.org does.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -11,7 +13,7 @@ import type { Config } from '../config/schema.js'
 import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import type { AllowedHost } from '../handle/metadata-hosts.js'
-import { acceptCacheKey, chooseStoredType } from '../handle/metadata-types.js'
+import { acceptCacheKey, chooseStoredType, fallbackTypes } from '../handle/metadata-types.js'
 import type { StoredMetadata } from '../resolve/local-metadata.js'
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
@@ -37,6 +39,12 @@ export interface Admitted {
 export interface MetadataAnswers {
   /** The answer, now or later; undefined when the route should send its redirect. */
   answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined
+  /**
+   * METADATA_MODE=fetch (and not offline): whether a negotiated request gets metadata or the redirect then
+   * depends on its Accept header as a whole (its length, its parameters), which no variant key holds, so the
+   * proxy route keeps no prepared redirect for a negotiated request.
+   */
+  fetching: boolean
   close (): Promise<void>
 }
 
@@ -113,17 +121,28 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     // DOI names are case-insensitive (ASCII, behaviour.md §2.8) and the location carries the handle as the
     // reader typed it ({hdl}): the location is folded as the handle is, so 10.1/AB and 10.1/ab share one entry.
     // Both come from the one record, so nothing else about the location can differ by case but the handle.
-    const key = `${cacheKey(outcome.handle)}\u0000${cacheKey(url.href)}\u0000${acceptKey}`
-    const fresh = service.peek(key)
-    if (fresh !== undefined) return sendAnswer(reply, outcome, fresh, 'HIT')
-    return fetchAndSend(request, reply, outcome, admitted, { key, url, accept })
+    const keyOf = (k: string): string => `${cacheKey(outcome.handle)}\u0000${cacheKey(url.href)}\u0000${k}`
+    // The whole Accept first, then its other types one by one if the agency has nothing for it (fallbackTypes).
+    const tries = [{ key: keyOf(acceptKey), url, accept }, ...fallbackTypes(accept).map((t) => ({ key: keyOf(t), url, accept: t }))]
+    // What is held answers at once (the hot path; only-if-cached too): the first useful answer, or the first.
+    for (let i = 0; i < tries.length; i++) {
+      const fresh = service.peek(tries[i]!.key)
+      if (fresh === undefined) return fetchAndSend(request, reply, outcome, admitted, tries)
+      if (answered(fresh) || i === tries.length - 1) return sendAnswer(reply, outcome, answered(fresh) ? fresh : service.peek(tries[0]!.key) ?? fresh, 'HIT')
+    }
+    return undefined
   }
 
-  async function fetchAndSend (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted, q: { key: string, url: URL, accept: string }): Promise<FastifyReply> {
+  async function fetchAndSend (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted, tries: ReadonlyArray<{ key: string, url: URL, accept: string }>): Promise<FastifyReply> {
     // Upstream-bound work passes the one gate (behaviour.md §9), once per request.
     const { client: ticket, deadline } = await (admitted.admit ?? admission.gate(request, reply, false))()
-    const got = await service!.get({ ...q, ticket, deadline })
-    return sendAnswer(reply, outcome, got.answer, got.cache)
+    let first: Awaited<ReturnType<MetadataService['get']>> | undefined
+    for (const q of tries) {
+      const got = await service!.get({ ...q, ticket, deadline })
+      if (answered(got.answer)) return sendAnswer(reply, outcome, got.answer, got.cache)
+      first ??= got
+    }
+    return sendAnswer(reply, outcome, first!.answer, first!.cache)
   }
 
   function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus): FastifyReply {
@@ -160,8 +179,14 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
 
   return {
     answer,
+    fetching: service !== undefined,
     async close () { await fetcher?.close() }
   }
+}
+
+/** An answer with the metadata in it; 406, 204 and an empty body are nothing (datacite/datacite#2448), so the next type is asked. */
+function answered (a: MetadataAnswer): boolean {
+  return !(a.status === 406 || a.status === 204 || (a.status >= 200 && a.status < 300 && a.body.length === 0))
 }
 
 /**

@@ -29,6 +29,7 @@ export function proxyRouteOptions (config: Config, services: Services): ProxyRou
     countryLookup: services.countryLookup,
     localServices: services.localServices,
     metadata: services.metadata,
-    prepareAnswers: services.prepareAnswers
+    prepareAnswers: services.prepareAnswers,
+    offline: config.offline
   }
 }

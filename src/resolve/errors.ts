@@ -78,6 +78,9 @@ export const upstreamErrors = {
   /** One client has more lookups in flight and waiting than its fair share (behaviour.md §9). */
   clientOverShare: (retryAfterMs: number) =>
     new UpstreamError('DP_CLIENT_OVER_SHARE', 429, 'You have too many DOI lookups in progress. Please wait for them to finish, then try again.', false, { retryAfterMs }),
+  /** `Cache-Control: only-if-cached` and we do not hold the answer: 504 at once, nothing asked (RFC 9111 §5.2.1.7). */
+  notHeld: () =>
+    new UpstreamError('DP_ONLY_IF_CACHED', 504, 'This answer is not held here, and the request asked for held answers only (Cache-Control: only-if-cached), so nothing was looked up.', false),
   circuitOpen: () =>
     new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 }),
   prefixCircuitOpen: () =>

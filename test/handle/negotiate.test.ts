@@ -51,8 +51,17 @@ describe('automatic locatt values from the request headers', () => {
     ['image/* at the top q is a browser without the text/html pair', { accept: 'image/png' }, ['http_role:browser']],
     ['application/pdf is a browser type', { accept: 'application/pdf' }, ['http_role:browser']],
     // a browser type at q=0 does not count; all q=0 → browser branch
-    ['text/html at q=0 does not count', { accept: 'text/html;q=0, application/x-bibtex;q=0.1' },
-      [...both('application/x-bibtex'), ...both('text/html'), 'http_role:conneg']],
+    // RFC 9110 §12.4.2: "a value of 0 means not acceptable": a type at q=0 is never a ctype: locatt (the
+    // reference lists it last, so a location for it could be chosen); the reference's order is kept otherwise
+    ['text/html at q=0 does not count, nor is it asked for', { accept: 'text/html;q=0, application/x-bibtex;q=0.1' },
+      [...both('application/x-bibtex'), 'http_role:conneg']],
+    // RFC 9110 §12.4.2: q=0 excludes, whatever else is listed
+    ['a type excluded with q=0 is not asked for', { accept: 'application/vnd.citationstyles.csl+json, application/x-bibtex;q=0' },
+      [...both('application/vnd.citationstyles.csl+json'), 'http_role:conneg']],
+    // RFC 9110 §12.5.1: q-values order the choice; a type we cannot serve falls through to the next (datacite/datacite#2448)
+    ['datacite#2448: every acceptable type by q, for the engine to fall through',
+      { accept: 'application/vnd.crossref.unixref+xml;q=0.9,application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7' },
+      [...both('application/vnd.crossref.unixref+xml'), ...both('application/vnd.datacite.datacite+xml'), ...both('application/x-bibtex'), 'http_role:conneg']],
     ['every q=0', { accept: 'application/json;q=0, text/html;q=0' }, BROWSER],
     // an unparsable q keeps the default 1; only q= is read; the type is lower-cased
     ['an unparsable q is ignored', { accept: 'Application/X-BibTeX;q=abc, text/html;q=0.9' },
@@ -67,7 +76,9 @@ describe('automatic locatt values from the request headers', () => {
     // R9 step 4: one language: per Accept-Language entry, lower-cased, by q
     ['Accept-Language entries follow, by q', { accept: 'text/html', userAgent: FIREFOX_UA, acceptLanguage: 'fr-CH, fr;q=0.9, en;q=0.8, de;q=0.95, *;q=0.5' },
       [...BROWSER, 'language:fr-ch', 'language:de', 'language:fr', 'language:en', 'language:*']],
-    ['Accept-Language alone', { acceptLanguage: 'en-US,en;q=0.5' }, ['http_role:no_conneg', 'language:en-us', 'language:en']]
+    ['Accept-Language alone', { acceptLanguage: 'en-US,en;q=0.5' }, ['http_role:no_conneg', 'language:en-us', 'language:en']],
+    // RFC 9110 §12.5.4 with §12.4.2: a language at q=0 is not acceptable
+    ['a language at q=0 is no locatt', { acceptLanguage: 'de, fr;q=0' }, ['http_role:no_conneg', 'language:de']]
   ])('%s', (_name, headers, expected) => {
     expect(automaticLocatt(headers)).toEqual(expected)
   })

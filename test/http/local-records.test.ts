@@ -93,6 +93,30 @@ describe('offline mode (issue 7)', () => {
     expect(upstream.seen).toHaveLength(0)
   })
 
+  it('a DOI not in the local records gets a page that says so (offline), never that the DOI is incorrect', async () => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    const res = await app.inject({ url: '/10.1000/elsewhere' })
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toMatch(/<h1>DOI Not in This Resolver(&#39;|&#x27;|')s Local Records<\/h1>/)
+    expect(res.body).toContain('This resolver is offline')
+    expect(res.body).toContain('href="https://doi.org/10.1000/elsewhere"')
+    expect(res.body).not.toMatch(/incorrect|cannot be found in the DOI System/)
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('the REST API says not in the local records with its own responseCode (301, not 100) and a 404', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    const res = await app.inject({ url: '/api/handles/10.1000/elsewhere' })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toEqual({ responseCode: 301, message: 'Not in this resolver\'s local records: it is offline and did not ask the DOI System', handle: '10.1000/elsewhere' })
+  })
+
+  it('online, a DOI the upstream does not know is still "DOI Not Found" with responseCode 100', async () => {
+    const { app } = await setup({ overrides: { localStoreDir: 'config/sample-records' } })
+    expect((await app.inject({ url: '/10.5555/absent' })).body).toContain('cannot be found in the DOI System')
+    expect((await app.inject({ url: '/api/handles/10.5555/absent' })).json()).toEqual({ responseCode: 100, handle: '10.5555/absent' })
+  })
+
   it('the default configuration loads the sample store', async () => {
     const { buildConfig } = await import('../../src/config/schema.js')
     const defaults = buildConfig(undefined, {})

@@ -184,6 +184,63 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
   })
 })
 
+describe('negotiation as RFC 9110 says, in fetch mode', () => {
+  it('style= and locale= are passed on to the agency, and each style is its own answer', async () => {
+    const { app, agency } = await withAgency()
+    agency.records.set(DOI, { 'text/x-bibliography;style=apa;locale=fr-FR': 'Paper, A. (2020). Un article.\n', 'text/x-bibliography;style=mla': 'Paper, A. "A paper." 2020.\n' })
+    const apa = await app.inject({ url: `/${DOI}`, headers: { accept: 'text/x-bibliography; style=apa; locale=fr-FR' } })
+    expect(apa.statusCode).toBe(200)
+    expect(apa.body).toBe('Paper, A. (2020). Un article.\n')
+    expect(agency.seen[0]?.headers.accept).toBe('text/x-bibliography; style=apa; locale=fr-FR')
+    const mla = await app.inject({ url: `/${DOI}`, headers: { accept: 'text/x-bibliography;style=mla' } })
+    expect(mla.body).toBe('Paper, A. "A paper." 2020.\n')
+    expect((await app.inject({ url: `/${DOI}`, headers: { accept: 'text/x-bibliography; style=chicago' } })).statusCode).toBe(406)
+  })
+
+  it('a type the agency cannot write falls through to the next acceptable one (datacite/datacite#2448)', async () => {
+    const { app, agency } = await withAgency()
+    agency.mode = { kind: 'first-type-only' }
+    const accept = 'application/vnd.crossref.unixref+xml;q=0.9, application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7'
+    const res = await app.inject({ url: `/${DOI}`, headers: { accept } })
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toBe(BIBTEX)
+    expect(agency.seen.map((r) => r.headers.accept)).toEqual([accept, 'application/vnd.datacite.datacite+xml', 'application/x-bibtex'])
+    // Held now: the same request is answered from the cache, asking nobody.
+    const again = await app.inject({ url: `/${DOI}`, headers: { accept } })
+    expect(again.body).toBe(BIBTEX)
+    expect(again.headers['x-cache']).toBe('HIT')
+    expect(agency.seen).toHaveLength(3)
+  })
+
+  it('when no type is held by the agency, its 406 is the answer', async () => {
+    const { app, agency } = await withAgency()
+    agency.mode = { kind: 'first-type-only' }
+    const res = await app.inject({ url: `/${DOI}`, headers: { accept: 'application/rdf+xml, text/turtle;q=0.5' } })
+    expect(res.statusCode).toBe(406)
+    expect(agency.seen).toHaveLength(2)
+  })
+
+  it('a type the reader excluded with q=0 is never relayed, even when the agency answers it (RFC 9110 §12.4.2)', async () => {
+    const { app } = await withAgency()
+    // The fake agency reads no q and answers the first type it holds: BibTeX, which this reader refuses.
+    const res = await app.inject({ url: `/${DOI}`, headers: { accept: 'application/x-bibtex;q=0, application/rdf+xml' } })
+    expect(res.statusCode).toBe(502)
+    expect(res.body).not.toContain(BIBTEX.trim())
+  })
+
+  it('a reader whose Accept is too long to fetch for gets the redirect, and it is not kept for other readers of the same negotiation', async () => {
+    const { app, agency } = await withAgency()
+    expect((await app.inject({ url: `/${DOI}` })).statusCode).toBe(302)
+    // The same locatt as a plain BibTeX request (parameters are not part of it), but over the 1024 characters we pass on.
+    const long = await app.inject({ url: `/${DOI}`, headers: { accept: `application/x-bibtex; x=${'a'.repeat(1100)}` } })
+    expect(long.statusCode).toBe(302)
+    const plain = await app.inject({ url: `/${DOI}`, headers: BIB })
+    expect(plain.statusCode).toBe(200)
+    expect(plain.body).toBe(BIBTEX)
+    expect(agency.seen).toHaveLength(1)
+  })
+})
+
 describe('freshness: the agency\'s Cache-Control, capped, and stale answers when it fails', () => {
   it('an answer is fresh for the agency\'s max-age at most METADATA_MAX_TTL_SECONDS; then the agency is asked again', async () => {
     let t = Date.parse('2026-11-23T12:00:00Z')

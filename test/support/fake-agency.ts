@@ -12,6 +12,8 @@ export type AgencyMode =
   | { kind: 'huge', bytes: number }
   /** 200 with an HTML page, whatever was asked for. */
   | { kind: 'wrong-type' }
+  /** Reads only the first type of the Accept: 406 when it does not hold it, as DataCite did (datacite/datacite#2448). */
+  | { kind: 'first-type-only' }
   /** A redirect to this URL (absolute or relative), as data.crossref.org sends to api.crossref.org. */
   | { kind: 'redirect', status: number, location: string }
 
@@ -118,12 +120,15 @@ export class FakeAgency {
       case 'slow':
         setTimeout(() => this.answer(req, res, doi), mode.delayMs)
         return
+      case 'first-type-only':
+        this.answer(req, res, doi, 1)
+        return
       case 'ok':
         this.answer(req, res, doi)
     }
   }
 
-  private answer (req: IncomingMessage, res: ServerResponse, doi: string): void {
+  private answer (req: IncomingMessage, res: ServerResponse, doi: string, read = Infinity): void {
     if (res.destroyed) return
     const types = this.records.get(doi.toLowerCase())
     if (types === undefined) {
@@ -131,8 +136,15 @@ export class FakeAgency {
       res.end('<html><body>The resource you are looking for doesn\'t exist.</body></html>')
       return
     }
-    const asked = (req.headers.accept ?? '').split(',').map((t) => t.split(';')[0]?.trim().toLowerCase() ?? '')
-    const type = asked.find((t) => types[t] !== undefined)
+    // Each Accept entry as written without q (`text/x-bibliography;style=apa`), then its type alone: a record
+    // keyed by a type with parameters answers only requests with those parameters, as a CSL style does.
+    const asked = (req.headers.accept ?? '').split(',').slice(0, read).flatMap((t) => {
+      const [first = '', ...params] = t.split(';').map((p) => p.trim())
+      const kept = params.filter((p) => !p.toLowerCase().startsWith('q=') && p !== '')
+      return kept.length > 0 ? [[first.toLowerCase(), ...kept].join(';'), first.toLowerCase()] : [first.toLowerCase()]
+    })
+    const key = asked.find((t) => types[t] !== undefined)
+    const type = key?.split(';')[0]
     if (type === undefined) {
       res.writeHead(406, { 'content-type': 'text/plain' })
       res.end('Not Acceptable')
@@ -143,6 +155,7 @@ export class FakeAgency {
       ...(this.cacheControl === undefined ? {} : { 'cache-control': this.cacheControl }),
       ...(this.gzip ? { 'content-encoding': 'gzip' } : {})
     })
-    res.end(this.gzip ? gzipSync(types[type] ?? '') : types[type])
+    const body = types[key!] ?? ''
+    res.end(this.gzip ? gzipSync(body) : body)
   }
 }

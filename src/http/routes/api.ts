@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  apiEmptyHandle, apiError, apiHandleFromPath, apiHttpStatus, apiNotFound, apiParamsError, apiSuccess, apiUnknownEndpoint,
+  apiEmptyHandle, apiError, apiHandleFromPath, apiHttpStatus, apiNotFound, apiNotHeldOffline, apiParamsError, apiSuccess, apiUnknownEndpoint,
   apiValuesNotFound, parseApiQuery, serializeApi
 } from '../../handle/api.js'
 import type { ApiBody, ApiParams } from '../../handle/api.js'
@@ -21,6 +21,8 @@ export interface ApiRouteOptions {
   maxHandleLength: number
   /** Keep the answer of a plain request (no query) with the record, for the hot path (src/http/hot-path.ts). */
   prepareAnswers?: boolean
+  /** OFFLINE=true: a handle not found is one not in the local records (apiNotHeldOffline). */
+  offline?: boolean
 }
 
 /**
@@ -63,7 +65,7 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
   const bypass = params.auth || params.cert
   try {
     const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, admit: opts.admission.gate(request, reply, bypass) })
-    const { contentType, body } = serializeApi(result.kind === 'not-found' ? apiNotFound(handle) : answerBody(handle, result.values, params), format)
+    const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every request without a query gets this very answer while the record is cached: kept with it from its first repeat.
     if (plain && opts.prepareAnswers === true && result.entry !== undefined && (result.cache === 'HIT' || result.cache === 'MISS')) {

@@ -51,6 +51,8 @@ export interface ProxyRouteOptions {
    * (src/http/hot-path.ts); off when answers may depend on who asks (a local service) or must be logged.
    */
   prepareAnswers?: boolean
+  /** OFFLINE=true: a DOI not found is one not in the local records, and its page says so. */
+  offline?: boolean
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
@@ -124,9 +126,10 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         return sendParts(reply, redirectParts({ ...outcome, vary: false }), outcome.cache, outcome.expires)
       }
       if (outcome.kind === 'redirect' || outcome.kind === 'not-found' || outcome.kind === 'values') {
-        const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : outcome.kind === 'values' ? valuesParts(ctx, outcome) : notFoundParts(ctx, outcome)
+        const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : outcome.kind === 'values' ? valuesParts(ctx, outcome) : notFoundParts(ctx, outcome, opts.offline === true)
         // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
-        if (prepare && outcome.reuse !== undefined && query === '' && !post) {
+        // Not a negotiated redirect while metadata is fetched: it hangs on the whole Accept (metadata.ts, fetching).
+        if (prepare && outcome.reuse !== undefined && query === '' && !post && !(outcome.kind === 'redirect' && outcome.negotiated && opts.metadata?.fetching === true)) {
           const { key } = req.client.negotiation
           const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, key) : outcome.kind === 'values' ? valuesVariant(outcome.handle, key, ctx.baseUrl) : notFoundVariant(outcome.handle, ctx.baseUrl)
           keepAnswer(opts.resolver, outcome.handle, outcome.reuse, variant, parts)
@@ -197,8 +200,8 @@ function redirectParts (outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): A
 }
 
 /** The not-found page (its links use our base URL). */
-function notFoundParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>): AnswerParts {
-  const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? undefined : { message: outcome.message })
+function notFoundParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>, offline: boolean): AnswerParts {
+  const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? { offline } : { message: outcome.message })
   return { status: 404, headers: { 'content-type': HTML }, body }
 }
 

@@ -65,10 +65,10 @@ async function lookupRa (request: FastifyRequest, find: (handle: string) => Prom
   return raEntry(item, { doiExists: own.kind === 'found', prefixValues }, raNames)
 }
 
-/** The request itself was refused (rate limit, load shedding): the whole answer is that refusal. */
+/** The request itself was refused (rate limit, load shedding, only-if-cached with a DOI not held): the whole answer is that refusal. */
 function isRefusal (err: unknown): boolean {
   const { status, code } = describeError(err)
-  return status === 429 || code === 'DP_OVERLOADED'
+  return status === 429 || code === 'DP_OVERLOADED' || code === 'DP_ONLY_IF_CACHED'
 }
 
 /** Map with at most `limit` calls in flight, results in input order. */

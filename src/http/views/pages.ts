@@ -190,13 +190,22 @@ const LIKELY_CAUSES = `<p>This may be because:</p>
 </ul>
 `
 
-export function renderNotFoundPage (ctx: PageContext, handle: string, opts?: { message?: string }): string {
+/**
+ * An offline resolver knows only its local records: a DOI missing from them may well exist, so the page
+ * says so and never that the DOI is wrong (docs/local-records.md, "Offline").
+ */
+const OFFLINE_HEADLINE = 'DOI Not in This Resolver\'s Local Records'
+
+export function renderNotFoundPage (ctx: PageContext, handle: string, opts?: { message?: string, offline?: boolean }): string {
   const h = escapeHtml(handle)
   const message = opts?.message
-  const headline = message ?? 'DOI Not Found'
-  const intro = message === undefined
-    ? `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
-    : `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
+  const headline = message ?? (opts?.offline === true ? OFFLINE_HEADLINE : 'DOI Not Found')
+  const intro = message !== undefined
+    ? `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
+    : opts?.offline === true
+      ? `<p>This resolver is offline: it answers only from its local records, and <code>${h}</code> is not among them. ` +
+        `It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
+      : `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
   return htmlDocument(`Error: ${headline}`, `<h1>${escapeHtml(headline)}</h1>
 ${intro}${trailingSlashHint(ctx, handle)}${prefixOnlyHint(handle)}${multipleSlashHint(handle)}<h2>Correct the DOI or try another</h2>
 ${searchForm(ctx, false, handle)}`, ctx.baseUrl)
