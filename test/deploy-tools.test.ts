@@ -69,13 +69,55 @@ function docSed (marker: string, output: string): string {
   }
 }
 
+/**
+ * A real doi-proxy on a free loopback port, the fake upstream behind it, behind one proxy as compose
+ * runs the replicas (their TRUST_PROXY) and only `statusAllow` may see /status; closed when the test ends.
+ */
+async function startDoiProxy (statusAllow: string[]): Promise<number> {
+  const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
+  const { app } = await setup({ overrides: { trustProxy, statusAllow } })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  return (app.server.address() as AddressInfo).port
+}
+
+/** Polls `ready` every 50 ms until it is true, for at most 10 s; `failed` says why it never will be. */
+async function waitFor (what: string, ready: () => Promise<boolean>, failed: () => string | undefined = () => undefined): Promise<void> {
+  for (let i = 0; ; i++) {
+    const reason = failed()
+    if (reason !== undefined) throw new Error(reason)
+    if (await ready().catch(() => false)) return
+    if (i > 200) throw new Error(`${what} did not happen within 10 s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** One HTTP/2 request over TLS trusting only `ca` (for the host `servername` when given): the response's headers. */
+async function askHttp2 (origin: string, path: string, ca: string, servername?: string): Promise<{ alpn: string | false | undefined, headers: Record<string, unknown> }> {
+  const session = http2Connect(origin, { ca, servername })
+  try {
+    const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const req = session.request({ ':path': path, ...(servername !== undefined ? { ':authority': `${servername}:${new URL(origin).port}` } : {}) })
+      req.on('response', (h) => { resolve(h); req.close() })
+      req.on('error', reject)
+      req.end()
+    })
+    return { alpn: session.alpnProtocol, headers }
+  } finally {
+    session.close()
+  }
+}
+
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
 
-/** One HTTP/1.1 request, over TLS trusting only `ca` when it is given; `localAddress` picks the client's address. */
-async function ask (url: string, opts: { ca?: string, localAddress?: string, headers?: Record<string, string> } = {}): Promise<Answer> {
+/**
+ * One HTTP/1.1 request, over TLS trusting only `ca` when it is given, for the host `servername` when
+ * it is given (the certificate's name and the Host header); `localAddress` picks the client's address.
+ */
+async function ask (url: string, opts: { ca?: string, servername?: string, localAddress?: string, headers?: Record<string, string> } = {}): Promise<Answer> {
   const send = url.startsWith('https:') ? httpsRequest : httpRequest
   return await new Promise((resolve, reject) => {
-    const req = send(url, { ca: opts.ca, localAddress: opts.localAddress, headers: opts.headers, agent: false }, (res) => {
+    const headers = { ...(opts.servername !== undefined ? { Host: `${opts.servername}:${new URL(url).port}` } : {}), ...opts.headers }
+    const req = send(url, { ca: opts.ca, servername: opts.servername, localAddress: opts.localAddress, headers, agent: false }, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (c: string) => { body += c })
@@ -115,11 +157,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
    * the shipped file, on free ports; both stopped when the test ends.
    */
   async function start (statusAllow = ['127.0.0.0/8'], source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `)): Promise<ChildProcess> {
-    // TRUST_PROXY as compose gives it to the replicas behind this nginx.
-    const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
-    const { app } = await setup({ overrides: { trustProxy, statusAllow } })
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const appPort = (app.server.address() as AddressInfo).port
+    const appPort = await startDoiProxy(statusAllow)
     httpPort = await freePort()
     httpsPort = await freePort()
 
@@ -142,13 +180,8 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     nginx.stderr.on('data', (c: Buffer) => { nginxOutput += c.toString() })
     onTestFinished(() => { nginx.kill('SIGQUIT') })
     // Up once its health check answers on the plain port.
-    for (let i = 0; ; i++) {
-      if (nginx.exitCode !== null) throw new Error(`nginx exited ${nginx.exitCode}: ${nginxOutput}`)
-      const up = await ask(`http://127.0.0.1:${httpPort}/nginx-health`).then((a) => a.status === 200, () => false)
-      if (up) break
-      if (i > 100) throw new Error(`nginx did not start: ${nginxOutput}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await waitFor('nginx starting', async () => (await ask(`http://127.0.0.1:${httpPort}/nginx-health`)).status === 200,
+      () => nginx.exitCode !== null ? `nginx exited ${nginx.exitCode}: ${nginxOutput}` : undefined)
     return nginx
   }
 
@@ -165,21 +198,11 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 
   it('resolves a DOI over https and HTTP/2, with HSTS', async () => {
     await start()
-    const session = http2Connect(`https://127.0.0.1:${httpsPort}`, { ca })
-    try {
-      const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
-        const req = session.request({ ':path': '/10.5555/plain' })
-        req.on('response', (headers) => { resolve(headers); req.close() })
-        req.on('error', reject)
-        req.end()
-      })
-      expect(session.alpnProtocol).toBe('h2')
-      expect(answer[':status']).toBe(302)
-      expect(answer.location).toBe('http://example.org/plain')
-      expect(answer['strict-transport-security']).toBe('max-age=63072000')
-    } finally {
-      session.close()
-    }
+    const { alpn, headers } = await askHttp2(`https://127.0.0.1:${httpsPort}`, '/10.5555/plain', ca)
+    expect(alpn).toBe('h2')
+    expect(headers[':status']).toBe(302)
+    expect(headers.location).toBe('http://example.org/plain')
+    expect(headers['strict-transport-security']).toBe('max-age=63072000')
   })
 
   it('resolves through the one-host form docs/deployment.md makes with sed (one doi-proxy on 127.0.0.1:8000)', async () => {
@@ -233,10 +256,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
     const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: join(dir, 'tls'), RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
     expect(hook.code, hook.stderr).toBe(0)
-    for (let i = 0; (await servedFingerprint()) !== renewed; i++) {
-      if (i > 100) throw new Error('nginx still serves the old certificate')
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    await waitFor('the renewed certificate served', async () => (await servedFingerprint()) === renewed)
     expect(before).not.toBe(renewed)
     expect(nginx.exitCode).toBeNull()
   })
@@ -364,6 +384,55 @@ describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped with
     expect(adapted.code, adapted.stderr).toBe(0)
     expect(adapted.stdout).toContain('"host":["doi.your-library.example"]')
     expect(adapted.stdout).toContain('"email":"you@your-library.example"')
+  })
+
+  /**
+   * The shipped Caddyfile run for real for `localhost` (Caddy's own CA) on free ports, in front of a
+   * real doi-proxy where only `statusAllow` may see /status; stopped when the test ends.
+   */
+  async function runCaddy (statusAllow = ['127.0.0.0/8']): Promise<{ http: number, https: number, ca: string }> {
+    const upstream = await startDoiProxy(statusAllow)
+    const [http, https, admin] = [await freePort(), await freePort(), await freePort()]
+    const env = caddyEnv()
+    const caddy = spawn('caddy', ['run', '--config', caddyfile, '--adapter', 'caddyfile'], {
+      env: { ...process.env, ...env, DOI_PROXY_SITE: 'localhost', DOI_PROXY_UPSTREAM: `127.0.0.1:${upstream}`, CADDY_ADMIN: `localhost:${admin}`, CADDY_HTTP_PORT: String(http), CADDY_HTTPS_PORT: String(https) },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let output = ''
+    caddy.stdout.on('data', (c: Buffer) => { output += c.toString() })
+    caddy.stderr.on('data', (c: Buffer) => { output += c.toString() })
+    onTestFinished(() => { caddy.kill('SIGTERM') })
+    const root = join(env.XDG_DATA_HOME ?? '', 'caddy', 'pki', 'authorities', 'local', 'root.crt')
+    // Up once doi-proxy answers through it (Caddy's own empty answer for an unknown host has no HSTS).
+    await waitFor('Caddy serving https', async () => existsSync(root) && (await ask(`https://127.0.0.1:${https}/healthz`, { ca: readFileSync(root, 'utf8'), servername: 'localhost' })).headers['strict-transport-security'] !== undefined,
+      () => caddy.exitCode !== null ? `caddy exited ${caddy.exitCode}: ${output}` : undefined)
+    return { http, https, ca: readFileSync(root, 'utf8') }
+  }
+
+  it('resolves a DOI over https and HTTP/2 with HSTS, run for real', async () => {
+    const caddy = await runCaddy()
+    const { alpn, headers } = await askHttp2(`https://127.0.0.1:${caddy.https}`, '/10.5555/plain', caddy.ca, 'localhost')
+    expect(alpn).toBe('h2')
+    expect(headers[':status']).toBe(302)
+    expect(headers.location).toBe('http://example.org/plain')
+    expect(headers['strict-transport-security']).toBe('max-age=63072000')
+  })
+
+  it('sends plain http to https (308), run for real', async () => {
+    const caddy = await runCaddy()
+    const answer = await ask(`http://127.0.0.1:${caddy.http}/10.5555/plain?noredirect=1`, { servername: 'localhost' })
+    expect(answer.status).toBe(308)
+    expect(answer.headers.location).toMatch(/^https:\/\/localhost(:\d+)?\/10\.5555\/plain\?noredirect=1$/)
+  })
+
+  it('passes the reader\'s address on, never one the reader writes: /status for an allowed reader only, run for real', async () => {
+    const caddy = await runCaddy(['127.0.0.2/32'])
+    const status = `https://127.0.0.1:${caddy.https}/status`
+    const allowed = await ask(status, { ca: caddy.ca, servername: 'localhost', localAddress: '127.0.0.2' })
+    expect(allowed.status).toBe(200)
+    expect(allowed.body).toContain('<html')
+    const forged = await ask(status, { ca: caddy.ca, servername: 'localhost', localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
+    expect(forged.status).toBe(403)
   })
 
   it('takes the domain from DOI_PROXY_SITE', () => {
