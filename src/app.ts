@@ -12,6 +12,7 @@ import { apiHandler } from './http/routes/api.js'
 import { proxyHandler } from './http/routes/proxy.js'
 import { renderErrorPage } from './http/views/pages.js'
 import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
+import batchRoutes from './plugins/batch-routes.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
 import lifecycle from './plugins/lifecycle.js'
@@ -55,6 +56,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
   await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics /status /robots.txt /favicon.ico
   await app.register(apiRoutes, { config, services })      // /api/handles, /doiRA, /ra
+  await app.register(batchRoutes, { config, services })    // POST /api/batch
   await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
 
   if (services.prepareAnswers) late.hotPath = hotPathOf(config, services, app.lifecycle)
