@@ -10,6 +10,7 @@ import { apiHandler } from './http/routes/api.js'
 import { proxyHandler } from './http/routes/proxy.js'
 import { answerClientError, createHttpServer } from './http/server-edge.js'
 import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
+import batchRoutes from './plugins/batch-routes.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
 import lifecycle from './plugins/lifecycle.js'
@@ -53,6 +54,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
   await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics /status /robots.txt /favicon.ico
   await app.register(apiRoutes, { config, services })      // /api/handles, /doiRA, /ra
+  await app.register(batchRoutes, { config, services })    // POST /api/batch
   await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
 
   if (services.prepareAnswers) late.hotPath = hotPathOf(config, services, app.lifecycle)

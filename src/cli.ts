@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `doi-proxy` command. One subcommand for now: `mirror`, which copies the records of a reading list
- * of DOIs into an NDJSON file for the local store (src/mirror.ts). An entry point: it reads
+ * The `doi-proxy` command: `mirror`, which copies the records of a reading list of DOIs into an NDJSON
+ * file for the local store (src/mirror.ts), and `check`, which finds the DOIs in files and asks a
+ * doi-proxy whether they are registered (src/check/). An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
 import { readFile } from 'node:fs/promises'
@@ -15,6 +16,7 @@ import type { AllowedHost } from './handle/metadata-hosts.js'
 import { normaliseMediaType } from './handle/metadata-types.js'
 import { createMetadataFetcher } from './resolve/metadata.js'
 import { createUpstreamClient } from './resolve/upstream.js'
+import { runCheck } from './check/command.js'
 
 const EXIT_USAGE = 2
 const EXIT_INTERRUPTED = 130
@@ -24,6 +26,10 @@ const HELP = `doi-proxy: a self-hosted DOI resolver
 Usage:
   doi-proxy mirror [options]     copy the records of a list of DOIs into an NDJSON file the
                                  server can load as local records (see docs/local-records.md)
+  doi-proxy check [options] PATH...
+                                 are the DOIs in these files registered? asks a running
+                                 doi-proxy's batch API (see docs/checking-dois.md and
+                                 doi-proxy check --help)
   doi-proxy --help               this help
 
 Start the server with \`npm start\` (or \`node dist/main.js\`).
@@ -288,7 +294,8 @@ async function main (argv: string[]): Promise<number> {
     process.stdout.write(HELP)
     return command === undefined ? EXIT_USAGE : 0
   }
-  if (command !== 'mirror') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror)`)
+  if (command === 'check') return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
+  if (command !== 'mirror') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, check)`)
   const cmd = parseMirrorArgs(rest, process.env)
   if (cmd === 'help') {
     process.stdout.write(HELP)

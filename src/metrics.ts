@@ -119,6 +119,19 @@ export function createMetrics () {
       help: 'Upstream failures by error code',
       labelNames: ['code'] as const,
       registers: [registry]
+    }),
+    // The batch API (POST /api/batch, docs/checking-dois.md).
+    batchRequests: new Counter({
+      name: 'doi_proxy_batch_requests_total',
+      help: 'Batches by how they ended',
+      labelNames: ['outcome'] as const, // answered, left (the reader went away mid-stream), too_large, bad_request, refused
+      registers: [registry]
+    }),
+    batchLines: new Counter({
+      name: 'doi_proxy_batch_lines_total',
+      help: 'Lines answered in batches, by answer',
+      labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
+      registers: [registry]
     })
   }
 }

@@ -40,6 +40,9 @@ export interface Config {
   raNames: Record<string, string>
   raMaxDois: number
   raConcurrency: number
+  batchMaxLines: number
+  batchMaxBytes: number
+  batchConcurrency: number
   countryHeader: string | undefined
   geoipDatabase: string | undefined
   localStoreDir: string | undefined
@@ -142,6 +145,9 @@ export const OPTIONS: readonly Option[] = [
   { key: 'raNames', env: 'RA_NAMES', kind: 'map', default: {}, doc: 'Extra Which RA? names: `SERV=Name,…` mapping `10.SERV/SERV` to a display name (wins over the built-in table).' },
   { key: 'raMaxDois', env: 'RA_MAX_DOIS', kind: 'int', min: 1, max: 10_000, default: 100, doc: 'Most DOIs in one Which RA? request; more is 400.' },
   { key: 'raConcurrency', env: 'RA_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 8, doc: 'Lookups one Which RA? request runs at once.' },
+  { key: 'batchMaxLines', env: 'BATCH_MAX_LINES', kind: 'int', min: 1, max: 1_000_000, default: 10_000, doc: 'Most DOI lines in one batch (POST /api/batch); more is 413, naming this limit.' },
+  { key: 'batchMaxBytes', env: 'BATCH_MAX_BYTES', kind: 'int', min: 1024, max: 64 * 1024 * 1024, default: 2 * 1024 * 1024, doc: 'Largest batch body in bytes; larger is 413, naming this limit.' },
+  { key: 'batchConcurrency', env: 'BATCH_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 8, doc: 'Lookups one batch runs at once. Each waits its turn in the client\'s fair queue like any miss, so a batch never starves other readers; for a client outside TRUSTED_NETWORKS it is at most UPSTREAM_PER_CLIENT + UPSTREAM_CLIENT_QUEUE.' },
   { key: 'upstreamMaxConcurrent', env: 'UPSTREAM_MAX_CONCURRENT', kind: 'int', min: 1, max: 1024, default: 16, doc: 'Most upstream requests in flight at once (be polite: doi.org answers 429 to parallel clients).' },
   { key: 'upstreamQueueSize', env: 'UPSTREAM_QUEUE_SIZE', kind: 'int', min: 0, max: 1_000_000, default: 1000, doc: 'Most lookups waiting for an upstream slot, over all clients; beyond it, 503 with Retry-After.' },
   { key: 'upstreamQueueTimeoutMs', env: 'UPSTREAM_QUEUE_TIMEOUT_MS', kind: 'int', min: 1, max: 120_000, default: 5_000, doc: 'A lookup waiting this long for an upstream slot gets 503 (or a stale record).' },

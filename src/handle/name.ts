@@ -248,7 +248,7 @@ const URN_PREFIXES = ['urn:hdl:', 'urn:doi:']
  * A pasted resolver URL ([HNS931], behaviour.md §2.4). One or two slashes after the scheme: a front proxy with
  * merged slashes (nginx's default merge_slashes) turns '/https://doi.org/x' into '/https:/doi.org/x'.
  */
-const RESOLVER_URL = /^https?:\/\/?(?:doi\.org|dx\.doi\.org|hdl\.handle\.net)\//i
+export const RESOLVER_URL = /^https?:\/\/?(?:doi\.org|dx\.doi\.org|hdl\.handle\.net)\//i
 
 /** Strip at most one scheme-like prefix (behaviour.md §2.4). */
 function stripNamePrefix (s: string): string {

@@ -1,4 +1,4 @@
-/** The OpenAPI 3.1 description served at /api/openapi.json: the REST API and Which RA?, as we serve them. */
+/** The OpenAPI 3.1 description served at /api/openapi.json: the REST API, the batch API and Which RA?, as we serve them. */
 
 const handleValue = {
   type: 'object',
@@ -60,6 +60,48 @@ export const OPENAPI_DOCUMENT = {
           502: json('The upstream failed or is unreachable (responseCode 2).', apiAnswer),
           503: json('Too busy to ask the upstream now (responseCode 2).', apiAnswer),
           504: json('The upstream did not answer in time (responseCode 2).', apiAnswer)
+        }
+      }
+    },
+    '/api/batch': {
+      post: {
+        summary: 'Check many DOIs at once',
+        description: 'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
+          'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
+          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once. ' +
+          'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once.',
+        requestBody: {
+          required: true,
+          content: {
+            'text/plain': { schema: { type: 'string' }, examples: { lines: { value: '# my paper\n10.1000/182\ndoi:10.1038/nphys1170\nhttps://doi.org/10.5555/missing\n' } } },
+            'application/json': { schema: { type: 'array', items: { type: 'string' } }, examples: { array: { value: ['10.1000/182', '10/abc'] } } }
+          }
+        },
+        responses: {
+          200: {
+            description: 'One JSON object a line, in input order, streamed as the lookups finish.',
+            content: {
+              'application/x-ndjson': {
+                schema: {
+                  type: 'object',
+                  required: ['input', 'doi', 'registered', 'url', 'source', 'status'],
+                  properties: {
+                    input: { type: 'string', description: 'The line as sent.' },
+                    doi: { type: ['string', 'null'], description: 'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.' },
+                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure): `error` says why.' },
+                    url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
+                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name.' },
+                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 400/414 for a malformed name, 502–504 for an upstream failure); null for a well-formed name that is not a DOI.' },
+                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' }
+                  }
+                }
+              }
+            }
+          },
+          400: json('The JSON body is not an array of strings.', { type: 'object', properties: { message: { type: 'string' } } }),
+          413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', { type: 'object', properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } } }),
+          429: json('Rate limited (only when some line needs the upstream); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } }),
+          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } })
         }
       }
     },

@@ -182,6 +182,31 @@ function home (reply: FastifyReply, ctx: PageContext, rawQuery: string): Fastify
   return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
 }
 
+/** behaviour.md R2 HS_ALIAS: a 301 to our own URL of the target, the original query kept, no body. */
+function aliasLocation (ctx: PageContext, target: string, rawQuery: string): string {
+  return `${ctx.baseUrl}${encodeHandlePath(target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
+}
+
+/** The status this route answers for an outcome (an error page's comes with its error). */
+function statusOf (outcome: ProxyOutcome): number {
+  switch (outcome.kind) {
+    case 'redirect': return outcome.status
+    case 'alias': return 301
+    case 'not-found': return 404
+    case 'refused': return 400
+    default: return 200
+  }
+}
+
+/**
+ * What a plain `GET /{doi}` (no query, no form, no local service) answers for an outcome: its status, and
+ * the Location it redirects to, if any. The batch API (src/http/batch.ts) reports these for each line.
+ */
+export function plainAnswer (ctx: PageContext, outcome: ProxyOutcome): { status: number, location: string | null } {
+  const location = outcome.kind === 'redirect' ? outcome.location : outcome.kind === 'alias' ? aliasLocation(ctx, outcome.target, '') : null
+  return { status: statusOf(outcome), location }
+}
+
 /** A redirect's status, headers and page. */
 function redirectParts (outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): AnswerParts {
   const headers: Record<string, string | string[]> = { location: outcome.location }
@@ -196,20 +221,20 @@ function redirectParts (outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): A
   }
   if (links.length > 0) headers.link = links
   headers['content-type'] = HTML
-  return { status: outcome.status, headers, body: renderRedirectBody(outcome.location, outcome.headLines) }
+  return { status: statusOf(outcome), headers, body: renderRedirectBody(outcome.location, outcome.headLines) }
 }
 
 /** The not-found page (its links use our base URL). */
 function notFoundParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>, offline: boolean): AnswerParts {
   const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? { offline } : { message: outcome.message })
-  return { status: 404, headers: { 'content-type': HTML }, body }
+  return { status: statusOf(outcome), headers: { 'content-type': HTML }, body }
 }
 
 /** The values page (its links use our base URL). */
 function valuesParts (ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'values' }>): AnswerParts {
   const headers: Record<string, string> = { 'content-type': HTML }
   if (outcome.vary) headers.vary = 'Accept'
-  return { status: 200, headers, body: renderValuesPage(ctx, outcome.handle, outcome.values) }
+  return { status: statusOf(outcome), headers, body: renderValuesPage(ctx, outcome.handle, outcome.values) }
 }
 
 /** The answers that are neither a redirect, the values page nor not found: aliases, showurls, refusals. */
@@ -217,10 +242,9 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
   reply.header('x-cache', outcome.cache)
   switch (outcome.kind) {
     case 'alias': {
-      // behaviour.md R2 HS_ALIAS: 301 to our own URL of the target, the original query kept, no body.
-      const location = `${ctx.baseUrl}${encodeHandlePath(outcome.target)}${rawQuery === '' ? '' : `?${rawQuery}`}`
+      const location = aliasLocation(ctx, outcome.target, rawQuery)
       if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
-      return reply.code(301).header('location', location).header('expires', httpDate(outcome.expires)).send()
+      return reply.code(statusOf(outcome)).header('location', location).header('expires', httpDate(outcome.expires)).send()
     }
     case 'no-values':
       return reply.type(HTML).send(renderNoValuesPage(ctx, outcome.handle))

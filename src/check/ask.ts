@@ -1,0 +1,75 @@
+/**
+ * Asking a doi-proxy about the DOIs found, through its batch API (POST /api/batch): a running server's
+ * over HTTP, or (--upstream) an app built in this process with the same code, asked with inject. Each
+ * DOI is sent once; the answers are read as they stream in.
+ */
+import type { FastifyInstance } from 'fastify'
+import { cacheKey } from '../handle/name.js'
+import type { Verdict } from './report.js'
+
+/** The most DOIs in one request: below the server's default BATCH_MAX_LINES, small enough to show progress. */
+export const CHUNK = 1000
+
+/** A failure to ask at all (server down, refused): the run cannot say anything. */
+export class AskError extends Error {}
+
+/** Ask about some lines; `onLine` after each line answered. */
+export type Asker = (lines: readonly string[], onLine: () => void) => Promise<Array<Verdict & { input: string }>>
+
+/** The verdict of each distinct DOI (by cache key), asking in chunks; progress after each answered line. */
+export async function askAll (dois: readonly string[], ask: Asker, onProgress: (done: number, total: number) => void): Promise<Map<string, Verdict>> {
+  const distinct = [...new Map(dois.map((d) => [cacheKey(d), d])).values()]
+  const verdicts = new Map<string, Verdict>()
+  let done = 0
+  const onLine = (): void => { onProgress(++done, distinct.length) }
+  for (let i = 0; i < distinct.length; i += CHUNK) {
+    const chunk = distinct.slice(i, i + CHUNK)
+    // A DOI is sent as a line GET /{doi} would read: its own '%' must stay a '%'.
+    const answers = await ask(chunk.map((d) => d.replace(/%/g, '%25')), onLine)
+    if (answers.length !== chunk.length) throw new AskError(`the server answered ${answers.length} lines for ${chunk.length} DOIs`)
+    answers.forEach((a, j) => {
+      const { input: _input, ...verdict } = a
+      verdicts.set(cacheKey(chunk[j]!), verdict)
+    })
+  }
+  return verdicts
+}
+
+/** A running doi-proxy at `server` (http://127.0.0.1:8000). */
+export function httpAsker (server: string): Asker {
+  const url = `${server.replace(/\/+$/, '')}/api/batch`
+  return async (lines, onLine) => {
+    let res: Response
+    try {
+      res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8', accept: 'application/x-ndjson' }, body: lines.join('\n') })
+    } catch (err) {
+      throw new AskError(`cannot reach doi-proxy at ${server} (${(err as { cause?: { code?: string } }).cause?.code ?? String(err)}); start it, or pass --server URL or --upstream`)
+    }
+    if (res.status !== 200 || res.body === null) throw new AskError(`doi-proxy at ${server} answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
+    const answers: Array<Verdict & { input: string }> = []
+    let rest = ''
+    const decoder = new TextDecoder()
+    for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+      rest += decoder.decode(bytes, { stream: true })
+      let nl: number
+      while ((nl = rest.indexOf('\n')) >= 0) {
+        answers.push(JSON.parse(rest.slice(0, nl)) as Verdict & { input: string })
+        rest = rest.slice(nl + 1)
+        onLine()
+      }
+    }
+    return answers
+  }
+}
+
+/** An app built in this process (--upstream): the same batch code, resolving through its own upstream client. */
+export function injectAsker (app: FastifyInstance): Asker {
+  return async (lines, onLine) => {
+    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain; charset=utf-8' }, payload: lines.join('\n') })
+    if (res.statusCode !== 200) throw new AskError(`the batch answered ${res.statusCode}: ${res.body.slice(0, 300)}`)
+    return res.body.split('\n').filter((l) => l !== '').map((l) => {
+      onLine()
+      return JSON.parse(l) as Verdict & { input: string }
+    })
+  }
+}

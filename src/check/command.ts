@@ -1,0 +1,145 @@
+/**
+ * `doi-proxy check [options] PATH…` (docs/checking-dois.md): find the DOIs in files, ask a doi-proxy
+ * whether each is registered, report the ones that are not, and exit 1 if there are any.
+ */
+import { parseArgs } from 'node:util'
+import { buildApp } from '../app.js'
+import { loadConfig } from '../config/load.js'
+import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
+import type { Asker } from './ask.js'
+import { collectDois, PathError } from './files.js'
+import { cacheKey } from '../handle/name.js'
+import { exitCode, formatReport, summarise } from './report.js'
+import type { Checked, FailOn, Format } from './report.js'
+
+export const CHECK_HELP = `doi-proxy check: are the DOIs in these files registered?
+
+Usage:
+  doi-proxy check [options] PATH...
+
+Finds DOIs (10.1000/182, doi:…, https://doi.org/… links, shortDOIs) in Markdown, HTML,
+reStructuredText, LaTeX/BibTeX, CITATION.cff, R DESCRIPTION, JSON and text files; in a
+directory, every such file below it that .gitignore does not exclude. Asks a running
+doi-proxy's batch API, never the landing pages.
+
+options:
+  -s, --server URL         the doi-proxy to ask (default: http://127.0.0.1:8000)
+      --upstream           ask no server: resolve in this process, through the same code
+                           and settings as the server ($UPSTREAM_URL, $REDIS_URL, ...)
+  -f, --format FORMAT      text (default), json, junit (JUnit XML), or github (workflow
+                           annotations on the lines of a pull request)
+      --fail-on WHAT       unregistered (default): exit 1 when a DOI is not registered;
+                           unknown: also when one could not be checked (the registry failed)
+
+Exit status: 0 when every DOI found is registered; 1 when one is not (or, with
+--fail-on unknown, could not be checked); 2 for a usage error or a server we cannot ask.
+
+Examples:
+  doi-proxy check docs/ README.md CITATION.cff
+  doi-proxy check --format github --server http://doi-proxy:8000 .
+`
+
+const EXIT_USAGE = 2
+const FORMATS: readonly Format[] = ['text', 'json', 'junit', 'github']
+const FAIL_ON: readonly FailOn[] = ['unregistered', 'unknown']
+
+interface CheckCommand {
+  paths: string[]
+  server: string
+  upstream: boolean
+  format: Format
+  failOn: FailOn
+}
+
+/** Run the command; returns the exit status. Usage errors are printed here. */
+export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.ProcessEnv, stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream }): Promise<number> {
+  let cmd: CheckCommand | 'help'
+  try {
+    cmd = parseCheckArgs(args)
+  } catch (err) {
+    return usage(io.stderr, err)
+  }
+  if (cmd === 'help') {
+    io.stdout.write(CHECK_HELP)
+    return 0
+  }
+  let collected
+  try {
+    collected = await collectDois(cmd.paths, io.cwd)
+  } catch (err) {
+    if (err instanceof PathError) return usage(io.stderr, err)
+    throw err
+  }
+  for (const s of collected.skipped) io.stderr.write(`note: skipped ${s.file}: ${s.reason}\n`)
+  const progress = progressLine(io.stderr)
+  const app = cmd.upstream ? await buildApp({ ...loadConfig(io.env), cacheFile: undefined }) : undefined
+  try {
+    const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
+    const verdicts = await askAll(collected.occurrences.map((o) => o.doi), ask, progress.update)
+    progress.end()
+    const checked: Checked[] = collected.occurrences.map((o) => ({ ...o, verdict: verdicts.get(cacheKey(o.doi))! }))
+    const summary = summarise(collected.files, checked, verdicts.size)
+    io.stdout.write(formatReport(cmd.format, checked, summary, cmd.failOn))
+    return exitCode(summary, cmd.failOn)
+  } catch (err) {
+    progress.end()
+    if (err instanceof AskError) {
+      io.stderr.write(`doi-proxy check: ${err.message}\n`)
+      return EXIT_USAGE
+    }
+    throw err
+  } finally {
+    await app?.close()
+  }
+}
+
+function parseCheckArgs (args: string[]): CheckCommand | 'help' {
+  const { values, positionals } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      server: { type: 'string', short: 's', default: 'http://127.0.0.1:8000' },
+      upstream: { type: 'boolean', default: false },
+      format: { type: 'string', short: 'f', default: 'text' },
+      'fail-on': { type: 'string', default: 'unregistered' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  if (values.help === true) return 'help'
+  if (positionals.length === 0) throw new Error('no PATH given: name the files or directories to check (for example docs/ README.md)')
+  const format = values.format as Format
+  if (!FORMATS.includes(format)) throw new Error(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}`)
+  const failOn = values['fail-on'] as FailOn
+  if (!FAIL_ON.includes(failOn)) throw new Error(`--fail-on must be unregistered or unknown, got ${JSON.stringify(values['fail-on'])}`)
+  let server: URL | undefined
+  try { server = new URL(values.server) } catch { server = undefined }
+  if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
+  return { paths: positionals, server: values.server, upstream: values.upstream, format, failOn }
+}
+
+function usage (stderr: NodeJS.WriteStream, err: unknown): number {
+  // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
+  const message = (err as Error).message.split(/\.\s/)[0] ?? ''
+  stderr.write(`doi-proxy check: ${message}\nRun "doi-proxy check --help" for the options.\n`)
+  return EXIT_USAGE
+}
+
+/** A one-line progress bar on a terminal, redrawn at most ten times a second; nothing when not a TTY (CI logs). */
+function progressLine (stream: NodeJS.WriteStream): { update: (done: number, total: number) => void, end: () => void } {
+  if (stream.isTTY !== true) return { update () {}, end () {} }
+  let last = 0
+  let drawn = false
+  return {
+    update (done, total) {
+      const now = Date.now()
+      if (now - last < 100 && done < total) return
+      last = now
+      const width = 24
+      const filled = total === 0 ? width : Math.round((done / total) * width)
+      stream.write(`\r\x1b[K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} DOIs checked`)
+      drawn = true
+    },
+    end () { if (drawn) stream.write('\r\x1b[K') }
+  }
+}

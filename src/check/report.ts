@@ -1,0 +1,132 @@
+/**
+ * What `doi-proxy check` prints (docs/checking-dois.md): the unregistered (and unknown) DOIs with file and
+ * line, in text, JSON, JUnit XML or GitHub Actions workflow commands, and the exit status. Pure: the
+ * command writes the strings.
+ */
+
+/** A DOI found in a file. */
+export interface Occurrence {
+  file: string
+  line: number
+  doi: string
+}
+
+/** What the batch API said of a DOI (its fields, src/http/batch.ts). */
+export interface Verdict {
+  registered: boolean | null
+  doi: string | null
+  url: string | null
+  status: number | null
+  error?: string
+}
+
+export type Format = 'text' | 'json' | 'junit' | 'github'
+export type FailOn = 'unregistered' | 'unknown'
+
+export interface Checked extends Occurrence { verdict: Verdict }
+
+export interface Summary {
+  files: number
+  found: number
+  distinct: number
+  registered: number
+  unregistered: number
+  unknown: number
+}
+
+/** Counts over the DOIs found (each place counts; `distinct` counts names). */
+export function summarise (files: number, checked: readonly Checked[], distinct: number): Summary {
+  let registered = 0
+  let unregistered = 0
+  let unknown = 0
+  for (const c of checked) {
+    if (c.verdict.registered === true) registered++
+    else if (c.verdict.registered === false) unregistered++
+    else unknown++
+  }
+  return { files, found: checked.length, distinct, registered, unregistered, unknown }
+}
+
+/** 1 when a DOI is unregistered, or with --fail-on unknown also when one could not be checked; else 0. */
+export function exitCode (summary: Summary, failOn: FailOn): 0 | 1 {
+  return summary.unregistered > 0 || (failOn === 'unknown' && summary.unknown > 0) ? 1 : 0
+}
+
+export function formatReport (format: Format, checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
+  switch (format) {
+    case 'json': return JSON.stringify({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) }, null, 2) + '\n'
+    case 'junit': return junit(checked, summary)
+    case 'github': return github(checked, summary, failOn)
+    case 'text': return text(checked, summary)
+  }
+}
+
+function problem (c: Checked): string | undefined {
+  if (c.verdict.registered === false) return `${c.doi} is not registered${c.verdict.error === undefined ? '' : ` (${c.verdict.error})`}`
+  if (c.verdict.registered === null) return `${c.doi} could not be checked: ${c.verdict.error ?? 'no answer'}`
+  return undefined
+}
+
+function summaryLine (s: Summary): string {
+  return `Checked ${s.found} DOI${s.found === 1 ? '' : 's'} (${s.distinct} distinct) in ${s.files} file${s.files === 1 ? '' : 's'}: ` +
+    `${s.registered} registered, ${s.unregistered} not registered, ${s.unknown} could not be checked.`
+}
+
+function text (checked: readonly Checked[], summary: Summary): string {
+  const lines = checked.flatMap((c) => {
+    const p = problem(c)
+    return p === undefined ? [] : [`${c.file}:${c.line}: ${p}`]
+  })
+  return [...lines, summaryLine(summary)].join('\n') + '\n'
+}
+
+/**
+ * GitHub Actions workflow commands: an error annotation per unregistered DOI (a warning per unknown one,
+ * an error with --fail-on unknown), shown on the line of the pull request's diff.
+ * Escaping: https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts
+ */
+function github (checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
+  const lines = checked.flatMap((c) => {
+    const p = problem(c)
+    if (p === undefined) return []
+    const level = c.verdict.registered === false || failOn === 'unknown' ? 'error' : 'warning'
+    const title = c.verdict.registered === false ? 'DOI not registered' : 'DOI not checked'
+    return [`::${level} file=${property(c.file)},line=${c.line},title=${property(title)}::${data(p)}`]
+  })
+  return [...lines, summaryLine(summary)].join('\n') + '\n'
+}
+
+function data (s: string): string {
+  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
+}
+
+function property (s: string): string {
+  return data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
+}
+
+/** JUnit XML as CI servers read it: one test case per DOI found, a failure when unregistered, an error when unknown. */
+function junit (checked: readonly Checked[], summary: Summary): string {
+  const cases = checked.map((c) => {
+    const name = `${c.file}:${c.line} ${c.doi}`
+    const open = `    <testcase classname="${xml(c.file)}" name="${xml(name)}" file="${xml(c.file)}" line="${c.line}"`
+    const p = problem(c)
+    if (p === undefined) return `${open}/>`
+    const tag = c.verdict.registered === false ? 'failure' : 'error'
+    return `${open}>\n      <${tag} message="${xml(p)}" type="${c.verdict.registered === false ? 'unregistered' : 'unknown'}"/>\n    </testcase>`
+  })
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="doi-proxy check" tests="${summary.found}" failures="${summary.unregistered}" errors="${summary.unknown}">`,
+    `  <testsuite name="DOIs" tests="${summary.found}" failures="${summary.unregistered}" errors="${summary.unknown}">`,
+    ...cases,
+    '  </testsuite>',
+    '</testsuites>',
+    ''
+  ].join('\n')
+}
+
+/** Text in an XML attribute: markup escaped, and characters XML 1.0 cannot hold dropped. */
+function xml (s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}

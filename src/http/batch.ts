@@ -1,0 +1,116 @@
+/**
+ * The answer of a batch (POST /api/batch, docs/checking-dois.md): each line resolved as `GET /{doi}`
+ * resolves it (the proxy service: local records, cache, fair queue, upstream), reported as one NDJSON
+ * object, in input order, streamed. Nothing here contacts a landing page: the URL is the one we would
+ * redirect to, never fetched.
+ */
+import type { BatchLine } from '../handle/batch.js'
+import { cacheKey } from '../handle/name.js'
+import { negotiate } from '../handle/negotiate.js'
+import { parseProxyQuery } from '../handle/query.js'
+import type { ProxyService } from '../resolve/proxy-service.js'
+import type { Admit, Resolver } from '../resolve/resolver.js'
+import type { ClientTicket } from '../resolve/fair-queue.js'
+import type { Metrics } from '../metrics.js'
+import { describeError } from './errors.js'
+import { mapInOrder } from './in-order.js'
+import { plainAnswer } from './routes/proxy.js'
+import type { PageContext } from './views/pages.js'
+
+/** One line of the answer. */
+export interface BatchResult {
+  input: string
+  /** The name as the registry holds it: the record's handle, aliases (a shortDOI) followed to their target. */
+  doi: string | null
+  /** null: we could not find out (an upstream failure; `error` says why). */
+  registered: boolean | null
+  /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
+  url: string | null
+  source: 'local' | 'cache' | 'upstream' | null
+  /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name). */
+  status: number | null
+  error?: string
+}
+
+export interface BatchOptions {
+  service: ProxyService
+  resolver: Resolver
+  metrics: Metrics
+  /** Lookups one batch runs at once (BATCH_CONCURRENCY, bounded by the client's share of the fair queue). */
+  concurrency: number
+  /** Each line's own deadline (REQUEST_DEADLINE_MS), from when its lookup starts. */
+  deadlineMs: number
+}
+
+/** What a batch request brings: its admission gate (who asks), our base URL, and whether the reader is still there. */
+export interface BatchRequest {
+  ctx: PageContext
+  /** The batch's admission gate, passed once for the whole batch when a line first needs the upstream. */
+  gate: () => Promise<{ client: ClientTicket }>
+  signal: AbortSignal
+  /** Log one line's failure (throttled by the caller's logger). */
+  onError?: (err: unknown) => void
+}
+
+// The plain request a reader's browser sends when following a link (no query, Accept text/html).
+const PLAIN_PARAMS = parseProxyQuery('')
+const BROWSER = negotiate({ accept: 'text/html' })
+// Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
+const WINDOW = 1024
+
+export function createBatchAnswers (opts: BatchOptions) {
+  const counted = {
+    registered: opts.metrics.batchLines.labels('registered'),
+    unregistered: opts.metrics.batchLines.labels('unregistered'),
+    unknown: opts.metrics.batchLines.labels('unknown'),
+    invalid: opts.metrics.batchLines.labels('invalid')
+  }
+
+  /** One name, as GET /{doi} would answer it. */
+  async function resolve (handle: string, req: BatchRequest): Promise<Omit<BatchResult, 'input'>> {
+    let admitted: ReturnType<Admit> | undefined
+    // The batch was admitted as a whole; each line gets its own deadline from when it first needs the upstream.
+    const admit: Admit = async () => await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
+    try {
+      const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
+      const { status, location } = plainAnswer(req.ctx, outcome)
+      const registered = outcome.kind !== 'not-found'
+      const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
+      const source = outcome.cache === 'MISS' || outcome.cache === 'BYPASS' ? 'upstream' : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
+      const result: Omit<BatchResult, 'input'> = { doi: registered ? doi : null, registered, url: location, source, status }
+      if (outcome.kind === 'not-found' && outcome.message !== undefined) result.error = outcome.message
+      return result
+    } catch (err) {
+      req.onError?.(err)
+      const { status, message } = describeError(err)
+      return { doi: null, registered: null, url: null, source: 'upstream', status, error: oneLine(message) }
+    }
+  }
+
+  /**
+   * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
+   * once; at most `concurrency` lookups run at once, and none starts after the reader left.
+   */
+  async function * answer (lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
+    const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
+    const lookup = async (line: BatchLine): Promise<BatchResult> => {
+      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: line.status, error: line.message }
+      const key = cacheKey(line.handle)
+      let pending = once.get(key)
+      if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
+      return { input: line.input, ...(await pending) }
+    }
+    for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {
+      for (const r of chunk) (r.registered === true ? counted.registered : r.registered === false ? (r.source === null ? counted.invalid : counted.unregistered) : counted.unknown).inc()
+      yield chunk
+    }
+  }
+
+  return { answer }
+}
+
+export type BatchAnswers = ReturnType<typeof createBatchAnswers>
+
+function oneLine (s: string): string {
+  return s.replace(/\s+/g, ' ').trim()
+}

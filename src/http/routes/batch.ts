@@ -1,0 +1,117 @@
+import { Readable } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { parseBatchLine, textEntries } from '../../handle/batch.js'
+import type { Admission } from '../admission.js'
+import type { BatchAnswers, BatchResult } from '../batch.js'
+import { describeError, logError, setRetryAfter } from '../errors.js'
+import type { Metrics } from '../../metrics.js'
+import type { Resolver } from '../../resolve/resolver.js'
+import { lazyPageContext } from './proxy.js'
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+export interface BatchRouteOptions {
+  batch: BatchAnswers
+  resolver: Resolver
+  admission: Admission
+  metrics: Metrics
+  maxLines: number
+  maxBytes: number
+  maxHandleLength: number
+  publicBaseUrl: string | undefined
+  fallbackHost: string
+}
+
+/** A body we refuse as a whole, with the limit it broke (if any): rendered as JSON by the route's error handler. */
+class BatchBodyError extends Error {
+  constructor (readonly statusCode: 400 | 413, message: string, readonly limit?: 'BATCH_MAX_LINES' | 'BATCH_MAX_BYTES') {
+    super(message)
+  }
+}
+
+/**
+ * POST /api/batch: a body of DOIs (text/plain, one a line, or a JSON array of strings), answered as
+ * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). Its own plugin context:
+ * its body parsers and their limits apply to this route only.
+ */
+export function registerBatchRoutes (app: FastifyInstance, opts: BatchRouteOptions): void {
+  app.removeAllContentTypeParsers()
+  const bodyLimit = opts.maxBytes
+  app.addContentTypeParser(['application/json'], { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+    try { done(null, jsonEntries(body as string)) } catch (err) { done(err as Error) }
+  })
+  // Anything else is lines of text: `curl --data-binary @dois.txt` sends a form type it does not encode.
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (_request, body, done) => { done(null, textEntries(body as string)) })
+  app.setErrorHandler(async (err, request, reply) => {
+    const tooLarge = (err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+    opts.metrics.batchRequests.inc({ outcome: tooLarge ? 'too_large' : 'bad_request' })
+    if (tooLarge) return sendMessage(reply, 413, `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`, 'BATCH_MAX_BYTES')
+    if (err instanceof BatchBodyError) return sendMessage(reply, err.statusCode, err.message, err.limit)
+    logError(request, err)
+    const { status, message } = describeError(err)
+    return sendMessage(reply, status, message)
+  })
+  app.post('/api/batch', async (request, reply) => await answerBatch(request, reply, opts))
+}
+
+async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
+  // No body at all (no content type): nothing to check.
+  const entries = Array.isArray(request.body) ? request.body as string[] : []
+  if (entries.length > opts.maxLines) {
+    throw new BatchBodyError(413, `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`, 'BATCH_MAX_LINES')
+  }
+  const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
+  // A batch passes the admission gate (rate limit, load shedding) once, before its answer starts, when
+  // any line must be looked up beyond the cache: a refusal is then the whole answer's status, with Retry-After.
+  const gate = opts.admission.gate(request, reply, false)
+  if (lines.some((line) => line.kind === 'doi' && opts.resolver.cachedAnswer(line.handle) === undefined)) {
+    try {
+      await gate()
+    } catch (err) {
+      opts.metrics.batchRequests.inc({ outcome: 'refused' })
+      logError(request, err)
+      setRetryAfter(reply, err)
+      const { status, message } = describeError(err)
+      return sendMessage(reply, status, message)
+    }
+  }
+  // A reader who goes away mid-stream stops the lookups not started yet.
+  const left = new AbortController()
+  reply.raw.on('close', () => { if (!reply.raw.writableFinished) left.abort(new Error('the reader left')) })
+  const results = opts.batch.answer(lines, { ctx: lazyPageContext(request, opts), gate, signal: left.signal, onError: (err) => { logError(request, err) } })
+  const body = Readable.from(ndjson(results, left.signal, opts.metrics), { objectMode: false })
+  return reply.type('application/x-ndjson; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(body)
+}
+
+/** The results as NDJSON text, a chunk per group of lines ready; it ends quietly when the reader left. */
+async function * ndjson (results: AsyncGenerator<BatchResult[]>, left: AbortSignal, metrics: Metrics): AsyncGenerator<string> {
+  try {
+    for await (const chunk of results) {
+      let text = ''
+      for (const result of chunk) text += JSON.stringify(result) + '\n'
+      yield text
+    }
+    metrics.batchRequests.inc({ outcome: 'answered' })
+  } catch (err) {
+    if (!left.aborted) throw err
+    metrics.batchRequests.inc({ outcome: 'left' })
+  }
+}
+
+/** A JSON array of strings, as the batch's lines (each string one line, nothing skipped). */
+function jsonEntries (body: string): string[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    throw new BatchBodyError(400, 'The body is not valid JSON; send a JSON array of strings, or text/plain with one DOI a line.')
+  }
+  if (!Array.isArray(parsed)) throw new BatchBodyError(400, 'The JSON body must be an array of strings (DOIs).')
+  const bad = parsed.findIndex((item) => typeof item !== 'string')
+  if (bad >= 0) throw new BatchBodyError(400, `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`)
+  return parsed as string[]
+}
+
+function sendMessage (reply: FastifyReply, status: number, message: string, limit?: string): FastifyReply {
+  return reply.code(status).type(JSON_TYPE).header('x-content-type-options', 'nosniff').send(JSON.stringify(limit === undefined ? { message } : { message, limit }))
+}

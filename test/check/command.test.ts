@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { setup } from '../support/app.js'
+import { admin, str, PROBE_RECORDS } from '../support/records.js'
+
+const REPO = new URL('../..', import.meta.url).pathname
+// tsx as the repository has it: the command runs in another folder, where `--import tsx` would not resolve.
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
+
+interface Run { code: number | null, stdout: string, stderr: string }
+
+/** Run the real command as a user would (through tsx, so no build is needed). */
+async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
+  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/cli.ts'), ...args], { cwd, env: { ...process.env, ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+const RECORDS = { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] }
+
+describe('doi-proxy check', { timeout: 60_000 }, () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'doi-proxy-check-'))
+    await mkdir(join(dir, '.git'))
+    await mkdir(join(dir, 'docs'))
+    await mkdir(join(dir, 'build'))
+    await writeFile(join(dir, '.gitignore'), 'build/\n')
+    await writeFile(join(dir, 'docs', 'index.md'), '# Refs\n\nSee [the paper](https://doi.org/10.5555/plain).\n\nAnd doi:10.5555/missing, and https://doi.org/10/abc.\n')
+    await writeFile(join(dir, 'docs', 'refs.bib'), '@article{a,\n  doi = {10.5555/multi}\n}\n@article{b,\n  doi = {10.5555/gone}\n}\n')
+    await writeFile(join(dir, 'build', 'index.html'), '<a href="https://doi.org/10.5555/ignored-by-git">x</a>')
+    await writeFile(join(dir, 'CITATION.cff'), 'doi: 10.5555/plain\n')
+  })
+  afterEach(async () => { await rm(dir, { recursive: true, force: true }) })
+
+  async function server (): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
+    const { app, upstream } = await setup({ records: RECORDS })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
+  }
+
+  it('prints each unregistered DOI with file:line and a summary, and exits 1', async () => {
+    const { url, upstream } = await server()
+    const run = await doiProxy(['check', '--server', url, '.'], dir)
+    expect(run.stdout).toBe([
+      'docs/index.md:5: 10.5555/missing is not registered',
+      'docs/refs.bib:5: 10.5555/gone is not registered',
+      'Checked 6 DOIs (5 distinct) in 3 files: 4 registered, 2 not registered, 0 could not be checked.',
+      ''
+    ].join('\n'))
+    expect(run.code).toBe(1)
+    // .gitignore's build/ was not read; no landing page was asked (only the fake registry was).
+    expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
+  })
+
+  it('exits 0 when every DOI is registered', async () => {
+    const { url } = await server()
+    const run = await doiProxy(['check', '--server', url, 'CITATION.cff'], dir)
+    expect(run.stdout).toBe('Checked 1 DOI (1 distinct) in 1 file: 1 registered, 0 not registered, 0 could not be checked.\n')
+    expect(run.code).toBe(0)
+  })
+
+  it('--format github writes workflow annotations on the lines', async () => {
+    const { url } = await server()
+    const run = await doiProxy(['check', '--server', url, '--format', 'github', 'docs'], dir)
+    expect(run.stdout.split('\n')).toContain('::error file=docs/index.md,line=5,title=DOI not registered::10.5555/missing is not registered')
+    expect(run.code).toBe(1)
+  })
+
+  it('--format junit writes a JUnit report with a failure per unregistered DOI', async () => {
+    const { url } = await server()
+    const run = await doiProxy(['check', '--server', url, '--format', 'junit', 'docs'], dir)
+    expect(run.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="doi-proxy check" tests="5" failures="2" errors="0">/)
+    expect(run.stdout).toContain('<failure message="10.5555/gone is not registered" type="unregistered"/>')
+    expect(run.code).toBe(1)
+  })
+
+  it('--format json lists every DOI found with its verdict', async () => {
+    const { url } = await server()
+    const run = await doiProxy(['check', '--server', url, '--format', 'json', 'docs/index.md'], dir)
+    const report = JSON.parse(run.stdout) as { summary: { found: number }, results: Array<{ written: string, doi: string | null, registered: boolean }> }
+    expect(report.summary.found).toBe(3)
+    expect(report.results.map((r) => [r.written, r.doi, r.registered])).toEqual([['10.5555/plain', '10.5555/plain', true], ['10.5555/missing', null, false], ['10/abc', '10.5555/plain', true]])
+  })
+
+  it('an upstream failure is "could not be checked": exit 0, or 1 with --fail-on unknown', async () => {
+    const { url, upstream } = await server()
+    upstream.mode = { kind: 'html', status: 503 }
+    await writeFile(join(dir, 'one.txt'), '10.5555/plain\n')
+    const lenient = await doiProxy(['check', '--server', url, 'one.txt'], dir)
+    expect(lenient.stdout).toMatch(/^one.txt:1: 10.5555\/plain could not be checked: /)
+    expect(lenient.code).toBe(0)
+    expect((await doiProxy(['check', '--server', url, '--fail-on', 'unknown', 'one.txt'], dir)).code).toBe(1)
+  })
+
+  it('--upstream resolves in the process, through the same code, without a server', async () => {
+    const { upstream } = await setup({ records: RECORDS })
+    const run = await doiProxy(['check', '--upstream', 'docs'], dir, { UPSTREAM_URL: upstream.url, OFFLINE: 'false', LOCAL_STORE_DIR: '' })
+    expect(run.stdout).toContain('Checked 5 DOIs (5 distinct) in 2 files: 3 registered, 2 not registered')
+    expect(run.code).toBe(1)
+    expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it.each([
+    [['check'], 'no PATH given'],
+    [['check', '--format', 'xml', '.'], '--format must be one of text, json, junit, github'],
+    [['check', '--fail-on', 'sometimes', '.'], '--fail-on must be unregistered or unknown'],
+    [['check', '--server', 'ftp://x', '.'], '--server must be an http(s) URL'],
+    [['check', 'no/such/dir'], 'no such file or directory: no/such/dir']
+  ])('%j is a usage error (exit 2): %s', async (args, message) => {
+    const run = await doiProxy(args, dir)
+    expect(run.stderr).toContain(message)
+    expect(run.code).toBe(2)
+  })
+
+  it('a server that cannot be reached is exit 2, saying so', async () => {
+    const run = await doiProxy(['check', '--server', 'http://127.0.0.1:9', 'docs'], dir)
+    expect(run.stderr).toContain('cannot reach doi-proxy at http://127.0.0.1:9')
+    expect(run.code).toBe(2)
+  })
+})
