@@ -30,6 +30,37 @@ describe('the shipped samples negotiate with no network', () => {
     expect(JSON.parse(res.body)).toMatchObject({ DOI: '10.5072/sample-dataset', title: expect.any(String) })
   })
 
+  it.each(['10.5555/sample', '10.5072/sample-dataset'])('a citation tool asking the quick-start server for CSL-JSON of %s gets it, offline', async (doi) => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: SAMPLES } })
+    // citation-js/citation-js packages/plugin-doi: Accept: application/vnd.citationstyles.csl+json, then JSON.parse
+    const res = await app.inject({ url: `/${doi}`, headers: { accept: 'application/vnd.citationstyles.csl+json' } })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('application/vnd.citationstyles.csl+json; charset=utf-8')
+    expect(JSON.parse(res.body)).toMatchObject({ DOI: doi, title: expect.any(String), URL: `https://doi.org/${doi}` })
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it.each(['10.5555/sample', '10.5072/sample-dataset'])('an APA citation of %s is held, so `Accept: text/x-bibliography; style=apa` answers it', async (doi) => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: SAMPLES } })
+    const res = await app.inject({ url: `/${doi}`, headers: { accept: 'text/x-bibliography; style=apa' } })
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toContain(`https://doi.org/${doi}`)
+  })
+
+  it('another style is not served from an APA citation: 406, naming what is held', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: SAMPLES } })
+    const res = await app.inject({ url: '/10.5555/sample', headers: { accept: 'text/x-bibliography; style=chicago-author-date' } })
+    expect(res.statusCode).toBe(406)
+    expect(res.body).toContain('text/x-bibliography;style=apa')
+  })
+
+  it('a browser still gets the 302 to the sample\'s URL', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: SAMPLES } })
+    const res = await app.inject({ url: '/10.5555/sample', headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0' } })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://www.doi.org/')
+  })
+
   it('a type the sample does not hold answers 406, naming the types it holds', async () => {
     const { app } = await setup({ overrides: { offline: true, localStoreDir: SAMPLES } })
     const res = await app.inject({ url: '/10.5072/sample-dataset', headers: { accept: 'application/rdf+xml' } })
