@@ -339,3 +339,24 @@ describe('shared by replicas through Redis', () => {
     expect((await app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
   })
 })
+
+describe('docs/institutional.md §8: the worked configuration', () => {
+  it('loads, and sends campus to SFX, off campus to the open copy, else through EZproxy', async () => {
+    const { readFileSync } = await import('node:fs')
+    const { buildConfig } = await import('../../src/config/schema.js')
+    const doc = readFileSync(new URL('../../docs/institutional.md', import.meta.url), 'utf8')
+    const block = /<!-- linkout-example -->\n```json\n([\s\S]*?)\n```/.exec(doc)?.[1]
+    expect(block).toBeDefined()
+    const example = buildConfig(JSON.parse(block as string) as Record<string, unknown>, {})
+    const fake = await FakeOpenAccess.start('unpaywall', { '10.1000/182': 'https://repository.example.org/182.pdf' })
+    onTestFinished(async () => { await fake.close() })
+    const records = { ...RECORDS, '10.1000/182': [str(1, 'URL', 'https://publisher.example/182')] }
+    const { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl } = example
+    const { app } = await setup({ records, overrides: { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl, unpaywallUrl: fake.url, oaBudgetMs: BUDGET_MS, maxEventLoopDelayMs: 0 } })
+    expect((await app.inject({ url: '/10.1000/182', remoteAddress: CAMPUS })).headers.location).toBe('https://sfx.library.example.edu/sfxlcl41?url_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/10.1000%2F182')
+    expect((await app.inject({ url: '/10.1000/182', remoteAddress: HOME })).headers.location).toBe('https://repository.example.org/182.pdf')
+    expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe('https://login.ezproxy.library.example.edu/login?url=https://publisher.example/closed?a=1&b=2')
+    expect((await app.inject({ url: '/10.1000/182?linkout=registered', remoteAddress: HOME })).headers.location).toBe('https://publisher.example/182')
+    expect(fake.seen[0]?.query.get('email')).toBe('library-systems@university.example')
+  })
+})
