@@ -114,6 +114,29 @@ export function createMetrics () {
       help: 'Diversions not made because the same client was sent to the same DOI\'s local service within 10 s',
       registers: [registry]
     }),
+    // Link-out chains (docs/institutional.md "Open access first").
+    linkout: new Counter({
+      name: 'doi_proxy_linkout_total',
+      help: 'Link-out chain steps: open-access by result (found, missed, timed_out, unavailable), and the step each reader was sent by (service, ezproxy, registered)',
+      labelNames: ['step', 'result'] as const, // result: found, missed, timed_out, unavailable for open-access; taken otherwise
+      registers: [registry]
+    }),
+    openAccessLookups: new Counter({
+      name: 'doi_proxy_open_access_lookups_total',
+      help: 'Open-access lookups past the memory cache, by provider and result (found, none, error, daily_limit, shared: from Redis)',
+      labelNames: ['provider', 'result'] as const,
+      registers: [registry]
+    }),
+    openAccessCallsToday: new Gauge({
+      name: 'doi_proxy_open_access_calls_today',
+      help: 'Calls to the open-access provider this UTC day (over every replica with Redis)',
+      registers: [registry]
+    }),
+    openAccessDailyLimit: new Gauge({
+      name: 'doi_proxy_open_access_daily_limit',
+      help: 'OA_DAILY_LIMIT: calls to the provider allowed per UTC day (0: a file, no limit)',
+      registers: [registry]
+    }),
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
       help: 'Upstream failures by error code',

@@ -12,6 +12,7 @@ import type { LocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
 import type { MetadataAnswers } from './http/metadata.js'
 import { createLogThrottle } from './log-throttle.js'
+import { setUpOpenAccess } from './open-access.js'
 import { createMetrics } from './metrics.js'
 import type { Metrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
@@ -174,7 +175,8 @@ export async function createServices (app: FastifyInstance, config: Config, deps
   const admission = await registerAdmission(app, config, metrics, tiers.redis)
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now })
+  const openAccess = await setUpOpenAccess(app, config, { metrics, now, redis: tiers.redis })
+  const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now })
   app.addHook('onClose', async () => { await metadata.close() })
   return {

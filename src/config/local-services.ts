@@ -9,13 +9,21 @@ export interface LocalServiceConfig {
   id: string
   /** Shown to readers at /settings. */
   name: string
-  /** An http(s) URL template with {doi} and optionally {return}. */
-  url: string
+  /** An http(s) URL template with {doi} and optionally {return}; only when `linkout` names "service" (or there is no `linkout`). */
+  url?: string | undefined
   /** Client networks (CIDRs) sent there without asking; empty: only readers who chose it. */
   networks: string[]
   /** DOI prefixes it is for (with networks); empty: every prefix. */
   prefixes: string[]
+  /** The link-out chain (src/handle/linkout.ts), tried in order; absent: the service's `url`, as before. */
+  linkout?: LinkoutStep[] | undefined
+  /** An EZproxy starting-point template with {url}, for the "ezproxy" step. */
+  ezproxy?: string | undefined
 }
+
+/** The steps a link-out chain may name (docs/institutional.md). */
+export const LINKOUT_STEPS = ['open-access', 'service', 'ezproxy', 'registered'] as const
+export type LinkoutStep = typeof LINKOUT_STEPS[number]
 
 interface Checks {
   fail: (message: string) => never
@@ -27,7 +35,7 @@ const PLACEHOLDER = /\{[^}]*\}/g
 const KNOWN_PLACEHOLDERS = new Set(['{doi}', '{return}'])
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/
 const PREFIX = /^10\.[^\s/]+$/
-const SERVICE_KEYS = new Set(['id', 'name', 'url', 'networks', 'prefixes'])
+const SERVICE_KEYS = new Set(['id', 'name', 'url', 'networks', 'prefixes', 'linkout', 'ezproxy'])
 
 /** Why a URL template is unusable, or undefined when it is fine. */
 export function templateProblem (template: string): string | undefined {
@@ -84,7 +92,7 @@ function parseService (item: unknown, index: number, checks: Checks): LocalServi
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return checks.fail(`${at}: expected an object {id, name, url, networks?, prefixes?}, got ${JSON.stringify(item)}`)
   const o = item as Record<string, unknown>
   const extra = Object.keys(o).find((k) => !SERVICE_KEYS.has(k))
-  if (extra !== undefined) return checks.fail(`${at}: unknown key ${JSON.stringify(extra)} (expected id, name, url, networks, prefixes)`)
+  if (extra !== undefined) return checks.fail(`${at}: unknown key ${JSON.stringify(extra)} (expected id, name, url, networks, prefixes, linkout, ezproxy)`)
   const { id, name, url } = o
   if (typeof id !== 'string' || !ID.test(id) || id.toLowerCase() === 'none') {
     return checks.fail(`${at}: the id ${JSON.stringify(id)} must be letters, digits, - or _ (at most 64, not "none")`)
@@ -94,16 +102,45 @@ function parseService (item: unknown, index: number, checks: Checks): LocalServi
   if (typeof name !== 'string' || name.trim() === '' || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) {
     return checks.fail(`${named}: the name must be a non-empty line of text, got ${JSON.stringify(name)}`)
   }
-  if (typeof url !== 'string') return checks.fail(`${named}: the url must be a URL template with {doi}, got ${JSON.stringify(url)}`)
-  const problem = templateProblem(url)
-  if (problem !== undefined) return checks.fail(`${named}: ${problem}`)
+  const linkout = o.linkout === undefined ? undefined : parseLinkout(o.linkout, named, checks)
+  // A chain without "service" never goes to the service's own URL: it may have none.
+  if (url !== undefined || linkout === undefined || linkout.includes('service')) {
+    if (typeof url !== 'string') return checks.fail(`${named}: the url must be a URL template with {doi}, got ${JSON.stringify(url)}${linkout === undefined ? '' : ' (its linkout names "service")'}`)
+    const problem = templateProblem(url)
+    if (problem !== undefined) return checks.fail(`${named}: ${problem}`)
+  }
+  const ezproxy = o.ezproxy === undefined ? undefined : parseEzproxy(o.ezproxy, named, checks)
+  if (linkout?.includes('ezproxy') === true && ezproxy === undefined) return checks.fail(`${named}: its linkout names "ezproxy" but it has no ezproxy template such as "https://login.ezproxy.example.edu/login?url={url}"`)
   const networks = listOf(o.networks, `${named}: networks`, checks)
   const badNetwork = networks.find((n) => !checks.isCidr(n))
   if (badNetwork !== undefined) return checks.fail(`${named}: ${JSON.stringify(badNetwork)} is not an address or CIDR such as 10.0.0.0/8 or 2001:db8::/32`)
   const prefixes = listOf(o.prefixes, `${named}: prefixes`, checks)
   const badPrefix = prefixes.find((p) => !PREFIX.test(p))
   if (badPrefix !== undefined) return checks.fail(`${named}: ${JSON.stringify(badPrefix)} is not a DOI prefix such as 10.1234`)
-  return { id, name: name.trim(), url, networks, prefixes }
+  return { id, name: name.trim(), ...(url === undefined ? {} : { url }), networks, prefixes, ...(linkout === undefined ? {} : { linkout }), ...(ezproxy === undefined ? {} : { ezproxy }) }
+}
+
+function parseLinkout (raw: unknown, named: string, checks: Checks): LinkoutStep[] {
+  const expected = `a list of steps from ${LINKOUT_STEPS.map((s) => JSON.stringify(s)).join(', ')}`
+  if (!Array.isArray(raw) || raw.length === 0) return checks.fail(`${named}: linkout must be ${expected}, got ${JSON.stringify(raw)}`)
+  const unknown = raw.find((step) => !(LINKOUT_STEPS as readonly unknown[]).includes(step))
+  if (unknown !== undefined) return checks.fail(`${named}: linkout step ${JSON.stringify(unknown)} is not one of ${LINKOUT_STEPS.map((s) => JSON.stringify(s)).join(', ')}`)
+  if (new Set(raw).size !== raw.length) return checks.fail(`${named}: linkout names a step twice: ${JSON.stringify(raw)}`)
+  return raw as LinkoutStep[]
+}
+
+/** An EZproxy starting-point URL template: http(s), printable ASCII, with {url} and no other placeholder. */
+function parseEzproxy (raw: unknown, named: string, checks: Checks): string {
+  const shape = 'an EZproxy template such as "https://login.ezproxy.example.edu/login?url={url}"'
+  // EZproxy reads everything after url= as the target: {url} must come last.
+  if (typeof raw !== 'string' || !raw.endsWith('{url}')) return checks.fail(`${named}: ezproxy must be ${shape}, with {url} last, got ${JSON.stringify(raw)}`)
+  const others = (raw.match(PLACEHOLDER) ?? []).filter((p) => p !== '{url}')
+  if (others.length > 0) return checks.fail(`${named}: the ezproxy template has an unknown placeholder ${others[0]} (use {url})`)
+  if (!PRINTABLE_ASCII.test(raw)) return checks.fail(`${named}: the ezproxy template must be printable ASCII without spaces, got ${JSON.stringify(raw)}`)
+  let url: URL | undefined
+  try { url = new URL(raw.replace('{url}', 'x')) } catch { url = undefined }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) return checks.fail(`${named}: ezproxy must be ${shape}, got ${JSON.stringify(raw)}`)
+  return raw
 }
 
 function listOf (raw: unknown, what: string, checks: Checks): string[] {

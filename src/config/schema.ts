@@ -2,6 +2,8 @@ import { isIP } from 'node:net'
 import { checkIds, parseLocalServices, parseTemplate } from './local-services.js'
 import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from '../handle/metadata-hosts.js'
+import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
+import type { OpenAccessProvider } from './open-access.js'
 
 /**
  * Every setting doi-proxy has: its name, its environment variable, its default and its check.
@@ -95,9 +97,24 @@ export interface Config {
   metadataMaxTtlSeconds: number
   metadataAgencyConcurrency: number
   metadataMaxRedirects: number
+  /** The open-access step of link-out chains (docs/institutional.md); the config file may group these as `openAccess`. */
+  oaProvider: OpenAccessProvider | undefined
+  unpaywallUrl: string
+  unpaywallEmail: string | undefined
+  openalexUrl: string
+  oaSnapshotFile: string | undefined
+  oaSnapshotMaxEntries: number
+  oaBudgetMs: number
+  oaTimeoutMs: number
+  oaMaxBodyBytes: number
+  oaConnections: number
+  oaTtlSeconds: number
+  oaNegativeTtlSeconds: number
+  oaCacheMaxEntries: number
+  oaDailyLimit: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust' | 'metadata-mode' | 'hosts'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust' | 'metadata-mode' | 'hosts' | 'oa-provider'
 
 // The local services' own checks (src/config/local-services.ts).
 type LocalServiceKind = 'services' | 'template'
@@ -195,6 +212,20 @@ export const OPTIONS: readonly Option[] = [
   { key: 'metadataCacheMaxBytes', env: 'METADATA_CACHE_MAX_BYTES', kind: 'int', min: 0, max: 64 * 1024 * 1024 * 1024, default: 64 * 1024 * 1024, doc: 'Most bytes of fetched metadata held in memory (per DOI and Accept header); 0 disables the metadata cache.' },
   { key: 'metadataMaxTtlSeconds', env: 'METADATA_MAX_TTL_SECONDS', kind: 'int', min: 0, max: 30 * 86400, default: 86_400, doc: 'Fetched metadata is kept fresh for what the agency\'s `Cache-Control: max-age` says (an hour when it says nothing), at most this long; then served stale up to MAX_STALE_SECONDS more when the agency fails.' },
   { key: 'metadataAgencyConcurrency', env: 'METADATA_AGENCY_CONCURRENCY', kind: 'int', min: 1, max: 256, default: 4, doc: 'Most metadata fetches in flight to one agency host at once; more wait their client\'s turn (the same fair queue rules and deadline as lookups).' },
+  { key: 'oaProvider', env: 'OA_PROVIDER', kind: 'oa-provider', default: undefined, doc: 'Where the `open-access` step of a local service\'s `linkout` finds an open copy: `unpaywall`, `openalex`, or `file` (OA_SNAPSHOT_FILE); empty: no open-access step. The config file may group these settings as `openAccess: {"provider", "unpaywallEmail", …}`. See docs/institutional.md.' },
+  { key: 'unpaywallUrl', env: 'UNPAYWALL_URL', kind: 'url', default: 'https://api.unpaywall.org/v2', doc: 'Base of the Unpaywall API: a DOI is asked as `UNPAYWALL_URL/{doi}?email=UNPAYWALL_EMAIL`; its copy is `best_oa_location.url`.' },
+  { key: 'unpaywallEmail', env: 'UNPAYWALL_EMAIL', kind: 'optional-string', default: undefined, doc: 'The email address Unpaywall\'s terms want on every call; required with OA_PROVIDER=unpaywall.' },
+  { key: 'openalexUrl', env: 'OPENALEX_URL', kind: 'url', default: 'https://api.openalex.org', doc: 'Base of the OpenAlex API: a DOI is asked as `OPENALEX_URL/works/doi:{doi}` (with `mailto=CONTACT_EMAIL` when set); its copy is `open_access.oa_url`.' },
+  { key: 'oaSnapshotFile', env: 'OA_SNAPSHOT_FILE', kind: 'optional-string', default: undefined, doc: 'With OA_PROVIDER=file: Unpaywall\'s data feed (JSON Lines, gzip or not, one work a line), read at start; its open copies answer offline.' },
+  { key: 'oaSnapshotMaxEntries', env: 'OA_SNAPSHOT_MAX_ENTRIES', kind: 'int', min: 1, max: 500_000_000, default: 5_000_000, doc: 'Most open copies kept from OA_SNAPSHOT_FILE (about 200 bytes of memory each); works beyond are not kept, and the start logs how many.' },
+  { key: 'oaBudgetMs', env: 'OA_BUDGET_MS', kind: 'int', min: 0, max: 10_000, default: 300, doc: 'How long a reader waits for the open-access source; later, the chain goes on to its next step and the answer, when it comes, is cached for the next reader.' },
+  { key: 'oaTimeoutMs', env: 'OA_TIMEOUT_MS', kind: 'int', min: 100, max: 60_000, default: 5_000, doc: 'A whole call to the open-access provider (connect, headers, body) gives up after this long; the reader never waits more than OA_BUDGET_MS of it.' },
+  { key: 'oaMaxBodyBytes', env: 'OA_MAX_BODY_BYTES', kind: 'int', min: 1024, max: 16 * 1024 * 1024, default: 1024 * 1024, doc: 'Largest provider answer read; a larger one is ignored (no open copy known).' },
+  { key: 'oaConnections', env: 'OA_CONNECTIONS', kind: 'int', min: 1, max: 256, default: 8, doc: 'Most connections open to the open-access provider.' },
+  { key: 'oaTtlSeconds', env: 'OA_TTL_SECONDS', kind: 'int', min: 0, max: 90 * 86400, default: 7 * 86400, doc: 'How long an open copy found is cached (in memory and, with REDIS_URL, for every replica).' },
+  { key: 'oaNegativeTtlSeconds', env: 'OA_NEGATIVE_TTL_SECONDS', kind: 'int', min: 0, max: 90 * 86400, default: 86_400, doc: 'How long "no open copy" is cached.' },
+  { key: 'oaCacheMaxEntries', env: 'OA_CACHE_MAX_ENTRIES', kind: 'int', min: 1, max: 100_000_000, default: 200_000, doc: 'Most open-access answers held in memory (with OA_PROVIDER=file, the copies read from the file are held besides).' },
+  { key: 'oaDailyLimit', env: 'OA_DAILY_LIMIT', kind: 'int', min: 1, max: 100_000_000, default: 90_000, doc: 'Most calls to the provider per UTC day (over every replica with REDIS_URL), below Unpaywall\'s 100,000; beyond it the step is skipped until midnight UTC (shown on /status and in the metrics).' },
   { key: 'metadataMaxRedirects', env: 'METADATA_MAX_REDIRECTS', kind: 'int', min: 0, max: 10, default: 3, doc: 'Redirects a metadata fetch follows (Crossref\'s service answers with one to api.crossref.org), each only to a host on METADATA_HOSTS.' }
 ]
 
@@ -321,6 +352,10 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
     case 'metadata-mode':
       if (raw !== 'redirect' && raw !== 'fetch') return fail('redirect or fetch')
       return raw
+    case 'oa-provider':
+      if (raw === '') return undefined
+      if (typeof raw !== 'string' || !(OA_PROVIDERS as readonly string[]).includes(raw)) return fail(`one of ${OA_PROVIDERS.join(', ')}, or empty`)
+      return raw
     case 'hosts': {
       const hosts = typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : fail('comma-separated host or host:port entries')
       if (typeof hosts === 'string') return fail(`comma-separated host or host:port entries (${hosts})`)
@@ -345,7 +380,8 @@ export function defaultConfig (): Config {
 export function buildConfig (file: Record<string, unknown> | undefined, env: Readonly<Record<string, string | undefined>>): Config {
   const out = defaultConfig() as unknown as Record<string, unknown>
   if (file !== undefined) {
-    for (const [key, raw] of Object.entries(file)) {
+    const fail = (message: string): never => { throw new ConfigError(message) }
+    for (const [key, raw] of Object.entries(spreadOpenAccess(file, fail))) {
       const opt = OPTIONS.find((o) => o.key === key)
       if (opt === undefined) throw new ConfigError(`unknown setting "${key}" in the config file`)
       out[key] = coerce(opt, raw, 'config file')
@@ -361,6 +397,7 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
     config.localServices = [...config.localServices, local]
     checkIds(config.localServices, { fail: (message) => { throw new ConfigError(`invalid setting localServices: ${message} (LOCAL_SERVICE_URL defines the service "local")`) } })
   }
+  checkOpenAccess(config, (message) => { throw new ConfigError(message) })
   // The server drops a connection that has been quiet for requestTimeoutMs: a lookup must end before.
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
     throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)

@@ -62,7 +62,7 @@ export function decodedOnceMore (value: string): string {
 
 /** The proxy's own query parameters an OpenURL may carry (behaviour.md §6), with their synonyms. */
 export const CARRIED_PARAMETERS: ReadonlySet<string> = new Set([
-  'nols', 'nosfx', 'noredirect', 'urlappend', 'type', 'index', 'locatt', 'action', 'auth', 'ignore_aliases', 'noalias'
+  'nols', 'nosfx', 'noredirect', 'urlappend', 'type', 'index', 'locatt', 'action', 'auth', 'ignore_aliases', 'noalias', 'linkout'
 ])
 
 /**

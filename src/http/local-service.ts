@@ -7,7 +7,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parse as parseCookie, serialize as serializeCookie } from 'cookie'
 import { LRUCache } from 'lru-cache'
-import type { LocalServiceConfig } from '../config/local-services.js'
+import type { LocalServiceConfig, LinkoutStep } from '../config/local-services.js'
+import { bypassesChain, chooseLinkout } from '../handle/linkout.js'
+import type { LinkoutFacts, OpenAccessAnswer } from '../handle/linkout.js'
 import { cacheKey, encodeHandlePath, prefixOf } from '../handle/name.js'
 import type { ProxyParams } from '../handle/query.js'
 import type { Metrics } from '../metrics.js'
@@ -28,11 +30,13 @@ export interface LocalServiceOptions {
   /** The app's clock (epoch ms), so tests can move time for the loop guard. */
   now: () => number
   loopGuardMs?: number
+  /** The open-access source of the chains' "open-access" step; undefined: that step finds nothing. */
+  openAccess?: { find: (doi: string) => Promise<OpenAccessAnswer> } | undefined
 }
 
 /** Why a redirect was diverted, or why not. */
 export type Diversion =
-  | { kind: 'divert', service: LocalServiceConfig, reason: 'network' | 'cookie', location: string }
+  | { kind: 'divert', service: LocalServiceConfig, reason: 'network' | 'cookie', location: string, step: Exclude<LinkoutStep, 'registered'> }
   | { kind: 'keep' }
 
 export interface RedirectFacts {
@@ -41,6 +45,8 @@ export interface RedirectFacts {
   /** The chosen location answers content negotiation: never diverted. */
   negotiated: boolean
   params: ProxyParams
+  /** The redirect's Location: the registered URL, for a chain's "registered" and "ezproxy" steps. */
+  location: string
 }
 
 export type LocalServices = ReturnType<typeof createLocalServices>
@@ -60,10 +66,23 @@ export function createLocalServices (opts: LocalServiceOptions) {
     perf: { now: opts.now }
   })
   const { metrics } = opts
-  const bypassed = { nols: metrics.localServiceBypasses.labels('nols'), cookie_none: metrics.localServiceBypasses.labels('cookie_none') }
+  const bypassed = { nols: metrics.localServiceBypasses.labels('nols'), cookie_none: metrics.localServiceBypasses.labels('cookie_none'), linkout: metrics.localServiceBypasses.labels('linkout_registered') }
+  const chainCounts = {
+    openAccess: {
+      found: metrics.linkout.labels('open-access', 'found'),
+      none: metrics.linkout.labels('open-access', 'missed'),
+      late: metrics.linkout.labels('open-access', 'timed_out'),
+      unavailable: metrics.linkout.labels('open-access', 'unavailable')
+    },
+    taken: {
+      service: metrics.linkout.labels('service', 'taken'),
+      ezproxy: metrics.linkout.labels('ezproxy', 'taken'),
+      registered: metrics.linkout.labels('registered', 'taken')
+    }
+  }
 
   /** The service for this reader and DOI, and why; undefined when none applies. */
-  function choose (request: FastifyRequest, facts: RedirectFacts): { service: LocalServiceConfig, reason: 'network' | 'cookie' } | undefined {
+  function choose (request: FastifyRequest, facts: RedirectFacts): Chosen | undefined {
     if (facts.params.nols) {
       bypassed.nols.inc()
       return undefined
@@ -91,26 +110,74 @@ export function createLocalServices (opts: LocalServiceOptions) {
 
     /**
      * For a redirect answer: where the reader goes instead, or keep the redirect. Never for a
-     * negotiated answer, noredirect, or an action other than redirect (behaviour.md §10).
+     * negotiated answer, noredirect, or an action other than redirect (behaviour.md §10). A service
+     * with a `linkout` chain answers by its chain; one without, by its URL, as always.
      */
-    divert (request: FastifyRequest, facts: RedirectFacts, baseUrl: () => string): Diversion {
+    async divert (request: FastifyRequest, facts: RedirectFacts, baseUrl: () => string): Promise<Diversion> {
       const action = facts.params.all.get('action')?.[0]
       if (facts.negotiated || facts.params.noredirect || (action !== undefined && action.toLowerCase() !== 'redirect')) return { kind: 'keep' }
       const chosen = choose(request, facts)
       if (chosen === undefined) return { kind: 'keep' }
+      if (chosen.service.linkout !== undefined) return await followChain(request, facts, chosen, baseUrl)
       // A link resolver that sends the reader back without nols must not make a loop.
-      const guardKey = `${clientKey(request.ip)}\u0000${cacheKey(facts.handle)}`
+      const guardKey = guardKeyOf(request, facts)
       if (recentlyDiverted.has(guardKey)) {
         metrics.localServiceLoopGuard.inc()
         return { kind: 'keep' }
       }
-      const location = fillTemplate(chosen.service.url, facts.handle, baseUrl())
-      recentlyDiverted.set(guardKey, true)
-      metrics.localServiceDiversions.inc({ service: chosen.service.id, reason: chosen.reason })
-      return { kind: 'divert', service: chosen.service, reason: chosen.reason, location }
+      return divertToService(chosen, facts, guardKey, baseUrl)
     }
   }
+
+  function guardKeyOf (request: FastifyRequest, facts: RedirectFacts): string {
+    return `${clientKey(request.ip)}\u0000${cacheKey(facts.handle)}`
+  }
+
+  function divertToService (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string): Diversion {
+    const location = fillTemplate(chosen.service.url as string, facts.handle, baseUrl())
+    recentlyDiverted.set(guardKey, true)
+    metrics.localServiceDiversions.inc({ service: chosen.service.id, reason: chosen.reason })
+    return { kind: 'divert', service: chosen.service, reason: chosen.reason, location, step: 'service' }
+  }
+
+  /**
+   * The service's chain (src/handle/linkout.ts): its steps in order until one gives a URL. The
+   * service step is held back by the loop guard as a plain service is; the open-access source is
+   * asked only when the chain reaches it, and never makes the reader wait past OA_BUDGET_MS.
+   */
+  async function followChain (request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string): Promise<Diversion> {
+    const { service } = chosen
+    const steps = service.linkout ?? []
+    if (bypassesChain(facts.params.all)) {
+      bypassed.linkout.inc()
+      return { kind: 'keep' }
+    }
+    const guardKey = guardKeyOf(request, facts)
+    const guarded = service.url !== undefined && steps.includes('service') && recentlyDiverted.has(guardKey)
+    if (guarded) metrics.localServiceLoopGuard.inc()
+    const linkout: LinkoutFacts = {
+      steps,
+      registered: facts.location,
+      service: service.url === undefined || guarded ? undefined : service.url,
+      ezproxy: service.ezproxy,
+      openAccess: undefined
+    }
+    let choice = chooseLinkout(linkout)
+    if (choice.kind === 'ask-open-access') {
+      linkout.openAccess = opts.openAccess === undefined ? { kind: 'unavailable' } : await opts.openAccess.find(facts.handle)
+      chainCounts.openAccess[linkout.openAccess.kind].inc()
+      choice = chooseLinkout(linkout)
+    }
+    if (choice.kind !== 'go') return { kind: 'keep' } // never: the second answer always goes
+    if (choice.step !== 'open-access') chainCounts.taken[choice.step].inc()
+    if (choice.step === 'registered') return { kind: 'keep' }
+    if (choice.step === 'service') return divertToService(chosen, facts, guardKey, baseUrl)
+    metrics.localServiceDiversions.inc({ service: service.id, reason: chosen.reason })
+    return { kind: 'divert', service, reason: chosen.reason, location: choice.location, step: choice.step }
+  }
 }
+
+type Chosen = { service: LocalServiceConfig, reason: 'network' | 'cookie' }
 
 /**
  * The template filled in: {doi} is the DOI as a query value, {return} our own absolute URL for the DOI

@@ -89,6 +89,10 @@ export interface StatusSnapshot {
     bypasses: CountRow[]
     loopGuard: { lastHour: number, sinceStart: number }
   }
+  /** Link-out chains: each step's count (docs/institutional.md). */
+  linkout: CountRow[]
+  /** The open-access source; null without OA_PROVIDER. dailyLimit null: a file, no limit. */
+  openAccess: { provider: string, callsToday: number, dailyLimit: number | null, lookups: CountRow[] } | null
   /** Newest first, at most 20. */
   upstreamErrors: UpstreamErrorEntry[]
 }
@@ -205,6 +209,9 @@ export function createStatusCollector (opts: CollectorOptions) {
       read('doi_proxy_local_service_bypasses_total'),
       read('doi_proxy_local_service_loop_guard_total')
     ])
+    const [linkout, oaLookups] = await Promise.all([read('doi_proxy_linkout_total'), read('doi_proxy_open_access_lookups_total')])
+    countLabelled('linkout', linkout)
+    countLabelled('oa_lookups', oaLookups)
     for (const s of cache) {
       const d = delta(keyOf('cache', s.labels), s.value)
       const result = String(s.labels.result)
@@ -372,6 +379,15 @@ export function createStatusCollector (opts: CollectorOptions) {
         bypasses: rowsOf('bypasses'),
         loopGuard: { lastHour: loop?.lastHour ?? 0, sinceStart: loop?.sinceStart ?? 0 }
       },
+      linkout: rowsOf('linkout'),
+      openAccess: config.oaProvider === undefined
+        ? null
+        : {
+            provider: config.oaProvider,
+            callsToday: (await read('doi_proxy_open_access_calls_today'))[0]?.value ?? 0,
+            dailyLimit: config.oaProvider === 'file' ? null : config.oaDailyLimit,
+            lookups: rowsOf('oa_lookups')
+          },
       upstreamErrors: errors.toArray().reverse().map((e) => ({ from: new Date(e.from).toISOString(), to: new Date(e.to).toISOString(), code: e.code, count: e.count }))
     }
   }

@@ -52,3 +52,33 @@ describe('local services in the configuration', () => {
     expect(() => buildConfig({ localServices: [{ ...SFX, url: 'https://x.example/' }] }, {})).toThrow(/localServices \(config file\): service "sfx"/)
   })
 })
+
+describe('a service\'s link-out chain (docs/institutional.md)', () => {
+  const EZ = 'https://login.ezproxy.example.edu/login?url={url}'
+  it('linkout and ezproxy are kept as given', () => {
+    const c = buildConfig({ localServices: [{ ...SFX, linkout: ['service', 'registered'] }, { id: 'anyone', name: 'Everyone else', networks: ['0.0.0.0/0', '::/0'], linkout: ['open-access', 'ezproxy'], ezproxy: EZ }], openAccess: { provider: 'openalex' } }, {})
+    expect(c.localServices[0]?.linkout).toEqual(['service', 'registered'])
+    expect(c.localServices[1]).toEqual({ id: 'anyone', name: 'Everyone else', networks: ['0.0.0.0/0', '::/0'], prefixes: [], linkout: ['open-access', 'ezproxy'], ezproxy: EZ })
+  })
+
+  it('a service whose chain never names "service" needs no url', () => {
+    const c = buildConfig(undefined, { LOCAL_SERVICES: JSON.stringify([{ id: 'oa', name: 'Open access', networks: ['0.0.0.0/0'], linkout: ['open-access', 'registered'] }]), OA_PROVIDER: 'openalex' })
+    expect(c.localServices[0]?.url).toBeUndefined()
+  })
+
+  it.each([
+    [{ id: 'oa', name: 'OA', linkout: ['service', 'registered'] }, /service "oa": the url must be a URL template with \{doi\}, got undefined \(its linkout names "service"\)/],
+    [{ id: 'oa', name: 'OA' }, /service "oa": the url must be a URL template/],
+    [{ ...SFX, linkout: [] }, /service "sfx": linkout must be a list of steps from "open-access", "service", "ezproxy", "registered", got \[\]/],
+    [{ ...SFX, linkout: 'service' }, /service "sfx": linkout must be a list of steps/],
+    [{ ...SFX, linkout: ['openaccess'] }, /service "sfx": linkout step "openaccess" is not one of "open-access"/],
+    [{ ...SFX, linkout: ['service', 'service'] }, /service "sfx": linkout names a step twice/],
+    [{ ...SFX, linkout: ['ezproxy'] }, /service "sfx": its linkout names "ezproxy" but it has no ezproxy template/],
+    [{ ...SFX, ezproxy: 'https://login.ezproxy.example.edu/login?qurl={doi}' }, /service "sfx": ezproxy must be an EZproxy template .* with \{url\} last/],
+    [{ ...SFX, ezproxy: 'https://login.ezproxy.example.edu/login?url={url}&x=1' }, /with \{url\} last/],
+    [{ ...SFX, ezproxy: 'javascript:x({url}' }, /service "sfx": ezproxy must be an EZproxy template/],
+    [{ ...SFX, ezproxy: 'https://ez.example/{doi}/login?url={url}' }, /service "sfx": the ezproxy template has an unknown placeholder \{doi\}/]
+  ])('a bad chain %o stops the start with a message naming the service', (service, message) => {
+    expect(() => buildConfig({ localServices: [service] }, {})).toThrow(message)
+  })
+})

@@ -118,7 +118,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
         if (answered !== undefined) return await answered
       }
       if (outcome.kind === 'redirect' && localServices !== undefined) {
-        const diversion = localServices.divert(request, { handle: outcome.handle, negotiated: outcome.negotiated, params }, () => ctx.baseUrl)
+        const diversion = await localServices.divert(request, { handle: outcome.handle, negotiated: outcome.negotiated, params, location: outcome.location }, () => ctx.baseUrl)
         if (diversion.kind === 'divert') return sendDiversion(reply.header('x-cache', outcome.cache), diversion.location, renderRedirectBody(diversion.location))
         // Whether a reader is diverted depends on who asks (network, cookie), so no shared cache may give
         // this answer to another reader, and a browser asks again once its cookie changes (behaviour.md §10).

@@ -169,7 +169,8 @@ export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
     ? '<p>No local service is configured (LOCAL_SERVICES, LOCAL_SERVICE_URL), so no redirect is diverted.</p>'
     : `<p>Configured: ${s.localServices.configured.map((c) => `${escapeHtml(c.name)} (<code>${escapeHtml(c.id)}</code>)`).join(', ')}. Loop guard held back ${count(s.localServices.loopGuard.lastHour)} diversions in the period (${count(s.localServices.loopGuard.sinceStart)} since start).</p>
 ${table('Redirects diverted to a local service', ['Service, reason', 'Period', 'Since start'], countRows(s.localServices.diversions), new Set([1, 2]))}
-${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}`
+${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}
+${linkoutSection(s)}`
   const body = `<h1>Resolver status</h1>
 <p class="links">For the people who run this resolver. ${link(`${ctx.baseUrl}status.json`, 'The same as JSON')} · ${link(`${ctx.baseUrl}metrics`, 'Prometheus metrics')}</p>
 <p id="refresh-control"></p>
@@ -229,4 +230,16 @@ ${table('The last 20 runs of upstream errors, newest first (no reader data is ke
 </div>
 <script>${REFRESH_SCRIPT}</script>`
   return htmlDocument('Resolver status', body, ctx.baseUrl, `<style>\n${STATUS_CSS}\n</style>\n`)
+}
+
+/** Link-out chains: each step's count, and the open-access source with its daily limit (docs/institutional.md). */
+function linkoutSection (s: StatusSnapshot): string {
+  const oa = s.openAccess
+  const source = oa === null
+    ? '<p>No open-access source (OA_PROVIDER).</p>'
+    : `<p>Open-access source: <code>${escapeHtml(oa.provider)}</code>. ${oa.dailyLimit === null ? 'A file: no daily limit.' : `Calls today (UTC): ${count(oa.callsToday)} of the daily limit ${count(oa.dailyLimit)}${oa.callsToday >= oa.dailyLimit ? ' <strong>reached: the open-access step is skipped until midnight UTC</strong>' : ''}.`}</p>
+${table('Open-access lookups past the memory cache', ['Provider, result', 'Period', 'Since start'], countRows(oa.lookups), new Set([1, 2]))}`
+  return `<h3>Link-out chains</h3>
+${table('Link-out steps (open-access by result; the step each reader took)', ['Step, result', 'Period', 'Since start'], countRows(s.linkout), new Set([1, 2]))}
+${source}`
 }

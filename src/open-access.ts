@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import type { Dispatcher } from 'undici'
+import type { Config } from './config/schema.js'
+import { upstreamUserAgent } from './config/schema.js'
+import { createLogThrottle } from './log-throttle.js'
+import type { Metrics } from './metrics.js'
+import { createOpenAccess } from './resolve/open-access.js'
+import type { OpenAccess } from './resolve/open-access.js'
+import { fileProvider, openAlexProvider, unpaywallProvider } from './resolve/open-access-providers.js'
+import type { OpenAccessProviderClient } from './resolve/open-access-providers.js'
+
+/**
+ * The open-access source of link-out chains (docs/institutional.md "Open access first"), wired into an
+ * app: its provider (a file is read now), its cache and shared tier, closed with the app. Undefined
+ * without OA_PROVIDER.
+ */
+export async function setUpOpenAccess (app: FastifyInstance, config: Config, deps: { metrics: Metrics, now: () => number, redis: Redis | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
+  const provider = await providerOf(app, config, deps.dispatcher)
+  if (provider === undefined) return undefined
+  const throttle = createLogThrottle(10_000)
+  const openAccess = createOpenAccess({
+    provider,
+    metrics: deps.metrics,
+    now: deps.now,
+    budgetMs: config.oaBudgetMs,
+    ttlSeconds: config.oaTtlSeconds,
+    negativeTtlSeconds: config.oaNegativeTtlSeconds,
+    maxEntries: config.oaCacheMaxEntries,
+    dailyLimit: config.oaDailyLimit,
+    redis: deps.redis,
+    redisPrefix: config.redisKeyPrefix,
+    onError: (doi, err) => throttle(provider.name, (suppressed) => app.log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
+  })
+  app.addHook('onClose', async () => { await openAccess.close() })
+  return openAccess
+}
+
+async function providerOf (app: FastifyInstance, config: Config, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
+  const http = {
+    userAgent: upstreamUserAgent(config),
+    timeoutMs: config.oaTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    connections: config.oaConnections,
+    maxBodyBytes: config.oaMaxBodyBytes,
+    ...(dispatcher === undefined ? {} : { dispatcher })
+  }
+  switch (config.oaProvider) {
+    case undefined:
+      return undefined
+    case 'unpaywall':
+      return unpaywallProvider(config.unpaywallUrl, config.unpaywallEmail as string, http)
+    case 'openalex':
+      return openAlexProvider(config.openalexUrl, config.contactEmail, http)
+    case 'file':
+      return await fileProvider(config.oaSnapshotFile as string, config.oaSnapshotMaxEntries, (fields, message) => app.log.info(fields, message))
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * The open-access source as the link-out chain sees it (docs/institutional.md "Open access first"):
+ * a provider behind the same tiers as records (memory, then Redis shared by replicas), with its own
+ * TTL and a negative cache, one call per DOI however many readers ask at once, a daily limit on calls,
+ * and a latency budget: a reader waits at most `budgetMs`, the answer is cached whenever it comes.
+ * Nothing here ever throws at a reader: a provider that fails is "unavailable".
+ */
+import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
+import { openAccessLocation } from '../handle/linkout.js'
+import type { OpenAccessAnswer } from '../handle/linkout.js'
+import { cacheKey } from '../handle/name.js'
+import type { Metrics } from '../metrics.js'
+import type { OpenAccessProviderClient, ProviderAnswer } from './open-access-providers.js'
+
+export interface OpenAccessOptions {
+  provider: OpenAccessProviderClient
+  metrics: Metrics
+  now: () => number
+  budgetMs: number
+  ttlSeconds: number
+  negativeTtlSeconds: number
+  maxEntries: number
+  dailyLimit: number
+  /** The shared tier; undefined without REDIS_URL. */
+  redis?: Redis | undefined
+  /** REDIS_KEY_PREFIX; our keys are `<prefix>oa:1:…` (1: the format of what is stored). */
+  redisPrefix?: string
+  /** A provider failure, for the log (the caller throttles it). */
+  onError?: (doi: string, err: unknown) => void
+}
+
+export type OpenAccess = ReturnType<typeof createOpenAccess>
+
+/** What the cache holds: the open copy or null ("none known"), and until when. */
+interface Kept { url: ProviderAnswer, until: number }
+
+// Never more than this many lookups in flight at once, whatever readers ask: the rest are "unavailable".
+const MAX_IN_FLIGHT = 1024
+
+export function createOpenAccess (opts: OpenAccessOptions) {
+  const { provider, metrics, now } = opts
+  const kept = new LRUCache<string, Kept>({ max: opts.maxEntries })
+  const inFlight = new Map<string, Promise<OpenAccessAnswer>>()
+  const day = { key: '', calls: 0 }
+  const lookups = {
+    found: metrics.openAccessLookups.labels(provider.name, 'found'),
+    none: metrics.openAccessLookups.labels(provider.name, 'none'),
+    error: metrics.openAccessLookups.labels(provider.name, 'error'),
+    limit: metrics.openAccessLookups.labels(provider.name, 'daily_limit'),
+    shared: metrics.openAccessLookups.labels(provider.name, 'shared')
+  }
+  metrics.openAccessDailyLimit.set(provider.remote ? opts.dailyLimit : 0)
+  const redisKey = (suffix: string): string => `${opts.redisPrefix ?? ''}oa:1:${suffix}`
+
+  function fromMemory (key: string): OpenAccessAnswer | undefined {
+    const entry = kept.get(key)
+    if (entry === undefined) return undefined
+    if (entry.until <= now()) {
+      kept.delete(key)
+      return undefined
+    }
+    return answerOf(entry.url)
+  }
+
+  function keep (key: string, url: ProviderAnswer, share: boolean): void {
+    const ttlMs = (url === null ? opts.negativeTtlSeconds : opts.ttlSeconds) * 1000
+    if (ttlMs <= 0) return
+    kept.set(key, { url, until: now() + ttlMs })
+    if (share && opts.redis !== undefined) {
+      opts.redis.set(redisKey(key), JSON.stringify({ url }), 'PX', ttlMs).catch(() => {})
+    }
+  }
+
+  /** Another replica's answer, if Redis has one (a Redis that fails or is slow is no answer). */
+  async function fromRedis (key: string): Promise<OpenAccessAnswer | undefined> {
+    if (opts.redis === undefined) return undefined
+    let text: string | null
+    let ttlMs: number
+    try {
+      [text, ttlMs] = await Promise.all([opts.redis.get(redisKey(key)), opts.redis.pttl(redisKey(key))])
+    } catch {
+      return undefined
+    }
+    if (text === null || ttlMs <= 0) return undefined
+    const stored = parseStored(text)
+    if (stored === undefined) return undefined
+    kept.set(key, { url: stored, until: now() + ttlMs })
+    lookups.shared.inc()
+    return answerOf(stored)
+  }
+
+  /** Count a call against today's limit (UTC days; over every replica when Redis is there); false when it is spent. */
+  async function spend (): Promise<boolean> {
+    if (!provider.remote) return true
+    const today = new Date(now()).toISOString().slice(0, 10)
+    if (day.key !== today) {
+      day.key = today
+      day.calls = 0
+    }
+    let calls = ++day.calls
+    if (opts.redis !== undefined) {
+      try {
+        const key = redisKey(`calls:${today}`)
+        const [[, shared]] = await opts.redis.multi().incr(key).expire(key, 2 * 86400).exec() as [[Error | null, number]]
+        if (typeof shared === 'number') calls = day.calls = Math.max(calls, shared)
+      } catch {
+        // Redis down: this replica's own count stands.
+      }
+    }
+    metrics.openAccessCallsToday.set(calls)
+    return calls <= opts.dailyLimit
+  }
+
+  async function fetchAndKeep (key: string, doi: string): Promise<OpenAccessAnswer> {
+    const shared = await fromRedis(key)
+    if (shared !== undefined) return shared
+    if (!await spend()) {
+      lookups.limit.inc()
+      return { kind: 'unavailable' }
+    }
+    try {
+      const url = await provider.find(doi)
+      ;(url === null ? lookups.none : lookups.found).inc()
+      keep(key, url, provider.remote)
+      return answerOf(url)
+    } catch (err) {
+      lookups.error.inc()
+      opts.onError?.(doi, err)
+      return { kind: 'unavailable' }
+    }
+  }
+
+  return {
+    provider: provider.name,
+
+    /**
+     * The open copy of a DOI: from memory at once, else from Redis or the provider, waiting at most
+     * budgetMs (then "late"; the lookup goes on and its answer is kept). One lookup per DOI at a time.
+     */
+    async find (doi: string, budgetMs = opts.budgetMs): Promise<OpenAccessAnswer> {
+      const key = cacheKey(doi)
+      const cached = fromMemory(key)
+      if (cached !== undefined) return cached
+      let lookup = inFlight.get(key)
+      if (lookup === undefined) {
+        if (inFlight.size >= MAX_IN_FLIGHT) return { kind: 'unavailable' }
+        lookup = fetchAndKeep(key, doi).finally(() => { inFlight.delete(key) })
+        inFlight.set(key, lookup)
+      }
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<OpenAccessAnswer>((resolve) => { timer = setTimeout(resolve, budgetMs, { kind: 'late' }) })
+      try {
+        return await Promise.race([lookup, late])
+      } finally {
+        clearTimeout(timer)
+      }
+    },
+
+    /** For /status: calls today and the limit. */
+    usage (): { provider: string, callsToday: number, dailyLimit: number | null } {
+      const today = new Date(now()).toISOString().slice(0, 10)
+      return { provider: provider.name, callsToday: day.key === today ? day.calls : 0, dailyLimit: provider.remote ? opts.dailyLimit : null }
+    },
+
+    /** Every lookup still running has ended (tests; a clean close). */
+    async settled (): Promise<void> {
+      await Promise.all([...inFlight.values()])
+    },
+
+    async close (): Promise<void> {
+      await Promise.all([...inFlight.values()])
+      await provider.close()
+    }
+  }
+}
+
+function answerOf (url: ProviderAnswer): OpenAccessAnswer {
+  return url === null ? { kind: 'none' } : { kind: 'found', url }
+}
+
+/** What Redis holds, read defensively: a string URL or null; anything else is no answer. */
+function parseStored (text: string): ProviderAnswer | undefined {
+  try {
+    // Checked again as it is read: whatever is in Redis, nobody is sent anywhere a provider URL could not send them.
+    const value = (JSON.parse(text) as { url?: unknown }).url
+    return value === null ? null : openAccessLocation(value)
+  } catch {
+    return undefined
+  }
+}
