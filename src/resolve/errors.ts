@@ -43,6 +43,15 @@ export type FaultScope = 'upstream' | 'prefix'
 
 const TRY_AGAIN = 'This is usually brief: please try again in a minute.'
 
+/** The longest wait a registry's Retry-After imposes on us and our readers: one bad header must not silence lookups for a day. */
+export const MAX_RATE_LIMIT_WAIT_MS = 60_000
+const DEFAULT_RATE_LIMIT_WAIT_MS = 5000
+
+/** A registry's Retry-After as the wait we keep and pass on: whole seconds, 1 s to MAX_RATE_LIMIT_WAIT_MS. */
+export function boundedWait (retryAfterMs: number | undefined): number {
+  return Math.min(MAX_RATE_LIMIT_WAIT_MS, Math.max(1000, Math.ceil((retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS) / 1000) * 1000))
+}
+
 export const upstreamErrors = {
   unreachable: (detail: string, cause?: unknown) =>
     new UpstreamError('DP_UPSTREAM_UNREACHABLE', 502, `We could not reach the DOI registry to look this DOI up. ${TRY_AGAIN}`, true,
@@ -53,10 +62,21 @@ export const upstreamErrors = {
   /** The request's own deadline ran out (alias hops, queue waits and retries included). */
   deadline: () =>
     new UpstreamError('DP_DEADLINE', 504, `Looking this DOI up took longer than we allow a request. ${TRY_AGAIN}`, true),
-  status: (status: number, retryAfterMs?: number, scope: FaultScope = 'upstream') =>
-    new UpstreamError('DP_UPSTREAM_STATUS', 502, `The DOI registry is having trouble right now and answered with an error. ${TRY_AGAIN}`,
-      status >= 500 || status === 429,
-      { upstreamStatus: status, fault: status >= 500 || status === 429, scope, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+  status: (status: number, retryAfterMs?: number, scope: FaultScope = 'upstream') => status === 429
+    ? upstreamErrors.rateLimited(retryAfterMs)
+    : new UpstreamError('DP_UPSTREAM_STATUS', 502, `The DOI registry is having trouble right now and answered with an error. ${TRY_AGAIN}`,
+      status >= 500, { upstreamStatus: status, fault: status >= 500, scope }),
+  /**
+   * The registry rate-limits us (429): a 503 that passes its Retry-After on, bounded to
+   * MAX_RATE_LIMIT_WAIT_MS (5 s when it gave none), so a reader's script knows when to come back.
+   * `asked: false` when no request was sent because its wait is not up yet (not a fault then).
+   */
+  rateLimited: (retryAfterMs?: number, asked = true) => {
+    const wait = boundedWait(retryAfterMs)
+    return new UpstreamError('DP_UPSTREAM_RATE_LIMITED', 503,
+      `The DOI registry is limiting how often we may ask it and told us to wait. Please try again in ${Math.ceil(wait / 1000)} s.`, true,
+      { upstreamStatus: 429, fault: asked, retryAfterMs: wait })
+  },
   /**
    * The upstream refused the request itself (a 4xx other than 404 and 429, often a CDN's HTML page):
    * a handle it judges malformed or too long. That request's problem, never a fault of the upstream.

@@ -71,8 +71,16 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   global.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
   global.on('close', () => { state = 'closed'; opts.onBreaker?.(state) })
 
-  /** Fail at once, before queueing, while the upstream's breaker or the handle's prefix's is open. */
+  // Until when the registry told us to wait (its 429's Retry-After, bounded), on the performance.now() clock.
+  let waitUntil = 0
+
+  /**
+   * Fail at once, before queueing, while the registry's own wait runs (no request is sent before it
+   * ends: we are polite) or the upstream's breaker or the handle's prefix's is open.
+   */
   function assertOpen (handle: string): void {
+    const wait = waitUntil - performance.now()
+    if (wait > 0) throw upstreamErrors.rateLimited(wait, false)
     if (global.opened) throw upstreamErrors.circuitOpen()
     if (prefixes.peek(cacheKey(prefixOf(handle)))?.opened === true) throw upstreamErrors.prefixCircuitOpen()
   }
@@ -85,6 +93,9 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
         return await global.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
       } catch (err) {
         if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen()
+        if (err instanceof UpstreamError && err.code === 'DP_UPSTREAM_RATE_LIMITED' && err.retryAfterMs !== undefined) {
+          waitUntil = Math.max(waitUntil, performance.now() + err.retryAfterMs)
+        }
         throw err
       }
     },

@@ -112,13 +112,52 @@ describe('politeness to the upstream', () => {
   })
 
   // The backoff alone (1 ms) would retry at once and succeed: only honouring Retry-After gives up here.
-  it('a 429 whose Retry-After outlasts the time budget is not retried and answers 502', async () => {
+  it('a 429 whose Retry-After outlasts the time budget is not retried: 503 with its Retry-After passed on (issue 25)', async () => {
     const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 3000, upstreamRetryBaseMs: 1 } })
     upstream.script = [{ kind: 'status', status: 429, headers: { 'retry-after': '30' } }]
     const res = await app.inject({ url: '/10.5555/plain' })
-    expect(res.statusCode).toBe(502)
-    expect(res.body).toContain('DOI registry')
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('30')
+    expect(res.body).toContain('try again in 30 s')
     expect(upstream.count('10.5555/plain')).toBe(1)
+  })
+
+  it('the API answers a rate-limited lookup with 503 and Retry-After too', async () => {
+    const { app, upstream } = await setup({ overrides: { upstreamRetries: 0 } })
+    upstream.mode = { kind: 'status', status: 429, headers: { 'retry-after': '7' } }
+    const res = await app.inject({ url: '/api/handles/10.5555/plain' })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('7')
+    expect(JSON.parse(res.body)).toMatchObject({ responseCode: 2 })
+  })
+
+  it.each<[string, () => Record<string, string>, string]>([
+    ['a Retry-After of a day is passed on as 60 s', () => ({ 'retry-after': '86400' }), '60'],
+    ['a Retry-After as an HTTP date is passed on in seconds', () => ({ 'retry-after': new Date(Date.now() + 20_000).toUTCString() }), '20'],
+    ['a 429 without Retry-After is passed on as 5 s', () => ({}), '5'],
+    ['an unreadable Retry-After is passed on as 5 s', () => ({ 'retry-after': 'soon' }), '5']
+  ])('%s', async (_name, headersNow, expected) => {
+    const { app, upstream } = await setup({ overrides: { upstreamRetries: 0 } })
+    const headers = headersNow()
+    upstream.mode = { kind: 'status', status: 429, headers }
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(503)
+    // An HTTP date has whole seconds: it may read one second less by the time it arrives.
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(Number(expected) - (headers['retry-after']?.includes('GMT') === true ? 1 : 0))
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(Number(expected))
+  })
+
+  it('while the registry\'s Retry-After runs, no request is sent: other uncached DOIs get 503 with the time left', async () => {
+    const { app, upstream } = await setup({ overrides: { upstreamRetries: 0 } })
+    upstream.script = [{ kind: 'status', status: 429, headers: { 'retry-after': '2' } }]
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(503)
+    const before = upstream.seen.length
+    const other = await app.inject({ url: '/10.5555/other' })
+    expect(other.statusCode).toBe(503)
+    expect(other.headers['retry-after']).toBe('2')
+    expect(upstream.seen.length).toBe(before)
+    await new Promise((resolve) => setTimeout(resolve, 2100))
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(302)
   })
 
   it('a 404 is an answer, not retried', async () => {

@@ -54,8 +54,9 @@ const OUTCOME_NAMES: Record<Outcome, string> = {
 const ERROR_MEANINGS: Record<string, string> = {
   DP_UPSTREAM_UNREACHABLE: 'the registry could not be reached (connection refused, DNS, reset)',
   DP_UPSTREAM_TIMEOUT: 'the registry took longer than UPSTREAM_TIMEOUT_MS',
-  DP_UPSTREAM_STATUS: 'the registry answered 5xx or 429',
-  DP_UPSTREAM_BAD_RESPONSE: 'an answer that could not be read (broken JSON, too large)',
+  DP_UPSTREAM_STATUS: 'the registry answered 5xx',
+  DP_UPSTREAM_RATE_LIMITED: 'the registry rate-limits us (429): lower UPSTREAM_MAX_CONCURRENT, set CONTACT_EMAIL',
+  DP_UPSTREAM_BAD_RESPONSE: 'an answer that could not be read (HTML, broken JSON, too large)',
   DP_UPSTREAM_REJECTED: 'the registry refused the handle (4xx): that request\'s problem',
   DP_UPSTREAM_OVERLOADED: 'our own queue was full',
   DP_UPSTREAM_CIRCUIT_OPEN: 'lookups paused by the circuit breaker',
