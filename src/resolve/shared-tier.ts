@@ -25,12 +25,20 @@ import type { UpstreamAnswer } from './upstream.js'
  */
 export const SHARED_KEY_VERSION = 'v2'
 const LOG_INTERVAL_MS = 10_000
-// After Redis fails (unreachable, too slow, an error), lookups leave it alone this long: a slow Redis
-// then costs one command timeout, not one per call of every miss, and the process works as if it had none.
+// After Redis fails (unreachable, stuck, an error), lookups leave it alone this long: a stuck Redis then
+// costs a second of command timeouts, not one per call of every miss, and the process works as if it had none.
 const PAUSE_AFTER_FAILURE_MS = 5_000
+// One command past its timeout is a slow command (a busy event loop here, a slow one there), not a Redis
+// gone: sharing stays on, and that lookup looks again. Only commands failing with no answer between them
+// for this long set Redis aside (PAUSE_AFTER_FAILURE_MS); otherwise one timeout would switch sharing off
+// for every lookup at once, and each replica would fetch every DOI of a storm itself (issue 25).
+const STUCK_AFTER_MS = 1_000
 
 // Delete the lock only if it is still ours (it may have expired and been taken by another replica).
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+// Take the lock, or say it is ours already: a lock command that timed out may have taken it, and the
+// lookup asking again must not then wait for itself until the lock expires.
+const LOCK_SCRIPT = "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end return 0"
 
 export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | 'bad_value'
 
@@ -64,6 +72,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   const recordKey = (key: string): string => `${namespace}r:${key}`
   const lockKey = (key: string): string => `${namespace}l:${key}`
   const token = randomUUID()
+  let owners = 0
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
   const lookups = new Counter({
@@ -112,9 +121,19 @@ export function createSharedTier (opts: SharedTierOptions) {
     connection('lost', (suppressed) => opts.log.warn({ suppressed }, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
   })
 
+  // When the first command failed since Redis last answered (performance.now()); undefined while it answers.
+  let failingSince: number | undefined
+  const answered = (): void => { failingSince = undefined }
+
   function fail (reason: SharedErrorReason, err?: unknown): void {
     errors.inc({ reason })
-    if (reason === 'unavailable' || reason === 'timeout' || reason === 'error') pausedUntil = performance.now() + PAUSE_AFTER_FAILURE_MS
+    const at = performance.now()
+    if (reason === 'timeout') {
+      failingSince ??= at
+      if (at - failingSince >= STUCK_AFTER_MS) pausedUntil = at + PAUSE_AFTER_FAILURE_MS
+    } else if (reason === 'unavailable' || reason === 'error') {
+      pausedUntil = at + PAUSE_AFTER_FAILURE_MS
+    }
     throttle(reason, (suppressed) => opts.log.warn({ reason, err: err === undefined ? undefined : (err as Error).message, suppressed },
       reason === 'bad_value' ? 'ignored a value in the shared cache (Redis) that is not a cache entry' : 'the shared cache (Redis) failed; working with the local cache only'))
   }
@@ -141,6 +160,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     try {
       // At most maxValueBytes + 1 bytes: a larger value is refused without being parsed.
       text = await redis.getrange(recordKey(key), 0, opts.maxValueBytes)
+      answered()
     } catch (err) {
       fail(reasonOf(err), err)
       return undefined
@@ -159,26 +179,36 @@ export function createSharedTier (opts: SharedTierOptions) {
     const ttl = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - now()
     if (ttl <= 0 || !usable()) return
     count.write.inc()
-    redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).catch((err: unknown) => fail(reasonOf(err), err))
+    redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  /** 'mine': we hold the lock; 'theirs': another replica does; 'none': Redis could not say. */
-  async function lock (key: string): Promise<'mine' | 'theirs' | 'none'> {
+  /** A name for one lookup's locks, unique among every replica's lookups. */
+  const owner = (): string => `${token}:${++owners}`
+
+  /**
+   * 'mine': `owner` holds the lock (taken now, or by an earlier call whose answer timed out); 'theirs':
+   * another lookup does; 'timeout': Redis did not answer in time (the lock may or may not be ours: ask
+   * again); 'none': Redis could not say and will not soon (set aside, unreachable, full, an error).
+   */
+  async function lock (key: string, by: string): Promise<'mine' | 'theirs' | 'timeout' | 'none'> {
     if (!usable()) return 'none'
     try {
-      return (await redis.set(lockKey(key), token, 'PX', opts.lockTtlMs, 'NX')) === 'OK' ? 'mine' : 'theirs'
+      const took = await redis.eval(LOCK_SCRIPT, 1, lockKey(key), by, opts.lockTtlMs)
+      answered()
+      return took === 1 ? 'mine' : 'theirs'
     } catch (err) {
-      fail(reasonOf(err), err)
-      return 'none'
+      const reason = reasonOf(err)
+      fail(reason, err)
+      return reason === 'timeout' ? 'timeout' : 'none'
     }
   }
 
-  function unlock (key: string): void {
+  function unlock (key: string, by: string): void {
     if (redis.status !== 'ready') return // it expires by itself
-    redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), token).catch((err: unknown) => fail(reasonOf(err), err))
+    redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  return { get, put, lock, unlock, usable: healthy, count, recordKey, lockKey }
+  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>
@@ -229,6 +259,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
     const held = cache.peek(key)
     const heldSince = held?.storedAt ?? -Infinity
     const waitUntil = Math.min(flags.deadline ?? Infinity, performance.now() + opts.lockTtlMs)
+    const owner = tier.owner()
     let waited = false
     for (;;) {
       const entry = await tier.get(key)
@@ -240,8 +271,10 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
       }
       // An expired record another replica had: it may stand in if the upstream fails (behaviour.md §3).
       if (entry?.kind === 'found' && held === undefined) cache.restore(key, entry, at)
-      const lock = await tier.lock(key)
-      if (lock !== 'theirs') {
+      const lock = await tier.lock(key, owner)
+      // A lock command that timed out while Redis is still in use is asked again (below), as 'theirs' is:
+      // fetching at once would make one slow command a second upstream request for the DOI.
+      if (lock === 'mine' || lock === 'none' || (lock === 'timeout' && !tier.usable())) {
         try {
           // The record may have arrived between our look and our lock (its fetcher just let go): look once more.
           const late = lock === 'mine' ? await tier.get(key) : undefined
@@ -253,7 +286,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
           if (!waited) tier.count.miss.inc()
           return await fetchAndShare(handle, key, flags)
         } finally {
-          if (lock === 'mine') tier.unlock(key)
+          if (lock === 'mine') tier.unlock(key, owner)
         }
       }
       waited = true
