@@ -35,6 +35,9 @@ function requireRedisServer (): void {
 
 export class TestRedis {
   private child: ChildProcess | undefined
+  // Its own working directory: a replica writes the master's data there (dump.rdb) whatever `save` says,
+  // and a server started in the same directory would load it.
+  private readonly dir = mkdtempSync(join(tmpdir(), 'doi-proxy-redis-'))
   private constructor (readonly port: number, private readonly opts: TestRedisOptions) {}
 
   /** The server's URL, without credentials: `rediss://` when it serves TLS. */
@@ -65,7 +68,7 @@ export class TestRedis {
       ...(tls === undefined
         ? ['--port', String(this.port)]
         : ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no']),
-      '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes', '--loglevel', 'warning',
+      '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes', '--loglevel', 'warning',
       ...(this.opts.password === undefined ? [] : ['--requirepass', this.opts.password]),
       ...(this.opts.users ?? []).flatMap((user) => ['--user', ...user.split(' ')]),
       ...(this.opts.args ?? [])
@@ -97,6 +100,7 @@ export class TestRedis {
 
   async close (): Promise<void> {
     await this.kill()
+    rmSync(this.dir, { recursive: true, force: true })
   }
 }
 
@@ -234,7 +238,7 @@ export class TestCluster {
       for (let i = 0; i < 3; i++) {
         const port = await freePort()
         masters.push(await TestRedis.start({
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '1000', '--dir', dir]
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '1000']
         }))
       }
       try {
