@@ -49,20 +49,20 @@ describe('Redis behind Sentinels', () => {
 
     // Two readers per replica ask for DOIs one after another until the failover is over.
     const statuses: number[] = []
-    let failingOver = true
+    const traffic = { on: true }
     let n = 0
     const reader = async (app: FastifyInstance): Promise<void> => {
-      while (failingOver) {
+      while (traffic.on) {
         const res = await app.inject({ url: `/10.5555/topo-${n++ % 40}` })
         statuses.push(res.statusCode)
       }
     }
-    const traffic = Promise.all([...apps, ...apps].map(reader))
+    const readers = Promise.all([...apps, ...apps].map(reader))
     await new Promise((resolve) => setTimeout(resolve, 200))
     const after = await group.failover()
     await new Promise((resolve) => setTimeout(resolve, 300))
-    failingOver = false
-    await traffic
+    traffic.on = false
+    await readers
     expect(after).not.toBe(before)
     expect(statuses.length).toBeGreaterThan(20)
     expect(statuses.filter((status) => status !== 302)).toEqual([])
