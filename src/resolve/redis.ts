@@ -148,8 +148,26 @@ export function createRedisClient (settings: RedisSettings): RedisClient {
   return client
 }
 
-/** Resolves true once the client is connected, or false after `ms`: the start never waits longer, never fails. */
+/**
+ * Resolves true once the client is connected (a cluster: to each of its masters), or false after `ms`:
+ * the start never waits longer, never fails.
+ */
 export async function waitConnected (client: RedisClient, ms: number): Promise<boolean> {
+  const until = performance.now() + ms
+  if (!await waitReady(client, ms)) return false
+  if (!(client instanceof Cluster)) return true
+  // A cluster is ready once it knows its slots; its other nodes' connections open after. A first
+  // command sent meanwhile waits for one and may take more than its timeout: open them all now.
+  let timer: NodeJS.Timeout | undefined
+  const pinged = await Promise.race([
+    Promise.all(client.nodes('master').map(async (node) => await node.ping())).then(() => true, () => false),
+    new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, until - performance.now())) })
+  ])
+  clearTimeout(timer)
+  return pinged
+}
+
+async function waitReady (client: RedisClient, ms: number): Promise<boolean> {
   if (client.status === 'ready') return true
   return await new Promise((resolve) => {
     const done = (ok: boolean): void => {
