@@ -1,12 +1,12 @@
 import { readdir } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import type { Redis } from 'ioredis'
 import type { Config } from './config/schema.js'
 import type { Metrics } from './metrics.js'
 import type { RecordCache } from './resolve/cache.js'
 import { cacheSourceOf, sourceId } from './resolve/cache-source.js'
-import { closeRedis, createRedisClient, waitConnected } from './resolve/redis.js'
+import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected } from './resolve/redis.js'
+import type { RedisClient } from './resolve/redis.js'
 import type { RecordFetcher } from './resolve/resolver.js'
 import { createSharedTier, sharedFetcher } from './resolve/shared-tier.js'
 import { loadSnapshot, scheduleSnapshots } from './resolve/snapshot.js'
@@ -17,8 +17,8 @@ import { loadSnapshot, scheduleSnapshots } from './resolve/snapshot.js'
  * for at most REDIS_CONNECT_TIMEOUT_MS, closed with the app).
  */
 export interface CacheTiers {
-  /** The Redis client, for the rate limiter too; undefined without REDIS_URL. */
-  redis: Redis | undefined
+  /** The Redis client, for the rate limiter too; undefined without REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES). */
+  redis: RedisClient | undefined
   /** The upstream as the resolver should see it: through the shared tier when there is one. */
   wrap<F extends RecordFetcher> (upstream: F): F | RecordFetcher
 }
@@ -67,11 +67,12 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     app.addHook('preClose', async () => { await snapshots.close() })
   }
 
-  if (config.redisUrl === undefined) return { redis: undefined, wrap: (upstream) => upstream }
-  const redis = createRedisClient({ url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs, connectTimeoutMs: config.redisConnectTimeoutMs })
+  const settings = redisSettingsOf(config)
+  if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream }
+  const redis = createRedisClient(settings)
   app.addHook('onClose', async () => { await closeRedis(redis, config.redisCommandTimeoutMs * 10) })
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    app.log.warn({}, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    app.log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
   }
   const tier = createSharedTier({
     redis,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { Redis } from 'ioredis'
+import type { RedisClient } from './resolve/redis.js'
 import type { Dispatcher } from 'undici'
 import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
@@ -15,7 +15,7 @@ import type { OpenAccessProviderClient } from './resolve/open-access-providers.j
  * app: its provider (a file is read now), its cache and shared tier, closed with the app. Undefined
  * without OA_PROVIDER.
  */
-export async function setUpOpenAccess (app: FastifyInstance, config: Config, deps: { metrics: Metrics, now: () => number, redis: Redis | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
+export async function setUpOpenAccess (app: FastifyInstance, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
   const provider = await providerOf(app, config, deps.dispatcher)
   if (provider === undefined) return undefined
   const throttle = createLogThrottle(10_000)

@@ -82,6 +82,14 @@ export interface Config {
   cacheFile: string | undefined
   cacheSnapshotIntervalSeconds: number
   redisUrl: string | undefined
+  /** host:port of each Sentinel; with redisSentinelMaster instead of redisUrl. */
+  redisSentinels: string[]
+  redisSentinelMaster: string | undefined
+  /** host:port of some of a Redis Cluster's nodes, instead of redisUrl. */
+  redisClusterNodes: string[]
+  redisUsername: string | undefined
+  redisPassword: string | undefined
+  redisTlsCaFile: string | undefined
   redisKeyPrefix: string
   redisCommandTimeoutMs: number
   redisConnectTimeoutMs: number
@@ -114,7 +122,7 @@ export interface Config {
   oaDailyLimit: number
 }
 
-type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'trust' | 'metadata-mode' | 'hosts' | 'oa-provider'
+type Kind = 'string' | 'url' | 'int' | 'bool' | 'list' | 'map' | 'level' | 'optional-string' | 'optional-url' | 'cidrs' | 'prefixes' | 'optional-redis-url' | 'redis-nodes' | 'optional-secret' | 'trust' | 'metadata-mode' | 'hosts' | 'oa-provider'
 
 // The local services' own checks (src/config/local-services.ts).
 type LocalServiceKind = 'services' | 'template'
@@ -198,7 +206,13 @@ export const OPTIONS: readonly Option[] = [
   { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
   { key: 'cacheFile', env: 'CACHE_FILE', kind: 'optional-string', default: 'data/cache.snapshot', doc: 'File the cache is saved to (periodically and at shutdown) and loaded from at start, so a restart keeps its records (relative to the working directory; `/data/cache.snapshot` in the image); empty disables. With WORKERS > 1 each worker has its own file, `CACHE_FILE.<n>`. See docs/deployment.md.' },
   { key: 'cacheSnapshotIntervalSeconds', env: 'CACHE_SNAPSHOT_INTERVAL_SECONDS', kind: 'int', min: 0, max: 86_400, default: 300, doc: 'How often the cache is written to CACHE_FILE; 0 writes it only at shutdown.' },
-  { key: 'redisUrl', env: 'REDIS_URL', kind: 'optional-redis-url', default: undefined, doc: 'A Redis or Valkey (`redis://[:password@]host:port[/db]`, `rediss://` for TLS) shared by replicas and workers: a second cache tier behind each process\'s own, one upstream request per DOI across replicas, and the rate-limit counters. The service keeps working when it is down. See docs/deployment.md.' },
+  { key: 'redisUrl', env: 'REDIS_URL', kind: 'optional-redis-url', default: undefined, doc: 'A Redis or Valkey server (`redis://[[user]:password@]host:port[/db]`: a password, or an ACL user and its password; `rediss://` for TLS) shared by replicas and workers: a second cache tier behind each process\'s own, one upstream request per DOI across replicas, and the rate-limit counters. The service keeps working when it is down. See docs/deployment.md.' },
+  { key: 'redisSentinels', env: 'REDIS_SENTINELS', kind: 'redis-nodes', default: [], doc: 'Instead of REDIS_URL: the Sentinels watching a Redis master (comma-separated `host:port`), with REDIS_SENTINEL_MASTER; the service follows the master they name through failovers. See docs/deployment.md.' },
+  { key: 'redisSentinelMaster', env: 'REDIS_SENTINEL_MASTER', kind: 'optional-string', default: undefined, doc: 'The master\'s name in the Sentinels\' configuration (`sentinel monitor <name> …`); needed with REDIS_SENTINELS.' },
+  { key: 'redisClusterNodes', env: 'REDIS_CLUSTER_NODES', kind: 'redis-nodes', default: [], doc: 'Instead of REDIS_URL: some nodes of a Redis Cluster (comma-separated `host:port`); the others are found from them and records are spread over its masters. See docs/deployment.md.' },
+  { key: 'redisUsername', env: 'REDIS_USERNAME', kind: 'optional-string', default: undefined, doc: 'ACL user for Redis (with REDIS_PASSWORD), where REDIS_URL holds no credentials: the only way to give them with REDIS_SENTINELS or REDIS_CLUSTER_NODES.' },
+  { key: 'redisPassword', env: 'REDIS_PASSWORD', kind: 'optional-secret', default: undefined, doc: 'Password for Redis (`requirepass`, or REDIS_USERNAME\'s), where REDIS_URL holds none; never logged or shown.' },
+  { key: 'redisTlsCaFile', env: 'REDIS_TLS_CA_FILE', kind: 'optional-string', default: undefined, doc: 'PEM file of the certificate authority a `rediss://` REDIS_URL\'s certificate must chain to (a private CA); without it, the system\'s CAs.' },
   { key: 'redisKeyPrefix', env: 'REDIS_KEY_PREFIX', kind: 'string', default: 'doi-proxy:', doc: 'Prefix of every key we write in Redis (a format version follows it), so deployments can share one Redis.' },
   { key: 'redisCommandTimeoutMs', env: 'REDIS_COMMAND_TIMEOUT_MS', kind: 'int', min: 5, max: 10_000, default: 100, doc: 'A Redis command not answered within this long is given up: the lookup goes on without Redis.' },
   { key: 'redisConnectTimeoutMs', env: 'REDIS_CONNECT_TIMEOUT_MS', kind: 'int', min: 50, max: 60_000, default: 1_000, doc: 'Redis connect timeout; the start waits at most this long for Redis, never fails for it.' },
@@ -349,6 +363,22 @@ function coerce (opt: Option, raw: unknown, source: string): unknown {
       if (url.hostname === '' || !/^\/?\d{0,2}$/.test(url.pathname) || url.search !== '' || url.hash !== '') return bad('a redis:// URL with a host and at most a database number, such as redis://valkey:6379/0')
       return raw
     }
+    case 'redis-nodes': {
+      const items = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : fail('comma-separated host:port entries')
+      for (const item of items) {
+        const m = typeof item === 'string' ? /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(item) : null
+        if (m === null || Number(m[2]) < 1 || Number(m[2]) > 65535) return fail('comma-separated host:port entries such as redis-1:6379,redis-2:6379')
+      }
+      return items
+    }
+    case 'optional-secret': {
+      // The value is never named in a message.
+      if (raw === '') return undefined
+      if (typeof raw !== 'string' || /[\u0000-\u001f\u007f]/.test(raw)) { // eslint-disable-line no-control-regex
+        throw new ConfigError(`invalid setting ${where}: expected a string without control characters (value not shown)`)
+      }
+      return raw
+    }
     case 'metadata-mode':
       if (raw !== 'redirect' && raw !== 'fetch') return fail('redirect or fetch')
       return raw
@@ -402,10 +432,40 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
     throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)
   }
+  checkRedis(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
     throw new ConfigError(`invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`)
   }
   return config
+}
+
+/** One way to reach Redis at most, and each option only where it means something. */
+function checkRedis (config: Config): void {
+  const ways = [
+    config.redisUrl !== undefined ? 'redisUrl (REDIS_URL)' : undefined,
+    config.redisSentinels.length > 0 ? 'redisSentinels (REDIS_SENTINELS)' : undefined,
+    config.redisClusterNodes.length > 0 ? 'redisClusterNodes (REDIS_CLUSTER_NODES)' : undefined
+  ].filter((way) => way !== undefined)
+  if (ways.length > 1) throw new ConfigError(`invalid setting ${ways[1]}: set one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES, not ${ways.join(' and ')}`)
+  if (config.redisSentinels.length > 0 && config.redisSentinelMaster === undefined) {
+    throw new ConfigError('invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): needed with REDIS_SENTINELS, the master\'s name in `sentinel monitor <name> …`')
+  }
+  if (config.redisSentinelMaster !== undefined && config.redisSentinels.length === 0) {
+    throw new ConfigError(`invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): ${JSON.stringify(config.redisSentinelMaster)} means something only with REDIS_SENTINELS`)
+  }
+  const url = config.redisUrl === undefined ? undefined : new URL(config.redisUrl)
+  if (url !== undefined && (url.username !== '' || url.password !== '') && (config.redisUsername !== undefined || config.redisPassword !== undefined)) {
+    throw new ConfigError('invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): REDIS_URL holds credentials already; give them in one place')
+  }
+  if (config.redisUsername !== undefined && config.redisPassword === undefined) {
+    throw new ConfigError(`invalid setting redisUsername (REDIS_USERNAME): ${JSON.stringify(config.redisUsername)} needs REDIS_PASSWORD too`)
+  }
+  if (ways.length === 0 && (config.redisUsername !== undefined || config.redisPassword !== undefined)) {
+    throw new ConfigError('invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): means something only with REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES')
+  }
+  if (config.redisTlsCaFile !== undefined && url?.protocol !== 'rediss:') {
+    throw new ConfigError(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(config.redisTlsCaFile)} needs a rediss:// REDIS_URL (TLS to Sentinel or Cluster nodes is not supported)`)
+  }
 }
 
 /** The User-Agent actually sent: the configured one plus the contact, if any. */

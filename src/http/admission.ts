@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
-import type { Redis } from 'ioredis'
 import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../metrics.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
 import { upstreamErrors } from '../resolve/errors.js'
+import type { RedisClient } from '../resolve/redis.js'
 import { networkMatcher, ticketFor } from './client.js'
 import { RefusedError } from './errors.js'
 
@@ -29,7 +29,7 @@ export interface Admission {
 }
 
 /** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
-export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics, redis?: Redis): Promise<Admission> {
+export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics, redis?: RedisClient): Promise<Admission> {
   const isTrusted = networkMatcher(config.trustedNetworks)
   const isAllowListed = networkMatcher(config.rateLimitAllowList)
   const refused = {

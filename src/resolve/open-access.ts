@@ -5,7 +5,7 @@
  * and a latency budget: a reader waits at most `budgetMs`, the answer is cached whenever it comes.
  * Nothing here ever throws at a reader: a provider that fails is "unavailable".
  */
-import type { Redis } from 'ioredis'
+import type { RedisClient } from './redis.js'
 import { LRUCache } from 'lru-cache'
 import { openAccessLocation } from '../handle/linkout.js'
 import type { OpenAccessAnswer } from '../handle/linkout.js'
@@ -23,7 +23,7 @@ export interface OpenAccessOptions {
   maxEntries: number
   dailyLimit: number
   /** The shared tier; undefined without REDIS_URL. */
-  redis?: Redis | undefined
+  redis?: RedisClient | undefined
   /** REDIS_KEY_PREFIX; our keys are `<prefix>oa:1:…` (1: the format of what is stored). */
   redisPrefix?: string
   /** A provider failure, for the log (the caller throttles it). */

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Counter, Gauge } from 'prom-client'
-import type { Redis } from 'ioredis'
 import { cacheKey } from '../handle/name.js'
 import { recordCacheSeconds } from '../handle/record.js'
 import { createLogThrottle } from '../log-throttle.js'
 import type { Metrics } from '../metrics.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
+import type { RedisClient } from './redis.js'
 import type { LookupOptions, RecordFetcher } from './resolver.js'
 import type { UpstreamAnswer } from './upstream.js'
 
@@ -43,7 +43,8 @@ const LOCK_SCRIPT = "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
 export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | 'bad_value'
 
 export interface SharedTierOptions {
-  redis: Redis
+  /** One server, a Sentinel-watched master or a Cluster: every command here names one key, so any of them serves. */
+  redis: RedisClient
   /**
    * Keys are `${prefix}v2:<source>:r:<cache key>` (records) and `${prefix}v2:<source>:l:<cache key>` (locks):
    * the source (cache-source.ts: a hash of the upstream URL and offline flag) is part of every key whatever the
