@@ -92,12 +92,17 @@ export function createBatchAnswers (opts: BatchOptions) {
    * once; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
   async function * answer (lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
+    // A name's lookup while it runs, and afterwards its answer only when the cache may not hold it (not
+    // found, failed): a registered name asked again is a cache hit, so the map stays small on long batches.
     const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
     const lookup = async (line: BatchLine): Promise<BatchResult> => {
       if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: line.status, error: line.message }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
-      if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
+      if (pending === undefined) {
+        once.set(key, pending = resolve(line.handle, req))
+        void pending.then((r) => { if (r.registered === true) once.delete(key) })
+      }
       return { input: line.input, ...(await pending) }
     }
     for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {

@@ -1,12 +1,17 @@
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { setup } from '../support/app.js'
+import { setup as setupApp } from '../support/app.js'
 import { admin, str, PROBE_RECORDS } from '../support/records.js'
 import type { BatchResult } from '../../src/http/batch.js'
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js'
 
 const NDJSON = 'application/x-ndjson; charset=utf-8'
+
+/** The app, without load shedding: a busy test machine must not turn a batch into a 503. */
+async function setup (opts: Parameters<typeof setupApp>[0] = {}): ReturnType<typeof setupApp> {
+  return await setupApp({ ...opts, overrides: { maxEventLoopDelayMs: 0, ...opts.overrides } })
+}
 
 /** The DOIs the upstream was asked for (not the prefix records a redirect reads its namespace from). */
 function doisAsked (upstream: Awaited<ReturnType<typeof setup>>['upstream']): string[] {

@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { promisify } from 'node:util'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { parse as parseYaml } from 'yaml'
+import { setup } from '../support/app.js'
+import { admin, str, PROBE_RECORDS } from '../support/records.js'
+
+// docs/checking-dois.md's recipes, run as written (only the address of doi-proxy changes).
+const DOC = readFileSync(new URL('../../docs/checking-dois.md', import.meta.url), 'utf8')
+const LINKINATOR = new URL('../../node_modules/linkinator/build/src/cli.js', import.meta.url).pathname
+const run = promisify(execFile)
+
+/** The fenced blocks of the doc in a language. */
+function blocks (lang: string): string[] {
+  return [...DOC.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!)
+}
+
+async function listen (server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  onTestFinished(async () => { await new Promise((resolve) => server.close(resolve)) })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** doi-proxy on a free port, with a registered DOI whose landing page (a real server) answers 403 to everyone. */
+async function world (): Promise<{ proxy: string, landingHits: () => number }> {
+  let hits = 0
+  const publisher = createServer((_req, res) => { hits++; res.writeHead(403).end('Forbidden') })
+  const landing = await listen(publisher)
+  // No load shedding: a busy test machine must not turn an answer into a 503.
+  const { app } = await setup({ records: { ...PROBE_RECORDS, '10.5555/paywalled': [admin(), str(1, 'URL', `${landing}/article`)] }, overrides: { maxEventLoopDelayMs: 0 } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { proxy: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, landingHits: () => hits }
+}
+
+const ours = (text: string, proxy: string): string => text.replaceAll('http://127.0.0.1:8000', proxy)
+
+describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
+  it('linkinator, as the recipe runs it, passes a registered DOI whose landing page is 403 and fails an unregistered one', async () => {
+    const { proxy, landingHits } = await world()
+    const page = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>refs</title>' +
+        '<a href="https://doi.org/10.5555/paywalled">a paper behind a wall</a> <a href="http://dx.doi.org/10.5555/missing">a typo</a>')
+    })
+    const site = await listen(page)
+    const recipe = blocks('sh').find((b) => b.includes('linkinator'))!
+    const search = /--url-rewrite-search '([^']+)'/.exec(recipe)![1]!
+    const replace = /--url-rewrite-replace '([^']+)'/.exec(ours(recipe, proxy))![1]!
+    const result = await run(process.execPath, [LINKINATOR, site, '--url-rewrite-search', search, '--url-rewrite-replace', replace, '--format', 'json'])
+      .catch((err: { code: number, stdout: string }) => err)
+    const report = JSON.parse(result.stdout) as { passed: boolean, links: Array<{ url: string, state: string, status: number }> }
+    const states = Object.fromEntries(report.links.map((l) => [l.url.replace(proxy, ''), [l.state, l.status]]))
+    expect(states['/api/handles/10.5555/paywalled']).toEqual(['OK', 200])
+    expect(states['/api/handles/10.5555/missing']).toEqual(['BROKEN', 404])
+    expect(report.passed).toBe(false)
+    expect(landingHits()).toBe(0)
+  })
+
+  it('lychee\'s --remap and markdown-link-check\'s replacementPatterns send DOI links to /api/handles', async () => {
+    const { proxy, landingHits } = await world()
+    const lychee = /--remap '(\S+) (\S+)'/.exec(ours(blocks('sh').find((b) => b.includes('lychee'))!, proxy))!
+    const mlc = JSON.parse(ours(blocks('json').find((b) => b.includes('replacementPatterns'))!, proxy)) as { replacementPatterns: Array<{ pattern: string, replacement: string }> }
+    const rewrites: Array<(url: string) => string> = [
+      // lychee's regex is Rust's; these patterns mean the same in JavaScript.
+      (url) => url.replace(new RegExp(lychee[1]!), lychee[2]!),
+      (url) => mlc.replacementPatterns.reduce((u, p) => u.replace(new RegExp(p.pattern), p.replacement), url)
+    ]
+    for (const rewrite of rewrites) {
+      const first = await fetch(rewrite('https://doi.org/10.5555/paywalled'))
+      expect([first.status, first.status === 200 ? '' : await first.text()]).toEqual([200, ''])
+      expect((await fetch(rewrite('http://dx.doi.org/10.5555/missing'))).status).toBe(404)
+      expect((await fetch(rewrite('https://doi.org/10.5555%2Fplain'))).status).toBe(200)
+    }
+    expect(landingHits()).toBe(0)
+  })
+
+  it('the batch API example answers what the doc shows', async () => {
+    const { proxy } = await world()
+    const example = blocks('sh').find((b) => b.includes('/api/batch'))!
+    const { stdout } = await run('bash', ['-c', ours(example, proxy)])
+    expect(stdout).toBe(blocks('json').find((b) => b.includes('"input"'))!)
+  })
+
+  it('the GitHub Actions job is valid YAML running doi-proxy check with the github format against its service', () => {
+    const workflow = parseYaml(blocks('yaml')[0]!) as { jobs: { dois: { services: Record<string, { ports: string[] }>, steps: Array<{ run?: string }> } } }
+    expect(workflow.jobs.dois.services['doi-proxy']!.ports).toEqual(['8000:8000'])
+    expect(workflow.jobs.dois.steps.map((s) => s.run).join('')).toContain('check --format github --server http://127.0.0.1:8000 docs/')
+  })
+})
