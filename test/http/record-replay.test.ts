@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -143,5 +144,28 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
 
   it('RECORD_TO with WORKERS other than 1 is refused at start, naming both', () => {
     expect(() => buildConfig(undefined, { RECORD_TO: 'records', WORKERS: '2' })).toThrow(/recordTo: RECORD_TO needs WORKERS=1.*got workers 2/)
+  })
+})
+
+describe('doi-proxy record --dois FILE: mirror with the metadata citation tools ask for', () => {
+  it('records a list of DOIs with their CSL-JSON, BibTeX and citation, and an offline server answers them', async () => {
+    const { agency, upstream } = await registry()
+    const dir = tempDir()
+    const list = join(dir, 'dois.txt')
+    writeFileSync(list, '# what the suite cites\n10.9999/paper\n')
+    const out = join(dir, 'records', 'list.ndjson')
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'record', '--dois', list, '--out', out, '--upstream', upstream.url, '--delay-ms', '0'],
+      { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, METADATA_HOSTS: agency.host } })
+    let stdout = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    expect(stdout).toMatch(/Metadata \(application\/vnd\.citationstyles\.csl\+json, application\/x-bibtex, text\/x-bibliography\)/)
+    expect(code).toBe(0)
+    const offline = await start({ ...buildConfig(undefined, {}), offline: true, cacheFile: undefined, localStoreDir: join(dir, 'records'), maxEventLoopDelayMs: 0 })
+    onTestFinished(async () => { await offline.close() })
+    const csl = await offline.inject({ url: '/10.9999/paper', headers: { accept: 'application/vnd.citationstyles.csl+json' } })
+    expect(csl.statusCode).toBe(200)
+    expect(csl.body).toBe(CSL)
+    expect((await offline.inject({ url: '/10.9999/paper', headers: { accept: 'application/x-bibtex' } })).body).toBe(BIBTEX)
   })
 })
