@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
-import { RECORD_FILE } from '../../src/record-to.js'
+import { RECORD_FILE, openRecorder } from '../../src/record-to.js'
 import { FakeAgency } from '../support/fake-agency.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { admin, str } from '../support/records.js'
@@ -140,6 +140,29 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
     const dir = tempDir()
     writeFileSync(join(dir, RECORD_FILE), '{"handle":"10.1/a","values":[]}\nnot json\n')
     await expect(start({ ...buildConfig(undefined, {}), cacheFile: undefined, localStoreDir: undefined, recordTo: dir })).rejects.toThrow(/line 2 of .*recorded\.ndjson/)
+  })
+
+  it('what is recorded but not yet written is written at close, not lost', async () => {
+    const dir = tempDir()
+    const log = { warn: () => {}, error: () => {} }
+    const recorder = await openRecorder({ dir, flushDelayMs: 60_000, log })
+    recorder.record('10.1/a', [str(1, 'URL', 'https://example.org/a')])
+    recorder.recordMetadata('10.1/a', 'application/x-bibtex', { contentType: 'application/x-bibtex', body: '@misc{a}' })
+    expect(() => readFileSync(join(dir, RECORD_FILE))).toThrow(/ENOENT/)
+    await recorder.close()
+    expect(JSON.parse(readFileSync(join(dir, RECORD_FILE), 'utf8'))).toMatchObject({ handle: '10.1/a', metadata: { 'application/x-bibtex': { body: '@misc{a}' } } })
+  })
+
+  it('past its bound, a record is not kept and the log says so once', async () => {
+    const dir = tempDir()
+    const warnings: string[] = []
+    const recorder = await openRecorder({ dir, maxRecords: 2, log: { warn: (_o, msg) => { warnings.push(msg) }, error: () => {} } })
+    for (const h of ['10.1/a', '10.1/b', '10.1/c', '10.1/d']) recorder.record(h, [str(1, 'URL', `https://example.org/${h}`)])
+    recorder.record('10.1/A', [str(1, 'URL', 'https://example.org/a2')])
+    await recorder.close()
+    const lines = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { handle: string })
+    expect(lines.map((l) => l.handle)).toEqual(['10.1/a', '10.1/b'])
+    expect(warnings).toHaveLength(1)
   })
 
   it('RECORD_TO with WORKERS other than 1 is refused at start, naming both', () => {
