@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `doi-proxy` command: `mirror`, which copies the records of a reading list of DOIs into an NDJSON
- * file for the local store (src/mirror.ts), and `check`, which finds the DOIs in files and asks a
- * doi-proxy whether they are registered (src/check/). An entry point: it reads
+ * file for the local store (src/mirror.ts), `record`, the same with the metadata citation tools ask for,
+ * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered (src/check/).
+ * An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
 import { readFile } from 'node:fs/promises'
@@ -21,11 +22,17 @@ import { runCheck } from './check/command.js'
 const EXIT_USAGE = 2
 const EXIT_INTERRUPTED = 130
 
+/** `record`: the types citation tools ask agencies for (citation.js, Zotero, manubot, R's rcrossref). */
+const RECORD_ACCEPT = ['application/vnd.citationstyles.csl+json', 'application/x-bibtex', 'text/x-bibliography']
+
 const HELP = `doi-proxy: a self-hosted DOI resolver
 
 Usage:
   doi-proxy mirror [options]     copy the records of a list of DOIs into an NDJSON file the
                                  server can load as local records (see docs/local-records.md)
+  doi-proxy record --dois FILE   the same with the metadata a citation tool asks for (mirror
+                                 with --accept of the types below by default), for a test suite
+                                 to replay offline (see docs/testing-with-doi-proxy.md)
   doi-proxy check [options] PATH...
                                  are the DOIs in these files registered? asks a running
                                  doi-proxy's batch API (see docs/checking-dois.md and
@@ -55,11 +62,17 @@ mirror options:
                            an offline server answers content negotiation; only from hosts on
                            $METADATA_HOSTS (default: the agencies' services). See docs/metadata.md
 
+record options: those of mirror, with
+      --dois FILE          the list of DOIs (the same as --input)
+  -o, --out FILE           default: doi-records/list.ndjson
+      --accept TYPES       default: ${RECORD_ACCEPT.join(',')}
+
 Exit status: 0 when every DOI was fetched, skipped or not found; 1 when some failed or an
 input line is not a DOI name; 2 for a usage error; 130 when interrupted (run again to resume).
 
 Example:
   doi-proxy mirror --input reading-list.txt --out records/reading-list.ndjson
+  doi-proxy record --dois test/dois.txt --out test/doi-records/list.ndjson
   doi-proxy mirror -i list.txt -o records/list.ndjson --accept application/x-bibtex
 `
 
@@ -82,14 +95,16 @@ function defaultOf (key: string): unknown {
   return OPTIONS.find((o) => o.key === key)?.default
 }
 
-function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv): MirrorCommand | 'help' {
+/** `mirror`'s options; `record` is mirror with the metadata citation tools ask for, by default, and --dois. */
+function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false): MirrorCommand | 'help' {
   const { values, positionals } = parseArgs({
     args,
     strict: true,
     allowPositionals: true,
     options: {
       input: { type: 'string', short: 'i', default: '-' },
-      out: { type: 'string', short: 'o', default: 'mirror.ndjson' },
+      ...(record ? { dois: { type: 'string' } } : {}),
+      out: { type: 'string', short: 'o', default: record ? 'doi-records/list.ndjson' : 'mirror.ndjson' },
       concurrency: { type: 'string', short: 'c', default: '4' },
       retries: { type: 'string', default: '3' },
       'delay-ms': { type: 'string', default: '100' },
@@ -109,15 +124,17 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv): MirrorCommand
   if (userAgent.trim() === '' || /[\u0000-\u001f\u007f]/.test(userAgent)) { // eslint-disable-line no-control-regex
     throw new UsageError(`--user-agent must be non-empty text without control characters, got ${JSON.stringify(userAgent)}`)
   }
+  const dois = (values as { dois?: string }).dois
+  if (dois !== undefined && values.input !== '-') throw new UsageError('give the list once: --dois FILE or --input FILE')
   return {
-    input: values.input,
+    input: dois ?? values.input,
     out: values.out,
     concurrency: wholeNumber('--concurrency', values.concurrency, 1, 64),
     retries: wholeNumber('--retries', values.retries, 0, 10),
     delayMs: wholeNumber('--delay-ms', values['delay-ms'], 0, 60_000),
     upstream: httpUrl(values.upstream !== undefined ? '--upstream' : 'UPSTREAM_URL', values.upstream ?? nonEmpty(env.UPSTREAM_URL) ?? String(defaultOf('upstreamUrl'))),
     userAgent,
-    accept: mediaTypes(values.accept),
+    accept: mediaTypes(values.accept ?? (record ? RECORD_ACCEPT.join(',') : undefined)),
     metadataHosts: hostList(nonEmpty(env.METADATA_HOSTS))
   }
 }
@@ -295,8 +312,8 @@ async function main (argv: string[]): Promise<number> {
     return command === undefined ? EXIT_USAGE : 0
   }
   if (command === 'check') return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
-  if (command !== 'mirror') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, check)`)
-  const cmd = parseMirrorArgs(rest, process.env)
+  if (command !== 'mirror' && command !== 'record') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check)`)
+  const cmd = parseMirrorArgs(rest, process.env, command === 'record')
   if (cmd === 'help') {
     process.stdout.write(HELP)
     return 0

@@ -13,6 +13,7 @@ import { createMetadataAnswers } from './http/metadata.js'
 import type { MetadataAnswers } from './http/metadata.js'
 import { createLogThrottle } from './log-throttle.js'
 import { setUpOpenAccess } from './open-access.js'
+import { openRecorder, recordingFetcher } from './record-to.js'
 import { createMetrics } from './metrics.js'
 import type { Metrics } from './metrics.js'
 import { createRecordCache } from './resolve/cache.js'
@@ -138,8 +139,12 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     metrics.observeLocalStore(() => local.stats().records)
   }
   const throttleStale = createLogThrottle(1000)
+  // RECORD_TO: what is fetched is written for an offline replay (docs/testing-with-doi-proxy.md); flushed at close.
+  const recorder = config.recordTo === undefined || config.offline ? undefined : await openRecorder({ dir: config.recordTo, log: app.log })
+  if (recorder !== undefined) app.addHook('onClose', async () => { await recorder.close() })
+  const fetcher = tiers.wrap(upstream)
   const resolver = createResolver({
-    upstream: config.offline ? undefined : tiers.wrap(upstream),
+    upstream: config.offline ? undefined : recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
     queue,
     local,
     cache,
@@ -177,7 +182,7 @@ export async function createServices (app: FastifyInstance, config: Config, deps
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
   const openAccess = await setUpOpenAccess(app, config, { metrics, now, redis: tiers.redis })
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
-  const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now })
+  const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })
   app.addHook('onClose', async () => { await metadata.close() })
   return {
     now,

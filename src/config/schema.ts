@@ -51,6 +51,7 @@ export interface Config {
   localAuthoritativePrefixes: string[]
   localStoreWatch: boolean
   localStorePollMs: number
+  recordTo: string | undefined
   offline: boolean
   /** behaviour.md §10: every local service, the LOCAL_SERVICE_URL one (id `local`) last. */
   localServices: LocalServiceConfig[]
@@ -202,6 +203,7 @@ export const OPTIONS: readonly Option[] = [
   { key: 'localAuthoritativePrefixes', env: 'LOCAL_AUTHORITATIVE_PREFIXES', kind: 'prefixes', default: [], doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated). Empty by default: local records overlay the upstream, so the shipped samples never hide real DOIs of 10.5555, Crossref\'s test prefix.' },
   { key: 'localStoreWatch', env: 'LOCAL_STORE_WATCH', kind: 'bool', default: true, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
   { key: 'localStorePollMs', env: 'LOCAL_STORE_POLL_MS', kind: 'int', min: 0, max: 3_600_000, default: 0, doc: 'Look for changes to the local store every this many ms instead of with fs.watch; 0 uses fs.watch. Set it (e.g. 5000) when the directory is on NFS/SMB or a container mount where fs.watch hears nothing. See docs/local-records.md.' },
+  { key: 'recordTo', env: 'RECORD_TO', kind: 'optional-string', default: undefined, doc: 'Directory to record into: every record and every metadata answer fetched from upstream is written (deduplicated, atomically, off the request path) to `recorded.ndjson` there, a local-record file that `OFFLINE=true LOCAL_STORE_DIR=` the same directory replays. Needs WORKERS=1. See docs/testing-with-doi-proxy.md.' },
   { key: 'offline', env: 'OFFLINE', kind: 'bool', default: false, doc: 'No upstream at all: only the local store answers, everything else is 404.' },
   { key: 'geoipDatabase', env: 'GEOIP_DATABASE', kind: 'optional-string', default: undefined, doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
   { key: 'cacheFile', env: 'CACHE_FILE', kind: 'optional-string', default: 'data/cache.snapshot', doc: 'File the cache is saved to (periodically and at shutdown) and loaded from at start, so a restart keeps its records (relative to the working directory; `/data/cache.snapshot` in the image); empty disables. With WORKERS > 1 each worker has its own file, `CACHE_FILE.<n>`. See docs/deployment.md.' },
@@ -428,6 +430,10 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
     checkIds(config.localServices, { fail: (message) => { throw new ConfigError(`invalid setting localServices: ${message} (LOCAL_SERVICE_URL defines the service "local")`) } })
   }
   checkOpenAccess(config, (message) => { throw new ConfigError(message) })
+  // Each worker would rewrite the one file from what it alone fetched.
+  if (config.recordTo !== undefined && config.workers !== 1) {
+    throw new ConfigError(`invalid setting recordTo: RECORD_TO needs WORKERS=1 (one process writes the file), got workers ${config.workers}`)
+  }
   // The server drops a connection that has been quiet for requestTimeoutMs: a lookup must end before.
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
     throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)

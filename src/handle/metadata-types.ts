@@ -154,3 +154,16 @@ export function fallbackTypes (accept: string | readonly string[] | undefined, m
   const concrete = parseAccept(accept).filter((e) => e.q > 0 && !e.type.includes('*')).sort((a, b) => b.q - a.q)
   return concrete.slice(1, 1 + max).map((e) => e.full)
 }
+
+/**
+ * The stored key under which an agency's answer to `accept` is recorded (RECORD_TO), so that the same
+ * Accept replayed offline chooses it (chooseStoredType): the Accept entry of the answer's type, with its
+ * parameters (`text/x-bibliography;style=apa`), else the answer's type alone. Undefined for an answer
+ * whose type is no media type.
+ */
+export function recordedType (accept: string, contentType: string | undefined): string | undefined {
+  const type = baseType(contentType)
+  if (!MEDIA.test(type)) return undefined
+  const entry = parseAccept(accept).find((e) => e.q > 0 && e.type === type)
+  return normaliseMediaType(entry?.full ?? type) ?? normaliseMediaType(type)
+}

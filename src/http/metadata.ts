@@ -13,7 +13,8 @@ import type { Config } from '../config/schema.js'
 import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import type { AllowedHost } from '../handle/metadata-hosts.js'
-import { acceptCacheKey, chooseStoredType, fallbackTypes } from '../handle/metadata-types.js'
+import { acceptCacheKey, chooseStoredType, fallbackTypes, recordedType } from '../handle/metadata-types.js'
+import type { Recorder } from '../record-to.js'
 import type { StoredMetadata } from '../resolve/local-metadata.js'
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
@@ -55,6 +56,8 @@ export interface MetadataAnswersOptions {
   stored?: ((handle: string) => StoredMetadata | undefined) | undefined
   userAgent: string
   now: () => number
+  /** RECORD_TO: every metadata answer fetched is recorded (src/record-to.ts). */
+  recorder?: Pick<Recorder, 'recordMetadata'> | undefined
 }
 
 // The Accept header we pass on: visible ASCII, bounded (a longer one is answered with the redirect).
@@ -139,10 +142,16 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     let first: Awaited<ReturnType<MetadataService['get']>> | undefined
     for (const q of tries) {
       const got = await service!.get({ ...q, ticket, deadline })
+      if (got.cache === 'MISS' && got.answer.status === 200 && answered(got.answer)) record(outcome.handle, q.accept, got.answer)
       if (answered(got.answer)) return sendAnswer(reply, outcome, got.answer, got.cache)
       first ??= got
     }
     return sendAnswer(reply, outcome, first!.answer, first!.cache)
+  }
+
+  function record (handle: string, accept: string, a: MetadataAnswer): void {
+    const type = opts.recorder === undefined ? undefined : recordedType(accept, a.contentType)
+    if (type !== undefined && a.contentType !== undefined) opts.recorder!.recordMetadata(handle, type, { contentType: a.contentType, body: a.body.toString('utf8') })
   }
 
   function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus): FastifyReply {

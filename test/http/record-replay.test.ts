@@ -1,0 +1,194 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { buildConfig } from '../../src/config/schema.js'
+import type { Config } from '../../src/config/schema.js'
+import { RECORD_FILE, openRecorder } from '../../src/record-to.js'
+import { FakeAgency } from '../support/fake-agency.js'
+import { FakeUpstream } from '../support/fake-upstream.js'
+import { admin, str } from '../support/records.js'
+
+// Issue 29 §1: a test suite runs once online through doi-proxy with RECORD_TO, then offline with
+// LOCAL_STORE_DIR set to the same directory, and gets byte-identical answers.
+
+const BIBTEX = '@article{paper, title = {A paper}}\n'
+const CSL = '{"type":"article-journal","title":"A paper","DOI":"10.9999/paper"}'
+const APA = 'Author, A. (2020). A paper. Journal, 1(2), 3. https://doi.org/10.9999/paper\n'
+
+function tempDir (): string {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-record-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function registry () {
+  const agency = await FakeAgency.start({
+    '10.9999/paper': { 'application/x-bibtex': BIBTEX, 'application/vnd.citationstyles.csl+json': CSL, 'text/x-bibliography;style=apa': APA }
+  })
+  const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}" /></locations>`
+  const upstream = await FakeUpstream.start({
+    10.9999: [admin(), str(1, 'HS_SERV', '10.SERV/CROSSREF'), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/FAKE</locs></HS_NAMESPACE>')],
+    '10.SERV/FAKE': [admin(), str(1, '10320/loc', conneg)],
+    '10.9999/paper': [str(1, 'URL', 'https://publisher.example/paper'), str(2, 'EMAIL', 'editor@publisher.example'), admin()],
+    '10.9999/Alias': [str(1, 'HS_ALIAS', '10.9999/paper'), admin()],
+    // A prefix without namespace locations: a record without a URL shows its values.
+    10.8888: [admin(), str(1, 'HS_SERV', '10.SERV/DATACITE')],
+    '10.8888/values-only': [str(1, 'DESC', 'No URL <here> & "there"'), admin()],
+    '10.9999/loc': [str(1, '10320/loc', '<locations chooseby="locatt,country,weighted"><location href="https://a.example/" weight="1" /><location href="https://uk.example/" country="gb" weight="0" /></locations>'), admin()]
+  })
+  onTestFinished(async () => {
+    await upstream.close()
+    await agency.close()
+  })
+  return { agency, upstream }
+}
+
+async function start (config: Config): Promise<FastifyInstance> {
+  const app = await buildApp(config, { random: () => 0 })
+  await app.ready()
+  return app
+}
+
+const CURL = { 'user-agent': 'curl/8.5.0', accept: '*/*' }
+/** What a test suite asks: every kind of answer, metadata in several types. */
+const REQUESTS: Array<{ url: string, headers?: Record<string, string> }> = [
+  { url: '/10.9999/paper', headers: CURL },
+  { url: '/10.9999/paper', headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0', accept: 'text/html,*/*;q=0.8' } },
+  { url: '/10.9999/paper?noredirect' },
+  { url: '/api/handles/10.9999/paper' },
+  { url: '/api/handles/10.9999/paper?pretty&type=URL' },
+  { url: '/10.9999/paper', headers: { accept: 'application/x-bibtex' } },
+  { url: '/10.9999/paper', headers: { accept: 'application/vnd.citationstyles.csl+json' } },
+  { url: '/10.9999/paper', headers: { accept: 'text/x-bibliography; style=apa' } },
+  { url: '/10.9999/paper', headers: { accept: 'application/rdf+xml;q=0.9, application/x-bibtex;q=0.5' } },
+  { url: '/10.9999/alias', headers: CURL },
+  { url: '/10.8888/values-only', headers: CURL },
+  { url: '/api/handles/10.8888/values-only' },
+  { url: '/10.9999/loc', headers: CURL },
+  { url: '/10.9999/loc?country=GB', headers: CURL },
+  { url: '/10.9999/paper?action=showurls' },
+  { url: '/doiRA/10.9999/paper' }
+]
+
+const RELEVANT = ['location', 'content-type', 'vary', 'link', 'x-content-type-options', 'content-security-policy'] as const
+
+async function answers (app: FastifyInstance): Promise<Array<{ request: string, status: number, headers: Record<string, unknown>, body: string }>> {
+  const out = []
+  for (const r of REQUESTS) {
+    const res = await app.inject({ url: r.url, headers: r.headers ?? {} })
+    out.push({ request: `${r.url} ${JSON.stringify(r.headers ?? {})}`, status: res.statusCode, headers: Object.fromEntries(RELEVANT.map((h) => [h, res.headers[h]])), body: res.body })
+  }
+  return out
+}
+
+describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () => {
+  it('every answer of a suite run offline from what it recorded online is byte-identical (status, headers, body)', async () => {
+    const { agency, upstream } = await registry()
+    const dir = tempDir()
+    const base: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, cacheFile: undefined, localStoreDir: undefined, maxEventLoopDelayMs: 0, metadataMode: 'fetch', metadataHosts: [agency.host] }
+    const online = await start({ ...base, recordTo: dir })
+    const recorded = await answers(online)
+    expect(recorded.map((a) => a.status), JSON.stringify(recorded.map((a) => [a.request, a.status, a.body.slice(0, 200)]), null, 1)).toEqual([302, 302, 200, 200, 200, 200, 200, 200, 200, 301, 200, 200, 302, 302, 200, 200])
+    // Written off the request path, shortly after: the answers did not wait for the file.
+    await vi.waitFor(() => { expect(readFileSync(join(dir, RECORD_FILE), 'utf8')).toContain('text/x-bibliography;style=apa') }, { timeout: 5000, interval: 50 })
+    await online.close()
+
+    const offline = await start({ ...base, offline: true, localStoreDir: dir })
+    onTestFinished(async () => { await offline.close() })
+    const seenUpstream = upstream.seen.length
+    const seenAgency = agency.seen.length
+    expect(await answers(offline)).toEqual(recorded)
+    expect(upstream.seen).toHaveLength(seenUpstream)
+    expect(agency.seen).toHaveLength(seenAgency)
+  })
+
+  it('the file holds each handle once, with its metadata by the media type asked, and loads without a problem', async () => {
+    const { agency, upstream } = await registry()
+    const dir = tempDir()
+    const app = await start({ ...buildConfig(undefined, {}), upstreamUrl: upstream.url, cacheFile: undefined, localStoreDir: undefined, maxEventLoopDelayMs: 0, metadataMode: 'fetch', metadataHosts: [agency.host], recordTo: dir })
+    for (let i = 0; i < 2; i++) await answers(app)
+    await app.inject({ url: '/10.9999/paper', headers: { accept: 'application/x-bibtex' } })
+    await app.close()
+    const lines = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { handle: string, metadata?: Record<string, unknown> })
+    // Each handle as it was asked for (the store folds case as the upstream does).
+    expect(lines.map((l) => l.handle).sort()).toEqual(['10.8888', '10.8888/values-only', '10.9999', '10.9999/alias', '10.9999/loc', '10.9999/paper', '10.SERV/FAKE'].sort())
+    expect(Object.keys(lines.find((l) => l.handle === '10.9999/paper')?.metadata ?? {})).toEqual(['application/x-bibtex', 'application/vnd.citationstyles.csl+json', 'text/x-bibliography;style=apa'])
+    const replay = await start({ ...buildConfig(undefined, {}), offline: true, cacheFile: undefined, localStoreDir: dir, maxEventLoopDelayMs: 0 })
+    onTestFinished(async () => { await replay.close() })
+    expect((await replay.inject({ url: '/metrics' })).body).toMatch(/doi_proxy_local_records 7/)
+  })
+
+  it('a second run keeps what the first recorded and adds what it fetched', async () => {
+    const { upstream } = await registry()
+    const dir = tempDir()
+    const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, cacheFile: undefined, localStoreDir: undefined, maxEventLoopDelayMs: 0, recordTo: dir }
+    const first = await start(config)
+    await first.inject({ url: '/10.9999/paper' })
+    await first.close()
+    const second = await start(config)
+    await second.inject({ url: '/10.9999/loc' })
+    await second.close()
+    const handles = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { handle: string }).handle)
+    expect(handles.sort()).toEqual(['10.9999', '10.9999/loc', '10.9999/paper', '10.SERV/FAKE'])
+  })
+
+  it('a recorded file with a line that is not a record stops the start, naming the line, rather than being rewritten without it', async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, RECORD_FILE), '{"handle":"10.1/a","values":[]}\nnot json\n')
+    await expect(start({ ...buildConfig(undefined, {}), cacheFile: undefined, localStoreDir: undefined, recordTo: dir })).rejects.toThrow(/line 2 of .*recorded\.ndjson/)
+  })
+
+  it('what is recorded but not yet written is written at close, not lost', async () => {
+    const dir = tempDir()
+    const log = { warn: () => {}, error: () => {} }
+    const recorder = await openRecorder({ dir, flushDelayMs: 60_000, log })
+    recorder.record('10.1/a', [str(1, 'URL', 'https://example.org/a')])
+    recorder.recordMetadata('10.1/a', 'application/x-bibtex', { contentType: 'application/x-bibtex', body: '@misc{a}' })
+    expect(() => readFileSync(join(dir, RECORD_FILE))).toThrow(/ENOENT/)
+    await recorder.close()
+    expect(JSON.parse(readFileSync(join(dir, RECORD_FILE), 'utf8'))).toMatchObject({ handle: '10.1/a', metadata: { 'application/x-bibtex': { body: '@misc{a}' } } })
+  })
+
+  it('past its bound, a record is not kept and the log says so once', async () => {
+    const dir = tempDir()
+    const warnings: string[] = []
+    const recorder = await openRecorder({ dir, maxRecords: 2, log: { warn: (_o, msg) => { warnings.push(msg) }, error: () => {} } })
+    for (const h of ['10.1/a', '10.1/b', '10.1/c', '10.1/d']) recorder.record(h, [str(1, 'URL', `https://example.org/${h}`)])
+    recorder.record('10.1/A', [str(1, 'URL', 'https://example.org/a2')])
+    await recorder.close()
+    const lines = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { handle: string })
+    expect(lines.map((l) => l.handle)).toEqual(['10.1/a', '10.1/b'])
+    expect(warnings).toHaveLength(1)
+  })
+
+  it('RECORD_TO with WORKERS other than 1 is refused at start, naming both', () => {
+    expect(() => buildConfig(undefined, { RECORD_TO: 'records', WORKERS: '2' })).toThrow(/recordTo: RECORD_TO needs WORKERS=1.*got workers 2/)
+  })
+})
+
+describe('doi-proxy record --dois FILE: mirror with the metadata citation tools ask for', () => {
+  it('records a list of DOIs with their CSL-JSON, BibTeX and citation, and an offline server answers them', async () => {
+    const { agency, upstream } = await registry()
+    const dir = tempDir()
+    const list = join(dir, 'dois.txt')
+    writeFileSync(list, '# what the suite cites\n10.9999/paper\n')
+    const out = join(dir, 'records', 'list.ndjson')
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'record', '--dois', list, '--out', out, '--upstream', upstream.url, '--delay-ms', '0'],
+      { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, METADATA_HOSTS: agency.host } })
+    let stdout = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    expect(stdout).toMatch(/Metadata \(application\/vnd\.citationstyles\.csl\+json, application\/x-bibtex, text\/x-bibliography\)/)
+    expect(code).toBe(0)
+    const offline = await start({ ...buildConfig(undefined, {}), offline: true, cacheFile: undefined, localStoreDir: join(dir, 'records'), maxEventLoopDelayMs: 0 })
+    onTestFinished(async () => { await offline.close() })
+    const csl = await offline.inject({ url: '/10.9999/paper', headers: { accept: 'application/vnd.citationstyles.csl+json' } })
+    expect(csl.statusCode).toBe(200)
+    expect(csl.body).toBe(CSL)
+    expect((await offline.inject({ url: '/10.9999/paper', headers: { accept: 'application/x-bibtex' } })).body).toBe(BIBTEX)
+  })
+})
