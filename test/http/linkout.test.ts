@@ -137,6 +137,8 @@ describe('campus to the link resolver, off campus open access first then EZproxy
       expect(other.headers['cache-control']).toBe('private')
       expect(other.headers.vary).toBe('Cookie')
     }
+    // No answer was frozen into a prepared answer for the hot path, which would give it to every reader.
+    expect((await app.inject('/metrics')).body).toContain('doi_proxy_prepared_answers_total 0')
   })
 })
 
