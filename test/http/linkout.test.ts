@@ -332,6 +332,16 @@ describe('shared by replicas through Redis', () => {
     expect(await client.get(keys[0] as string)).toBe('2')
   })
 
+  it('two replicas asked for the same DOI at once: one call to the provider, both readers get the open copy', async () => {
+    const fake = await fakeProvider()
+    fake.mode = { slowMs: 300 }
+    const one = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
+    const two = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
+    const answers = await Promise.all([one.app, two.app, one.app, two.app].map(async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
+    expect(answers.map((a) => a.headers.location)).toEqual(Array(4).fill(OPEN_COPY))
+    expect(fake.seen).toHaveLength(1)
+  })
+
   it('a hostile value planted in Redis is never a Location', async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake, { redisUrl: redis.url })
