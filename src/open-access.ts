@@ -30,6 +30,8 @@ export async function setUpOpenAccess (app: FastifyInstance, config: Config, dep
     dailyLimit: config.oaDailyLimit,
     redis: deps.redis,
     redisPrefix: config.redisKeyPrefix,
+    lockMs: config.oaTimeoutMs,
+    pollMs: config.redisWaitPollMs,
     onError: (doi, err) => throttle(provider.name, (suppressed) => app.log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
   })
   app.addHook('onClose', async () => { await openAccess.close() })

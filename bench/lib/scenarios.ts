@@ -10,6 +10,8 @@
  * servers hold from run to run. zipf, cold and storm are sequence- or cold-start-based and run one
  * server after the other, each started fresh.
  */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
 import { mergeLoads, probe, runLoad, Samples, seededRandom, warm, zipfSampler } from './load.js'
@@ -18,7 +20,7 @@ import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js
 import { startBenchAgency } from './bench-agency.js'
 import { BEFORE_PREFIX } from './before.js'
 
-export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata'] as const
+export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
@@ -406,6 +408,45 @@ async function metadata (ctx: Context): Promise<Row[]> {
   }
 }
 
+// ------------------------------------------------------------------ linkout
+
+/**
+ * A cached link-out chain answer (docs/institutional.md §8) against a cached redirect, in the same
+ * alternating rounds: ours plain (the hot path), ours with a local service that is not the reader's
+ * (its redirects go through the router, private), ours with a catch-all chain whose open-access step
+ * finds a copy (Unpaywall's data feed written for these DOIs: no call leaves the machine), the floor.
+ */
+async function linkout (ctx: Context): Promise<Row[]> {
+  const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('linkout', i, 1000))
+  const dir = join(import.meta.dirname, '..', '.tmp')
+  mkdirSync(dir, { recursive: true })
+  const feed = join(dir, 'oa-feed.jsonl')
+  writeFileSync(feed, paths.map((p) => JSON.stringify({ doi: p.slice(1), is_oa: true, best_oa_location: { url: `https://repository.example.org${p}.pdf` } })).join('\n'))
+  const env = ctx.serverEnv
+  const service = JSON.stringify([{ id: 'library', name: 'Library', url: 'https://sfx.example.edu/sfx?id=doi:{doi}', networks: ['192.0.2.0/24'] }])
+  const chain = JSON.stringify([{ id: 'anywhere', name: 'Open access first', networks: ['0.0.0.0/0', '::/0'], linkout: ['open-access', 'registered'] }])
+  const starts: Starter[] = [
+    async () => await startOurs({ upstream: ctx.upstream, env }),
+    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: service }, name: 'doi-proxy, a service not the reader\'s' }),
+    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: chain, OA_PROVIDER: 'file', OA_SNAPSHOT_FILE: feed }, name: 'doi-proxy, chain: open copy' }),
+    startFloor
+  ]
+  // One after the other: four Node servers starting at once on a busy machine miss the 15 s start limit.
+  const targets: Target[] = []
+  try {
+    for (const start of starts) targets.push(await start())
+    const chainTarget = targets[2]
+    if (chainTarget !== undefined) {
+      const res = await probe(`${chainTarget.baseUrl}${paths[0] ?? ''}`)
+      const location = res.headers.get('location') ?? ''
+      if (!location.startsWith('https://repository.example.org/')) throw new Error(`the chain server did not answer with the open copy (${res.status} ${location})`)
+    }
+    return await alternate(ctx, 'linkout', targets, paths)
+  } finally {
+    await Promise.all(targets.map(async (t) => await t.stop()))
+  }
+}
+
 export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   hot,
   zipf,
@@ -414,5 +455,6 @@ export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   'not-found': notFound,
   api,
   conneg,
-  metadata
+  metadata,
+  linkout
 }

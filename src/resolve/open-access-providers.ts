@@ -117,7 +117,8 @@ function httpGetter (baseUrl: string, opts: HttpProviderOptions): ((path: string
       throw new ProviderError('an answer that is not JSON')
     }
   }
-  return Object.assign(get, { close: async () => { if (opts.dispatcher === undefined) await pool.close() } })
+  // Closing cuts calls still running short (destroy, not close: close would wait for a stalled provider).
+  return Object.assign(get, { close: async () => { if (opts.dispatcher === undefined) await pool.destroy() } })
 }
 
 // A feed line longer than this is not a work we can use: skipped (Unpaywall's longest are tens of KB).

@@ -26,6 +26,9 @@ export interface OpenAccessOptions {
   redis?: RedisClient | undefined
   /** REDIS_KEY_PREFIX; our keys are `<prefix>oa:1:…` (1: the format of what is stored). */
   redisPrefix?: string
+  /** How long a replica's lock on a DOI's lookup holds (the provider's timeout), and how often the others look for its answer. */
+  lockMs?: number
+  pollMs?: number
   /** A provider failure, for the log (the caller throttles it). */
   onError?: (doi: string, err: unknown) => void
 }
@@ -112,9 +115,34 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     return calls <= opts.dailyLimit
   }
 
+  /**
+   * Across replicas, one call per DOI too: the replica that takes the lock in Redis calls the provider;
+   * the others look for its answer there until the lock's time is up, then give up for now (never a
+   * second call: the next reader asks again). Without Redis, or when it fails, this replica calls.
+   */
+  async function takeLock (key: string): Promise<boolean> {
+    if (opts.redis === undefined) return true
+    try {
+      return await opts.redis.set(redisKey(`lock:${key}`), '1', 'PX', opts.lockMs ?? 5000, 'NX') === 'OK'
+    } catch {
+      return true
+    }
+  }
+
+  async function awaitOther (key: string): Promise<OpenAccessAnswer> {
+    const until = performance.now() + (opts.lockMs ?? 5000)
+    while (performance.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 50))
+      const shared = await fromRedis(key)
+      if (shared !== undefined) return shared
+    }
+    return { kind: 'unavailable' }
+  }
+
   async function fetchAndKeep (key: string, doi: string): Promise<OpenAccessAnswer> {
     const shared = await fromRedis(key)
     if (shared !== undefined) return shared
+    if (!await takeLock(key)) return await awaitOther(key)
     if (!await spend()) {
       lookups.limit.inc()
       return { kind: 'unavailable' }
@@ -168,9 +196,10 @@ export function createOpenAccess (opts: OpenAccessOptions) {
       await Promise.all([...inFlight.values()])
     },
 
+    /** Lookups still running are cut short (they answer "unavailable"), so closing never waits on a provider. */
     async close (): Promise<void> {
-      await Promise.all([...inFlight.values()])
       await provider.close()
+      await Promise.all([...inFlight.values()])
     }
   }
 }

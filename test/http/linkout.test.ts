@@ -137,6 +137,8 @@ describe('campus to the link resolver, off campus open access first then EZproxy
       expect(other.headers['cache-control']).toBe('private')
       expect(other.headers.vary).toBe('Cookie')
     }
+    // No answer was frozen into a prepared answer for the hot path, which would give it to every reader.
+    expect((await app.inject('/metrics')).body).toContain('doi_proxy_prepared_answers_total 0')
   })
 })
 
@@ -328,6 +330,16 @@ describe('shared by replicas through Redis', () => {
     const keys = await client.keys('*oa:1:calls:*')
     expect(keys).toHaveLength(1)
     expect(await client.get(keys[0] as string)).toBe('2')
+  })
+
+  it('two replicas asked for the same DOI at once: one call to the provider, both readers get the open copy', async () => {
+    const fake = await fakeProvider()
+    fake.mode = { slowMs: 300 }
+    const one = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
+    const two = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
+    const answers = await Promise.all([one.app, two.app, one.app, two.app].map(async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
+    expect(answers.map((a) => a.headers.location)).toEqual(Array(4).fill(OPEN_COPY))
+    expect(fake.seen).toHaveLength(1)
   })
 
   it('a hostile value planted in Redis is never a Location', async () => {
