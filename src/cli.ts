@@ -16,11 +16,15 @@ import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from './handle/metadata-hos
 import type { AllowedHost } from './handle/metadata-hosts.js'
 import { normaliseMediaType } from './handle/metadata-types.js'
 import { createMetadataFetcher } from './resolve/metadata.js'
+import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
+import type { Reachability, UnreachableReason } from './resolve/reachability.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { runCheck } from './check/command.js'
+import type { UpstreamClient } from './resolve/upstream.js'
 
 const EXIT_USAGE = 2
 const EXIT_INTERRUPTED = 130
+const EXIT_UNAVAILABLE = 69 // sysexits.h EX_UNAVAILABLE: the upstream cannot be reached
 
 /** `record`: the types citation tools ask agencies for (citation.js, Zotero, manubot, R's rcrossref). */
 const RECORD_ACCEPT = ['application/vnd.citationstyles.csl+json', 'application/x-bibtex', 'text/x-bibliography']
@@ -229,9 +233,22 @@ function printSummary (summary: MirrorSummary, out: string): void {
   for (const f of summary.failures) process.stderr.write(`failed: ${f.handle}${f.neededBy === undefined ? '' : ` (${f.neededBy})`}: ${f.message}\n`)
 }
 
+/**
+ * Ask the upstream once before the list: when it cannot be reached at all (its host name does not
+ * resolve, the connection is refused, no route), the run stops with that reason instead of failing
+ * every DOI with it after its retries. Undefined when it answered (whatever it answered).
+ */
+async function cannotReach (upstream: UpstreamClient, reachability: Reachability): Promise<{ reason: UnreachableReason, detail: string } | undefined> {
+  await upstream.fetchRecord(PROBE_HANDLE).catch(() => {})
+  const state = reachability.state()
+  return state.state === 'unreachable' ? state : undefined
+}
+
 async function mirror (cmd: MirrorCommand): Promise<number> {
   const list = parseReadingList(await readInput(cmd.input))
+  const reachability = createReachability()
   const upstream = createUpstreamClient({
+    reachability,
     baseUrl: cmd.upstream,
     userAgent: cmd.userAgent,
     timeoutMs: Number(defaultOf('upstreamTimeoutMs')),
@@ -239,6 +256,13 @@ async function mirror (cmd: MirrorCommand): Promise<number> {
     connections: cmd.concurrency,
     maxBodyBytes: Number(defaultOf('upstreamMaxBodyBytes'))
   })
+  const unreachable = await cannotReach(upstream, reachability)
+  if (unreachable !== undefined) {
+    await upstream.close()
+    process.stderr.write(`doi-proxy: cannot reach the upstream ${cmd.upstream}: ${REASON_WORDS[unreachable.reason]} (${unreachable.detail}). ` +
+      'Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n')
+    return EXIT_UNAVAILABLE
+  }
   const stop = new AbortController()
   const onSigint = (): void => {
     if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once

@@ -8,7 +8,7 @@
  * is continued by running the same command again.
  */
 import { createReadStream } from 'node:fs'
-import { mkdir, open } from 'node:fs/promises'
+import { mkdir, open, rm } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -16,7 +16,7 @@ import { namespaceLocHandles, referencedHandles } from './handle/locations.js'
 import { cacheKey, handleFromPath, prefixOf } from './handle/name.js'
 import type { HandleRecord, HandleValue } from './handle/types.js'
 import { isType, valueString } from './handle/types.js'
-import { UpstreamError } from './resolve/errors.js'
+import { LASTING_REASONS, UpstreamError } from './resolve/errors.js'
 import type { UpstreamClient } from './resolve/upstream.js'
 
 export interface MirrorOptions {
@@ -165,6 +165,7 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
   await mkdir(dirname(outPath), { recursive: true })
   const out = await open(outPath, 'a')
   const writer = createLineWriter(out)
+  let written = 0
   try {
     await runPool(queue, options, async (task) => {
       const answer = await fetchWithRetries(upstream, task.handle, options)
@@ -177,6 +178,7 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
         else summary.related.notFound++
       } else {
         await writer.write(JSON.stringify({ handle: task.handle, values: answer.record.values }) + '\n')
+        written++
         if (task.input) summary.fetched++
         else summary.related.fetched++
         for (const need of needsOf(answer.record, task.wantsPrefix)) {
@@ -191,6 +193,8 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
   } finally {
     await writer.flushed()
     await out.close()
+    // A file this run created and wrote nothing into is not left behind: an empty mirror looks like a finished one.
+    if (!existing.existed && written === 0) await rm(outPath, { force: true })
   }
   summary.interrupted = options.signal?.aborted === true && queue.length > 0
   return summary
@@ -213,7 +217,8 @@ async function fetchWithRetries (upstream: MirrorArgs['upstream'], handle: strin
     try {
       return await upstream.fetchRecord(handle)
     } catch (err) {
-      const retryable = err instanceof UpstreamError && err.staleable
+      // A host name that does not resolve or a refused connection lasts: asking again only takes longer.
+      const retryable = err instanceof UpstreamError && err.staleable && (err.reason === undefined || !LASTING_REASONS.has(err.reason))
       if (!retryable || attempt >= options.retries || options.signal?.aborted === true) {
         return { kind: 'failed', message: operatorMessage(err) }
       }
@@ -255,17 +260,20 @@ interface Existing {
   /** Alias targets named in the file: they want their prefix record like an input DOI. */
   aliasTargets: Set<string>
   repairedPartialLine: boolean
+  /** The file was there before this run. */
+  existed: boolean
 }
 
 /** What an earlier run already wrote (after mending a last line cut short by an interrupted run). */
 async function readExisting (outPath: string): Promise<Existing> {
-  const existing: Existing = { handles: new Map(), needs: [], aliasTargets: new Set(), repairedPartialLine: false }
+  const existing: Existing = { handles: new Map(), needs: [], aliasTargets: new Set(), repairedPartialLine: false, existed: false }
   try {
     existing.repairedPartialLine = await mendLastLine(outPath)
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return existing
     throw err
   }
+  existing.existed = true
   const lines = createInterface({ input: createReadStream(outPath), crlfDelay: Infinity })
   for await (const line of lines) {
     const record = parseLine(line)

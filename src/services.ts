@@ -24,6 +24,8 @@ import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
 import { createProxyService } from './resolve/proxy-service.js'
 import type { ProxyService } from './resolve/proxy-service.js'
+import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
+import type { UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
 import type { Resolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
@@ -49,6 +51,8 @@ export interface Services {
   fallbackHost: string
   /** The hot path and prepared answers: off when each answer must be logged or may depend on who asks (a local service). */
   prepareAnswers: boolean
+  /** Whether the upstream answers, as the last lookups found it ('unknown' offline and before any). */
+  upstreamState: () => UpstreamState
 }
 
 /** What buildApp gives its plugins. */
@@ -68,6 +72,7 @@ const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
 export async function createServices (app: FastifyInstance, config: Config, deps: AppDeps): Promise<Services> {
   const now = deps.now ?? Date.now
   const metrics = createMetrics()
+  const reachability = createReachability({ onChange: (state) => logReachability(app, config.upstreamUrl, state) })
   const rawUpstream = createUpstreamClient({
     baseUrl: config.upstreamUrl,
     userAgent: upstreamUserAgent(config),
@@ -84,8 +89,12 @@ export async function createServices (app: FastifyInstance, config: Config, deps
         app.log.info({ handle, attempt, reason }, 'retrying the upstream')
       }
     },
-    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher })
+    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher }),
+    reachability
   })
+  // At start, one request says whether the upstream answers (logged by the tracker); a server that never
+  // listens (tests, tools) asks nothing.
+  if (!config.offline) app.addHook('onListen', async () => { rawUpstream.fetchRecord(PROBE_HANDLE).catch(() => {}) })
   const queue = createFairQueue({
     maxActive: config.upstreamMaxConcurrent,
     perClient: config.upstreamPerClient,
@@ -101,6 +110,7 @@ export async function createServices (app: FastifyInstance, config: Config, deps
   })
   const upstream = guardUpstream(rawUpstream, {
     maxPrefixBreakers: 1024,
+    reachability,
     breaker: {
       errorThresholdPercent: config.breakerErrorThresholdPercent,
       volumeThreshold: config.breakerVolumeThreshold,
@@ -194,6 +204,16 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     localServices,
     metadata,
     fallbackHost: `${config.host}:${config.port}`,
-    prepareAnswers: !config.logRequests && config.localServices.length === 0
+    prepareAnswers: !config.logRequests && config.localServices.length === 0,
+    upstreamState: reachability.state
+  }
+}
+
+/** One line each time the upstream starts or stops answering, naming the cause and what an operator can do. */
+function logReachability (app: FastifyInstance, upstream: string, state: UpstreamState): void {
+  if (state.state === 'answers') app.log.info({ upstream }, 'the upstream answers')
+  if (state.state === 'unreachable') {
+    app.log.warn({ upstream, reason: state.reason, detail: state.detail, why: REASON_WORDS[state.reason] },
+      'the upstream cannot be reached: cached and local records are still answered; check the network and UPSTREAM_URL, or run offline (OFFLINE=true, npm run start:offline)')
   }
 }

@@ -166,6 +166,20 @@ describe('runMirror against a real (fake) Handle REST API', () => {
     expect(mirrorExitCode(summary)).toBe(1)
   })
 
+  it('a run that writes nothing leaves no file behind (an empty mirror looks finished), and a refused connection is not retried', async () => {
+    await front.close()
+    const summary = await mirror(list('10.5555/plain'), { retries: 3 })
+    expect(summary).toMatchObject({ fetched: 0, failed: 1 })
+    expect(summary.failures[0]?.message).toContain('refused the connection')
+    await expect(readFile(out, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  it('a file that was there before is kept, even when the run adds nothing', async () => {
+    await mirror(list('10.5555/plain'))
+    await mirror(list('10.5555/missing'))
+    expect(await storedHandles(out)).toContain('10.5555/plain')
+  })
+
   it('a passing failure (two 500s) is retried with backoff and then fetched', async () => {
     front.failFor('10.5555/flaky', 2)
     const summary = await mirror(list('10.5555/flaky'), { retries: 2 })
@@ -317,6 +331,15 @@ describe('the doi-proxy command', () => {
     } finally {
       await front.close()
     }
+  })
+
+  it('an upstream whose host name does not resolve: one line naming the DNS failure, exit 69, and no file', async () => {
+    const out = join(dir, 'mirror.ndjson')
+    const run = await doiProxy(['mirror', '--out', out, '--upstream', 'http://doi-proxy-test.invalid/api/handles', '--delay-ms', '0'], '10.5555/plain\n10.5555/loc\n')
+    expect(run.code).toBe(69)
+    expect(run.stderr).toBe('doi-proxy: cannot reach the upstream http://doi-proxy-test.invalid/api/handles: DNS failure: its host name does not resolve ' +
+      '(no network, or DNS failing) (getaddrinfo ENOTFOUND doi-proxy-test.invalid). Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n')
+    await expect(readFile(out, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' })
   })
 
   it.each([

@@ -59,7 +59,7 @@ export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
   if (err instanceof UpstreamError) {
     if (status >= 500) {
-      throttleOf(request)(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, suppressed }, 'upstream lookup failed'))
+      throttleOf(request)(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, reason: err.reason, suppressed }, 'upstream lookup failed'))
     } else {
       request.log.info({ code, status, upstreamStatus: err.upstreamStatus }, 'request refused')
     }

@@ -6,8 +6,8 @@ import { registerStatusRoutes } from '../http/routes/status.js'
 import type { AppContext } from '../services.js'
 
 export default async function opsRoutes (app: FastifyInstance, { config, services }: AppContext): Promise<void> {
-  const { metrics, now } = services
+  const { metrics, now, upstreamState } = services
   registerOpsRoutes(app, metrics, app.lifecycle)
-  registerStatusRoutes(app, { metrics, config, now })
+  registerStatusRoutes(app, { metrics, config, now, upstreamState })
   registerStaticRoutes(app)
 }

@@ -5,6 +5,8 @@
  * Messages are for readers: plain words, what happened and what to try. The code and the upstream's
  * own status go to the logs, not to the page.
  */
+import type { UnreachableReason } from './reachability.js'
+
 export class UpstreamError extends Error {
   override name = 'UpstreamError'
   constructor (
@@ -13,15 +15,18 @@ export class UpstreamError extends Error {
     message: string,
     /** True when a stale cached record may stand in (connect errors, timeouts, 5xx, 429, unreadable answers, our own queues). */
     readonly staleable: boolean,
-    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean, scope?: FaultScope }
+    options?: { cause?: unknown, upstreamStatus?: number, retryAfterMs?: number, fault?: boolean, scope?: FaultScope, reason?: UnreachableReason }
   ) {
     super(message, options)
+    this.reason = options?.reason
     this.upstreamStatus = options?.upstreamStatus
     this.retryAfterMs = options?.retryAfterMs
     this.fault = options?.fault ?? false
     this.scope = options?.scope ?? 'upstream'
   }
 
+  /** Why no answer came (DNS, refused, TLS, timeout…), when none came. */
+  readonly reason: UnreachableReason | undefined
   /** The HTTP status the upstream answered, when it answered. */
   readonly upstreamStatus: number | undefined
   /** How long the client should wait before asking again, in ms, when we know. */
@@ -41,6 +46,28 @@ export class UpstreamError extends Error {
 
 export type FaultScope = 'upstream' | 'prefix'
 
+/** What a reader is told for each reason the registry cannot be reached. */
+const UNREACHABLE_WORDS: Record<UnreachableReason, string> = {
+  dns: 'its host name does not resolve from this server (no network, or DNS failing)',
+  refused: 'it refused the connection (nothing listens at the address this resolver is set to use)',
+  tls: 'the secure connection to it failed (its certificate was not accepted)',
+  'no-route': 'this server has no route to it (no network)',
+  'connect-timeout': 'connecting to it took too long',
+  timeout: 'it did not answer in time',
+  reset: 'the connection was cut before it answered'
+}
+
+/** Reasons that last until someone mends the network or the settings: not worth a retry, and the operator can act. */
+export const LASTING_REASONS: ReadonlySet<UnreachableReason> = new Set(['dns', 'refused', 'tls', 'no-route'])
+
+const FOR_THE_OPERATOR = 'If you run this resolver: check its network and UPSTREAM_URL, or run it offline (OFFLINE=true, or npm run start:offline) to answer from its local records only; cached DOIs are still answered.'
+
+/** The reader's sentence for a registry that cannot be reached, for this reason: lasting ones say what to do. */
+function unreachableMessage (reason: UnreachableReason | undefined): string {
+  const what = `We could not reach the DOI registry to look this DOI up: ${UNREACHABLE_WORDS[reason ?? 'reset']}.`
+  return reason !== undefined && LASTING_REASONS.has(reason) ? `${what} ${FOR_THE_OPERATOR}` : `${what} ${TRY_AGAIN}`
+}
+
 const TRY_AGAIN = 'This is usually brief: please try again in a minute.'
 
 /** The longest wait a registry's Retry-After imposes on us and our readers: one bad header must not silence lookups for a day. */
@@ -53,12 +80,15 @@ export function boundedWait (retryAfterMs: number | undefined): number {
 }
 
 export const upstreamErrors = {
-  unreachable: (detail: string, cause?: unknown) =>
-    new UpstreamError('DP_UPSTREAM_UNREACHABLE', 502, `We could not reach the DOI registry to look this DOI up. ${TRY_AGAIN}`, true,
-      { cause: cause ?? detail, fault: true }),
-  timeout: (ms: number, cause?: unknown) =>
-    new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `The DOI registry took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`, true,
-      { cause, fault: true, scope: 'prefix' }),
+  unreachable: (reason: UnreachableReason | undefined, detail: string, cause?: unknown) =>
+    new UpstreamError('DP_UPSTREAM_UNREACHABLE', 502, unreachableMessage(reason), true,
+      { cause: cause ?? detail, fault: true, ...(reason === undefined ? {} : { reason }) }),
+  /** No answer in time: while connecting (the whole upstream) or after (perhaps one prefix's handle server). */
+  timeout: (ms: number, cause?: unknown, connecting = false) => connecting
+    ? new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `We could not connect to the DOI registry in time. ${TRY_AGAIN}`, true,
+      { cause, fault: true, reason: 'connect-timeout' })
+    : new UpstreamError('DP_UPSTREAM_TIMEOUT', 504, `The DOI registry took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`, true,
+      { cause, fault: true, scope: 'prefix', reason: 'timeout' }),
   /** The request's own deadline ran out (alias hops, queue waits and retries included). */
   deadline: () =>
     new UpstreamError('DP_DEADLINE', 504, `Looking this DOI up took longer than we allow a request. ${TRY_AGAIN}`, true),
@@ -101,8 +131,12 @@ export const upstreamErrors = {
   /** `Cache-Control: only-if-cached` and we do not hold the answer: 504 at once, nothing asked (RFC 9111 §5.2.1.7). */
   notHeld: () =>
     new UpstreamError('DP_ONLY_IF_CACHED', 504, 'This answer is not held here, and the request asked for held answers only (Cache-Control: only-if-cached), so nothing was looked up.', false),
-  circuitOpen: () =>
-    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 }),
+  /** The breaker is open; `reason` when the registry is known to be unreachable, so the page still names the cause. */
+  circuitOpen: (reason?: UnreachableReason) =>
+    new UpstreamError('DP_UPSTREAM_CIRCUIT_OPEN', 503, reason !== undefined && LASTING_REASONS.has(reason)
+      ? `${unreachableMessage(reason)} We have paused lookups for a few seconds.`
+      : 'The DOI registry is failing right now, so we have paused lookups for a few seconds. Please try again shortly.', true,
+    { retryAfterMs: 5000, ...(reason === undefined ? {} : { reason }) }),
   prefixCircuitOpen: () =>
     new UpstreamError('DP_PREFIX_CIRCUIT_OPEN', 503, 'The registry server for DOIs with this prefix is failing right now, so we have paused lookups for them for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 })
 }

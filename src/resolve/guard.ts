@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import { cacheKey, prefixOf } from '../handle/name.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 import type { FaultScope } from './errors.js'
+import type { Reachability, UnreachableReason } from './reachability.js'
 import type { FetchOptions, UpstreamAnswer, UpstreamClient } from './upstream.js'
 
 export interface BreakerOptions {
@@ -18,6 +19,8 @@ export interface GuardOptions {
   maxPrefixBreakers: number
   onBreaker?: (state: BreakerState) => void
   onPrefixBreaker?: (prefix: string, state: BreakerState) => void
+  /** Whether the upstream answers: while the breaker is open, its refusals name the cause. */
+  reachability?: Reachability
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
@@ -71,6 +74,11 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   global.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
   global.on('close', () => { state = 'closed'; opts.onBreaker?.(state) })
 
+  function knownReason (): UnreachableReason | undefined {
+    const known = opts.reachability?.state()
+    return known?.state === 'unreachable' ? known.reason : undefined
+  }
+
   // Until when the registry told us to wait (its 429's Retry-After, bounded), on the performance.now() clock.
   let waitUntil = 0
 
@@ -81,7 +89,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   function assertOpen (handle: string): void {
     const wait = waitUntil - performance.now()
     if (wait > 0) throw upstreamErrors.rateLimited(wait, false)
-    if (global.opened) throw upstreamErrors.circuitOpen()
+    if (global.opened) throw upstreamErrors.circuitOpen(knownReason())
     if (prefixes.peek(cacheKey(prefixOf(handle)))?.opened === true) throw upstreamErrors.prefixCircuitOpen()
   }
 
@@ -92,7 +100,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
       try {
         return await global.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
       } catch (err) {
-        if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen()
+        if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen(knownReason())
         if (err instanceof UpstreamError && err.code === 'DP_UPSTREAM_RATE_LIMITED' && err.retryAfterMs !== undefined) {
           waitUntil = Math.max(waitUntil, performance.now() + err.retryAfterMs)
         }

@@ -5,6 +5,8 @@ import type { Dispatcher } from 'undici'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
 import { encodeHandlePath } from '../handle/name.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
+import { unreachableReason } from './reachability.js'
+import type { Reachability } from './reachability.js'
 
 /** What the upstream said about a handle. Errors are thrown as UpstreamError. */
 export type UpstreamAnswer =
@@ -31,6 +33,8 @@ export interface UpstreamOptions {
   retry?: RetryPolicy
   /** Tests and embedders may pass their own undici dispatcher; by default a bounded Pool is made. */
   dispatcher?: Dispatcher
+  /** Told of every answer and every failure to get one, so whether the upstream answers is known. */
+  reachability?: Reachability
 }
 
 export interface FetchOptions {
@@ -53,9 +57,10 @@ const RC_NOT_FOUND = 100
 const RC_VALUES_NOT_FOUND = 200
 const RC_SERVER_NOT_RESP = 301
 
-// Statuses worth asking again: rate limited or a gateway in trouble; and connections that dropped.
+// Statuses worth asking again: rate limited or a gateway in trouble; and connections that dropped. A
+// host name that does not resolve, a refused connection or no route is not brief: never retried.
 const RETRY_STATUSES = new Set([429, 502, 503, 504])
-const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'UND_ERR_SOCKET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH'])
+const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
 
 export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   const base = new URL(opts.baseUrl)
@@ -86,8 +91,9 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
         retryOptions: { retry: retryWithin(handle, deadline, opts.retry ?? NO_RETRIES) }
       } as Dispatcher.RequestOptions)
     } catch (err) {
-      throw classify(err, budgetMs)
+      throw failed(classify(err, budgetMs))
     }
+    opts.reachability?.answered()
     let text: string
     try {
       text = (await readDecoded(res, opts.maxBodyBytes, {
@@ -95,9 +101,15 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
         unreadable: upstreamErrors.badResponse
       })).toString('utf8')
     } catch (err) {
-      throw err instanceof UpstreamError ? err : classify(err, budgetMs)
+      throw err instanceof UpstreamError ? err : failed(classify(err, budgetMs))
     }
     return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
+  }
+
+  /** A failure to get an answer, told to the reachability tracker on its way out. */
+  function failed (err: UpstreamError): UpstreamError {
+    if (err.reason !== undefined) opts.reachability?.failed(err.reason, String((err.cause as { message?: unknown } | undefined)?.message ?? err.cause ?? err.code))
+    return err
   }
 
   return {
@@ -202,12 +214,13 @@ export async function readDecoded (res: Dispatcher.ResponseData, maxBytes: numbe
 }
 
 function classify (err: unknown, timeoutMs: number): UpstreamError {
-  const e = err as { name?: string, code?: string, message?: string }
+  const e = err as { name?: string, code?: string, message?: string, cause?: { code?: string } }
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
       e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT' || e?.code === 'UND_ERR_ABORTED') {
-    return upstreamErrors.timeout(timeoutMs, err)
+    return upstreamErrors.timeout(timeoutMs, err, e?.code === 'UND_ERR_CONNECT_TIMEOUT')
   }
-  return upstreamErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)
+  const code = e?.code ?? e?.cause?.code
+  return upstreamErrors.unreachable(unreachableReason(code), code ?? e?.message ?? 'unknown error', err)
 }
 
 /**

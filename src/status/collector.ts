@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs'
 import type { Registry } from 'prom-client'
 import type { Config } from '../config/schema.js'
+import { REASON_WORDS } from '../resolve/reachability.js'
+import type { UnreachableReason, UpstreamState } from '../resolve/reachability.js'
 import { ItemRing, NumberRing, SlotRings } from './rings.js'
 
 export const OUTCOMES = ['hit', 'miss', 'stale', 'not_found', 'error'] as const
@@ -73,6 +75,8 @@ export interface StatusSnapshot {
     lastHour: { requests: number, errors: number, retries: number, p50Ms: number | null, p99Ms: number | null }
     inFlight: number
     queued: number
+    /** Whether the upstream answers, as the last lookups (or the start-up probe) found it. */
+    reachability: Reachable
   }
   breaker: {
     state: BreakerName
@@ -97,9 +101,16 @@ export interface StatusSnapshot {
   upstreamErrors: UpstreamErrorEntry[]
 }
 
+/** The upstream's state for operators: `offline` when there is none (OFFLINE). */
+export type Reachable =
+  | { state: 'offline' | 'unknown' }
+  | { state: 'answers', since: string }
+  | { state: 'unreachable', reason: UnreachableReason, why: string, detail: string, since: string }
+
 export interface CollectorOptions {
   registry: Registry
   config: Config
+  upstreamState?: () => UpstreamState
   now?: () => number
   stepMs?: number
   slots?: number
@@ -364,7 +375,8 @@ export function createStatusCollector (opts: CollectorOptions) {
           p99Ms: toMs(quantile(whole, 0.99))
         },
         inFlight: g.inFlight,
-        queued: g.queued
+        queued: g.queued,
+        reachability: reachable(config.offline, opts.upstreamState?.() ?? { state: 'unknown' })
       },
       breaker: {
         state: BREAKER_NAMES[breakerState] ?? 'closed',
@@ -432,6 +444,13 @@ function mergeLatency (steps: readonly LatencyStep[]): LatencyStep {
  * A quantile from histogram bucket counts (not cumulative), interpolated inside its bucket as
  * Prometheus's histogram_quantile does; in the +Inf bucket, the largest finite bound.
  */
+function reachable (offline: boolean, known: UpstreamState): Reachable {
+  if (offline) return { state: 'offline' }
+  if (known.state === 'unknown') return known
+  const since = new Date(known.since).toISOString()
+  return known.state === 'answers' ? { state: 'answers', since } : { state: 'unreachable', reason: known.reason, why: REASON_WORDS[known.reason], detail: known.detail, since }
+}
+
 export function quantile (step: LatencyStep, q: number): number | null {
   const total = step.counts.reduce((a, b) => a + b, 0)
   if (total === 0) return null

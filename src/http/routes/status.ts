@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config/schema.js'
 import type { Metrics } from '../../metrics.js'
+import type { UpstreamState } from '../../resolve/reachability.js'
 import { registerBoundGauges } from '../../status/bounds.js'
 import { createStatusCollector } from '../../status/collector.js'
 import { baseUrlFor } from '../base-url.js'
@@ -18,6 +19,8 @@ export interface StatusRouteOptions {
   metrics: Metrics
   config: Config
   now?: () => number
+  /** Whether the upstream answers (src/resolve/reachability.ts). */
+  upstreamState?: () => UpstreamState
 }
 
 /**
@@ -29,7 +32,12 @@ export interface StatusRouteOptions {
 export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOptions): void {
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   registerBoundGauges(opts.metrics.registry, opts.config)
-  const collector = createStatusCollector({ registry: opts.metrics.registry, config: opts.config, ...(opts.now === undefined ? {} : { now: opts.now }) })
+  const collector = createStatusCollector({
+    registry: opts.metrics.registry,
+    config: opts.config,
+    ...(opts.now === undefined ? {} : { now: opts.now }),
+    ...(opts.upstreamState === undefined ? {} : { upstreamState: opts.upstreamState })
+  })
   const allowed = networkMatcher(opts.config.statusAllow)
   app.addHook('onReady', async () => { collector.start() })
   app.addHook('onClose', async () => { collector.stop() })

@@ -65,6 +65,18 @@ const ERROR_MEANINGS: Record<string, string> = {
   DP_CLIENT_OVER_SHARE: 'one client over its share of the upstream'
 }
 
+/** One sentence on whether the registry answers, escaped. */
+function reachabilityText (r: StatusSnapshot['upstream']['reachability']): string {
+  switch (r.state) {
+    case 'offline': return 'Offline (OFFLINE): no upstream; only local records answer.'
+    case 'unknown': return 'Not known yet: no lookup has reached the registry since start.'
+    case 'answers': return `The registry answers (since ${escapeHtml(clock(r.since))} UTC).`
+    case 'unreachable':
+      return `<span class="state-open">The registry cannot be reached</span> since ${escapeHtml(clock(r.since))} UTC: ${escapeHtml(r.why)} (<code>${escapeHtml(r.detail)}</code>). ` +
+        'Cached and local records are still answered. Check the network and UPSTREAM_URL, or run offline (OFFLINE=true).'
+  }
+}
+
 /** 3 d 4 h, 2 h 5 min, 4 min 10 s, 45 s. */
 export function duration (seconds: number): string {
   const s = Math.max(0, Math.floor(seconds))
@@ -199,6 +211,7 @@ ${figures([
 </section>
 <section aria-labelledby="h-upstream">
 <h2 id="h-upstream">Upstream</h2>
+<p id="upstream-state">${reachabilityText(s.upstream.reachability)}</p>
 ${figures([
   ['requests in the period', count(s.upstream.lastHour.requests)],
   ['failed', count(s.upstream.lastHour.errors)],
