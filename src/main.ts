@@ -28,7 +28,7 @@ async function main (): Promise<void> {
     level: config.logLevel,
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
-  })
+  }, await logDestination(config.logFormat))
   const workers = config.workers === 0 ? defaultWorkers(readCpuMax(), availableParallelism()) : config.workers
   if (workers > 1 && cluster.isPrimary) {
     warnAboutContact(config, logger)
@@ -112,6 +112,13 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   process.on('SIGINT', stop)
   for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count }, 'started the workers')
+}
+
+/** LOG_FORMAT: JSON lines on stdout, or pino-pretty's readable lines for a person at a terminal (loaded only then). */
+async function logDestination (format: Config['logFormat']): Promise<pino.DestinationStream> {
+  if (format === 'json' || (format === 'auto' && process.stdout.isTTY !== true)) return pino.destination(1)
+  const { build: pretty } = await import('pino-pretty')
+  return pretty({ destination: 1, sync: true, colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 /** cgroup v2's CPU quota of this container, if any. */

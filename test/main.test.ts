@@ -77,6 +77,15 @@ describe('the server process', () => {
     expect(output()).not.toContain('t0ken')
   })
 
+  it('LOG_FORMAT=pretty writes readable lines for a person at a terminal, not JSON', async () => {
+    const { child, output } = await startServer({ LOG_FORMAT: 'pretty' })
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+    const lines = output().split('\n').filter((l) => l !== '')
+    expect(lines.some((l) => /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: doi-proxy is ready$/.test(l))).toBe(true)
+    expect(lines.filter((l) => l.startsWith('{'))).toEqual([])
+  })
+
   describe('a server that cannot listen says why in one line naming HOST and PORT, exit code 78', () => {
     /** src/main.ts with `env` (and `uid`), run until it exits: its exit code and everything it wrote. */
     async function failedStart (env: Record<string, string>, uid?: number): Promise<{ code: number | null, output: string }> {

@@ -4,10 +4,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { buildIfStale } from '../../scripts/build-if-stale.js'
 import { nginxConfig } from './nginx.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
@@ -92,25 +93,11 @@ async function waitFor (child: ChildProcess, name: string, url: string, ok: (sta
   throw new Error(`${name} did not become ready at ${url} within ${timeoutMs} ms`)
 }
 
-function newestMtime (dir: string): number {
-  let newest = 0
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
-  }
-  return newest
-}
-
-/** `npm run build` when dist/main.js is missing or older than any file in src/. */
+/** `npm run build` when dist/ is missing or older than src/ (scripts/build-if-stale.ts, as `npm start` does). */
 export function ensureBuilt (log: (line: string) => void): void {
-  const main = join(ROOT, 'dist', 'main.js')
-  if (existsSync(main) && statSync(main).mtimeMs >= newestMtime(join(ROOT, 'src'))) return
-  log('dist/ is missing or older than src/: running npm run build')
-  const result = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' })
-  if (result.status !== 0) {
-    if (!existsSync(main)) throw new Error('npm run build failed and dist/main.js does not exist')
-    log('npm run build reported errors; benchmarking the dist/ it emitted anyway')
-  }
+  if (buildIfStale(log)) return
+  if (!existsSync(join(ROOT, 'dist', 'main.js'))) throw new Error('npm run build failed and dist/main.js does not exist')
+  log('npm run build reported errors; benchmarking the dist/ it emitted anyway')
 }
 
 // ------------------------------------------------------------------ the fake upstream

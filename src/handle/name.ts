@@ -80,7 +80,7 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
         'DOI names cannot contain control characters; check the link for a stray %0A, %0D, %00 or similar.'
     }
   }
-  const handle = trimWhitespace(stripNamePrefix(trimLeadingSlashesAndWhitespace(decoded)))
+  const handle = handleFromInput(decoded)
   const length = codePointLength(handle)
   if (length > opts.maxLength) {
     return {
@@ -90,6 +90,16 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
     }
   }
   return { ok: true, handle }
+}
+
+/**
+ * The DOI name in what a reader typed or pasted into a form (already decoded by the form encoding):
+ * steps 3–5 of handleFromPath, so `https://doi.org/10.1000/182`, `doi:10.1000/182` and ` 10.1000/182 `
+ * all become `10.1000/182`, and the form's shareable URL is `/10.1000/182`, not `/https://doi.org/…`.
+ * Limits and control characters are left to handleFromPath when that URL is asked for.
+ */
+export function handleFromInput (typed: string): string {
+  return trimWhitespace(stripNamePrefix(trimLeadingSlashesAndWhitespace(typed)))
 }
 
 /**

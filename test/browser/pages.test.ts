@@ -74,6 +74,18 @@ describe('without JavaScript', () => {
     }
   })
 
+  it('a doi.org URL pasted into the home form lands on the DOI\'s own URL', async () => {
+    const { page, context } = await openPage(browser, served.origin, '/', { javaScriptEnabled: false })
+    try {
+      await page.getByLabel('DOI', { exact: true }).fill('https://doi.org/10.5555/multi')
+      await page.getByLabel('Show the record instead of redirecting').check()
+      await Promise.all([page.waitForURL(`${served.origin}/10.5555/multi?noredirect=on`), page.getByRole('button', { name: 'Resolve' }).click()])
+      expect(await page.locator('h1').textContent()).toBe('DOI: 10.5555/multi')
+    } finally {
+      await context.close()
+    }
+  })
+
   it('the status page shows its figures', async () => {
     const { page, context } = await openPage(browser, served.origin, '/status', { javaScriptEnabled: false })
     try {

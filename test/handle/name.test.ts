@@ -4,6 +4,7 @@ import {
   encodeURL,
   encodeURLComponentHdl,
   encodeURLPath,
+  handleFromInput,
   handleFromPath,
   hasControlChar,
   percentDecode,
@@ -153,6 +154,24 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     // D§2.7: "configurable"
     expect(handleFromPath('/10.1000/abc', { maxLength: 11 })).toMatchObject({ ok: true })
     expect(handleFromPath('/10.1000/abcd', { maxLength: 11 })).toMatchObject({ ok: false, status: 414 })
+  })
+})
+
+describe('handleFromInput: the DOI name in what a reader pasted into a form', () => {
+  it.each([
+    { typed: '10.1000/182', handle: '10.1000/182', why: 'a plain DOI stays as it is' },
+    { typed: 'https://doi.org/10.1000/182', handle: '10.1000/182', why: 'D§2.4: a pasted doi.org URL' },
+    { typed: 'http://dx.doi.org/10.1000/182', handle: '10.1000/182', why: 'D§2.4: the old dx.doi.org' },
+    { typed: 'HTTPS://DOI.ORG/10.1000/182', handle: '10.1000/182', why: 'D§2.4: case-insensitive' },
+    { typed: 'https://hdl.handle.net/10.1000/182', handle: '10.1000/182', why: 'D§2.4: the Handle proxy' },
+    { typed: 'doi:10.1000/182', handle: '10.1000/182', why: 'D§2.4: doi: prefix' },
+    { typed: 'doi: 10.1000/182', handle: '10.1000/182', why: 'R§1 step 5: a space after the colon' },
+    { typed: 'urn:doi:10.123:456', handle: '10.123/456', why: 'D§2.4: urn: form, first colon a slash' },
+    { typed: '  /10.1000/182\u00a0', handle: '10.1000/182', why: 'R§1 step 4: slashes and whitespace pasted around it' },
+    { typed: 'https://doi.org/https://doi.org/10.1000/182', handle: 'https://doi.org/10.1000/182', why: 'D§2.4: at most one prefix' },
+    { typed: 'https://example.org/10.1000/182', handle: 'https://example.org/10.1000/182', why: 'another site\'s URL is no resolver URL' }
+  ])('$typed → $handle ($why)', ({ typed, handle }) => {
+    expect(handleFromInput(typed)).toBe(handle)
   })
 })
 

@@ -26,6 +26,18 @@ describe('pages (issue 2 item 7)', () => {
     expect(plus.headers.location).toBe('http://resolver.example/10.1002/(SICI)1097-0274(199909)36:1%2B%3C1::AID-AJIM2%3E3.0.CO;2-0')
   })
 
+  it.each([
+    ['https://doi.org/10.5555/plain', 'a pasted doi.org URL'],
+    ['http://dx.doi.org/10.5555/plain', 'a pasted dx.doi.org URL'],
+    ['doi:10.5555/plain', 'a doi: name'],
+    [' 10.5555/plain ', 'spaces around it']
+  ])('the home form sends %s (%s) to the DOI\'s own URL', async (typed) => {
+    const { app } = await setup()
+    const res = await app.inject({ url: `/?${new URLSearchParams({ hdl: typed }).toString()}`, headers: { host: 'resolver.example' } })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('http://resolver.example/10.5555/plain')
+  })
+
   it('the home form keeps a # inside the DOI encoded', async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/?hdl=10.5555%2Fhash%23frag', headers: { host: 'resolver.example' } })

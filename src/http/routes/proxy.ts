@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { encodeHandlePath, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
+import { encodeHandlePath, handleFromInput, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
 import { parseApiQuery } from '../../handle/api.js'
 import { parseProxyQuery } from '../../handle/query.js'
 import type { ProxyParams } from '../../handle/query.js'
@@ -178,7 +178,8 @@ function home (reply: FastifyReply, ctx: PageContext, rawQuery: string): Fastify
   for (const [key, v] of form) {
     if (key !== 'hdl') rest.push(v === '' ? encodeURIComponent(key) : `${encodeURIComponent(key)}=${encodeURIComponent(v)}`)
   }
-  const target = `${ctx.baseUrl}${encodeHandlePath(hdl.replace(/^\/+/, ''))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
+  // A pasted `https://doi.org/…` or `doi:…` goes to the DOI's own URL (behaviour.md §2.4).
+  const target = `${ctx.baseUrl}${encodeHandlePath(handleFromInput(hdl))}${rest.length > 0 ? `?${rest.join('&')}` : ''}`
   return reply.code(302).header('location', target).type(HTML).send(renderRedirectBody(target))
 }
 
