@@ -15,17 +15,16 @@
  * 3. A local miss that Redis answers, against a local hit and an upstream miss, on the same replica:
  *    each DOI asked once at low concurrency, per-request latency p50/p99.
  */
-import { spawn, spawnSync } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { runLoad, seededRandom, warm, zipfSampler } from './lib/load.js'
 import type { LoadResult } from './lib/load.js'
-import { ensureBuilt, freePort, ROOT, startOurs, startUpstream } from './lib/processes.js'
+import { ensureBuilt, ROOT, startOurs, startUpstream } from './lib/processes.js'
+import { startRedis } from './lib/redis.js'
 import type { Target, UpstreamProcess } from './lib/processes.js'
-import { machine } from './lib/results.js'
+import { machine, runBench, writeReport } from './lib/results.js'
 
 const HELP = `Usage: node --import tsx bench/replicas.ts [options]
   --quick                 shorter runs, fewer DOIs
@@ -56,32 +55,6 @@ const PREFIXES = 10
 
 function doi (kind: string, i: number): string {
   return `/10.${7000 + (i % PREFIXES)}/${kind}.${i}`
-}
-
-// ------------------------------------------------------------------ redis-server
-
-interface RedisProcess { url: string, stop (): Promise<void> }
-
-async function startRedis (): Promise<RedisProcess> {
-  const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' })
-  if (found.error !== undefined || found.status !== 0) throw new Error('redis-server is not on PATH: `apt-get install -y redis-server` (Debian/Ubuntu), then run again')
-  const port = await freePort()
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  process.on('exit', () => child.kill('SIGKILL'))
-  for (let i = 0; i < 200; i++) {
-    const ok = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG'
-    if (ok) break
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: async () => {
-      if (child.exitCode !== null) return
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-    }
-  }
 }
 
 function flushRedis (url: string): void {
@@ -274,7 +247,7 @@ async function main (): Promise<void> {
       '<!-- Written by bench/replicas.ts (`npm run bench:replicas`). Do not edit by hand. -->',
       `Machine: ${machine()}  `, `Date: ${new Date().toISOString()}  `,
       `Mode: ${args.quick ? 'quick (`npm run bench:replicas -- --quick`)' : 'full (`npm run bench:replicas`)'}; ${n} replicas; fake upstream latency ${args.latencyMs} ms; ` +
-      `servers \`node dist/main.js\` with LOG_LEVEL=warn, CACHE_FILE empty${Object.keys(args.serverEnv).length > 0 ? `, ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}, REDIS_URL to a local redis-server ${spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout.split(' ')[2] ?? ''} (no persistence); load generator on the same machine; whole run ${seconds} s.`, '',
+      `servers \`node dist/main.js\` with LOG_LEVEL=warn, CACHE_FILE empty${Object.keys(args.serverEnv).length > 0 ? `, ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}, REDIS_URL to a local redis-server ${redis.version} (no persistence); load generator on the same machine; whole run ${seconds} s.`, '',
       'Everything runs on the same cores (the replicas, Redis, the fake upstream, the load generator): compare rows of this run, not absolute numbers across machines.', '',
       '## Upstream requests per unique handle', '',
       `Every one of ${stormDois} cold DOIs asked of every replica at the same moment (16 DOIs at a time). Unique handles: the DOIs, their ${PREFIXES} prefixes and the prefixes' service handle = ${uniqueHandles}. Goal with Redis: ≈ 1.0, as one replica.`, '',
@@ -299,14 +272,7 @@ async function main (): Promise<void> {
     await redis.stop()
   }
   const text = out.join('\n')
-  process.stdout.write('\n' + text + '\n')
-  if (args.output !== '-') {
-    writeFileSync(args.output, text)
-    log(`wrote ${args.output}`)
-  }
+  writeReport(args.output, text, log)
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`)
-  process.exit(1)
-})
+runBench(main)

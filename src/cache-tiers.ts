@@ -56,7 +56,7 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     // worker takes all of them back; a change of WORKERS loses nothing either.
     for (const one of [...await siblingSnapshots(file), file]) {
       const started = performance.now()
-      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, log: app.log })
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, takeBack: one === file, log: app.log })
       if (loaded.loaded + loaded.expired + loaded.bad > 0) {
         app.log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
       }

@@ -144,6 +144,8 @@ export interface OursOptions {
   dir?: string
   /** The name in the results (default `doi-proxy`). */
   name?: string
+  /** How long the server may take to answer /readyz 200 (default 15 s; a busy machine may need more). */
+  readyTimeoutMs?: number
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
@@ -170,7 +172,7 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   const name = opts.name ?? 'doi-proxy'
   const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
-  await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200)
+  await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200, opts.readyTimeoutMs)
   return { name, baseUrl, port, stop: async () => await stop(child, 8_000) }
 }
 

@@ -141,3 +141,19 @@ export function writeSection (section: Section, body: string): void {
   ].join('\n')
   writeFileSync(RESULTS_PATH, text)
 }
+
+/** Print a bench script's report, and write it to `output` unless that is `-`. */
+export function writeReport (output: string, text: string, log: (line: string) => void): void {
+  process.stdout.write('\n' + text + '\n')
+  if (output === '-') return
+  writeFileSync(output, text)
+  log(`wrote ${output}`)
+}
+
+/** Run a bench script's main: a failure is its stack on stderr and exit code 1. */
+export function runBench (main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`)
+    process.exit(1)
+  })
+}

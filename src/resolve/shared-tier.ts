@@ -16,12 +16,13 @@ import type { UpstreamAnswer } from './upstream.js'
  * LRU, shared by every replica and worker. Read on a local miss, written on every upstream answer
  * (found and not found) with a Redis TTL of freshness + maximum staleness, under a versioned prefix.
  * Replicas that miss the same key at once make one upstream request: the first takes a short lock
- * (SET NX PX) and fetches, the others poll for the record until it arrives, the lock goes (then one
- * of them takes it) or their wait ends (lock TTL or the request's deadline; then they fetch themselves).
+ * (SET NX PX, in a script) and fetches, the others poll for the record until it arrives, the lock goes (then
+ * one of them takes it) or their wait ends (lock TTL or the request's deadline; then they fetch themselves).
  *
- * Redis down, slow (past its command timeout) or full (OOM): every call here gives up and the lookup
+ * Redis down, stuck (no answer for STUCK_AFTER_MS) or full (OOM): every call here gives up and the lookup
  * goes on as if there were no Redis, counted in `doi_proxy_shared_cache_errors_total{reason}`, logged at
- * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. Nothing here throws to the caller.
+ * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. One command past its timeout is
+ * counted too, but its lookup looks again and sharing stays on. Nothing here throws to the caller.
  */
 export const SHARED_KEY_VERSION = 'v2'
 const LOG_INTERVAL_MS = 10_000

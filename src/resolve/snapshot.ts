@@ -31,6 +31,7 @@ import { checkEntry, encodeEntry, isCacheKey } from './entry-codec.js'
  * (another UPSTREAM_URL, OFFLINE changed, or version 1, which did not say) is not loaded: its records would
  * answer for an upstream that was never asked. It is set aside whole as `FILE.<source id>.set-aside`
  * (`FILE.<source id>-<epoch ms>.set-aside` when that name is taken), never overwritten, never deleted.
+ * A process's own file, missing or set aside, is replaced by the one set aside for its source, if any.
  */
 export const SNAPSHOT_FORMAT = 'doi-proxy-cache'
 export const SNAPSHOT_VERSION = 2
@@ -56,6 +57,8 @@ export interface LoadResult {
   setAside?: string
   /** The file was made from another source and was not loaded. */
   foreign?: boolean
+  /** The file set aside earlier for this source, renamed back to the snapshot's name and loaded. */
+  takenBack?: string
 }
 
 export interface LoadOptions {
@@ -68,11 +71,32 @@ export interface LoadOptions {
   maxKeyLength: number
   /** What this process's records come from: a file made from anything else is set aside. */
   source: CacheSource
+  /**
+   * This process's own file (not a sibling worker's): when it is missing or was made from another source,
+   * the file set aside when this source was last used (`FILE.<our source id>.set-aside`) is taken back.
+   */
+  takeBack?: boolean
   log: SnapshotLog
 }
 
 /** Load the snapshot into the cache. A missing file is an empty cache; nothing here throws. */
 export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
+  const missing = !await exists(opts.file)
+  const first = await loadFile(opts)
+  if (opts.takeBack !== true || (!missing && first.foreign !== true)) return first
+  // Switching back (a test fixture, then doi.org, then the fixture again) finds each upstream's records where it left them.
+  const ours = `${opts.file}.${sourceId(opts.source)}.set-aside`
+  if (!await exists(ours) || await exists(opts.file)) return first
+  try {
+    await rename(ours, opts.file)
+  } catch {
+    return first
+  }
+  opts.log.info({ file: opts.file, from: ours }, 'took back the cache snapshot set aside when this upstream was last used')
+  return { ...await loadFile(opts), takenBack: ours }
+}
+
+async function loadFile (opts: LoadOptions): Promise<LoadResult> {
   const result: LoadResult = { loaded: 0, expired: 0, bad: 0 }
   try {
     await stat(opts.file)

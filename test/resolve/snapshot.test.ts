@@ -11,6 +11,7 @@ import type { Config } from '../../src/config/schema.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { admin, str } from '../support/records.js'
 import type { HandleValue } from '../../src/handle/types.js'
+import { cacheSourceOf, sourceId } from '../../src/resolve/cache-source.js'
 
 // CACHE_FILE (behaviour.md §11): the cache survives a restart, whatever the file holds.
 
@@ -201,15 +202,38 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     const fixture = await upstreamFor(records(1))
     const other = await upstreamFor(records(1))
     const cacheFile = tempFile()
-    for (let round = 0; round < 2; round++) {
-      const a = await start(fixture, { cacheFile })
-      await a.app.inject({ url: '/10.5555/r0' })
-      await a.app.close()
-      const b = await start(other, { cacheFile })
-      await b.app.close()
-    }
-    // The fixture's snapshot was set aside twice (the second time the other's was too): none lost.
-    expect(readdirSync(join(cacheFile, '..')).filter((f) => f.endsWith('.set-aside'))).toHaveLength(3)
+    const a = await start(fixture, { cacheFile })
+    await a.app.inject({ url: '/10.5555/r0' })
+    await a.app.close()
+    const earlier = `${cacheFile}.${sourceId(cacheSourceOf({ upstreamUrl: fixture.url, offline: false }))}.set-aside`
+    writeFileSync(earlier, 'an earlier snapshot of the fixture, set aside before\n')
+    const b = await start(other, { cacheFile })
+    await b.app.close()
+    expect(readFileSync(earlier, 'utf8')).toBe('an earlier snapshot of the fixture, set aside before\n')
+    expect(readdirSync(join(cacheFile, '..')).filter((f) => f.endsWith('.set-aside'))).toHaveLength(2)
+  })
+
+  it('switching back to an upstream takes back the snapshot set aside when it was last used', async () => {
+    const fixture = await upstreamFor(records(1))
+    const mirror = await upstreamFor({ ...records(1), '10.5555/r0': [admin(), str(1, 'URL', 'http://mirror.example/r0')] })
+    const cacheFile = tempFile()
+    const first = await start(fixture, { cacheFile })
+    await first.app.inject({ url: '/10.5555/r0' })
+    await first.app.close()
+    const second = await start(mirror, { cacheFile })
+    expect((await second.app.inject({ url: '/10.5555/r0' })).headers.location).toBe('http://mirror.example/r0')
+    await second.app.close()
+
+    fixture.mode = { kind: 'status', status: 503 }
+    const third = await start(fixture, { cacheFile })
+    const res = await third.app.inject({ url: '/10.5555/r0' })
+    expect(res.headers.location).toBe('http://example.org/r0')
+    expect(res.headers['x-cache']).toBe('HIT')
+    expect(third.logs.some((l) => l.msg === 'took back the cache snapshot set aside when this upstream was last used')).toBe(true)
+    // The mirror's snapshot waits in its place for the next switch.
+    expect(readdirSync(join(cacheFile, '..')).filter((f) => f.endsWith('.set-aside'))).toEqual([
+      `cache.snapshot.${sourceId(cacheSourceOf({ upstreamUrl: mirror.url, offline: false }))}.set-aside`
+    ])
   })
 
   it('a snapshot written before snapshots named their source (version 1) is set aside, not loaded', async () => {
