@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { buildConfig } from '../../src/config/schema.js'
 import { describeRedis, redisSettingsOf } from '../../src/resolve/redis.js'
@@ -39,5 +40,21 @@ describe('Redis settings', () => {
     expect(said({ REDIS_URL: 'redis://:s3cret@valkey' })).toBe('redis://:***@valkey')
     expect(said({ REDIS_SENTINELS: 's1:26379, [::1]:26380', REDIS_SENTINEL_MASTER: 'mymaster', REDIS_PASSWORD: 's3cret' })).toBe('sentinel master mymaster via s1:26379,::1:26380')
     expect(said({ REDIS_CLUSTER_NODES: 'r1:7000,r2:7001' })).toBe('cluster via r1:7000,r2:7001')
+  })
+})
+
+describe('docs/deployment.md', () => {
+  const doc = readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8')
+  const start = doc.indexOf('### Redis past one server')
+  const section = doc.slice(start, doc.indexOf('\n### ', start + 1))
+  const examples = [...section.matchAll(/```sh\n([^`]*)```/g)].map((m) => Object.fromEntries((m[1] ?? '').trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2))))
+
+  it.each(examples.map((env) => [Object.keys(env).join(' '), env]))('the Redis example with %s is a valid configuration', (_keys, env) => {
+    const config = buildConfig(undefined, env as Record<string, string>)
+    expect(config.redisUrl !== undefined || config.redisSentinels.length > 0 || config.redisClusterNodes.length > 0).toBe(true)
+  })
+
+  it('has the examples: ACL user, TLS, Sentinel, Cluster', () => {
+    expect(examples.length).toBeGreaterThanOrEqual(5)
   })
 })
