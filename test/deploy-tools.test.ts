@@ -137,7 +137,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'doi-proxy-nginx-'))
-    // Run as root, nginx's workers are another user (www-data), who must read the webroot.
+    // Run as root, nginx's workers are another user (nobody, without a `user` directive), who must read the webroot.
     chmodSync(dir, 0o755)
     mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
     // The throw-away certificate exactly as docs/deployment.md makes it for a trial (its shell lines
@@ -163,9 +163,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 
     let conf = source
     conf = substitute(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
-    conf = substitute(conf, 'listen [::]:80;', '')
     conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
-    conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
     for (const upstream of upstreams) conf = substitute(conf, upstream, `server 127.0.0.1:${appPort} `)
     conf = substitute(conf, '/etc/nginx/tls/', `${dir}/tls/`)
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
