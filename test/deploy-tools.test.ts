@@ -276,6 +276,26 @@ function run (command: string, args: string[], env: Record<string, string> = {})
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
 }
 
+// CI installs Debian's docker-compose (.ci/run); no Docker engine is needed to check a file.
+describe.skipIf(!has('docker-compose'))('docker-compose.yml, checked by docker-compose config (skipped without it: Debian package docker-compose)', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url))
+
+  it('is valid compose, without a word, with .env.example\'s settings', () => {
+    const checked = spawnSync('docker-compose', ['--env-file', '.env.example', 'config', '-q'], { cwd: root, encoding: 'utf8' })
+    expect(checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
+  })
+
+  it('is valid compose, without a word, with nothing set (every variable has its default)', () => {
+    const empty = join(mkdtempSync(join(tmpdir(), 'doi-proxy-env-')), 'empty.env')
+    writeFileSync(empty, '')
+    onTestFinished(() => { rmSync(join(empty, '..'), { recursive: true, force: true }) })
+    const checked = spawnSync('docker-compose', ['--env-file', empty, 'config', '-q'], { cwd: root, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })
+    expect(checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
+  })
+})
+
 describe('docs/deployment.md', () => {
   it('names only deploy/ files that exist', () => {
     const named = new Set([...DEPLOYMENT_DOC.matchAll(/(?<![\w/])deploy\/([\w.-]+)/g)].map((m) => m[1] ?? ''))
