@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
 import { request as httpRequest } from 'node:http'
@@ -137,7 +137,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'doi-proxy-nginx-'))
-    // Run as root, nginx's workers are another user (www-data), who must read the webroot.
+    // Run as root, nginx's workers are another user (nobody, without a `user` directive), who must read the webroot.
     chmodSync(dir, 0o755)
     mkdirSync(join(dir, 'acme', '.well-known', 'acme-challenge'), { recursive: true })
     // The throw-away certificate exactly as docs/deployment.md makes it for a trial (its shell lines
@@ -154,20 +154,20 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 
   /**
    * A real doi-proxy (the fake upstream behind it) with `statusAllow`, and nginx in front of it from
-   * the shipped file, on free ports; both stopped when the test ends.
+   * the shipped file (or `source`, its `upstreams` lines pointed at doi-proxy) with the certificate in
+   * `tlsDir`, on free ports; both stopped when the test ends.
    */
-  async function start (statusAllow = ['127.0.0.0/8'], source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `)): Promise<ChildProcess> {
-    const appPort = await startDoiProxy(statusAllow)
+  async function start (opts: { statusAllow?: string[], source?: string, upstreams?: string[], tlsDir?: string } = {}): Promise<ChildProcess> {
+    const { source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `), tlsDir = join(dir, 'tls') } = opts
+    const appPort = await startDoiProxy(opts.statusAllow ?? ['127.0.0.0/8'])
     httpPort = await freePort()
     httpsPort = await freePort()
 
     let conf = source
     conf = substitute(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
-    conf = substitute(conf, 'listen [::]:80;', '')
     conf = substitute(conf, 'listen 443 ssl http2;', `listen 127.0.0.1:${httpsPort} ssl http2;`)
-    conf = substitute(conf, 'listen [::]:443 ssl http2;', '')
     for (const upstream of upstreams) conf = substitute(conf, upstream, `server 127.0.0.1:${appPort} `)
-    conf = substitute(conf, '/etc/nginx/tls/', `${dir}/tls/`)
+    conf = substitute(conf, '/etc/nginx/tls/', `${tlsDir}/`)
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
     conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
     // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
@@ -208,7 +208,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
   it('resolves through the one-host form docs/deployment.md makes with sed (one doi-proxy on 127.0.0.1:8000)', async () => {
     const oneHost = docSed('nginx-one-host.conf', 'nginx-one-host.conf')
     expect(oneHost.match(/^\s*server \S+:8000/gm)).toEqual(['    server 127.0.0.1:8000'])
-    await start(undefined, oneHost, ['server 127.0.0.1:8000 '])
+    await start({ source: oneHost, upstreams: ['server 127.0.0.1:8000 '] })
     const answer = await ask(`https://127.0.0.1:${httpsPort}/10.5555/plain`, { ca })
     expect(answer.status).toBe(302)
     expect(answer.headers.location).toBe('http://example.org/plain')
@@ -236,7 +236,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
   })
 
   it('passes the reader\'s address on, and doi-proxy trusts it (TRUST_PROXY): /status for an allowed reader only', async () => {
-    await start(['127.0.0.2/32'])
+    await start({ statusAllow: ['127.0.0.2/32'] })
     // nginx itself reaches doi-proxy from 127.0.0.1: only the passed-on address can be 127.0.0.2.
     expect((await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.2' })).status).toBe(200)
     // A reader who writes the header itself is not believed: nginx overwrites it.
@@ -245,7 +245,10 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
   })
 
   it('serves a renewed certificate once deploy/certbot-deploy-hook has run, without a restart', async () => {
-    const nginx = await start()
+    // Its own copy of the certificate directory, so the other tests keep the one they trust.
+    const tlsDir = join(dir, 'tls-renewed')
+    cpSync(join(dir, 'tls'), tlsDir, { recursive: true })
+    const nginx = await start({ tlsDir })
     const before = await servedFingerprint()
     // What certbot hands the hook: the new certificate's live directory in RENEWED_LINEAGE.
     const lineage = join(dir, 'renewed')
@@ -254,7 +257,7 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
       '-subj', '/CN=renewed', '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(lineage, 'privkey.pem'), '-out', join(lineage, 'fullchain.pem')], { stdio: 'pipe' })
     const renewed = new X509Certificate(readFileSync(join(lineage, 'fullchain.pem'))).fingerprint256
     // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
-    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: join(dir, 'tls'), RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
+    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: tlsDir, RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
     expect(hook.code, hook.stderr).toBe(0)
     await waitFor('the renewed certificate served', async () => (await servedFingerprint()) === renewed)
     expect(before).not.toBe(renewed)
@@ -272,6 +275,26 @@ function run (command: string, args: string[], env: Record<string, string> = {})
   const result = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, ...env } })
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
 }
+
+// CI installs Debian's docker-compose (.ci/run); no Docker engine is needed to check a file.
+describe.skipIf(!has('docker-compose'))('docker-compose.yml, checked by docker-compose config (skipped without it: Debian package docker-compose)', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url))
+
+  it('is valid compose, without a word, with .env.example\'s settings', () => {
+    const checked = spawnSync('docker-compose', ['--env-file', '.env.example', 'config', '-q'], { cwd: root, encoding: 'utf8' })
+    expect(checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
+  })
+
+  it('is valid compose, without a word, with nothing set (every variable has its default)', () => {
+    const empty = join(mkdtempSync(join(tmpdir(), 'doi-proxy-env-')), 'empty.env')
+    writeFileSync(empty, '')
+    onTestFinished(() => { rmSync(join(empty, '..'), { recursive: true, force: true }) })
+    const checked = spawnSync('docker-compose', ['--env-file', empty, 'config', '-q'], { cwd: root, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })
+    expect(checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
+  })
+})
 
 describe('docs/deployment.md', () => {
   it('names only deploy/ files that exist', () => {
