@@ -164,7 +164,7 @@ function sendHuge (res: ServerResponse, bytes: number, encoding?: Encoding): voi
   const body = Buffer.alloc(bytes, ' ')
   body.write('{"responseCode":1,"values":[')
   body.write(']}', bytes - 2)
-  const sent = encoding === undefined ? body : COMPRESS[encoding](body)
+  const sent = encoding === undefined ? body : encoding === 'gzip' ? gzipSync(body, { level: 1 }) : COMPRESS[encoding](body) // gzip at its fastest: 50 MB in a blink
   res.writeHead(200, { 'content-type': 'application/json', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
   // In chunks, as a real server streams it: the reader may stop early.
   const chunk = 64 * 1024
