@@ -22,7 +22,7 @@ const apiAnswer = {
   type: 'object',
   required: ['responseCode'],
   properties: {
-    responseCode: { type: 'integer', description: '1 success, 2 error (upstream failure), 4 bad request, 100 handle not found, 102 invalid handle, 200 values not found' },
+    responseCode: { type: 'integer', description: '1 success, 2 error (upstream failure), 4 bad request, 100 handle not found, 102 invalid handle, 200 values not found, 301 not in an offline resolver\'s local records' },
     handle: { type: 'string' },
     values: { type: 'array', items: handleValue },
     message: { type: 'string' }
@@ -55,11 +55,11 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           200: json('Found (responseCode 1), or values not found for the filters (responseCode 200, empty `values`).', apiAnswer),
           400: json('Bad request: non-integer index (responseCode 4) or empty/invalid handle (responseCode 102).', apiAnswer),
-          404: json('Handle not found (responseCode 100).', apiAnswer),
+          404: json('Handle not found (responseCode 100); with OFFLINE=true, not in the local records (responseCode 301).', apiAnswer),
           414: json('Handle too long.', apiAnswer),
           502: json('The upstream failed or is unreachable (responseCode 2).', apiAnswer),
           503: json('Too busy to ask the upstream now (responseCode 2).', apiAnswer),
-          504: json('The upstream did not answer in time (responseCode 2).', apiAnswer)
+          504: json('The upstream did not answer in time, or the request said `Cache-Control: only-if-cached` and the record is not held (responseCode 2).', apiAnswer)
         }
       }
     },

@@ -244,6 +244,6 @@ describe('the sample store shipped in config/sample-records (issue 7 §4)', () =
   it('the values-only record has no URL (it shows the values page)', async () => {
     const { records } = parseStoreFile('sample.ndjson', await readFile(join(sampleDir, 'sample.ndjson'), 'utf8'))
     const values = records.find((r) => r.handle === '10.5555/sample-values')?.values ?? []
-    expect(values.map((v) => v.type).sort()).toEqual(['10320/loc', 'DESC', 'EMAIL', 'HS_ADMIN'])
+    expect(values.map((v) => v.type).sort()).toEqual(['DESC', 'EMAIL', 'HS_ADMIN'])
   })
 })
