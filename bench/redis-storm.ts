@@ -7,10 +7,11 @@
  * redis-server in front of the bench fake upstream (200 ms), their prefix already known. Each run sends
  * 500 requests at once (250 to each replica) for 20 DOIs nobody asked before; a run with more than 20
  * upstream requests fetched some DOI twice. After a run with a Redis timeout the next waits 6 s. Two cases:
- * Redis answering normally, and Redis paused for 250 ms (DEBUG SLEEP) 30 ms into the storm, so that
- * commands in flight time out. Reported: runs with duplicate upstream requests, out of N, per build and case.
+ * Redis answering normally, and Redis paused for 250 ms (DEBUG SLEEP) as the storm's first upstream
+ * request arrives (one replica fetching, the other waiting on Redis), so that commands in flight time out. Reported: runs with duplicate upstream requests, out of N, per build and case.
  */
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import { Pool } from 'undici'
 import { buildBefore } from './lib/before.js'
 import type { BeforeBuild } from './lib/before.js'
@@ -52,7 +53,6 @@ const UNIQUE_HANDLES = DOIS // the prefix and its service handle are fetched bef
 // Longer than any pause the shared tier takes after Redis failures (shared-tier.ts).
 const SETTLE_MS = 6_000
 const PAUSE_S = 0.25
-const PAUSE_AFTER_MS = 30
 
 interface Build { name: string, dir?: string }
 interface Case { name: string, pause: boolean }
@@ -88,7 +88,13 @@ async function stopReplicas (r: Replicas): Promise<void> {
 
 const TIMEOUTS = /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m
 
-async function oneRun (replicas: Replicas, c: Case, run: number, requests: number, upstream: UpstreamProcess, redis: RedisProcess): Promise<Run> {
+async function pauseRedisOnceFetching (upstream: UpstreamProcess, client: Redis): Promise<void> {
+  const until = performance.now() + 30_000
+  while (await upstream.requests() === 0 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
+  await client.call('DEBUG', 'SLEEP', String(PAUSE_S)).catch(() => {})
+}
+
+async function oneRun (replicas: Replicas, c: Case, run: number, requests: number, upstream: UpstreamProcess, client: Redis): Promise<Run> {
   const { pools, targets } = replicas
   const statuses: Record<string, number> = {}
   const timeoutsBefore = await metricSum(targets, TIMEOUTS)
@@ -100,9 +106,8 @@ async function oneRun (replicas: Replicas, c: Case, run: number, requests: numbe
     await res.body.dump()
     statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
   })
-  const pause = c.pause
-    ? new Promise<void>((resolve) => setTimeout(() => { redis.cli('DEBUG', 'SLEEP', String(PAUSE_S)).then(() => resolve(), () => resolve()) }, PAUSE_AFTER_MS))
-    : Promise.resolve()
+  // The pause comes while the first replica's fetches are at the upstream and the other replica waits on Redis.
+  const pause = c.pause ? pauseRedisOnceFetching(upstream, client) : Promise.resolve()
   await Promise.all([...sent, pause])
   const result = { upstream: await upstream.requests(), timeouts: await metricSum(targets, TIMEOUTS) - timeoutsBefore, statuses }
   // A replica may have set Redis aside for a while after timeouts: the next run starts after that.
@@ -120,18 +125,21 @@ async function main (): Promise<void> {
   const upstream = await startUpstream(args.latencyMs)
   const cases: Case[] = [{ name: 'Redis answering', pause: false }, { name: `Redis paused ${PAUSE_S * 1000} ms mid-storm`, pause: true }]
   const results = new Map<string, Run[]>()
+  let client: Redis | undefined
   try {
     if (args.before !== undefined) {
       before = buildBefore(args.before, log)
       builds.push({ name: before.name, dir: before.dir })
     }
+    // Our own connection for DEBUG SLEEP: open before the storm, so the pause is sent at once.
+    client = new Redis(redis.url)
     const running = []
     for (const build of builds) running.push(await startReplicas(build, args.requests, upstream, redis))
     try {
       for (let run = 0; run < args.runs; run++) {
         for (const c of cases) {
           for (const replicas of running) {
-            const r = await oneRun(replicas, c, run, args.requests, upstream, redis)
+            const r = await oneRun(replicas, c, run, args.requests, upstream, client)
             const key = `${replicas.build.name}\u0000${c.name}`
             results.set(key, [...(results.get(key) ?? []), r])
             log(`run ${run + 1}/${args.runs} ${replicas.build.name}, ${c.name}: ${r.upstream} upstream requests for ${UNIQUE_HANDLES} DOIs, ${r.timeouts} Redis timeouts, ${JSON.stringify(r.statuses)}`)
@@ -142,6 +150,7 @@ async function main (): Promise<void> {
       for (const r of running) await stopReplicas(r)
     }
   } finally {
+    client?.disconnect()
     before?.remove()
     await upstream.stop()
     await redis.stop()
@@ -163,7 +172,7 @@ async function main (): Promise<void> {
     `Machine: ${machine()}  `, `Date: ${new Date().toISOString()}  `,
     `Two replicas per build (\`node dist/main.js\`, LOG_LEVEL=warn, REDIS_COMMAND_TIMEOUT_MS=100, MAX_EVENT_LOOP_DELAY_MS=0 so that no lookup is shed, CACHE_FILE empty) share a redis-server ${redis.version} on loopback and ` +
     `the bench fake upstream (${args.latencyMs} ms), their prefix already known. Each run sends ${args.requests} requests at once (half to each replica) for ${DOIS} DOIs nobody asked before: ` +
-    `a run with more than ${UNIQUE_HANDLES} upstream requests fetched a DOI twice; after a run with a Redis timeout the next waits ${SETTLE_MS / 1000} s. "Redis paused": DEBUG SLEEP ${PAUSE_S} s sent ${PAUSE_AFTER_MS} ms into the storm, ` +
+    `a run with more than ${UNIQUE_HANDLES} upstream requests fetched a DOI twice; after a run with a Redis timeout the next waits ${SETTLE_MS / 1000} s. "Redis paused": DEBUG SLEEP ${PAUSE_S} s sent as the first upstream request of the storm arrives (one replica fetching, the other waiting on Redis), ` +
     `so the commands in flight time out. ${args.runs} runs per build and case, builds alternating; whole run ${((Date.now() - started) / 1000).toFixed(0)} s. ` +
     'Everything (replicas, Redis, upstream, load) shares the machine\'s cores, which other work was using too: compare rows of this run.', '',
     '| Build | Case | Runs with duplicate upstream requests | Extra upstream requests, all runs | Most upstream requests in a run | Runs with a Redis timeout | Answers |',
