@@ -17,8 +17,10 @@ import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
 import { startBenchAgency } from './bench-agency.js'
 import { BEFORE_PREFIX } from './before.js'
+import { batchSection } from './batch.js'
+import { writeSection } from './results.js'
 
-export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata'] as const
+export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'batch'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
@@ -414,5 +416,10 @@ export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   'not-found': notFound,
   api,
   conneg,
-  metadata
+  metadata,
+  // Its figures are not requests per second against a floor: it writes its own section of RESULTS.md.
+  batch: async (ctx) => {
+    writeSection('batch', await batchSection(ctx))
+    return []
+  }
 }
