@@ -326,7 +326,7 @@ describe('the doi-proxy command', () => {
     { args: ['mirror', '--colour'], message: 'doi-proxy: Unknown option \'--colour\'' },
     { args: ['mirror', '--accept', 'bibtex'], message: 'doi-proxy: --accept takes media types such as application/x-bibtex, comma-separated; "bibtex" is not one' },
     { args: ['mirror', '--input', '/nonexistent/list.txt'], message: 'doi-proxy: cannot read --input "/nonexistent/list.txt" (ENOENT)' },
-    { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror)' }
+    { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror, check)' }
   ])('a usage error names the option and value: $args', async ({ args, message }) => {
     const run = await doiProxy(args)
     expect(run.code).toBe(2)
