@@ -2,7 +2,8 @@
  * The benchmark runner: `npm run bench` (all scenarios, under 10 minutes), `npm run bench:quick`
  * (under 2 minutes), `npm run bench -- --scenario hot[,zipf…]`, `npm run bench -- --profile`,
  * `npm run bench -- --before <git-ref>` (that commit, built in bench/.tmp, measured beside ours).
- * Writes bench/RESULTS.md (except with --profile, whose numbers are slowed by the profiler).
+ * Writes bench/RESULTS.md (except with --profile, whose numbers are slowed by the profiler); the batch
+ * scenario (`npm run bench:batch`) writes its own section.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
@@ -122,6 +123,10 @@ async function main (): Promise<void> {
   const mode = args.quick ? 'quick (`npm run bench:quick`)' : 'full (`npm run bench`)'
   const subset = args.scenarios.length === SCENARIOS.length ? '' : `; scenarios ${args.scenarios.join(', ')} only`
   const code = `doi-proxy is ${codeVersion()}` + (before === undefined ? '' : `; ${before.name} is commit ${before.short} (${before.subject}), built in bench/.tmp against today's node_modules and started like doi-proxy`)
+  if (rows.length === 0) {
+    log(`\nwrote ${RESULTS_PATH} (${seconds} s)`) // the batch scenario alone: its own section only
+    return
+  }
   writeSection('speed', speedSection({ mode: mode + subset, settingsLine, code, rows }))
   // Drawn from the table as written (rounded), so the pictures show exactly the published numbers.
   const charts = writeSpeedCharts(rowsFromResults(readFileSync(RESULTS_PATH, 'utf8')))

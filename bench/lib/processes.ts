@@ -78,7 +78,7 @@ export async function stop (child: ChildProcess, graceMs = 5_000): Promise<void>
 }
 
 /** Poll url until `ok(status)`; fail if the process dies or timeoutMs passes. */
-async function waitFor (child: ChildProcess, name: string, url: string, ok: (status: number) => boolean, timeoutMs = 15_000): Promise<void> {
+async function waitFor (child: ChildProcess, name: string, url: string, ok: (status: number) => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready`)

@@ -19,8 +19,10 @@ import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
 import { startBenchAgency } from './bench-agency.js'
 import { BEFORE_PREFIX } from './before.js'
+import { batchSection } from './batch.js'
+import { writeSection } from './results.js'
 
-export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout'] as const
+export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout', 'batch'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
@@ -456,5 +458,10 @@ export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
   api,
   conneg,
   metadata,
-  linkout
+  linkout,
+  // Its figures are not requests per second against a floor: it writes its own section of RESULTS.md.
+  batch: async (ctx) => {
+    writeSection('batch', await batchSection(ctx))
+    return []
+  }
 }

@@ -50,11 +50,10 @@ export function httpAsker (server: string): Asker {
     let rest = ''
     const decoder = new TextDecoder()
     for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-      rest += decoder.decode(bytes, { stream: true })
-      let nl: number
-      while ((nl = rest.indexOf('\n')) >= 0) {
-        answers.push(JSON.parse(rest.slice(0, nl)) as Verdict & { input: string })
-        rest = rest.slice(nl + 1)
+      const lines = (rest + decoder.decode(bytes, { stream: true })).split('\n')
+      rest = lines.pop() ?? ''
+      for (const line of lines) {
+        answers.push(JSON.parse(line) as Verdict & { input: string })
         onLine()
       }
     }

@@ -3,6 +3,7 @@
  * whether each is registered, report the ones that are not, and exit 1 if there are any.
  */
 import { parseArgs } from 'node:util'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../app.js'
 import { loadConfig } from '../config/load.js'
 import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
@@ -72,7 +73,13 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   }
   for (const s of collected.skipped) io.stderr.write(`note: skipped ${s.file}: ${s.reason}\n`)
   const progress = progressLine(io.stderr)
-  const app = cmd.upstream ? await buildApp({ ...loadConfig(io.env), cacheFile: undefined }) : undefined
+  let app: FastifyInstance | undefined
+  try {
+    app = cmd.upstream ? await inProcessApp(io.env) : undefined
+  } catch (err) {
+    io.stderr.write(`doi-proxy check: cannot resolve in this process: ${(err as Error).message}\n`)
+    return EXIT_USAGE
+  }
   try {
     const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
     const verdicts = await askAll(collected.occurrences.map((o) => o.doi), ask, progress.update)
@@ -91,6 +98,17 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   } finally {
     await app?.close()
   }
+}
+
+/**
+ * The server's app, built here with the same settings (--upstream), writing no cache file; the sample
+ * local records of a doi-proxy checkout are not the checked project's, so a local store is used only
+ * when LOCAL_STORE_DIR or CONFIG_FILE names one.
+ */
+async function inProcessApp (env: NodeJS.ProcessEnv): Promise<FastifyInstance> {
+  const config = loadConfig(env)
+  const ownStore = env.LOCAL_STORE_DIR !== undefined || env.CONFIG_FILE !== undefined
+  return await buildApp({ ...config, cacheFile: undefined, localStoreDir: ownStore ? config.localStoreDir : undefined })
 }
 
 function parseCheckArgs (args: string[]): CheckCommand | 'help' {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { buildConfig, ConfigError } from './schema.js'
 import type { Config } from './schema.js'
 
-/** Read CONFIG_FILE (if set) and the environment into a validated Config. Only main.ts calls this. */
+/** Read CONFIG_FILE (if set) and the environment into a validated Config. Only the entry points call this (main.ts, and `doi-proxy check --upstream`). */
 export function loadConfig (env: Readonly<Record<string, string | undefined>>): Config {
   const path = env.CONFIG_FILE
   let file: Record<string, unknown> | undefined

@@ -101,7 +101,7 @@ export function createBatchAnswers (opts: BatchOptions) {
       let pending = once.get(key)
       if (pending === undefined) {
         once.set(key, pending = resolve(line.handle, req))
-        void pending.then((r) => { if (r.registered === true) once.delete(key) })
+        pending.then((r) => { if (r.registered === true) once.delete(key) }, () => {})
       }
       return { input: line.input, ...(await pending) }
     }

@@ -26,7 +26,7 @@ async function doiProxy (args: string[], cwd: string, env: Record<string, string
 
 const RECORDS = { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] }
 
-describe('doi-proxy check', { timeout: 60_000 }, () => {
+describe('doi-proxy check', { timeout: 120_000 }, () => {
   let dir: string
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'doi-proxy-check-'))
@@ -103,7 +103,7 @@ describe('doi-proxy check', { timeout: 60_000 }, () => {
 
   it('--upstream resolves in the process, through the same code, without a server', async () => {
     const { upstream } = await setup({ records: RECORDS })
-    const run = await doiProxy(['check', '--upstream', 'docs'], dir, { UPSTREAM_URL: upstream.url, OFFLINE: 'false', LOCAL_STORE_DIR: '' })
+    const run = await doiProxy(['check', '--upstream', 'docs'], dir, { UPSTREAM_URL: upstream.url })
     expect(run.stdout).toContain('Checked 5 DOIs (5 distinct) in 2 files: 3 registered, 2 not registered')
     expect(run.code).toBe(1)
     expect(upstream.count('10.5555/plain')).toBe(1)

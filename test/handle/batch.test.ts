@@ -45,7 +45,7 @@ describe('parseBatchLine: a line read as GET /{line} reads its path', () => {
     ['10.1/a\rb', 400, 'control character (U+000D)', 'D§2.3'],
     ['10.1/%ff', 400, 'not valid UTF-8', 'D§2.2'],
     [`10.1/${'x'.repeat(5000)}`, 414, 'too long', 'D§2 MAX_HANDLE_LENGTH']
-  ])('%j is refused (%s)', (line, status, message) => {
+  ] as Array<[string, 400 | 414 | null, string, string]>)('%j is refused (%s)', (line, status, message) => {
     const parsed = parseBatchLine(line, 4096)
     expect(parsed).toEqual({ kind: 'invalid', input: line, status, message: expect.stringContaining(message) })
     if (parsed.kind === 'invalid') expect(parsed.message.length).toBeLessThan(300)
