@@ -15,17 +15,17 @@
  * 3. A local miss that Redis answers, against a local hit and an upstream miss, on the same replica:
  *    each DOI asked once at low concurrency, per-request latency p50/p99.
  */
-import { spawn, spawnSync } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { runLoad, seededRandom, warm, zipfSampler } from './lib/load.js'
 import type { LoadResult } from './lib/load.js'
-import { ensureBuilt, freePort, ROOT, startOurs, startUpstream } from './lib/processes.js'
+import { ensureBuilt, ROOT, startOurs, startUpstream } from './lib/processes.js'
 import type { Target, UpstreamProcess } from './lib/processes.js'
 import { machine } from './lib/results.js'
+import { startRedis } from './lib/redis-process.js'
 
 const HELP = `Usage: node --import tsx bench/replicas.ts [options]
   --quick                 shorter runs, fewer DOIs
@@ -59,30 +59,6 @@ function doi (kind: string, i: number): string {
 }
 
 // ------------------------------------------------------------------ redis-server
-
-interface RedisProcess { url: string, stop (): Promise<void> }
-
-async function startRedis (): Promise<RedisProcess> {
-  const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' })
-  if (found.error !== undefined || found.status !== 0) throw new Error('redis-server is not on PATH: `apt-get install -y redis-server` (Debian/Ubuntu), then run again')
-  const port = await freePort()
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  process.on('exit', () => child.kill('SIGKILL'))
-  for (let i = 0; i < 200; i++) {
-    const ok = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG'
-    if (ok) break
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: async () => {
-      if (child.exitCode !== null) return
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-    }
-  }
-}
 
 function flushRedis (url: string): void {
   spawnSync('redis-cli', ['-u', url, 'flushall'], { stdio: 'ignore' })

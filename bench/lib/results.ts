@@ -1,6 +1,7 @@
 /**
- * bench/RESULTS.md is written by the scripts, never by hand. It has two sections, each replaced
- * whole by the script that owns it: the speed table (bench/run.ts) and the memory table (bench/memory.ts).
+ * bench/RESULTS.md is written by the scripts, never by hand. It has three sections, each replaced
+ * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts)
+ * and the fault matrix (bench/faults.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
@@ -119,22 +120,23 @@ export function speedSection (run: SpeedRun): string {
   ].join('\n')
 }
 
-const SECTIONS = ['speed', 'memory'] as const
+const SECTIONS = ['speed', 'memory', 'faults'] as const
 type Section = typeof SECTIONS[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection (section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-  const parts: Record<Section, string> = { speed: '', memory: '' }
+  const parts: Record<Section, string> = { speed: '', memory: '', faults: '' }
+  const command: Record<Section, string> = { speed: 'bench', memory: 'bench:memory', faults: 'bench:faults' }
   for (const name of SECTIONS) {
     const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
-    parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${name === 'speed' ? 'bench' : 'bench:memory'}\`._\n`
+    parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${command[name]}\`._\n`
   }
   parts[section] = body.endsWith('\n') ? body : body + '\n'
   const text = [
     '# Benchmark results',
     '',
-    '<!-- Written by bench/run.ts and bench/memory.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory`. -->',
+    '<!-- Written by bench/run.ts, bench/memory.ts and bench/faults.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:faults`. -->',
     'How to read this: [bench/README.md](README.md).',
     '',
     ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])
