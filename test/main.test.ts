@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
+import { findOnPath } from './support/test-tools.js'
 import { exitOf, startServer } from './support/server-process.js'
 
 // src/main.ts as users run it: a real process, its environment, its signals.
@@ -86,6 +88,23 @@ describe('the server process', () => {
     expect(lines.filter((l) => l.startsWith('{'))).toEqual([])
   })
 
+  // util-linux's `script` gives the process a terminal, as a person running `npm start` has.
+  it.runIf(findOnPath(['script']) !== undefined)('by default, on a terminal, the lines are readable; through a pipe they are JSON (the tests above)', async () => {
+    const command = `${process.execPath} --import tsx src/main.ts`
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: { ...withoutLogFormat(process.env), HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org' },
+      stdio: ['pipe', 'pipe', 'pipe']
+    })
+    onTestFinished(() => { child.kill('SIGKILL') })
+    let output = ''
+    child.stdout.on('data', (c: Buffer) => { output += c.toString() })
+    for (let i = 0; i < 600 && !output.includes('doi-proxy is ready'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    // Colours on a terminal; without them the line reads "[hh:mm:ss.mmm] INFO: doi-proxy is ready".
+    const plain = output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
+    expect(plain).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\] INFO: doi-proxy is ready/)
+    expect(plain).not.toContain('{"level"')
+  }, 40_000)
+
   describe('a server that cannot listen says why in one line naming HOST and PORT, exit code 78', () => {
     /** src/main.ts with `env` (and `uid`), run until it exits: its exit code and everything it wrote. */
     async function failedStart (env: Record<string, string>, uid?: number): Promise<{ code: number | null, output: string }> {
@@ -125,8 +144,9 @@ describe('the server process', () => {
       expect(lines(output)).toEqual(['doi-proxy: cannot listen on HOST=192.0.2.1 PORT=0: HOST is not an address of this machine (EADDRNOTAVAIL); use one of its addresses, 0.0.0.0 (all) or 127.0.0.1 (this machine only)'])
     })
 
-    // Only root can start a process as another user; as any other user a low port is refused anyway.
-    it('a port below 1024 without the right to bind it (EACCES)', async () => {
+    // Only root can start a process as another user; as any other user a low port is refused anyway,
+    // unless the kernel lets everyone bind low ports (Docker sets ip_unprivileged_port_start to 0).
+    it.skipIf(unprivilegedPortStart() <= 1023)('a port below 1024 without the right to bind it (EACCES)', async () => {
       const asRoot = process.getuid?.() === 0
       const { code, output } = await failedStart({ HOST: '127.0.0.1', PORT: '1023' }, asRoot ? 65534 : undefined)
       expect(code).toBe(78)
@@ -145,3 +165,18 @@ describe('the server process', () => {
     }, 45_000) // three processes on a busy machine
   })
 })
+
+/** The lowest port any user may bind (Linux); 1024 where the file is missing. */
+function unprivilegedPortStart (): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_unprivileged_port_start', 'utf8').trim())
+  } catch {
+    return 1024
+  }
+}
+
+/** The environment without LOG_FORMAT, so its default applies. */
+function withoutLogFormat (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { LOG_FORMAT: _ignored, ...rest } = env
+  return rest
+}

@@ -6,7 +6,7 @@ import { BUILD_STAMP, buildIsStale } from '../scripts/build-if-stale.js'
 // `npm start` builds dist/ when it is missing or older than src/, and only then (scripts/build-if-stale.ts).
 
 const prestart = (): { output: string, status: number | null } => {
-  const run = spawnSync('npm', ['run', 'prestart', '--silent'], { encoding: 'utf8', timeout: 170_000 })
+  const run = spawnSync('npm', ['run', 'prestart', '--silent'], { encoding: 'utf8', timeout: 280_000 })
   return { output: run.stdout + run.stderr, status: run.status }
 }
 
@@ -22,7 +22,7 @@ describe('npm start builds only when dist/ is stale', () => {
     expect(second.status).toBe(0)
     expect(second.output).not.toContain('running npm run build')
     expect(statSync(BUILD_STAMP).mtimeMs).toBe(stamp)
-  }, 180_000)
+  }, 300_000) // two runs of tsc on a busy machine
 
   it('a source newer than the last build makes it stale', () => {
     if (buildIsStale()) prestart()
@@ -37,5 +37,5 @@ describe('npm start builds only when dist/ is stale', () => {
       utimesSync(BUILD_STAMP, atime, mtime)
     }
     expect(buildIsStale()).toBe(false)
-  }, 180_000)
+  }, 300_000)
 })

@@ -3,14 +3,22 @@
  * with the run. DEBUG is enabled, so a benchmark can pause it (DEBUG SLEEP) as a slow Redis would.
  */
 import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { freePort, track } from './processes.js'
 
 export interface RedisProcess {
   url: string
   version: string
+  /** The server process itself, for a benchmark that stops it with SIGSTOP as a hung Redis would be. */
+  child: ChildProcess
   /** Run redis-cli with these arguments against it; resolves with its output. */
   cli (...args: string[]): Promise<string>
   stop (): Promise<void>
+}
+
+export function redisInstalled (): boolean {
+  const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' })
+  return found.error === undefined && found.status === 0
 }
 
 export async function startRedis (): Promise<RedisProcess> {
@@ -31,6 +39,7 @@ export async function startRedis (): Promise<RedisProcess> {
   }
   return {
     url,
+    child,
     version: found.stdout.split(' ')[2] ?? '',
     cli,
     stop: async () => {

@@ -1,7 +1,7 @@
 /**
- * bench/RESULTS.md is written by the scripts, never by hand. It has three sections, each replaced
- * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts)
- * and the batch API's (bench/run.ts --scenario batch).
+ * bench/RESULTS.md is written by the scripts, never by hand. It has four sections, each replaced
+ * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts),
+ * the batch API's (bench/run.ts --scenario batch) and the fault matrix (bench/faults.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
@@ -120,22 +120,19 @@ export function speedSection (run: SpeedRun): string {
   ].join('\n')
 }
 
-const SECTIONS = ['speed', 'memory', 'batch'] as const
+const SECTIONS = ['speed', 'memory', 'batch', 'faults'] as const
 type Section = typeof SECTIONS[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection (section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-  const parts: Record<Section, string> = { speed: '', memory: '', batch: '' }
-  for (const name of SECTIONS) {
-    const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
-    parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${name === 'speed' ? 'bench' : `bench:${name}`}\`._\n`
+const SECTIONS = ['speed', 'memory', 'batch', 'faults'] as const
   }
   parts[section] = body.endsWith('\n') ? body : body + '\n'
   const text = [
     '# Benchmark results',
     '',
-    '<!-- Written by bench/run.ts and bench/memory.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:batch`. -->',
+    '<!-- Written by bench/run.ts, bench/memory.ts and bench/faults.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:batch` / `npm run bench:faults`. -->',
     'How to read this: [bench/README.md](README.md).',
     '',
     ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])
