@@ -126,7 +126,11 @@ type Section = typeof SECTIONS[number]
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection (section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-const SECTIONS = ['speed', 'memory', 'batch', 'faults'] as const
+  const parts: Record<Section, string> = { speed: '', memory: '', batch: '', faults: '' }
+  const command: Record<Section, string> = { speed: 'bench', memory: 'bench:memory', batch: 'bench:batch', faults: 'bench:faults' }
+  for (const name of SECTIONS) {
+    const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
+    parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${command[name]}\`._\n`
   }
   parts[section] = body.endsWith('\n') ? body : body + '\n'
   const text = [
