@@ -70,7 +70,8 @@ describe('a restart', () => {
     expect(existsSync(file)).toBe(false)
   })
 
-  it('with WORKERS=2 and no Redis, after a restart with the upstream down, every worker answers what either had cached', async () => {
+  it('with WORKERS=2 and no Redis, after a restart with the upstream down, every worker answers what either had cached', { timeout: 60_000 }, async () => {
+    // Two starts of two workers each, and a drain between: about 20 s on this 2-core machine, on the base build too.
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-restart-'))
