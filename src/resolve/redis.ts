@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Cluster, Redis } from 'ioredis'
 import type { ClusterOptions, RedisOptions } from 'ioredis'
+import type { Config } from '../config/schema.js'
 
 /**
  * The Redis (or Valkey) connection of the shared tier and the rate limiter (behaviour.md §11), through
@@ -32,17 +33,7 @@ export interface RedisSettings {
 }
 
 /** The Redis settings of a Config (one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES), or undefined without any. */
-export function redisSettingsOf (config: {
-  redisUrl: string | undefined
-  redisSentinels: string[]
-  redisSentinelMaster: string | undefined
-  redisClusterNodes: string[]
-  redisUsername: string | undefined
-  redisPassword: string | undefined
-  redisTlsCaFile: string | undefined
-  redisCommandTimeoutMs: number
-  redisConnectTimeoutMs: number
-}): RedisSettings | undefined {
+export function redisSettingsOf (config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelMaster' | 'redisClusterNodes' | 'redisUsername' | 'redisPassword' | 'redisTlsCaFile' | 'redisCommandTimeoutMs' | 'redisConnectTimeoutMs'>): RedisSettings | undefined {
   let topology: RedisTopology
   if (config.redisUrl !== undefined) topology = { kind: 'server', url: config.redisUrl }
   else if (config.redisSentinels.length > 0) topology = { kind: 'sentinel', sentinels: config.redisSentinels.map(hostPort), master: config.redisSentinelMaster ?? '' }
