@@ -90,13 +90,19 @@ describe('the server process', () => {
 
   // util-linux's `script` gives the process a terminal, as a person running `npm start` has.
   it.runIf(findOnPath(['script']) !== undefined)('by default, on a terminal, the lines are readable; through a pipe they are JSON (the tests above)', async () => {
-    const command = `${process.execPath} --import tsx src/main.ts`
+    // The server runs in a session of its own that `script` makes, so killing `script` leaves it running
+    // (on a terminal that is gone): it says its pid first, and is killed by it.
+    const command = `echo "server pid $$"; exec ${process.execPath} --import tsx src/main.ts`
     const child = spawn('script', ['-qec', command, '/dev/null'], {
       env: { ...withoutLogFormat(process.env), HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org' },
       stdio: ['pipe', 'pipe', 'pipe']
     })
-    onTestFinished(() => { child.kill('SIGKILL') })
     let output = ''
+    onTestFinished(() => {
+      const pid = /server pid (\d+)/.exec(output)?.[1]
+      if (pid !== undefined) try { process.kill(Number(pid), 'SIGKILL') } catch {}
+      child.kill('SIGKILL')
+    })
     child.stdout.on('data', (c: Buffer) => { output += c.toString() })
     for (let i = 0; i < 600 && !output.includes('doi-proxy is ready'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
     // Colours on a terminal; without them the line reads "[hh:mm:ss.mmm] INFO: doi-proxy is ready".
