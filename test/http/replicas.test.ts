@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import type { AppDeps } from '../../src/app.js'
-import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { TestRedis } from '../support/redis.js'
+import { metric, replicaApp } from '../support/replica-apps.js'
 import type { HandleValue } from '../../src/handle/types.js'
 import { cacheSourceOf, sourceId } from '../../src/resolve/cache-source.js'
 
@@ -38,32 +37,12 @@ async function fakeUpstream (): Promise<FakeUpstream> {
 
 /** One replica: a whole app on the shared upstream and Redis. */
 async function replica (upstream: FakeUpstream, overrides: Partial<Config> = {}, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const config: Config = {
-    ...buildConfig(undefined, {}),
-    upstreamUrl: upstream.url,
-    upstreamTimeoutMs: 2000,
-    upstreamRetries: 0,
-    localStoreDir: undefined,
-    cacheFile: undefined,
-    redisUrl: redis.url,
-    // These tests are about sharing, not load shedding: on a busy test machine the event loop may lag past 1 s.
-    maxEventLoopDelayMs: 0,
-    ...overrides
-  }
-  const app = await buildApp(config, deps)
-  await app.ready()
-  onTestFinished(async () => { await app.close() })
-  return app
+  return await replicaApp(upstream, { redisUrl: redis.url, ...overrides }, deps)
 }
 
 /** The Redis key of a record as replicas on this upstream name it: the prefix, the key version and the source. */
 function recordKey (upstream: FakeUpstream, key: string): string {
   return `doi-proxy:v2:${sourceId(cacheSourceOf({ upstreamUrl: upstream.url, offline: false }))}:r:${key}`
-}
-
-async function metric (app: FastifyInstance, pattern: RegExp): Promise<number> {
-  const m = pattern.exec((await app.inject({ url: '/metrics' })).body)
-  return m === null ? 0 : Number(m[1])
 }
 
 async function waitFor (check: () => Promise<boolean>): Promise<void> {
