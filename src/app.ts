@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Server } from 'node:http'
 import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Dispatcher } from 'undici'
 import type { Config } from './config/schema.js'
-import { createHotPath } from './http/hot-path.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
 import { apiHandler } from './http/routes/api.js'
 import { proxyHandler } from './http/routes/proxy.js'
@@ -13,6 +12,7 @@ import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
 import batchRoutes from './plugins/batch-routes.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
+import preparedAnswers from './plugins/prepared-answers.js'
 import lifecycle from './plugins/lifecycle.js'
 import opsRoutes from './plugins/ops-routes.js'
 import proxyRoutes, { proxyRouteOptions } from './plugins/proxy-routes.js'
@@ -42,7 +42,7 @@ export function beginDrain (app: FastifyInstance): void {
 
 /** Build the whole service, ready to `listen` or `inject`. Reads no environment, installs no signal handler. */
 export async function buildApp (config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const late: LateRoutes = { hotPath: undefined, badUrl: async (_request, reply) => reply.code(400).send() }
+  const late: LateRoutes = { badUrl: async (_request, reply) => reply.code(400).send() }
   const app = Fastify(serverOptions(config, deps, late))
 
   // In this order: a route takes the error handler in place when its plugin is registered, and the global
@@ -50,6 +50,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   if (config.logRequests) await app.register(requestLog)  // one log line per answer
   await app.register(lifecycle)                            // app.lifecycle: readiness; draining closes connections
   const services = await createServices(app, config, deps) // upstream, cache and tiers, resolver, proxy service, admission
+  await app.register(preparedAnswers, { config, services }) // a cached DOI's kept answer, written before routing
   await app.register(cors)                                 // CORS headers on every answer; preflight requests
   await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
   await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics /status /robots.txt /favicon.ico
@@ -57,15 +58,12 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(batchRoutes, { config, services })    // POST /api/batch
   await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
 
-  if (services.prepareAnswers) late.hotPath = hotPathOf(config, services, app.lifecycle)
   late.badUrl = badUrlRoute(config, services)
   return app
 }
 
 /** What the server answers outside Fastify's routing; set once the services exist. */
 interface LateRoutes {
-  /** Answers a cached DOI before routing (true when it did); until set, and when it is off, every request goes to Fastify. */
-  hotPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined
   /** A GET, HEAD or POST path the router refused to decode. */
   badUrl: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>
 }
@@ -108,25 +106,9 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
     },
     // A request line or headers too large or too slow, or a request Node cannot parse: our HTML page, not a JSON one.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, config),
-    // Our own server, as Fastify would make it, with the hot path in front of Fastify's routing.
-    serverFactory: (handler) => createHttpServer(config, (req, res) => {
-      if (late.hotPath?.(req, res) !== true) handler(req, res)
-    })
+    // Our own server, as Fastify would make it, with room for a door in front of Fastify's routing.
+    serverFactory: (handler) => createHttpServer(config, handler)
   }
-}
-
-/** The hot path (src/http/hot-path.ts): a cached DOI's prepared answer, written before routing. */
-function hotPathOf (config: Config, services: Services, lifecycle: FastifyInstance['lifecycle']): LateRoutes['hotPath'] {
-  return createHotPath({
-    resolver: services.resolver,
-    metrics: services.metrics,
-    maxHandleLength: config.maxHandleLength,
-    publicBaseUrl: config.publicBaseUrl,
-    hostFromHeader: config.trustProxy === false,
-    fallbackHost: services.fallbackHost,
-    serving: () => lifecycle.ready,
-    now: services.now
-  })
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */

@@ -1,4 +1,34 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { CounterConfiguration, LabelValues } from 'prom-client'
+
+/** One thing counted. */
+export interface Tally { inc: () => void }
+
+/**
+ * A counter whose tallies are plain additions, handed to prom-client when the counter is read (a scrape,
+ * /status): the hot path counts with an increment of a number, not a label lookup and a hash per request.
+ */
+function talliedCounter<T extends string> (config: CounterConfiguration<T>): Counter<T> & { tally: (labels?: LabelValues<T>) => Tally } {
+  const pending: Array<{ labels: LabelValues<T> | undefined, n: number }> = []
+  const counter = new Counter<T>({
+    ...config,
+    collect () {
+      for (const one of pending) {
+        if (one.n === 0) continue
+        if (one.labels === undefined) this.inc(one.n)
+        else this.inc(one.labels, one.n)
+        one.n = 0
+      }
+    }
+  })
+  return Object.assign(counter, {
+    tally (labels?: LabelValues<T>): Tally {
+      const one = { labels, n: 0 }
+      pending.push(one)
+      return { inc: () => { one.n++ } }
+    }
+  })
+}
 
 /**
  * Our Prometheus instruments, on a registry of their own (one per app, so tests can build many).
@@ -9,20 +39,31 @@ export function createMetrics () {
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
+  const resolutions = talliedCounter({
+    name: 'doi_proxy_resolutions_total',
+    help: 'Proxy answers by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [registry]
+  })
   return {
     registry,
-    preparedAnswers: new Counter({
+    preparedAnswers: talliedCounter({
       name: 'doi_proxy_prepared_answers_total',
       help: 'Answers given from a prepared answer kept with a cached record, before routing (the hot path)',
       registers: [registry]
     }),
-    resolutions: new Counter({
-      name: 'doi_proxy_resolutions_total',
-      help: 'Proxy answers by outcome',
-      labelNames: ['outcome'] as const, // redirect, alias, values, showurls, not_found, bad_request, upstream_error
-      registers: [registry]
-    }),
-    cache: new Counter({
+    resolutions,
+    /** The proxy's answers by outcome, counted alike by the route and the prepared answers. */
+    outcomes: {
+      redirect: resolutions.tally({ outcome: 'redirect' }),
+      alias: resolutions.tally({ outcome: 'alias' }),
+      values: resolutions.tally({ outcome: 'values' }),
+      showurls: resolutions.tally({ outcome: 'showurls' }),
+      not_found: resolutions.tally({ outcome: 'not_found' }),
+      bad_request: resolutions.tally({ outcome: 'bad_request' }),
+      upstream_error: resolutions.tally({ outcome: 'upstream_error' })
+    },
+    cache: talliedCounter({
       name: 'doi_proxy_cache_lookups_total',
       help: 'Record cache lookups by result',
       labelNames: ['result'] as const, // hit, miss, stale, bypass, shared (joined an in-flight miss)

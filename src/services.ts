@@ -11,6 +11,8 @@ import { createLocalServices } from './http/local-service.js'
 import type { LocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
 import type { MetadataAnswers } from './http/metadata.js'
+import { createPreparedAnswers } from './http/prepared-answers.js'
+import type { PreparedAnswers } from './http/prepared-answers.js'
 import { createLogThrottle } from './log-throttle.js'
 import { setUpOpenAccess } from './open-access.js'
 import { openRecorder, recordingFetcher } from './record-to.js'
@@ -49,8 +51,8 @@ export interface Services {
   metadata: MetadataAnswers
   /** Self-links use this host when a request's Host header is unusable. */
   fallbackHost: string
-  /** The hot path and prepared answers: off when each answer must be logged or may depend on who asks (a local service). */
-  prepareAnswers: boolean
+  /** Answers kept with cached records and written before routing (src/http/prepared-answers.ts). */
+  prepared: PreparedAnswers
   /** Whether the upstream answers, as the last lookups found it ('unknown' offline and before any). */
   upstreamState: () => UpstreamState
 }
@@ -204,7 +206,20 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     localServices,
     metadata,
     fallbackHost: `${config.host}:${config.port}`,
-    prepareAnswers: !config.logRequests && config.localServices.length === 0,
+    prepared: createPreparedAnswers({
+      resolver,
+      // Off when each answer must be logged, or may depend on who asks (a local service).
+      enabled: !config.logRequests && config.localServices.length === 0,
+      negotiatedVaries: metadata.fetching,
+      maxHandleLength: config.maxHandleLength,
+      publicBaseUrl: config.publicBaseUrl,
+      behindProxy: config.trustProxy !== false,
+      fallbackHost: `${config.host}:${config.port}`,
+      served: metrics.preparedAnswers.tally(),
+      outcomes: { redirect: metrics.outcomes.redirect, values: metrics.outcomes.values, notFound: metrics.outcomes.not_found },
+      serving: () => app.lifecycle.ready,
+      now
+    }),
     upstreamState: reachability.state
   }
 }

@@ -1,16 +1,24 @@
 /**
- * HTTP answers worked out once and kept with a record's cache entry (src/resolve/prepared.ts): the
- * variant keys that say which request gets which answer, the rendering both paths share, and the
- * two ways to send one (Fastify's reply on the way in, the raw response on the hot path).
+ * Prepared answers: the one door for answers worked out once and kept with a record's cache entry
+ * (src/resolve/prepared.ts). A plain request (GET or HEAD, no query, no fragment) for `/{doi}` or
+ * `/api/handles/{doi}` whose record is cached gets what the first such request got, written on the raw
+ * listener before Fastify routes it. Which request gets which answer is decided here only, by
+ * `variantOf`; the routes `keep` what they rendered, the listener `serve`s it. Both go through the same
+ * variant, so a rule changed here changes both.
  */
-import type { ServerResponse } from 'node:http'
-import type { FastifyReply } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { apiHandleFromPath } from '../handle/api.js'
+import { cacheKey, handleFromPath } from '../handle/name.js'
+import { negotiate } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
-import type { CachedAnswer } from '../resolve/cache.js'
 import type { PreparedAnswer } from '../resolve/prepared.js'
+import type { Reuse } from '../resolve/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/prepared.js'
 import type { CacheStatus, Resolver } from '../resolve/resolver.js'
+import type { Tally } from '../metrics.js'
+import { baseUrlOf } from './base-url.js'
 
 // Headers a browser-based tool may read from our answers (behaviour.md §7).
 export const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
@@ -20,23 +28,8 @@ export const CORS_HEADERS = {
   'access-control-expose-headers': EXPOSED_HEADERS.join(', ')
 } as const
 
-// Which request gets which prepared answer. A request with a query string never does.
-/** `/{handle}` answered with a redirect: the handle as written and the negotiation (negotiate.ts) decide it. */
-export function redirectVariant (handle: string, negotiationKey: string): string {
-  return `r\u0000${handle}\u0000${negotiationKey}`
-}
-/** `/{handle}` answered with the not-found page, whose links use the base URL. */
-export function notFoundVariant (handle: string, baseUrl: string): string {
-  return `n\u0000${handle}\u0000${baseUrl}`
-}
-/** `/{handle}` answered with the values page (nothing to redirect to): negotiation and base URL decide it. */
-export function valuesVariant (handle: string, negotiationKey: string, baseUrl: string): string {
-  return `v\u0000${handle}\u0000${negotiationKey}\u0000${baseUrl}`
-}
-/** `/api/handles/{handle}`. */
-export function apiVariant (handle: string): string {
-  return `a\u0000${handle}`
-}
+/** The REST API's path prefix; `/api/handles/{handle}` is its record. */
+export const API_HANDLES = '/api/handles'
 
 /** An answer's parts as the routes render them; Expires and X-Cache are added when it is sent. */
 export interface AnswerParts {
@@ -45,24 +38,196 @@ export interface AnswerParts {
   body: string
 }
 
+/** What a route's answer was: which page, and for a redirect whether it answers content negotiation. */
+export type AnswerKind = 'redirect' | 'negotiated-redirect' | 'values' | 'not-found' | 'api'
+
+/** Which prepared answers a plain request may get: its route, its handle as written and its cache key. */
+interface PlainTarget {
+  api: boolean
+  handle: string
+  key: string
+}
+
+/**
+ * A plain request's variant: the target, the negotiation (behaviour.md §5, src/handle/negotiate.ts) and our
+ * base URL for pages' links, or undefined when it cannot be told from the raw request (a trusted proxy's
+ * X-Forwarded-Host may count, and only Fastify reads it).
+ */
+export interface Variant extends PlainTarget {
+  negotiation: string
+  baseUrl: string | undefined
+}
+
+export interface PreparedAnswersOptions {
+  resolver: Pick<Resolver, 'cachedAnswer' | 'attach' | 'countHit'>
+  /** Off when an answer may depend on who asks (a local service) or each answer must be logged. */
+  enabled: boolean
+  /** Metadata is fetched for negotiated requests (docs/metadata.md): such a redirect hangs on the whole Accept. */
+  negotiatedVaries: boolean
+  maxHandleLength: number
+  publicBaseUrl: string | undefined
+  /** A trusted proxy's X-Forwarded-Host and -Proto may count: the raw Host header is not our base URL. */
+  behindProxy: boolean
+  fallbackHost: string
+  /** Counted for every prepared answer served, and by outcome (the proxy route counts the same tallies). */
+  served: Tally
+  outcomes: { redirect: Tally, values: Tally, notFound: Tally }
+  /** False while draining: Fastify answers, with Connection: close. */
+  serving: () => boolean
+  now: () => number
+}
+
+export interface PreparedAnswers {
+  /** The variant of a request, when it is plain and names a handle; undefined otherwise. */
+  variantOf (req: IncomingMessage): Variant | undefined
+  /** Keep what a route rendered for its request, for every later request of the same variant. */
+  keep (request: FastifyRequest, kind: AnswerKind, reuse: Reuse | undefined, parts: AnswerParts, renderedBase?: string): void
+  /** Write the prepared answer of a request on the raw response: true when it did, false to let Fastify answer. */
+  serve (req: IncomingMessage, res: ServerResponse): boolean
+}
+
+// How many request targets' parses are remembered; the parse is a pure function of the target.
+const MAX_REMEMBERED_TARGETS = 4096
+
+export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAnswers {
+  const { resolver } = opts
+  const targets = new Map<string, PlainTarget | null>()
+
+  /** The target of a request line: parsed once per distinct target (a DOI is asked for again and again). */
+  function targetOf (url: string): PlainTarget | undefined {
+    let target = targets.get(url)
+    if (target === undefined) {
+      target = parseTarget(url, opts.maxHandleLength)
+      if (targets.size >= MAX_REMEMBERED_TARGETS) targets.clear()
+      targets.set(url, target)
+    }
+    return target ?? undefined
+  }
+
+  /** The negotiation class of a request (the REST API does not negotiate). */
+  function negotiationOf (target: PlainTarget, req: IncomingMessage): string {
+    if (target.api) return ''
+    const { headers } = req
+    return negotiate({ accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }).key
+  }
+
+  function baseOf (req: IncomingMessage): string | undefined {
+    if (opts.publicBaseUrl !== undefined) return `${opts.publicBaseUrl}/`
+    return opts.behindProxy ? undefined : baseUrlOf(req.headers.host, 'http', opts.fallbackHost)
+  }
+
+  function variantOf (req: IncomingMessage): Variant | undefined {
+    const { method, url } = req
+    if ((method !== 'GET' && method !== 'HEAD') || url === undefined) return undefined
+    const target = targetOf(url)
+    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, req), baseUrl: baseOf(req) }
+  }
+
+  return {
+    variantOf,
+    keep (request, kind, reuse, parts, renderedBase) {
+      if (!opts.enabled || reuse === undefined || (kind === 'negotiated-redirect' && opts.negotiatedVaries)) return
+      const variant = variantOf(request.raw)
+      if (variant === undefined) return
+      // A page's links use the base URL it was rendered with: kept only when the listener would key it the same.
+      if (renderedBase !== undefined && renderedBase !== variant.baseUrl) return
+      const name = answerName(variant, kind)
+      if (name === undefined) return
+      const kept = reuse.entry.work?.answers.get(name)
+      if (kept !== undefined && kept.validUntil >= reuse.validUntil) return
+      const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
+      resolver.attach(variant.handle, reuse.entry, (work) => addAnswer(work, name, answer))
+    },
+    serve (req, res) {
+      try {
+        return serveIfPrepared(req, res)
+      } catch {
+        // Never a crash on the raw listener: an answer that cannot be written goes to Fastify, which
+        // renders its own error, unless part of it has gone out already.
+        if (!res.headersSent) return false
+        res.destroy()
+        return true
+      }
+    }
+  }
+
+  function serveIfPrepared (req: IncomingMessage, res: ServerResponse): boolean {
+    const { method, url } = req
+    if (!opts.enabled || (method !== 'GET' && method !== 'HEAD') || url === undefined || !opts.serving()) return false
+    const target = targetOf(url)
+    if (target === undefined) return false
+    const entry = resolver.cachedAnswer(target.handle, target.key)
+    const answers = entry?.work?.answers
+    if (answers === undefined) return false
+    let answer: PreparedAnswer | undefined
+    let outcome: Tally | undefined
+    if (target.api) {
+      answer = answers.get(answerName(target, 'api')!)
+    } else if (entry!.kind === 'found') {
+      const negotiation = negotiationOf(target, req)
+      answer = answers.get(answerName({ ...target, negotiation }, 'redirect')!)
+      outcome = opts.outcomes.redirect
+      if (answer === undefined) {
+        // Nothing to redirect to: the values page, whose links use our base URL.
+        const name = answerName({ ...target, negotiation, baseUrl: baseOf(req) }, 'values')
+        answer = name === undefined ? undefined : answers.get(name)
+        outcome = opts.outcomes.values
+      }
+    } else {
+      const name = answerName({ ...target, baseUrl: baseOf(req) }, 'not-found')
+      answer = name === undefined ? undefined : answers.get(name)
+      outcome = opts.outcomes.notFound
+    }
+    const now = opts.now()
+    if (answer === undefined || answer.validUntil <= now) return false
+    resolver.countHit()
+    opts.served.inc()
+    outcome?.inc()
+    writePrepared(res, answer, method === 'HEAD', now)
+    return true
+  }
+}
+
+/** The target of a plain request line, or null: a query or fragment makes an answer of its own. */
+function parseTarget (url: string, maxHandleLength: number): PlainTarget | null {
+  if (url.includes('?') || url.includes('#')) return null
+  let handle: string | undefined
+  let api = false
+  const first = url.charCodeAt(1)
+  // A handle starts with a digit; no route of ours does, so `/{doi}` never shadows one.
+  if (url.charCodeAt(0) === 47 && first >= 48 && first <= 57) {
+    const parsed = handleFromPath(url, { maxLength: maxHandleLength })
+    if (parsed.ok) handle = parsed.handle
+  } else if (url.startsWith(`${API_HANDLES}/`)) {
+    handle = apiHandleFromPath(url.slice(API_HANDLES.length))
+    api = true
+  }
+  if (handle === undefined || handle === '') return null
+  return { api, handle, key: cacheKey(handle) }
+}
+
+/**
+ * The name an answer is kept under in its entry's work: the handle as written (pages show it), and
+ * whatever else decides the answer. Undefined for a page when our base URL cannot be told.
+ */
+function answerName (variant: PlainTarget & Partial<Pick<Variant, 'negotiation' | 'baseUrl'>>, kind: AnswerKind): string | undefined {
+  const { handle, negotiation = '', baseUrl } = variant
+  switch (kind) {
+    case 'api': return `a\u0000${handle}`
+    case 'redirect':
+    case 'negotiated-redirect': return `r\u0000${handle}\u0000${negotiation}`
+    case 'values': return baseUrl === undefined ? undefined : `v\u0000${handle}\u0000${negotiation}\u0000${baseUrl}`
+    case 'not-found': return baseUrl === undefined ? undefined : `n\u0000${handle}\u0000${baseUrl}`
+  }
+}
+
 /** The parts, ready for every later request of its variant: X-Cache HIT, CORS and the length included. */
-export function prepareAnswer (parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
+function prepareAnswer (parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
   // Its own memory, not a slice of Node's shared 8 KiB buffer pool, which one kept slice would pin whole.
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(parts.body))
   body.write(parts.body)
   const headers = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
   return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, headers, body) }
-}
-
-/**
- * Keep the answer of a variant with its record's cache entry, unless an answer that holds as long is
- * kept already (several requests on the route at once): rendered into a prepared answer only then.
- */
-export function keepAnswer (resolver: Pick<Resolver, 'attach'>, handle: string, reuse: { entry: CachedAnswer, validUntil: number, expires?: ExpiryRule | undefined }, variant: string, parts: AnswerParts): void {
-  const kept = reuse.entry.work?.answers.get(variant)
-  if (kept !== undefined && kept.validUntil >= reuse.validUntil) return
-  const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
-  resolver.attach(handle, reuse.entry, (work) => addAnswer(work, variant, answer))
 }
 
 /** Send the parts through Fastify (the first request of a variant, and every request that is not prepared). */
@@ -72,8 +237,8 @@ export function sendParts (reply: FastifyReply, parts: AnswerParts, cache: Cache
   return reply.send(parts.body)
 }
 
-/** Write a prepared answer on the raw response: the hot path. HEAD gets the same headers and no body. */
-export function writePrepared (res: ServerResponse, answer: PreparedAnswer, head: boolean, now: number): void {
+/** Write a prepared answer on the raw response. HEAD gets the same headers and no body. */
+function writePrepared (res: ServerResponse, answer: PreparedAnswer, head: boolean, now: number): void {
   const { headers } = answer
   if (answer.expires !== undefined) {
     // Formatted once per answer and second (the answers of different records have different dates).

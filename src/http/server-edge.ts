@@ -28,18 +28,34 @@ export function connectionsCheckingIntervalOf (requestTimeoutMs: number): number
   return Math.min(1_000, Math.max(50, Math.ceil(requestTimeoutMs / 10)))
 }
 
+/** Answers a request before routing: true when it did, false to let the router answer. */
+export type FrontDoor = (req: IncomingMessage, res: ServerResponse) => boolean
+
+const frontDoors = new WeakMap<Server, { serve: FrontDoor | undefined }>()
+
+/** Put a door in front of a server made by createHttpServer (the prepared answers' plugin does, once). */
+export function setFrontDoor (server: Server, serve: FrontDoor): void {
+  const front = frontDoors.get(server)
+  if (front === undefined) throw new Error('setFrontDoor: the server was not made by createHttpServer')
+  front.serve = serve
+}
+
 /**
  * The HTTP server Fastify would make (lib/server.js), given our request listener, with every limit set
  * explicitly: the request line and headers, and the whole request, must arrive within REQUEST_TIMEOUT_MS
  * (checked every connectionsCheckingIntervalOf it); a socket quiet that long is closed too.
  */
 export function createHttpServer (config: EdgeConfig, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const front: { serve: FrontDoor | undefined } = { serve: undefined }
   const server = createServer({
     maxHeaderSize: config.maxHeaderBytes,
     headersTimeout: config.requestTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     connectionsCheckingInterval: connectionsCheckingIntervalOf(config.requestTimeoutMs)
-  }, listener)
+  }, (req, res) => {
+    if (front.serve?.(req, res) !== true) listener(req, res)
+  })
+  frontDoors.set(server, front)
   server.keepAliveTimeout = config.keepAliveTimeoutMs
   server.setTimeout(config.requestTimeoutMs)
   // A CONNECT never reaches the request listener: Node hands it here, and without a listener it closes

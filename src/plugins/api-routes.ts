@@ -13,6 +13,6 @@ export default async function apiRoutes (app: FastifyInstance, { config, service
 
 /** The REST API's options; app.ts gives them to the handler of paths the router cannot decode, too. */
 export function apiRouteOptions (config: Config, services: Services): ApiRouteOptions {
-  const { resolver, admission, prepareAnswers } = services
-  return { resolver, admission, maxHandleLength: config.maxHandleLength, prepareAnswers, offline: config.offline }
+  const { resolver, admission, prepared } = services
+  return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline }
 }

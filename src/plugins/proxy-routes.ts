@@ -29,7 +29,7 @@ export function proxyRouteOptions (config: Config, services: Services): ProxyRou
     countryLookup: services.countryLookup,
     localServices: services.localServices,
     metadata: services.metadata,
-    prepareAnswers: services.prepareAnswers,
+    prepared: services.prepared,
     offline: config.offline
   }
 }

@@ -39,11 +39,11 @@ export interface LocalStoreOptions extends WatchOptions {
 
 export interface LocalStore {
   /** The local record for a handle (ASCII-case-folded match via cacheKey), or undefined. O(1): a Map lookup on the current snapshot. Do not mutate the answer. */
-  get (handle: string): HandleValue[] | undefined
+  get (handle: string, key?: string): HandleValue[] | undefined
   /** The record's stored metadata by media type (docs/metadata.md), or undefined when it has none. */
   metadata (handle: string): StoredMetadata | undefined
   /** True when the handle's prefix (prefixOf, compared with cacheKey folding) is served only locally: a miss is a 404, never an upstream call. */
-  isAuthoritative (handle: string): boolean
+  isAuthoritative (handle: string, key?: string): boolean
   /** Counts for logs and /metrics. */
   stats (): LocalStoreStats
   /** Stop watching. Safe to call twice. */
@@ -115,14 +115,15 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   await reloader.idle()
 
   return {
-    get (handle) {
-      return snapshot.records.get(cacheKey(handle))
+    get (handle, key = cacheKey(handle)) {
+      return snapshot.records.get(key)
     },
     metadata (handle) {
       return snapshot.metadata.get(cacheKey(handle))
     },
-    isAuthoritative (handle) {
-      return authoritative.has(cacheKey(prefixOf(handle)))
+    isAuthoritative (handle, key) {
+      // Folding and cutting at the first '/' commute: the key's prefix is the prefix's key.
+      return authoritative.has(key === undefined ? cacheKey(prefixOf(handle)) : prefixOf(key))
     },
     stats () {
       return { ...snapshot.stats }

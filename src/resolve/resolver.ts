@@ -61,8 +61,9 @@ export interface RecordFetcher {
 
 /** Records held locally (src/resolve/local-store.ts), consulted before the cache and the upstream. */
 export interface LocalRecords {
-  get (handle: string): HandleValue[] | undefined
-  isAuthoritative (handle: string): boolean
+  /** `key` is the handle's cacheKey, when the caller has it already. */
+  get (handle: string, key?: string): HandleValue[] | undefined
+  isAuthoritative (handle: string, key?: string): boolean
 }
 
 export interface ResolverOptions {
@@ -97,11 +98,11 @@ export function createResolver (opts: ResolverOptions) {
   const { cache, metrics, now } = opts
   // Label children bound once: the hot path only increments.
   const count = {
-    hit: metrics.cache.labels('hit'),
-    bypass: metrics.cache.labels('bypass'),
-    miss: metrics.cache.labels('miss'),
-    shared: metrics.cache.labels('shared'),
-    stale: metrics.cache.labels('stale')
+    hit: metrics.cache.tally({ result: 'hit' }),
+    bypass: metrics.cache.tally({ result: 'bypass' }),
+    miss: metrics.cache.tally({ result: 'miss' }),
+    shared: metrics.cache.tally({ result: 'shared' }),
+    stale: metrics.cache.tally({ result: 'stale' })
   }
   // The upstream request running for a key, whoever started it; and each client's lookup of a key,
   // queued or running, so one client's concurrent misses of a key take one turn.
@@ -157,24 +158,23 @@ export function createResolver (opts: ResolverOptions) {
    * The answer when it is at hand without waiting: a local record, or a fresh cache entry (the hot
    * path, kept synchronous); `cached` says it came from the cache. Undefined when the upstream must be asked.
    */
-  function peekEntry (handle: string, flags: LookupOptions): { lookup: Lookup, cached: boolean } | undefined {
+  function peekEntry (handle: string, flags: LookupOptions, key = cacheKey(handle)): { lookup: Lookup, cached: boolean } | undefined {
     // Local records are neither cached nor fetched: a reload shows at once (behaviour.md §3).
     if (opts.local !== undefined) {
-      const values = opts.local.get(handle)
+      const values = opts.local.get(handle, key)
       if (values !== undefined) return { lookup: { kind: 'found', values, cache: 'HIT' }, cached: false }
-      if (opts.local.isAuthoritative(handle)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
+      if (opts.local.isAuthoritative(handle, key)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     }
     if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     if (flags.auth === true || flags.cert === true) return undefined
-    const entry = freshEntry(handle)
+    const entry = freshEntry(handle, key)
     if (entry === undefined) return undefined
     const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
     return { lookup, cached: true }
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
-  function freshEntry (handle: string): CachedAnswer | undefined {
-    const key = cacheKey(handle)
+  function freshEntry (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     const entry = cache.peek(key)
     const at = now()
     if (entry === undefined || entry.freshUntil <= at) return undefined
@@ -188,8 +188,8 @@ export function createResolver (opts: ResolverOptions) {
    * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
-  function cachedAnswer (handle: string): CachedAnswer | undefined {
-    const known = peekEntry(handle, NO_FLAGS)
+  function cachedAnswer (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
+    const known = peekEntry(handle, NO_FLAGS, key)
     return known?.cached === true ? known.lookup.entry : undefined
   }
 

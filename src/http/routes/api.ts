@@ -11,16 +11,15 @@ import type { Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
 import { describeError, logError, setRetryAfter } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
-import { apiVariant, keepAnswer, sendParts } from '../prepared-answers.js'
-
-const API_HANDLES = '/api/handles'
+import { API_HANDLES, sendParts } from '../prepared-answers.js'
+import type { PreparedAnswers } from '../prepared-answers.js'
 
 export interface ApiRouteOptions {
   resolver: Resolver
   admission: Admission
   maxHandleLength: number
-  /** Keep the answer of a plain request (no query) with the record, for the hot path (src/http/hot-path.ts). */
-  prepareAnswers?: boolean
+  /** Where the answer of a plain request (no query) is kept with the record (src/http/prepared-answers.ts). */
+  prepared: PreparedAnswers
   /** OFFLINE=true: a handle not found is one not in the local records (apiNotHeldOffline). */
   offline?: boolean
 }
@@ -52,7 +51,7 @@ export function apiHandler (opts: ApiRouteOptions) {
     if (handle === '') return sendApi(reply, 400, apiEmptyHandle(), format)
     if (hasControlChar(handle)) return sendApi(reply, 400, apiError(102, 'The handle contains a control character', handle), format)
     if ([...handle].length > opts.maxHandleLength) return sendApi(reply, 414, apiError(102, `The handle is longer than ${opts.maxHandleLength} characters`), format)
-    return await answerApi(request, reply, handle, params, opts, query === '')
+    return await answerApi(request, reply, handle, params, opts)
   }
 }
 
@@ -60,17 +59,16 @@ export function apiHandler (opts: ApiRouteOptions) {
  * The REST answer for one handle; also what the proxy answers for `?action=api` (behaviour.md R4).
  * A cached record is answered at once; a lookup that must go upstream passes the admission gate first.
  */
-export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions, plain = false): Promise<FastifyReply> {
+export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions): Promise<FastifyReply> {
   const format = formatOf(params)
   const bypass = params.auth || params.cert
   try {
     const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, admit: opts.admission.gate(request, reply, bypass) })
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
-    // Every request without a query gets this very answer while the record is cached: kept with it from its first repeat.
-    if (plain && opts.prepareAnswers === true && result.entry !== undefined && (result.cache === 'HIT' || result.cache === 'MISS')) {
-      keepAnswer(opts.resolver, handle, { entry: result.entry, validUntil: Infinity }, apiVariant(handle), parts)
-    }
+    // Every plain request gets this very answer while the record is cached: kept with it from its first repeat.
+    const reusable = result.cache === 'HIT' || result.cache === 'MISS'
+    opts.prepared.keep(request, 'api', reusable && result.entry !== undefined ? { entry: result.entry, validUntil: Infinity } : undefined, parts)
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
     logError(request, err)

@@ -19,8 +19,8 @@ import { sendDiversion } from '../local-service.js'
 import type { LocalServices } from '../local-service.js'
 import type { MetadataAnswers } from '../metadata.js'
 import { negotiate } from '../../handle/negotiate.js'
-import type { AnswerParts } from '../prepared-answers.js'
-import { httpDate, keepAnswer, notFoundVariant, redirectVariant, sendParts, valuesVariant } from '../prepared-answers.js'
+import type { AnswerKind, AnswerParts, PreparedAnswers } from '../prepared-answers.js'
+import { httpDate, sendParts } from '../prepared-answers.js'
 
 const HTML = 'text/html; charset=utf-8'
 // A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
@@ -46,11 +46,8 @@ export interface ProxyRouteOptions {
   localServices?: LocalServices | undefined
   /** Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). */
   metadata?: MetadataAnswers | undefined
-  /**
-   * Keep answers that every plain request of their variant gets with the record, for the hot path
-   * (src/http/hot-path.ts); off when answers may depend on who asks (a local service) or must be logged.
-   */
-  prepareAnswers?: boolean
+  /** Where an answer every plain request of its variant gets is kept (src/http/prepared-answers.ts). */
+  prepared: PreparedAnswers
   /** OFFLINE=true: a DOI not found is one not in the local records, and its page says so. */
   offline?: boolean
 }
@@ -96,10 +93,9 @@ export function proxyHandler (opts: ProxyRouteOptions) {
  * to `/`, `/openurl`): limits, resolution, the local service and the page all happen here.
  */
 export function proxyAnswer (opts: ProxyRouteOptions) {
-  const counters = outcomeCounters(opts.metrics)
+  const counters = opts.metrics.outcomes
   const count = (outcome: OutcomeLabel): void => { counters[outcome].inc() }
   const { localServices } = opts
-  const prepare = opts.prepareAnswers === true
   async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
     const { handle, query, params, post } = asked
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
@@ -127,13 +123,8 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
       }
       if (outcome.kind === 'redirect' || outcome.kind === 'not-found' || outcome.kind === 'values') {
         const parts = outcome.kind === 'redirect' ? redirectParts(outcome) : outcome.kind === 'values' ? valuesParts(ctx, outcome) : notFoundParts(ctx, outcome, opts.offline === true)
-        // A plain request (no query, not a form) gets what every plain request of its variant gets: kept.
-        // Not a negotiated redirect while metadata is fetched: it hangs on the whole Accept (metadata.ts, fetching).
-        if (prepare && outcome.reuse !== undefined && query === '' && !post && !(outcome.kind === 'redirect' && outcome.negotiated && opts.metadata?.fetching === true)) {
-          const { key } = req.client.negotiation
-          const variant = outcome.kind === 'redirect' ? redirectVariant(outcome.handle, key) : outcome.kind === 'values' ? valuesVariant(outcome.handle, key, ctx.baseUrl) : notFoundVariant(outcome.handle, ctx.baseUrl)
-          keepAnswer(opts.resolver, outcome.handle, outcome.reuse, variant, parts)
-        }
+        // What every plain request of its variant gets is kept (the door decides which requests are plain).
+        opts.prepared.keep(request, answerKind(outcome), outcome.reuse, parts, outcome.kind === 'redirect' ? undefined : ctx.baseUrl)
         return sendParts(reply, parts, outcome.cache, outcome.kind === 'redirect' ? outcome.expires : undefined)
       }
       return render(reply, ctx, outcome, query)
@@ -259,12 +250,11 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
   }
 }
 
-type OutcomeLabel = 'redirect' | 'alias' | 'values' | 'showurls' | 'not_found' | 'bad_request' | 'upstream_error'
+type OutcomeLabel = keyof Metrics['outcomes']
 
-/** The resolutions counter's children, bound once: counting is an increment, not a label lookup. */
-function outcomeCounters (metrics: Metrics): Record<OutcomeLabel, { inc: () => void }> {
-  const labels: OutcomeLabel[] = ['redirect', 'alias', 'values', 'showurls', 'not_found', 'bad_request', 'upstream_error']
-  return Object.fromEntries(labels.map((l) => [l, metrics.resolutions.labels(l)])) as Record<OutcomeLabel, { inc: () => void }>
+/** Which kind of prepared answer an outcome gives. */
+function answerKind (outcome: Extract<ProxyOutcome, { kind: 'redirect' | 'values' | 'not-found' }>): AnswerKind {
+  return outcome.kind === 'redirect' ? (outcome.negotiated ? 'negotiated-redirect' : 'redirect') : outcome.kind
 }
 
 function outcomeLabel (outcome: ProxyOutcome): OutcomeLabel {
