@@ -58,7 +58,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(batchRoutes, { config, services })    // POST /api/batch
   await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
 
-  late.badUrl = badUrlRoute(config, services)
+  late.badUrl = badUrlRoute(app, config, services)
   return app
 }
 
@@ -112,10 +112,19 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */
-function badUrlRoute (config: Config, services: Services): LateRoutes['badUrl'] {
+function badUrlRoute (app: FastifyInstance, config: Config, services: Services): LateRoutes['badUrl'] {
   const proxy = proxyHandler(proxyRouteOptions(config, services))
   const api = apiHandler(apiRouteOptions(config, services))
-  return async (request, reply) => (request.raw.url ?? '').startsWith('/api/handles/') ? api(request, reply) : proxy(request, reply)
+  return async (request, reply) => {
+    const isApi = (request.raw.url ?? '').startsWith('/api/handles/')
+    try {
+      return await (isApi ? api(request, reply) : proxy(request, reply))
+    } catch (err) {
+      // No route took it, so Fastify would not give its errors to ours: handed to the one error handler here.
+      await app.errorHandler(err as Error, request, reply)
+      return reply
+    }
+  }
 }
 
 /**

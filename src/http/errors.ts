@@ -22,10 +22,50 @@ export class RefusedError extends Error {
 
 const HTML = 'text/html; charset=utf-8'
 
+/**
+ * How a route's errors are shown (the one error handler, src/plugins/error-pages.ts, renders them all):
+ * an HTML page, the Handle REST API's JSON (behaviour.md R7), or `{"message"}` JSON (Which RA?, the batch API).
+ * A route names its own in its options' `config`; without one, /api/ paths get the REST API's and the rest HTML.
+ */
+export type ErrorFormat = 'html' | 'handle-api' | 'message'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    errorFormat?: ErrorFormat
+  }
+}
+
+/** What a request's errors are about: the handle (shown on its page and in its REST API error), and a format of its own. */
+interface ErrorSubject { handle?: string, format?: ErrorFormat }
+const subjects = new WeakMap<FastifyRequest, ErrorSubject>()
+
+/** Say what a request's errors are about, once known; `format` overrides the route's (`?action=api` on a page route). */
+export function errorsAbout (request: FastifyRequest, subject: ErrorSubject): void {
+  subjects.set(request, { ...subjects.get(request), ...subject })
+}
+
+/** The handle set by errorsAbout, or the one a RequestError names. */
+export function handleOfError (request: FastifyRequest, err: unknown): string | undefined {
+  return subjects.get(request)?.handle ?? (err instanceof RequestError ? err.handle : undefined)
+}
+
+/** The format set by errorsAbout for this request, if any. */
+export function errorFormatOf (request: FastifyRequest): ErrorFormat | undefined {
+  return subjects.get(request)?.format
+}
+
+/** A limit a request went over: a 413 (or 400) that names its setting (the batch API). */
+export class LimitError extends Error {
+  override name = 'LimitError'
+  constructor (readonly statusCode: 400 | 413, message: string, readonly limit?: string) {
+    super(message)
+  }
+}
+
 /** The status and message a user sees for an error; never a stack trace. */
 export function describeError (err: unknown): { status: number, code: string, message: string } {
   if (err instanceof UpstreamError || err instanceof RefusedError) return { status: err.statusCode, code: err.code, message: err.message }
-  if (err instanceof RequestError) return { status: err.statusCode, code: 'DP_BAD_REQUEST', message: err.message }
+  if (err instanceof RequestError || err instanceof LimitError) return { status: err.statusCode, code: 'DP_BAD_REQUEST', message: err.message }
   const e = err as { statusCode?: unknown, code?: unknown, message?: unknown }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return { status: e.statusCode, code: typeof e.code === 'string' ? e.code : 'DP_BAD_REQUEST', message: String(e.message ?? 'Bad request') }

@@ -13,7 +13,7 @@ import { cacheKey, handleFromPath } from '../handle/name.js'
 import { negotiate } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
-import type { PreparedAnswer } from '../resolve/prepared.js'
+import type { EntryWork, PreparedAnswer } from '../resolve/prepared.js'
 import type { Reuse } from '../resolve/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/prepared.js'
 import type { CacheStatus, Resolver } from '../resolve/resolver.js'
@@ -46,6 +46,19 @@ interface PlainTarget {
   api: boolean
   handle: string
   key: string
+}
+
+/**
+ * The answer a target last got, and what it was chosen by: the next request of the same target with the
+ * same entry's work, negotiation and (for a page) Host is given it without looking it up by name again.
+ */
+interface LastServed {
+  work: EntryWork
+  negotiation: string
+  /** The Host header a page's base URL came from; undefined when the answer does not depend on it. */
+  host: string | undefined
+  answer: PreparedAnswer
+  outcome: Tally | undefined
 }
 
 /**
@@ -92,6 +105,8 @@ const MAX_REMEMBERED_TARGETS = 4096
 export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAnswers {
   const { resolver } = opts
   const targets = new Map<string, PlainTarget | null>()
+  // By target: the last answer served, and what chose it (the targets' own memo, bounded with them).
+  const lastServed = new WeakMap<PlainTarget, LastServed>()
 
   /** The target of a request line: parsed once per distinct target (a DOI is asked for again and again). */
   function targetOf (url: string): PlainTarget | undefined {
@@ -156,35 +171,38 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     if (!opts.enabled || (method !== 'GET' && method !== 'HEAD') || url === undefined || !opts.serving()) return false
     const target = targetOf(url)
     if (target === undefined) return false
-    const entry = resolver.cachedAnswer(target.handle, target.key)
-    const answers = entry?.work?.answers
-    if (answers === undefined) return false
-    let answer: PreparedAnswer | undefined
-    let outcome: Tally | undefined
-    if (target.api) {
-      answer = answers.get(answerName(target, 'api')!)
-    } else if (entry!.kind === 'found') {
-      const negotiation = negotiationOf(target, req)
-      answer = answers.get(answerName({ ...target, negotiation }, 'redirect')!)
-      outcome = opts.outcomes.redirect
-      if (answer === undefined) {
-        // Nothing to redirect to: the values page, whose links use our base URL.
-        const name = answerName({ ...target, negotiation, baseUrl: baseOf(req) }, 'values')
-        answer = name === undefined ? undefined : answers.get(name)
-        outcome = opts.outcomes.values
-      }
-    } else {
-      const name = answerName({ ...target, baseUrl: baseOf(req) }, 'not-found')
-      answer = name === undefined ? undefined : answers.get(name)
-      outcome = opts.outcomes.notFound
-    }
+    const work = resolver.cachedAnswer(target.handle, target.key)?.work
+    if (work === undefined) return false
+    const negotiation = negotiationOf(target, req)
     const now = opts.now()
-    if (answer === undefined || answer.validUntil <= now) return false
+    let last = lastServed.get(target)
+    // Chosen again when anything that chose it differs, or it has run out (a newer one may be kept by now).
+    if (last === undefined || last.work !== work || last.negotiation !== negotiation || (last.host !== undefined && last.host !== req.headers.host) || last.answer.validUntil <= now) {
+      last = chooseAnswer(target, work, negotiation, req)
+      if (last === undefined || last.answer.validUntil <= now) return false
+      lastServed.set(target, last)
+    }
     resolver.countHit()
     opts.served.inc()
-    outcome?.inc()
-    writePrepared(res, answer, method === 'HEAD', now)
+    last.outcome?.inc()
+    writePrepared(res, last.answer, method === 'HEAD', now)
     return true
+  }
+
+  /** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
+  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, req: IncomingMessage): LastServed | undefined {
+    const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
+      const name = answerName({ ...target, negotiation, baseUrl }, kind)
+      return name === undefined ? undefined : work.answers.get(name)
+    }
+    const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
+      answer === undefined ? undefined : { work, negotiation, host: page && opts.publicBaseUrl === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
+    if (target.api) return served(found('api'), undefined, false)
+    const redirect = found('redirect')
+    if (redirect !== undefined) return served(redirect, opts.outcomes.redirect, false)
+    const base = baseOf(req)
+    // A values page when the record has nothing to redirect to, the not-found page when there is no record.
+    return served(found('values', base), opts.outcomes.values, true) ?? served(found('not-found', base), opts.outcomes.notFound, true)
   }
 }
 

@@ -9,7 +9,7 @@ import { filterValues } from '../../handle/record.js'
 import type { HandleValue } from '../../handle/types.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
-import { describeError, logError, setRetryAfter } from '../errors.js'
+import { errorsAbout } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
 import { API_HANDLES, sendParts } from '../prepared-answers.js'
 import type { PreparedAnswers } from '../prepared-answers.js'
@@ -30,8 +30,10 @@ export interface ApiRouteOptions {
  */
 export function registerApiRoutes (app: FastifyInstance, opts: ApiRouteOptions): void {
   app.get('/api/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_JSON))
-  app.get(API_HANDLES, apiHandler(opts))
-  app.get(`${API_HANDLES}/*`, apiHandler(opts))
+  // Errors are rendered by the one error handler, as the REST API's JSON.
+  const config = { errorFormat: 'handle-api' } as const
+  app.get(API_HANDLES, { config }, apiHandler(opts))
+  app.get(`${API_HANDLES}/*`, { config }, apiHandler(opts))
   app.get('/api/*', async (request, reply) => {
     const { path } = splitRequestTarget(request.raw.url ?? '')
     return sendApi(reply, 404, apiUnknownEndpoint(request.method, path), { pretty: false })
@@ -71,10 +73,9 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
     opts.prepared.keep(request, 'api', reusable && result.entry !== undefined ? { entry: result.entry, validUntil: Infinity } : undefined, parts)
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
-    logError(request, err)
-    setRetryAfter(reply, err)
-    const { status, message } = describeError(err)
-    return sendApi(reply.header('x-cache', bypass ? 'BYPASS' : 'MISS'), status, apiError(2, message, handle), format)
+    reply.header('x-cache', bypass ? 'BYPASS' : 'MISS')
+    errorsAbout(request, { handle })
+    throw err
   }
 }
 
@@ -94,9 +95,4 @@ function formatOf (params: ApiParams): { pretty: boolean, callback?: string | un
 function sendApi (reply: FastifyReply, status: number, body: ApiBody, format: { pretty: boolean, callback?: string | undefined }): FastifyReply {
   const { contentType, body: text } = serializeApi(body, format)
   return reply.code(status).type(contentType).header('x-content-type-options', 'nosniff').send(text)
-}
-
-/** A JSON answer in the REST API's shape, for errors outside a handle (a method we do not serve). */
-export function sendApiError (reply: FastifyReply, status: number, message: string): FastifyReply {
-  return sendApi(reply, status, apiError(2, message), { pretty: false })
 }

@@ -3,12 +3,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseBatchLine, textEntries } from '../../handle/batch.js'
 import type { Admission } from '../admission.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
-import { describeError, logError, setRetryAfter } from '../errors.js'
+import { LimitError, RefusedError, logError } from '../errors.js'
+import { UpstreamError } from '../../resolve/errors.js'
 import type { Metrics } from '../../metrics.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import { lazyPageContext } from './proxy.js'
-
-const JSON_TYPE = 'application/json; charset=utf-8'
 
 export interface BatchRouteOptions {
   batch: BatchAnswers
@@ -20,13 +19,6 @@ export interface BatchRouteOptions {
   maxHandleLength: number
   publicBaseUrl: string | undefined
   fallbackHost: string
-}
-
-/** A body we refuse as a whole, with the limit it broke (if any): rendered as JSON by the route's error handler. */
-class BatchBodyError extends Error {
-  constructor (readonly statusCode: 400 | 413, message: string, readonly limit?: 'BATCH_MAX_LINES' | 'BATCH_MAX_BYTES') {
-    super(message)
-  }
 }
 
 /**
@@ -42,23 +34,21 @@ export function registerBatchRoutes (app: FastifyInstance, opts: BatchRouteOptio
   })
   // Anything else is lines of text: `curl --data-binary @dois.txt` sends a form type it does not encode.
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (_request, body, done) => { done(null, textEntries(body as string)) })
-  app.setErrorHandler(async (err, request, reply) => {
+  // Counted here, and a body over the limit named; rendered by the one error handler (src/plugins/error-pages.ts).
+  app.setErrorHandler(async (err) => {
     const tooLarge = (err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-    opts.metrics.batchRequests.inc({ outcome: tooLarge ? 'too_large' : 'bad_request' })
-    if (tooLarge) return sendMessage(reply, 413, `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`, 'BATCH_MAX_BYTES')
-    if (err instanceof BatchBodyError) return sendMessage(reply, err.statusCode, err.message, err.limit)
-    logError(request, err)
-    const { status, message } = describeError(err)
-    return sendMessage(reply, status, message)
+    if (!(err instanceof RefusedError || err instanceof UpstreamError)) opts.metrics.batchRequests.inc({ outcome: tooLarge ? 'too_large' : 'bad_request' })
+    if (tooLarge) throw new LimitError(413, `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`, 'BATCH_MAX_BYTES')
+    throw err
   })
-  app.post('/api/batch', async (request, reply) => await answerBatch(request, reply, opts))
+  app.post('/api/batch', { config: { errorFormat: 'message' } }, async (request, reply) => await answerBatch(request, reply, opts))
 }
 
 async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
   // No body at all (no content type): nothing to check.
   const entries = Array.isArray(request.body) ? request.body as string[] : []
   if (entries.length > opts.maxLines) {
-    throw new BatchBodyError(413, `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`, 'BATCH_MAX_LINES')
+    throw new LimitError(413, `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`, 'BATCH_MAX_LINES')
   }
   const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
   // A batch passes the admission gate (rate limit, load shedding) once, before its answer starts, when
@@ -69,10 +59,7 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
       await gate()
     } catch (err) {
       opts.metrics.batchRequests.inc({ outcome: 'refused' })
-      logError(request, err)
-      setRetryAfter(reply, err)
-      const { status, message } = describeError(err)
-      return sendMessage(reply, status, message)
+      throw err
     }
   }
   // A reader who goes away mid-stream stops the lookups not started yet.
@@ -104,14 +91,10 @@ function jsonEntries (body: string): string[] {
   try {
     parsed = JSON.parse(body)
   } catch {
-    throw new BatchBodyError(400, 'The body is not valid JSON; send a JSON array of strings, or text/plain with one DOI a line.')
+    throw new LimitError(400, 'The body is not valid JSON; send a JSON array of strings, or text/plain with one DOI a line.')
   }
-  if (!Array.isArray(parsed)) throw new BatchBodyError(400, 'The JSON body must be an array of strings (DOIs).')
+  if (!Array.isArray(parsed)) throw new LimitError(400, 'The JSON body must be an array of strings (DOIs).')
   const bad = parsed.findIndex((item) => typeof item !== 'string')
-  if (bad >= 0) throw new BatchBodyError(400, `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`)
+  if (bad >= 0) throw new LimitError(400, `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`)
   return parsed as string[]
-}
-
-function sendMessage (reply: FastifyReply, status: number, message: string, limit?: string): FastifyReply {
-  return reply.code(status).type(JSON_TYPE).header('x-content-type-options', 'nosniff').send(JSON.stringify(limit === undefined ? { message } : { message, limit }))
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { encodeHandlePath, handleFromPath, splitRequestTarget } from '../../handle/name.js'
 import { carriedQuery, doiFromOpenUrl } from '../../handle/openurl.js'
 import { parseProxyQuery } from '../../handle/query.js'
-import { RequestError, sendHtmlError } from '../errors.js'
+import { RequestError } from '../errors.js'
 import { renderOpenUrlHelpPage } from '../views/institutional.js'
 import { lazyPageContext, proxyAnswer } from './proxy.js'
 import type { ProxyRouteOptions } from './proxy.js'
@@ -35,7 +35,7 @@ export function registerOpenUrlRoutes (app: FastifyInstance, opts: ProxyRouteOpt
     const parsed = handleFromPath(`/${encodeHandlePath(found.doi)}`, { maxLength: opts.maxHandleLength })
     if (!parsed.ok) {
       answer.count('bad_request')
-      return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
+      throw new RequestError(parsed.status, parsed.message)
     }
     if (parsed.handle === '') {
       answer.count('bad_request')

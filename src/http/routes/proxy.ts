@@ -9,7 +9,7 @@ import type { Metrics } from '../../metrics.js'
 import type { CountryLookup } from '../../resolve/geoip.js'
 import type { Admission } from '../admission.js'
 import { baseUrlFor } from '../base-url.js'
-import { RequestError, logError, sendHtmlError, describeError } from '../errors.js'
+import { RequestError, describeError, errorsAbout } from '../errors.js'
 import {
   renderHomePage, renderNoValuesPage, renderNotFoundPage, renderRedirectBody, renderValuesPage
 } from '../views/pages.js'
@@ -80,10 +80,13 @@ export function proxyHandler (opts: ProxyRouteOptions) {
       : handleFromPath(path, { maxLength: opts.maxHandleLength })
     if (!parsed.ok) {
       count('bad_request')
-      return sendHtmlError(reply, ctx, new RequestError(parsed.status, parsed.message))
+      throw new RequestError(parsed.status, parsed.message)
     }
     const params = parseProxyQuery(query, fragment)
-    if (parsed.handle === '') return post ? sendHtmlError(reply, ctx, new RequestError(400, 'Type a DOI name in the form to look it up.')) : home(reply, ctx, query)
+    if (parsed.handle === '') {
+      if (post) throw new RequestError(400, 'Type a DOI name in the form to look it up.')
+      return home(reply, ctx, query)
+    }
     return await answer(request, reply, ctx, { handle: parsed.handle, query, params, post })
   }
 }
@@ -98,12 +101,17 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
   const { localServices } = opts
   async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
     const { handle, query, params, post } = asked
+    // Its errors are rendered by the one error handler (src/plugins/error-pages.ts), about this handle.
+    errorsAbout(request, { handle })
     if (params.urlappend !== undefined && hasControlChar(params.urlappend)) {
       count('bad_request')
-      return sendHtmlError(reply, ctx, new RequestError(400, 'The urlappend parameter contains a control character.', handle))
+      throw new RequestError(400, 'The urlappend parameter contains a control character.', handle)
     }
-    // action=api answers the REST API's JSON for the handle (behaviour.md R4).
-    if (params.action === 'api') return await answerApi(request, reply, handle, parseApiQuery(query), opts)
+    // action=api answers the REST API's JSON for the handle (behaviour.md R4), errors included.
+    if (params.action === 'api') {
+      errorsAbout(request, { format: 'handle-api' })
+      return await answerApi(request, reply, handle, parseApiQuery(query), opts)
+    }
     // Only upstream-bound work passes the limits (behaviour.md §9): cached answers never do.
     const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params), admit: opts.admission.gate(request, reply, params.auth || params.cert) }
     try {
@@ -130,9 +138,8 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
       return render(reply, ctx, outcome, query)
     } catch (err) {
       count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
-      logError(request, err)
       reply.header('x-cache', params.auth || params.cert ? 'BYPASS' : 'MISS')
-      return sendHtmlError(reply, ctx, err, handle)
+      throw err
     }
   }
   return Object.assign(answerHandle, { count })
@@ -235,7 +242,7 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
   switch (outcome.kind) {
     case 'alias': {
       const location = aliasLocation(ctx, outcome.target, rawQuery)
-      if (!SAFE_HEADER_VALUE.test(location)) return sendHtmlError(reply, ctx, new RequestError(400, 'The query string cannot be carried over.'), outcome.handle)
+      if (!SAFE_HEADER_VALUE.test(location)) throw new RequestError(400, 'The query string cannot be carried over.', outcome.handle)
       return reply.code(statusOf(outcome)).header('location', location).header('expires', httpDate(outcome.expires)).send()
     }
     case 'no-values':
@@ -246,7 +253,7 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
       return reply.type('text/xml; charset=utf-8').header('x-content-type-options', 'nosniff')
         .header('content-security-policy', SHOWURLS_CSP).send(outcome.xml)
     case 'refused':
-      return sendHtmlError(reply, ctx, new RequestError(400, outcome.message, outcome.handle))
+      throw new RequestError(400, outcome.message, outcome.handle)
   }
 }
 

@@ -4,7 +4,7 @@ import { raEntry, serializeRa, splitDoiList, isDoiName } from '../../handle/ra.j
 import type { RaEntry, DoiListItem } from '../../handle/ra.js'
 import type { Lookup, LookupOptions, Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
-import { describeError, logError, setRetryAfter } from '../errors.js'
+import { LimitError, describeError } from '../errors.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -18,8 +18,10 @@ export interface RaRouteOptions {
 
 /** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): behaviour.md R8, §7. */
 export function registerRaRoutes (app: FastifyInstance, opts: RaRouteOptions): void {
-  app.get('/doiRA/*', raHandler(opts, '/doiRA/'))
-  app.get('/ra/*', raHandler(opts, '/ra/'))
+  // Errors are rendered by the one error handler, as {"message"} JSON.
+  const config = { errorFormat: 'message' } as const
+  app.get('/doiRA/*', { config }, raHandler(opts, '/doiRA/'))
+  app.get('/ra/*', { config }, raHandler(opts, '/ra/'))
 }
 
 function raHandler (opts: RaRouteOptions, prefix: string) {
@@ -27,22 +29,15 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
     const raw = splitRequestTarget(request.raw.url ?? '').path.slice(prefix.length)
     const items = splitDoiList(raw)
     if (items.length > opts.maxDois) {
-      return reply.code(400).type(JSON_TYPE).send(JSON.stringify({ message: `At most ${opts.maxDois} DOIs per request; got ${items.length}.` }))
+      throw new LimitError(400, `At most ${opts.maxDois} DOIs per request; got ${items.length}.`)
     }
     // Cached records answer at once; the first lookup that needs the upstream passes the admission gate,
     // once for the request, and every DOI it resolves takes its own turn in the fair queue (behaviour.md §9).
     const flags: LookupOptions = { admit: opts.admission.gate(request, reply, false) }
     const find = async (handle: string): Promise<Lookup> => await opts.resolver.lookup(handle, flags)
-    try {
-      const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.raNames, item))
-      return reply.type(JSON_TYPE).send(serializeRa(entries))
-    } catch (err) {
-      // Only a refusal of the whole request gets here (one DOI failing makes only that entry Unknown).
-      logError(request, err)
-      setRetryAfter(reply, err)
-      const { status, message } = describeError(err)
-      return reply.code(status).type(JSON_TYPE).send(JSON.stringify({ message }))
-    }
+    // Only a refusal of the whole request throws (one DOI failing makes only that entry Unknown).
+    const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.raNames, item))
+    return reply.type(JSON_TYPE).send(serializeRa(entries))
   }
 }
 
