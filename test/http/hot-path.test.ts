@@ -9,7 +9,7 @@ import { setup } from '../support/app.js'
 import type { TestSetup } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 
-// The hot path (src/http/hot-path.ts) answers before Fastify routes a request, so it is seen only over
+// The hot path (src/http/prepared-answers.ts, serve) answers before Fastify routes a request, so it is seen only over
 // real HTTP: these tests listen on 127.0.0.1 and ask with undici, never app.inject.
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
