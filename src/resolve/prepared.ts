@@ -2,7 +2,7 @@
  * Work done once per record and kept with its cache entry, counted in the cache's bytes: what its
  * 10320/loc refers to, its location plans (the candidate set, per spelling of the handle), and prepared
  * answers, what a common request for it gets (status, headers, body), so the next such request costs a
- * lookup and a write (src/http/hot-path.ts). Plain data: no HTTP objects, no I/O.
+ * lookup and a write (src/http/prepared-answers.ts). Plain data: no HTTP objects, no I/O.
  */
 import type { ExpiryRule } from '../handle/record.js'
 import type { HandleValue } from '../handle/types.js'
