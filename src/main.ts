@@ -125,8 +125,8 @@ const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE'
 
 /**
  * At exit Node 20 restores the terminal its stdio started on, and aborts when that terminal has hung up
- * (tcsetattr: EIO; nodejs/node#51519, fixed upstream by #58200, still in the Node 20 we run). So a stdio descriptor whose terminal is gone
- * is pointed at /dev/null first: Node leaves a descriptor that is another file alone.
+ * (tcsetattr: EIO; nodejs/node#51519, fixed upstream by #58200, still in the Node 20 we run). So a
+ * stdio descriptor whose terminal is gone is pointed at /dev/null first: Node leaves another file alone.
  */
 function releaseLostTerminal (terminals: number[]): void {
   for (const fd of terminals) {
