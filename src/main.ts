@@ -1,18 +1,22 @@
 import cluster from 'node:cluster'
-import { readFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
 import { listenErrorMessage } from './listen-error.js'
+import { logDestination } from './log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 import { defaultWorkers } from './cpu-quota.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
+  const terminals = [0, 1, 2].filter((fd) => isatty(fd))
+  process.on('exit', () => releaseLostTerminal(terminals))
   let config: Config
   try {
     config = loadConfig(process.env)
@@ -54,7 +58,10 @@ async function main (): Promise<void> {
     throw err
   }
 
-  closeWithGrace({ delay: config.shutdownGraceMs, logger }, async ({ signal, err }) => {
+  // Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS listener makes a
+  // fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM (Node's docs say
+  // so); without one the process dies of it, as it should.
+  closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: FAULT_SIGNALS }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
     else logger.info({ signal }, 'shutting down: finishing in-flight requests')
     beginDrain(app)
@@ -114,11 +121,22 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   logger.info({ workers: count }, 'started the workers')
 }
 
-/** LOG_FORMAT: JSON lines on stdout, or pino-pretty's readable lines for a person at a terminal (loaded only then). */
-async function logDestination (format: Config['logFormat']): Promise<pino.DestinationStream> {
-  if (format === 'json' || (format === 'auto' && process.stdout.isTTY !== true)) return pino.destination(1)
-  const { build: pretty } = await import('pino-pretty')
-  return pretty({ destination: 1, sync: true, colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGABRT', 'SIGTRAP']
+
+/**
+ * At exit Node 20 restores the terminal its stdio started on, and aborts when that terminal has hung up
+ * (tcsetattr: EIO; nodejs/node#51519, fixed upstream by #58200, still in the Node 20 we run). So a
+ * stdio descriptor whose terminal is gone is pointed at /dev/null first: Node leaves another file alone.
+ */
+function releaseLostTerminal (terminals: number[]): void {
+  for (const fd of terminals) {
+    if (isatty(fd)) continue // still there (isatty fails with EIO once it has hung up)
+    try {
+      closeSync(fd)
+      const again = openSync('/dev/null', 'r+') // the lowest free descriptor: fd itself
+      if (again !== fd) closeSync(again) // then fd stays closed, which Node skips too
+    } catch { /* nothing better to do on the way out */ }
+  }
 }
 
 /** cgroup v2's CPU quota of this container, if any. */

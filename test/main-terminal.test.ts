@@ -1,0 +1,107 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { findOnPath } from './support/test-tools.js'
+
+// src/main.ts started on a terminal (util-linux's `script` gives it one) that then goes away, as when
+// the ssh session or the terminal window of the person who ran `npm start` closes.
+
+const GRACE_MS = 2000
+// Beyond SHUTDOWN_GRACE_MS: time for a busy machine to run the exit.
+const EXIT_BOUND_MS = GRACE_MS + 4000
+
+interface OnTerminal { serverPid: number, port: number, closeTerminal: () => void }
+
+/**
+ * The server on a terminal of its own, once it listens; `shell` starts it and says "server pid N".
+ * Killed by its pid when the test ends: it does not die with `script`.
+ */
+async function onTerminal (shell: string, env: Record<string, string>): Promise<OnTerminal> {
+  const script = spawn('script', ['-qfc', shell, '/dev/null'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS), ...env },
+    stdio: ['pipe', 'pipe', 'pipe']
+  })
+  let output = ''
+  script.stdout.on('data', (c: Buffer) => { output += c.toString() })
+  onTestFinished(() => {
+    const pid = /server pid (\d+)/.exec(output)?.[1]
+    if (pid !== undefined) try { process.kill(Number(pid), 'SIGKILL') } catch {}
+    script.kill('SIGKILL')
+  })
+  const plain = (): string => output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
+  for (let i = 0; i < 600 && !/listening at http:\/\/127\.0\.0\.1:\d+/.test(plain()); i++) await sleep(50)
+  const port = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(plain())?.[1]
+  const serverPid = /server pid (\d+)/.exec(output)?.[1]
+  if (port === undefined || serverPid === undefined) throw new Error(`the server did not start: ${output}`)
+  // Killing `script` closes the terminal's master side: the terminal is gone.
+  return { serverPid: Number(serverPid), port: Number(port), closeTerminal: () => script.kill('SIGKILL') }
+}
+
+/** util-linux's `script` and `setsid`, as on any Linux with util-linux. */
+const haveTools = findOnPath(['script']) !== undefined && findOnPath(['setsid']) !== undefined
+
+describe.runIf(haveTools)('a server whose terminal goes away', () => {
+  // The usual case: the server is the terminal's controlling process, the kernel hangs up on it (SIGHUP).
+  it('stops within the shutdown grace, without spinning on the CPU meanwhile', async () => {
+    const server = await onTerminal(`echo "server pid $$"; exec ${process.execPath} --import tsx src/main.ts`, {})
+    server.closeTerminal()
+    await expectStopped(server.serverPid)
+  }, 30_000)
+
+  // In a session of its own (setsid) nobody hangs up on it: it keeps serving, its log lines lost.
+  for (const format of ['json', 'pretty']) {
+    it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, and stops on SIGTERM`, async () => {
+      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
+      server.closeTerminal()
+      await sleep(300)
+      // Each answer writes an access log line to the lost terminal.
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`http://127.0.0.1:${server.port}/healthz`)
+        expect(res.status).toBe(200)
+      }
+      await expectStopped(server.serverPid)
+    }, 30_000)
+  }
+})
+
+/** The process stops, on SIGTERM if not by itself, within the bound; while it runs it idles. */
+async function expectStopped (pid: number): Promise<void> {
+  const started = Date.now()
+  let termSent = false
+  while (isRunning(pid) && Date.now() - started < EXIT_BOUND_MS + 1000) {
+    const before = cpuTicks(pid)
+    await sleep(1000)
+    const after = cpuTicks(pid)
+    // USER_HZ is 100 on Linux: 30 ticks in a second is 30% of a core, for a server with nothing to do.
+    if (before !== undefined && after !== undefined) expect(after - before, 'CPU ticks in one idle second').toBeLessThan(30)
+    if (!termSent && isRunning(pid)) {
+      process.kill(pid, 'SIGTERM')
+      termSent = true
+    }
+  }
+  expect(isRunning(pid), `pid ${pid} still runs ${Date.now() - started} ms after its terminal went away`).toBe(false)
+}
+
+/** The process exists and is not a zombie. */
+function isRunning (pid: number): boolean {
+  return stat(pid)?.[0] !== undefined && stat(pid)?.[0] !== 'Z'
+}
+
+/** utime + stime of the process, in clock ticks. */
+function cpuTicks (pid: number): number | undefined {
+  const fields = stat(pid)
+  return fields === undefined ? undefined : Number(fields[11]) + Number(fields[12])
+}
+
+/** /proc/<pid>/stat after the command name: the state first. */
+function stat (pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')
+  } catch {
+    return undefined
+  }
+}
+
+async function sleep (ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms))
+}
