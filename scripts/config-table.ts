@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { OPTIONS } from '../src/config/schema.js'
 
 export function configTable (): string {
-  const rows = OPTIONS.map((o) => `| \`${o.env}\` | \`${o.key}\` | ${formatDefault(o.default)} | ${o.doc.replace(/\|/g, '\\|')} |`)
+  const rows = Object.entries(OPTIONS).map(([key, o]) => `| \`${o.env}\` | \`${key}\` | ${formatDefault(o.default)} | ${o.doc.replace(/\|/g, '\\|')} |`)
   return ['| environment | config file key | default | what it does |', '| --- | --- | --- | --- |', ...rows].join('\n')
 }
 

@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { OPTIONS, upstreamUserAgent } from './config/schema.js'
+import type { Config } from './config/schema.js'
 import { mirrorExitCode, parseReadingList, runMirror } from './mirror.js'
 import type { MirrorProgress, MirrorSummary, ReadingList } from './mirror.js'
 import { runMetadataMirror } from './mirror-metadata.js'
@@ -95,8 +96,8 @@ interface MirrorCommand {
   metadataHosts: AllowedHost[]
 }
 
-function defaultOf (key: string): unknown {
-  return OPTIONS.find((o) => o.key === key)?.default
+function defaultOf<K extends keyof Config> (key: K): Config[K] {
+  return OPTIONS[key].default
 }
 
 /** `mirror`'s options; `record` is mirror with the metadata citation tools ask for, by default, and --dois. */

@@ -12,7 +12,7 @@ describe('the README', () => {
   })
 
   it('names every setting', () => {
-    for (const option of OPTIONS) expect(README).toContain(`\`${option.env}\``)
+    for (const option of Object.values(OPTIONS)) expect(README).toContain(`\`${option.env}\``)
   })
 
   it('keeps the two commands that work on a fresh machine', () => {

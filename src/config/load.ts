@@ -11,18 +11,22 @@ export function loadConfig (env: Readonly<Record<string, string | undefined>>): 
     try {
       text = readFileSync(path, 'utf8')
     } catch (err) {
-      throw new ConfigError(`cannot read CONFIG_FILE ${JSON.stringify(path)}: ${(err as Error).message}`)
+      throw new ConfigError(`cannot read CONFIG_FILE ${JSON.stringify(path)}: ${messageOf(err)}`)
     }
     let parsed: unknown
     try {
       parsed = JSON.parse(text)
     } catch (err) {
-      throw new ConfigError(`CONFIG_FILE ${JSON.stringify(path)} is not valid JSON: ${(err as Error).message}`)
+      throw new ConfigError(`CONFIG_FILE ${JSON.stringify(path)} is not valid JSON: ${messageOf(err)}`)
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new ConfigError(`CONFIG_FILE ${JSON.stringify(path)} must hold a JSON object`)
     }
-    file = parsed as Record<string, unknown>
+    file = Object.fromEntries(Object.entries(parsed))
   }
   return buildConfig(file, env)
+}
+
+function messageOf (err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
 }

@@ -90,7 +90,7 @@ export function checkIds (services: readonly LocalServiceConfig[], checks: Pick<
 function parseService (item: unknown, index: number, checks: Checks): LocalServiceConfig {
   const at = `service ${index + 1}`
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return checks.fail(`${at}: expected an object {id, name, url, networks?, prefixes?}, got ${JSON.stringify(item)}`)
-  const o = item as Record<string, unknown>
+  const o: Record<string, unknown> = Object.fromEntries(Object.entries(item))
   const extra = Object.keys(o).find((k) => !SERVICE_KEYS.has(k))
   if (extra !== undefined) return checks.fail(`${at}: unknown key ${JSON.stringify(extra)} (expected id, name, url, networks, prefixes, linkout, ezproxy)`)
   const { id, name, url } = o
@@ -123,10 +123,14 @@ function parseService (item: unknown, index: number, checks: Checks): LocalServi
 function parseLinkout (raw: unknown, named: string, checks: Checks): LinkoutStep[] {
   const expected = `a list of steps from ${LINKOUT_STEPS.map((s) => JSON.stringify(s)).join(', ')}`
   if (!Array.isArray(raw) || raw.length === 0) return checks.fail(`${named}: linkout must be ${expected}, got ${JSON.stringify(raw)}`)
-  const unknown = raw.find((step) => !(LINKOUT_STEPS as readonly unknown[]).includes(step))
-  if (unknown !== undefined) return checks.fail(`${named}: linkout step ${JSON.stringify(unknown)} is not one of ${LINKOUT_STEPS.map((s) => JSON.stringify(s)).join(', ')}`)
-  if (new Set(raw).size !== raw.length) return checks.fail(`${named}: linkout names a step twice: ${JSON.stringify(raw)}`)
-  return raw as LinkoutStep[]
+  const steps: LinkoutStep[] = []
+  for (const step of raw) {
+    const known = LINKOUT_STEPS.find((s) => s === step)
+    if (known === undefined) return checks.fail(`${named}: linkout step ${JSON.stringify(step)} is not one of ${LINKOUT_STEPS.map((s) => JSON.stringify(s)).join(', ')}`)
+    steps.push(known)
+  }
+  if (new Set(steps).size !== steps.length) return checks.fail(`${named}: linkout names a step twice: ${JSON.stringify(raw)}`)
+  return steps
 }
 
 /** An EZproxy starting-point URL template: http(s), printable ASCII, with {url} and no other placeholder. */
@@ -146,6 +150,7 @@ function parseEzproxy (raw: unknown, named: string, checks: Checks): string {
 function listOf (raw: unknown, what: string, checks: Checks): string[] {
   if (raw === undefined) return []
   const items = typeof raw === 'string' ? raw.split(',') : raw
-  if (!Array.isArray(items) || items.some((x) => typeof x !== 'string')) return checks.fail(`${what} must be a list of strings, got ${JSON.stringify(raw)}`)
-  return (items as string[]).map((x) => x.trim()).filter((x) => x !== '')
+  const strings = Array.isArray(items) ? items.filter((x) => typeof x === 'string') : []
+  if (!Array.isArray(items) || strings.length !== items.length) return checks.fail(`${what} must be a list of strings, got ${JSON.stringify(raw)}`)
+  return strings.map((x) => x.trim()).filter((x) => x !== '')
 }

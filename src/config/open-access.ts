@@ -4,12 +4,13 @@
  * src/config/schema.ts calls these; `fail` throws its ConfigError.
  */
 import type { LocalServiceConfig } from './local-services.js'
+import type { Config } from './schema.js'
 
 export type OpenAccessProvider = 'unpaywall' | 'openalex' | 'file'
 export const OA_PROVIDERS: readonly OpenAccessProvider[] = ['unpaywall', 'openalex', 'file']
 
-/** `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for. */
-export const OPEN_ACCESS_FILE_KEYS: Readonly<Record<string, string>> = {
+/** `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for (a name of Config's, or this does not compile). */
+export const OPEN_ACCESS_FILE_KEYS: Readonly<Record<string, keyof Config>> = {
   provider: 'oaProvider',
   unpaywallUrl: 'unpaywallUrl',
   unpaywallEmail: 'unpaywallEmail',
