@@ -1,9 +1,12 @@
 import type { HandleValue } from '../handle/types.js'
 import { isType } from '../handle/types.js'
 import { cacheKey } from '../handle/name.js'
-import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
+import { isFresh, staleUntil } from '../handle/freshness.js'
+import type { FreshnessPolicy } from '../handle/freshness.js'
+import { aliasTarget } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
+import { entryOf } from './cache.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
 import type { EntryWork } from './prepared.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
@@ -74,10 +77,8 @@ export interface ResolverOptions {
   cache: RecordCache
   metrics: Metrics
   now: () => number
-  maxTtlSeconds: number
-  minTtlSeconds: number
-  negativeTtlSeconds: number
-  maxStaleMs: number
+  /** How long an answer is fresh, and kept to stand in (src/handle/freshness.ts). */
+  freshness: FreshnessPolicy
   /** Refresh a record in the background when it is asked for in the last tenth of its lifetime. */
   refreshAhead?: boolean
   onStale?: (handle: string, err: UpstreamError) => void
@@ -117,15 +118,13 @@ export function createResolver (opts: ResolverOptions) {
       cache.restore(key, stored, now())
       return
     }
-    const storedAt = now()
-    if (answer.kind === 'found') {
-      const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
-      cache.set(key, { kind: 'found', values: compactValues(answer.record.values), storedAt, freshUntil: storedAt + seconds * 1000 })
-    } else if (opts.negativeTtlSeconds > 0) {
-      cache.set(key, { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 })
-    } else {
+    const entry = entryOf(answer, now(), opts.freshness)
+    if (entry === undefined) {
       cache.delete(key)
+      return
     }
+    if (entry.kind === 'found') compactValues(entry.values)
+    cache.set(key, entry)
   }
 
   async function fromUpstream (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
@@ -147,7 +146,7 @@ export function createResolver (opts: ResolverOptions) {
   /** A stale record standing in for a failed or late lookup (behaviour.md §3, §9), or undefined. */
   function staleStandIn (handle: string, err: unknown, fallback: CachedAnswer | undefined): Lookup | undefined {
     if (!(err instanceof UpstreamError) || !err.staleable || fallback?.kind !== 'found') return undefined
-    if (now() - fallback.freshUntil > opts.maxStaleMs) return undefined
+    if (now() > staleUntil(fallback, opts.freshness)) return undefined
     count.stale.inc()
     opts.onStale?.(handle, err)
     return { kind: 'found', values: fallback.values, cache: 'STALE' }
@@ -177,7 +176,7 @@ export function createResolver (opts: ResolverOptions) {
     const key = cacheKey(handle)
     const entry = cache.peek(key)
     const at = now()
-    if (entry === undefined || entry.freshUntil <= at) return undefined
+    if (entry === undefined || !isFresh(entry, at)) return undefined
     if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
       refreshInBackground(handle, key)
     }
@@ -261,7 +260,7 @@ export function createResolver (opts: ResolverOptions) {
     const release = opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(flags.client, flags.deadline)
     const running = join.running ? fetching.get(key) : undefined
     const entry = join.fresh && running === undefined ? cache.peek(key) : undefined
-    if (running !== undefined || (entry !== undefined && entry.freshUntil > now())) {
+    if (running !== undefined || (entry !== undefined && isFresh(entry, now()))) {
       release()
       return running ?? answerOf(handle, entry!)
     }
