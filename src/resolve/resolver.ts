@@ -31,10 +31,15 @@ export type ChainResult =
   | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
 
 export interface LookupOptions {
-  /** Bypass the cache, ask the upstream authoritatively, refresh the cache (behaviour.md §3). */
+  /** Ask the upstream authoritatively (`auth=true` upstream, behaviour.md §3). */
   auth?: boolean
-  /** Passed through upstream; like auth it cannot be answered from the cache. */
+  /** Passed through upstream (`cert=true`). */
   cert?: boolean
+  /**
+   * Not answered from any cache, nor joined with another lookup: the upstream is asked and the cache
+   * refreshed with its answer. Set by the query parsers (src/handle/query.ts bypassesCache: auth or cert).
+   */
+  bypassCache?: boolean
   /** Who asks: upstream work is queued per client (behaviour.md §9). */
   client?: ClientTicket | undefined
   /** The request's deadline on the performance.now() clock: no lookup waits past it. */
@@ -164,7 +169,7 @@ export function createResolver (opts: ResolverOptions) {
       if (opts.local.isAuthoritative(handle)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     }
     if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
-    if (flags.auth === true || flags.cert === true) return undefined
+    if (flags.bypassCache === true) return undefined
     const entry = freshEntry(handle)
     if (entry === undefined) return undefined
     const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
@@ -202,7 +207,7 @@ export function createResolver (opts: ResolverOptions) {
     const flags = asked.admit === undefined ? asked : { ...asked, ...(await asked.admit()) }
     const key = cacheKey(handle)
     const cached = cache.peek(key)
-    const bypass = flags.auth === true || flags.cert === true
+    const bypass = flags.bypassCache === true
     let pending: Promise<UpstreamAnswer>
     if (bypass) {
       count.bypass.inc()
@@ -318,7 +323,7 @@ const NO_FLAGS: LookupOptions = {}
 interface Join { running: boolean, fresh: boolean }
 const JOIN: Join = { running: true, fresh: true }
 const REFRESH: Join = { running: true, fresh: false }
-const NO_JOIN: Join = { running: false, fresh: false } // auth/cert: the upstream must be asked
+const NO_JOIN: Join = { running: false, fresh: false } // bypassCache: the upstream must be asked
 
 function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
   return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values } } : { kind: 'not-found' }

@@ -245,7 +245,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
 
   async function fetchRecord (handle: string, flags: LookupOptions = {}): Promise<SharedAnswer> {
     const key = cacheKey(handle)
-    if (flags.auth === true || flags.cert === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
+    if (flags.bypassCache === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
     // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
     const held = cache.peek(key)
     const heldSince = held?.storedAt ?? -Infinity
