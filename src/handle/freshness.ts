@@ -35,7 +35,7 @@ export function freshnessPolicy (config: FreshnessSettings): FreshnessPolicy {
 /** An upstream answer as the rule sees it (src/resolve/upstream.ts' UpstreamAnswer is one). */
 export type FreshnessAnswer = { kind: 'found', record: { values: readonly HandleValue[] } } | { kind: 'not-found' }
 
-/** Until when (epoch ms) an answer stored at `storedAt` is fresh, and until when it is kept at all. */
+/** Until when (epoch ms) an answer is fresh, and until when it is kept at all (fresh or standing in). */
 export interface Lifetime { freshUntil: number, staleUntil: number }
 
 /**
