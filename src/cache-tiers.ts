@@ -2,6 +2,7 @@ import { readdir } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config/schema.js'
+import type { FreshnessPolicy } from './handle/freshness.js'
 import type { Metrics } from './metrics.js'
 import type { RecordCache } from './resolve/cache.js'
 import { cacheSourceOf, sourceId } from './resolve/cache-source.js'
@@ -43,9 +44,8 @@ async function siblingSnapshots (file: string): Promise<string[]> {
     .sort()
 }
 
-export async function setUpCacheTiers (app: FastifyInstance, config: Config, deps: { cache: RecordCache, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
-  const { cache, metrics, now } = deps
-  const maxStaleMs = config.maxStaleSeconds * 1000
+export async function setUpCacheTiers (app: FastifyInstance, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
+  const { cache, freshness, metrics, now } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
 
@@ -80,8 +80,7 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     source: sourceId(source),
     lockTtlMs: config.redisLockTtlMs,
     pollMs: config.redisWaitPollMs,
-    maxStaleMs,
-    maxFreshMs: Math.max(config.cacheMaxTtlSeconds, config.negativeTtlSeconds) * 1000,
+    freshness,
     maxValueBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES,
     now,
     metrics,
@@ -95,10 +94,7 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
       now,
       pollMs: config.redisWaitPollMs,
       lockTtlMs: config.redisLockTtlMs,
-      maxStaleMs,
-      maxTtlSeconds: config.cacheMaxTtlSeconds,
-      minTtlSeconds: config.cacheMinTtlSeconds,
-      negativeTtlSeconds: config.negativeTtlSeconds
+      freshness
     })
   }
 }

@@ -4,6 +4,7 @@ import type { AppDeps } from './app.js'
 import { setUpCacheTiers } from './cache-tiers.js'
 import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
+import { freshnessPolicy } from './handle/freshness.js'
 import { cacheKey } from './handle/name.js'
 import { registerAdmission } from './http/admission.js'
 import type { Admission } from './http/admission.js'
@@ -129,14 +130,11 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     }
   })
   app.addHook('onClose', async () => { await upstream.close() })
-  const cache = createRecordCache({
-    maxEntries: config.cacheMaxEntries,
-    maxBytes: config.cacheMaxBytes,
-    maxStaleMs: config.maxStaleSeconds * 1000,
-    maxFreshMs: Math.max(config.cacheMaxTtlSeconds, config.negativeTtlSeconds) * 1000
-  })
+  // How long answers stay fresh and are kept, in every tier (src/handle/freshness.ts).
+  const freshness = freshnessPolicy(config)
+  const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })
   // The snapshot file and the shared tier in Redis (behaviour.md §11).
-  const tiers = await setUpCacheTiers(app, config, { cache, metrics, now })
+  const tiers = await setUpCacheTiers(app, config, { cache, freshness, metrics, now })
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({
@@ -162,10 +160,7 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     cache,
     metrics,
     now,
-    maxTtlSeconds: config.cacheMaxTtlSeconds,
-    minTtlSeconds: config.cacheMinTtlSeconds,
-    negativeTtlSeconds: config.negativeTtlSeconds,
-    maxStaleMs: config.maxStaleSeconds * 1000,
+    freshness,
     refreshAhead: config.refreshAhead,
     onStale: (handle, err) => {
       metrics.staleServed.inc()

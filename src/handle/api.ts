@@ -6,6 +6,7 @@
  */
 import type { HandleValue } from './types.js'
 import { percentDecode } from './name.js'
+import { bypassesCache } from './query.js'
 
 /** What the API reads from the query string. */
 export interface ApiParams {
@@ -22,6 +23,8 @@ export interface ApiParams {
   callback?: string
   auth: boolean
   cert: boolean
+  /** `auth` or `cert`: answered by the upstream, never from a cache (query.ts bypassesCache). */
+  bypassCache: boolean
 }
 
 /** A response body: a plain JSON object whose key order is the wire order. */
@@ -54,12 +57,15 @@ export function parseApiQuery (rawQuery: string): ApiParams {
   }
   const first = (name: string): string | undefined => all.get(name)?.[0]
   const { indexes, badIndex } = parseIndexes(all.get('index') ?? [])
+  const auth = isTrueParameter(first('auth'))
+  const cert = isTrueParameter(first('cert'))
   const params: ApiParams = {
     types: all.get('type') ?? [],
     indexes,
     pretty: isTrueParameter(first('pretty')),
-    auth: isTrueParameter(first('auth')),
-    cert: isTrueParameter(first('cert'))
+    auth,
+    cert,
+    bypassCache: bypassesCache(auth, cert)
   }
   const callback = first('callback')
   if (callback !== undefined) params.callback = callback

@@ -13,6 +13,8 @@ export interface ProxyParams {
   noredirect: boolean
   auth: boolean
   cert: boolean
+  /** `auth` or `cert`: answered by the upstream, never from a cache (see bypassesCache). */
+  bypassCache: boolean
   /** `ignore_aliases`, or its synonym `noalias`. */
   ignoreAliases: boolean
   /** undefined = no index filter (absent, or dropped because one value was not an integer). */
@@ -64,6 +66,7 @@ function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
     noredirect: has('noredirect'),
     auth: has('auth'),
     cert: has('cert'),
+    bypassCache: bypassesCache(has('auth'), has('cert')),
     ignoreAliases: has('ignore_aliases') || has('noalias'),
     indexes: parseIndexes(all.get('index')),
     types: [...(all.get('type') ?? [])],
@@ -77,6 +80,17 @@ function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
 
 // The parameters of an empty query, made once.
 const NO_PARAMS: ProxyParams = Object.freeze(parseQuery(''))
+
+/**
+ * Whether a request skips every cache (behaviour.md §3, R11): `auth` asks the upstream authoritatively
+ * and refreshes the cache with its answer, `cert` passes a request for a certified answer on, which a
+ * cached record cannot give. Worked out here, by both query parsers (this one and the REST API's,
+ * api.ts), and only read after: the resolver, the shared tier, the namespace-locations cache, the
+ * admission gate (the stricter limit) and `X-Cache: BYPASS`.
+ */
+export function bypassesCache (auth: boolean, cert: boolean): boolean {
+  return auth || cert
+}
 
 /** True when the request narrows the record with `index` or `type` (the values-not-found page applies). */
 export function hasTypeOrIndexFilter (p: ProxyParams): boolean {

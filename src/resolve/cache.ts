@@ -1,8 +1,11 @@
 import { LRUCache } from 'lru-cache'
+import { entryFor, staleUntil } from '../handle/freshness.js'
+import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { HandleValue } from '../handle/types.js'
 import { plausibleEntry } from './entry-codec.js'
 import type { EntryWork } from './prepared.js'
 import { emptyWork } from './prepared.js'
+import type { UpstreamAnswer } from './upstream.js'
 
 /**
  * One cached upstream answer. `freshUntil` is epoch ms by the injected clock. `work` is what was worked
@@ -15,10 +18,20 @@ export type CachedAnswer =
 export interface RecordCacheOptions {
   maxEntries: number
   maxBytes: number
-  /** How long past freshness a found record is kept for serving when the upstream fails. */
-  maxStaleMs: number
-  /** The longest freshness this process gives an entry: a restored one promising more is refused. */
-  maxFreshMs: number
+  /** How long entries stay fresh and are kept (src/handle/freshness.ts); a restored one promising more is refused. */
+  freshness: FreshnessPolicy
+}
+
+/**
+ * The entry to keep for an upstream answer stored at `at` by the freshness rule (src/handle/freshness.ts),
+ * with `values` for a found record (the answer's own by default); undefined when it is not kept at all.
+ */
+export function entryOf (answer: UpstreamAnswer, at: number, policy: FreshnessPolicy, values = answer.kind === 'found' ? answer.record.values : []): CachedAnswer | undefined {
+  const life = entryFor(answer, at, policy)
+  if (life === undefined) return undefined
+  return answer.kind === 'found'
+    ? { kind: 'found', values, storedAt: at, freshUntil: life.freshUntil }
+    : { kind: 'not-found', storedAt: at, freshUntil: life.freshUntil }
 }
 
 // A not-found entry is small; count it as this many bytes.
@@ -26,8 +39,8 @@ const NOT_FOUND_SIZE = 64
 
 /**
  * The record cache: bounded by entries and by bytes (estimated from the record's JSON size).
- * Found records stay past their freshness for up to maxStaleMs so they can stand in when the
- * upstream fails; lru-cache's own TTL purges them after that.
+ * Found records stay past their freshness until staleUntil (src/handle/freshness.ts) so they can stand
+ * in when the upstream fails; lru-cache's own TTL purges them after that.
  */
 export function createRecordCache (opts: RecordCacheOptions) {
   const lru = new LRUCache<string, CachedAnswer>({
@@ -43,8 +56,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
       return lru.get(key)
     },
     set (key: string, entry: CachedAnswer): void {
-      const freshMs = Math.max(0, entry.freshUntil - entry.storedAt)
-      const keepMs = entry.kind === 'found' ? freshMs + opts.maxStaleMs : freshMs
+      const keepMs = staleUntil(entry, opts.freshness) - entry.storedAt
       if (keepMs <= 0) {
         lru.delete(key)
         return
@@ -56,8 +68,8 @@ export function createRecordCache (opts: RecordCacheOptions) {
      * of its freshness and staleness at `at` (epoch ms by the app's clock). False when nothing is left.
      */
     restore (key: string, entry: CachedAnswer, at: number): boolean {
-      if (!plausibleEntry(entry, at, opts.maxFreshMs)) return false
-      const keepMs = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - at
+      if (!plausibleEntry(entry, at, opts.freshness)) return false
+      const keepMs = staleUntil(entry, opts.freshness) - at
       if (keepMs <= 0) return false
       lru.set(key, entry, { ttl: keepMs })
       return lru.has(key)

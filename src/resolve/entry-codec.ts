@@ -1,3 +1,5 @@
+import { freshBound } from '../handle/freshness.js'
+import type { FreshnessPolicy } from '../handle/freshness.js'
 import { cacheKey } from '../handle/name.js'
 import type { HandleValue } from '../handle/types.js'
 import type { CachedAnswer } from './cache.js'
@@ -43,11 +45,11 @@ const MAX_CLOCK_SKEW_MS = 60_000
 /**
  * Whether an entry from outside this process (another replica through Redis, a snapshot file) is
  * believable at `at`: stored no later than now (give or take clock skew), and fresh for no longer than
- * this process would keep it fresh itself (`maxFreshMs`). A hostile or skewed entry must not pin a
+ * this process would keep it fresh itself (freshBound). A hostile or skewed entry must not pin a
  * record for years, nor win every "newer than what we hold" comparison.
  */
-export function plausibleEntry (entry: CachedAnswer, at: number, maxFreshMs: number): boolean {
-  return entry.storedAt <= at + MAX_CLOCK_SKEW_MS && entry.freshUntil - entry.storedAt <= maxFreshMs
+export function plausibleEntry (entry: CachedAnswer, at: number, policy: FreshnessPolicy): boolean {
+  return entry.storedAt <= at + MAX_CLOCK_SKEW_MS && entry.freshUntil - entry.storedAt <= freshBound(policy)
 }
 
 /** The same check on an already-parsed value. */

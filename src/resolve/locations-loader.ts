@@ -30,7 +30,7 @@ const MAX_INCLUDE_DEPTH = 20
 const MAX_FETCHES = 40
 
 // behaviour.md R11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for at most an
-// hour (less when a value's ttl says so), and skipped for auth and cert.
+// hour (less when a value's ttl says so), and skipped when a request bypasses the cache (auth, cert).
 const NAMESPACE_CACHE_ENTRIES = 4096
 const NAMESPACE_CACHE_MAX_SECONDS = 3600
 const NO_VALUES: HandleValue[] = []
@@ -43,7 +43,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   /** True when only the prefix's namespace locations are needed (no includes or overrides), so they may be kept. */
   function isSimple (refs: ReferencedHandles, flags: LookupOptions): boolean {
     return refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
-      refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.auth !== true && flags.cert !== true
+      refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.bypassCache !== true
   }
 
   /** What is at hand without fetching: the kept namespace locations of the prefix; undefined otherwise. */

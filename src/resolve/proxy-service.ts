@@ -244,7 +244,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
 }
 
 function flagsOf (req: ProxyRequest): LookupOptions {
-  return { auth: req.params.auth, cert: req.params.cert, admit: req.admit }
+  return { auth: req.params.auth, cert: req.params.cert, bypassCache: req.params.bypassCache, admit: req.admit }
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>

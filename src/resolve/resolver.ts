@@ -1,9 +1,12 @@
 import type { HandleValue } from '../handle/types.js'
 import { isType } from '../handle/types.js'
 import { cacheKey } from '../handle/name.js'
-import { aliasTarget, recordCacheSeconds } from '../handle/record.js'
+import { isFresh, staleUntil } from '../handle/freshness.js'
+import type { FreshnessPolicy } from '../handle/freshness.js'
+import { aliasTarget } from '../handle/record.js'
 import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../metrics.js'
+import { entryOf } from './cache.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
 import type { EntryWork } from './prepared.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
@@ -28,10 +31,15 @@ export type ChainResult =
   | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
 
 export interface LookupOptions {
-  /** Bypass the cache, ask the upstream authoritatively, refresh the cache (behaviour.md §3). */
+  /** Ask the upstream authoritatively (`auth=true` upstream, behaviour.md §3). */
   auth?: boolean
-  /** Passed through upstream; like auth it cannot be answered from the cache. */
+  /** Passed through upstream (`cert=true`). */
   cert?: boolean
+  /**
+   * Not answered from any cache, nor joined with another lookup: the upstream is asked and the cache
+   * refreshed with its answer. Set by the query parsers (src/handle/query.ts bypassesCache: auth or cert).
+   */
+  bypassCache?: boolean
   /** Who asks: upstream work is queued per client (behaviour.md §9). */
   client?: ClientTicket | undefined
   /** The request's deadline on the performance.now() clock: no lookup waits past it. */
@@ -75,10 +83,8 @@ export interface ResolverOptions {
   cache: RecordCache
   metrics: Metrics
   now: () => number
-  maxTtlSeconds: number
-  minTtlSeconds: number
-  negativeTtlSeconds: number
-  maxStaleMs: number
+  /** How long an answer is fresh, and kept to stand in (src/handle/freshness.ts). */
+  freshness: FreshnessPolicy
   /** Refresh a record in the background when it is asked for in the last tenth of its lifetime. */
   refreshAhead?: boolean
   onStale?: (handle: string, err: UpstreamError) => void
@@ -118,15 +124,13 @@ export function createResolver (opts: ResolverOptions) {
       cache.restore(key, stored, now())
       return
     }
-    const storedAt = now()
-    if (answer.kind === 'found') {
-      const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
-      cache.set(key, { kind: 'found', values: compactValues(answer.record.values), storedAt, freshUntil: storedAt + seconds * 1000 })
-    } else if (opts.negativeTtlSeconds > 0) {
-      cache.set(key, { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 })
-    } else {
+    const entry = entryOf(answer, now(), opts.freshness)
+    if (entry === undefined) {
       cache.delete(key)
+      return
     }
+    if (entry.kind === 'found') compactValues(entry.values)
+    cache.set(key, entry)
   }
 
   async function fromUpstream (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
@@ -148,7 +152,7 @@ export function createResolver (opts: ResolverOptions) {
   /** A stale record standing in for a failed or late lookup (behaviour.md §3, §9), or undefined. */
   function staleStandIn (handle: string, err: unknown, fallback: CachedAnswer | undefined): Lookup | undefined {
     if (!(err instanceof UpstreamError) || !err.staleable || fallback?.kind !== 'found') return undefined
-    if (now() - fallback.freshUntil > opts.maxStaleMs) return undefined
+    if (now() > staleUntil(fallback, opts.freshness)) return undefined
     count.stale.inc()
     opts.onStale?.(handle, err)
     return { kind: 'found', values: fallback.values, cache: 'STALE' }
@@ -166,7 +170,7 @@ export function createResolver (opts: ResolverOptions) {
       if (opts.local.isAuthoritative(handle, key)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
     }
     if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
-    if (flags.auth === true || flags.cert === true) return undefined
+    if (flags.bypassCache === true) return undefined
     const entry = freshEntry(handle, key)
     if (entry === undefined) return undefined
     const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
@@ -177,7 +181,7 @@ export function createResolver (opts: ResolverOptions) {
   function freshEntry (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     const entry = cache.peek(key)
     const at = now()
-    if (entry === undefined || entry.freshUntil <= at) return undefined
+    if (entry === undefined || !isFresh(entry, at)) return undefined
     if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
       refreshInBackground(handle, key)
     }
@@ -203,7 +207,7 @@ export function createResolver (opts: ResolverOptions) {
     const flags = asked.admit === undefined ? asked : { ...asked, ...(await asked.admit()) }
     const key = cacheKey(handle)
     const cached = cache.peek(key)
-    const bypass = flags.auth === true || flags.cert === true
+    const bypass = flags.bypassCache === true
     let pending: Promise<UpstreamAnswer>
     if (bypass) {
       count.bypass.inc()
@@ -261,7 +265,7 @@ export function createResolver (opts: ResolverOptions) {
     const release = opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(flags.client, flags.deadline)
     const running = join.running ? fetching.get(key) : undefined
     const entry = join.fresh && running === undefined ? cache.peek(key) : undefined
-    if (running !== undefined || (entry !== undefined && entry.freshUntil > now())) {
+    if (running !== undefined || (entry !== undefined && isFresh(entry, now()))) {
       release()
       return running ?? answerOf(handle, entry!)
     }
@@ -319,7 +323,7 @@ const NO_FLAGS: LookupOptions = {}
 interface Join { running: boolean, fresh: boolean }
 const JOIN: Join = { running: true, fresh: true }
 const REFRESH: Join = { running: true, fresh: false }
-const NO_JOIN: Join = { running: false, fresh: false } // auth/cert: the upstream must be asked
+const NO_JOIN: Join = { running: false, fresh: false } // bypassCache: the upstream must be asked
 
 function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
   return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values } } : { kind: 'not-found' }

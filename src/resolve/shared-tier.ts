@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Counter, Gauge } from 'prom-client'
+import { isFresh, staleUntil } from '../handle/freshness.js'
+import type { FreshnessPolicy } from '../handle/freshness.js'
 import { cacheKey } from '../handle/name.js'
-import { recordCacheSeconds } from '../handle/record.js'
 import { createLogThrottle } from '../log-throttle.js'
 import type { Metrics } from '../metrics.js'
+import { entryOf } from './cache.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
 import type { RedisClient } from './redis.js'
@@ -55,9 +57,8 @@ export interface SharedTierOptions {
   source: string
   lockTtlMs: number
   pollMs: number
-  maxStaleMs: number
-  /** The longest freshness this process gives an entry: an entry in Redis promising more is not believed. */
-  maxFreshMs: number
+  /** How long entries stay fresh and are kept (src/handle/freshness.ts): an entry in Redis promising more freshness is not believed. */
+  freshness: FreshnessPolicy
   /** The largest value read from Redis (an entry is one record, so an upstream answer's size bounds it). */
   maxValueBytes: number
   now: () => number
@@ -169,7 +170,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     }
     if (text === '') return undefined // GETRANGE of a missing key
     const entry = Buffer.byteLength(text) > opts.maxValueBytes ? undefined : decodeEntry(text)
-    if (entry === undefined || !plausibleEntry(entry, now(), opts.maxFreshMs)) {
+    if (entry === undefined || !plausibleEntry(entry, now(), opts.freshness)) {
       fail('bad_value')
       return undefined
     }
@@ -178,7 +179,7 @@ export function createSharedTier (opts: SharedTierOptions) {
 
   /** Store an entry for its remaining freshness + staleness; fire and forget. */
   function put (key: string, entry: CachedAnswer): void {
-    const ttl = (entry.kind === 'found' ? entry.freshUntil + opts.maxStaleMs : entry.freshUntil) - now()
+    const ttl = staleUntil(entry, opts.freshness) - now()
     if (ttl <= 0 || !usable()) return
     count.write.inc()
     redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).then(answered, (err: unknown) => fail(reasonOf(err), err))
@@ -222,11 +223,8 @@ export interface SharedFetcherOptions {
   now: () => number
   pollMs: number
   lockTtlMs: number
-  maxStaleMs: number
-  /** The resolver's own rules for how long an answer is fresh, so Redis keeps what the LRU would. */
-  maxTtlSeconds: number
-  minTtlSeconds: number
-  negativeTtlSeconds: number
+  /** The resolver's own rule for how long an answer is fresh (src/handle/freshness.ts), so Redis keeps what the LRU would. */
+  freshness: FreshnessPolicy
 }
 
 type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
@@ -238,25 +236,16 @@ type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
 export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
   const { tier, cache, now } = opts
 
-  function entryFor (answer: UpstreamAnswer): CachedAnswer | undefined {
-    const storedAt = now()
-    if (answer.kind === 'found') {
-      const seconds = recordCacheSeconds(answer.record.values, storedAt, { maxSeconds: opts.maxTtlSeconds, floorSeconds: opts.minTtlSeconds })
-      return seconds > 0 ? { kind: 'found', values: answer.record.values, storedAt, freshUntil: storedAt + seconds * 1000 } : undefined
-    }
-    return opts.negativeTtlSeconds > 0 ? { kind: 'not-found', storedAt, freshUntil: storedAt + opts.negativeTtlSeconds * 1000 } : undefined
-  }
-
   async function fetchAndShare (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
     const answer = await upstream.fetchRecord(handle, flags)
-    const entry = entryFor(answer)
+    const entry = entryOf(answer, now(), opts.freshness)
     if (entry !== undefined) tier.put(key, entry)
     return answer
   }
 
   async function fetchRecord (handle: string, flags: LookupOptions = {}): Promise<SharedAnswer> {
     const key = cacheKey(handle)
-    if (flags.auth === true || flags.cert === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
+    if (flags.bypassCache === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
     // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
     const held = cache.peek(key)
     const heldSince = held?.storedAt ?? -Infinity
@@ -266,7 +255,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
     for (;;) {
       const entry = await tier.get(key)
       const at = now()
-      if (entry !== undefined && entry.freshUntil > at && entry.storedAt > heldSince) {
+      if (entry !== undefined && isFresh(entry, at) && entry.storedAt > heldSince) {
         tier.count.hit.inc()
         if (waited) tier.count.waited.inc()
         return answerFrom(handle, entry)
@@ -280,7 +269,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
         try {
           // The record may have arrived between our look and our lock (its fetcher just let go): look once more.
           const late = lock === 'mine' ? await tier.get(key) : undefined
-          if (late !== undefined && late.freshUntil > now() && late.storedAt > heldSince) {
+          if (late !== undefined && isFresh(late, now()) && late.storedAt > heldSince) {
             tier.count.hit.inc()
             if (waited) tier.count.waited.inc()
             return answerFrom(handle, late)
@@ -303,7 +292,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
     if (!tier.usable()) return undefined
     const key = cacheKey(handle)
     const entry = await tier.get(key)
-    if (entry === undefined || entry.freshUntil <= now() || entry.storedAt <= (cache.peek(key)?.storedAt ?? -Infinity)) return undefined
+    if (entry === undefined || !isFresh(entry, now()) || entry.storedAt <= (cache.peek(key)?.storedAt ?? -Infinity)) return undefined
     tier.count.hit.inc()
     return answerFrom(handle, entry)
   }

@@ -206,7 +206,7 @@ describe('HTTP status for each responseCode ([HNS92] statusCodeFromResponse, [HT
 })
 
 describe('query parameters ([HNS92] BaseHandleRequestProcessingServlet; container decoding: + is a space, & only)', () => {
-  const none: ApiParams = { types: [], indexes: [], pretty: false, auth: false, cert: false }
+  const none: ApiParams = { types: [], indexes: [], pretty: false, auth: false, cert: false, bypassCache: false }
   it.each<[string, string, ApiParams]>([
     ['nothing', '', none],
     ['repeated type, kept in order', 'type=URL&type=EMAIL', { ...none, types: ['URL', 'EMAIL'] }],
@@ -219,10 +219,11 @@ describe('query parameters ([HNS92] BaseHandleRequestProcessingServlet; containe
     [';' + ' does not separate', 'type=URL;type=EMAIL', { ...none, types: ['URL;type=EMAIL'] }],
     ['a bare pretty is true', 'pretty', { ...none, pretty: true }],
     ['pretty= is true', 'pretty=', { ...none, pretty: true }],
-    ['pretty=yes / TRUE are true', 'pretty=yes&auth=TRUE', { ...none, pretty: true, auth: true }],
+    ['pretty=yes / TRUE are true', 'pretty=yes&auth=TRUE', { ...none, pretty: true, auth: true, bypassCache: true }],
     ['pretty=1, on, false are false', 'pretty=1&auth=on&cert=false', none],
     ['the first value of a boolean decides', 'pretty=no&pretty=yes', none],
-    ['auth and cert', 'auth&cert=true', { ...none, auth: true, cert: true }],
+    ['auth and cert', 'auth&cert=true', { ...none, auth: true, cert: true, bypassCache: true }],
+    ['cert alone skips the cache too', 'cert', { ...none, cert: true, bypassCache: true }],
     ['callback, the first one', 'callback=cb&callback=other', { ...none, callback: 'cb' }],
     ['an empty callback is still a callback', 'callback', { ...none, callback: '' }],
     ['names are case-sensitive', 'TYPE=URL&Pretty', none],

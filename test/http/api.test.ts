@@ -93,6 +93,15 @@ describe('/api/handles (behaviour.md §7)', () => {
     expect(upstream.count('10.5555/plain')).toBe(2)
   })
 
+  it('cert bypasses the cache too, and is passed on upstream; cert=false does not', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/api/handles/10.5555/plain' })
+    expect((await app.inject({ url: '/api/handles/10.5555/plain?cert=false' })).headers['x-cache']).toBe('HIT')
+    expect((await app.inject({ url: '/api/handles/10.5555/plain?cert' })).headers['x-cache']).toBe('BYPASS')
+    expect(upstream.count('10.5555/plain')).toBe(2)
+    expect(upstream.requestsFor('10.5555/plain').at(-1)?.path).toBe('/api/handles/10.5555/plain?cert=true')
+  })
+
   it('fields the upstream sends that we do not know pass through untouched', async () => {
     const value = { index: 1, type: 'URL', data: { format: 'string', value: 'http://a' }, ttl: 86400, timestamp: '2026-01-01T00:00:00Z', futureField: { x: [1, 2] } }
     const { app } = await setup({ records: { '10.1/f': [value] } })

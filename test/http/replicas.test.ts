@@ -17,6 +17,8 @@ const DAY = 86_400_000
 
 const RECORDS: Record<string, HandleValue[]> = { ...PROBE_RECORDS }
 for (let i = 0; i < 10; i++) RECORDS[`10.5555/shared-${i}`] = [admin(), str(1, 'URL', `http://example.org/shared-${i}`)]
+// Records whose URL has ttl 0: "do not cache" (behaviour.md §3).
+for (let i = 0; i < 4; i++) RECORDS[`10.5555/zero-${i}`] = [admin(), str(1, 'URL', `http://example.org/zero-${i}`, 0)]
 
 let redis: TestRedis
 
@@ -118,6 +120,31 @@ describe('replicas sharing one Redis', () => {
     expect((await a.inject({ url: '/10.5555/nowhere' })).statusCode).toBe(404)
     expect((await b.inject({ url: '/10.5555/nowhere' })).statusCode).toBe(404)
     expect(upstream.count('10.5555/nowhere')).toBe(1)
+  })
+
+  it('a record with a ttl 0 value is kept alike by the process\'s own cache and the shared tier: not at all, fresh or stale', async () => {
+    const upstream = await fakeUpstream()
+    /** A record asked for by `first`, then again by `second`, the upstream failing meanwhile or not: status and X-Cache. */
+    async function askedAgain (first: FastifyInstance, second: FastifyInstance, doi: string, failing: boolean): Promise<string> {
+      upstream.mode = { kind: 'ok' }
+      expect((await first.inject({ url: `/${doi}` })).statusCode).toBe(302)
+      if (failing) upstream.mode = { kind: 'status', status: 503 }
+      const res = await second.inject({ url: `/${doi}` })
+      return `${res.statusCode} ${String(res.headers['x-cache'])}`
+    }
+    // The local cache: one process without Redis asks twice. The shared tier: one replica asks, another one after it.
+    const alone = await replicaApp(upstream, {})
+    const [a, b, c, d] = [await replica(upstream), await replica(upstream), await replica(upstream), await replica(upstream)]
+    const local = { fresh: await askedAgain(alone, alone, '10.5555/zero-0', false), failing: await askedAgain(alone, alone, '10.5555/zero-1', true) }
+    const shared = { fresh: await askedAgain(a, b, '10.5555/zero-2', false), failing: await askedAgain(c, d, '10.5555/zero-3', true) }
+    expect(shared).toEqual(local)
+    // Asked of the upstream every time, and no copy stands in when it fails.
+    expect(local.fresh).toBe('302 MISS')
+    expect(local.failing).not.toMatch(/^302/)
+    for (let i = 0; i < 4; i++) expect(upstream.count(`10.5555/zero-${i}`)).toBe(2)
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    expect(await client.exists(recordKey(upstream, '10.5555/ZERO-2'), recordKey(upstream, '10.5555/ZERO-3'))).toBe(0)
   })
 
   it('records live under a versioned prefix naming their source, with a Redis TTL of freshness plus the longest staleness', async () => {

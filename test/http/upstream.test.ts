@@ -125,6 +125,14 @@ describe('the cache (behaviour.md §3)', () => {
     expect(after.headers.location).toBe('http://example.org/changed')
   })
 
+  it('cert bypasses the cache too: a cached record is asked of the upstream again', async () => {
+    const { app, upstream } = await setup()
+    await app.inject({ url: '/10.5555/plain' })
+    const res = await app.inject({ url: '/10.5555/plain?cert' })
+    expect(res.headers['x-cache']).toBe('BYPASS')
+    expect(upstream.count('10.5555/plain')).toBe(2)
+  })
+
   it('cert is passed through upstream', async () => {
     const { app, upstream } = await setup()
     await app.inject({ url: '/10.5555/plain?cert' })

@@ -63,9 +63,9 @@ export function apiHandler (opts: ApiRouteOptions) {
  */
 export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions): Promise<FastifyReply> {
   const format = formatOf(params)
-  const bypass = params.auth || params.cert
+  const bypass = params.bypassCache
   try {
-    const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, admit: opts.admission.gate(request, reply, bypass) })
+    const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, bypassCache: bypass, admit: opts.admission.gate(request, reply, bypass) })
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every plain request gets this very answer while the record is cached: kept with it from its first repeat.

@@ -113,7 +113,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
       return await answerApi(request, reply, handle, parseApiQuery(query), opts)
     }
     // Only upstream-bound work passes the limits (behaviour.md §9): cached answers never do.
-    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params), admit: opts.admission.gate(request, reply, params.auth || params.cert) }
+    const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params), admit: opts.admission.gate(request, reply, params.bypassCache) }
     try {
       const outcome = await opts.service.answer(req)
       count(outcomeLabel(outcome))
@@ -138,7 +138,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
       return render(reply, ctx, outcome, query)
     } catch (err) {
       count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
-      reply.header('x-cache', params.auth || params.cert ? 'BYPASS' : 'MISS')
+      reply.header('x-cache', params.bypassCache ? 'BYPASS' : 'MISS')
       throw err
     }
   }
