@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Counter, Gauge } from 'prom-client'
 import { cacheKey } from '../handle/name.js'
 import { recordCacheSeconds } from '../handle/record.js'
-import { createLogThrottle } from '../log-throttle.js'
-import type { Metrics } from '../metrics.js'
+import { createLogThrottle } from '../observe/log-throttle.js'
+import type { Metrics } from '../observe/metrics.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
 import type { RedisClient } from './redis.js'
@@ -106,7 +106,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   let pausedUntil = 0
   // The connection's own story, one line each way (throttled, for a Redis that flaps), whether or not a
   // command was in flight: an idle replica whose Redis went away says so. A start without Redis is
-  // already said by cache-tiers.ts, so its first connection is a reconnection too.
+  // already said by services/cache-tiers.ts, so its first connection is a reconnection too.
   let connected = redis.status === 'ready'
   const connection = createLogThrottle(LOG_INTERVAL_MS)
   redis.on('ready', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createMetrics } from '../../src/metrics.js'
+import { createMetrics } from '../../src/observe/metrics.js'
 import { buildConfig } from '../../src/config/schema.js'
 import { createStatusCollector, quantile } from '../../src/status/collector.js'
 

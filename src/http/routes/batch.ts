@@ -4,7 +4,7 @@ import { parseBatchLine, textEntries } from '../../handle/batch.js'
 import type { Admission } from '../admission.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
 import { describeError, logError, setRetryAfter } from '../errors.js'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../observe/metrics.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import { lazyPageContext } from './proxy.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config/schema.js'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../observe/metrics.js'
 import type { UpstreamState } from '../../resolve/reachability.js'
 import { registerBoundGauges } from '../../status/bounds.js'
 import { createStatusCollector } from '../../status/collector.js'
