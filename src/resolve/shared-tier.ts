@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Counter, Gauge } from 'prom-client'
 import { cacheKey } from '../handle/name.js'
 import { recordCacheSeconds } from '../handle/record.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
@@ -77,25 +76,8 @@ export function createSharedTier (opts: SharedTierOptions) {
   let owners = 0
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
-  const lookups = new Counter({
-    name: 'doi_proxy_shared_cache_total',
-    help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
-    labelNames: ['result'] as const,
-    registers: [opts.metrics.registry]
-  })
-  const errors = new Counter({
-    name: 'doi_proxy_shared_cache_errors_total',
-    help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
-    labelNames: ['reason'] as const,
-    registers: [opts.metrics.registry]
-  })
-  // eslint-disable-next-line no-new
-  new Gauge({
-    name: 'doi_proxy_shared_cache_up',
-    help: '1 while connected to the shared tier (Redis), else 0',
-    registers: [opts.metrics.registry],
-    collect () { this.set(redis.status === 'ready' ? 1 : 0) }
-  })
+  const { lookups, errors } = opts.metrics.sharedCache
+  opts.metrics.observeSharedTier(() => redis.status === 'ready')
   const count = {
     hit: lookups.labels('hit'),
     miss: lookups.labels('miss'),
