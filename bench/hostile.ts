@@ -130,7 +130,7 @@ async function scrape (baseUrl: string): Promise<Sample | undefined> {
 }
 
 const nameOf = (key: string): string => key.replace(/\{.*$/, '')
-// Gauges telling the breaker's state (0 closed, 1 half-open, 2 open in src/metrics.ts); whatever they are called.
+// Gauges telling the breaker's state (0 closed, 1 half-open, 2 open in src/observe/metrics.ts); whatever they are called.
 const isBreakerGauge = (key: string): boolean => /circuit|breaker/.test(nameOf(key)) && !/_(total|count|sum|bucket)$/.test(nameOf(key))
 const isCounter = (key: string): boolean => /_(total|count)$/.test(nameOf(key))
 

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
-import type { Dispatcher } from 'undici'
 import type { Config } from './config/schema.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
 import { apiHandler } from './http/routes/api.js'
@@ -18,18 +17,12 @@ import opsRoutes from './plugins/ops-routes.js'
 import proxyRoutes, { proxyRouteOptions } from './plugins/proxy-routes.js'
 import requestLog from './plugins/request-log.js'
 import { createServices } from './services.js'
-import type { Services } from './services.js'
+import type { ServiceDeps, Services } from './services.js'
 
-/** What buildApp may be given instead of building it itself; tests pass real objects here, never mocks. */
-export interface AppDeps {
+/** What buildApp may be given instead of building it itself (the services' own, and the logger); tests pass real objects here, never mocks. */
+export interface AppDeps extends ServiceDeps {
   /** A pino logger (main.ts makes one); default: no logging. */
   logger?: FastifyBaseLogger
-  /** An undici dispatcher for the upstream; default: a bounded Pool to UPSTREAM_URL's origin. */
-  upstreamDispatcher?: Dispatcher
-  /** Clock in epoch ms; default Date.now. */
-  now?: () => number
-  /** Random source in [0,1) for 10320/loc weighted choice; default Math.random. */
-  random?: () => number
 }
 
 /**

@@ -7,11 +7,11 @@ import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
 import { ConfigError } from './config/schema.js'
-import { listenErrorMessage } from './listen-error.js'
-import { logDestination } from './log-destination.js'
+import { listenErrorMessage } from './main/listen-error.js'
+import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
-import { defaultWorkers } from './cpu-quota.js'
+import { defaultWorkers } from './main/cpu-quota.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {

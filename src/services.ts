@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import type { AppDeps } from './app.js'
-import { setUpCacheTiers } from './cache-tiers.js'
+import type { Dispatcher } from 'undici'
+import { setUpCacheTiers } from './services/cache-tiers.js'
 import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
 import { freshnessPolicy } from './handle/freshness.js'
@@ -14,11 +14,11 @@ import { createMetadataAnswers } from './http/metadata.js'
 import type { MetadataAnswers } from './http/metadata.js'
 import { createPreparedAnswers } from './http/prepared-answers.js'
 import type { PreparedAnswers } from './http/prepared-answers.js'
-import { createLogThrottle } from './log-throttle.js'
-import { setUpOpenAccess } from './open-access.js'
-import { openRecorder, recordingFetcher } from './record-to.js'
-import { createMetrics } from './metrics.js'
-import type { Metrics } from './metrics.js'
+import { createLogThrottle } from './observe/log-throttle.js'
+import { setUpOpenAccess } from './services/open-access.js'
+import { openRecorder, recordingFetcher } from './resolve/record-to.js'
+import { createMetrics } from './observe/metrics.js'
+import type { Metrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
@@ -32,6 +32,16 @@ import type { UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
 import type { Resolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
+
+/** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
+export interface ServiceDeps {
+  /** An undici dispatcher for the upstream; default: a bounded Pool to UPSTREAM_URL's origin. */
+  upstreamDispatcher?: Dispatcher
+  /** Clock in epoch ms; default Date.now. */
+  now?: () => number
+  /** Random source in [0,1) for 10320/loc weighted choice; default Math.random. */
+  random?: () => number
+}
 
 /** What the routes and the hot path share: built once per app by createServices. */
 export interface Services {
@@ -72,7 +82,7 @@ const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
  * admission gate (its plugins, @fastify/under-pressure and @fastify/rate-limit, go on the root). What
  * holds a connection, a file or a timer is closed with the app (onClose and preClose hooks).
  */
-export async function createServices (app: FastifyInstance, config: Config, deps: AppDeps): Promise<Services> {
+export async function createServices (app: FastifyInstance, config: Config, deps: ServiceDeps): Promise<Services> {
   const now = deps.now ?? Date.now
   const metrics = createMetrics()
   const reachability = createReachability({ onChange: (state) => logReachability(app, config.upstreamUrl, state) })

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { UpstreamError } from '../resolve/errors.js'
-import { createLogThrottle } from '../log-throttle.js'
+import { createLogThrottle } from '../observe/log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'
 

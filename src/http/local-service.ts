@@ -12,7 +12,7 @@ import { bypassesChain, chooseLinkout } from '../handle/linkout.js'
 import type { LinkoutFacts, OpenAccessAnswer } from '../handle/linkout.js'
 import { cacheKey, encodeHandlePath, prefixOf } from '../handle/name.js'
 import type { ProxyParams } from '../handle/query.js'
-import type { Metrics } from '../metrics.js'
+import type { Metrics } from '../observe/metrics.js'
 import { clientKey, networkMatcher } from './client.js'
 
 export const COOKIE_NAME = 'doi_proxy_ls'

@@ -14,7 +14,7 @@ import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { acceptCacheKey, chooseStoredType, fallbackTypes, recordedType } from '../handle/metadata-types.js'
-import type { Recorder } from '../record-to.js'
+import type { Recorder } from '../resolve/record-to.js'
 import type { StoredMetadata } from '../resolve/local-metadata.js'
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
@@ -56,7 +56,7 @@ export interface MetadataAnswersOptions {
   stored?: ((handle: string) => StoredMetadata | undefined) | undefined
   userAgent: string
   now: () => number
-  /** RECORD_TO: every metadata answer fetched is recorded (src/record-to.ts). */
+  /** RECORD_TO: every metadata answer fetched is recorded (src/resolve/record-to.ts). */
   recorder?: Pick<Recorder, 'recordMetadata'> | undefined
 }
 

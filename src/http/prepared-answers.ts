@@ -17,7 +17,7 @@ import type { EntryWork, PreparedAnswer } from '../resolve/prepared.js'
 import type { Reuse } from '../resolve/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/prepared.js'
 import type { CacheStatus, Resolver } from '../resolve/resolver.js'
-import type { Tally } from '../metrics.js'
+import type { Tally } from '../observe/metrics.js'
 import { baseUrlOf } from './base-url.js'
 
 // Headers a browser-based tool may read from our answers (behaviour.md §7).

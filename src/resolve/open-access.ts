@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache'
 import { openAccessLocation } from '../handle/linkout.js'
 import type { OpenAccessAnswer } from '../handle/linkout.js'
 import { cacheKey } from '../handle/name.js'
-import type { Metrics } from '../metrics.js'
+import type { Metrics } from '../observe/metrics.js'
 import type { OpenAccessProviderClient, ProviderAnswer } from './open-access-providers.js'
 
 export interface OpenAccessOptions {

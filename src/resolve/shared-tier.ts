@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Counter, Gauge } from 'prom-client'
 import { isFresh, staleUntil } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import { cacheKey } from '../handle/name.js'
-import { createLogThrottle } from '../log-throttle.js'
-import type { Metrics } from '../metrics.js'
+import { createLogThrottle } from '../observe/log-throttle.js'
+import type { Metrics } from '../observe/metrics.js'
 import { entryOf } from './cache.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
@@ -78,25 +77,8 @@ export function createSharedTier (opts: SharedTierOptions) {
   let owners = 0
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
-  const lookups = new Counter({
-    name: 'doi_proxy_shared_cache_total',
-    help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
-    labelNames: ['result'] as const,
-    registers: [opts.metrics.registry]
-  })
-  const errors = new Counter({
-    name: 'doi_proxy_shared_cache_errors_total',
-    help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
-    labelNames: ['reason'] as const,
-    registers: [opts.metrics.registry]
-  })
-  // eslint-disable-next-line no-new
-  new Gauge({
-    name: 'doi_proxy_shared_cache_up',
-    help: '1 while connected to the shared tier (Redis), else 0',
-    registers: [opts.metrics.registry],
-    collect () { this.set(redis.status === 'ready' ? 1 : 0) }
-  })
+  const { lookups, errors } = opts.metrics.sharedCache
+  opts.metrics.observeSharedTier(() => redis.status === 'ready')
   const count = {
     hit: lookups.labels('hit'),
     miss: lookups.labels('miss'),
@@ -107,7 +89,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   let pausedUntil = 0
   // The connection's own story, one line each way (throttled, for a Redis that flaps), whether or not a
   // command was in flight: an idle replica whose Redis went away says so. A start without Redis is
-  // already said by cache-tiers.ts, so its first connection is a reconnection too.
+  // already said by services/cache-tiers.ts, so its first connection is a reconnection too.
   let connected = redis.status === 'ready'
   const connection = createLogThrottle(LOG_INTERVAL_MS)
   redis.on('ready', () => {

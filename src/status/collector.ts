@@ -1,13 +1,13 @@
 /**
  * What the status page shows (issue 15), kept in fixed-size rings in memory. Nothing here runs per
- * request: a timer (unref'd) reads our Prometheus counters once a second and adds what changed to
+ * request: a timer (unref'd) reads our Prometheus counters (src/observe/metrics.ts) once a second and adds what changed to
  * the current slot. One slot is `stepMs` long; `slots` of them are kept (360 × 10 s: the last hour).
  *
  * No reader data is kept: no address, no header, no DOI. Upstream errors are kept by code and time.
  */
 import { readFileSync } from 'node:fs'
-import type { Registry } from 'prom-client'
 import type { Config } from '../config/schema.js'
+import type { Metrics } from '../observe/metrics.js'
 import { REASON_WORDS } from '../resolve/reachability.js'
 import type { UnreachableReason, UpstreamState } from '../resolve/reachability.js'
 import { ItemRing, NumberRing, SlotRings } from './rings.js'
@@ -108,7 +108,7 @@ export type Reachable =
   | { state: 'unreachable', reason: UnreachableReason, why: string, detail: string, since: string }
 
 export interface CollectorOptions {
-  registry: Registry
+  metrics: Metrics
   config: Config
   upstreamState?: () => UpstreamState
   now?: () => number
@@ -130,13 +130,16 @@ export function packageVersion (): string {
   }
 }
 
-type Sample = { labels: Record<string, string | number>, value: number, metricName?: string }
+type Sample = { labels: Partial<Record<string, string | number>>, value: number, metricName?: string }
+
+/** What every prom-client instrument gives when read: its samples, a histogram's named by series. */
+interface Readable { get (): Promise<{ values: Sample[] }> }
 
 export function createStatusCollector (opts: CollectorOptions) {
   const now = opts.now ?? Date.now
   const stepMs = opts.stepMs ?? 10_000
   const slots = opts.slots ?? 360
-  const { registry, config } = opts
+  const { metrics, config } = opts
   const version = packageVersion()
   const startedAt = now()
   const rings = new SlotRings<SeriesName>(SERIES, slots)
@@ -155,10 +158,8 @@ export function createStatusCollector (opts: CollectorOptions) {
   rings.advance(1)
   latency.push({ bounds: [], counts: [] })
 
-  async function read (name: string): Promise<Sample[]> {
-    const metric = registry.getSingleMetric(name)
-    if (metric === undefined) return []
-    return (await metric.get()).values as Sample[]
+  async function read (metric: Readable): Promise<Sample[]> {
+    return (await metric.get()).values
   }
 
   /** What a counter grew by since the last sample (a counter that went back is read as new). */
@@ -168,7 +169,7 @@ export function createStatusCollector (opts: CollectorOptions) {
     return value >= before ? value - before : value
   }
 
-  function keyOf (name: string, labels: Record<string, string | number>): string {
+  function keyOf (name: string, labels: Sample['labels']): string {
     return `${name}|${Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',')}`
   }
 
@@ -208,19 +209,19 @@ export function createStatusCollector (opts: CollectorOptions) {
     moveTo(t)
     lastSampleAt = t
     const [cache, resolutions, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard] = await Promise.all([
-      read('doi_proxy_cache_lookups_total'),
-      read('doi_proxy_resolutions_total'),
-      read('doi_proxy_upstream_request_duration_seconds'),
-      read('doi_proxy_upstream_errors_total'),
-      read('doi_proxy_upstream_retries_total'),
-      read('doi_proxy_upstream_circuit_state'),
-      read('doi_proxy_prefix_circuit_openings_total'),
-      read('doi_proxy_refusals_total'),
-      read('doi_proxy_local_service_diversions_total'),
-      read('doi_proxy_local_service_bypasses_total'),
-      read('doi_proxy_local_service_loop_guard_total')
+      read(metrics.cache),
+      read(metrics.resolutions),
+      read(metrics.upstreamDuration),
+      read(metrics.upstreamErrors),
+      read(metrics.upstreamRetries),
+      read(metrics.breakerOpen),
+      read(metrics.prefixBreakerOpenings),
+      read(metrics.refusals),
+      read(metrics.localServiceDiversions),
+      read(metrics.localServiceBypasses),
+      read(metrics.localServiceLoopGuard)
     ])
-    const [linkout, oaLookups] = await Promise.all([read('doi_proxy_linkout_total'), read('doi_proxy_open_access_lookups_total')])
+    const [linkout, oaLookups] = await Promise.all([read(metrics.linkout), read(metrics.openAccessLookups)])
     countLabelled('linkout', linkout)
     countLabelled('oa_lookups', oaLookups)
     for (const s of cache) {
@@ -308,7 +309,7 @@ export function createStatusCollector (opts: CollectorOptions) {
 
   async function gauges (): Promise<{ entries: number, bytes: number, inFlight: number, queued: number }> {
     const [entries, bytes, inFlight, queued] = await Promise.all([
-      read('doi_proxy_cache_entries'), read('doi_proxy_cache_bytes'), read('doi_proxy_upstream_in_flight'), read('doi_proxy_upstream_queue_length')
+      read(metrics.cacheEntries), read(metrics.cacheBytes), read(metrics.upstreamActive), read(metrics.upstreamWaiting)
     ])
     return { entries: entries[0]?.value ?? 0, bytes: bytes[0]?.value ?? 0, inFlight: inFlight[0]?.value ?? 0, queued: queued[0]?.value ?? 0 }
   }
@@ -396,7 +397,7 @@ export function createStatusCollector (opts: CollectorOptions) {
         ? null
         : {
             provider: config.oaProvider,
-            callsToday: (await read('doi_proxy_open_access_calls_today'))[0]?.value ?? 0,
+            callsToday: (await read(metrics.openAccessCallsToday))[0]?.value ?? 0,
             dailyLimit: config.oaProvider === 'file' ? null : config.oaDailyLimit,
             lookups: rowsOf('oa_lookups')
           },

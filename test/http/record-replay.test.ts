@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
-import { RECORD_FILE, openRecorder } from '../../src/record-to.js'
+import { RECORD_FILE, openRecorder } from '../../src/resolve/record-to.js'
 import { FakeAgency } from '../support/fake-agency.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { admin, str } from '../support/records.js'
@@ -177,7 +177,7 @@ describe('doi-proxy record --dois FILE: mirror with the metadata citation tools 
     const list = join(dir, 'dois.txt')
     writeFileSync(list, '# what the suite cites\n10.9999/paper\n')
     const out = join(dir, 'records', 'list.ndjson')
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'record', '--dois', list, '--out', out, '--upstream', upstream.url, '--delay-ms', '0'],
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', 'record', '--dois', list, '--out', out, '--upstream', upstream.url, '--delay-ms', '0'],
       { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, METADATA_HOSTS: agency.host } })
     let stdout = ''
     child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })

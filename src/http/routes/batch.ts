@@ -5,7 +5,7 @@ import type { Admission } from '../admission.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
 import { LimitError, RefusedError, logError } from '../errors.js'
 import { UpstreamError } from '../../resolve/errors.js'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../observe/metrics.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import { lazyPageContext } from './proxy.js'
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../observe/metrics.js'
 
 export interface Lifecycle {
   /** True once every plugin is loaded and until shutdown begins. */

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config/schema.js'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../observe/metrics.js'
 import type { UpstreamState } from '../../resolve/reachability.js'
-import { registerBoundGauges } from '../../status/bounds.js'
 import { createStatusCollector } from '../../status/collector.js'
 import { baseUrlFor } from '../base-url.js'
 import { networkMatcher } from '../client.js'
@@ -31,9 +30,9 @@ export interface StatusRouteOptions {
  */
 export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOptions): void {
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
-  registerBoundGauges(opts.metrics.registry, opts.config)
+  opts.metrics.showBounds(opts.config)
   const collector = createStatusCollector({
-    registry: opts.metrics.registry,
+    metrics: opts.metrics,
     config: opts.config,
     ...(opts.now === undefined ? {} : { now: opts.now }),
     ...(opts.upstreamState === undefined ? {} : { upstreamState: opts.upstreamState })

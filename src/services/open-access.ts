@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify'
-import type { RedisClient } from './resolve/redis.js'
+import type { RedisClient } from '../resolve/redis.js'
 import type { Dispatcher } from 'undici'
-import type { Config } from './config/schema.js'
-import { upstreamUserAgent } from './config/schema.js'
-import { createLogThrottle } from './log-throttle.js'
-import type { Metrics } from './metrics.js'
-import { createOpenAccess } from './resolve/open-access.js'
-import type { OpenAccess } from './resolve/open-access.js'
-import { fileProvider, openAlexProvider, unpaywallProvider } from './resolve/open-access-providers.js'
-import type { OpenAccessProviderClient } from './resolve/open-access-providers.js'
+import type { Config } from '../config/schema.js'
+import { upstreamUserAgent } from '../config/schema.js'
+import { createLogThrottle } from '../observe/log-throttle.js'
+import type { Metrics } from '../observe/metrics.js'
+import { createOpenAccess } from '../resolve/open-access.js'
+import type { OpenAccess } from '../resolve/open-access.js'
+import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/open-access-providers.js'
+import type { OpenAccessProviderClient } from '../resolve/open-access-providers.js'
 
 /**
  * The open-access source of link-out chains (docs/institutional.md "Open access first"), wired into an

@@ -6,12 +6,12 @@ import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { parse as parseYaml } from 'yaml'
-import { setup } from '../support/app.js'
-import { admin, str, PROBE_RECORDS } from '../support/records.js'
+import { setup } from '../../support/app.js'
+import { admin, str, PROBE_RECORDS } from '../../support/records.js'
 
 // docs/checking-dois.md's recipes, run as written (only the address of doi-proxy changes).
-const DOC = readFileSync(new URL('../../docs/checking-dois.md', import.meta.url), 'utf8')
-const LINKINATOR = new URL('../../node_modules/linkinator/build/src/cli.js', import.meta.url).pathname
+const DOC = readFileSync(new URL('../../../docs/checking-dois.md', import.meta.url), 'utf8')
+const LINKINATOR = new URL('../../../node_modules/linkinator/build/src/cli.js', import.meta.url).pathname
 const run = promisify(execFile)
 
 /** The fenced blocks of the doc in a language. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { fileKind, findDois } from '../../src/check/extract.js'
-import type { FileKind } from '../../src/check/extract.js'
+import { fileKind, findDois } from '../../../src/command/check/extract.js'
+import type { FileKind } from '../../../src/command/check/extract.js'
 
 // Sources: CR = Crossref, "DOIs and matching regular expressions" (10.\d{4,9}/…, trailing punctuation);
 // R = Writing R Extensions §1.1.1 (<doi:…> in DESCRIPTION); CFF = Citation File Format 1.2 (doi: key);

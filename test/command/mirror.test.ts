@@ -6,16 +6,16 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { HandleValue } from '../src/handle/types.js'
-import { mirrorExitCode, needsOf, parseReadingList, runMirror } from '../src/mirror.js'
-import type { MirrorOptions, MirrorSummary, ReadingList } from '../src/mirror.js'
-import { parseStoreFile } from '../src/resolve/store-format.js'
-import { createUpstreamClient } from '../src/resolve/upstream.js'
-import type { UpstreamClient } from '../src/resolve/upstream.js'
-import { FakeUpstream } from './support/fake-upstream.js'
-import { admin, LOC_XML, str } from './support/records.js'
+import type { HandleValue } from '../../src/handle/types.js'
+import { mirrorExitCode, needsOf, parseReadingList, runMirror } from '../../src/command/mirror.js'
+import type { MirrorOptions, MirrorSummary, ReadingList } from '../../src/command/mirror.js'
+import { parseStoreFile } from '../../src/resolve/store-format.js'
+import { createUpstreamClient } from '../../src/resolve/upstream.js'
+import type { UpstreamClient } from '../../src/resolve/upstream.js'
+import { FakeUpstream } from '../support/fake-upstream.js'
+import { admin, LOC_XML, str } from '../support/records.js'
 
-const REPO = join(import.meta.dirname, '..')
+const REPO = join(import.meta.dirname, '../..')
 
 const NAMESPACE = '<HS_NAMESPACE><DOI.RA>10.SERV/CROSSREF</DOI.RA><locs>10.SERV/TESTLOCS</locs></HS_NAMESPACE>'
 const CONNEG_LOC = '<locations><location id="1" href="https://data.example.org/{hdl}" http_role="conneg" mime_type="application/json" /></locations>'
@@ -276,7 +276,7 @@ interface Run { code: number | null, stdout: string, stderr: string }
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], stdin = ''): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: REPO, env: { ...process.env, UPSTREAM_URL: '' } })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', ...args], { cwd: REPO, env: { ...process.env, UPSTREAM_URL: '' } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { CounterConfiguration, LabelValues } from 'prom-client'
+import type { Config } from '../config/schema.js'
 
 /** One thing counted. */
 export interface Tally { inc: () => void }
@@ -30,15 +31,52 @@ function talliedCounter<T extends string> (config: CounterConfiguration<T>): Cou
   })
 }
 
+/** The settings shown beside the figures they bound (`showBounds`). */
+export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstreamMaxConcurrent' | 'upstreamQueueSize'>
+
 /**
- * Our Prometheus instruments, on a registry of their own (one per app, so tests can build many).
- * Labels are small fixed sets: never a label per DOI.
+ * Every Prometheus instrument of the service, on a registry of their own (one per app, so tests can
+ * build many), defined here and nowhere else; everything that counts or reads a figure (the /status
+ * collector included) takes it from this object. Labels are small fixed sets: never a label per DOI.
+ * The shared tier's and the bounds' instruments are defined here too but join the registry (and
+ * /metrics) only when there is a shared tier (`observeSharedTier`) or a status page (`showBounds`).
  */
 export function createMetrics () {
   const registry = new Registry()
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
+  let sharedTierUp = (): boolean => false
+  let boundsShown = false
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
+  // The shared tier (Redis, src/resolve/shared-tier.ts): registered by observeSharedTier.
+  const sharedCache = {
+    lookups: new Counter({
+      name: 'doi_proxy_shared_cache_total',
+      help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
+      labelNames: ['result'] as const,
+      registers: []
+    }),
+    errors: new Counter({
+      name: 'doi_proxy_shared_cache_errors_total',
+      help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
+      labelNames: ['reason'] as const,
+      registers: []
+    }),
+    up: new Gauge({
+      name: 'doi_proxy_shared_cache_up',
+      help: '1 while connected to the shared tier (Redis), else 0',
+      registers: [],
+      collect () { this.set(sharedTierUp() ? 1 : 0) }
+    })
+  }
+  // The bounds in force, so a dashboard or an alert can set what is used against what is allowed (cache
+  // bytes against CACHE_MAX_BYTES, in-flight lookups against UPSTREAM_MAX_CONCURRENT): registered by showBounds.
+  const bounds = {
+    cacheMaxEntries: new Gauge({ name: 'doi_proxy_cache_max_entries', help: 'CACHE_MAX_ENTRIES: most records the cache holds', registers: [] }),
+    cacheMaxBytes: new Gauge({ name: 'doi_proxy_cache_max_bytes', help: 'CACHE_MAX_BYTES: most bytes of records the cache holds', registers: [] }),
+    upstreamMaxConcurrent: new Gauge({ name: 'doi_proxy_upstream_max_concurrent', help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight', registers: [] }),
+    upstreamQueueSize: new Gauge({ name: 'doi_proxy_upstream_queue_max', help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot', registers: [] })
+  }
   const resolutions = talliedCounter({
     name: 'doi_proxy_resolutions_total',
     help: 'Proxy answers by outcome',
@@ -196,7 +234,31 @@ export function createMetrics () {
       help: 'Lines answered in batches, by answer',
       labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
       registers: [registry]
-    })
+    }),
+    sharedCache,
+    /** The shared tier exists: its instruments join /metrics, and `up` says whether it is connected. */
+    observeSharedTier (up: () => boolean): void {
+      sharedTierUp = up
+      registry.registerMetric(sharedCache.lookups)
+      registry.registerMetric(sharedCache.errors)
+      registry.registerMetric(sharedCache.up)
+    },
+    bounds,
+    /** The bounds beside the figures they bound; set once, they change only with the configuration, at a restart. */
+    showBounds (config: Bounds): void {
+      if (boundsShown) return
+      boundsShown = true
+      const values = [
+        [bounds.cacheMaxEntries, config.cacheMaxEntries],
+        [bounds.cacheMaxBytes, config.cacheMaxBytes],
+        [bounds.upstreamMaxConcurrent, config.upstreamMaxConcurrent],
+        [bounds.upstreamQueueSize, config.upstreamQueueSize]
+      ] as const
+      for (const [gauge, value] of values) {
+        gauge.set(value)
+        registry.registerMetric(gauge)
+      }
+    }
   }
 }
 

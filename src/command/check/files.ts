@@ -1,6 +1,6 @@
 /**
  * The files `doi-proxy check` reads: each path named, and under each directory every file of a kind
- * findDois knows (src/check/extract.ts), skipping what .gitignore files say git ignores (the `ignore`
+ * findDois knows (src/command/check/extract.ts), skipping what .gitignore files say git ignores (the `ignore`
  * package reads them by git's rules) and the .git folder itself.
  */
 import { readdir, readFile, stat } from 'node:fs/promises'

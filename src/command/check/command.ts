@@ -4,12 +4,12 @@
  */
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../app.js'
-import { loadConfig } from '../config/load.js'
+import { buildApp } from '../../app.js'
+import { loadConfig } from '../../config/load.js'
 import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
-import { cacheKey } from '../handle/name.js'
+import { cacheKey } from '../../handle/name.js'
 import { exitCode, formatReport, summarise } from './report.js'
 import type { Checked, FailOn, Format } from './report.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createLogThrottle } from '../src/log-throttle.js'
+import { createLogThrottle } from '../../src/observe/log-throttle.js'
 
 describe('log throttle', () => {
   it('lets a line through once per interval per key and counts the ones held back', () => {

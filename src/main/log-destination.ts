@@ -1,6 +1,6 @@
 import { writeSync } from 'node:fs'
 import { pino } from 'pino'
-import type { Config } from './config/schema.js'
+import type { Config } from '../config/schema.js'
 
 /**
  * LOG_FORMAT: JSON lines on stdout, or pino-pretty's readable lines for a person at a terminal

@@ -4,18 +4,18 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { setup } from '../support/app.js'
-import { admin, str, PROBE_RECORDS } from '../support/records.js'
+import { setup } from '../../support/app.js'
+import { admin, str, PROBE_RECORDS } from '../../support/records.js'
 
-const REPO = new URL('../..', import.meta.url).pathname
+const REPO = new URL('../../..', import.meta.url).pathname
 // tsx as the repository has it: the command runs in another folder, where `--import tsx` would not resolve.
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
+const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
 
 interface Run { code: number | null, stdout: string, stderr: string }
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/cli.ts'), ...args], { cwd, env: { ...process.env, ...env } })
+  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })

@@ -4,7 +4,7 @@
  * DOI is sent once; the answers are read as they stream in.
  */
 import type { FastifyInstance } from 'fastify'
-import { cacheKey } from '../handle/name.js'
+import { cacheKey } from '../../handle/name.js'
 import type { Verdict } from './report.js'
 
 /** The most DOIs in one request: below the server's default BATCH_MAX_LINES, small enough to show progress. */

@@ -9,7 +9,7 @@
  * does (https://www.crossref.org/blog/dois-and-matching-regular-expressions/). A SICI DOI with < >
  * is found when written percent-encoded, as in a link.
  */
-import { percentDecode } from '../handle/name.js'
+import { percentDecode } from '../../handle/name.js'
 
 export type FileKind = 'markdown' | 'html' | 'latex' | 'json' | 'text'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { exitCode, formatReport, summarise } from '../../src/check/report.js'
-import type { Checked } from '../../src/check/report.js'
+import { exitCode, formatReport, summarise } from '../../../src/command/check/report.js'
+import type { Checked } from '../../../src/command/check/report.js'
 
 const found = (file: string, line: number, doi: string, registered: boolean | null, error?: string): Checked =>
   ({ file, line, doi, verdict: { registered, doi: registered === true ? doi : null, url: null, status: registered === true ? 302 : registered === false ? 404 : 503, ...(error === undefined ? {} : { error }) } })

@@ -12,9 +12,9 @@
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { cacheKey } from './handle/name.js'
-import type { HandleValue } from './handle/types.js'
-import type { RecordFetcher } from './resolve/resolver.js'
+import { cacheKey } from '../handle/name.js'
+import type { HandleValue } from '../handle/types.js'
+import type { RecordFetcher } from './resolver.js'
 
 export const RECORD_FILE = 'recorded.ndjson'
 

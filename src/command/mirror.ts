@@ -12,12 +12,12 @@ import { mkdir, open, rm } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
-import { namespaceLocHandles, referencedHandles } from './handle/locations.js'
-import { cacheKey, handleFromPath, prefixOf } from './handle/name.js'
-import type { HandleRecord, HandleValue } from './handle/types.js'
-import { isType, valueString } from './handle/types.js'
-import { LASTING_REASONS, UpstreamError } from './resolve/errors.js'
-import type { UpstreamClient } from './resolve/upstream.js'
+import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
+import { cacheKey, handleFromPath, prefixOf } from '../handle/name.js'
+import type { HandleRecord, HandleValue } from '../handle/types.js'
+import { isType, valueString } from '../handle/types.js'
+import { LASTING_REASONS, UpstreamError } from '../resolve/errors.js'
+import type { UpstreamClient } from '../resolve/upstream.js'
 
 export interface MirrorOptions {
   /** Requests in flight at once. */

@@ -1,27 +1,27 @@
 #!/usr/bin/env node
 /**
  * The `doi-proxy` command: `mirror`, which copies the records of a reading list of DOIs into an NDJSON
- * file for the local store (src/mirror.ts), `record`, the same with the metadata citation tools ask for,
- * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered (src/check/).
+ * file for the local store (src/command/mirror.ts), `record`, the same with the metadata citation tools ask for,
+ * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered (src/command/check/).
  * An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { OPTIONS, upstreamUserAgent } from './config/schema.js'
-import type { Config } from './config/schema.js'
+import { OPTIONS, upstreamUserAgent } from '../config/schema.js'
+import type { Config } from '../config/schema.js'
 import { mirrorExitCode, parseReadingList, runMirror } from './mirror.js'
 import type { MirrorProgress, MirrorSummary, ReadingList } from './mirror.js'
 import { runMetadataMirror } from './mirror-metadata.js'
-import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from './handle/metadata-hosts.js'
-import type { AllowedHost } from './handle/metadata-hosts.js'
-import { normaliseMediaType } from './handle/metadata-types.js'
-import { createMetadataFetcher } from './resolve/metadata.js'
-import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
-import type { Reachability, UnreachableReason } from './resolve/reachability.js'
-import { createUpstreamClient } from './resolve/upstream.js'
+import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from '../handle/metadata-hosts.js'
+import type { AllowedHost } from '../handle/metadata-hosts.js'
+import { normaliseMediaType } from '../handle/metadata-types.js'
+import { createMetadataFetcher } from '../resolve/metadata.js'
+import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/reachability.js'
+import type { Reachability, UnreachableReason } from '../resolve/reachability.js'
+import { createUpstreamClient } from '../resolve/upstream.js'
 import { runCheck } from './check/command.js'
-import type { UpstreamClient } from './resolve/upstream.js'
+import type { UpstreamClient } from '../resolve/upstream.js'
 
 const EXIT_USAGE = 2
 const EXIT_INTERRUPTED = 130
@@ -293,7 +293,7 @@ async function mirror (cmd: MirrorCommand): Promise<number> {
   }
 }
 
-/** The second pass: each DOI's metadata in the --accept types (src/mirror-metadata.ts). */
+/** The second pass: each DOI's metadata in the --accept types (src/command/mirror-metadata.ts). */
 async function mirrorMetadata (cmd: MirrorCommand, list: ReadingList, signal: AbortSignal): Promise<number> {
   const timeoutMs = Number(defaultOf('metadataTimeoutMs'))
   const fetcher = createMetadataFetcher({

@@ -1,0 +1,91 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { posix } from 'node:path'
+import ts from 'typescript'
+import { describe, expect, it } from 'vitest'
+
+// The floors of src/ (docs/architecture.md), lowest first. A file may import from its own floor and
+// from those below it, never from one above: data flows one way, and a floor can be read, tested and
+// changed without the ones above it. A new folder or a new file at the top of src/ goes in this table.
+const FLOORS: ReadonlyArray<{ floor: string, holds: readonly string[], what: string }> = [
+  { floor: 'rules', holds: ['handle/', 'config/'], what: 'pure DOI rules, and the settings (their table, parsers and loader)' },
+  { floor: 'observe', holds: ['observe/'], what: 'every metric, the log throttle' },
+  { floor: 'resolve', holds: ['resolve/'], what: 'I/O: upstream, cache and its tiers, resolver, local store' },
+  { floor: 'status', holds: ['status/'], what: 'the status page\'s figures, read from the metrics' },
+  { floor: 'http', holds: ['http/'], what: 'HTTP helpers, routes, views' },
+  { floor: 'services', holds: ['services.ts', 'services/'], what: 'the object graph the plugins are given' },
+  { floor: 'plugins', holds: ['plugins/'], what: 'the Fastify plugins' },
+  { floor: 'app', holds: ['app.ts'], what: 'buildApp: the plugins in order' },
+  { floor: 'main', holds: ['main.ts', 'main/'], what: 'the server process: environment, signals, listen' },
+  { floor: 'command', holds: ['command/'], what: 'the doi-proxy command: mirror, record, check' }
+]
+
+const SRC = new URL('../src/', import.meta.url)
+
+/** The floor of a path under src/ (its index in FLOORS), or undefined when the table does not name it. */
+function floorOf (path: string): number | undefined {
+  const index = FLOORS.findIndex(({ holds }) => holds.some((h) => h.endsWith('/') ? path.startsWith(h) : path === h))
+  return index === -1 ? undefined : index
+}
+
+/** Every .ts file under src/, as a path relative to it. */
+function sourceFiles (dir = ''): string[] {
+  return readdirSync(new URL(dir, SRC), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}${entry.name}`
+    if (entry.isDirectory()) return sourceFiles(`${path}/`)
+    return entry.name.endsWith('.ts') ? [path] : []
+  })
+}
+
+/** What a file imports (static, type-only, re-exports, dynamic): our own files as paths under src/, packages by name. */
+function importsOf (path: string, text: string): string[] {
+  return ts.preProcessFile(text, true, true).importedFiles.map(({ fileName }) =>
+    fileName.startsWith('.') ? posix.join(posix.dirname(path), fileName).replace(/\.js$/, '.ts') : fileName)
+}
+
+/** Each import of one of our files from a floor above the importer's, said in a line. */
+function upwardImports (imports: ReadonlyMap<string, readonly string[]>): string[] {
+  const found: string[] = []
+  for (const [file, targets] of imports) {
+    const from = floorOf(file)
+    for (const target of targets) {
+      const to = floorOf(target)
+      if (from !== undefined && to !== undefined && to > from) {
+        found.push(`${file} (${FLOORS[from]?.floor}) imports ${target} (${FLOORS[to]?.floor})`)
+      }
+    }
+  }
+  return found
+}
+
+function sourceImports (): Map<string, string[]> {
+  return new Map(sourceFiles().map((path) => [path, importsOf(path, readFileSync(new URL(path, SRC), 'utf8'))]))
+}
+
+describe('the floors of src/', () => {
+  it('hold every source file', () => {
+    expect(sourceFiles().filter((path) => floorOf(path) === undefined)).toEqual([])
+  })
+
+  it('are never climbed: no file imports from a floor above its own', () => {
+    expect(upwardImports(sourceImports())).toEqual([])
+  })
+
+  it('an import from a higher floor is found, whatever its form; one from the same floor or below is not', () => {
+    const text = [
+      "import type { Services } from '../services.js'",
+      "import { lookup } from './resolver.js'",
+      "export { cacheKey } from '../handle/name.js'",
+      "const views = await import('../http/views/pages.js')"
+    ].join('\n')
+    const imports = new Map([['resolve/example.ts', importsOf('resolve/example.ts', text)]])
+    expect(upwardImports(imports)).toEqual([
+      'resolve/example.ts (resolve) imports services.ts (services)',
+      'resolve/example.ts (resolve) imports http/views/pages.ts (http)'
+    ])
+  })
+
+  it('keep every metric in one file: only src/observe/metrics.ts uses prom-client', () => {
+    const users = [...sourceImports()].filter(([, targets]) => targets.includes('prom-client')).map(([file]) => file)
+    expect(users).toEqual(['observe/metrics.ts'])
+  })
+})
