@@ -27,6 +27,10 @@ function ratio (a: number | undefined, b: number | undefined): string {
   return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '—' : `${(a / b).toFixed(2)}×`
 }
 
+function statusText (row: Row): string {
+  return (row.note ?? '').replace(/\|/g, '/')
+}
+
 /** Ratios are computed against the floor and nginx rows of the same scenario. */
 export function speedTable (rows: readonly Row[]): string {
   const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
@@ -44,6 +48,11 @@ export function speedTable (rows: readonly Row[]): string {
     const isFloor = row.server.startsWith('floor')
     const isNginx = row.server.startsWith('nginx')
     const added = row.addedP50 === undefined ? '—' : `${fixed(row.addedP50, 2)} / ${fixed(row.addedP99, 2)}`
+    if (row.scenario === 'client') {
+      // Trivial servers, not resolvers: no ratio to a floor or to nginx means anything here.
+      lines.push(`| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | — | — | — | ${statusText(row)} |`)
+      continue
+    }
     lines.push([
       '', row.scenario, row.server, fixed(r.rps, 0), fixed(r.p50, 2), fixed(r.p99, 2),
       isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
@@ -88,7 +97,13 @@ export function beforeAfterTable (rows: readonly Row[]): string {
     '',
     ...(lines.length > 2 ? lines : ['_No scenario with a floor was run._'])
   ]
-  if (withoutFloor.length > 0) text.push('', `${new Intl.ListFormat('en').format(withoutFloor)}: no floor; compare their rows in the table above.`)
+  const coldBefore = rows.find((r) => r.scenario === 'cold' && r.server === beforeName)
+  const coldAfter = rows.find((r) => r.scenario === 'cold' && r.server === 'doi-proxy')
+  if (coldBefore?.addedP50 !== undefined && coldAfter?.addedP50 !== undefined) {
+    text.push('', `cold, added latency on a miss (minus the upstream asked directly, same run): before ${fixed(coldBefore.addedP50, 2)} ms p50 / ${fixed(coldBefore.addedP99, 2)} ms p99, after ${fixed(coldAfter.addedP50, 2)} ms / ${fixed(coldAfter.addedP99, 2)} ms.`)
+  }
+  const rest = withoutFloor.filter((n) => n !== 'cold' || coldAfter?.addedP50 === undefined)
+  if (rest.length > 0) text.push('', `${new Intl.ListFormat('en').format(rest)}: no floor; compare their rows in the table above.`)
   return text.join('\n')
 }
 
