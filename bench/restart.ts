@@ -86,17 +86,20 @@ async function metric (t: Target, name: string): Promise<number> {
   return Number(line?.split(' ').pop() ?? NaN)
 }
 
-interface Start { readyS: number, rssMiB: number, entries: number, hit: string }
+interface Start { readyS: number, rssMiB: number, entries: number, hit: string, stopS: number }
 
 /** Start a fresh server with `file` (or none), time it until /readyz is 200, read its RSS and cache size. */
 async function timedStart (upstream: UpstreamProcess, file: string, records: number): Promise<Start> {
   const started = performance.now()
   const server = await startOurs({
     upstream,
-    env: { CACHE_FILE: file, CACHE_SNAPSHOT_INTERVAL_SECONDS: '0', CACHE_MAX_ENTRIES: String(Math.max(200_000, records * 2)), CACHE_MAX_BYTES: String(16 * 2 ** 30), LOG_LEVEL: 'warn' },
+    // A long grace: the stop writes the snapshot again, and is timed too.
+    env: { CACHE_FILE: file, CACHE_SNAPSHOT_INTERVAL_SECONDS: '0', SHUTDOWN_GRACE_MS: '60000', CACHE_MAX_ENTRIES: String(Math.max(200_000, records * 2)), CACHE_MAX_BYTES: String(16 * 2 ** 30), LOG_LEVEL: 'warn' },
     readyTimeoutMs: 300_000
   })
   const readyS = (performance.now() - started) / 1000
+  let result: Omit<Start, 'stopS'>
+  let stopS = NaN
   try {
     const rssMiB = await metric(server, 'doi_proxy_process_resident_memory_bytes') / 2 ** 20
     const entries = await metric(server, 'doi_proxy_cache_entries')
@@ -105,11 +108,19 @@ async function timedStart (upstream: UpstreamProcess, file: string, records: num
     const res = await fetch(`${server.baseUrl}/10.1000/restart.2000.${'0'.padStart(6, '0')}`, { redirect: 'manual' })
     await res.arrayBuffer()
     const hit = `${res.status} ${res.headers.get('x-cache') ?? '-'}${(await upstream.requests()) > before ? ' (asked the upstream)' : ''}`
-    return { readyS, rssMiB, entries, hit }
+    result = { readyS, rssMiB, entries, hit }
   } finally {
-    // SIGKILL-free stop, but nothing to write: CACHE_FILE is the measured file, kept as it is.
+    // SIGTERM until the process is gone: it writes CACHE_FILE at shutdown (startOurs kills it after 8 s).
+    const stopping = performance.now()
     await server.stop()
+    stopS = (performance.now() - stopping) / 1000
   }
+  return { ...result, stopS }
+}
+
+/** The bench kills a server that has not exited 8 s after SIGTERM (bench/lib/processes.ts). */
+function stopText (s: number): string {
+  return s >= 7.9 ? `${s.toFixed(1)} (killed: not done in 8 s)` : s.toFixed(2)
 }
 
 async function main (): Promise<void> {
@@ -145,7 +156,7 @@ async function main (): Promise<void> {
       rmSync(copy, { force: true })
       await (await import('node:fs/promises')).copyFile(file, copy)
       const run = await timedStart(upstream, copy, records)
-      log(`${written} records: ready in ${run.readyS.toFixed(2)} s, RSS ${run.rssMiB.toFixed(0)} MiB, cache entries ${run.entries}, a loaded DOI answered ${run.hit}`)
+      log(`${written} records: ready in ${run.readyS.toFixed(2)} s, RSS ${run.rssMiB.toFixed(0)} MiB, cache entries ${run.entries}, a loaded DOI answered ${run.hit}; stop (writing the snapshot) took ${run.stopS.toFixed(2)} s`)
       runs.push(run)
       rmSync(copy, { force: true })
     }
@@ -161,10 +172,10 @@ async function main (): Promise<void> {
       `Load average (1 min): ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? NaN).toFixed(2)} at the end (2 cores: above 1, the times are inflated by other work)  `,
       `Method (\`npm run bench:restart\`, bench/restart.ts): the server resolves ${seed} DOIs through the fake upstream and writes CACHE_FILE at shutdown; its DOI lines are repeated under new DOI names (each entry byte for byte, header and prefix records as written) up to ${written.toLocaleString('en')} records (${mib.toFixed(0)} MiB). Then \`node dist/main.js\` is started fresh with that CACHE_FILE (CACHE_MAX_ENTRIES ${Math.max(200_000, records * 2).toLocaleString('en')}, CACHE_MAX_BYTES 16 GiB), timed from spawn until \`/readyz\` answers 200 (the snapshot is loaded before the server listens), RSS from \`/metrics\` right after. Two starts with the snapshot, the faster reported; one with none for comparison.`,
       '',
-      '| Snapshot | Ready after (s) | RSS MiB | Cache entries | A loaded DOI answered |',
-      '|---|--:|--:|--:|---|',
-      `| none | ${empty.readyS.toFixed(2)} | ${empty.rssMiB.toFixed(0)} | ${empty.entries} | — |`,
-      ...runs.map((r, i) => `| ${written.toLocaleString('en')} records, start ${i + 1} | ${r.readyS.toFixed(2)} | ${r.rssMiB.toFixed(0)} | ${r.entries} | ${r.hit} |`),
+      '| Snapshot | Ready after (s) | RSS MiB | Cache entries | A loaded DOI answered | Stop, writing the snapshot (s) |',
+      '|---|--:|--:|--:|---|--:|',
+      `| none | ${empty.readyS.toFixed(2)} | ${empty.rssMiB.toFixed(0)} | ${empty.entries} | — | ${stopText(empty.stopS)} |`,
+      ...runs.map((r, i) => `| ${written.toLocaleString('en')} records, start ${i + 1} | ${r.readyS.toFixed(2)} | ${r.rssMiB.toFixed(0)} | ${r.entries} | ${r.hit} | ${stopText(r.stopS)} |`),
       '',
       `**${best.readyS.toFixed(1)} s** to ready with ${written.toLocaleString('en')} records, ${verdict}; RSS ${best.rssMiB.toFixed(0)} MiB, ${perRecord.toFixed(0)} B per record over the empty start (compare the memory table: RSS per record there is measured after filling through requests).`,
       ''
