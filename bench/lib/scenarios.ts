@@ -7,8 +7,10 @@
  * roundS seconds, the order rotated each round, and a server's row merges all its rounds (total
  * requests ÷ total time, percentiles over every latency of every round). The machine is noisy: a
  * slow stretch now hits every server a little instead of one server entirely, so the ratios between
- * servers hold from run to run. zipf, cold and storm are sequence- or cold-start-based and run one
- * server after the other, each started fresh.
+ * servers hold from run to run. Their floor writes the same bytes as our answer (captured from our
+ * server once, checked before measuring). cold alternates rounds too, ours against the fake upstream
+ * asked directly. zipf and storm are sequence- or cold-start-based and run one server after the
+ * other, each started fresh. The load is driven by wrk (bench/lib/wrk.ts) unless it could not be installed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
