@@ -146,6 +146,8 @@ export interface OursOptions {
   name?: string
   /** How long the server may take to answer /readyz 200 (default 15 s; a busy machine may need more). */
   readyTimeoutMs?: number
+  /** How long stop() waits after SIGTERM before SIGKILL (default 8 s). */
+  stopGraceMs?: number
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
@@ -173,7 +175,7 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200, opts.readyTimeoutMs)
-  return { name, baseUrl, port, stop: async () => await stop(child, 8_000) }
+  return { name, baseUrl, port, stop: async () => await stop(child, opts.stopGraceMs ?? 8_000) }
 }
 
 export interface FloorOptions {
