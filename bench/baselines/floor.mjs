@@ -1,20 +1,38 @@
-// The floor: what bare node:http does on this machine. Every request gets the same 302 and a
-// small body the size of our redirect page, so the ratio "ours / floor" is the cost of being a resolver.
+// The floor: what bare node:http does on this machine, answering every request with one fixed answer.
+// With FLOOR_ANSWER=<file.json> ({ status, headers: [[name, value], …], body: base64, keepAliveTimeoutS })
+// it writes exactly the answer our server gave for the scenario (bench/lib/floor-answer.ts captures it:
+// same status, same headers in the same order, same body; Node adds Date, Connection and Keep-Alive
+// itself, as it does for ours), so "ours ÷ floor" is the cost of being a resolver and nothing else.
+// Without it: a 302 with a body the size of our redirect page (the client-ceiling check and zipf use it).
+// With FLOOR_EMPTY=1: a 204 with no body, the least a node:http server can answer.
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 
 const LOCATION = 'https://publisher.example/article/10.1234/floor'
-const BODY = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
-const HEADERS = {
-  location: LOCATION,
-  'content-type': 'text/html; charset=utf-8',
-  'content-length': String(BODY.length)
+let status = 302
+let body = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
+let headers = [['location', LOCATION], ['content-type', 'text/html; charset=utf-8'], ['content-length', String(body.length)]]
+let keepAliveS = 5
+
+if (process.env.FLOOR_ANSWER !== undefined && process.env.FLOOR_ANSWER !== '') {
+  const answer = JSON.parse(readFileSync(process.env.FLOOR_ANSWER, 'utf8'))
+  status = answer.status
+  headers = answer.headers
+  body = Buffer.from(answer.body, 'base64')
+  keepAliveS = answer.keepAliveTimeoutS ?? keepAliveS
+} else if (process.env.FLOOR_EMPTY === '1') {
+  status = 204
+  headers = []
+  body = Buffer.alloc(0)
 }
+// writeHead takes a flat [name, value, name, value, …] array and keeps that order.
+const flat = headers.flat()
 
 const server = createServer((_req, res) => {
-  res.writeHead(302, HEADERS)
-  res.end(BODY)
+  res.writeHead(status, flat)
+  res.end(body)
 })
-server.keepAliveTimeout = 5_000
+server.keepAliveTimeout = keepAliveS * 1000
 
 const port = Number(process.env.PORT ?? 8001)
 server.listen(port, process.env.HOST ?? '127.0.0.1')

@@ -73,10 +73,20 @@ export interface LoadResult {
   cacheAnswers: number
 }
 
-/** Latencies of every answer, in ms with sub-ms precision. */
+/**
+ * Latencies of every answer, in ms with sub-ms precision. wrk gives quantiles rather than every
+ * latency: each is pushed with the share of answers it stands for (pushWeighted), and percentiles are
+ * then taken over the weights, so rounds of wrk runs merge like rounds of single latencies.
+ */
 export class Samples {
   private data = new Float64Array(1 << 16)
   length = 0
+  private weighted: Array<[number, number]> = []
+  /** Answers represented: `length` plus the weights pushed. */
+  get count (): number {
+    return this.length + this.weighted.reduce((n, [, w]) => n + w, 0)
+  }
+
   push (v: number): void {
     if (this.length === this.data.length) {
       const bigger = new Float64Array(this.data.length * 2)
@@ -86,9 +96,28 @@ export class Samples {
     this.data[this.length++] = v
   }
 
+  pushWeighted (v: number, weight: number): void {
+    this.weighted.push([v, weight])
+  }
+
   percentiles (ps: number[]): number[] {
-    const sorted = this.data.slice(0, this.length).sort()
-    return ps.map((p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
+    if (this.weighted.length === 0) {
+      const sorted = this.data.slice(0, this.length).sort()
+      return ps.map((p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
+    }
+    const all: Array<[number, number]> = [...this.weighted]
+    for (let i = 0; i < this.length; i++) all.push([this.data[i] ?? 0, 1])
+    all.sort((a, b) => a[0] - b[0])
+    const total = all.reduce((n, [, w]) => n + w, 0)
+    return ps.map((p) => {
+      const rank = (p / 100) * total
+      let seen = 0
+      for (const [v, w] of all) {
+        seen += w
+        if (seen > rank) return v
+      }
+      return all[all.length - 1]?.[0] ?? NaN
+    })
   }
 }
 

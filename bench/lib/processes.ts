@@ -9,7 +9,7 @@ import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildIfStale } from '../../scripts/build-if-stale.js'
-import { nginxConfig } from './nginx.js'
+import { nginxConfig, nginxTrivialConfig } from './nginx.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 export const TMP = join(ROOT, 'bench', '.tmp')
@@ -146,6 +146,8 @@ export interface OursOptions {
   name?: string
   /** How long the server may take to answer /readyz 200 (default 15 s; a busy machine may need more). */
   readyTimeoutMs?: number
+  /** How long stop() waits after SIGTERM before SIGKILL (default 8 s). */
+  stopGraceMs?: number
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
@@ -173,16 +175,27 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200, opts.readyTimeoutMs)
-  return { name, baseUrl, port, stop: async () => await stop(child, 8_000) }
+  return { name, baseUrl, port, stop: async () => await stop(child, opts.stopGraceMs ?? 8_000) }
 }
 
-/** The floor: bare node:http answering a fixed 302. */
-export async function startFloor (): Promise<Target> {
+export interface FloorOptions {
+  /** A captured answer of ours to write for every request (bench/lib/floor-answer.ts); default a fixed 302. */
+  answerFile?: string
+  /** A 204 with no body: the client-ceiling check. */
+  empty?: boolean
+  name?: string
+}
+
+/** The floor: bare node:http answering one fixed answer (bench/baselines/floor.mjs). */
+export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   const port = await freePort()
-  const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], { PATH: process.env.PATH, PORT: String(port) })
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port) }
+  if (opts.answerFile !== undefined) env.FLOOR_ANSWER = opts.answerFile
+  if (opts.empty === true) env.FLOOR_EMPTY = '1'
+  const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], env)
   const baseUrl = `http://127.0.0.1:${port}`
-  await waitFor(child, 'floor', `${baseUrl}/readyz`, (s) => s === 302)
-  return { name: 'floor (node:http)', baseUrl, port, stop: async () => await stop(child) }
+  await waitFor(child, 'floor', `${baseUrl}/readyz`, (s) => s > 0)
+  return { name: opts.name ?? 'floor (node:http)', baseUrl, port, stop: async () => await stop(child) }
 }
 
 /** Is nginx installed? (We never install it ourselves.) */
@@ -196,18 +209,19 @@ export const NGINX_MISSING = 'nginx is not on PATH: the nginx baseline is skippe
 let nginxRuns = 0
 
 /** nginx with proxy_cache + proxy_cache_lock in front of the fake upstream's /redirect/ (a fresh, empty cache each start). */
-export async function startNginx (upstream: UpstreamProcess): Promise<Target> {
+export async function startNginx (upstream: UpstreamProcess | 'return-204'): Promise<Target> {
   const port = await freePort()
   const dir = join(TMP, `nginx-${process.pid}-${nginxRuns++}`)
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   const confPath = join(dir, 'nginx.conf')
-  writeFileSync(confPath, nginxConfig({ dir, port, upstreamPort: upstream.port, runAsRoot: process.getuid?.() === 0 }))
+  const runAsRoot = process.getuid?.() === 0
+  writeFileSync(confPath, upstream === 'return-204' ? nginxTrivialConfig({ dir, port, runAsRoot }) : nginxConfig({ dir, port, upstreamPort: upstream.port, runAsRoot }))
   const child = start('nginx', 'nginx', ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confPath, '-g', 'daemon off;'], process.env)
   const baseUrl = `http://127.0.0.1:${port}`
-  await waitFor(child, 'nginx', `${baseUrl}/readyz`, (s) => s === 200)
+  await waitFor(child, 'nginx', `${baseUrl}/readyz`, (s) => s === (upstream === 'return-204' ? 204 : 200))
   return {
-    name: 'nginx proxy_cache',
+    name: upstream === 'return-204' ? 'nginx return 204' : 'nginx proxy_cache',
     baseUrl,
     port,
     stop: async () => {

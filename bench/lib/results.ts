@@ -1,10 +1,11 @@
 /**
- * bench/RESULTS.md is written by the scripts, never by hand. It has four sections, each replaced
+ * bench/RESULTS.md is written by the scripts, never by hand. It has five sections, each replaced
  * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts),
+ * the restart with a large snapshot (bench/restart.ts),
  * the batch API's (bench/run.ts --scenario batch) and the fault matrix (bench/faults.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { ROOT } from './processes.js'
 import type { Row } from './scenarios.js'
@@ -26,6 +27,10 @@ function ratio (a: number | undefined, b: number | undefined): string {
   return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '—' : `${(a / b).toFixed(2)}×`
 }
 
+function statusText (row: Row): string {
+  return (row.note ?? '').replace(/\|/g, '/')
+}
+
 /** Ratios are computed against the floor and nginx rows of the same scenario. */
 export function speedTable (rows: readonly Row[]): string {
   const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
@@ -43,6 +48,11 @@ export function speedTable (rows: readonly Row[]): string {
     const isFloor = row.server.startsWith('floor')
     const isNginx = row.server.startsWith('nginx')
     const added = row.addedP50 === undefined ? '—' : `${fixed(row.addedP50, 2)} / ${fixed(row.addedP99, 2)}`
+    if (row.scenario === 'client') {
+      // Trivial servers, not resolvers: no ratio to a floor or to nginx means anything here.
+      lines.push(`| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | — | — | — | ${statusText(row)} |`)
+      continue
+    }
     lines.push([
       '', row.scenario, row.server, fixed(r.rps, 0), fixed(r.p50, 2), fixed(r.p99, 2),
       isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
@@ -87,8 +97,54 @@ export function beforeAfterTable (rows: readonly Row[]): string {
     '',
     ...(lines.length > 2 ? lines : ['_No scenario with a floor was run._'])
   ]
-  if (withoutFloor.length > 0) text.push('', `${new Intl.ListFormat('en').format(withoutFloor)}: no floor; compare their rows in the table above.`)
+  const coldBefore = rows.find((r) => r.scenario === 'cold' && r.server === beforeName)
+  const coldAfter = rows.find((r) => r.scenario === 'cold' && r.server === 'doi-proxy')
+  if (coldBefore?.addedP50 !== undefined && coldAfter?.addedP50 !== undefined) {
+    text.push('', `cold, added latency on a miss (minus the upstream asked directly, same run): before ${fixed(coldBefore.addedP50, 2)} ms p50 / ${fixed(coldBefore.addedP99, 2)} ms p99, after ${fixed(coldAfter.addedP50, 2)} ms / ${fixed(coldAfter.addedP99, 2)} ms.`)
+  }
+  const rest = withoutFloor.filter((n) => n !== 'cold' || coldAfter?.addedP50 === undefined)
+  if (rest.length > 0) text.push('', `${new Intl.ListFormat('en').format(rest)}: no floor; compare their rows in the table above.`)
   return text.join('\n')
+}
+
+/**
+ * The targets of issue 22, judged on this run's rows: the cached answers against their same-bytes floor,
+ * the miss overhead against the upstream asked directly, zipf against nginx at the same upstream
+ * concurrency; and the client's ceiling, so a reader sees no row was limited by the load generator.
+ */
+export function targetsTable (rows: readonly Row[]): string {
+  const lines = ['| Check | Target | Measured | Met |', '|---|---|---|---|']
+  const find = (scenario: string, pred: (server: string) => boolean): Row | undefined => rows.find((r) => r.scenario === scenario && r.result !== undefined && pred(r.server))
+  const yes = (ok: boolean): string => ok ? 'yes' : '**no**'
+  for (const scenario of ['hot', 'not-found', 'api']) {
+    const ours = find(scenario, (n) => n === 'doi-proxy')?.result
+    const floor = find(scenario, (n) => n.startsWith('floor'))?.result
+    if (ours === undefined || floor === undefined) continue
+    const rps = ours.rps / floor.rps
+    const p99 = ours.p99 / floor.p99
+    lines.push(`| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}× | ${yes(rps >= 0.95 && p99 <= 1.3)} |`)
+  }
+  const cold = find('cold', (n) => n === 'doi-proxy')
+  if (cold?.addedP50 !== undefined && cold.addedP99 !== undefined && find('cold', (n) => n.startsWith('fake upstream')) !== undefined) {
+    lines.push(`| cold: doi-proxy minus the upstream asked directly | ≤ 1 ms p50, ≤ 3 ms p99 | ${cold.addedP50.toFixed(2)} ms, ${cold.addedP99.toFixed(2)} ms | ${yes(cold.addedP50 <= 1 && cold.addedP99 <= 3)} |`)
+  }
+  const nginx = find('zipf', (n) => n.startsWith('nginx'))?.result
+  const zipfSame = rows.find((r) => r.scenario === 'zipf' && r.result !== undefined && r.server.includes('(= nginx)'))
+  if (nginx !== undefined && zipfSame?.result !== undefined) {
+    const rps = zipfSame.result.rps / nginx.rps
+    lines.push(`| zipf at nginx's upstream concurrency: ${zipfSame.server} ÷ nginx | req/s ≥ 1.0×, p99 ≤ nginx's | ${rps.toFixed(2)}×, p99 ${zipfSame.result.p99.toFixed(1)} ms vs ${nginx.p99.toFixed(1)} ms | ${yes(rps >= 1 && zipfSame.result.p99 <= nginx.p99)} |`)
+  }
+  const ceiling = rows.filter((r) => r.scenario === 'client' && r.result !== undefined && !r.server.includes('autocannon'))
+    .reduce<Row | undefined>((a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b), undefined)
+  if (ceiling?.result !== undefined) {
+    const top = rows.filter((r) => r.scenario !== 'client' && r.result !== undefined && r.scenario !== 'storm')
+      .reduce<Row | undefined>((a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b), undefined)
+    if (top?.result !== undefined) {
+      const share = top.result.rps / ceiling.result.rps
+      lines.push(`| the client is not the limit: fastest row ÷ the client's ceiling (${ceiling.server}, ${ceiling.result.rps.toFixed(0)} req/s) | well under 1× | ${top.scenario} ${top.server}: ${top.result.rps.toFixed(0)} req/s, ${share.toFixed(2)}× | ${yes(share < 0.8)} |`)
+    }
+  }
+  return lines.length > 2 ? ['### Targets (issue 22)', '', ...lines].join('\n') : ''
 }
 
 export interface SpeedRun {
@@ -101,16 +157,19 @@ export interface SpeedRun {
 
 export function speedSection (run: SpeedRun): string {
   const beforeAfter = beforeAfterTable(run.rows)
+  const targets = targetsTable(run.rows)
   return [
     '## Throughput and latency',
     '',
     `Machine: ${machine()}  `,
     `Date: ${new Date().toISOString()}  `,
+    `Load average (1 min) when the run ended: ${(loadavg()[0] ?? NaN).toFixed(2)} (2 cores: above 1, something else was running; re-run before trusting a ratio)  `,
     ...(run.code === undefined ? [] : [`Code: ${run.code}  `]),
     `Mode: ${run.mode}. ${run.settingsLine}`,
     '',
     speedTable(run.rows),
     '',
+    ...(targets === '' ? [] : [targets, '']),
     ...(beforeAfter === '' ? [] : [beforeAfter, '']),
     // Drawn by bench/lib/charts.ts from the same rows (bench/run.ts writes both).
     `![Throughput per scenario, higher is better](${THROUGHPUT_SVG})`,
@@ -120,14 +179,14 @@ export function speedSection (run: SpeedRun): string {
   ].join('\n')
 }
 
-const SECTIONS = ['speed', 'memory', 'batch', 'faults'] as const
+const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults'] as const
 type Section = typeof SECTIONS[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection (section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-  const parts: Record<Section, string> = { speed: '', memory: '', batch: '', faults: '' }
-  const command: Record<Section, string> = { speed: 'bench', memory: 'bench:memory', batch: 'bench:batch', faults: 'bench:faults' }
+  const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '' }
+  const command: Record<Section, string> = { speed: 'bench', memory: 'bench:memory', restart: 'bench:restart', batch: 'bench:batch', faults: 'bench:faults' }
   for (const name of SECTIONS) {
     const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
     parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${command[name]}\`._\n`
@@ -136,7 +195,7 @@ export function writeSection (section: Section, body: string): void {
   const text = [
     '# Benchmark results',
     '',
-    '<!-- Written by bench/run.ts, bench/memory.ts and bench/faults.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:batch` / `npm run bench:faults`. -->',
+    '<!-- Written by bench/run.ts, bench/memory.ts, bench/restart.ts and bench/faults.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:restart` / `npm run bench:batch` / `npm run bench:faults`. -->',
     'How to read this: [bench/README.md](README.md).',
     '',
     ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])

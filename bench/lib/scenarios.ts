@@ -7,22 +7,27 @@
  * roundS seconds, the order rotated each round, and a server's row merges all its rounds (total
  * requests ÷ total time, percentiles over every latency of every round). The machine is noisy: a
  * slow stretch now hits every server a little instead of one server entirely, so the ratios between
- * servers hold from run to run. zipf, cold and storm are sequence- or cold-start-based and run one
- * server after the other, each started fresh.
+ * servers hold from run to run. Their floor writes the same bytes as our answer (captured from our
+ * server once, checked before measuring). cold alternates rounds too, ours against the fake upstream
+ * asked directly. zipf and storm are sequence- or cold-start-based and run one server after the
+ * other, each started fresh. The load is driven by wrk (bench/lib/wrk.ts) unless it could not be installed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
-import { mergeLoads, probe, runLoad, Samples, seededRandom, warm, zipfSampler } from './load.js'
+import { mergeLoads, probe, Samples, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
+import { drive } from './wrk.js'
+import type { DriveOptions, GeneratorName } from './wrk.js'
+import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile } from './floor-answer.js'
 import { startBenchAgency } from './bench-agency.js'
 import { BEFORE_PREFIX } from './before.js'
 import { batchSection } from './batch.js'
 import { writeSection } from './results.js'
 
-export const SCENARIOS = ['hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout', 'batch'] as const
+export const SCENARIOS = ['client', 'hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout', 'batch'] as const
 export type ScenarioName = typeof SCENARIOS[number]
 
 export interface Settings {
@@ -88,6 +93,8 @@ export interface Context {
   serverEnv: Record<string, string>
   /** --before: an older build of ours (bench/lib/before.ts), run wherever ours runs, started the same way. */
   before?: { dir: string, name: string } | undefined
+  /** What drives the load (bench/lib/wrk.ts): wrk, or autocannon when wrk could not be installed. */
+  generator: GeneratorName
   log: (line: string) => void
 }
 
@@ -101,13 +108,43 @@ function oursStarters (ctx: Context, env: Record<string, string> = ctx.serverEnv
   return out
 }
 
-/** Servers to compare in a scenario: ours (and the --before build), then the baselines that make sense there. */
+/**
+ * Servers to compare in a scenario: ours (and the --before build), then nginx where it makes sense.
+ * The floor is not in it: steady() starts it once our answer is known, to write the same bytes.
+ */
 function lineup (ctx: Context, withNginx: boolean, env?: Record<string, string>): Starter[] {
   const out = oursStarters(ctx, env)
   if (ctx.profile) return out
-  out.push(startFloor)
   if (withNginx && ctx.nginx) out.push(async () => await startNginx(ctx.upstream))
   return out
+}
+
+/**
+ * The same-bytes floor for a steady scenario: our server's cached answer for the scenario's first path
+ * (asked once so it is cached, then captured), written by bare node:http for every request.
+ */
+async function sameBytesFloor (ctx: Context, ours: Target, path: string, headers?: Record<string, string>): Promise<Target> {
+  // Asked a few times first: the first hits of a DOI may be answered before its prepared answer is
+  // built (headers in another order); the floor copies the answer every later hit gets.
+  await warm(ours.baseUrl, [path, path, path, path, path], { concurrency: 1, ...(headers === undefined ? {} : { headers }) })
+  const answer = await captureAnswer(ours.baseUrl, path, headers)
+  const floor = await startFloor({ answerFile: writeAnswerFile(answer), name: 'floor (node:http, same bytes)' })
+  // Checked, not assumed: both asked again, every header but Date compared in order and case, and the body.
+  const oursBytes = await answerBytes(ours.baseUrl, path, headers)
+  const floorBytes = await answerBytes(floor.baseUrl, path, headers)
+  const same = oursBytes === floorBytes
+  ctx.log(`  floor: the same bytes as ${ours.name}'s answer for ${path} (${describeAnswer(answer)}): ${same ? 'checked, identical but for Date' : 'WARNING: the answers differ'}`)
+  if (!same) {
+    await floor.stop()
+    throw new Error(`the same-bytes floor does not answer like ${ours.name} for ${path}:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
+  }
+  return floor
+}
+
+/** A path sequence drawn uniformly (seeded) from `paths`: every server gets the same sequence. */
+function uniformSequence (paths: readonly string[], seed: number, length = 50_000): string[] {
+  const random = seededRandom(seed)
+  return Array.from({ length }, () => paths[Math.floor(random() * paths.length)] ?? '/')
 }
 
 /** A build of our server (the current one or the --before one), as opposed to a baseline. */
@@ -143,11 +180,6 @@ function statusNote (result: LoadResult): string {
   return parts.join(' ')
 }
 
-function uniform (paths: readonly string[], seed: number): () => string {
-  const random = seededRandom(seed)
-  return () => paths[Math.floor(random() * paths.length)] ?? '/'
-}
-
 /** Prefixes spread over several registrants, so prefix-level lookups are realistic too. */
 function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): string {
   return `/10.${prefixBase + (i % prefixes)}/${kind}.${i}`
@@ -155,6 +187,8 @@ function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): s
 
 interface SteadyOptions {
   headers?: Record<string, string> | undefined
+  /** Drive this target with another generator than the run's (the client-ceiling check compares both). */
+  generatorOf?: (t: Target) => GeneratorName
   /** Another counter (the metadata agency's requests), summed per build of ours over its warm-up and rounds and noted in its row. */
   extra?: { count: () => number, note: (n: number) => string }
 }
@@ -169,11 +203,15 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
   const { settings: s } = ctx
   const h = opts.headers === undefined ? {} : { headers: opts.headers }
   const extraCount = opts.extra?.count ?? (() => 0)
+  const gen = (t: Target): GeneratorName => opts.generatorOf?.(t) ?? ctx.generator
+  const run = async (t: Target, o: Omit<DriveOptions, 'baseUrl' | 'connections'>): Promise<LoadResult> => await drive(gen(t), { baseUrl: t.baseUrl, connections: s.connections, ...h, ...o })
+  const warmSequence = uniformSequence(paths, 7)
+  const roundSequences = Array.from({ length: s.rounds }, (_, r) => uniformSequence(paths, 1 + r))
   const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, warmStatuses: {} as Record<string, number> }))
   for (const a of servers) {
     const extraBefore = extraCount()
     a.warmStatuses = await warm(a.t.baseUrl, paths, h)
-    await runLoad({ baseUrl: a.t.baseUrl, connections: s.connections, durationS: s.warmupS, nextPath: uniform(paths, 7), ...h })
+    await run(a.t, { durationS: s.warmupS, paths: warmSequence })
     a.extra += extraCount() - extraBefore
   }
   for (let r = 0; r < s.rounds; r++) {
@@ -184,7 +222,7 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
       const upstreamBefore = await ctx.upstream.requests()
       const extraBefore = extraCount()
       // Every server gets the same sequence in a round; each round its own.
-      const part = await runLoad({ baseUrl: a.t.baseUrl, connections: s.connections, durationS: s.roundS, nextPath: uniform(paths, 1 + r), samples: a.samples, ...h })
+      const part = await run(a.t, { durationS: s.roundS, paths: roundSequences[r] ?? warmSequence, samples: a.samples })
       a.extra += extraCount() - extraBefore
       a.upstream += (await ctx.upstream.requests()) - upstreamBefore
       a.parts.push(part)
@@ -218,15 +256,57 @@ async function probeOurs (ctx: Context, scenario: ScenarioName, targets: readonl
   return { measure: targets.filter((t) => !skipped.has(t)), skipped }
 }
 
-/** Start the lineup at once, probe ours, measure in alternating rounds; rows in lineup order. */
+/**
+ * Start the lineup at once, probe ours, start the same-bytes floor from our answer, measure in
+ * alternating rounds; rows in lineup order, the floor after ours.
+ */
 async function steady (ctx: Context, scenario: ScenarioName, starts: readonly Starter[], paths: string[], opts: SteadyOptions & { check?: (t: Target) => Promise<string | undefined> } = {}): Promise<Row[]> {
-  return await withTargets(starts, async (targets) => {
-    const { measure, skipped } = opts.check === undefined ? { measure: [...targets], skipped: new Map<Target, Row>() } : await probeOurs(ctx, scenario, targets, opts.check)
-    const measured = await alternate(ctx, scenario, measure, paths, opts)
-    return targets.flatMap((t) => {
-      const row = skipped.get(t) ?? measured[measure.indexOf(t)]
-      return row === undefined ? [] : [row]
-    })
+  return await withTargets(starts, async (started) => {
+    const { measure: probed, skipped } = opts.check === undefined ? { measure: [...started], skipped: new Map<Target, Row>() } : await probeOurs(ctx, scenario, started, opts.check)
+    const current = probed.find((t) => t.name === 'doi-proxy') ?? probed.find(isOurs)
+    let floor: Target | undefined
+    try {
+      if (!ctx.profile && current !== undefined) floor = await sameBytesFloor(ctx, current, paths[0] ?? '/', opts.headers)
+      const oursCount = started.filter(isOurs).length
+      const targets = floor === undefined ? started : [...started.slice(0, oursCount), floor, ...started.slice(oursCount)]
+      const measure = floor === undefined ? probed : [...probed.filter(isOurs), floor, ...probed.filter((t) => !isOurs(t))]
+      const measured = measure.length === 0 ? [] : await alternate(ctx, scenario, measure, paths, opts)
+      return targets.flatMap((t) => {
+        const row = skipped.get(t) ?? measured[measure.indexOf(t)]
+        return row === undefined ? [] : [row]
+      })
+    } finally {
+      await floor?.stop()
+    }
+  })
+}
+
+// ------------------------------------------------------------------ client: the load generator's own ceiling
+
+/**
+ * What the load generator can send: a trivial server at full speed (nginx `return 204` from one
+ * worker, a C server doing nothing; and node:http answering an empty 204), driven by the run's
+ * generator and, beside it, by autocannon in this process, in the same alternating rounds. A row of
+ * another scenario near the ceiling was limited by the client, not by the server.
+ */
+async function client (ctx: Context): Promise<Row[]> {
+  const starts: Starter[] = []
+  if (ctx.nginx) starts.push(async () => await startNginx('return-204'))
+  starts.push(async () => await startFloor({ empty: true, name: 'node:http return 204' }))
+  return await withTargets(starts, async (servers) => {
+    const generators: GeneratorName[] = ctx.generator === 'wrk' ? ['wrk', 'autocannon'] : ['autocannon']
+    const generatorOf = new Map<Target, GeneratorName>()
+    const targets: Target[] = []
+    for (const g of generators) {
+      for (const t of servers) {
+        const named: Target = { ...t, name: `${t.name}, driven by ${g === 'wrk' ? 'wrk -t1' : 'autocannon (in-process)'}` }
+        generatorOf.set(named, g)
+        targets.push(named)
+      }
+    }
+    const rows = await alternate(ctx, 'client', targets, ['/'], { generatorOf: (t) => generatorOf.get(t) ?? ctx.generator })
+    if (!ctx.nginx) rows.push({ scenario: 'client', server: 'nginx return 204', skipped: NGINX_MISSING })
+    return rows
   })
 }
 
@@ -241,28 +321,45 @@ async function hot (ctx: Context): Promise<Row[]> {
 
 // ------------------------------------------------------------------ zipf
 
+/**
+ * nginx's upstream concurrency as configured in bench/lib/nginx.ts: no `max_conns` on the upstream
+ * (`keepalive 32` only bounds the idle connections it keeps), and proxy_cache_lock only merges misses
+ * for the same key, so distinct misses go upstream at once, as many as the client has connections.
+ * (Open-source nginx cannot queue at a max_conns: it answers 502, so nginx cannot be held to our 16.)
+ */
+const NGINX_UPSTREAM_NOTE = 'upstream concurrency unbounded in its config (no max_conns), so up to the 64 client connections'
+
 async function zipf (ctx: Context): Promise<Row[]> {
   const s = ctx.settings
-  // A few extra: autocannon may send a little more than `amount` before it stops.
+  // A few extra: the generator may send a little more than `amount` before it stops.
   const listLength = s.zipfWarmupRequests + s.zipfMeasureRequests + 10_000
   const sample = zipfSampler(s.zipfDois, 1.0, seededRandom(42))
-  const ranks = new Uint32Array(listLength)
-  for (let i = 0; i < listLength; i++) ranks[i] = sample()
+  const sequence = Array.from({ length: listLength }, () => doiPath('zipf', sample(), 2000, 50))
   ctx.log(`  zipf: ${s.zipfDois} DOIs, ${listLength} precomputed requests`)
+  // Twice for ours: on its defaults (UPSTREAM_MAX_CONCURRENT=16, polite to doi.org), and at nginx's
+  // upstream concurrency (as many as the client's connections), so the two compare like for like.
+  const same = String(s.connections)
+  const sameEnv = { ...ctx.serverEnv, UPSTREAM_MAX_CONCURRENT: same, UPSTREAM_CONNECTIONS: same }
+  const ours = oursStarters(ctx)
+  const starts: Array<{ start: Starter, note: string }> = [
+    ...ours.map((start) => ({ start, note: 'upstream concurrency: UPSTREAM_MAX_CONCURRENT=16 (our default, polite to doi.org)' }))
+  ]
+  if (!ctx.profile) {
+    starts.push({ start: async () => await startOurs({ upstream: ctx.upstream, env: sameEnv, name: `doi-proxy, upstream ${same} (= nginx)` }), note: `upstream concurrency: UPSTREAM_MAX_CONCURRENT=${same} UPSTREAM_CONNECTIONS=${same}, the same as nginx's here` })
+    starts.push({ start: async () => await startFloor({ name: 'floor (node:http, fixed 302)' }), note: 'a fixed 302 for every request: not a same-bytes floor' })
+    if (ctx.nginx) starts.push({ start: async () => await startNginx(ctx.upstream), note: NGINX_UPSTREAM_NOTE })
+  }
   const rows: Row[] = []
-  for (const start of lineup(ctx, true)) {
+  for (const { start, note } of starts) {
     rows.push(await withTarget(start, async (t) => {
-      let next = 0
-      const nextPath = (): string => doiPath('zipf', ranks[next++ % listLength] ?? 0, 2000, 50)
-      await runLoad({ baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfWarmupRequests, nextPath })
+      await drive(ctx.generator, { baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfWarmupRequests, paths: sequence })
       // Every server starts measuring at the same point of the sequence.
-      next = s.zipfWarmupRequests
       const before = await ctx.upstream.requests()
-      const result = await runLoad({ baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfMeasureRequests, nextPath, countCache: true })
+      const result = await drive(ctx.generator, { baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfMeasureRequests, paths: sequence, startAt: s.zipfWarmupRequests, countCache: true })
       const upstream = (await ctx.upstream.requests()) - before
       const hitRatio = result.cacheAnswers > 0 ? result.cacheHits / result.cacheAnswers : undefined
       ctx.log(`  ${t.name}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99.toFixed(2)} ms, hit ratio ${hitRatio?.toFixed(3) ?? '—'}, upstream/request ${(upstream / Math.max(1, result.requests)).toFixed(3)}`)
-      return { scenario: 'zipf', server: t.name, result, upstreamPerRequest: upstream / Math.max(1, result.requests), ...(hitRatio === undefined ? {} : { hitRatio }), note: `${statusNote(result)}; requests ${s.zipfWarmupRequests + 1}–${s.zipfWarmupRequests + s.zipfMeasureRequests} of the sequence` }
+      return { scenario: 'zipf', server: t.name, result, upstreamPerRequest: upstream / Math.max(1, result.requests), ...(hitRatio === undefined ? {} : { hitRatio }), note: `${statusNote(result)}; requests ${s.zipfWarmupRequests + 1}–${s.zipfWarmupRequests + s.zipfMeasureRequests} of the sequence; ${note}` }
     }))
   }
   if (!ctx.nginx && !ctx.profile) rows.push({ scenario: 'zipf', server: 'nginx proxy_cache', skipped: NGINX_MISSING })
@@ -271,34 +368,58 @@ async function zipf (ctx: Context): Promise<Row[]> {
 
 // ------------------------------------------------------------------ cold
 
+/**
+ * Misses: every request a new DOI, on 8 connections. Ours (and the --before build) and the fake
+ * upstream asked directly, by the same client at the same concurrency, in alternating rounds of the
+ * same run; a row's "added latency" is its p50 / p99 minus the direct row's: what we add to a miss.
+ */
 async function cold (ctx: Context): Promise<Row[]> {
   const s = ctx.settings
   const latency = ctx.upstream.latencyMs
   const run = Date.now().toString(36)
-  const measure = async (name: string, baseUrl: string, pathFor: (n: number) => string): Promise<Row> => {
-    let n = 0
-    const nextPath = (): string => pathFor(n++)
-    await runLoad({ baseUrl, connections: s.coldConnections, durationS: s.warmupS, nextPath })
-    const before = await ctx.upstream.requests()
-    const result = await runLoad({ baseUrl, connections: s.coldConnections, durationS: s.measureS, nextPath })
-    const upstream = (await ctx.upstream.requests()) - before
-    const row: Row = {
-      scenario: 'cold',
-      server: name,
-      result,
-      upstreamPerRequest: upstream / Math.max(1, result.requests),
-      addedP50: result.p50 - latency,
-      addedP99: result.p99 - latency,
-      note: `${statusNote(result)}; ${s.coldConnections} connections; upstream latency ${latency} ms`
+  // More new DOIs than a round can ask for (at most connections ÷ latency per second), never one twice.
+  const perRound = Math.ceil(s.coldConnections * Math.max(s.roundS, s.warmupS) * 1000 / Math.max(1, latency)) * 4 + 2_000
+  const sequence = (kind: string, round: string): string[] => Array.from({ length: perRound }, (_, i) => `${kind}.${run}.${round}.${i}`)
+  const oursPath = (name: string): string => `/10.3000/cold.${name}`
+  const directPath = (name: string): string => `/api/handles/10.3000/direct.${name}`
+  return await withTargets(oursStarters(ctx), async (ours) => {
+    const direct: Target = { name: 'fake upstream (direct)', baseUrl: ctx.upstream.origin, port: ctx.upstream.port, stop: async () => {} }
+    const servers = [...ours, ...(ctx.profile ? [] : [direct])].map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0 }))
+    const pathsFor = (t: Target, round: string): string[] => sequence('x', round).map(t === direct ? directPath : oursPath)
+    for (const a of servers) await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.warmupS, paths: pathsFor(a.t, 'warm') })
+    for (let r = 0; r < s.rounds; r++) {
+      const line: string[] = []
+      for (let k = 0; k < servers.length; k++) {
+        const a = servers[(k + r) % servers.length]
+        if (a === undefined) continue
+        const before = await ctx.upstream.requests()
+        const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
+        a.upstream += (await ctx.upstream.requests()) - before
+        a.parts.push(part)
+        line.push(`${a.t.name} ${part.rps.toFixed(0)}`)
+      }
+      ctx.log(`  round ${r + 1}/${s.rounds}: ${line.join(', ')} req/s`)
     }
-    ctx.log(`  ${name}: ${result.rps.toFixed(0)} req/s, added latency p50 ${row.addedP50?.toFixed(2)} ms, p99 ${row.addedP99?.toFixed(2)} ms`)
-    return row
-  }
-  const rows: Row[] = []
-  for (const start of oursStarters(ctx)) rows.push(await withTarget(start, async (t) => await measure(t.name, t.baseUrl, (n) => `/10.3000/cold.${run}.${n}`)))
-  // What the upstream alone takes, asked directly: the part of our latency that is not ours.
-  if (!ctx.profile) rows.push(await measure('fake upstream (direct)', ctx.upstream.origin, (n) => `/api/handles/10.3000/direct.${run}.${n}`))
-  return rows
+    const results = servers.map((a) => ({ a, result: mergeLoads(a.parts, a.samples) }))
+    const base = results.find((x) => x.a.t === direct)?.result
+    return results.map(({ a, result }) => {
+      const isDirect = a.t === direct
+      // Ours against the upstream asked directly; the direct row against the configured latency.
+      const addedP50 = isDirect || base === undefined ? result.p50 - latency : result.p50 - base.p50
+      const addedP99 = isDirect || base === undefined ? result.p99 - latency : result.p99 - base.p99
+      const against = isDirect || base === undefined ? `minus the configured ${latency} ms` : 'minus the fake upstream asked directly in this run (target ≤ 1 ms p50, ≤ 3 ms p99)'
+      ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms; added p50 ${addedP50.toFixed(2)} ms, p99 ${addedP99.toFixed(2)} ms (${against})`)
+      return {
+        scenario: 'cold',
+        server: a.t.name,
+        result,
+        upstreamPerRequest: a.upstream / Math.max(1, result.requests),
+        addedP50,
+        addedP99,
+        note: `${statusNote(result)}; ${s.coldConnections} connections; upstream latency ${latency} ms; added latency = ${against}`
+      }
+    })
+  })
 }
 
 // ------------------------------------------------------------------ storm
@@ -430,13 +551,15 @@ async function linkout (ctx: Context): Promise<Row[]> {
   const starts: Starter[] = [
     async () => await startOurs({ upstream: ctx.upstream, env }),
     async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: service }, name: 'doi-proxy, a service not the reader\'s' }),
-    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: chain, OA_PROVIDER: 'file', OA_SNAPSHOT_FILE: feed }, name: 'doi-proxy, chain: open copy' }),
-    startFloor
+    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: chain, OA_PROVIDER: 'file', OA_SNAPSHOT_FILE: feed }, name: 'doi-proxy, chain: open copy' })
   ]
   // One after the other: four Node servers starting at once on a busy machine miss the 15 s start limit.
   const targets: Target[] = []
   try {
     for (const start of starts) targets.push(await start())
+    const plain = targets[0]
+    // The floor writes the plain server's answer (a cached redirect), byte for byte.
+    if (plain !== undefined) targets.push(await sameBytesFloor(ctx, plain, paths[0] ?? '/'))
     const chainTarget = targets[2]
     if (chainTarget !== undefined) {
       const res = await probe(`${chainTarget.baseUrl}${paths[0] ?? ''}`)
@@ -450,6 +573,7 @@ async function linkout (ctx: Context): Promise<Row[]> {
 }
 
 export const RUNNERS: Record<ScenarioName, (ctx: Context) => Promise<Row[]>> = {
+  client,
   hot,
   zipf,
   cold,
