@@ -11,6 +11,8 @@ import { PROBE_RECORDS, admin, str } from '../support/records.js'
 // (Accept, Accept-Language, User-Agent, Host, the REST API, a query string, a local service) must give the
 // same answer through either door. Over real HTTP: the listener's door is not reached by app.inject.
 
+const NOW = Date.parse('2026-11-25T07:26:02.500Z')
+
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 
 const RECORDS: Record<string, HandleValue[]> = {
@@ -23,8 +25,9 @@ const RECORDS: Record<string, HandleValue[]> = {
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
 
 async function listening (overrides: Partial<Config> = {}): Promise<{ app: FastifyInstance, ask: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
-  // No load shedding: a busy machine must not turn a cached answer into a 503 here.
-  const { app } = await setup({ overrides: { maxEventLoopDelayMs: 0, ...overrides }, records: RECORDS })
+  // No load shedding: a busy machine must not turn a cached answer into a 503 here. A fixed clock: the
+  // Expires of two answers a moment apart would differ by a second across a second's boundary.
+  const { app } = await setup({ overrides: { maxEventLoopDelayMs: 0, ...overrides }, records: RECORDS, deps: { now: () => NOW } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
   const ask = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {
