@@ -2,7 +2,8 @@ import { LRUCache } from 'lru-cache'
 import { entryFor, staleUntil } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { HandleValue } from '../handle/types.js'
-import { plausibleEntry } from './entry-codec.js'
+import { plausibleEntry, readUnread } from './entry-codec.js'
+import type { UnreadEntry } from './entry-codec.js'
 import type { EntryWork } from './prepared.js'
 import { emptyWork } from './prepared.js'
 import type { UpstreamAnswer } from './upstream.js'
@@ -43,17 +44,28 @@ const NOT_FOUND_SIZE = 64
  * in when the upstream fails; lru-cache's own TTL purges them after that.
  */
 export function createRecordCache (opts: RecordCacheOptions) {
-  const lru = new LRUCache<string, CachedAnswer>({
+  // An entry restored from a snapshot may be held unread (src/resolve/entry-codec.ts UnreadEntry) until first asked for.
+  const lru = new LRUCache<string, CachedAnswer | UnreadEntry>({
     max: opts.maxEntries,
     maxSize: opts.maxBytes,
-    sizeCalculation: (entry) => (entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
+    sizeCalculation: (entry) => entry.kind === 'unread' ? unreadSize(entry) : (entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
     ttlAutopurge: false
   })
+
+  /** An unread entry's values, parsed once and kept in its place; one that does not read is dropped (a miss). */
+  function read (key: string, held: UnreadEntry): CachedAnswer | undefined {
+    const entry = readUnread(held)
+    if (entry === undefined) lru.delete(key)
+    // The same size: the text is the values' JSON, which estimateSize would measure again.
+    else lru.set(key, entry, { noUpdateTTL: true, size: unreadSize(held) })
+    return entry
+  }
 
   return {
     /** The entry, fresh or stale, or undefined. Callers decide what stale means for them. */
     peek (key: string): CachedAnswer | undefined {
-      return lru.get(key)
+      const held = lru.get(key)
+      return held?.kind === 'unread' ? read(key, held) : held
     },
     set (key: string, entry: CachedAnswer): void {
       const keepMs = staleUntil(entry, opts.freshness) - entry.storedAt
@@ -75,13 +87,26 @@ export function createRecordCache (opts: RecordCacheOptions) {
       return lru.has(key)
     },
     /**
+     * `restore` for a found entry whose values are read when first asked for (a snapshot's line). One
+     * already held as recent or more is kept as it is: with WORKERS>1 every worker's file holds much the
+     * same records, and each worker reads them all (src/services/cache-tiers.ts).
+     */
+    restoreUnread (key: string, entry: UnreadEntry, at: number): boolean {
+      if (!plausibleEntry(entry, at, opts.freshness)) return false
+      if ((lru.peek(key)?.storedAt ?? -1) >= entry.storedAt) return true
+      const keepMs = staleUntil({ kind: 'found', freshUntil: entry.freshUntil }, opts.freshness) - at
+      if (keepMs <= 0) return false
+      lru.set(key, entry, { ttl: keepMs, size: unreadSize(entry) })
+      return lru.has(key)
+    },
+    /**
      * Add to the work kept with an entry, if that entry is still the one cached (not fetched again
      * meanwhile). `add` changes the work and says how many bytes it added, or undefined when it added
      * nothing. The bytes count against the cache's budget; the entry's freshness stays as it was.
      */
     attach (key: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined): boolean {
       const current = lru.peek(key)
-      if (current === undefined || !sameRecord(current, entry)) return false
+      if (current === undefined || current.kind === 'unread' || !sameRecord(current, entry)) return false
       const work = current.work ?? emptyWork()
       const added = add(work)
       if (added === undefined) return false
@@ -93,11 +118,11 @@ export function createRecordCache (opts: RecordCacheOptions) {
     delete (key: string): void {
       lru.delete(key)
     },
-    /** Every live entry, least recently used first, without touching recency (for the snapshot). */
-    entries (): Array<[string, CachedAnswer]> {
-      const out: Array<[string, CachedAnswer]> = []
+    /** Every live entry, least recently used first, without touching recency (for the snapshot): unread ones as they are. */
+    entries (): Array<[string, CachedAnswer | UnreadEntry]> {
+      const out: Array<[string, CachedAnswer | UnreadEntry]> = []
       // rentries() is typed loosely ((K | V)[]); its pairs are [key, value].
-      for (const pair of lru.rentries()) out.push(pair as [string, CachedAnswer])
+      for (const pair of lru.rentries()) out.push(pair as [string, CachedAnswer | UnreadEntry])
       return out
     },
     get size (): number {
@@ -114,6 +139,11 @@ export type RecordCache = ReturnType<typeof createRecordCache>
 /** The same stored record (the entry object itself is replaced whenever an answer is kept with it). */
 function sameRecord (a: CachedAnswer, b: CachedAnswer): boolean {
   return a.storedAt === b.storedAt && (a.kind === 'found' ? b.kind === 'found' && a.values === b.values : b.kind === 'not-found')
+}
+
+/** An unread entry counts as its values will once read: their JSON's length, times two. */
+function unreadSize (entry: UnreadEntry): number {
+  return Math.max(1, 2 * entry.text.length)
 }
 
 /** Rough in-memory size: the values' JSON length, times two for object overhead. */

@@ -22,11 +22,52 @@ export const MAX_VALUES = 10_000
 const MIN_TIME = 946_684_800_000
 const MAX_TIME = 7_258_118_400_000
 
-export function encodeEntry (entry: CachedAnswer): string {
+/**
+ * A found entry whose values are still the JSON text they were stored as (a snapshot line): parsed and
+ * checked the first time the record is asked for (`readUnread`, by src/resolve/cache.ts), so that a
+ * restart with a million records reads their times, not their values, before it answers. The text is
+ * exactly what `encodeEntry` wrote for the values.
+ */
+export interface UnreadEntry { kind: 'unread', storedAt: number, freshUntil: number, text: string }
+
+export function encodeEntry (entry: CachedAnswer | UnreadEntry): string {
+  if (entry.kind === 'unread') return `[${ENTRY_VERSION},${entry.storedAt},${entry.freshUntil},1,${entry.text}]`
   return entry.kind === 'found'
     ? JSON.stringify([ENTRY_VERSION, entry.storedAt, entry.freshUntil, 1, entry.values])
     : JSON.stringify([ENTRY_VERSION, entry.storedAt, entry.freshUntil, 0])
 }
+
+/** The found entry an unread one holds, or undefined when its text is not a well-formed list of values. Never throws. */
+export function readUnread (entry: UnreadEntry): CachedAnswer | undefined {
+  let values: unknown
+  try {
+    values = JSON.parse(entry.text)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(values) || values.length > MAX_VALUES || !values.every(isHandleValue)) return undefined
+  return { kind: 'found', values: values as HandleValue[], storedAt: entry.storedAt, freshUntil: entry.freshUntil }
+}
+
+/**
+ * A found entry's stored line `["KEY",[1,storedAt,freshUntil,1,VALUES]]` read without parsing VALUES:
+ * [key, unread entry], or undefined when the line is not of that plain shape (a key with an escape, a
+ * not-found entry, anything else): the caller then parses it whole, as before.
+ */
+export function readUnreadLine (line: string, maxKeyLength: number): [string, UnreadEntry] | undefined {
+  const head = UNREAD_HEAD.exec(line)
+  if (head === null || !line.endsWith(']]]')) return undefined
+  const [whole, key = '', stored = '', fresh = ''] = head
+  const storedAt = Number(stored)
+  const freshUntil = Number(fresh)
+  if (!isCacheKey(key, maxKeyLength) || !isTime(storedAt) || !isTime(freshUntil) || freshUntil < storedAt) return undefined
+  // From the values' opening bracket up to the two that close the entry and the line.
+  return [key, { kind: 'unread', storedAt, freshUntil, text: line.slice(whole.length - 1, -2) }]
+}
+
+// `["KEY",[1,storedAt,freshUntil,1,[`: a key without quotes, escapes or control characters, times as plain integers.
+// eslint-disable-next-line no-control-regex -- JSON forbids them raw in a string
+const UNREAD_HEAD = /^\["([^"\\\x00-\x1f]+)",\[1,(\d{1,16}),(\d{1,16}),1,\[/
 
 /** The entry, or undefined when `text` is not a well-formed entry of this version. Never throws. */
 export function decodeEntry (text: string): CachedAnswer | undefined {
@@ -48,7 +89,7 @@ const MAX_CLOCK_SKEW_MS = 60_000
  * this process would keep it fresh itself (freshBound). A hostile or skewed entry must not pin a
  * record for years, nor win every "newer than what we hold" comparison.
  */
-export function plausibleEntry (entry: CachedAnswer, at: number, policy: FreshnessPolicy): boolean {
+export function plausibleEntry (entry: { storedAt: number, freshUntil: number }, at: number, policy: FreshnessPolicy): boolean {
   return entry.storedAt <= at + MAX_CLOCK_SKEW_MS && entry.freshUntil - entry.storedAt <= freshBound(policy)
 }
 

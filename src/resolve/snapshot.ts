@@ -5,7 +5,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import type { CachedAnswer, RecordCache } from './cache.js'
 import { checkSource, sameSource, sourceId } from './cache-source.js'
 import type { CacheSource } from './cache-source.js'
-import { checkEntry, encodeEntry, isCacheKey } from './entry-codec.js'
+import { checkEntry, encodeEntry, isCacheKey, readUnreadLine } from './entry-codec.js'
 
 /**
  * The cache on disk (behaviour.md §11, CACHE_FILE): NDJSON, one line per entry, between a header
@@ -136,6 +136,13 @@ async function loadFile (opts: LoadOptions): Promise<LoadResult> {
       }
       if (line.text === undefined) {
         result.bad++
+        continue
+      }
+      // Most lines are a found record: its times are read now, its values when it is first asked for.
+      const unread = readUnreadLine(line.text, opts.maxKeyLength)
+      if (unread !== undefined) {
+        if (opts.cache.restoreUnread(unread[0], unread[1], at)) result.loaded++
+        else result.expired++
         continue
       }
       const parsed = parseLine(line.text, opts.maxKeyLength)

@@ -145,7 +145,6 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
       '["10.5555/lower-case-key",[1,1764000000000,1764086400000,0]]', // not a key we make
       '["10.5555/R9",[1,1764086400000,1764000000000,0]]', // fresh until before stored
       '["10.5555/R9",[1,1764000000000,9999999999999999,0]]', // an absurd time
-      '["10.5555/R9",[1,1764000000000,1764086400000,1,[{"index":"1","type":"URL","data":{}}]]]', // bad values
       '["10.5555/R9",[2,1764000000000,1764086400000,0]]', // a version we do not read
       '{"__proto__":{"polluted":true}}',
       '[' + 'x'.repeat(3 * 1024 * 1024) + ']', // longer than any record
@@ -159,6 +158,27 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     expect(second.logs.some((l) => l.msg === 'skipped bad lines in the cache snapshot' && l.badLines === hostile.length)).toBe(true)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     expect(existsSync(cacheFile)).toBe(true)
+  })
+
+  it('a record whose values do not read is dropped when its DOI is first asked for: the upstream answers it', async () => {
+    // A found record's values are read the first time it is asked for, not at start (a restart with a
+    // million records reads their times only); a line whose values are not values is then a miss.
+    const upstream = await upstreamFor(records(1))
+    const cacheFile = tempFile()
+    const first = await start(upstream, { cacheFile })
+    await first.app.inject({ url: '/api/handles/10.5555/r0' })
+    await first.app.close()
+    const [header = '', ...rest] = readFileSync(cacheFile, 'utf8').split('\n')
+    const now = Date.now()
+    const broken = `["10.5555/R0",[1,${now},${now + DAY},1,[{"index":"1","type":"URL","data":{}}]]]`
+    writeFileSync(cacheFile, [header, ...rest.filter((l) => !l.startsWith('["10.5555/R0"')).slice(0, -2), broken, ...rest.slice(-2)].join('\n'))
+    const asked = upstream.count('10.5555/r0')
+    const second = await start(upstream, { cacheFile })
+    const res = await second.app.inject({ url: '/api/handles/10.5555/r0' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(JSON.parse(res.body).values.find((v: HandleValue) => v.type === 'URL').data.value).toBe('http://example.org/r0')
+    expect(upstream.count('10.5555/r0')).toBe(asked + 1)
   })
 
   it('a snapshot from a larger cache fills a smaller one with the most recently used records', async () => {
