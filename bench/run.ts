@@ -145,7 +145,7 @@ async function main (): Promise<void> {
   writeSection('speed', speedSection({ mode: mode + subset, settingsLine, code, rows }))
   // Drawn from the table as written (rounded), so the pictures show exactly the published numbers.
   // The client's ceiling is about the load generator, not a server: left out of the pictures.
-  const charts = writeSpeedCharts(rowsFromResults(readFileSync(RESULTS_PATH, 'utf8')).filter((r) => r.scenario !== 'client'))
+  const charts = writeSpeedCharts(rowsFromResults(readFileSync(RESULTS_PATH, 'utf8')))
   log(`\nwrote ${RESULTS_PATH} and ${charts.join(', ')} (${seconds} s)`)
 }
 

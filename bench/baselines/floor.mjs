@@ -5,37 +5,56 @@
 // itself, as it does for ours), so "ours ÷ floor" is the cost of being a resolver and nothing else.
 // Without it: a 302 with a body the size of our redirect page (the client-ceiling check and zipf use it).
 // With FLOOR_EMPTY=1: a 204 with no body, the least a node:http server can answer.
+// With FLOOR_WORKERS=N (N > 1): N processes sharing the port through node:cluster, as our server runs
+// with WORKERS=N, so that both have the same number of processes on the same cores.
+import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 
-const LOCATION = 'https://publisher.example/article/10.1234/floor'
-let status = 302
-let body = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
-let headers = [['location', LOCATION], ['content-type', 'text/html; charset=utf-8'], ['content-length', String(body.length)]]
-let keepAliveS = 5
-
-if (process.env.FLOOR_ANSWER !== undefined && process.env.FLOOR_ANSWER !== '') {
-  const answer = JSON.parse(readFileSync(process.env.FLOOR_ANSWER, 'utf8'))
-  status = answer.status
-  headers = answer.headers
-  body = Buffer.from(answer.body, 'base64')
-  keepAliveS = answer.keepAliveTimeoutS ?? keepAliveS
-} else if (process.env.FLOOR_EMPTY === '1') {
-  status = 204
-  headers = []
-  body = Buffer.alloc(0)
+const workers = Number(process.env.FLOOR_WORKERS ?? 1)
+if (workers > 1 && cluster.isPrimary) {
+  for (let i = 0; i < workers; i++) cluster.fork()
+  const stopAll = () => {
+    for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGTERM')
+    process.exit(0)
+  }
+  process.on('SIGTERM', stopAll)
+  if (!process.stdin.isTTY) process.stdin.on('close', stopAll).resume()
+} else {
+  serve()
 }
-// writeHead takes a flat [name, value, name, value, …] array and keeps that order.
-const flat = headers.flat()
 
-const server = createServer((_req, res) => {
-  res.writeHead(status, flat)
-  res.end(body)
-})
-server.keepAliveTimeout = keepAliveS * 1000
+function serve () {
+  const LOCATION = 'https://publisher.example/article/10.1234/floor'
+  let status = 302
+  let body = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
+  let headers = [['location', LOCATION], ['content-type', 'text/html; charset=utf-8'], ['content-length', String(body.length)]]
+  let keepAliveS = 5
 
-const port = Number(process.env.PORT ?? 8001)
-server.listen(port, process.env.HOST ?? '127.0.0.1')
-process.on('SIGTERM', () => server.close(() => process.exit(0)))
-// Started by the bench runner with stdin as a pipe: when the runner dies, so do we.
-if (!process.stdin.isTTY) process.stdin.on('close', () => process.exit(0)).resume()
+  if (process.env.FLOOR_ANSWER !== undefined && process.env.FLOOR_ANSWER !== '') {
+    const answer = JSON.parse(readFileSync(process.env.FLOOR_ANSWER, 'utf8'))
+    status = answer.status
+    headers = answer.headers
+    body = Buffer.from(answer.body, 'base64')
+    keepAliveS = answer.keepAliveTimeoutS ?? keepAliveS
+  } else if (process.env.FLOOR_EMPTY === '1') {
+    status = 204
+    headers = []
+    body = Buffer.alloc(0)
+  }
+  // writeHead takes a flat [name, value, name, value, …] array and keeps that order.
+  const flat = headers.flat()
+
+  const server = createServer((_req, res) => {
+    res.writeHead(status, flat)
+    res.end(body)
+  })
+  server.keepAliveTimeout = keepAliveS * 1000
+
+  const port = Number(process.env.PORT ?? 8001)
+  server.listen(port, process.env.HOST ?? '127.0.0.1')
+  process.on('SIGTERM', () => server.close(() => process.exit(0)))
+  // Started by the bench runner with stdin as a pipe: when the runner dies, so do we (a worker: when the primary does).
+  if (cluster.isWorker) process.on('disconnect', () => process.exit(0))
+  else if (!process.stdin.isTTY) process.stdin.on('close', () => process.exit(0)).resume()
+}

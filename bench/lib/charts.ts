@@ -65,7 +65,7 @@ export function writeSpeedCharts (rows: readonly ChartRow[], dir = join(ROOT, 'b
   return written
 }
 
-/** The rows of a speed table as RESULTS.md holds it (to redraw the charts without measuring again). */
+/** The rows of a speed table as RESULTS.md holds it (to redraw the charts without measuring again), but the client's ceiling: trivial servers, not resolvers, drawn nowhere. */
 export function rowsFromResults (markdown: string): ChartRow[] {
   const rows: ChartRow[] = []
   const speed = /<!-- speed:start -->([\s\S]*?)<!-- speed:end -->/.exec(markdown)?.[1] ?? ''
@@ -80,7 +80,7 @@ export function rowsFromResults (markdown: string): ChartRow[] {
     if (!inTable) continue
     if (!line.startsWith('|')) break
     // | scenario | server | req/s | p50 | p99 | …
-    if (cells.length < 7 || cells[1]?.startsWith('---') === true || cells[1] === '') continue
+    if (cells.length < 7 || cells[1]?.startsWith('---') === true || cells[1] === '' || cells[1] === 'client') continue
     const rps = Number(cells[3])
     const p99 = Number(cells[5])
     rows.push({ scenario: cells[1] as string, server: cells[2] as string, result: Number.isFinite(rps) && Number.isFinite(p99) && cells[3] !== '—' ? { rps, p99 } : undefined })

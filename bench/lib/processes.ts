@@ -4,11 +4,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildIfStale } from '../../scripts/build-if-stale.js'
+import { defaultWorkers } from '../../src/main/cpu-quota.js'
 import { nginxConfig, nginxTrivialConfig } from './nginx.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
@@ -20,7 +22,40 @@ export interface Target {
   name: string
   baseUrl: string
   port: number
+  /** The server's process; its CPU time and its children's (workers) is read by cpuMs. */
+  pid?: number
   stop (): Promise<void>
+}
+
+/**
+ * CPU time (user + system, ms) used so far by a process and every process under it (cluster workers,
+ * nginx workers), from /proc; undefined where there is no /proc. Sampled around a measured run, it
+ * gives CPU per answer: unlike req/s, it does not move when something else takes the cores.
+ */
+export function cpuMs (pid: number | undefined): number | undefined {
+  if (pid === undefined || !existsSync('/proc/self/stat')) return undefined
+  const parentOf = new Map<number, number>()
+  const ticks = new Map<number, number>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      // Fields after the command's closing parenthesis: state, ppid, …, utime (14th field), stime (15th).
+      const f = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+      parentOf.set(Number(name), Number(f[1]))
+      ticks.set(Number(name), Number(f[11]) + Number(f[12]))
+    } catch {} // gone meanwhile
+  }
+  let sum = 0
+  for (const [p, t] of ticks) {
+    for (let q: number | undefined = p, depth = 0; q !== undefined && q > 1 && depth < 8; q = parentOf.get(q), depth++) {
+      if (q === pid) {
+        sum += t
+        break
+      }
+    }
+  }
+  // USER_HZ is 100 on Linux.
+  return sum * 10
 }
 
 const running = new Set<ChildProcess>()
@@ -175,7 +210,21 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200, opts.readyTimeoutMs)
-  return { name, baseUrl, port, stop: async () => await stop(child, opts.stopGraceMs ?? 8_000) }
+  return { name, baseUrl, port, pid: child.pid, stop: async () => await stop(child, opts.stopGraceMs ?? 8_000) }
+}
+
+/**
+ * How many processes our server runs with `env`: WORKERS, or what src/main.ts works out when it is
+ * unset (the cores a cgroup allows, else the machine's). The same-bytes floor runs as many.
+ */
+export function oursWorkers (env: Record<string, string | undefined> = {}): number {
+  const set = Number(env.WORKERS ?? 0)
+  if (Number.isInteger(set) && set > 0) return set
+  let cpuMax: string | undefined
+  try {
+    cpuMax = readFileSync('/sys/fs/cgroup/cpu.max', 'utf8')
+  } catch {}
+  return defaultWorkers(cpuMax, availableParallelism())
 }
 
 export interface FloorOptions {
@@ -184,6 +233,8 @@ export interface FloorOptions {
   /** A 204 with no body: the client-ceiling check. */
   empty?: boolean
   name?: string
+  /** Processes sharing the port (node:cluster), as our server's WORKERS; default 1. */
+  workers?: number
 }
 
 /** The floor: bare node:http answering one fixed answer (bench/baselines/floor.mjs). */
@@ -192,10 +243,11 @@ export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port) }
   if (opts.answerFile !== undefined) env.FLOOR_ANSWER = opts.answerFile
   if (opts.empty === true) env.FLOOR_EMPTY = '1'
+  if (opts.workers !== undefined) env.FLOOR_WORKERS = String(opts.workers)
   const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, 'floor', `${baseUrl}/readyz`, (s) => s > 0)
-  return { name: opts.name ?? 'floor (node:http)', baseUrl, port, stop: async () => await stop(child) }
+  return { name: opts.name ?? 'floor (node:http)', baseUrl, port, pid: child.pid, stop: async () => await stop(child) }
 }
 
 /** Is nginx installed? (We never install it ourselves.) */
@@ -224,6 +276,7 @@ export async function startNginx (upstream: UpstreamProcess | 'return-204'): Pro
     name: upstream === 'return-204' ? 'nginx return 204' : 'nginx proxy_cache',
     baseUrl,
     port,
+    pid: child.pid,
     stop: async () => {
       await stop(child)
       rmSync(dir, { recursive: true, force: true })

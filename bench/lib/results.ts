@@ -33,16 +33,17 @@ function statusText (row: Row): string {
 
 /** Ratios are computed against the floor and nginx rows of the same scenario. */
 export function speedTable (rows: readonly Row[]): string {
-  const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
-  const rule = '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|'
+  const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | CPU µs / answer | CPU ÷ floor | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
+  const rule = '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|'
   const lines = [header, rule]
   for (const row of rows) {
     if (row.skipped !== undefined || row.result === undefined) {
-      lines.push(`| ${row.scenario} | ${row.server} | — | — | — | — | — | — | — | — | — | ${row.skipped ?? 'no result'} |`)
+      lines.push(`| ${row.scenario} | ${row.server} | — | — | — | — | — | — | — | — | — | — | — | ${row.skipped ?? 'no result'} |`)
       continue
     }
     const same = rows.filter((r) => r.scenario === row.scenario && r.result !== undefined)
-    const floor = same.find((r) => r.server.startsWith('floor'))?.result
+    const floorRow = same.find((r) => r.server.startsWith('floor'))
+    const floor = floorRow?.result
     const nginx = same.find((r) => r.server.startsWith('nginx'))?.result
     const r = row.result
     const isFloor = row.server.startsWith('floor')
@@ -50,7 +51,7 @@ export function speedTable (rows: readonly Row[]): string {
     const added = row.addedP50 === undefined ? '—' : `${fixed(row.addedP50, 2)} / ${fixed(row.addedP99, 2)}`
     if (row.scenario === 'client') {
       // Trivial servers, not resolvers: no ratio to a floor or to nginx means anything here.
-      lines.push(`| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | — | — | — | ${statusText(row)} |`)
+      lines.push(`| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | ${fixed(row.cpuPerAnswerUs, 1)} | — | — | — | — | ${statusText(row)} |`)
       continue
     }
     lines.push([
@@ -58,6 +59,8 @@ export function speedTable (rows: readonly Row[]): string {
       isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
       isFloor ? '1.00×' : ratio(r.p99, floor?.p99),
       isNginx ? '1.00×' : isFloor ? '—' : ratio(r.rps, nginx?.rps),
+      fixed(row.cpuPerAnswerUs, 1),
+      isFloor ? '1.00×' : ratio(row.cpuPerAnswerUs, floorRow?.cpuPerAnswerUs),
       fixed(row.hitRatio, 3), fixed(row.upstreamPerRequest, 4), added, (row.note ?? '').replace(/\|/g, '/'), ''
     ].join(' | ').trim())
   }
@@ -81,7 +84,8 @@ export function beforeAfterTable (rows: readonly Row[]): string {
     const before = same.find((r) => r.server === beforeName)
     const after = same.find((r) => r.server === 'doi-proxy')
     if (before === undefined && after === undefined) continue
-    const floor = same.find((r) => r.server.startsWith('floor'))?.result
+    const floorRow = same.find((r) => r.server.startsWith('floor'))
+    const floor = floorRow?.result
     if (floor === undefined) {
       withoutFloor.push(scenario)
       continue

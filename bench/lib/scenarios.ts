@@ -18,7 +18,7 @@ import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
 import { mergeLoads, probe, Samples, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
-import { NGINX_MISSING, startFloor, startNginx, startOurs } from './processes.js'
+import { NGINX_MISSING, cpuMs, oursWorkers, startFloor, startNginx, startOurs } from './processes.js'
 import { drive } from './wrk.js'
 import type { DriveOptions, GeneratorName } from './wrk.js'
 import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile } from './floor-answer.js'
@@ -80,6 +80,8 @@ export interface Row {
   /** Our latency minus the upstream's configured latency (cold). */
   addedP50?: number
   addedP99?: number
+  /** The server's CPU time (its workers' included) per answer during the measured rounds, µs. */
+  cpuPerAnswerUs?: number
   note?: string
   skipped?: string
 }
@@ -128,7 +130,8 @@ async function sameBytesFloor (ctx: Context, ours: Target, path: string, headers
   // built (headers in another order); the floor copies the answer every later hit gets.
   await warm(ours.baseUrl, [path, path, path, path, path], { concurrency: 1, ...(headers === undefined ? {} : { headers }) })
   const answer = await captureAnswer(ours.baseUrl, path, headers)
-  const floor = await startFloor({ answerFile: writeAnswerFile(answer), name: 'floor (node:http, same bytes)' })
+  // As many processes as ours (WORKERS, node:cluster): the same layout on the same cores.
+  const floor = await startFloor({ answerFile: writeAnswerFile(answer), name: 'floor (node:http, same bytes)', workers: oursWorkers(ctx.serverEnv) })
   // Checked, not assumed: both asked again, every header but Date compared in order and case, and the body.
   const oursBytes = await answerBytes(ours.baseUrl, path, headers)
   const floorBytes = await answerBytes(floor.baseUrl, path, headers)
@@ -207,7 +210,7 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
   const run = async (t: Target, o: Omit<DriveOptions, 'baseUrl' | 'connections'>): Promise<LoadResult> => await drive(gen(t), { baseUrl: t.baseUrl, connections: s.connections, ...h, ...o })
   const warmSequence = uniformSequence(paths, 7)
   const roundSequences = Array.from({ length: s.rounds }, (_, r) => uniformSequence(paths, 1 + r))
-  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, warmStatuses: {} as Record<string, number> }))
+  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, cpuMs: 0 as number | undefined, warmStatuses: {} as Record<string, number> }))
   for (const a of servers) {
     const extraBefore = extraCount()
     a.warmStatuses = await warm(a.t.baseUrl, paths, h)
@@ -222,7 +225,10 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
       const upstreamBefore = await ctx.upstream.requests()
       const extraBefore = extraCount()
       // Every server gets the same sequence in a round; each round its own.
+      const cpuBefore = cpuMs(a.t.pid)
       const part = await run(a.t, { durationS: s.roundS, paths: roundSequences[r] ?? warmSequence, samples: a.samples })
+      const cpuAfter = cpuMs(a.t.pid)
+      a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
       a.extra += extraCount() - extraBefore
       a.upstream += (await ctx.upstream.requests()) - upstreamBefore
       a.parts.push(part)
@@ -234,7 +240,8 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
     const result = mergeLoads(a.parts, a.samples)
     const extraNote = opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : ''
     ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`)
-    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), note: statusNote(result) + extraNote }
+    const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
+    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), note: statusNote(result) + extraNote }
   })
 }
 
