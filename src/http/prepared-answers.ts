@@ -55,10 +55,19 @@ interface PlainTarget {
 interface LastServed {
   work: EntryWork
   negotiation: string
+  /** The headers the negotiation was worked out from: the same three again give the same negotiation. */
+  asked: NegotiatedHeaders
   /** The Host header a page's base URL came from; undefined when the answer does not depend on it. */
   host: string | undefined
   answer: PreparedAnswer
   outcome: Tally | undefined
+}
+
+/** What content negotiation reads of a request (src/handle/negotiate.ts). */
+interface NegotiatedHeaders {
+  accept: string | undefined
+  acceptLanguage: string | undefined
+  userAgent: string | undefined
 }
 
 /**
@@ -121,9 +130,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
 
   /** The negotiation class of a request (the REST API does not negotiate). */
   function negotiationOf (target: PlainTarget, req: IncomingMessage): string {
-    if (target.api) return ''
-    const { headers } = req
-    return negotiate({ accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }).key
+    return target.api ? '' : negotiate(negotiatedHeaders(req)).key
   }
 
   function baseOf (req: IncomingMessage): string | undefined {
@@ -173,12 +180,14 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     if (target === undefined) return false
     const work = resolver.cachedAnswer(target.handle, target.key)?.work
     if (work === undefined) return false
-    const negotiation = negotiationOf(target, req)
-    const now = opts.now()
+    const asked = negotiatedHeaders(req)
     let last = lastServed.get(target)
+    // The same headers as the last request of the target have the same negotiation: not worked out again.
+    const negotiation = target.api ? '' : last !== undefined && sameHeaders(last.asked, asked) ? last.negotiation : negotiate(asked).key
+    const now = opts.now()
     // Chosen again when anything that chose it differs, or it has run out (a newer one may be kept by now).
     if (last === undefined || last.work !== work || last.negotiation !== negotiation || (last.host !== undefined && last.host !== req.headers.host) || last.answer.validUntil <= now) {
-      last = chooseAnswer(target, work, negotiation, req)
+      last = chooseAnswer(target, work, negotiation, asked, req)
       if (last === undefined || last.answer.validUntil <= now) return false
       lastServed.set(target, last)
     }
@@ -190,13 +199,13 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 
   /** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
-  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, req: IncomingMessage): LastServed | undefined {
+  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiatedHeaders, req: IncomingMessage): LastServed | undefined {
     const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
       const name = answerName({ ...target, negotiation, baseUrl }, kind)
       return name === undefined ? undefined : work.answers.get(name)
     }
     const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
-      answer === undefined ? undefined : { work, negotiation, host: page && opts.publicBaseUrl === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
+      answer === undefined ? undefined : { work, negotiation, asked, host: page && opts.publicBaseUrl === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
     if (target.api) return served(found('api'), undefined, false)
     const redirect = found('redirect')
     if (redirect !== undefined) return served(redirect, opts.outcomes.redirect, false)
@@ -204,6 +213,15 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     // A values page when the record has nothing to redirect to, the not-found page when there is no record.
     return served(found('values', base), opts.outcomes.values, true) ?? served(found('not-found', base), opts.outcomes.notFound, true)
   }
+}
+
+function negotiatedHeaders (req: IncomingMessage): NegotiatedHeaders {
+  const { headers } = req
+  return { accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }
+}
+
+function sameHeaders (a: NegotiatedHeaders, b: NegotiatedHeaders): boolean {
+  return a.accept === b.accept && a.acceptLanguage === b.acceptLanguage && a.userAgent === b.userAgent
 }
 
 /** The target of a plain request line, or null: a query or fragment makes an answer of its own. */
