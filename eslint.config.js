@@ -1,5 +1,5 @@
 import neostandard from 'neostandard'
 
 export default [
-  ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**'] })
+  ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**', 'bench/.tmp/**'] })
 ]
