@@ -4,20 +4,24 @@ import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from './config/schema.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
-import { apiHandler } from './http/routes/api.js'
-import { proxyHandler } from './http/routes/proxy.js'
+import type { RouteContext } from './http/route-context.js'
+import apiRoutes, { apiHandler, apiOptions } from './http/routes/api.js'
+import batchRoutes from './http/routes/batch.js'
+import openUrlRoutes from './http/routes/openurl.js'
+import opsRoutes from './http/routes/ops.js'
+import proxyRoutes, { proxyHandler, proxyOptions } from './http/routes/proxy.js'
+import raRoutes from './http/routes/ra.js'
+import settingsRoutes from './http/routes/settings.js'
+import staticRoutes from './http/routes/static.js'
+import statusRoutes from './http/routes/status.js'
 import { answerClientError, createHttpServer } from './http/server-edge.js'
-import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
-import batchRoutes from './plugins/batch-routes.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
 import preparedAnswers from './plugins/prepared-answers.js'
 import lifecycle from './plugins/lifecycle.js'
-import opsRoutes from './plugins/ops-routes.js'
-import proxyRoutes, { proxyRouteOptions } from './plugins/proxy-routes.js'
 import requestLog from './plugins/request-log.js'
 import { createServices } from './services.js'
-import type { ServiceDeps, Services } from './services.js'
+import type { ServiceDeps } from './services.js'
 
 /** What buildApp may be given instead of building it itself (the services' own, and the logger); tests pass real objects here, never mocks. */
 export interface AppDeps extends ServiceDeps {
@@ -46,12 +50,17 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(preparedAnswers, { config, services }) // a cached DOI's kept answer, written before routing
   await app.register(cors)                                 // CORS headers on every answer; preflight requests
   await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
-  await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics /status /robots.txt /favicon.ico
-  await app.register(apiRoutes, { config, services })      // /api/handles, /doiRA, /ra
+  await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics
+  await app.register(statusRoutes, { config, services })   // /status /status.json
+  await app.register(staticRoutes)                         // /robots.txt /favicon.ico
+  await app.register(apiRoutes, { config, services })      // /api/handles, /api/openapi.json
+  await app.register(raRoutes, { config, services })       // /doiRA, /ra
   await app.register(batchRoutes, { config, services })    // POST /api/batch
-  await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
+  await app.register(proxyRoutes, { config, services })    // /{doi}, the form posted to /
+  await app.register(openUrlRoutes, { config, services })  // /openurl
+  await app.register(settingsRoutes, { config, services }) // /settings
 
-  late.badUrl = badUrlRoute(app, config, services)
+  late.badUrl = badUrlRoute(app, { config, services })
   return app
 }
 
@@ -105,9 +114,9 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */
-function badUrlRoute (app: FastifyInstance, config: Config, services: Services): LateRoutes['badUrl'] {
-  const proxy = proxyHandler(proxyRouteOptions(config, services))
-  const api = apiHandler(apiRouteOptions(config, services))
+function badUrlRoute (app: FastifyInstance, context: RouteContext): LateRoutes['badUrl'] {
+  const proxy = proxyHandler(proxyOptions(context))
+  const api = apiHandler(apiOptions(context))
   return async (request, reply) => {
     const isApi = (request.raw.url ?? '').startsWith('/api/handles/')
     try {

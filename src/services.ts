@@ -7,30 +7,23 @@ import { upstreamUserAgent } from './config/schema.js'
 import { freshnessPolicy } from './handle/freshness.js'
 import { cacheKey } from './handle/name.js'
 import { registerAdmission } from './http/admission.js'
-import type { Admission } from './http/admission.js'
 import { createLocalServices } from './http/local-service.js'
-import type { LocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
-import type { MetadataAnswers } from './http/metadata.js'
 import { createPreparedAnswers } from './http/prepared-answers.js'
-import type { PreparedAnswers } from './http/prepared-answers.js'
+import type { RouteServices } from './http/route-context.js'
 import { createLogThrottle } from './observe/log-throttle.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
-import type { Metrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
-import type { CountryLookup } from './resolve/geoip.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
 import { createProxyService } from './resolve/proxy-service.js'
-import type { ProxyService } from './resolve/proxy-service.js'
 import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
 import type { UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
-import type { Resolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
@@ -43,30 +36,8 @@ export interface ServiceDeps {
   random?: () => number
 }
 
-/** What the routes and the hot path share: built once per app by createServices. */
-export interface Services {
-  /** Clock in epoch ms. */
-  now: () => number
-  metrics: Metrics
-  /** Local store → cache → fair queue → upstream (through the shared tier and the breakers). */
-  resolver: Resolver
-  /** The proxy's flow: a handle and its query to a redirect, a page or an error. */
-  proxyService: ProxyService
-  /** The gate before upstream-bound work: load shedding, rate limits, the fair queue's ticket. */
-  admission: Admission
-  /** The optional GeoIP database, the last resort for a client's country. */
-  countryLookup: CountryLookup | undefined
-  /** The local services (behaviour.md §10), only when one is configured. */
-  localServices: LocalServices | undefined
-  /** Negotiated requests answered with stored or fetched metadata (docs/metadata.md). */
-  metadata: MetadataAnswers
-  /** Self-links use this host when a request's Host header is unusable. */
-  fallbackHost: string
-  /** Answers kept with cached records and written before routing (src/http/prepared-answers.ts). */
-  prepared: PreparedAnswers
-  /** Whether the upstream answers, as the last lookups found it ('unknown' offline and before any). */
-  upstreamState: () => UpstreamState
-}
+/** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
+export interface Services extends RouteServices {}
 
 /** What buildApp gives its plugins. */
 export interface AppContext {
