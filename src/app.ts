@@ -15,6 +15,7 @@ import settingsRoutes from './http/routes/settings.js'
 import staticRoutes from './http/routes/static.js'
 import statusRoutes from './http/routes/status.js'
 import { answerClientError, createHttpServer } from './http/server-edge.js'
+import admission from './plugins/admission.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
 import preparedAnswers from './plugins/prepared-answers.js'
@@ -46,7 +47,11 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   // hooks come first so that they run before any plugin's own (a hook added later reaches a plugin, but last).
   if (config.logRequests) await app.register(requestLog)  // one log line per answer
   await app.register(lifecycle)                            // app.lifecycle: readiness; draining closes connections
-  const services = await createServices(app, config, deps) // upstream, cache and tiers, resolver, proxy service, admission
+  const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle }) // upstream, cache and tiers, resolver, proxy service, admission
+  app.addHook('onListen', hooks.onListen)
+  app.addHook('preClose', hooks.preClose)
+  app.addHook('onClose', hooks.onClose)
+  await app.register(admission, { config, services })
   await app.register(preparedAnswers, { config, services }) // a cached DOI's kept answer, written before routing
   await app.register(cors)                                 // CORS headers on every answer; preflight requests
   await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
