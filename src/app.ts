@@ -43,29 +43,36 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const late: LateRoutes = { badUrl: async (_request, reply) => reply.code(400).send() }
   const app = Fastify(serverOptions(config, deps, late))
 
-  // In this order: a route takes the error handler in place when its plugin is registered, and the global
-  // hooks come first so that they run before any plugin's own (a hook added later reaches a plugin, but last).
-  if (config.logRequests) await app.register(requestLog)  // one log line per answer
-  await app.register(lifecycle)                            // app.lifecycle: readiness; draining closes connections
-  const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle }) // upstream, cache and tiers, resolver, proxy service, admission
-  app.addHook('onListen', hooks.onListen)
-  app.addHook('preClose', hooks.preClose)
-  app.addHook('onClose', hooks.onClose)
-  await app.register(admission, { config, services })
-  await app.register(preparedAnswers, { config, services }) // a cached DOI's kept answer, written before routing
-  await app.register(cors)                                 // CORS headers on every answer; preflight requests
-  await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
-  await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics
-  await app.register(statusRoutes, { config, services })   // /status /status.json
-  await app.register(staticRoutes)                         // /robots.txt /favicon.ico
-  await app.register(apiRoutes, { config, services })      // /api/handles, /api/openapi.json
-  await app.register(raRoutes, { config, services })       // /doiRA, /ra
-  await app.register(batchRoutes, { config, services })    // POST /api/batch
-  await app.register(proxyRoutes, { config, services })    // /{doi}, the form posted to /
-  await app.register(openUrlRoutes, { config, services })  // /openurl
-  await app.register(settingsRoutes, { config, services }) // /settings
+  // Every plugin and hook of the app, in this order. The root's hooks come first, so that they run before
+  // any plugin's own (a hook added later reaches a plugin, but last); the error handler comes before the
+  // routes, which take the one in place when they are registered.
+  if (config.logRequests) await app.register(requestLog) // LOG_REQUESTS: one log line per answer, of every route
+  await app.register(lifecycle) // app.lifecycle: ready once loaded, not once closing; answers close their connection while draining
+  // The object graph (upstream client, fair queue, breakers, cache and tiers, local store, resolver, proxy
+  // service, admission gate); it registers nothing itself.
+  const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle })
+  const context = { config, services }
+  app.addHook('onListen', hooks.onListen) // one request says whether the upstream answers (not offline; not without listen)
+  app.addHook('preClose', hooks.preClose) // the cache snapshot written as closing begins, not after requests drain
+  app.addHook('onClose', hooks.onClose) // upstream, Redis, local store, recorder, open access, metadata: the last opened closed first
+  await app.register(admission, context) // under-pressure and rate-limit on the root, which the gate asks; before the routes
+  await app.register(preparedAnswers, context) // a cached DOI's kept answer, written by our server before routing
+  await app.register(cors) // CORS headers on every answer (one onRequest hook); answers to preflight requests
+  await app.register(errorPages, context) // the one error handler, and 405 for other methods: the root's, for every route
 
-  late.badUrl = badUrlRoute(app, { config, services })
+  // The routes, each file its own encapsulated plugin; the router picks one by its path, not by this order.
+  await app.register(opsRoutes, context) // /healthz, /readyz, /metrics
+  await app.register(statusRoutes, context) // /status, /status.json (its collector runs from ready to close)
+  await app.register(staticRoutes) // /robots.txt, /favicon.ico
+  await app.register(apiRoutes, context) // /api/handles/{doi}, /api/openapi.json, other /api/ paths
+  await app.register(raRoutes, context) // /doiRA/{dois}, /ra/{dois}
+  await app.register(batchRoutes, context) // POST /api/batch, with its own body parsers and limits
+  await app.register(proxyRoutes, context) // /{doi}, and / with the query form posted to it (a form parser)
+  await app.register(openUrlRoutes, context) // /openurl, answered as /{doi} (the same form parser)
+  await app.register(settingsRoutes, context) // /settings, /settings/set (the same form parser)
+
+  // Paths the router refuses to decode go to the proxy's or the REST API's handler (frameworkErrors).
+  late.badUrl = badUrlRoute(app, context)
   return app
 }
 
