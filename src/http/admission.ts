@@ -48,14 +48,12 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
   }
 
   // Set by `register`, from the plugins it registers on the app.
-  let app: FastifyInstance | undefined
   let underPressureNow = (): boolean => false
   type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   let general: Limiter | undefined
   let auth: Limiter | undefined
 
   async function register (root: FastifyInstance): Promise<void> {
-    app = root
     if (config.maxEventLoopDelayMs > 0) {
       // Registered to measure only: its own hook lets every request through, and we ask it before upstream work.
       await root.register(underPressure, {
@@ -71,12 +69,12 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
         cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
         ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
       })
-      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => root.rateLimit({
+      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => (root.rateLimit({
         max,
         timeWindow: config.rateLimitWindowMs,
         keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
         errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
-      }) as unknown as Limiter
+      }) as unknown as Limiter).bind(root)
       if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
       if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
     }
@@ -91,7 +89,7 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
     // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
     const limiter = bypass ? (auth ?? general) : general
     if (limiter === undefined || isAllowListed(request.ip)) return undefined
-    return limiter.call(app, request, reply).catch((err: unknown) => {
+    return limiter(request, reply).catch((err: unknown) => {
       (limiter === auth ? refused.auth : refused.general).inc()
       throw err
     })
