@@ -4,20 +4,25 @@ import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from './config/schema.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
-import { apiHandler } from './http/routes/api.js'
-import { proxyHandler } from './http/routes/proxy.js'
+import type { RouteContext } from './http/route-context.js'
+import apiRoutes, { apiHandler, apiOptions } from './http/routes/api.js'
+import batchRoutes from './http/routes/batch.js'
+import openUrlRoutes from './http/routes/openurl.js'
+import opsRoutes from './http/routes/ops.js'
+import proxyRoutes, { proxyHandler, proxyOptions } from './http/routes/proxy.js'
+import raRoutes from './http/routes/ra.js'
+import settingsRoutes from './http/routes/settings.js'
+import staticRoutes from './http/routes/static.js'
+import statusRoutes from './http/routes/status.js'
 import { answerClientError, createHttpServer } from './http/server-edge.js'
-import apiRoutes, { apiRouteOptions } from './plugins/api-routes.js'
-import batchRoutes from './plugins/batch-routes.js'
+import admission from './plugins/admission.js'
 import cors from './plugins/cors.js'
 import errorPages from './plugins/error-pages.js'
 import preparedAnswers from './plugins/prepared-answers.js'
 import lifecycle from './plugins/lifecycle.js'
-import opsRoutes from './plugins/ops-routes.js'
-import proxyRoutes, { proxyRouteOptions } from './plugins/proxy-routes.js'
 import requestLog from './plugins/request-log.js'
 import { createServices } from './services.js'
-import type { ServiceDeps, Services } from './services.js'
+import type { ServiceDeps } from './services.js'
 
 /** What buildApp may be given instead of building it itself (the services' own, and the logger); tests pass real objects here, never mocks. */
 export interface AppDeps extends ServiceDeps {
@@ -38,20 +43,36 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   const late: LateRoutes = { badUrl: async (_request, reply) => reply.code(400).send() }
   const app = Fastify(serverOptions(config, deps, late))
 
-  // In this order: a route takes the error handler in place when its plugin is registered, and the global
-  // hooks come first so that they run before any plugin's own (a hook added later reaches a plugin, but last).
-  if (config.logRequests) await app.register(requestLog)  // one log line per answer
-  await app.register(lifecycle)                            // app.lifecycle: readiness; draining closes connections
-  const services = await createServices(app, config, deps) // upstream, cache and tiers, resolver, proxy service, admission
-  await app.register(preparedAnswers, { config, services }) // a cached DOI's kept answer, written before routing
-  await app.register(cors)                                 // CORS headers on every answer; preflight requests
-  await app.register(errorPages, { config, services })     // 405 for other methods; error pages, HTML or API JSON
-  await app.register(opsRoutes, { config, services })      // /healthz /readyz /metrics /status /robots.txt /favicon.ico
-  await app.register(apiRoutes, { config, services })      // /api/handles, /doiRA, /ra
-  await app.register(batchRoutes, { config, services })    // POST /api/batch
-  await app.register(proxyRoutes, { config, services })    // /{doi}, /openurl, /settings
+  // Every plugin and hook of the app, in this order. The root's hooks come first, so that they run before
+  // any plugin's own (a hook added later reaches a plugin, but last); the error handler comes before the
+  // routes, which take the one in place when they are registered.
+  if (config.logRequests) await app.register(requestLog) // LOG_REQUESTS: one log line per answer, of every route
+  await app.register(lifecycle) // app.lifecycle: ready once loaded, not once closing; answers close their connection while draining
+  // The object graph (upstream client, fair queue, breakers, cache and tiers, local store, resolver, proxy
+  // service, admission gate); it registers nothing itself.
+  const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle })
+  const context = { config, services }
+  app.addHook('onListen', hooks.onListen) // one request says whether the upstream answers (not offline; not without listen)
+  app.addHook('preClose', hooks.preClose) // the cache snapshot written as closing begins, not after requests drain
+  app.addHook('onClose', hooks.onClose) // upstream, Redis, local store, recorder, open access, metadata: the last opened closed first
+  await app.register(admission, context) // under-pressure and rate-limit on the root, which the gate asks; before the routes
+  await app.register(preparedAnswers, context) // a cached DOI's kept answer, written by our server before routing
+  await app.register(cors) // CORS headers on every answer (one onRequest hook); answers to preflight requests
+  await app.register(errorPages, context) // the one error handler, and 405 for other methods: the root's, for every route
 
-  late.badUrl = badUrlRoute(app, config, services)
+  // The routes, each file its own encapsulated plugin; the router picks one by its path, not by this order.
+  await app.register(opsRoutes, context) // /healthz, /readyz, /metrics
+  await app.register(statusRoutes, context) // /status, /status.json (its collector runs from ready to close)
+  await app.register(staticRoutes) // /robots.txt, /favicon.ico
+  await app.register(apiRoutes, context) // /api/handles/{doi}, /api/openapi.json, other /api/ paths
+  await app.register(raRoutes, context) // /doiRA/{dois}, /ra/{dois}
+  await app.register(batchRoutes, context) // POST /api/batch, with its own body parsers and limits
+  await app.register(proxyRoutes, context) // /{doi}, and / with the query form posted to it (a form parser)
+  await app.register(openUrlRoutes, context) // /openurl, answered as /{doi} (the same form parser)
+  await app.register(settingsRoutes, context) // /settings, /settings/set (the same form parser)
+
+  // Paths the router refuses to decode go to the proxy's or the REST API's handler (frameworkErrors).
+  late.badUrl = badUrlRoute(app, context)
   return app
 }
 
@@ -105,9 +126,9 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */
-function badUrlRoute (app: FastifyInstance, config: Config, services: Services): LateRoutes['badUrl'] {
-  const proxy = proxyHandler(proxyRouteOptions(config, services))
-  const api = apiHandler(apiRouteOptions(config, services))
+function badUrlRoute (app: FastifyInstance, context: RouteContext): LateRoutes['badUrl'] {
+  const proxy = proxyHandler(proxyOptions(context))
+  const api = apiHandler(apiOptions(context))
   return async (request, reply) => {
     const isApi = (request.raw.url ?? '').startsWith('/api/handles/')
     try {

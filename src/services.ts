@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import type { Dispatcher } from 'undici'
 import { setUpCacheTiers } from './services/cache-tiers.js'
@@ -6,31 +6,26 @@ import type { Config } from './config/schema.js'
 import { upstreamUserAgent } from './config/schema.js'
 import { freshnessPolicy } from './handle/freshness.js'
 import { cacheKey } from './handle/name.js'
-import { registerAdmission } from './http/admission.js'
-import type { Admission } from './http/admission.js'
+import { createAdmission } from './http/admission.js'
+import type { AdmissionControl } from './http/admission.js'
 import { createLocalServices } from './http/local-service.js'
-import type { LocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
-import type { MetadataAnswers } from './http/metadata.js'
 import { createPreparedAnswers } from './http/prepared-answers.js'
-import type { PreparedAnswers } from './http/prepared-answers.js'
+import type { RouteServices } from './http/route-context.js'
+import type { Lifecycle } from './http/routes/ops.js'
 import { createLogThrottle } from './observe/log-throttle.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
-import type { Metrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
-import type { CountryLookup } from './resolve/geoip.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
 import { createProxyService } from './resolve/proxy-service.js'
-import type { ProxyService } from './resolve/proxy-service.js'
 import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
 import type { UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
-import type { Resolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
@@ -43,29 +38,26 @@ export interface ServiceDeps {
   random?: () => number
 }
 
-/** What the routes and the hot path share: built once per app by createServices. */
-export interface Services {
-  /** Clock in epoch ms. */
-  now: () => number
-  metrics: Metrics
-  /** Local store → cache → fair queue → upstream (through the shared tier and the breakers). */
-  resolver: Resolver
-  /** The proxy's flow: a handle and its query to a redirect, a page or an error. */
-  proxyService: ProxyService
-  /** The gate before upstream-bound work: load shedding, rate limits, the fair queue's ticket. */
-  admission: Admission
-  /** The optional GeoIP database, the last resort for a client's country. */
-  countryLookup: CountryLookup | undefined
-  /** The local services (behaviour.md §10), only when one is configured. */
-  localServices: LocalServices | undefined
-  /** Negotiated requests answered with stored or fetched metadata (docs/metadata.md). */
-  metadata: MetadataAnswers
-  /** Self-links use this host when a request's Host header is unusable. */
-  fallbackHost: string
-  /** Answers kept with cached records and written before routing (src/http/prepared-answers.ts). */
-  prepared: PreparedAnswers
-  /** Whether the upstream answers, as the last lookups found it ('unknown' offline and before any). */
-  upstreamState: () => UpstreamState
+/** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
+export interface Services extends RouteServices {
+  /** The gate, and the plugins it asks, which src/plugins/admission.ts registers. */
+  admission: AdmissionControl
+}
+
+/** What createServices needs of the app being built: its logger, and whether it is serving (ready and not draining). */
+export interface ServiceHost {
+  log: FastifyBaseLogger
+  lifecycle: Lifecycle
+}
+
+/** What must run as the server listens and closes; app.ts adds each as a hook. */
+export interface ServiceHooks {
+  /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. */
+  onListen (): Promise<void>
+  /** preClose: the cache snapshot written as closing begins. */
+  preClose (): Promise<void>
+  /** onClose: what holds a connection, a file or a timer closed, the last opened first. */
+  onClose (): Promise<void>
 }
 
 /** What buildApp gives its plugins. */
@@ -79,13 +71,17 @@ const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
 /**
  * The object graph behind the routes: metrics, the upstream client with its fair queue and breakers,
  * the record cache and its other tiers, the local store, the resolver, the proxy service, and the
- * admission gate (its plugins, @fastify/under-pressure and @fastify/rate-limit, go on the root). What
- * holds a connection, a file or a timer is closed with the app (onClose and preClose hooks).
+ * admission gate (its plugins, @fastify/under-pressure and @fastify/rate-limit, are registered by
+ * app.ts). It registers nothing on the app: what must run when the server listens and closes comes
+ * back as `hooks`, for app.ts to add.
  */
-export async function createServices (app: FastifyInstance, config: Config, deps: ServiceDeps): Promise<Services> {
+export async function createServices (config: Config, deps: ServiceDeps, host: ServiceHost): Promise<{ services: Services, hooks: ServiceHooks }> {
+  const { log, lifecycle } = host
   const now = deps.now ?? Date.now
+  // What holds a connection, a file or a timer, in the order opened: closed the other way round.
+  const closers: Array<() => Promise<void>> = []
   const metrics = createMetrics()
-  const reachability = createReachability({ onChange: (state) => logReachability(app, config.upstreamUrl, state) })
+  const reachability = createReachability({ onChange: (state) => logReachability(log, config.upstreamUrl, state) })
   const rawUpstream = createUpstreamClient({
     baseUrl: config.upstreamUrl,
     userAgent: upstreamUserAgent(config),
@@ -99,7 +95,7 @@ export async function createServices (app: FastifyInstance, config: Config, deps
       maxMs: config.upstreamRetryMaxMs,
       onRetry: (handle, attempt, reason) => {
         metrics.upstreamRetries.inc()
-        app.log.info({ handle, attempt, reason }, 'retrying the upstream')
+        log.info({ handle, attempt, reason }, 'retrying the upstream')
       }
     },
     ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher }),
@@ -107,7 +103,7 @@ export async function createServices (app: FastifyInstance, config: Config, deps
   })
   // At start, one request says whether the upstream answers (logged by the tracker); a server that never
   // listens (tests, tools) asks nothing.
-  if (!config.offline) app.addHook('onListen', async () => { rawUpstream.fetchRecord(PROBE_HANDLE).catch(() => {}) })
+  const onListen = async (): Promise<void> => { if (!config.offline) rawUpstream.fetchRecord(PROBE_HANDLE).catch(() => {}) }
   const queue = createFairQueue({
     maxActive: config.upstreamMaxConcurrent,
     perClient: config.upstreamPerClient,
@@ -132,19 +128,20 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     },
     onBreaker: (state) => {
       metrics.breakerOpen.set(BREAKER_LEVEL[state])
-      app.log.warn({ state }, 'upstream circuit breaker changed state')
+      log.warn({ state }, 'upstream circuit breaker changed state')
     },
     onPrefixBreaker: (prefix, state) => {
       if (state === 'open') metrics.prefixBreakerOpenings.inc()
-      app.log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
+      log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
     }
   })
-  app.addHook('onClose', async () => { await upstream.close() })
+  closers.push(async () => { await upstream.close() })
   // How long answers stay fresh and are kept, in every tier (src/handle/freshness.ts).
   const freshness = freshnessPolicy(config)
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })
   // The snapshot file and the shared tier in Redis (behaviour.md §11).
-  const tiers = await setUpCacheTiers(app, config, { cache, freshness, metrics, now })
+  const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now })
+  closers.push(tiers.close)
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({
@@ -152,16 +149,16 @@ export async function createServices (app: FastifyInstance, config: Config, deps
       authoritativePrefixes: config.localAuthoritativePrefixes,
       watch: config.localStoreWatch,
       ...(config.localStorePollMs > 0 ? { poll: true, pollIntervalMs: config.localStorePollMs } : {}),
-      log: app.log
+      log
     })
   if (local !== undefined) {
-    app.addHook('onClose', async () => { await local.close() })
+    closers.push(async () => { await local.close() })
     metrics.observeLocalStore(() => local.stats().records)
   }
   const throttleStale = createLogThrottle(1000)
   // RECORD_TO: what is fetched is written for an offline replay (docs/testing-with-doi-proxy.md); flushed at close.
-  const recorder = config.recordTo === undefined || config.offline ? undefined : await openRecorder({ dir: config.recordTo, log: app.log })
-  if (recorder !== undefined) app.addHook('onClose', async () => { await recorder.close() })
+  const recorder = config.recordTo === undefined || config.offline ? undefined : await openRecorder({ dir: config.recordTo, log })
+  if (recorder !== undefined) closers.push(async () => { await recorder.close() })
   const fetcher = tiers.wrap(upstream)
   const resolver = createResolver({
     upstream: config.offline ? undefined : recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
@@ -174,9 +171,9 @@ export async function createServices (app: FastifyInstance, config: Config, deps
     refreshAhead: config.refreshAhead,
     onStale: (handle, err) => {
       metrics.staleServed.inc()
-      throttleStale(err.code, (suppressed) => app.log.warn({ handle, code: err.code, suppressed }, 'upstream failed; serving a stale record'))
+      throttleStale(err.code, (suppressed) => log.warn({ handle, code: err.code, suppressed }, 'upstream failed; serving a stale record'))
     },
-    onRefreshError: (handle, err) => app.log.warn({ handle, err }, 'background refresh failed')
+    onRefreshError: (handle, err) => log.warn({ handle, err }, 'background refresh failed')
   })
   metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
   const reportedProblems = new LRUCache<string, true>({ max: 10_000 })
@@ -190,18 +187,19 @@ export async function createServices (app: FastifyInstance, config: Config, deps
       const key = `${cacheKey(handle)}\u0000${problems.join('\u0000')}`
       if (reportedProblems.has(key)) return
       reportedProblems.set(key, true)
-      app.log.warn({ handle, problems }, 'skipped broken 10320/loc data')
+      log.warn({ handle, problems }, 'skipped broken 10320/loc data')
     }
   })
 
-  const admission = await registerAdmission(app, config, metrics, tiers.redis)
+  const admission = createAdmission(config, metrics, tiers.redis)
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const openAccess = await setUpOpenAccess(app, config, { metrics, now, redis: tiers.redis })
+  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis })
+  if (openAccess !== undefined) closers.push(async () => { await openAccess.close() })
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })
-  app.addHook('onClose', async () => { await metadata.close() })
-  return {
+  closers.push(async () => { await metadata.close() })
+  const services: Services = {
     now,
     metrics,
     resolver,
@@ -222,18 +220,32 @@ export async function createServices (app: FastifyInstance, config: Config, deps
       fallbackHost: `${config.host}:${config.port}`,
       served: metrics.preparedAnswers.tally(),
       outcomes: { redirect: metrics.outcomes.redirect, values: metrics.outcomes.values, notFound: metrics.outcomes.not_found },
-      serving: () => app.lifecycle.ready,
+      serving: () => lifecycle.ready,
       now
     }),
     upstreamState: reachability.state
   }
+  return { services, hooks: { onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
+}
+
+/** Closes each, the last opened first, every one even when one fails; then the first failure, if any. */
+async function closeAll (closers: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  let failure: unknown
+  for (const close of [...closers].reverse()) {
+    try {
+      await close()
+    } catch (err) {
+      failure ??= err
+    }
+  }
+  if (failure !== undefined) throw failure
 }
 
 /** One line each time the upstream starts or stops answering, naming the cause and what an operator can do. */
-function logReachability (app: FastifyInstance, upstream: string, state: UpstreamState): void {
-  if (state.state === 'answers') app.log.info({ upstream }, 'the upstream answers')
+function logReachability (log: FastifyBaseLogger, upstream: string, state: UpstreamState): void {
+  if (state.state === 'answers') log.info({ upstream }, 'the upstream answers')
   if (state.state === 'unreachable') {
-    app.log.warn({ upstream, reason: state.reason, detail: state.detail, why: REASON_WORDS[state.reason] },
+    log.warn({ upstream, reason: state.reason, detail: state.detail, why: REASON_WORDS[state.reason] },
       'the upstream cannot be reached: cached and local records are still answered; check the network and UPSTREAM_URL, or run offline (OFFLINE=true, npm run start:offline)')
   }
 }

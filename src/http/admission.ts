@@ -28,8 +28,17 @@ export interface Admission {
   gate (request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket, deadline: number }>
 }
 
+/** The gate, and the plugins it asks: `register` puts them on the app (src/plugins/admission.ts), before any route. */
+export interface AdmissionControl extends Admission {
+  /**
+   * Registers @fastify/under-pressure and @fastify/rate-limit as configured, on the app given (the root:
+   * rate-limit's onRoute hook must see every route). Until then the gate lets every request through.
+   */
+  register (app: FastifyInstance): Promise<void>
+}
+
 /** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
-export async function registerAdmission (app: FastifyInstance, config: Config, metrics: Metrics, redis?: RedisClient): Promise<Admission> {
+export function createAdmission (config: Config, metrics: Metrics, redis?: RedisClient): AdmissionControl {
   const isTrusted = networkMatcher(config.trustedNetworks)
   const isAllowListed = networkMatcher(config.rateLimitAllowList)
   const refused = {
@@ -38,34 +47,37 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
     auth: metrics.refusals.labels('auth_rate_limit')
   }
 
+  // Set by `register`, from the plugins it registers on the app.
   let underPressureNow = (): boolean => false
-  if (config.maxEventLoopDelayMs > 0) {
-    // Registered to measure only: its own hook lets every request through, and we ask it before upstream work.
-    await app.register(underPressure, {
-      maxEventLoopDelay: config.maxEventLoopDelayMs,
-      sampleInterval: 250,
-      pressureHandler: () => undefined
-    })
-    underPressureNow = () => app.isUnderPressure()
-  }
-
   type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   let general: Limiter | undefined
   let auth: Limiter | undefined
-  if (config.rateLimitMax > 0 || config.authRateLimitMax > 0) {
-    await app.register(rateLimit, {
-      global: false,
-      cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
-      ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
-    })
-    const limiter = (max: number, prefix: string, code: string, message: string): Limiter => app.rateLimit({
-      max,
-      timeWindow: config.rateLimitWindowMs,
-      keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
-      errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
-    }) as unknown as Limiter
-    if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
-    if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+
+  async function register (root: FastifyInstance): Promise<void> {
+    if (config.maxEventLoopDelayMs > 0) {
+      // Registered to measure only: its own hook lets every request through, and we ask it before upstream work.
+      await root.register(underPressure, {
+        maxEventLoopDelay: config.maxEventLoopDelayMs,
+        sampleInterval: 250,
+        pressureHandler: () => undefined
+      })
+      underPressureNow = () => root.isUnderPressure()
+    }
+    if (config.rateLimitMax > 0 || config.authRateLimitMax > 0) {
+      await root.register(rateLimit, {
+        global: false,
+        cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
+        ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
+      })
+      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => (root.rateLimit({
+        max,
+        timeWindow: config.rateLimitWindowMs,
+        keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
+        errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
+      }) as unknown as Limiter).bind(root)
+      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
+      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+    }
   }
 
   /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
@@ -77,13 +89,14 @@ export async function registerAdmission (app: FastifyInstance, config: Config, m
     // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
     const limiter = bypass ? (auth ?? general) : general
     if (limiter === undefined || isAllowListed(request.ip)) return undefined
-    return limiter.call(app, request, reply).catch((err: unknown) => {
+    return limiter(request, reply).catch((err: unknown) => {
       (limiter === auth ? refused.auth : refused.general).inc()
       throw err
     })
   }
 
   return {
+    register,
     gate (request, reply, bypass) {
       // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
       if (onlyIfCached(request.headers['cache-control'])) {

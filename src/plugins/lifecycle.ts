@@ -1,13 +1,8 @@
 /** Readiness and draining: `app.lifecycle` is ready once every plugin is loaded; while draining, answers close their connection. */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+// Its type, and `app.lifecycle`'s declaration, are with /readyz, which reads it.
 import type { Lifecycle } from '../http/routes/ops.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    lifecycle: Lifecycle
-  }
-}
 
 async function lifecycle (app: FastifyInstance): Promise<void> {
   const lifecycle: Lifecycle = { ready: false }

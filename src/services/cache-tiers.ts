@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/schema.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -13,15 +13,19 @@ import { createSharedTier, sharedFetcher } from '../resolve/shared-tier.js'
 import { loadSnapshot, scheduleSnapshots } from '../resolve/snapshot.js'
 
 /**
- * The cache's other tiers (behaviour.md §11), wired into an app: the snapshot file (loaded now,
- * written periodically and when the app closes) and the shared tier in Redis (connected now, waited
- * for at most REDIS_CONNECT_TIMEOUT_MS, closed with the app).
+ * The cache's other tiers (behaviour.md §11): the snapshot file (loaded now, written periodically and
+ * when the app closes) and the shared tier in Redis (connected now, waited for at most
+ * REDIS_CONNECT_TIMEOUT_MS, closed with the app); app.ts runs `preClose` and `close` as hooks.
  */
 export interface CacheTiers {
   /** The Redis client, for the rate limiter too; undefined without REDIS_URL (or REDIS_SENTINELS, REDIS_CLUSTER_NODES). */
   redis: RedisClient | undefined
   /** The upstream as the resolver should see it: through the shared tier when there is one. */
   wrap<F extends RecordFetcher> (upstream: F): F | RecordFetcher
+  /** Writes the snapshot and stops its timer, as closing begins (a preClose hook); nothing without CACHE_FILE. */
+  preClose (): Promise<void>
+  /** Closes the Redis client (an onClose hook); nothing without Redis. */
+  close (): Promise<void>
 }
 
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.
@@ -44,10 +48,11 @@ async function siblingSnapshots (file: string): Promise<string[]> {
     .sort()
 }
 
-export async function setUpCacheTiers (app: FastifyInstance, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
+export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
   const { cache, freshness, metrics, now } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
+  let preClose = async (): Promise<void> => {}
 
   if (config.cacheFile !== undefined) {
     const file = config.cacheFile
@@ -56,23 +61,22 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     // worker takes all of them back; a change of WORKERS loses nothing either.
     for (const one of [...await siblingSnapshots(file), file]) {
       const started = performance.now()
-      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, takeBack: one === file, log: app.log })
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, takeBack: one === file, log })
       if (loaded.loaded + loaded.expired + loaded.bad > 0) {
-        app.log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
+        log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
       }
     }
-    const snapshots = scheduleSnapshots({ file, cache, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log: app.log })
+    const snapshots = scheduleSnapshots({ file, cache, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log })
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
     // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
-    app.addHook('preClose', async () => { await snapshots.close() })
+    preClose = async () => { await snapshots.close() }
   }
 
   const settings = redisSettingsOf(config)
-  if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream }
+  if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {} }
   const redis = createRedisClient(settings)
-  app.addHook('onClose', async () => { await closeRedis(redis, config.redisCommandTimeoutMs * 10) })
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    app.log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
   }
   const tier = createSharedTier({
     redis,
@@ -84,10 +88,12 @@ export async function setUpCacheTiers (app: FastifyInstance, config: Config, dep
     maxValueBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES,
     now,
     metrics,
-    log: app.log
+    log
   })
   return {
     redis,
+    preClose,
+    close: async () => { await closeRedis(redis, config.redisCommandTimeoutMs * 10) },
     wrap: (upstream) => sharedFetcher(upstream, {
       tier,
       cache,

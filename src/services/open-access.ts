@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import type { RedisClient } from '../resolve/redis.js'
 import type { Dispatcher } from 'undici'
 import type { Config } from '../config/schema.js'
@@ -11,12 +11,12 @@ import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/op
 import type { OpenAccessProviderClient } from '../resolve/open-access-providers.js'
 
 /**
- * The open-access source of link-out chains (docs/institutional.md "Open access first"), wired into an
- * app: its provider (a file is read now), its cache and shared tier, closed with the app. Undefined
+ * The open-access source of link-out chains (docs/institutional.md "Open access first"): its provider
+ * (a file is read now), its cache and shared tier; its `close` is for the app's close. Undefined
  * without OA_PROVIDER.
  */
-export async function setUpOpenAccess (app: FastifyInstance, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
-  const provider = await providerOf(app, config, deps.dispatcher)
+export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
+  const provider = await providerOf(log, config, deps.dispatcher)
   if (provider === undefined) return undefined
   const throttle = createLogThrottle(10_000)
   const openAccess = createOpenAccess({
@@ -32,13 +32,12 @@ export async function setUpOpenAccess (app: FastifyInstance, config: Config, dep
     redisPrefix: config.redisKeyPrefix,
     lockMs: config.oaTimeoutMs,
     pollMs: config.redisWaitPollMs,
-    onError: (doi, err) => throttle(provider.name, (suppressed) => app.log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
+    onError: (doi, err) => throttle(provider.name, (suppressed) => log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
   })
-  app.addHook('onClose', async () => { await openAccess.close() })
   return openAccess
 }
 
-async function providerOf (app: FastifyInstance, config: Config, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
+async function providerOf (log: FastifyBaseLogger, config: Config, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
   const http = {
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.oaTimeoutMs,
@@ -55,6 +54,6 @@ async function providerOf (app: FastifyInstance, config: Config, dispatcher: Dis
     case 'openalex':
       return openAlexProvider(config.openalexUrl, config.contactEmail, http)
     case 'file':
-      return await fileProvider(config.oaSnapshotFile as string, config.oaSnapshotMaxEntries, (fields, message) => app.log.info(fields, message))
+      return await fileProvider(config.oaSnapshotFile as string, config.oaSnapshotMaxEntries, (fields, message) => log.info(fields, message))
   }
 }

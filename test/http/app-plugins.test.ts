@@ -43,7 +43,7 @@ describe('how buildApp is put together', () => {
     expect(apiMethod.headers['content-type']).toMatch(/^application\/json/)
   })
 
-  it('the proxy\'s form parser serves /openurl and /settings, which share its plugin', async () => {
+  it('/openurl and /settings read a posted form as the proxy does', async () => {
     const { app } = await setup()
     const openurl = await app.inject({ method: 'POST', url: '/openurl', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'rft_id=info:doi/10.5555/plain' })
     expect(openurl.statusCode).toBe(302)

@@ -13,6 +13,7 @@ import { errorsAbout } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
 import { API_HANDLES, sendParts } from '../prepared-answers.js'
 import type { PreparedAnswers } from '../prepared-answers.js'
+import type { RouteContext } from '../route-context.js'
 
 export interface ApiRouteOptions {
   resolver: Resolver
@@ -28,7 +29,8 @@ export interface ApiRouteOptions {
  * The Handle REST API exactly as the reference serves it (behaviour.md R7, §7), answered from the
  * same cache as the redirects. Aliases are not followed here.
  */
-export function registerApiRoutes (app: FastifyInstance, opts: ApiRouteOptions): void {
+export default async function apiRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+  const opts = apiOptions(context)
   app.get('/api/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_JSON))
   // Errors are rendered by the one error handler, as the REST API's JSON.
   const config = { errorFormat: 'handle-api' } as const
@@ -38,6 +40,12 @@ export function registerApiRoutes (app: FastifyInstance, opts: ApiRouteOptions):
     const { path } = splitRequestTarget(request.raw.url ?? '')
     return sendApi(reply, 404, apiUnknownEndpoint(request.method, path), { pretty: false })
   })
+}
+
+/** The REST API's options, read from the app's context: for its routes, and app.ts' handler of paths the router cannot decode. */
+export function apiOptions ({ config, services }: RouteContext): ApiRouteOptions {
+  const { resolver, admission, prepared } = services
+  return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline }
 }
 
 /** Exported for app.ts, which sends paths the router cannot decode here too. */

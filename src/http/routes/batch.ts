@@ -2,11 +2,13 @@ import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseBatchLine, textEntries } from '../../handle/batch.js'
 import type { Admission } from '../admission.js'
+import { createBatchAnswers } from '../batch.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
 import { LimitError, RefusedError, logError } from '../errors.js'
 import { UpstreamError } from '../../resolve/errors.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { Resolver } from '../../resolve/resolver.js'
+import type { RouteContext } from '../route-context.js'
 import { lazyPageContext } from './proxy.js'
 
 export interface BatchRouteOptions {
@@ -26,7 +28,21 @@ export interface BatchRouteOptions {
  * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). Its own plugin context:
  * its body parsers and their limits apply to this route only.
  */
-export function registerBatchRoutes (app: FastifyInstance, opts: BatchRouteOptions): void {
+export default async function batchRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+  const { proxyService, resolver, admission, metrics, fallbackHost } = services
+  // More lookups at once than a client may have in flight and waiting would only earn 429s from its own queue.
+  const concurrency = Math.min(config.batchConcurrency, config.upstreamPerClient + config.upstreamClientQueue)
+  const opts: BatchRouteOptions = {
+    batch: createBatchAnswers({ service: proxyService, resolver, metrics, concurrency, deadlineMs: config.requestDeadlineMs }),
+    resolver,
+    admission,
+    metrics,
+    maxLines: config.batchMaxLines,
+    maxBytes: config.batchMaxBytes,
+    maxHandleLength: config.maxHandleLength,
+    publicBaseUrl: config.publicBaseUrl,
+    fallbackHost
+  }
   app.removeAllContentTypeParsers()
   const bodyLimit = opts.maxBytes
   app.addContentTypeParser(['application/json'], { parseAs: 'string', bodyLimit }, (_request, body, done) => {

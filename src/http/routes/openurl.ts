@@ -3,16 +3,18 @@ import { encodeHandlePath, handleFromPath, splitRequestTarget } from '../../hand
 import { carriedQuery, doiFromOpenUrl } from '../../handle/openurl.js'
 import { parseProxyQuery } from '../../handle/query.js'
 import { RequestError } from '../errors.js'
+import { acceptFormBodies } from '../form-body.js'
+import type { RouteContext } from '../route-context.js'
 import { renderOpenUrlHelpPage } from '../views/institutional.js'
-import { lazyPageContext, proxyAnswer } from './proxy.js'
-import type { ProxyRouteOptions } from './proxy.js'
+import { lazyPageContext, proxyAnswer, proxyOptions } from './proxy.js'
 
 /**
  * Inbound OpenURL (behaviour.md §10): `/openurl?rft_id=info:doi/…` (GET, or POST with a form body)
  * is answered as `/{doi}` with the proxy's own parameters from the query, through the same limits,
  * resolution and local service as `/{doi}`. Other OpenURL keys are ignored.
  */
-export function registerOpenUrlRoutes (app: FastifyInstance, opts: ProxyRouteOptions): void {
+export default async function openUrlRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+  const opts = proxyOptions(context)
   const answer = proxyAnswer(opts)
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const ctx = lazyPageContext(request, opts)
@@ -45,5 +47,7 @@ export function registerOpenUrlRoutes (app: FastifyInstance, opts: ProxyRouteOpt
     return await answer(request, reply, ctx, { handle: parsed.handle, query: carried, params: parseProxyQuery(carried, fragment), post: request.method === 'POST' })
   }
   app.get('/openurl', handler)
+  // A form posted to /openurl is read as the proxy reads its own.
+  acceptFormBodies(app)
   app.post('/openurl', handler)
 }

@@ -10,6 +10,8 @@ import type { CountryLookup } from '../../resolve/geoip.js'
 import type { Admission } from '../admission.js'
 import { baseUrlFor } from '../base-url.js'
 import { RequestError, describeError, errorsAbout } from '../errors.js'
+import { acceptFormBodies } from '../form-body.js'
+import type { RouteContext } from '../route-context.js'
 import {
   renderHomePage, renderNoValuesPage, renderNotFoundPage, renderRedirectBody, renderValuesPage
 } from '../views/pages.js'
@@ -53,12 +55,31 @@ export interface ProxyRouteOptions {
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
-export function registerProxyRoutes (app: FastifyInstance, opts: ProxyRouteOptions): void {
-  const handler = proxyHandler(opts)
+export default async function proxyRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+  const handler = proxyHandler(proxyOptions(context))
   app.get('/*', handler)
   // The reference's query form posts `hdl` to `/` (behaviour.md R1 step 5); a form body is read as text.
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => { done(null, body) })
+  acceptFormBodies(app)
   app.post('/*', handler)
+}
+
+/** The proxy's options, read from the app's context: for its routes, /openurl's, and app.ts' handler of paths the router cannot decode. */
+export function proxyOptions ({ config, services }: RouteContext): ProxyRouteOptions {
+  return {
+    service: services.proxyService,
+    resolver: services.resolver,
+    admission: services.admission,
+    metrics: services.metrics,
+    maxHandleLength: config.maxHandleLength,
+    publicBaseUrl: config.publicBaseUrl,
+    fallbackHost: services.fallbackHost,
+    countryHeader: config.countryHeader,
+    countryLookup: services.countryLookup,
+    localServices: services.localServices,
+    metadata: services.metadata,
+    prepared: services.prepared,
+    offline: config.offline
+  }
 }
 
 /**

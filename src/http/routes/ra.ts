@@ -5,6 +5,7 @@ import type { RaEntry, DoiListItem } from '../../handle/ra.js'
 import type { Lookup, LookupOptions, Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
 import { LimitError, describeError } from '../errors.js'
+import type { RouteContext } from '../route-context.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -17,11 +18,12 @@ export interface RaRouteOptions {
 }
 
 /** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): behaviour.md R8, §7. */
-export function registerRaRoutes (app: FastifyInstance, opts: RaRouteOptions): void {
+export default async function raRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+  const opts: RaRouteOptions = { resolver: services.resolver, admission: services.admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency }
   // Errors are rendered by the one error handler, as {"message"} JSON.
-  const config = { errorFormat: 'message' } as const
-  app.get('/doiRA/*', { config }, raHandler(opts, '/doiRA/'))
-  app.get('/ra/*', { config }, raHandler(opts, '/ra/'))
+  const routeConfig = { errorFormat: 'message' } as const
+  app.get('/doiRA/*', { config: routeConfig }, raHandler(opts, '/doiRA/'))
+  app.get('/ra/*', { config: routeConfig }, raHandler(opts, '/ra/'))
 }
 
 function raHandler (opts: RaRouteOptions, prefix: string) {

@@ -1,38 +1,36 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { LocalServiceConfig } from '../../config/local-services.js'
 import { splitRequestTarget } from '../../handle/name.js'
 import { baseUrlFor } from '../base-url.js'
+import { acceptFormBodies } from '../form-body.js'
 import { choiceCookie, COOKIE_NAME, NO_SERVICE, savedChoice } from '../local-service.js'
 import { renderSettingsPage } from '../views/institutional.js'
 import { renderErrorPage } from '../views/pages.js'
+import type { RouteContext } from '../route-context.js'
 
 const HTML = 'text/html; charset=utf-8'
 // The smallest transparent GIF: 1×1, one colour, 43 bytes.
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64')
 
-export interface SettingsRouteOptions {
-  services: readonly LocalServiceConfig[]
-  publicBaseUrl: string | undefined
-  fallbackHost: string
-}
-
 /**
  * The reader's choice of local service (behaviour.md §10): `/settings` (a page, and its form), and
  * `/settings/set?service=ID`, a 1×1 GIF a library's login page can embed (doi.org's "cookie pusher").
  */
-export function registerSettingsRoutes (app: FastifyInstance, opts: SettingsRouteOptions): void {
-  const byId = new Map(opts.services.map((s) => [s.id, s]))
-  const baseOf = (request: FastifyRequest): string => baseUrlFor(request, opts.publicBaseUrl, opts.fallbackHost)
+export default async function settingsRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+  const { localServices: choices, publicBaseUrl } = config
+  const byId = new Map(choices.map((s) => [s.id, s]))
+  const baseOf = (request: FastifyRequest): string => baseUrlFor(request, publicBaseUrl, services.fallbackHost)
   const refuse = (reply: FastifyReply, base: string, status: 400 | 403, message: string): FastifyReply =>
     reply.code(status).type(HTML).header('cache-control', 'no-store').send(renderErrorPage({ baseUrl: base }, { status, message }))
 
   app.get('/settings', async (request, reply) => {
     const { query } = splitRequestTarget(request.raw.url ?? '/')
-    const view = { services: opts.services, current: savedChoice(request, byId), saved: new URLSearchParams(query).has('saved'), cookieName: COOKIE_NAME }
+    const view = { services: choices, current: savedChoice(request, byId), saved: new URLSearchParams(query).has('saved'), cookieName: COOKIE_NAME }
     // The page shows this reader's cookie: no cache may keep it.
     return reply.type(HTML).header('cache-control', 'no-store').send(renderSettingsPage({ baseUrl: baseOf(request) }, view))
   })
 
+  // The form on the page posts here, encoded as the proxy's own form.
+  acceptFormBodies(app)
   app.post('/settings', async (request, reply) => {
     const base = baseOf(request)
     if (isCrossSite(request, base)) return refuse(reply, base, 403, 'Your choice can only be saved from this resolver\'s own settings page.')

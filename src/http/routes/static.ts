@@ -5,7 +5,7 @@ const ROBOTS = 'User-agent: *\nCrawl-delay: 1\nRequest-rate: 1/1\n'
 const FAVICON = buildFavicon()
 
 /** `/robots.txt` and `/favicon.ico`: answered locally, never sent upstream as handles. */
-export function registerStaticRoutes (app: FastifyInstance): void {
+export default async function staticRoutes (app: FastifyInstance): Promise<void> {
   app.get('/robots.txt', async (_request, reply) => {
     return reply.type('text/plain; charset=utf-8').header('cache-control', 'public, max-age=86400').send(ROBOTS)
   })

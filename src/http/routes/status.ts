@@ -1,10 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Config } from '../../config/schema.js'
-import type { Metrics } from '../../observe/metrics.js'
-import type { UpstreamState } from '../../resolve/reachability.js'
 import { createStatusCollector } from '../../status/collector.js'
 import { baseUrlFor } from '../base-url.js'
 import { networkMatcher } from '../client.js'
+import type { RouteContext } from '../route-context.js'
 import { renderErrorPage } from '../views/pages.js'
 import { REFRESH_SCRIPT_HASH, renderStatusPage } from '../views/status.js'
 
@@ -14,33 +12,21 @@ const HTML = 'text/html; charset=utf-8'
 const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '${REFRESH_SCRIPT_HASH}'; connect-src 'self'; ` +
   "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-export interface StatusRouteOptions {
-  metrics: Metrics
-  config: Config
-  now?: () => number
-  /** Whether the upstream answers (src/resolve/reachability.ts). */
-  upstreamState?: () => UpstreamState
-}
-
 /**
  * `/status` and `/status.json` (issue 15): for operators only. Clients outside STATUS_ALLOW (default
  * loopback) get 403; `request.ip` honours TRUST_PROXY. Neither answer carries CORS headers: another
  * site open in an operator's browser must not read them. The figures come from a collector that reads
  * our counters once a second, never from work per request.
  */
-export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOptions): void {
+export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+  const { metrics, now, upstreamState } = services
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
-  opts.metrics.showBounds(opts.config)
-  const collector = createStatusCollector({
-    metrics: opts.metrics,
-    config: opts.config,
-    ...(opts.now === undefined ? {} : { now: opts.now }),
-    ...(opts.upstreamState === undefined ? {} : { upstreamState: opts.upstreamState })
-  })
-  const allowed = networkMatcher(opts.config.statusAllow)
+  metrics.showBounds(config)
+  const collector = createStatusCollector({ metrics, config, now, upstreamState })
+  const allowed = networkMatcher(config.statusAllow)
   app.addHook('onReady', async () => { collector.start() })
   app.addHook('onClose', async () => { collector.stop() })
-  const fallbackHost = `${opts.config.host}:${opts.config.port}`
+  const fallbackHost = `${config.host}:${config.port}`
 
   const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
     reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
@@ -54,7 +40,7 @@ export function registerStatusRoutes (app: FastifyInstance, opts: StatusRouteOpt
   const forbidden = 'The status page is only for the people who run this resolver, from the networks they allowed (STATUS_ALLOW).'
 
   app.get('/status', async (request, reply) => {
-    const ctx = { baseUrl: baseUrlFor(request, opts.config.publicBaseUrl, fallbackHost) }
+    const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
     if (!guard(request, reply)) return reply.code(403).type(HTML).send(renderErrorPage(ctx, { status: 403, message: forbidden }))
     const snapshot = await collector.snapshot()
     return reply.type(HTML).header('content-security-policy', STATUS_CSP).send(renderStatusPage(ctx, snapshot))
