@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildIfStale } from '../../scripts/build-if-stale.js'
+import { OPTIONS } from '../../src/config/schema.js'
 import { defaultWorkers } from '../../src/main/cpu-quota.js'
 import { nginxConfig, nginxTrivialConfig } from './nginx.js'
 
@@ -214,11 +215,11 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
 }
 
 /**
- * How many processes our server runs with `env`: WORKERS, or what src/main.ts works out when it is
- * unset (the cores a cgroup allows, else the machine's). The same-bytes floor runs as many.
+ * How many processes our server runs with `env`: WORKERS (default 1), or for 0 what src/main.ts works
+ * out (the cores a cgroup allows, else the machine's). The same-bytes floor runs as many.
  */
 export function oursWorkers (env: Record<string, string | undefined> = {}): number {
-  const set = Number(env.WORKERS ?? 0)
+  const set = Number(env.WORKERS ?? OPTIONS.workers.default)
   if (Number.isInteger(set) && set > 0) return set
   let cpuMax: string | undefined
   try {
