@@ -182,7 +182,7 @@ async function main (): Promise<void> {
       '|---|--:|--:|--:|---|--:|',
       `| none | ${empty.readyS.toFixed(2)} | ${empty.rssMiB.toFixed(0)} | ${empty.entries} | — | ${stopText(empty.stopS)} |`,
       ...runs.map((r, i) => `| ${written.toLocaleString('en')} records, start ${i + 1} | ${r.readyS.toFixed(2)} | ${r.rssMiB.toFixed(0)} | ${r.entries} | ${r.hit} | ${stopText(r.stopS)} |`),
-      `| the next restart: what start 1 wrote (${family} files: CACHE_FILE and one per worker) | ${again.readyS.toFixed(2)} | ${again.rssMiB.toFixed(0)} | ${again.entries} | ${again.hit} | ${stopText(again.stopS)} |`,
+      `| the next restart: what start 1 wrote (${family === 1 ? 'CACHE_FILE alone: WORKERS=1' : `${family} files: CACHE_FILE and one per worker`}) | ${again.readyS.toFixed(2)} | ${again.rssMiB.toFixed(0)} | ${again.entries} | ${again.hit} | ${stopText(again.stopS)} |`,
       '',
       `**${best.readyS.toFixed(1)} s** to ready with ${written.toLocaleString('en')} records, ${verdict}; RSS ${best.rssMiB.toFixed(0)} MiB, ${perRecord.toFixed(0)} B per record over the empty start (compare the memory table: RSS per record there is measured after filling through requests).`,
       ''
