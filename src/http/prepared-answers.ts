@@ -129,8 +129,8 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 
   /** The negotiation class of a request (the REST API does not negotiate). */
-  function negotiationOf (target: PlainTarget, req: IncomingMessage): string {
-    return target.api ? '' : negotiate(negotiatedHeaders(req)).key
+  function negotiationOf (target: PlainTarget, asked: NegotiatedHeaders): string {
+    return target.api ? '' : negotiate(asked).key
   }
 
   function baseOf (req: IncomingMessage): string | undefined {
@@ -142,7 +142,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     const { method, url } = req
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined) return undefined
     const target = targetOf(url)
-    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, req), baseUrl: baseOf(req) }
+    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiatedHeaders(req)), baseUrl: baseOf(req) }
   }
 
   return {
@@ -183,7 +183,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     const asked = negotiatedHeaders(req)
     let last = lastServed.get(target)
     // The same headers as the last request of the target have the same negotiation: not worked out again.
-    const negotiation = target.api ? '' : last !== undefined && sameHeaders(last.asked, asked) ? last.negotiation : negotiate(asked).key
+    const negotiation = last !== undefined && sameHeaders(last.asked, asked) ? last.negotiation : negotiationOf(target, asked)
     const now = opts.now()
     // Chosen again when anything that chose it differs, or it has run out (a newer one may be kept by now).
     if (last === undefined || last.work !== work || last.negotiation !== negotiation || (last.host !== undefined && last.host !== req.headers.host) || last.answer.validUntil <= now) {
