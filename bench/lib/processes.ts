@@ -25,6 +25,8 @@ export interface Target {
   port: number
   /** The server's process; its CPU time and its children's (workers) is read by cpuMs. */
   pid?: number
+  /** Said in the notes of its rows in RESULTS.md (the same-bytes floor: what it writes, and that it was checked). */
+  note?: string
   stop (): Promise<void>
 }
 

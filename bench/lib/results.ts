@@ -167,7 +167,7 @@ export function speedSection (run: SpeedRun): string {
     '',
     `Machine: ${machine()}  `,
     `Date: ${new Date().toISOString()}  `,
-    `Load average (1 min) when the run ended: ${(loadavg()[0] ?? NaN).toFixed(2)} (2 cores: above 1, something else was running; re-run before trusting a ratio)  `,
+    loadLine(loadavg()[0] ?? NaN),
     ...(run.code === undefined ? [] : [`Code: ${run.code}  `]),
     `Mode: ${run.mode}. ${run.settingsLine}`,
     '',
@@ -221,4 +221,10 @@ export function runBench (main: () => Promise<void>): void {
     process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`)
     process.exit(1)
   })
+}
+
+/** The load average as the run ended, and what it says: on 2 cores, above 1 means something else ran too. */
+function loadLine (load: number): string {
+  const verdict = load > 1 ? 'above 1 on 2 cores: something else was running; re-run before trusting a ratio' : 'at most 1 on 2 cores: nothing else to speak of'
+  return `Load average (1 min) when the run ended: ${load.toFixed(2)} (${verdict})  `
 }

@@ -137,6 +137,7 @@ async function sameBytesFloor (ctx: Context, ours: Target, path: string, headers
   const floorBytes = await answerBytes(floor.baseUrl, path, headers)
   const same = oursBytes === floorBytes
   ctx.log(`  floor: the same bytes as ${ours.name}'s answer for ${path} (${describeAnswer(answer)}): ${same ? 'checked, identical but for Date' : 'WARNING: the answers differ'}`)
+  floor.note = `writes ${ours.name}'s answer for ${path}${headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`}: ${describeAnswer(answer)}; checked before measuring, identical but for Date`
   if (!same) {
     await floor.stop()
     throw new Error(`the same-bytes floor does not answer like ${ours.name} for ${path}:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
@@ -197,6 +198,25 @@ interface SteadyOptions {
 }
 
 /**
+ * `rounds` rounds over the servers: each round runs every server in turn (`measure`), the order rotated
+ * by one each round so no server is always first; each part is kept with its server, each round's req/s
+ * printed.
+ */
+async function inRounds<S extends { t: Target, parts: LoadResult[] }> (ctx: Context, servers: readonly S[], measure: (a: S, round: number) => Promise<LoadResult>): Promise<void> {
+  for (let r = 0; r < ctx.settings.rounds; r++) {
+    const line: string[] = []
+    for (let k = 0; k < servers.length; k++) {
+      const a = servers[(k + r) % servers.length]
+      if (a === undefined) continue
+      const part = await measure(a, r)
+      a.parts.push(part)
+      line.push(`${a.t.name} ${part.rps.toFixed(0)}`)
+    }
+    if (servers.length > 1) ctx.log(`  round ${r + 1}/${ctx.settings.rounds}: ${line.join(', ')} req/s`)
+  }
+}
+
+/**
  * The steady measurement, over servers already started: warm each (every path once, then a
  * discarded warm-up run: JIT, connections), then `rounds` rounds of `roundS` seconds, each round
  * running every server in turn, the order rotated by one each round so no server is always first.
@@ -217,31 +237,25 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
     await run(a.t, { durationS: s.warmupS, paths: warmSequence })
     a.extra += extraCount() - extraBefore
   }
-  for (let r = 0; r < s.rounds; r++) {
-    const line: string[] = []
-    for (let k = 0; k < servers.length; k++) {
-      const a = servers[(k + r) % servers.length]
-      if (a === undefined) continue
-      const upstreamBefore = await ctx.upstream.requests()
-      const extraBefore = extraCount()
-      // Every server gets the same sequence in a round; each round its own.
-      const cpuBefore = cpuMs(a.t.pid)
-      const part = await run(a.t, { durationS: s.roundS, paths: roundSequences[r] ?? warmSequence, samples: a.samples })
-      const cpuAfter = cpuMs(a.t.pid)
-      a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
-      a.extra += extraCount() - extraBefore
-      a.upstream += (await ctx.upstream.requests()) - upstreamBefore
-      a.parts.push(part)
-      line.push(`${a.t.name} ${part.rps.toFixed(0)}`)
-    }
-    if (servers.length > 1) ctx.log(`  round ${r + 1}/${s.rounds}: ${line.join(', ')} req/s`)
-  }
+  await inRounds(ctx, servers, async (a, r) => {
+    const upstreamBefore = await ctx.upstream.requests()
+    const extraBefore = extraCount()
+    // Every server gets the same sequence in a round; each round its own.
+    const cpuBefore = cpuMs(a.t.pid)
+    const part = await run(a.t, { durationS: s.roundS, paths: roundSequences[r] ?? warmSequence, samples: a.samples })
+    const cpuAfter = cpuMs(a.t.pid)
+    a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
+    a.extra += extraCount() - extraBefore
+    a.upstream += (await ctx.upstream.requests()) - upstreamBefore
+    return part
+  })
   return servers.map((a) => {
     const result = mergeLoads(a.parts, a.samples)
     const extraNote = opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : ''
+    const targetNote = a.t.note === undefined ? '' : `; ${a.t.note}`
     ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`)
     const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
-    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), note: statusNote(result) + extraNote }
+    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), note: statusNote(result) + extraNote + targetNote }
   })
 }
 
@@ -394,19 +408,12 @@ async function cold (ctx: Context): Promise<Row[]> {
     const servers = [...ours, ...(ctx.profile ? [] : [direct])].map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0 }))
     const pathsFor = (t: Target, round: string): string[] => sequence('x', round).map(t === direct ? directPath : oursPath)
     for (const a of servers) await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.warmupS, paths: pathsFor(a.t, 'warm') })
-    for (let r = 0; r < s.rounds; r++) {
-      const line: string[] = []
-      for (let k = 0; k < servers.length; k++) {
-        const a = servers[(k + r) % servers.length]
-        if (a === undefined) continue
-        const before = await ctx.upstream.requests()
-        const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
-        a.upstream += (await ctx.upstream.requests()) - before
-        a.parts.push(part)
-        line.push(`${a.t.name} ${part.rps.toFixed(0)}`)
-      }
-      ctx.log(`  round ${r + 1}/${s.rounds}: ${line.join(', ')} req/s`)
-    }
+    await inRounds(ctx, servers, async (a, r) => {
+      const before = await ctx.upstream.requests()
+      const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
+      a.upstream += (await ctx.upstream.requests()) - before
+      return part
+    })
     const results = servers.map((a) => ({ a, result: mergeLoads(a.parts, a.samples) }))
     const base = results.find((x) => x.a.t === direct)?.result
     return results.map(({ a, result }) => {
