@@ -45,8 +45,8 @@ export function readUnread (entry: UnreadEntry): CachedAnswer | undefined {
   } catch {
     return undefined
   }
-  if (!Array.isArray(values) || values.length > MAX_VALUES || !values.every(isHandleValue)) return undefined
-  return { kind: 'found', values: values as HandleValue[], storedAt: entry.storedAt, freshUntil: entry.freshUntil }
+  if (!areValues(values)) return undefined
+  return { kind: 'found', values, storedAt: entry.storedAt, freshUntil: entry.freshUntil }
 }
 
 /**
@@ -99,14 +99,18 @@ export function checkEntry (raw: unknown): CachedAnswer | undefined {
   const [, storedAt, freshUntil, kind, values] = raw as unknown[]
   if (!isTime(storedAt) || !isTime(freshUntil) || freshUntil < storedAt) return undefined
   if (kind === 0 && raw.length === 4) return { kind: 'not-found', storedAt, freshUntil }
-  if (kind !== 1 || raw.length !== 5 || !Array.isArray(values) || values.length > MAX_VALUES) return undefined
-  if (!values.every(isHandleValue)) return undefined
-  return { kind: 'found', values: values as HandleValue[], storedAt, freshUntil }
+  if (kind !== 1 || raw.length !== 5 || !areValues(values)) return undefined
+  return { kind: 'found', values, storedAt, freshUntil }
 }
 
 /** A cache key as we make them (ASCII-folded handle), of a length we accept. */
 export function isCacheKey (key: unknown, maxLength: number): key is string {
   return typeof key === 'string' && key.length > 0 && key.length <= maxLength && cacheKey(key) === key
+}
+
+/** A found entry's values: a list of at most MAX_VALUES handle values. */
+function areValues (values: unknown): values is HandleValue[] {
+  return Array.isArray(values) && values.length <= MAX_VALUES && values.every(isHandleValue)
 }
 
 /** The same shape check the upstream client makes on the REST API's values (src/resolve/upstream.ts). */
