@@ -1,6 +1,5 @@
 import cluster from 'node:cluster'
-import { closeSync, openSync, readFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { closeSync, openSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
@@ -11,7 +10,7 @@ import { listenErrorMessage } from './main/listen-error.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
-import { defaultWorkers } from './main/cpu-quota.js'
+import { workerCount } from './main/workers.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -33,7 +32,7 @@ async function main (): Promise<void> {
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
   }, await logDestination(config.logFormat))
-  const workers = config.workers === 0 ? defaultWorkers(readCpuMax(), availableParallelism()) : config.workers
+  const workers = workerCount(config.workers)
   if (workers > 1 && cluster.isPrimary) {
     warnAboutContact(config, logger)
     runPrimary(workers, config, logger)
@@ -140,14 +139,6 @@ function releaseLostTerminal (terminals: number[]): void {
 }
 
 /** cgroup v2's CPU quota of this container, if any. */
-function readCpuMax (): string | undefined {
-  try {
-    return readFileSync('/sys/fs/cgroup/cpu.max', 'utf8')
-  } catch {
-    return undefined
-  }
-}
-
 /** doi.org asks its clients to say who they are; without CONTACT_EMAIL its operators cannot reach you. */
 function warnAboutContact (config: Config, logger: pino.Logger): void {
   if (config.offline || config.contactEmail !== undefined) return

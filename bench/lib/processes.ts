@@ -6,12 +6,11 @@ import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildIfStale } from '../../scripts/build-if-stale.js'
 import { OPTIONS } from '../../src/config/schema.js'
-import { defaultWorkers } from '../../src/main/cpu-quota.js'
+import { workerCount } from '../../src/main/workers.js'
 import { nginxConfig, nginxTrivialConfig } from './nginx.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
@@ -33,7 +32,7 @@ export interface Target {
 /**
  * CPU time (user + system, ms) used so far by a process and every process under it (cluster workers,
  * nginx workers), from /proc; undefined where there is no /proc. Sampled around a measured run, it
- * gives CPU per answer: unlike req/s, it does not move when something else takes the cores.
+ * gives CPU per answer, which moves far less than req/s when something else takes the cores.
  */
 export function cpuMs (pid: number | undefined): number | undefined {
   if (pid === undefined || !existsSync('/proc/self/stat')) return undefined
@@ -221,13 +220,7 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
  * out (the cores a cgroup allows, else the machine's). The same-bytes floor runs as many.
  */
 export function oursWorkers (env: Record<string, string | undefined> = {}): number {
-  const set = Number(env.WORKERS ?? OPTIONS.workers.default)
-  if (Number.isInteger(set) && set > 0) return set
-  let cpuMax: string | undefined
-  try {
-    cpuMax = readFileSync('/sys/fs/cgroup/cpu.max', 'utf8')
-  } catch {}
-  return defaultWorkers(cpuMax, availableParallelism())
+  return workerCount(Number(env.WORKERS ?? OPTIONS.workers.default))
 }
 
 export interface FloorOptions {
