@@ -32,20 +32,32 @@ export interface HandleRecord {
  * The one folding every module uses for types (the cache key has its own, the same rule: name.ts cacheKey).
  */
 export function asciiUpperCase (s: string): string {
-  return s.replace(/[a-z]+/g, (run) => run.toUpperCase())
+  // Most types (URL, HS_ADMIN, EMAIL) have no lower-case letter: found so, the string itself is the answer.
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 97 && c <= 122) return s.replace(LOWER_RUNS, upperRun)
+  }
+  return s
 }
 
-/** Exactly this type, ASCII case-insensitively (Util.equalsCI). */
+const LOWER_RUNS = /[a-z]+/g
+const upperRun = (run: string): string => run.toUpperCase()
+
+/**
+ * Exactly this type, ASCII case-insensitively (Util.equalsCI). Folding keeps a string's length, so a
+ * type of another length is told apart without folding either (most values, on every miss).
+ */
 export function isType (v: HandleValue, type: string): boolean {
-  return typeof v.type === 'string' && asciiUpperCase(v.type) === asciiUpperCase(type)
+  return typeof v.type === 'string' && v.type.length === type.length && asciiUpperCase(v.type) === asciiUpperCase(type)
 }
 
 /**
  * [HNS92] HandleValue.hasType: the type equals `type`, or is a subtype of it (`type.xxx`), ASCII
- * case-insensitively. So `10320/LOC` (b2handle) counts as 10320/loc, and `URL.METADATA` as URL.
+ * case-insensitively. So `10320/LOC` (b2handle) counts as 10320/loc, and `URL.METADATA` as URL. A type
+ * shorter than `type` is neither (folding keeps lengths).
  */
 export function hasType (v: HandleValue, type: string): boolean {
-  if (typeof v.type !== 'string') return false
+  if (typeof v.type !== 'string' || v.type.length < type.length) return false
   const mine = asciiUpperCase(v.type)
   const wanted = asciiUpperCase(type)
   return mine === wanted || (mine.startsWith(wanted) && mine[wanted.length] === '.')
