@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 import { parseCidr } from '../config/schema.js'
+import { boundedMemo } from '../handle/memo.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
 
 /**
@@ -25,7 +26,14 @@ function expandIpv6 (ip: string): string[] {
   return all.map((h) => (h.includes('.') ? h : Number.parseInt(h, 16).toString(16)))
 }
 
-/** A matcher for a list of addresses and CIDRs (validated at start by the config schema). */
+// Addresses whose answer a matcher remembers; the least recently seen goes first.
+const MATCHED_ADDRESSES = 4096
+
+/**
+ * A matcher for a list of addresses and CIDRs (validated at start by the config schema). Answers are
+ * remembered per address (bounded): BlockList.check builds a SocketAddress each time, and a client asks
+ * from the same address again and again.
+ */
 export function networkMatcher (cidrs: readonly string[]): (ip: string) => boolean {
   if (cidrs.length === 0) return () => false
   const list = new BlockList()
@@ -33,12 +41,12 @@ export function networkMatcher (cidrs: readonly string[]): (ip: string) => boole
     const parsed = parseCidr(item)
     if (parsed !== undefined) list.addSubnet(parsed[0], parsed[1], parsed[2])
   }
-  return (ip) => {
+  return boundedMemo(MATCHED_ADDRESSES, (ip) => {
     const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1]
     const address = mapped ?? ip
     const family = isIP(address)
     return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
-  }
+  })
 }
 
 /** The fair-queue ticket of a client address. */
