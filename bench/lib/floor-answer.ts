@@ -53,8 +53,8 @@ export async function captureAnswer (baseUrl: string, path: string, headers: Rec
 
 let files = 0
 
-/** Write the answer where floor.mjs reads it (FLOOR_ANSWER); returns the file. */
-export function writeAnswerFile (answer: CapturedAnswer): string {
+/** Write the answer where floor.mjs (FLOOR_ANSWER) or miss-floor.mjs (with `url`, the URL it replaces) reads it; returns the file. */
+export function writeAnswerFile (answer: CapturedAnswer & { url?: string }): string {
   const dir = join(TMP, 'floor-answers')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `answer-${process.pid}-${files++}.json`)

@@ -246,6 +246,20 @@ export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   return { name: opts.name ?? 'floor (node:http)', baseUrl, port, pid: child.pid, stop: async () => await stop(child) }
 }
 
+/**
+ * The miss floor (bench/baselines/miss-floor.mjs): bare node:http asking the upstream with undici for
+ * every request and writing our redirect's headers and page around the record's URL. `answerFile` is a
+ * captured answer of ours with a `url` field: the URL in it to replace.
+ */
+export async function startMissFloor (upstream: UpstreamProcess, answerFile: string): Promise<Target> {
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), UPSTREAM_URL: upstream.apiUrl, MISS_FLOOR_ANSWER: answerFile }
+  const child = start('miss floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'miss-floor.mjs')], env)
+  const baseUrl = `http://127.0.0.1:${port}`
+  await waitFor(child, 'miss floor', `${baseUrl}/readyz`, (s) => s > 0)
+  return { name: 'floor (node:http + undici, no cache)', baseUrl, port, pid: child.pid, stop: async () => await stop(child) }
+}
+
 /** Is nginx installed? (We never install it ourselves.) */
 export function nginxAvailable (): boolean {
   const result = spawnSync('nginx', ['-v'], { stdio: 'ignore' })

@@ -18,7 +18,7 @@ import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
 import { mergeLoads, probe, Samples, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
-import { NGINX_MISSING, cpuMs, oursWorkers, startFloor, startNginx, startOurs } from './processes.js'
+import { NGINX_MISSING, cpuMs, oursWorkers, startFloor, startMissFloor, startNginx, startOurs } from './processes.js'
 import { drive } from './wrk.js'
 import type { DriveOptions, GeneratorName } from './wrk.js'
 import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile } from './floor-answer.js'
@@ -390,9 +390,34 @@ async function zipf (ctx: Context): Promise<Row[]> {
 // ------------------------------------------------------------------ cold
 
 /**
- * Misses: every request a new DOI, on 8 connections. Ours (and the --before build) and the fake
- * upstream asked directly, by the same client at the same concurrency, in alternating rounds of the
- * same run; a row's "added latency" is its p50 / p99 minus the direct row's: what we add to a miss.
+ * The miss floor for cold (bench/baselines/miss-floor.mjs): bare node:http + undici writing our redirect
+ * around each record's URL. Its template is our answer to a miss, captured; checked, not assumed: ours
+ * and the floor are each asked for a DOI neither has seen, and their answers compared (every header in
+ * order and case, and the body; Date and Expires left out: both are clock readings).
+ */
+async function missFloor (ctx: Context, ours: Target, path: (name: string) => string): Promise<Target> {
+  const answer = await captureAnswer(ours.baseUrl, path('template'))
+  const url = answer.headers.find(([name]) => name.toLowerCase() === 'location')?.[1]
+  if (url === undefined) throw new Error(`${ours.name} answered a miss with ${answer.status} and no Location: no miss floor`)
+  const floor = await startMissFloor(ctx.upstream, writeAnswerFile({ ...answer, url }))
+  const clockless = (bytes: string): string => bytes.replace(/\["expires","[^"]*"\]/i, '["expires",""]')
+  const oursBytes = clockless(await answerBytes(ours.baseUrl, path('check')))
+  const floorBytes = clockless(await answerBytes(floor.baseUrl, path('check')))
+  const same = oursBytes === floorBytes
+  ctx.log(`  miss floor: ${ours.name}'s answer to a miss around each record's URL (${describeAnswer(answer)}): ${same ? 'checked, identical but for Date and Expires' : 'WARNING: the answers differ'}`)
+  floor.note = `asks the upstream with undici and writes ${ours.name}'s answer to a miss around the record's URL (${describeAnswer(answer)}); checked before measuring, identical but for Date and Expires`
+  if (!same) {
+    await floor.stop()
+    throw new Error(`the miss floor does not answer like ${ours.name}:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
+  }
+  return floor
+}
+
+/**
+ * Misses: every request a new DOI, on 8 connections. Ours (and the --before build), the miss floor and
+ * the fake upstream asked directly, by the same client at the same concurrency, in alternating rounds
+ * of the same run; a row's "added latency" is its p50 / p99 minus the direct row's: what it adds to a
+ * miss. The miss floor's is the least any server in Node adds here.
  */
 async function cold (ctx: Context): Promise<Row[]> {
   const s = ctx.settings
@@ -405,34 +430,50 @@ async function cold (ctx: Context): Promise<Row[]> {
   const directPath = (name: string): string => `/api/handles/10.3000/direct.${name}`
   return await withTargets(oursStarters(ctx), async (ours) => {
     const direct: Target = { name: 'fake upstream (direct)', baseUrl: ctx.upstream.origin, port: ctx.upstream.port, stop: async () => {} }
-    const servers = [...ours, ...(ctx.profile ? [] : [direct])].map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0 }))
-    const pathsFor = (t: Target, round: string): string[] => sequence('x', round).map(t === direct ? directPath : oursPath)
-    for (const a of servers) await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.warmupS, paths: pathsFor(a.t, 'warm') })
-    await inRounds(ctx, servers, async (a, r) => {
-      const before = await ctx.upstream.requests()
-      const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
-      a.upstream += (await ctx.upstream.requests()) - before
-      return part
-    })
-    const results = servers.map((a) => ({ a, result: mergeLoads(a.parts, a.samples) }))
-    const base = results.find((x) => x.a.t === direct)?.result
-    return results.map(({ a, result }) => {
-      const isDirect = a.t === direct
-      // Ours against the upstream asked directly; the direct row against the configured latency.
-      const addedP50 = isDirect || base === undefined ? result.p50 - latency : result.p50 - base.p50
-      const addedP99 = isDirect || base === undefined ? result.p99 - latency : result.p99 - base.p99
-      const against = isDirect || base === undefined ? `minus the configured ${latency} ms` : 'minus the fake upstream asked directly in this run (target ≤ 1 ms p50, ≤ 3 ms p99)'
-      ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms; added p50 ${addedP50.toFixed(2)} ms, p99 ${addedP99.toFixed(2)} ms (${against})`)
-      return {
-        scenario: 'cold',
-        server: a.t.name,
-        result,
-        upstreamPerRequest: a.upstream / Math.max(1, result.requests),
-        addedP50,
-        addedP99,
-        note: `${statusNote(result)}; ${s.coldConnections} connections; upstream latency ${latency} ms; added latency = ${against}`
-      }
-    })
+    const floor = ctx.profile || ours[0] === undefined ? undefined : await missFloor(ctx, ours[0], (name) => oursPath(`${run}.${name}`))
+    try {
+      const servers = [...ours, ...(floor === undefined ? [] : [floor]), ...(ctx.profile ? [] : [direct])].map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, cpuMs: 0 as number | undefined }))
+      const pathsFor = (t: Target, round: string): string[] => sequence(t === floor ? 'f' : 'x', round).map(t === direct ? directPath : oursPath)
+      for (const a of servers) await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.warmupS, paths: pathsFor(a.t, 'warm') })
+      await inRounds(ctx, servers, async (a, r) => {
+        const before = await ctx.upstream.requests()
+        const cpuBefore = cpuMs(a.t.pid)
+        const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
+        const cpuAfter = cpuMs(a.t.pid)
+        a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
+        a.upstream += (await ctx.upstream.requests()) - before
+        return part
+      })
+      const results = servers.map((a) => ({ a, result: mergeLoads(a.parts, a.samples) }))
+      const base = results.find((x) => x.a.t === direct)?.result
+      const floorResult = results.find((x) => x.a.t === floor)?.result
+      return results.map(({ a, result }) => {
+        const isDirect = a.t === direct
+        const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
+        // Ours against the upstream asked directly; the direct row against the configured latency.
+        const addedP50 = isDirect || base === undefined ? result.p50 - latency : result.p50 - base.p50
+        const addedP99 = isDirect || base === undefined ? result.p99 - latency : result.p99 - base.p99
+        const against = isDirect || base === undefined
+          ? `minus the configured ${latency} ms`
+          : a.t === floor
+            ? 'minus the fake upstream asked directly in this run: the least a server in Node adds to a miss here'
+            : 'minus the fake upstream asked directly in this run (target ≤ 1 ms p50, ≤ 3 ms p99)' +
+              (floorResult === undefined ? '' : `; minus the miss floor: ${(result.p50 - floorResult.p50).toFixed(2)} / ${(result.p99 - floorResult.p99).toFixed(2)} ms`)
+        ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms; added p50 ${addedP50.toFixed(2)} ms, p99 ${addedP99.toFixed(2)} ms (${against})`)
+        return {
+          scenario: 'cold',
+          server: a.t.name,
+          result,
+          upstreamPerRequest: a.upstream / Math.max(1, result.requests),
+          addedP50,
+          addedP99,
+          ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }),
+          note: `${statusNote(result)}; ${s.coldConnections} connections; upstream latency ${latency} ms; added latency = ${against}${a.t.note === undefined ? '' : `; ${a.t.note}`}`
+        }
+      })
+    } finally {
+      await floor?.stop()
+    }
   })
 }
 
