@@ -79,31 +79,38 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     if (budgetMs <= 0) throw upstreamErrors.timeout(opts.timeoutMs)
     const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
     const path = `${basePath}/${encodeHandlePath(handle)}${query === '' ? '' : `?${query}`}`
-    const signal = AbortSignal.timeout(budgetMs)
-    let res: Dispatcher.ResponseData
+    // One timer for the whole lookup, cleared when it ends (AbortSignal.timeout's weak-referenced timer
+    // cost a miss more than this, and stayed armed until it fired).
+    const abort = new AbortController()
+    const timer = setTimeout(() => abort.abort(new DOMException(`upstream lookup over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
     try {
-      res = await dispatcher.request({
-        origin: base.origin,
-        path,
-        method: 'GET',
-        headers,
-        signal,
-        retryOptions: { retry: retryWithin(handle, deadline, opts.retry ?? NO_RETRIES) }
-      } as Dispatcher.RequestOptions)
-    } catch (err) {
-      throw failed(classify(err, budgetMs))
+      let res: Dispatcher.ResponseData
+      try {
+        res = await dispatcher.request({
+          origin: base.origin,
+          path,
+          method: 'GET',
+          headers,
+          signal: abort.signal,
+          retryOptions: { retry: retryWithin(handle, deadline, opts.retry ?? NO_RETRIES) }
+        } as Dispatcher.RequestOptions)
+      } catch (err) {
+        throw failed(classify(err, budgetMs))
+      }
+      opts.reachability?.answered()
+      let text: string
+      try {
+        text = (await readDecoded(res, opts.maxBodyBytes, {
+          tooLarge: () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`),
+          unreadable: upstreamErrors.badResponse
+        })).toString('utf8')
+      } catch (err) {
+        throw err instanceof UpstreamError ? err : failed(classify(err, budgetMs))
+      }
+      return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
+    } finally {
+      clearTimeout(timer)
     }
-    opts.reachability?.answered()
-    let text: string
-    try {
-      text = (await readDecoded(res, opts.maxBodyBytes, {
-        tooLarge: () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`),
-        unreadable: upstreamErrors.badResponse
-      })).toString('utf8')
-    } catch (err) {
-      throw err instanceof UpstreamError ? err : failed(classify(err, budgetMs))
-    }
-    return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
   }
 
   /** A failure to get an answer, told to the reachability tracker on its way out. */
