@@ -1,4 +1,5 @@
 import { pipeline, Transform } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { interceptors, Pool } from 'undici'
 import type { Dispatcher } from 'undici'
@@ -167,19 +168,40 @@ export function retryWithin (handle: string, deadline: number, policy: RetryPoli
   }
 }
 
-/** Read a whole body, refusing more than maxBytes with `tooLarge()` (a runaway server must not fill our memory). */
-export async function readBounded (body: AsyncIterable<unknown> & { destroy: () => void }, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length
-    if (size > maxBytes) {
-      body.destroy()
-      throw tooLarge()
+/**
+ * Read a whole body, refusing more than maxBytes with `tooLarge()` (a runaway server must not fill our
+ * memory). With the stream's own events, not `for await`: its async iterator cost a miss about 10 µs.
+ * A stream that closes before its end is an error, as the iterator would make it.
+ */
+export async function readBounded (body: Readable, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
+  return await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    // Listeners stay until the stream is gone: a late 'error' then finds one and is ignored.
+    let settled = false
+    const fail = (err: unknown): void => {
+      if (settled) return
+      settled = true
+      reject(err)
     }
-    chunks.push(chunk as Buffer)
-  }
-  return Buffer.concat(chunks)
+    body.on('data', (chunk: Buffer) => {
+      if (settled) return
+      size += chunk.length
+      if (size > maxBytes) {
+        fail(tooLarge())
+        body.destroy()
+        return
+      }
+      chunks.push(chunk)
+    })
+    body.once('end', () => {
+      if (settled) return
+      settled = true
+      resolve(Buffer.concat(chunks, size))
+    })
+    body.on('error', fail)
+    body.once('close', () => fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })))
+  })
 }
 
 /** The Content-Encodings we ask for and read (each decodes through node:zlib); send it as Accept-Encoding. */

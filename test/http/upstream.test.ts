@@ -208,6 +208,17 @@ describe('upstream failures (behaviour.md §8)', () => {
     expect(res.body).toContain('took too long to answer')
   })
 
+  it('an upstream that drops the connection halfway through its answer gives 502 at once, not a hang', async () => {
+    const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 5_000 } })
+    upstream.mode = { kind: 'cut-body' }
+    const started = performance.now()
+    const res = await app.inject({ url: '/10.5555/plain' })
+    expect(res.statusCode).toBe(502)
+    expect(performance.now() - started).toBeLessThan(2_000)
+    upstream.mode = { kind: 'ok' }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(302) // nothing of the cut answer was kept
+  })
+
   it('an upstream 500 gives 502', async () => {
     const { app, upstream } = await setup()
     upstream.mode = { kind: 'status', status: 500 }

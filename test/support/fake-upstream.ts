@@ -15,6 +15,8 @@ export type UpstreamMode =
   | { kind: 'html', status: number }
   /** The connection is cut before any answer. */
   | { kind: 'reset' }
+  /** A 200 whose Content-Length promises more than comes: the connection is cut halfway through the body. */
+  | { kind: 'cut-body' }
   /** The usual answers, compressed with this Content-Encoding whatever the request asked for. */
   | { kind: 'encoded', encoding: Encoding }
   /** A 200 JSON answer of `bytes` bytes (after decoding), sent in chunks; compressed when `encoding` says. */
@@ -116,6 +118,11 @@ export class FakeUpstream {
         return htmlError(res, mode.status)
       case 'reset':
         res.socket?.destroy()
+        return
+      case 'cut-body':
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '2000' })
+        res.write('{"responseCode":1,"handle":"10.5555/plain","values":[')
+        setTimeout(() => res.socket?.destroy(), 20)
         return
       case 'hang':
         return // never answer
