@@ -200,7 +200,8 @@ export async function readBounded (body: Readable, maxBytes: number, tooLarge: (
       resolve(Buffer.concat(chunks, size))
     })
     body.on('error', fail)
-    body.once('close', () => fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })))
+    // After 'end' too, on every answer: the error (and its stack) only when it is one.
+    body.once('close', () => { if (!settled) fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })) })
   })
 }
 
