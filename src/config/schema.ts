@@ -168,7 +168,7 @@ export const OPTIONS: OptionTable<Config> = {
   logRequests: { env: 'LOG_REQUESTS', default: false, parse: flag, doc: 'Log one line per request (an access log) at info. Off by default: a line per request costs throughput (up to a fifth in bench/), and every request then goes through the router, so cached DOIs no longer take the hot path (docs/architecture.md); your reverse proxy may keep access logs already. Warnings and errors are always logged with the request id.' },
   shutdownGraceMs: { env: 'SHUTDOWN_GRACE_MS', default: 10_000, parse: integer(0, 600_000), doc: 'On SIGTERM/SIGINT, the whole shutdown (drain delay and in-flight requests) gets this long before the process exits anyway.' },
   drainDelayMs: { env: 'DRAIN_DELAY_MS', default: 0, parse: integer(0, 600_000), doc: 'On SIGTERM, /readyz fails this long before the listener closes (set it above your load balancer\'s check interval).' },
-  requestTimeoutMs: { env: 'REQUEST_TIMEOUT_MS', default: 30_000, parse: integer(1000, 600_000), doc: 'A client request (headers and body) must arrive within this time, or 408 and the connection is closed; checked every tenth of it (at most every second), so a slow client is cut that close to it.' },
+  requestTimeoutMs: { env: 'REQUEST_TIMEOUT_MS', default: 30_000, parse: integer(1000, 600_000), doc: 'A client request (headers and body) must arrive within this time, or 408 and the connection is closed; checked every tenth of it (at most every second), so a slow client is cut that close to it. A client that stops reading our answer is cut once none of it has gone out for this long.' },
   keepAliveTimeoutMs: { env: 'KEEP_ALIVE_TIMEOUT_MS', default: 5_000, parse: integer(0, 600_000), doc: 'Idle keep-alive connections are closed after this long.' },
   maxHeaderBytes: { env: 'MAX_HEADER_BYTES', default: 16 * 1024, parse: integer(1024, 1024 * 1024), doc: 'Largest request line plus headers accepted (431 beyond).' },
   raNames: { env: 'RA_NAMES', default: {}, parse: names, doc: 'Extra Which RA? names: `SERV=Name,…` mapping `10.SERV/SERV` to a display name (wins over the built-in table).' },
@@ -325,9 +325,9 @@ function checkTogether (config: Config): void {
   if (config.recordTo !== undefined && config.workers !== 1) {
     throw new ConfigError(`invalid setting recordTo: RECORD_TO needs WORKERS=1 (one process writes the file), got workers ${config.workers}`)
   }
-  // The server drops a connection that has been quiet for requestTimeoutMs: a lookup must end before.
+  // One bound for the slowest exchange with a client: no answer takes longer than a request may take to arrive.
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
-    throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}, or the connection is closed before the answer`)
+    throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}: no answer may take longer than a request may take to arrive`)
   }
   checkRedis(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {

@@ -1,7 +1,9 @@
-import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { setup } from '../support/app.js'
 import { dripRequest, rawRequest } from '../support/raw-http.js'
+import { str } from '../support/records.js'
 
 // What the HTTP server answers before Fastify routes anything (src/http/server-edge.ts), over real sockets.
 
@@ -30,6 +32,27 @@ describe('a slow client is cut at REQUEST_TIMEOUT_MS', () => {
     expect(res.status).toBe(408)
     expect(res.closedAfterMs).toBeGreaterThanOrEqual(900)
     expect(res.closedAfterMs).toBeLessThan(2_500)
+  })
+
+  it('a client that stops reading a large answer is cut about REQUEST_TIMEOUT_MS after the last byte it took', async () => {
+    // 10 MB of answer: more than the kernel's buffers on both ends take, so the rest waits in ours.
+    const { app, upstream } = await setup({ overrides: { ...overrides, upstreamMaxBodyBytes: 16 * 1024 * 1024 } })
+    upstream.set('10.1/big', [str(1, 'DESC', 'x'.repeat(10 * 1024 * 1024))])
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const serverSide = new Promise<Socket>((resolve) => app.server.once('connection', resolve))
+    const client = connect((app.server.address() as AddressInfo).port, '127.0.0.1')
+    client.pause() // never reads
+    client.on('error', () => {})
+    client.write('GET /api/handles/10.1/big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+    const socket = await serverSide
+    const started = performance.now()
+    const closedAfterMs = await new Promise<number>((resolve) => {
+      socket.once('close', () => resolve(performance.now() - started))
+      setTimeout(() => resolve(Infinity), 8_000).unref()
+    })
+    client.destroy()
+    expect(closedAfterMs).toBeGreaterThanOrEqual(900)
+    expect(closedAfterMs).toBeLessThan(4_000)
   })
 
   it('a reader who sends a whole request at once is answered, even under this short timeout', async () => {
