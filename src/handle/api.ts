@@ -5,7 +5,7 @@
  * Pure: the route fetches the record, applies `filterValues` and calls these.
  */
 import type { HandleValue } from './types.js'
-import { percentDecode } from './name.js'
+import { codePointLength, hasControlChar, percentDecode } from './name.js'
 import { bypassesCache } from './query.js'
 
 /** What the API reads from the query string. */
@@ -129,6 +129,24 @@ export function apiHandleFromPath (rawPathAfterApiHandles: string): string | und
   const decoded = percentDecode(rawPathAfterApiHandles)
   if (decoded === undefined) return undefined
   return decoded.startsWith('/') ? decoded.slice(1) : decoded
+}
+
+/** A REST API path's handle, or the refusal the API answers for it. */
+export type ApiHandleParse = { ok: true, handle: string } | { ok: false, status: 400 | 414, body: ApiBody }
+
+/**
+ * The handle of a `/api/handles/…` path, every rule of it in this order: UTF-8 (behaviour.md §2), not
+ * empty ([HNS92]: "Empty handle invalid"), no control character (behaviour.md §2.2), at most `maxLength`
+ * characters (MAX_HANDLE_LENGTH). The route answers the refusal; the prepared answers' door uses it to
+ * tell a handle's path from anything else.
+ */
+export function apiHandleOf (rawPathAfterApiHandles: string, opts: { maxLength: number }): ApiHandleParse {
+  const handle = apiHandleFromPath(rawPathAfterApiHandles)
+  if (handle === undefined) return { ok: false, status: 400, body: apiError(102, 'The handle is not valid UTF-8 once percent-decoded') }
+  if (handle === '') return { ok: false, status: 400, body: apiEmptyHandle() }
+  if (hasControlChar(handle)) return { ok: false, status: 400, body: apiError(102, 'The handle contains a control character', handle) }
+  if (codePointLength(handle) > opts.maxLength) return { ok: false, status: 414, body: apiError(102, `The handle is longer than ${opts.maxLength} characters`) }
+  return { ok: true, handle }
 }
 
 /** Success: `{responseCode:1, handle, values}`, each value in the reference's key order. */

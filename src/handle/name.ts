@@ -212,7 +212,8 @@ function codePointLabel (code: number): string {
   return 'U+' + code.toString(16).toUpperCase().padStart(4, '0')
 }
 
-function codePointLength (s: string): number {
+/** A name's length in characters as MAX_HANDLE_LENGTH counts them (code points: a surrogate pair is one). */
+export function codePointLength (s: string): number {
   return s.length - (s.match(SURROGATE_PAIR)?.length ?? 0)
 }
 

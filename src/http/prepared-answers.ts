@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { apiHandleFromPath } from '../handle/api.js'
+import { apiHandleOf } from '../handle/api.js'
 import { cacheKey, handleFromPath } from '../handle/name.js'
 import { negotiate } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
@@ -235,7 +235,8 @@ function parseTarget (url: string, maxHandleLength: number): PlainTarget | null 
     const parsed = handleFromPath(url, { maxLength: maxHandleLength })
     if (parsed.ok) handle = parsed.handle
   } else if (url.startsWith(`${API_HANDLES}/`)) {
-    handle = apiHandleFromPath(url.slice(API_HANDLES.length))
+    const parsed = apiHandleOf(url.slice(API_HANDLES.length), { maxLength: maxHandleLength })
+    if (parsed.ok) handle = parsed.handle
     api = true
   }
   if (handle === undefined || handle === '') return null

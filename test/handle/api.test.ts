@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  apiEmptyHandle, apiError, apiHandleFromPath, apiHttpStatus, apiNotFound, apiParamsError, apiSuccess,
+  apiEmptyHandle, apiError, apiHandleFromPath, apiHandleOf, apiHttpStatus, apiNotFound, apiParamsError, apiSuccess,
   apiUnknownEndpoint, apiValuesNotFound, parseApiQuery, sanitizeCallback, serializeApi
 } from '../../src/handle/api.js'
 import type { ApiBody, ApiParams } from '../../src/handle/api.js'
@@ -327,5 +327,22 @@ describe('JSON text as Gson writes it with HTML escaping disabled ([HNS92] GsonU
   it('pretty printing: 2 spaces, "key": value, empty arrays as []', () => {
     expect(serializeApi(apiValuesNotFound('10.1/x'), { pretty: true }).body)
       .toBe('{\n  "responseCode": 200,\n  "values": [],\n  "handle": "10.1/x"\n}')
+  })
+})
+
+// The REST API path's rules, in the order the route answers them (behaviour.md §2, §2.2; [HNS92]; MAX_HANDLE_LENGTH).
+describe('apiHandleOf: a /api/handles path\'s handle, or the API\'s refusal', () => {
+  it.each([
+    ['/10.1000/1', 10, { ok: true, handle: '10.1000/1' }],
+    ['/10.1000/caf%C3%A9', 16, { ok: true, handle: '10.1000/café' }],
+    ['/10.1000/%F0%9F%98%80', 9, { ok: true, handle: '10.1000/😀' }], // a surrogate pair is one character
+    ['/10.1000/%FF', 10, { ok: false, status: 400, body: { responseCode: 102, message: 'The handle is not valid UTF-8 once percent-decoded' } }],
+    ['/', 10, { ok: false, status: 400, body: { responseCode: 102, message: 'Empty handle invalid' } }],
+    ['', 10, { ok: false, status: 400, body: { responseCode: 102, message: 'Empty handle invalid' } }],
+    ['/10.1000/a%0Ab', 10, { ok: false, status: 400, body: { responseCode: 102, message: 'The handle contains a control character', handle: '10.1000/a\nb' } }],
+    ['/10.1000/123', 10, { ok: false, status: 414, body: { responseCode: 102, message: 'The handle is longer than 10 characters' } }],
+    ['/10.1000/%FF%0A', 1, { ok: false, status: 400, body: { responseCode: 102, message: 'The handle is not valid UTF-8 once percent-decoded' } }] // UTF-8 first
+  ])('%j (limit %i) → %j', (raw, maxLength, expected) => {
+    expect(apiHandleOf(raw, { maxLength })).toEqual(expected)
   })
 })

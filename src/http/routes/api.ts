@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  apiEmptyHandle, apiError, apiHandleFromPath, apiHttpStatus, apiNotFound, apiNotHeldOffline, apiParamsError, apiSuccess, apiUnknownEndpoint,
+  apiHandleOf, apiHttpStatus, apiNotFound, apiNotHeldOffline, apiParamsError, apiSuccess, apiUnknownEndpoint,
   apiValuesNotFound, parseApiQuery, serializeApi
 } from '../../handle/api.js'
 import type { ApiBody, ApiParams } from '../../handle/api.js'
-import { hasControlChar, splitRequestTarget } from '../../handle/name.js'
+import { splitRequestTarget } from '../../handle/name.js'
 import { filterValues } from '../../handle/record.js'
 import type { HandleValue } from '../../handle/types.js'
 import type { Resolver } from '../../resolve/resolver.js'
@@ -56,12 +56,9 @@ export function apiHandler (opts: ApiRouteOptions) {
     const format = formatOf(params)
     const paramsError = apiParamsError(params)
     if (paramsError !== undefined) return sendApi(reply, apiHttpStatus(4), paramsError, format)
-    const handle = apiHandleFromPath(path.slice(API_HANDLES.length))
-    if (handle === undefined) return sendApi(reply, 400, apiError(102, 'The handle is not valid UTF-8 once percent-decoded'), format)
-    if (handle === '') return sendApi(reply, 400, apiEmptyHandle(), format)
-    if (hasControlChar(handle)) return sendApi(reply, 400, apiError(102, 'The handle contains a control character', handle), format)
-    if ([...handle].length > opts.maxHandleLength) return sendApi(reply, 414, apiError(102, `The handle is longer than ${opts.maxHandleLength} characters`), format)
-    return await answerApi(request, reply, handle, params, opts)
+    const parsed = apiHandleOf(path.slice(API_HANDLES.length), { maxLength: opts.maxHandleLength })
+    if (!parsed.ok) return sendApi(reply, parsed.status, parsed.body, format)
+    return await answerApi(request, reply, parsed.handle, params, opts)
   }
 }
 
