@@ -199,6 +199,8 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })
   closers.push(async () => { await metadata.close() })
+  // Our own address, for a page's links when the request's Host cannot be used.
+  const fallbackHost = `${config.host}:${config.port}`
   const services: Services = {
     now,
     metrics,
@@ -208,7 +210,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     countryLookup,
     localServices,
     metadata,
-    fallbackHost: `${config.host}:${config.port}`,
+    fallbackHost,
     prepared: createPreparedAnswers({
       resolver,
       // Off when each answer must be logged, or may depend on who asks (a local service).
@@ -217,7 +219,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       maxHandleLength: config.maxHandleLength,
       publicBaseUrl: config.publicBaseUrl,
       behindProxy: config.trustProxy !== false,
-      fallbackHost: `${config.host}:${config.port}`,
+      fallbackHost,
       served: metrics.preparedAnswers.tally(),
       outcomes: { redirect: metrics.outcomes.redirect, values: metrics.outcomes.values, notFound: metrics.outcomes.not_found },
       serving: () => lifecycle.ready,

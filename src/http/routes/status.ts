@@ -19,14 +19,13 @@ const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '$
  * our counters once a second, never from work per request.
  */
 export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
-  const { metrics, now, upstreamState } = services
+  const { metrics, now, upstreamState, fallbackHost } = services
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
   const collector = createStatusCollector({ metrics, config, now, upstreamState })
   const allowed = networkMatcher(config.statusAllow)
   app.addHook('onReady', async () => { collector.start() })
   app.addHook('onClose', async () => { collector.stop() })
-  const fallbackHost = `${config.host}:${config.port}`
 
   const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
     reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
