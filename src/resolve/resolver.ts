@@ -97,8 +97,11 @@ export const MAX_ALIAS_HOPS = 20
 /**
  * Gets handle records: cache → upstream, one upstream request for concurrent misses of a key,
  * stale answers when the upstream fails. Knows nothing about HTTP requests from clients, only
- * the ticket of who asks: each client waits its own turn in the fair queue, then joins an upstream
- * request already running for the key (whoever started it), so no reader waits in another's queue.
+ * the ticket of who asks. A miss joins an upstream request already running for its key at once
+ * (whoever started it: no reader waits in another's queue for a record on its way), or its own
+ * client's lookup of the key; otherwise it asks the shared tier, then waits its client's turn in
+ * the fair queue, and on its turn takes what arrived meanwhile (a request another client started,
+ * a fresh record) before asking the upstream itself.
  */
 export function createResolver (opts: ResolverOptions) {
   const { cache, metrics, now } = opts
