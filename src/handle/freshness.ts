@@ -2,7 +2,8 @@
  * How long an answer of the upstream stays fresh, and how long it is kept after that to stand in when the
  * upstream fails (behaviour.md §3, §11): the one rule every cache tier applies (the process's cache in
  * src/resolve/resolver.ts, the shared tier in Redis, the snapshot file), and its upper bound, beyond
- * which an entry read back from Redis or a snapshot is not believed (src/resolve/entry-codec.ts).
+ * which an entry read back from Redis or a snapshot is not believed (src/resolve/entry-codec.ts). Also
+ * how long a prefix's namespace locations are kept apart (behaviour.md R11, src/resolve/locations-loader.ts).
  * Pure: no clock, no I/O; time comes in as epoch ms.
  */
 import type { Config } from '../config/schema.js'
@@ -64,4 +65,16 @@ export function staleUntil (entry: { kind: 'found' | 'not-found', freshUntil: nu
 /** The longest freshness (ms) entryFor gives any answer: an entry from elsewhere promising more is not believed. */
 export function freshBound (policy: FreshnessPolicy): number {
   return Math.max(policy.maxTtlSeconds, policy.notFoundSeconds) * 1000
+}
+
+/** behaviour.md R11: the reference keeps a prefix's namespace locations at most an hour. */
+export const NAMESPACE_LOCATIONS_MAX_SECONDS = 3600
+
+/**
+ * How long (seconds) the namespace locations made of `values` are kept for the DOIs of their prefix: the
+ * smallest ttl of the values, at most an hour, with no floor (0: not kept). Not the settings' rule: the
+ * reference's own (behaviour.md R11), so a namespace's change shows within the hour whatever the cache's.
+ */
+export function namespaceLocationsSeconds (values: readonly HandleValue[], now: number): number {
+  return recordCacheSeconds(values, now, { maxSeconds: NAMESPACE_LOCATIONS_MAX_SECONDS, floorSeconds: 0 })
 }

@@ -3,7 +3,7 @@ import type { HandleValue } from '../handle/types.js'
 import { cacheKey, prefixOf } from '../handle/name.js'
 import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
 import type { ReferencedHandles } from '../handle/locations.js'
-import { recordCacheSeconds } from '../handle/record.js'
+import { namespaceLocationsSeconds } from '../handle/freshness.js'
 import type { LookupOptions, Resolver } from './resolver.js'
 
 /** The other records the 10320/loc engine needs for one handle, fetched through the cache. */
@@ -29,10 +29,9 @@ const MAX_INCLUDE_DEPTH = 20
 // Bound the fan-out a single record can cause: a hostile record must not make us fetch thousands.
 const MAX_FETCHES = 40
 
-// behaviour.md R11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for at most an
-// hour (less when a value's ttl says so), and skipped when a request bypasses the cache (auth, cert).
+// behaviour.md R11: namespace locations are cached apart, in an LRU of 4096 prefixes, each for as long as
+// src/handle/freshness.ts namespaceLocationsSeconds says, and skipped when a request bypasses the cache (auth, cert).
 const NAMESPACE_CACHE_ENTRIES = 4096
-const NAMESPACE_CACHE_MAX_SECONDS = 3600
 const NO_VALUES: HandleValue[] = []
 const NO_INCLUDES = new Map<string, HandleValue[]>()
 
@@ -63,7 +62,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
     if (isSimple(refs, flags) && loaded.problems.length === 0 && loaded.includes.size === 0) {
       const at = now()
       const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
-      const seconds = Math.min(NAMESPACE_CACHE_MAX_SECONDS, recordCacheSeconds(namespaceValues, at, { maxSeconds: NAMESPACE_CACHE_MAX_SECONDS, floorSeconds: 0 }))
+      const seconds = namespaceLocationsSeconds(namespaceValues, at)
       if (seconds <= 0) return { includes: NO_INCLUDES, namespaceValues, problems: [] }
       const until = at + seconds * 1000
       namespaces.set(cacheKey(prefixOf(handle)), { values: namespaceValues, until })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { entryFor, freshBound, freshnessPolicy, isFresh, staleUntil } from '../../src/handle/freshness.js'
+import { entryFor, freshBound, freshnessPolicy, isFresh, namespaceLocationsSeconds, staleUntil } from '../../src/handle/freshness.js'
 import type { FreshnessAnswer, FreshnessPolicy } from '../../src/handle/freshness.js'
 import type { HandleValue } from '../../src/handle/types.js'
 
@@ -61,5 +61,19 @@ describe('the other questions every tier asks', () => {
         expect(life === undefined || life.freshUntil - NOW <= freshBound(policy)).toBe(true)
       }
     }
+  })
+})
+
+describe('namespaceLocationsSeconds: how long a prefix\'s namespace locations are kept apart', () => {
+  const valuesOf = (answer: FreshnessAnswer): readonly HandleValue[] => answer.kind === 'found' ? answer.record.values : []
+  it.each([
+    ['R§11: the smallest ttl of the values', found(86_400, 600), 600],
+    ['R§11: at most an hour, whatever the values say', found(86_400), 3600],
+    ['R§11: no floor (the settings\' CACHE_MIN_TTL_SECONDS is not this rule\'s)', found(5), 5],
+    ['R§11: a ttl of 0 keeps nothing', found(0, 3600), 0],
+    ['R§11: an absolute ttl counts from now', found('2026-11-22T10:49:28Z'), 600],
+    ['R§11: no values (a prefix with no namespace locations): an hour', found(), 3600]
+  ])('%s', (_why, answer, seconds) => {
+    expect(namespaceLocationsSeconds(valuesOf(answer), NOW)).toBe(seconds)
   })
 })
