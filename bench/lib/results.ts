@@ -126,7 +126,10 @@ export function targetsTable (rows: readonly Row[]): string {
     if (ours === undefined || floor === undefined) continue
     const rps = ours.rps / floor.rps
     const p99 = ours.p99 / floor.p99
-    lines.push(`| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}× | ${yes(rps >= 0.95 && p99 <= 1.3)} |`)
+    const paired = find(scenario, (n) => n === 'doi-proxy')?.paired
+    // Judged on the merged rounds; the paired medians beside them, for a reader to weigh the noise.
+    const pairedText = paired === undefined ? '' : ` (paired rounds' median: ${paired.rps.toFixed(2)}×, ${paired.p99.toFixed(2)}×)`
+    lines.push(`| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}×${pairedText} | ${yes(rps >= 0.95 && p99 <= 1.3)} |`)
   }
   const cold = find('cold', (n) => n === 'doi-proxy')
   if (cold?.addedP50 !== undefined && cold.addedP99 !== undefined && find('cold', (n) => n.startsWith('fake upstream')) !== undefined) {

@@ -82,6 +82,11 @@ export interface Row {
   addedP99?: number
   /** The server's CPU time (its workers' included) per answer during the measured rounds, µs. */
   cpuPerAnswerUs?: number
+  /**
+   * The steady scenarios: each round's figure divided by the floor's in the same round, the median over
+   * the rounds (a slow stretch of the machine falls on both sides of each ratio).
+   */
+  paired?: { rps: number, p99: number, cpu?: number | undefined }
   note?: string
   skipped?: string
 }
@@ -230,7 +235,7 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
   const run = async (t: Target, o: Omit<DriveOptions, 'baseUrl' | 'connections'>): Promise<LoadResult> => await drive(gen(t), { baseUrl: t.baseUrl, connections: s.connections, ...h, ...o })
   const warmSequence = uniformSequence(paths, 7)
   const roundSequences = Array.from({ length: s.rounds }, (_, r) => uniformSequence(paths, 1 + r))
-  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, cpuMs: 0 as number | undefined, warmStatuses: {} as Record<string, number> }))
+  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, cpuMs: 0 as number | undefined, cpuRounds: [] as Array<number | undefined>, warmStatuses: {} as Record<string, number> }))
   for (const a of servers) {
     const extraBefore = extraCount()
     a.warmStatuses = await warm(a.t.baseUrl, paths, h)
@@ -245,18 +250,40 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
     const part = await run(a.t, { durationS: s.roundS, paths: roundSequences[r] ?? warmSequence, samples: a.samples })
     const cpuAfter = cpuMs(a.t.pid)
     a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
+    a.cpuRounds[r] = cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / Math.max(1, part.requests)
     a.extra += extraCount() - extraBefore
     a.upstream += (await ctx.upstream.requests()) - upstreamBefore
     return part
   })
+  const floor = servers.find((a) => a.t.name.startsWith('floor'))
   return servers.map((a) => {
     const result = mergeLoads(a.parts, a.samples)
-    const extraNote = opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : ''
+    const paired = floor === undefined || a === floor ? undefined : pairedRatios(a, floor)
+    const pairedNote = paired === undefined ? '' : `; paired rounds, the median of each round's ratio to the floor's: req/s ${paired.rps.toFixed(2)}×, p99 ${paired.p99.toFixed(2)}×${paired.cpu === undefined ? '' : `, CPU per answer ${paired.cpu.toFixed(2)}×`}`
+    const extraNote = (opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : '') + pairedNote
     const targetNote = a.t.note === undefined ? '' : `; ${a.t.note}`
     ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`)
     const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
-    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), note: statusNote(result) + extraNote + targetNote }
+    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), ...(paired === undefined ? {} : { paired }), note: statusNote(result) + extraNote + targetNote }
   })
+}
+
+/** Each round's req/s, p99 and CPU per answer divided by the floor's of the same round; the median of each over the rounds. */
+function pairedRatios (a: { parts: LoadResult[], cpuRounds: Array<number | undefined> }, floor: { parts: LoadResult[], cpuRounds: Array<number | undefined> }): Row['paired'] {
+  const rounds = a.parts.map((part, r) => ({ part, base: floor.parts[r], cpu: a.cpuRounds[r], baseCpu: floor.cpuRounds[r] }))
+  const median = (xs: number[]): number => {
+    const sorted = [...xs].sort((x, y) => x - y)
+    const mid = Math.floor(sorted.length / 2)
+    return sorted.length % 2 === 1 ? sorted[mid] ?? NaN : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2
+  }
+  const withBase = rounds.filter((x) => x.base !== undefined)
+  if (withBase.length === 0) return undefined
+  const cpus = withBase.flatMap((x) => x.cpu === undefined || x.baseCpu === undefined || x.baseCpu <= 0 ? [] : [x.cpu / x.baseCpu])
+  return {
+    rps: median(withBase.map((x) => x.part.rps / (x.base?.rps ?? NaN))),
+    p99: median(withBase.map((x) => x.part.p99 / (x.base?.p99 ?? NaN))),
+    cpu: cpus.length === withBase.length ? median(cpus) : undefined
+  }
 }
 
 /**
