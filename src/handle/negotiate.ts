@@ -47,6 +47,11 @@ export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
 }
 
 /** The automatic locatt values and a key naming them: requests with the same key get the same redirect. */
+/** The headers negotiation reads, taken from a request's headers (Node's names, lower case): the one place that says which. */
+export function negotiationHeadersOf (headers: { accept?: string | undefined, 'accept-language'?: string | undefined, 'user-agent'?: string | undefined }): NegotiationHeaders {
+  return { accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }
+}
+
 export interface Negotiation { locatt: readonly string[], key: string }
 
 export function negotiate (h: NegotiationHeaders): Negotiation {

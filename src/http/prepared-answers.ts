@@ -10,7 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { apiHandleOf } from '../handle/api.js'
 import { cacheKey, handleFromPath } from '../handle/name.js'
-import { negotiate } from '../handle/negotiate.js'
+import { negotiate, negotiationHeadersOf } from '../handle/negotiate.js'
+import type { NegotiationHeaders } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
 import type { EntryWork, PreparedAnswer } from '../resolve/prepared.js'
@@ -56,18 +57,11 @@ interface LastServed {
   work: EntryWork
   negotiation: string
   /** The headers the negotiation was worked out from: the same three again give the same negotiation. */
-  asked: NegotiatedHeaders
+  asked: NegotiationHeaders
   /** The Host header a page's base URL came from; undefined when the answer does not depend on it. */
   host: string | undefined
   answer: PreparedAnswer
   outcome: Tally | undefined
-}
-
-/** What content negotiation reads of a request (src/handle/negotiate.ts). */
-interface NegotiatedHeaders {
-  accept: string | undefined
-  acceptLanguage: string | undefined
-  userAgent: string | undefined
 }
 
 /**
@@ -129,7 +123,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 
   /** The negotiation class of a request (the REST API does not negotiate). */
-  function negotiationOf (target: PlainTarget, asked: NegotiatedHeaders): string {
+  function negotiationOf (target: PlainTarget, asked: NegotiationHeaders): string {
     return target.api ? '' : negotiate(asked).key
   }
 
@@ -142,7 +136,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     const { method, url } = req
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined) return undefined
     const target = targetOf(url)
-    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiatedHeaders(req)), baseUrl: baseOf(req) }
+    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiationHeadersOf(req.headers)), baseUrl: baseOf(req) }
   }
 
   return {
@@ -180,7 +174,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     if (target === undefined) return false
     const work = resolver.cachedAnswer(target.handle, target.key)?.work
     if (work === undefined) return false
-    const asked = negotiatedHeaders(req)
+    const asked = negotiationHeadersOf(req.headers)
     let last = lastServed.get(target)
     // The same headers as the last request of the target have the same negotiation: not worked out again.
     const negotiation = last !== undefined && sameHeaders(last.asked, asked) ? last.negotiation : negotiationOf(target, asked)
@@ -199,7 +193,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 
   /** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
-  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiatedHeaders, req: IncomingMessage): LastServed | undefined {
+  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiationHeaders, req: IncomingMessage): LastServed | undefined {
     const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
       const name = answerName({ ...target, negotiation, baseUrl }, kind)
       return name === undefined ? undefined : work.answers.get(name)
@@ -215,12 +209,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 }
 
-function negotiatedHeaders (req: IncomingMessage): NegotiatedHeaders {
-  const { headers } = req
-  return { accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }
-}
-
-function sameHeaders (a: NegotiatedHeaders, b: NegotiatedHeaders): boolean {
+function sameHeaders (a: NegotiationHeaders, b: NegotiationHeaders): boolean {
   return a.accept === b.accept && a.acceptLanguage === b.acceptLanguage && a.userAgent === b.userAgent
 }
 

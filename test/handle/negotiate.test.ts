@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { automaticLocatt, negotiate } from '../../src/handle/negotiate.js'
+import { automaticLocatt, negotiate, negotiationHeadersOf } from '../../src/handle/negotiate.js'
 import type { NegotiationHeaders } from '../../src/handle/negotiate.js'
 
 // Rules: behaviour.md R9 "Mechanism" ([HNS92] HDLServletRequest.processAcceptHeader and
@@ -94,5 +94,16 @@ describe('negotiation keys: which requests get the same redirect', () => {
   ])('%s', (_name, a, b, same) => {
     expect(negotiate(a).key === negotiate(b).key).toBe(same)
     expect(negotiate(a).locatt).toEqual(automaticLocatt(a))
+  })
+})
+
+// The three headers behaviour.md §5 negotiates on, read from Node's lower-case names; nothing else.
+describe('negotiationHeadersOf: what negotiation reads of a request', () => {
+  it('takes Accept, Accept-Language and User-Agent, and nothing else', () => {
+    expect(negotiationHeadersOf({ accept: 'application/x-bibtex', 'accept-language': 'de', 'user-agent': 'Zotero/7', cookie: 'a=b' } as Record<string, string>))
+      .toEqual({ accept: 'application/x-bibtex', acceptLanguage: 'de', userAgent: 'Zotero/7' })
+  })
+  it('an absent header is undefined', () => {
+    expect(negotiationHeadersOf({})).toEqual({ accept: undefined, acceptLanguage: undefined, userAgent: undefined })
   })
 })

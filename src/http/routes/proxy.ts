@@ -20,7 +20,7 @@ import { answerApi } from './api.js'
 import { sendDiversion } from '../local-service.js'
 import type { LocalServices } from '../local-service.js'
 import type { MetadataAnswers } from '../metadata.js'
-import { negotiate } from '../../handle/negotiate.js'
+import { negotiate, negotiationHeadersOf } from '../../handle/negotiate.js'
 import type { AnswerKind, AnswerParts, PreparedAnswers } from '../prepared-answers.js'
 import { httpDate, sendParts } from '../prepared-answers.js'
 
@@ -295,7 +295,7 @@ function clientOf (request: FastifyRequest, opts: Pick<ProxyRouteOptions, 'count
   // Cloudflare sends XX for unknown and T1 for Tor: neither is a country.
   const fromHeader = typeof header === 'string' && /^[A-Za-z]{2}$/.test(header) && !/^(xx|t1)$/i.test(header) ? header : undefined
   return {
-    negotiation: negotiate({ accept: request.headers.accept, acceptLanguage: request.headers['accept-language'], userAgent: request.headers['user-agent'], action: params.all.get('action')?.[0] }),
+    negotiation: negotiate({ ...negotiationHeadersOf(request.headers), action: params.all.get('action')?.[0] }),
     address: request.ip,
     // The ?country= parameter wins over both (the service applies it).
     country: fromHeader ?? opts.countryLookup?.country(request.ip)
