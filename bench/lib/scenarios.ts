@@ -138,14 +138,27 @@ async function sameBytesFloor (ctx: Context, ours: Target, path: string, headers
   // As many processes as ours (WORKERS, node:cluster): the same layout on the same cores.
   const floor = await startFloor({ answerFile: writeAnswerFile(answer), name: 'floor (node:http, same bytes)', workers: oursWorkers(ctx.serverEnv) })
   // Checked, not assumed: both asked again, every header but Date compared in order and case, and the body.
-  const oursBytes = await answerBytes(ours.baseUrl, path, headers)
-  const floorBytes = await answerBytes(floor.baseUrl, path, headers)
-  const same = oursBytes === floorBytes
-  ctx.log(`  floor: the same bytes as ${ours.name}'s answer for ${path} (${describeAnswer(answer)}): ${same ? 'checked, identical but for Date' : 'WARNING: the answers differ'}`)
-  floor.note = `writes ${ours.name}'s answer for ${path}${headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`}: ${describeAnswer(answer)}; checked before measuring, identical but for Date`
+  return await confirmFloor(ctx, floor, {
+    ours: await answerBytes(ours.baseUrl, path, headers),
+    floor: await answerBytes(floor.baseUrl, path, headers),
+    but: 'Date',
+    says: `the same bytes as ${ours.name}'s answer for ${path} (${describeAnswer(answer)})`,
+    note: `writes ${ours.name}'s answer for ${path}${headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`}: ${describeAnswer(answer)}`
+  })
+}
+
+/**
+ * A floor is measured only once it answers as ours did: `ours` and `floor` are the two answers (answerBytes,
+ * with what may differ, `but`, already left out), compared whole. Its row's note says it was checked;
+ * a floor that differs is stopped, and the run with it.
+ */
+async function confirmFloor (ctx: Context, floor: Target, check: { ours: string, floor: string, but: string, says: string, note: string }): Promise<Target> {
+  const same = check.ours === check.floor
+  ctx.log(`  ${floor.name}: ${check.says}: ${same ? `checked, identical but for ${check.but}` : 'WARNING: the answers differ'}`)
+  floor.note = `${check.note}; checked before measuring, identical but for ${check.but}`
   if (!same) {
     await floor.stop()
-    throw new Error(`the same-bytes floor does not answer like ${ours.name} for ${path}:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
+    throw new Error(`${floor.name} does not answer as ours did:\n${check.ours.slice(0, 600)}\n${check.floor.slice(0, 600)}`)
   }
   return floor
 }
@@ -428,16 +441,13 @@ async function missFloor (ctx: Context, ours: Target, path: (name: string) => st
   if (url === undefined) throw new Error(`${ours.name} answered a miss with ${answer.status} and no Location: no miss floor`)
   const floor = await startMissFloor(ctx.upstream, writeAnswerFile({ ...answer, url }))
   const clockless = (bytes: string): string => bytes.replace(/\["expires","[^"]*"\]/i, '["expires",""]')
-  const oursBytes = clockless(await answerBytes(ours.baseUrl, path('check')))
-  const floorBytes = clockless(await answerBytes(floor.baseUrl, path('check')))
-  const same = oursBytes === floorBytes
-  ctx.log(`  miss floor: ${ours.name}'s answer to a miss around each record's URL (${describeAnswer(answer)}): ${same ? 'checked, identical but for Date and Expires' : 'WARNING: the answers differ'}`)
-  floor.note = `asks the upstream with undici and writes ${ours.name}'s answer to a miss around the record's URL (${describeAnswer(answer)}); checked before measuring, identical but for Date and Expires`
-  if (!same) {
-    await floor.stop()
-    throw new Error(`the miss floor does not answer like ${ours.name}:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
-  }
-  return floor
+  return await confirmFloor(ctx, floor, {
+    ours: clockless(await answerBytes(ours.baseUrl, path('check'))),
+    floor: clockless(await answerBytes(floor.baseUrl, path('check'))),
+    but: 'Date and Expires',
+    says: `${ours.name}'s answer to a miss around each record's URL (${describeAnswer(answer)})`,
+    note: `asks the upstream with undici and writes ${ours.name}'s answer to a miss around the record's URL (${describeAnswer(answer)})`
+  })
 }
 
 /**
