@@ -26,7 +26,7 @@ import type { Tracked } from './lib/children.js'
 import type { CdnStats } from './lib/cdn-upstream.js'
 import { cachedDoi, DEFAULT_ATTACK_MIX, parseAttackMix, readerPlanner, runPaced } from './lib/hostile-load.js'
 import type { Answer, AttackerReport, AttackKind } from './lib/hostile-load.js'
-import { warm } from './lib/load.js'
+import { percentile, warm } from './lib/load.js'
 import { ensureBuilt, ROOT, startOurs } from './lib/processes.js'
 import type { Target } from './lib/processes.js'
 import { machine } from './lib/results.js'
@@ -251,12 +251,6 @@ class Tally {
 /** p99 of the requests sent after the phase's first second (a flood's start can cost a transient). */
 function p99After (t: Tally): number {
   return percentile(t.bySecond.slice(1).flatMap((ms) => ms ?? []), 99)
-}
-
-function percentile (values: readonly number[], p: number): number {
-  if (values.length === 0) return NaN
-  const sorted = Float64Array.from(values).sort()
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
 }
 
 // ------------------------------------------------------------------ the run

@@ -20,6 +20,7 @@ import { buildApp } from '../src/app.js'
 import { buildConfig } from '../src/config/schema.js'
 import type { Config } from '../src/config/schema.js'
 import { forEachOption } from './lib/args.js'
+import { percentile } from './lib/load.js'
 import { startUpstream } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
 
@@ -28,11 +29,6 @@ const HELP = `Usage: npm run bench:miss [-- options]
 
 const PHASES = ['request', 'upstream', 'body', 'answer'] as const
 type Phase = typeof PHASES[number]
-
-function quantile (xs: readonly number[], q: number): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
-}
 
 async function measure (latencyMs: number, misses: number): Promise<string[]> {
   const upstream = await startUpstream(latencyMs)
@@ -78,7 +74,7 @@ async function measure (latencyMs: number, misses: number): Promise<string[]> {
     on = true
     for (let i = 0; i < misses; i++) await ask(`/10.${1000 + (i % 50)}/miss.${i}`)
     on = false
-    const ms = (xs: readonly number[]): string => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`
+    const ms = (xs: readonly number[]): string => `${percentile(xs, 50).toFixed(2)} / ${percentile(xs, 99).toFixed(2)}`
     return [
       ...PHASES.map((p) => `| ${latencyMs} ms | ${p} | ${ms(phases[p])} |`),
       `| ${latencyMs} ms | **server total** | ${ms(total)} |`,

@@ -7,6 +7,15 @@ import autocannon from 'autocannon'
 import type { RequestSpec, Result } from 'autocannon'
 import { Pool } from 'undici'
 
+/** The p-th percentile (0–100) of `values`, nearest rank (the value at floor(p% of n)); NaN for none. */
+export function percentile (values: readonly number[], p: number): number {
+  return nearestRank(Float64Array.from(values).sort(), p)
+}
+
+function nearestRank (sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
+}
+
 /** mulberry32: a tiny seeded PRNG, so every server sees exactly the same request sequence. */
 export function seededRandom (seed: number): () => number {
   let a = seed >>> 0
@@ -103,7 +112,7 @@ export class Samples {
   percentiles (ps: number[]): number[] {
     if (this.weighted.length === 0) {
       const sorted = this.data.slice(0, this.length).sort()
-      return ps.map((p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
+      return ps.map((p) => nearestRank(sorted, p))
     }
     const all: Array<[number, number]> = [...this.weighted]
     for (let i = 0; i < this.length; i++) all.push([this.data[i] ?? 0, 1])
