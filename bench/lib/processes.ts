@@ -233,6 +233,9 @@ export interface FloorOptions {
   workers?: number
 }
 
+/** The name of the A/A row (a second floor process): not starting with "floor", so the first floor stays the one every row is divided by. */
+export const TWIN_FLOOR = 'same-bytes floor again, a second process (A/A)'
+
 /** The floor: bare node:http answering one fixed answer (bench/baselines/floor.mjs). */
 export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   const port = await freePort()

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { ROOT } from './processes.js'
+import { ROOT, TWIN_FLOOR } from './processes.js'
 import type { Row } from './scenarios.js'
 import { P99_SVG, THROUGHPUT_SVG } from './charts.js'
 import { BEFORE_PREFIX } from './before.js'
@@ -130,6 +130,12 @@ export function targetsTable (rows: readonly Row[]): string {
     // Judged on the merged rounds; the paired medians beside them, for a reader to weigh the noise.
     const pairedText = paired === undefined ? '' : ` (paired rounds' median: ${paired.rps.toFixed(2)}×, ${paired.p99.toFixed(2)}×)`
     lines.push(`| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}×${pairedText} | ${yes(rps >= 0.95 && p99 <= 1.3)} |`)
+    // Not a target: the same floor in a second process, divided by the first: what noise alone makes of one server in this run.
+    const twin = find(scenario, (n) => n === TWIN_FLOOR)
+    if (twin?.result !== undefined) {
+      const twinPaired = twin.paired === undefined ? '' : ` (paired rounds' median: ${twin.paired.rps.toFixed(2)}×, ${twin.paired.p99.toFixed(2)}×)`
+      lines.push(`| ${scenario}, for reference (A/A): the same floor in a second process ÷ the floor | — | ${(twin.result.rps / floor.rps).toFixed(2)}×, ${(twin.result.p99 / floor.p99).toFixed(2)}×${twinPaired} | — |`)
+    }
   }
   const cold = find('cold', (n) => n === 'doi-proxy')
   if (cold?.addedP50 !== undefined && cold.addedP99 !== undefined && find('cold', (n) => n.startsWith('fake upstream')) !== undefined) {

@@ -18,7 +18,7 @@ import { Pool } from 'undici'
 import type { LoadResult } from './load.js'
 import { mergeLoads, probe, Samples, seededRandom, warm, zipfSampler } from './load.js'
 import type { Target, UpstreamProcess } from './processes.js'
-import { NGINX_MISSING, cpuMs, oursWorkers, startFloor, startMissFloor, startNginx, startOurs } from './processes.js'
+import { NGINX_MISSING, TWIN_FLOOR, cpuMs, oursWorkers, startFloor, startMissFloor, startNginx, startOurs } from './processes.js'
 import { drive } from './wrk.js'
 import type { DriveOptions, GeneratorName } from './wrk.js'
 import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile } from './floor-answer.js'
@@ -213,6 +213,8 @@ interface SteadyOptions {
   generatorOf?: (t: Target) => GeneratorName
   /** Another counter (the metadata agency's requests), summed per build of ours over its warm-up and rounds and noted in its row. */
   extra?: { count: () => number, note: (n: number) => string }
+  /** A second same-bytes floor process beside the first, measured in the same rounds: what noise alone makes of one server (A/A). */
+  twin?: boolean
 }
 
 /**
@@ -326,19 +328,40 @@ async function steady (ctx: Context, scenario: ScenarioName, starts: readonly St
     const { measure: probed, skipped } = opts.check === undefined ? { measure: [...started], skipped: new Map<Target, Row>() } : await probeOurs(ctx, scenario, started, opts.check)
     const current = probed.find((t) => t.name === 'doi-proxy') ?? probed.find(isOurs)
     let floor: Target | undefined
+    let twin: Target | undefined
     try {
       if (!ctx.profile && current !== undefined) floor = await sameBytesFloor(ctx, current, paths[0] ?? '/', opts.headers)
+      if (floor !== undefined && opts.twin === true) twin = await twinFloor(ctx, floor, paths[0] ?? '/', opts.headers)
+      const floors = [floor, twin].filter((t) => t !== undefined)
       const oursCount = started.filter(isOurs).length
-      const targets = floor === undefined ? started : [...started.slice(0, oursCount), floor, ...started.slice(oursCount)]
-      const measure = floor === undefined ? probed : [...probed.filter(isOurs), floor, ...probed.filter((t) => !isOurs(t))]
+      const targets = [...started.slice(0, oursCount), ...floors, ...started.slice(oursCount)]
+      const measure = floor === undefined ? probed : [...probed.filter(isOurs), ...floors, ...probed.filter((t) => !isOurs(t))]
       const measured = measure.length === 0 ? [] : await alternate(ctx, scenario, measure, paths, opts)
       return targets.flatMap((t) => {
         const row = skipped.get(t) ?? measured[measure.indexOf(t)]
         return row === undefined ? [] : [row]
       })
     } finally {
+      await twin?.stop()
       await floor?.stop()
     }
+  })
+}
+
+/**
+ * A second process of the same floor, writing the first one's answer: the same server, so its ratio to the
+ * floor is what this run's noise alone makes of one server (two identical processes measured 0.87–1.02×
+ * apart in 2 s rounds on 2026-11-25); a difference between ours and the floor smaller than that is not shown.
+ */
+async function twinFloor (ctx: Context, floor: Target, path: string, headers?: Record<string, string>): Promise<Target> {
+  const answer = await captureAnswer(floor.baseUrl, path, headers)
+  const twin = await startFloor({ answerFile: writeAnswerFile(answer), name: TWIN_FLOOR, workers: oursWorkers(ctx.serverEnv) })
+  return await confirmFloor(ctx, twin, {
+    ours: await answerBytes(floor.baseUrl, path, headers),
+    floor: await answerBytes(twin.baseUrl, path, headers),
+    but: 'Date',
+    says: `the first floor's answer for ${path}`,
+    note: `a second process of the same floor, writing its answer for ${path}: its ratio to the floor is the run's own noise`
   })
 }
 
@@ -375,7 +398,7 @@ async function client (ctx: Context): Promise<Row[]> {
 
 async function hot (ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('hot', i, 1000))
-  const rows = await steady(ctx, 'hot', lineup(ctx, true), paths)
+  const rows = await steady(ctx, 'hot', lineup(ctx, true), paths, { twin: true })
   if (!ctx.nginx && !ctx.profile) rows.push({ scenario: 'hot', server: 'nginx proxy_cache', skipped: NGINX_MISSING })
   return rows
 }
