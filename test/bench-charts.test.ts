@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { P99_SVG, THROUGHPUT_SVG, rowsFromResults, speedCharts } from '../bench/lib/charts.js'
-import { beforeAfterTable, speedSection } from '../bench/lib/results.js'
+import { beforeAfterTable, speedSection, targetsTable } from '../bench/lib/results.js'
+import { TWIN_FLOOR } from '../bench/lib/processes.js'
 import type { Row } from '../bench/lib/scenarios.js'
 
 // bench/RESULTS.md and the two pictures beside it (issue 15): drawn from the same numbers.
@@ -81,5 +82,26 @@ describe('benchmark results with --before', () => {
     const back = rowsFromResults(`<!-- speed:start -->\n${section}<!-- speed:end -->\n`)
     expect(back.map((r) => r.server)).toEqual(measured.map((r) => r.server))
     expect(back.find((r) => r.scenario === 'hot' && r.server === before)?.result).toEqual({ rps: 30_000, p99: 6 })
+  })
+})
+
+// The hot scenario's A/A row: a second process of the same floor, so a reader sees the run's own noise.
+describe('benchmark results with the A/A row', () => {
+  const result = (rps: number, p99: number): Row['result'] => ({ requests: rps * 10, durationS: 10, rps, p50: p99 / 2, p90: p99 * 0.8, p99, max: p99 * 2, statuses: { 302: rps * 10 }, errors: 0, timeouts: 0, cacheHits: 0, cacheAnswers: 0 })
+  const measured: Row[] = [
+    { scenario: 'hot', server: 'doi-proxy', result: result(45_000, 3) },
+    { scenario: 'hot', server: 'floor (node:http, same bytes)', result: result(50_000, 2) },
+    { scenario: 'hot', server: TWIN_FLOOR, result: result(44_000, 2.2), paired: { rps: 0.9, p99: 1.05 } }
+  ]
+
+  it('divide every row by the first floor, the A/A row too, and say in the Targets table what noise alone made of one server', () => {
+    const table = targetsTable(measured)
+    expect(table).toContain('| hot: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | 0.90×, 1.50× | **no** |')
+    expect(table).toContain("| hot, for reference (A/A): the same floor in a second process ÷ the floor | — | 0.88×, 1.10× (paired rounds' median: 0.90×, 1.05×) | — |")
+    expect(speedSection({ mode: 'quick', settingsLine: '', rows: measured })).toMatch(/\| hot \| same-bytes floor again, a second process \(A\/A\) \| 44000 \| [^|]+\| [^|]+\| 0\.88× \| 1\.10× \|/)
+  })
+
+  it('leave the A/A line out when no second floor ran', () => {
+    expect(targetsTable(measured.slice(0, 2))).not.toContain('A/A')
   })
 })
