@@ -4,6 +4,8 @@
 // same status, same headers in the same order, same body; Node adds Date, Connection and Keep-Alive
 // itself, as it does for ours), so "ours ÷ floor" is the cost of being a resolver and nothing else.
 // Without it: a 302 with a body the size of our redirect page (the client-ceiling check and zipf use it).
+// With FLOOR_ANSWERS=<file.json> ({ answers: [[path, answer], …] }, bench/lib/floor-answer.ts writeAnswersFile):
+// each path's own captured answer, looked up by the request's path, as ours writes a different answer per DOI.
 // With FLOOR_EMPTY=1: a 204 with no body, the least a node:http server can answer.
 // With FLOOR_WORKERS=N (N > 1): N processes sharing the port through node:cluster, as our server runs
 // with WORKERS=N, so that both have the same number of processes on the same cores.
@@ -30,6 +32,7 @@ function serve () {
   let body = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
   let headers = [['location', LOCATION], ['content-type', 'text/html; charset=utf-8'], ['content-length', String(body.length)]]
   let keepAliveS = 5
+  const byPath = new Map()
 
   if (process.env.FLOOR_ANSWER !== undefined && process.env.FLOOR_ANSWER !== '') {
     const answer = JSON.parse(readFileSync(process.env.FLOOR_ANSWER, 'utf8'))
@@ -37,6 +40,16 @@ function serve () {
     headers = answer.headers
     body = Buffer.from(answer.body, 'base64')
     keepAliveS = answer.keepAliveTimeoutS ?? keepAliveS
+  } else if (process.env.FLOOR_ANSWERS !== undefined && process.env.FLOOR_ANSWERS !== '') {
+    // Each path's own answer ({ answers: [[path, answer], …] }), found by the request's path: the least a
+    // server that writes a different answer per path must do. A path not in the file gets the first.
+    const { answers } = JSON.parse(readFileSync(process.env.FLOOR_ANSWERS, 'utf8'))
+    for (const [path, a] of answers) byPath.set(path, { status: a.status, flat: a.headers.flat(), body: Buffer.from(a.body, 'base64') })
+    const first = answers[0][1]
+    status = first.status
+    headers = first.headers
+    body = Buffer.from(first.body, 'base64')
+    keepAliveS = first.keepAliveTimeoutS ?? keepAliveS
   } else if (process.env.FLOOR_EMPTY === '1') {
     status = 204
     headers = []
@@ -45,10 +58,16 @@ function serve () {
   // writeHead takes a flat [name, value, name, value, …] array and keeps that order.
   const flat = headers.flat()
 
-  const server = createServer((_req, res) => {
-    res.writeHead(status, flat)
-    res.end(body)
-  })
+  const server = byPath.size === 0
+    ? createServer((_req, res) => {
+      res.writeHead(status, flat)
+      res.end(body)
+    })
+    : createServer((req, res) => {
+      const a = byPath.get(req.url) ?? byPath.values().next().value
+      res.writeHead(a.status, a.flat)
+      res.end(a.body)
+    })
   server.keepAliveTimeout = keepAliveS * 1000
 
   const port = Number(process.env.PORT ?? 8001)

@@ -1,6 +1,6 @@
 /**
- * Same-bytes floors: our server's answer for a scenario, captured once (status, headers in order,
- * body), for bench/baselines/floor.mjs to write for every request. Date, Connection and Keep-Alive are
+ * Same-bytes floors: our server's answer for each path of a scenario, captured once (status, headers in
+ * order, body), for bench/baselines/floor.mjs to write for every request of that path. Date, Connection and Keep-Alive are
  * left out (Node writes them itself for both, with the same keep-alive timeout); every other header
  * (Expires and Cache-Control included) is copied as a fixed string.
  */
@@ -59,6 +59,18 @@ export function writeAnswerFile (answer: CapturedAnswer & { url?: string }): str
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `answer-${process.pid}-${files++}.json`)
   writeFileSync(file, JSON.stringify(answer))
+  return file
+}
+
+/**
+ * Write each path's own answer where floor.mjs (FLOOR_ANSWERS) reads them: it writes the answer of the
+ * path asked for, as ours does, instead of one answer for every path. Returns the file.
+ */
+export function writeAnswersFile (byPath: ReadonlyArray<readonly [string, CapturedAnswer]>): string {
+  const dir = join(TMP, 'floor-answers')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `answers-${process.pid}-${files++}.json`)
+  writeFileSync(file, JSON.stringify({ answers: byPath }))
   return file
 }
 

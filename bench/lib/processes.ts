@@ -226,6 +226,8 @@ export function oursWorkers (env: Record<string, string | undefined> = {}): numb
 export interface FloorOptions {
   /** A captured answer of ours to write for every request (bench/lib/floor-answer.ts); default a fixed 302. */
   answerFile?: string
+  /** Each path's captured answer, written for the requests of that path (floor-answer.ts writeAnswersFile). */
+  answersFile?: string
   /** A 204 with no body: the client-ceiling check. */
   empty?: boolean
   name?: string
@@ -241,6 +243,7 @@ export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   const port = await freePort()
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port) }
   if (opts.answerFile !== undefined) env.FLOOR_ANSWER = opts.answerFile
+  if (opts.answersFile !== undefined) env.FLOOR_ANSWERS = opts.answersFile
   if (opts.empty === true) env.FLOOR_EMPTY = '1'
   if (opts.workers !== undefined) env.FLOOR_WORKERS = String(opts.workers)
   const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], env)

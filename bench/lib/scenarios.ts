@@ -21,7 +21,8 @@ import type { Target, UpstreamProcess } from './processes.js'
 import { NGINX_MISSING, TWIN_FLOOR, cpuMs, oursWorkers, startFloor, startMissFloor, startNginx, startOurs } from './processes.js'
 import { drive } from './wrk.js'
 import type { DriveOptions, GeneratorName } from './wrk.js'
-import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile } from './floor-answer.js'
+import { answerBytes, captureAnswer, describeAnswer, writeAnswerFile, writeAnswersFile } from './floor-answer.js'
+import type { CapturedAnswer } from './floor-answer.js'
 import { startBenchAgency } from './bench-agency.js'
 import { BEFORE_PREFIX } from './before.js'
 import { batchSection } from './batch.js'
@@ -126,25 +127,50 @@ function lineup (ctx: Context, withNginx: boolean, env?: Record<string, string>)
   return out
 }
 
+/** Most paths whose answers the same-bytes floor captures one by one (more: each path beyond gets the first path's answer). */
+const MAX_FLOOR_PATHS = 5_000
+
+/** A same-bytes floor, with the file of answers it writes (a second process of it reads the same). */
+interface SameBytesFloor { floor: Target, answersFile: string, checkPaths: string[] }
+
 /**
- * The same-bytes floor for a steady scenario: our server's cached answer for the scenario's first path
- * (asked once so it is cached, then captured), written by bare node:http for every request.
+ * The same-bytes floor for a steady scenario: our server's cached answer for each of the scenario's paths
+ * (asked so it is cached, then captured), written by bare node:http for the requests of that path. Each
+ * path's own answer, as ours writes: a floor writing one answer for every path keeps one buffer in the
+ * CPU's cache where ours writes a thousand (measured 2026-11-25: 53.6 against 55.4 µs per answer).
  */
-async function sameBytesFloor (ctx: Context, ours: Target, path: string, headers?: Record<string, string>): Promise<Target> {
+async function sameBytesFloor (ctx: Context, ours: Target, paths: readonly string[], headers?: Record<string, string>): Promise<SameBytesFloor> {
+  const captured = paths.length === 0 ? ['/'] : paths.slice(0, MAX_FLOOR_PATHS)
+  const opts = headers === undefined ? {} : { headers }
   // Asked a few times first: the first hits of a DOI may be answered before its prepared answer is
   // built (headers in another order); the floor copies the answer every later hit gets.
-  await warm(ours.baseUrl, [path, path, path, path, path], { concurrency: 1, ...(headers === undefined ? {} : { headers }) })
-  const answer = await captureAnswer(ours.baseUrl, path, headers)
+  for (let i = 0; i < 5; i++) await warm(ours.baseUrl, captured, { concurrency: 8, ...opts })
+  const answers: Array<[string, CapturedAnswer]> = []
+  for (const path of captured) answers.push([path, await captureAnswer(ours.baseUrl, path, headers)])
+  const answersFile = writeAnswersFile(answers)
+  const first = answers[0]?.[1]
+  const described = first === undefined ? '' : describeAnswer(first)
   // As many processes as ours (WORKERS, node:cluster): the same layout on the same cores.
-  const floor = await startFloor({ answerFile: writeAnswerFile(answer), name: 'floor (node:http, same bytes)', workers: oursWorkers(ctx.serverEnv) })
-  // Checked, not assumed: both asked again, every header but Date compared in order and case, and the body.
-  return await confirmFloor(ctx, floor, {
-    ours: await answerBytes(ours.baseUrl, path, headers),
-    floor: await answerBytes(floor.baseUrl, path, headers),
+  const floor = await startFloor({ answersFile, name: 'floor (node:http, same bytes)', workers: oursWorkers(ctx.serverEnv) })
+  // Checked, not assumed, on the first, a middle and the last path: both asked again, every header but Date
+  // compared in order and case, and the body.
+  const checkPaths = [...new Set([captured[0], captured[Math.floor(captured.length / 2)], captured[captured.length - 1]])].filter((p) => p !== undefined)
+  const asked = headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`
+  const checked = await confirmFloor(ctx, floor, {
+    ours: await bytesOf(ours, checkPaths, headers),
+    floor: await bytesOf(floor, checkPaths, headers),
     but: 'Date',
-    says: `the same bytes as ${ours.name}'s answer for ${path} (${describeAnswer(answer)})`,
-    note: `writes ${ours.name}'s answer for ${path}${headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`}: ${describeAnswer(answer)}`
+    says: `the same bytes as ${ours.name}'s answers for ${captured.length} paths (${captured[0] ?? '/'}: ${described})`,
+    note: `writes ${ours.name}'s answer for each of ${captured.length} paths, looked up by the request's path${asked} (${captured[0] ?? '/'}: ${described})`
   })
+  return { floor: checked, answersFile, checkPaths }
+}
+
+/** The answers of a server for some paths, every header but Date, for confirmFloor. */
+async function bytesOf (t: Target, paths: readonly string[], headers?: Record<string, string>): Promise<string> {
+  const all: string[] = []
+  for (const path of paths) all.push(await answerBytes(t.baseUrl, path, headers))
+  return all.join('\n')
 }
 
 /**
@@ -330,8 +356,9 @@ async function steady (ctx: Context, scenario: ScenarioName, starts: readonly St
     let floor: Target | undefined
     let twin: Target | undefined
     try {
-      if (!ctx.profile && current !== undefined) floor = await sameBytesFloor(ctx, current, paths[0] ?? '/', opts.headers)
-      if (floor !== undefined && opts.twin === true) twin = await twinFloor(ctx, floor, paths[0] ?? '/', opts.headers)
+      const sameBytes = !ctx.profile && current !== undefined ? await sameBytesFloor(ctx, current, paths, opts.headers) : undefined
+      floor = sameBytes?.floor
+      if (sameBytes !== undefined && opts.twin === true) twin = await twinFloor(ctx, sameBytes, opts.headers)
       const floors = [floor, twin].filter((t) => t !== undefined)
       const oursCount = started.filter(isOurs).length
       const targets = [...started.slice(0, oursCount), ...floors, ...started.slice(oursCount)]
@@ -349,19 +376,18 @@ async function steady (ctx: Context, scenario: ScenarioName, starts: readonly St
 }
 
 /**
- * A second process of the same floor, writing the first one's answer: the same server, so its ratio to the
- * floor is what this run's noise alone makes of one server (two identical processes measured 0.87–1.02×
+ * A second process of the same floor, writing the first one's answers: the same server, so its ratio to the
+ * floor is what this run's noise alone makes of one server (four identical processes measured 0.87–1.02×
  * apart in 2 s rounds on 2026-11-25); a difference between ours and the floor smaller than that is not shown.
  */
-async function twinFloor (ctx: Context, floor: Target, path: string, headers?: Record<string, string>): Promise<Target> {
-  const answer = await captureAnswer(floor.baseUrl, path, headers)
-  const twin = await startFloor({ answerFile: writeAnswerFile(answer), name: TWIN_FLOOR, workers: oursWorkers(ctx.serverEnv) })
+async function twinFloor (ctx: Context, first: SameBytesFloor, headers?: Record<string, string>): Promise<Target> {
+  const twin = await startFloor({ answersFile: first.answersFile, name: TWIN_FLOOR, workers: oursWorkers(ctx.serverEnv) })
   return await confirmFloor(ctx, twin, {
-    ours: await answerBytes(floor.baseUrl, path, headers),
-    floor: await answerBytes(twin.baseUrl, path, headers),
+    ours: await bytesOf(first.floor, first.checkPaths, headers),
+    floor: await bytesOf(twin, first.checkPaths, headers),
     but: 'Date',
-    says: `the first floor's answer for ${path}`,
-    note: `a second process of the same floor, writing its answer for ${path}: its ratio to the floor is the run's own noise`
+    says: 'the first floor\'s answers',
+    note: 'a second process of the same floor, writing the same answers: its ratio to the floor is the run\'s own noise'
   })
 }
 
@@ -674,7 +700,7 @@ async function linkout (ctx: Context): Promise<Row[]> {
     for (const start of starts) targets.push(await start())
     const plain = targets[0]
     // The floor writes the plain server's answer (a cached redirect), byte for byte.
-    if (plain !== undefined) targets.push(await sameBytesFloor(ctx, plain, paths[0] ?? '/'))
+    if (plain !== undefined) targets.push((await sameBytesFloor(ctx, plain, paths)).floor)
     const chainTarget = targets[2]
     if (chainTarget !== undefined) {
       const res = await probe(`${chainTarget.baseUrl}${paths[0] ?? ''}`)
