@@ -252,8 +252,10 @@ function prepareAnswer (parts: AnswerParts, validUntil: number, expires: ExpiryR
   // Its own memory, not a slice of Node's shared 8 KiB buffer pool, which one kept slice would pin whole.
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(parts.body))
   body.write(parts.body)
-  const headers = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
-  return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, headers, body) }
+  const named = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
+  const headers = Object.entries(named).flat()
+  if (expires !== undefined) headers.push('expires', '')
+  return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, named, body) }
 }
 
 /** Send the parts through Fastify (the first request of a variant, and every request that is not prepared). */
@@ -271,7 +273,7 @@ function writePrepared (res: ServerResponse, answer: PreparedAnswer, head: boole
     const second = Math.floor(expiresFrom(answer.expires, now) / 1000)
     if (second !== answer.expiresSecond) {
       answer.expiresSecond = second
-      headers.expires = new Date(second * 1000).toUTCString()
+      headers[headers.length - 1] = new Date(second * 1000).toUTCString()
     }
   }
   res.writeHead(answer.status, headers)

@@ -21,8 +21,12 @@ export interface EntryWork {
 
 export interface PreparedAnswer {
   status: number
-  /** Every header but Expires, lower-case names, `x-cache: HIT` included; Expires is set per second. */
-  headers: Record<string, string | string[]>
+  /**
+   * Every header as `writeHead` takes them flat ([name, value, …], lower-case names, `x-cache: HIT`
+   * included): Node writes a list in order without walking an object's keys. Expires, when the answer
+   * has one, is the last pair, its value set per second.
+   */
+  headers: Array<string | string[]>
   body: Buffer
   /** Until when (epoch ms) the answer holds: namespace locations it was chosen with may change after. */
   validUntil: number
