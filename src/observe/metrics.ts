@@ -64,7 +64,7 @@ export function createMetrics () {
     }),
     up: new Gauge({
       name: 'doi_proxy_shared_cache_up',
-      help: '1 while connected to the shared tier (Redis), else 0',
+      help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
       registers: [],
       collect () { this.set(sharedTierUp() ? 1 : 0) }
     })

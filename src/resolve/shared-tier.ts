@@ -78,7 +78,8 @@ export function createSharedTier (opts: SharedTierOptions) {
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
   const { lookups, errors } = opts.metrics.sharedCache
-  opts.metrics.observeSharedTier(() => redis.status === 'ready')
+  // Up while lookups use it: connected, and not paused after a failure (a Cluster with a master gone stays 'ready').
+  opts.metrics.observeSharedTier(() => healthy())
   const count = {
     hit: lookups.labels('hit'),
     miss: lookups.labels('miss'),

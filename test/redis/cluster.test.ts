@@ -82,4 +82,18 @@ describe('a Redis Cluster', () => {
       await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="error"\} (\d+)/m)
     expect(errors).toBeGreaterThan(0)
   })
+
+  // After the one above: the master stays gone. The cluster client still says 'ready'; the metric says
+  // what lookups do (it said 1 here before).
+  it('a master lost: doi_proxy_shared_cache_up says 0 once a replica\'s lookups find the cluster failing', async () => {
+    const upstream = await topologyUpstream()
+    const c = await replicaApp(upstream, viaCluster({ redisCommandTimeoutMs: 200 }))
+    // A new replica: each DOI is a miss for it, and a miss asks the shared tier first.
+    let i = 0
+    await waitFor(async () => {
+      expect((await c.inject({ url: `/10.5555/topo-${i}` })).headers.location).toBe(`http://example.org/topo-${i}`)
+      i = (i + 1) % 60
+      return await metric(c, /^doi_proxy_shared_cache_up (\d+)/m) === 0
+    })
+  })
 })
