@@ -10,10 +10,12 @@ import type { UpstreamAnswer } from './upstream.js'
 
 /**
  * One cached upstream answer. `freshUntil` is epoch ms by the injected clock. `work` is what was worked
- * out once for it (src/resolve/prepared.ts), added as requests first need it.
+ * out once for it (src/resolve/prepared.ts), added as requests first need it. `textLength`: the length of
+ * the JSON the values were read from, when known (an upstream answer), so that sizing the entry does not
+ * write the values out again.
  */
 export type CachedAnswer =
-  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number, work?: EntryWork }
+  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number, work?: EntryWork, textLength?: number }
   | { kind: 'not-found', storedAt: number, freshUntil: number, work?: EntryWork }
 
 export interface RecordCacheOptions {
@@ -31,7 +33,7 @@ export function entryOf (answer: UpstreamAnswer, at: number, policy: FreshnessPo
   const life = entryFor(answer, at, policy)
   if (life === undefined) return undefined
   return answer.kind === 'found'
-    ? { kind: 'found', values, storedAt: at, freshUntil: life.freshUntil }
+    ? { kind: 'found', values, storedAt: at, freshUntil: life.freshUntil, textLength: values === answer.record.values ? answer.textLength : undefined }
     : { kind: 'not-found', storedAt: at, freshUntil: life.freshUntil }
 }
 
@@ -48,7 +50,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
   const lru = new LRUCache<string, CachedAnswer | UnreadEntry>({
     max: opts.maxEntries,
     maxSize: opts.maxBytes,
-    sizeCalculation: (entry) => entry.kind === 'unread' ? unreadSize(entry) : (entry.kind === 'found' ? estimateSize(entry.values) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
+    sizeCalculation: (entry) => entry.kind === 'unread' ? unreadSize(entry) : (entry.kind === 'found' ? estimateSize(entry) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
     ttlAutopurge: false
   })
 
@@ -146,7 +148,7 @@ function unreadSize (entry: UnreadEntry): number {
   return Math.max(1, 2 * entry.text.length)
 }
 
-/** Rough in-memory size: the values' JSON length, times two for object overhead. */
-function estimateSize (values: readonly HandleValue[]): number {
-  return Math.max(1, 2 * JSON.stringify(values).length)
+/** Rough in-memory size: the values' JSON length (the upstream's whole answer when known), times two for object overhead. */
+function estimateSize (entry: { values: readonly HandleValue[], textLength?: number | undefined }): number {
+  return Math.max(1, 2 * (entry.textLength ?? JSON.stringify(entry.values).length))
 }

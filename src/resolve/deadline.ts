@@ -7,12 +7,9 @@ export async function within<T> (pending: Promise<T>, deadline: number | undefin
   if (deadline === undefined || deadline === Infinity) return await pending
   const left = deadline - performance.now()
   if (left <= 0) throw late()
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([pending, new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(late()), left)
-    })])
-  } finally {
-    clearTimeout(timer)
-  }
+  // One promise and one timer (Promise.race made three promises and their handlers, on every miss).
+  return await new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(late()), left)
+    pending.then((value) => { clearTimeout(timer); resolve(value) }, (err: unknown) => { clearTimeout(timer); reject(err) })
+  })
 }

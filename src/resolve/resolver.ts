@@ -4,7 +4,6 @@ import { cacheKey } from '../handle/name.js'
 import { isFresh, staleUntil } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import { aliasTarget } from '../handle/record.js'
-import { boundedMemo } from '../handle/memo.js'
 import type { Metrics } from '../observe/metrics.js'
 import { entryOf } from './cache.js'
 import type { RecordCache, CachedAnswer } from './cache.js'
@@ -202,13 +201,13 @@ export function createResolver (opts: ResolverOptions) {
 
   /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
   async function lookup (handle: string, asked: LookupOptions = {}): Promise<Lookup> {
-    const known = peekEntry(handle, asked)
+    const key = cacheKey(handle)
+    const known = peekEntry(handle, asked, key)
     if (known !== undefined) {
       if (known.cached) count.hit.inc()
       return known.lookup
     }
     const flags = asked.admit === undefined ? asked : { ...asked, ...(await asked.admit()) }
-    const key = cacheKey(handle)
     const cached = cache.peek(key)
     const bypass = flags.bypassCache === true
     let pending: Promise<UpstreamAnswer>
@@ -259,7 +258,8 @@ export function createResolver (opts: ResolverOptions) {
    * upstream request another client started for the key, or the fresh record it already stored.
    */
   async function takeTurn (handle: string, key: string, flags: LookupOptions, join: Join): Promise<UpstreamAnswer> {
-    const shared = join.running ? await opts.upstream?.fromShared?.(handle) : undefined
+    // Without a shared tier, no await at all: each one is a turn of the microtask queue on every miss.
+    const shared = join.running && opts.upstream?.fromShared !== undefined ? await opts.upstream.fromShared(handle) : undefined
     if (shared !== undefined) {
       store(key, shared)
       return shared
@@ -336,15 +336,29 @@ function toLookup (answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAns
   return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache, entry } : { kind: 'not-found', cache, entry }
 }
 
-// Strings that repeat across records (types, formats, timestamps, admin handles) are kept once: a
-// cached record then costs its distinct data only. Bounded (least recently used dropped).
-const intern = boundedMemo(50_000, (s: string) => s)
+// Strings that repeat across records (types, formats, admin handles, permissions) are kept once: a
+// cached record then costs its distinct data only. A plain Map of these few distinct strings, emptied if
+// a hostile upstream ever makes it large. Timestamps are too many to keep so (nearly one per record,
+// each a lookup that misses): they are shared within a record, whose values mostly have the same one.
+const INTERNED_MAX = 10_000
+const interned = new Map<string, string>()
+function intern (s: string): string {
+  const known = interned.get(s)
+  if (known !== undefined) return known
+  if (interned.size >= INTERNED_MAX) interned.clear()
+  interned.set(s, s)
+  return s
+}
 
 /** Share repeated strings of freshly parsed values before they are cached (the values are ours to change). */
 function compactValues (values: HandleValue[]): HandleValue[] {
+  let timestamp: string | undefined
   for (const v of values) {
     v.type = intern(v.type)
-    if (typeof v.timestamp === 'string') v.timestamp = intern(v.timestamp)
+    if (typeof v.timestamp === 'string') {
+      if (v.timestamp === timestamp) v.timestamp = timestamp
+      else timestamp = v.timestamp
+    }
     if (v.data !== null && typeof v.data === 'object') {
       v.data.format = intern(v.data.format)
       const admin = v.data.value as { handle?: unknown, permissions?: unknown } | null

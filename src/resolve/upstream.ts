@@ -11,7 +11,7 @@ import type { Reachability } from './reachability.js'
 
 /** What the upstream said about a handle. Errors are thrown as UpstreamError. */
 export type UpstreamAnswer =
-  | { kind: 'found', record: HandleRecord }
+  | { kind: 'found', record: HandleRecord, textLength?: number }
   | { kind: 'not-found' }
 
 export interface RetryPolicy {
@@ -275,7 +275,7 @@ export function interpret (status: number, text: string, handle: string, retryAf
   if ((rc === RC_OK || rc === RC_VALUES_NOT_FOUND) && status === 200) {
     const values = (body as { values?: unknown }).values ?? []
     if (!Array.isArray(values) || !values.every(isHandleValue)) throw upstreamErrors.badResponse('malformed values')
-    return { kind: 'found', record: { handle, values } }
+    return { kind: 'found', record: { handle, values }, textLength: text.length }
   }
   if (status >= 400) throw upstreamErrors.rejected(status)
   if (rc === RC_ERROR) throw upstreamErrors.badResponse(`HTTP ${status} with responseCode 2`)
