@@ -152,7 +152,7 @@ export function buildContext (input: ContextInput): LocContext {
   processIncludes(own.locRoots, input, settings, new Set([input.handle]), included, problems, 0)
   const hasLocalHeaders = own.linkRoots.length + included.linkRoots.length + own.headers.length + included.headers.length > 0
 
-  const ns = settings.bool('no_nslocs') ? undefined : namespacePart(input, settings, problems)
+  const ns = settings.bool('no_nslocs') ? undefined : namespacePartOf(input, settings, problems)
   const suppressNsHeaders = settings.bool('suppressNsHeaders') || (hasLocalHeaders && settings.bool('suppressNsHeadersIfLocalHeaders'))
 
   const engine = input.values.some(isLocationType) || (ns !== undefined && ns.locations.length > 0)
@@ -187,6 +187,26 @@ export function buildContext (input: ContextInput): LocContext {
 interface NamespacePart extends Gathered {
   /** The namespace handles' own 10320/loc roots (not their includes): they give chooseby and http_sc. */
   ownRoots: XmlElement[]
+}
+
+// Every record under a prefix shares its namespace locations: with no includes fetched, the part depends
+// on the namespace values alone, and the loader keeps one list of them per prefix (src/resolve/locations-loader.ts).
+// So it is read once per list, not once per record (weakly held: gone with the list).
+const namespaceParts = new WeakMap<readonly HandleValue[], { part: NamespacePart, problems: string[] }>()
+
+/** namespacePart, read once per namespace values list when no includes are involved. */
+function namespacePartOf (input: ContextInput, settings: Settings, problems: string[]): NamespacePart {
+  if (input.includes.size > 0) return namespacePart(input, settings, problems)
+  let known = namespaceParts.get(input.namespaceValues)
+  if (known === undefined) {
+    const own: string[] = []
+    known = { part: namespacePart(input, new Settings(), own), problems: own }
+    namespaceParts.set(input.namespaceValues, known)
+  }
+  // With nothing to include, the namespace's own roots are all it adds to the settings.
+  settings.add(known.part.ownRoots)
+  problems.push(...known.problems)
+  return known.part
 }
 
 /** Namespace locations: the namespace handles' 10320/loc etc., then their includes. */
