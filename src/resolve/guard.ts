@@ -30,8 +30,8 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
  * upstream (it cannot be reached, its CDN fails, it rate-limits us) and one per prefix for the faults
  * one handle server causes (a JSON 5xx, a timeout). Only upstream faults count; an answer about a
  * handle or a refusal of a client's junk never does. So no client can pause lookups for everyone by
- * asking for junk or for the DOIs of a broken handle server. Retries live in the client (undici's
- * retry interceptor); the fair queue lives in the resolver.
+ * asking for junk or for the DOIs of a broken handle server. Retries live in the client
+ * (requestWithRetries); the fair queue lives in the resolver.
  */
 export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   const breakerOptions = (scope: FaultScope): CircuitBreaker.Options => ({

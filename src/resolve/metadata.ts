@@ -6,7 +6,7 @@
  * one fetch per concurrent miss; a fair queue per agency host, so each agency has a concurrency cap and
  * every reader takes its turn).
  */
-import { Agent, interceptors } from 'undici'
+import { Agent } from 'undici'
 import type { Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
 import { allowedMetadataUrl } from '../handle/metadata-hosts.js'
@@ -15,7 +15,7 @@ import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
-import { ACCEPT_ENCODING, connectionLimits, readDecoded, retryAfterMs, retryWithin } from './upstream.js'
+import { ACCEPT_ENCODING, connectionLimits, readDecoded, requestWithRetries, retryAfterMs } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
 import { within } from './deadline.js'
 
@@ -85,8 +85,6 @@ export const metadataErrors = {
 /** Fetches one URL with the reader's Accept (and nothing else of theirs), following allowed redirects. */
 export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?: Dispatcher) {
   const agent: Dispatcher = dispatcher ?? new Agent(connectionLimits(opts.connectionsPerHost, opts.connectTimeoutMs, opts.timeoutMs))
-  // The same retry policy as lookups (src/resolve/upstream.ts): Retry-After honoured, never past the deadline.
-  const client = agent.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
 
   async function fetch (url: URL, accept: string, deadlineAt: number): Promise<FetchedMetadata> {
     const started = performance.now()
@@ -98,14 +96,14 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
     for (let hop = 0; ; hop++) {
       let res: Dispatcher.ResponseData
       try {
-        res = await client.request({
+        // The same retry policy as lookups (src/resolve/upstream.ts): Retry-After honoured, never past the deadline.
+        res = await requestWithRetries(agent, {
           origin: current.origin,
           path: `${current.pathname}${current.search}`,
           method: 'GET',
           headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING },
-          signal,
-          retryOptions: { retry: retryWithin(current.host, deadline, opts.retry) }
-        } as Dispatcher.RequestOptions)
+          signal
+        }, current.host, deadline, opts.retry)
       } catch (err) {
         throw classify(err, budgetMs, deadline < started + opts.timeoutMs)
       }

@@ -1,7 +1,8 @@
 import { pipeline, Transform } from 'node:stream'
 import type { Readable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
-import { interceptors, Pool } from 'undici'
+import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
 import { encodeHandlePath } from '../handle/name.js'
@@ -67,9 +68,6 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   const base = new URL(opts.baseUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
   const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
-  // undici's retry interceptor honours Retry-After; our policy below keeps every wait inside the deadline.
-  // throwOnError: false hands us the last answer itself when retries end, so its status and body are read as usual.
-  const dispatcher = pool.compose(interceptors.retry({ throwOnError: false, methods: ['GET'] }))
   // We ask for the codings we read (RFC 9110 §12.5.3: no Accept-Encoding would accept any).
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
 
@@ -87,14 +85,7 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     try {
       let res: Dispatcher.ResponseData
       try {
-        res = await dispatcher.request({
-          origin: base.origin,
-          path,
-          method: 'GET',
-          headers,
-          signal: abort.signal,
-          retryOptions: { retry: retryWithin(handle, deadline, opts.retry ?? NO_RETRIES) }
-        } as Dispatcher.RequestOptions)
+        res = await requestWithRetries(pool, { origin: base.origin, path, method: 'GET', headers, signal: abort.signal }, handle, deadline, opts.retry ?? NO_RETRIES)
       } catch (err) {
         throw failed(classify(err, budgetMs))
       }
@@ -143,28 +134,36 @@ export function connectionLimits (connections: number, connectTimeoutMs: number,
   }
 }
 
-type RetryCallback = (err?: Error | null) => void
-interface RetryError { statusCode?: number, code?: string, headers?: Record<string, string | string[] | undefined> }
-
 /**
- * undici's `retry` hook: retry a retryable status or dropped connection with exponential backoff (a
- * Retry-After wins), but never wait past the deadline: then the last answer stands (a stale record may
- * stand in for it).
+ * A GET, asked again after a retryable status (429, 502, 503, 504) or a dropped connection, with
+ * exponential backoff (a Retry-After wins), but never waiting past the deadline: then the last answer
+ * stands (its status and body are read as usual; a stale record may stand in for it), or the last failure
+ * is thrown. `name` is what onRetry reports (the handle, or a host). A loop of our own rather than
+ * undici's retry interceptor, whose handler wrapped every request, the many that are never retried too.
  */
-export function retryWithin (handle: string, deadline: number, policy: RetryPolicy) {
-  return (err: Error & RetryError, { state }: { state: { counter: number } }, callback: RetryCallback): void => {
-    const retryable = err.statusCode !== undefined ? RETRY_STATUSES.has(err.statusCode) : RETRY_ERROR_CODES.has(err.code ?? '')
-    if (!retryable || state.counter > policy.retries) {
-      callback(err)
-      return
+export async function requestWithRetries (dispatcher: Dispatcher, request: Dispatcher.RequestOptions & { signal: AbortSignal }, name: string, deadline: number, policy: RetryPolicy): Promise<Dispatcher.ResponseData> {
+  for (let attempt = 1; ; attempt++) {
+    let res: Dispatcher.ResponseData | undefined
+    let failure: unknown
+    try {
+      res = await dispatcher.request(request)
+    } catch (err) {
+      failure = err
     }
-    const delay = retryAfterMs(err.headers?.['retry-after']) ?? Math.min(policy.maxMs, policy.baseMs * 2 ** (state.counter - 1))
-    if (performance.now() + delay >= deadline) {
-      callback(err)
-      return
+    const code = (failure as { code?: unknown } | undefined)?.code
+    const reason = res !== undefined
+      ? (RETRY_STATUSES.has(res.statusCode) ? `HTTP ${res.statusCode}` : undefined)
+      : (typeof code === 'string' && RETRY_ERROR_CODES.has(code) ? code : undefined)
+    const delay = reason === undefined || attempt > policy.retries
+      ? undefined
+      : retryAfterMs(res?.headers['retry-after']) ?? Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1))
+    if (reason === undefined || delay === undefined || performance.now() + delay >= deadline) {
+      if (res !== undefined) return res
+      throw failure
     }
-    policy.onRetry?.(handle, state.counter, err.statusCode === undefined ? String(err.code) : `HTTP ${err.statusCode}`)
-    setTimeout(() => callback(null), delay)
+    policy.onRetry?.(name, attempt, reason)
+    res?.body.dump().catch(() => {}) // read off (a little) so the connection is kept
+    await sleep(delay, undefined, { signal: request.signal })
   }
 }
 
