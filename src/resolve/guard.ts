@@ -31,7 +31,7 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
  * one handle server causes (a JSON 5xx, a timeout). Only upstream faults count; an answer about a
  * handle or a refusal of a client's junk never does. So no client can pause lookups for everyone by
  * asking for junk or for the DOIs of a broken handle server. Retries live in the client
- * (requestWithRetries); the fair queue lives in the resolver.
+ * (getWithRetries); the fair queue lives in the resolver.
  */
 export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   const breakerOptions = (scope: FaultScope): CircuitBreaker.Options => ({

@@ -15,7 +15,8 @@ import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
-import { ACCEPT_ENCODING, connectionLimits, readDecoded, requestWithRetries, retryAfterMs } from './upstream.js'
+import { ACCEPT_ENCODING, Cancel, connectionLimits, decodeWhole, getWithRetries, retryAfterMs } from './upstream.js'
+import type { WholeAnswer } from './upstream.js'
 import type { RetryPolicy } from './upstream.js'
 import { within } from './deadline.js'
 
@@ -91,53 +92,48 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
     const deadline = Math.min(started + opts.timeoutMs, deadlineAt)
     const budgetMs = Math.floor(deadline - started)
     if (budgetMs <= 0) throw metadataErrors.deadline()
-    const signal = AbortSignal.timeout(budgetMs)
-    let current = url
-    for (let hop = 0; ; hop++) {
-      let res: Dispatcher.ResponseData
-      try {
-        // The same retry policy as lookups (src/resolve/upstream.ts): Retry-After honoured, never past the deadline.
-        res = await requestWithRetries(agent, {
-          origin: current.origin,
-          path: `${current.pathname}${current.search}`,
-          method: 'GET',
-          headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING },
-          signal
-        }, current.host, deadline, opts.retry)
-      } catch (err) {
-        throw classify(err, budgetMs, deadline < started + opts.timeoutMs)
-      }
-      const header = (name: string): string | undefined => {
-        const v = res.headers[name]
-        return Array.isArray(v) ? v[0] : v
-      }
-      if (REDIRECTS.has(res.statusCode)) {
-        res.body.dump().catch(() => {})
-        const location = header('location')
-        if (location === undefined) throw metadataErrors.redirect(`HTTP ${res.statusCode} without a Location`)
-        if (hop >= opts.maxRedirects) throw metadataErrors.redirect(`more than ${opts.maxRedirects} redirects`)
-        let target: URL | string
+    // One timer for the whole fetch (every redirect and retry), cleared when it ends.
+    const cancel = new Cancel()
+    const timer = setTimeout(() => cancel.end(new DOMException(`metadata fetch over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
+    const tooLarge = (): UpstreamError => metadataErrors.tooLarge(opts.maxBodyBytes)
+    try {
+      let current = url
+      for (let hop = 0; ; hop++) {
+        let res: WholeAnswer
         try {
-          target = allowedMetadataUrl(new URL(location, current).href, opts.hosts)
-        } catch {
-          target = 'an unreadable Location'
+          // The same retry policy as lookups (src/resolve/upstream.ts): Retry-After honoured, never past the deadline.
+          res = await getWithRetries(agent, {
+            origin: current.origin,
+            path: `${current.pathname}${current.search}`,
+            method: 'GET',
+            headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING }
+          }, { maxBytes: opts.maxBodyBytes, tooLarge, cancel }, current.host, deadline, opts.retry)
+        } catch (err) {
+          throw err instanceof UpstreamError ? err : classify(err, budgetMs, deadline < started + opts.timeoutMs)
         }
-        if (typeof target === 'string') throw metadataErrors.redirect(`${current.host} redirected: ${target}`)
-        current = target
-        continue
+        const header = (name: string): string | undefined => {
+          const v = res.headers[name]
+          return Array.isArray(v) ? v[0] : v
+        }
+        if (REDIRECTS.has(res.statusCode)) {
+          const location = header('location')
+          if (location === undefined) throw metadataErrors.redirect(`HTTP ${res.statusCode} without a Location`)
+          if (hop >= opts.maxRedirects) throw metadataErrors.redirect(`more than ${opts.maxRedirects} redirects`)
+          let target: URL | string
+          try {
+            target = allowedMetadataUrl(new URL(location, current).href, opts.hosts)
+          } catch {
+            target = 'an unreadable Location'
+          }
+          if (typeof target === 'string') throw metadataErrors.redirect(`${current.host} redirected: ${target}`)
+          current = target
+          continue
+        }
+        const body = await decodeWhole(res, opts.maxBodyBytes, { tooLarge, unreadable: metadataErrors.unreadable })
+        return { status: res.statusCode, contentType: header('content-type'), cacheControl: header('cache-control'), retryAfterMs: retryAfterMs(res.headers['retry-after']), body }
       }
-      const declared = Number(header('content-length'))
-      if (Number.isFinite(declared) && declared > opts.maxBodyBytes) {
-        res.body.destroy()
-        throw metadataErrors.tooLarge(opts.maxBodyBytes)
-      }
-      let body: Buffer
-      try {
-        body = await readDecoded(res, opts.maxBodyBytes, { tooLarge: () => metadataErrors.tooLarge(opts.maxBodyBytes), unreadable: metadataErrors.unreadable })
-      } catch (err) {
-        throw err instanceof UpstreamError ? err : classify(err, budgetMs, deadline < started + opts.timeoutMs)
-      }
-      return { status: res.statusCode, contentType: header('content-type'), cacheControl: header('cache-control'), retryAfterMs: retryAfterMs(res.headers['retry-after']), body }
+    } finally {
+      clearTimeout(timer)
     }
   }
 

@@ -2,7 +2,7 @@
  * The open-access providers (docs/institutional.md "Open access first"): Unpaywall's and OpenAlex's
  * APIs over HTTP, and Unpaywall's data feed read from a file. Each says, for one DOI, where its open
  * copy is or that it knows none, and throws when it cannot say. A provider's answer is not trusted:
- * bounded in time and size like the upstream's (the same undici Pool limits and readBounded), read
+ * bounded in time and size like the upstream's (the same undici Pool limits and getWhole), read
  * defensively, and its URL is checked by src/handle/linkout.ts before anyone is sent there.
  */
 import { createReadStream } from 'node:fs'
@@ -13,7 +13,8 @@ import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { openAccessLocation } from '../handle/linkout.js'
-import { connectionLimits, readBounded } from './upstream.js'
+import { Cancel, connectionLimits, getWhole } from './upstream.js'
+import type { WholeAnswer } from './upstream.js'
 
 /** A provider's answer: the open copy's URL (checked), or null when it knows none. */
 export type ProviderAnswer = string | null
@@ -95,20 +96,18 @@ function httpGetter (baseUrl: string, opts: HttpProviderOptions): ((path: string
   const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
   async function get (path: string): Promise<unknown> {
-    let res: Dispatcher.ResponseData
-    const signal = AbortSignal.timeout(opts.timeoutMs)
+    // Read whole (bounded) even what we ignore, so the connection is reused; the whole call stays within timeoutMs.
+    const cancel = new Cancel()
+    const timer = setTimeout(() => cancel.end(new DOMException(`over ${opts.timeoutMs} ms`, 'TimeoutError')), opts.timeoutMs)
+    let res: WholeAnswer
     try {
-      res = await pool.request({ origin: base.origin, path: `${basePath}${path}`, method: 'GET', headers, signal })
+      res = await getWhole(pool, { origin: base.origin, path: `${basePath}${path}`, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge: () => new ProviderError(`answer larger than ${opts.maxBodyBytes} bytes`), cancel })
     } catch (err) {
-      throw new ProviderError(`the provider did not answer: ${(err as { code?: string, name?: string }).code ?? (err as Error).name}`)
+      throw err instanceof ProviderError ? err : new ProviderError(`the provider did not answer: ${(err as { code?: string, name?: string }).code ?? (err as Error).name}`)
+    } finally {
+      clearTimeout(timer)
     }
-    // Read (bounded) even what we ignore, so the connection is reused; the whole call stays within timeoutMs.
-    let text: string
-    try {
-      text = (await readBounded(res.body, opts.maxBodyBytes, () => new ProviderError(`answer larger than ${opts.maxBodyBytes} bytes`))).toString('utf8')
-    } catch (err) {
-      throw err instanceof ProviderError ? err : new ProviderError(`the provider's answer broke off: ${(err as Error).name}`)
-    }
+    const text = res.body.toString('utf8')
     if (res.statusCode === 404) return undefined
     if (res.statusCode !== 200) throw new ProviderError(`HTTP ${res.statusCode}`)
     try {

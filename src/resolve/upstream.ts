@@ -1,9 +1,9 @@
-import { pipeline, Transform } from 'node:stream'
-import type { Readable } from 'node:stream'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
+import { promisify } from 'node:util'
+import { brotliDecompress, gunzip, inflate } from 'node:zlib'
+import type { InputType, ZlibOptions } from 'node:zlib'
 import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
+import type { IncomingHttpHeaders } from 'undici/types/header.js'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
 import { encodeHandlePath } from '../handle/name.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
@@ -78,27 +78,20 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     if (budgetMs <= 0) throw upstreamErrors.timeout(opts.timeoutMs)
     const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
     const path = `${basePath}/${encodeHandlePath(handle)}${query === '' ? '' : `?${query}`}`
-    // One timer for the whole lookup, cleared when it ends (AbortSignal.timeout's weak-referenced timer
-    // cost a miss more than this, and stayed armed until it fired).
-    const abort = new AbortController()
-    const timer = setTimeout(() => abort.abort(new DOMException(`upstream lookup over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
+    // One timer for the whole lookup, cleared when it ends: it stops the request under way, or the wait
+    // before a retry.
+    const cancel = new Cancel()
+    const timer = setTimeout(() => cancel.end(new DOMException(`upstream lookup over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
+    const tooLarge = (): UpstreamError => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`)
     try {
-      let res: Dispatcher.ResponseData
+      let res: WholeAnswer
       try {
-        res = await requestWithRetries(pool, { origin: base.origin, path, method: 'GET', headers, signal: abort.signal }, handle, deadline, opts.retry ?? NO_RETRIES)
-      } catch (err) {
-        throw failed(classify(err, budgetMs))
-      }
-      opts.reachability?.answered()
-      let text: string
-      try {
-        text = (await readDecoded(res, opts.maxBodyBytes, {
-          tooLarge: () => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`),
-          unreadable: upstreamErrors.badResponse
-        })).toString('utf8')
+        res = await getWithRetries(pool, { origin: base.origin, path, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge, cancel }, handle, deadline, opts.retry ?? NO_RETRIES)
       } catch (err) {
         throw err instanceof UpstreamError ? err : failed(classify(err, budgetMs))
       }
+      opts.reachability?.answered()
+      const text = (await decodeWhole(res, opts.maxBodyBytes, { tooLarge, unreadable: upstreamErrors.badResponse })).toString('utf8')
       return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
     } finally {
       clearTimeout(timer)
@@ -135,18 +128,94 @@ export function connectionLimits (connections: number, connectTimeoutMs: number,
 }
 
 /**
- * A GET, asked again after a retryable status (429, 502, 503, 504) or a dropped connection, with
+ * Ends a lookup's current step when its time is up: the request under way, or the wait before a retry.
+ * A step says how it stops in `stop` while it runs; one that starts after the end fails at once.
+ */
+export class Cancel {
+  reason: Error | undefined
+  stop: ((reason: Error) => void) | undefined
+  end (reason: Error): void {
+    this.reason = reason
+    this.stop?.(reason)
+  }
+}
+
+/** One GET's answer read whole: its status, headers, and the body's bytes as they came (still encoded). */
+export interface WholeAnswer { statusCode: number, headers: IncomingHttpHeaders, body: Buffer }
+
+export interface WholeLimits {
+  /** Most bytes received; beyond (or a Content-Length saying so), `tooLarge()` and the connection is cut. */
+  maxBytes: number
+  tooLarge: () => Error
+  cancel: Cancel
+}
+
+/**
+ * One GET through undici's dispatch API, its body gathered in memory as it comes: no stream, no abort
+ * signal and no async resource per request (what undici's request API makes), which every miss paid for.
+ * Rejects with undici's own errors, `tooLarge()`, or the cancel's reason.
+ */
+export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits): Promise<WholeAnswer> {
+  return await new Promise<WholeAnswer>((resolve, reject) => {
+    const { cancel, maxBytes } = limits
+    if (cancel.reason !== undefined) {
+      reject(cancel.reason)
+      return
+    }
+    let controller: Dispatcher.DispatchController | undefined
+    let stopped: Error | undefined
+    let statusCode = 0
+    let headers: IncomingHttpHeaders = {}
+    const chunks: Buffer[] = []
+    let size = 0
+    const stop = (reason: Error): void => {
+      stopped ??= reason
+      cancel.stop = undefined
+      reject(reason)
+      controller?.abort(reason)
+    }
+    cancel.stop = stop
+    dispatcher.dispatch(request, {
+      onRequestStart (c) {
+        controller = c
+        if (stopped !== undefined) c.abort(stopped)
+      },
+      onResponseStart (_c, status, answered) {
+        statusCode = status
+        headers = answered
+        if (Number(answered['content-length']) > maxBytes) stop(limits.tooLarge())
+      },
+      onResponseData (_c, chunk) {
+        if (stopped !== undefined) return
+        size += chunk.length
+        if (size > maxBytes) stop(limits.tooLarge())
+        else chunks.push(chunk)
+      },
+      onResponseEnd () {
+        cancel.stop = undefined
+        resolve({ statusCode, headers, body: Buffer.concat(chunks, size) })
+      },
+      onResponseError (_c, err) {
+        cancel.stop = undefined
+        reject(err)
+      }
+    })
+  })
+}
+
+/**
+ * getWhole, asked again after a retryable status (429, 502, 503, 504) or a dropped connection, with
  * exponential backoff (a Retry-After wins), but never waiting past the deadline: then the last answer
  * stands (its status and body are read as usual; a stale record may stand in for it), or the last failure
  * is thrown. `name` is what onRetry reports (the handle, or a host). A loop of our own rather than
  * undici's retry interceptor, whose handler wrapped every request, the many that are never retried too.
  */
-export async function requestWithRetries (dispatcher: Dispatcher, request: Dispatcher.RequestOptions & { signal: AbortSignal }, name: string, deadline: number, policy: RetryPolicy): Promise<Dispatcher.ResponseData> {
+export async function getWithRetries (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits, name: string, deadline: number, policy: RetryPolicy): Promise<WholeAnswer> {
   for (let attempt = 1; ; attempt++) {
-    let res: Dispatcher.ResponseData | undefined
+    let res: WholeAnswer | undefined
     let failure: unknown
     try {
-      res = await dispatcher.request(request)
+      res = await getWhole(dispatcher, request, limits)
     } catch (err) {
       failure = err
     }
@@ -162,85 +231,53 @@ export async function requestWithRetries (dispatcher: Dispatcher, request: Dispa
       throw failure
     }
     policy.onRetry?.(name, attempt, reason)
-    res?.body.dump().catch(() => {}) // read off (a little) so the connection is kept
-    await sleep(delay, undefined, { signal: request.signal })
+    await waitFor(delay, limits.cancel)
   }
 }
 
-/**
- * Read a whole body, refusing more than maxBytes with `tooLarge()` (a runaway server must not fill our
- * memory). With the stream's own events, not `for await`: its async iterator cost a miss about 10 µs.
- * A stream that closes before its end is an error, as the iterator would make it.
- */
-export async function readBounded (body: Readable, maxBytes: number, tooLarge: () => Error): Promise<Buffer> {
-  return await new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    // Listeners stay until the stream is gone: a late 'error' then finds one and is ignored.
-    let settled = false
-    const fail = (err: unknown): void => {
-      if (settled) return
-      settled = true
-      reject(err)
+/** Wait `ms`, or until the cancel ends it (rejecting with its reason). */
+async function waitFor (ms: number, cancel: Cancel): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    if (cancel.reason !== undefined) {
+      reject(cancel.reason)
+      return
     }
-    body.on('data', (chunk: Buffer) => {
-      if (settled) return
-      size += chunk.length
-      if (size > maxBytes) {
-        fail(tooLarge())
-        body.destroy()
-        return
-      }
-      chunks.push(chunk)
-    })
-    body.once('end', () => {
-      if (settled) return
-      settled = true
-      resolve(Buffer.concat(chunks, size))
-    })
-    body.on('error', fail)
-    // After 'end' too, on every answer: the error (and its stack) only when it is one.
-    body.once('close', () => { if (!settled) fail(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })) })
+    const timer = setTimeout(() => {
+      cancel.stop = undefined
+      resolve()
+    }, ms)
+    cancel.stop = (reason) => {
+      clearTimeout(timer)
+      cancel.stop = undefined
+      reject(reason)
+    }
   })
+}
+
+type OneShot = (buffer: InputType, options: ZlibOptions) => Promise<Buffer>
+const ONE_SHOT: Record<string, OneShot> = { gzip: promisify(gunzip), 'x-gzip': promisify(gunzip), deflate: promisify(inflate), br: promisify(brotliDecompress) as OneShot }
+
+/**
+ * A whole body as the server meant it, decoded when its Content-Encoding is one we asked for. The size
+ * bound holds for the decoded bytes too: zlib stops at maxBytes of output (a decompression bomb is never
+ * held whole). A coding we did not ask for, or a body that does not decode, is `unreadable`.
+ */
+export async function decodeWhole (res: WholeAnswer, maxBytes: number, errors: { tooLarge: () => Error, unreadable: (detail: string) => Error }): Promise<Buffer> {
+  const header = res.headers['content-encoding']
+  const coding = (Array.isArray(header) ? header.join(',') : header ?? '').trim().toLowerCase()
+  if (coding === '' || coding === 'identity') return res.body
+  const decode = ONE_SHOT[coding]
+  if (decode === undefined) throw errors.unreadable(`Content-Encoding ${JSON.stringify(coding)}, which we did not ask for`)
+  try {
+    return await decode(res.body, { maxOutputLength: maxBytes })
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw errors.tooLarge()
+    throw errors.unreadable(`a ${coding} body that does not decode`)
+  }
 }
 
 /** The Content-Encodings we ask for and read (each decodes through node:zlib); send it as Accept-Encoding. */
 export const ACCEPT_ENCODING = 'gzip, deflate, br'
-const DECODERS: Record<string, () => Transform> = { gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress }
-
-/**
- * The body as the server meant it, decoded when its Content-Encoding is one we asked for. The size
- * bound holds for the bytes received and for the decoded bytes alike: a decompression bomb is cut at
- * maxBytes of output, streaming, never held whole. A coding we did not ask for, or a body that does not
- * decode, is `unreadable`; a connection failing meanwhile is thrown as it came.
- */
-export async function readDecoded (res: Dispatcher.ResponseData, maxBytes: number, errors: { tooLarge: () => Error, unreadable: (detail: string) => Error }): Promise<Buffer> {
-  const header = res.headers['content-encoding']
-  const coding = (Array.isArray(header) ? header.join(',') : header ?? '').trim().toLowerCase()
-  if (coding === '' || coding === 'identity') return await readBounded(res.body, maxBytes, errors.tooLarge)
-  const decoder = DECODERS[coding]
-  if (decoder === undefined) {
-    res.body.on('error', () => {}).destroy() // its abort is ours, not a fault to report
-    throw errors.unreadable(`Content-Encoding ${JSON.stringify(coding)}, which we did not ask for`)
-  }
-  let received = 0
-  let sourceError: unknown
-  res.body.once('error', (err) => { sourceError = err })
-  const counted = new Transform({
-    transform (chunk: Buffer, _encoding, done) {
-      received += chunk.length
-      done(received > maxBytes ? errors.tooLarge() : null, chunk)
-    }
-  })
-  const decoded = pipeline(res.body, counted, decoder(), () => {})
-  let cut: Error | undefined
-  try {
-    return await readBounded(decoded, maxBytes, () => (cut = errors.tooLarge()))
-  } catch (err) {
-    if (err === cut || received > maxBytes || sourceError !== undefined) throw err
-    throw errors.unreadable(`a ${coding} body that does not decode`)
-  }
-}
 
 function classify (err: unknown, timeoutMs: number): UpstreamError {
   const e = err as { name?: string, code?: string, message?: string, cause?: { code?: string } }
