@@ -88,7 +88,10 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
       try {
         res = await getWithRetries(pool, { origin: base.origin, path, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge, cancel }, handle, deadline, opts.retry ?? NO_RETRIES)
       } catch (err) {
-        throw err instanceof UpstreamError ? err : failed(classify(err, budgetMs))
+        if (!(err instanceof UpstreamError)) throw failed(classify(err, budgetMs))
+        // Ours: an answer too large to read. The upstream did answer.
+        opts.reachability?.answered()
+        throw err
       }
       opts.reachability?.answered()
       const text = (await decodeWhole(res, opts.maxBodyBytes, { tooLarge, unreadable: upstreamErrors.badResponse })).toString('utf8')

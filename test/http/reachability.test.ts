@@ -91,6 +91,18 @@ describe('the upstream\'s state in the logs and on /status', () => {
     expect(logs.about('the upstream answers')).toHaveLength(2)
   })
 
+  it('an answer too large to read is still an answer: the registry is said to answer again', async () => {
+    const logs = captureLogs()
+    const { app, upstream } = await setup({ deps: { logger: logs.logger } })
+    await upstream.close()
+    await app.inject({ url: '/10.5555/down' })
+    expect(logs.about('the upstream cannot be reached')).toHaveLength(1)
+    await upstream.restart()
+    upstream.mode = { kind: 'huge', bytes: 50_000_000 }
+    expect((await app.inject({ url: '/10.5555/huge' })).statusCode).toBe(502)
+    expect(logs.about('the upstream answers')).toHaveLength(1)
+  })
+
   it.each([
     ['answers', undefined, 'the upstream answers'],
     ['does not resolve', UNRESOLVABLE, 'the upstream cannot be reached']
