@@ -234,12 +234,12 @@ export async function getWithRetries (dispatcher: Dispatcher, request: Dispatche
       throw failure
     }
     policy.onRetry?.(name, attempt, reason)
-    await waitFor(delay, limits.cancel)
+    await pause(delay, limits.cancel)
   }
 }
 
 /** Wait `ms`, or until the cancel ends it (rejecting with its reason). */
-async function waitFor (ms: number, cancel: Cancel): Promise<void> {
+async function pause (ms: number, cancel: Cancel): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     if (cancel.reason !== undefined) {
       reject(cancel.reason)
