@@ -33,7 +33,7 @@ export interface HttpProviderOptions {
   connectTimeoutMs: number
   connections: number
   maxBodyBytes: number
-  /** Tests may pass their own undici dispatcher. */
+  /** Tests may pass their own undici dispatcher (one getWhole takes: src/resolve/upstream.ts). */
   dispatcher?: Dispatcher
 }
 

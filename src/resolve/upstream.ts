@@ -33,7 +33,10 @@ export interface UpstreamOptions {
   maxBodyBytes: number
   /** Default: no retries (the mirror command keeps its own). */
   retry?: RetryPolicy
-  /** Tests and embedders may pass their own undici dispatcher; by default a bounded Pool is made. */
+  /**
+   * Tests and embedders may pass their own undici dispatcher (a Pool, Agent, Client or MockAgent: see
+   * getWhole); by default a bounded Pool is made.
+   */
   dispatcher?: Dispatcher
   /** Told of every answer and every failure to get one, so whether the upstream answers is known. */
   reachability?: Reachability
@@ -156,7 +159,9 @@ export interface WholeLimits {
 /**
  * One GET through undici's dispatch API, its body gathered in memory as it comes: no stream, no abort
  * signal and no async resource per request (what undici's request API makes), which every miss paid for.
- * Rejects with undici's own errors, `tooLarge()`, or the cancel's reason.
+ * Rejects with undici's own errors, `tooLarge()`, or the cancel's reason. The dispatcher must be one of
+ * undici's Pool, Agent, Client or MockAgent, whose dispatch takes this handler API (a bare MockPool's does
+ * not: it only calls the older onConnect/onHeaders callbacks, and the answer would wait for the timer).
  */
 export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits): Promise<WholeAnswer> {
   return await new Promise<WholeAnswer>((resolve, reject) => {
