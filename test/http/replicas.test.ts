@@ -6,7 +6,7 @@ import type { Config } from '../../src/config/schema.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { TestRedis } from '../support/redis.js'
-import { metric, replicaApp } from '../support/replica-apps.js'
+import { metric, replicaApp, sharedUp, waitFor } from '../support/replica-apps.js'
 import type { HandleValue } from '../../src/handle/types.js'
 import { cacheSourceOf, sourceId } from '../../src/resolve/cache-source.js'
 
@@ -45,14 +45,6 @@ async function replica (upstream: FakeUpstream, overrides: Partial<Config> = {},
 /** The Redis key of a record as replicas on this upstream name it: the prefix, the key version and the source. */
 function recordKey (upstream: FakeUpstream, key: string): string {
   return `doi-proxy:v2:${sourceId(cacheSourceOf({ upstreamUrl: upstream.url, offline: false }))}:r:${key}`
-}
-
-async function waitFor (check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('the condition never held')
 }
 
 describe('replicas sharing one Redis', () => {
@@ -242,7 +234,7 @@ describe('when Redis fails', () => {
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m)).toBeGreaterThan(0)
 
     await redis.run()
-    await waitFor(async () => await metric(a, /^doi_proxy_shared_cache_up (\d+)/m) === 1 && await metric(b, /^doi_proxy_shared_cache_up (\d+)/m) === 1)
+    await waitFor(async () => await sharedUp(a) && await sharedUp(b))
     expect((await a.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect((await b.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect(upstream.count('10.5555/shared-7')).toBe(1)
