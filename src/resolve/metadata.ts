@@ -16,8 +16,7 @@ import { UpstreamError } from './errors.js'
 import { createFairQueue } from './fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from './fair-queue.js'
 import { ACCEPT_ENCODING, Cancel, connectionLimits, decodeWhole, getWithRetries, retryAfterMs } from './upstream.js'
-import type { WholeAnswer } from './upstream.js'
-import type { RetryPolicy } from './upstream.js'
+import type { RetryPolicy, WholeAnswer } from './upstream.js'
 import { within } from './deadline.js'
 
 /** What an agency answered, as we keep it. */
@@ -93,8 +92,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
     const budgetMs = Math.floor(deadline - started)
     if (budgetMs <= 0) throw metadataErrors.deadline()
     // One timer for the whole fetch (every redirect and retry), cleared when it ends.
-    const cancel = new Cancel()
-    const timer = setTimeout(() => cancel.end(new DOMException(`metadata fetch over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
+    const cancel = Cancel.after(budgetMs, `metadata fetch over ${budgetMs} ms`)
     const tooLarge = (): UpstreamError => metadataErrors.tooLarge(opts.maxBodyBytes)
     try {
       let current = url
@@ -133,7 +131,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
         return { status: res.statusCode, contentType: header('content-type'), cacheControl: header('cache-control'), retryAfterMs: retryAfterMs(res.headers['retry-after']), body }
       }
     } finally {
-      clearTimeout(timer)
+      cancel.clear()
     }
   }
 

@@ -97,15 +97,14 @@ function httpGetter (baseUrl: string, opts: HttpProviderOptions): ((path: string
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
   async function get (path: string): Promise<unknown> {
     // Read whole (bounded) even what we ignore, so the connection is reused; the whole call stays within timeoutMs.
-    const cancel = new Cancel()
-    const timer = setTimeout(() => cancel.end(new DOMException(`over ${opts.timeoutMs} ms`, 'TimeoutError')), opts.timeoutMs)
+    const cancel = Cancel.after(opts.timeoutMs, `over ${opts.timeoutMs} ms`)
     let res: WholeAnswer
     try {
       res = await getWhole(pool, { origin: base.origin, path: `${basePath}${path}`, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge: () => new ProviderError(`answer larger than ${opts.maxBodyBytes} bytes`), cancel })
     } catch (err) {
       throw err instanceof ProviderError ? err : new ProviderError(`the provider did not answer: ${(err as { code?: string, name?: string }).code ?? (err as Error).name}`)
     } finally {
-      clearTimeout(timer)
+      cancel.clear()
     }
     const text = res.body.toString('utf8')
     if (res.statusCode === 404) return undefined

@@ -83,8 +83,7 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     const path = `${basePath}/${encodeHandlePath(handle)}${query === '' ? '' : `?${query}`}`
     // One timer for the whole lookup, cleared when it ends: it stops the request under way, or the wait
     // before a retry.
-    const cancel = new Cancel()
-    const timer = setTimeout(() => cancel.end(new DOMException(`upstream lookup over ${budgetMs} ms`, 'TimeoutError')), budgetMs)
+    const cancel = Cancel.after(budgetMs, `upstream lookup over ${budgetMs} ms`)
     const tooLarge = (): UpstreamError => upstreamErrors.badResponse(`answer larger than ${opts.maxBodyBytes} bytes`)
     try {
       let res: WholeAnswer
@@ -100,7 +99,7 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
       const text = (await decodeWhole(res, opts.maxBodyBytes, { tooLarge, unreadable: upstreamErrors.badResponse })).toString('utf8')
       return interpret(res.statusCode, text, handle, retryAfterMs(res.headers['retry-after']))
     } finally {
-      clearTimeout(timer)
+      cancel.clear()
     }
   }
 
@@ -140,6 +139,19 @@ export function connectionLimits (connections: number, connectTimeoutMs: number,
 export class Cancel {
   reason: Error | undefined
   stop: ((reason: Error) => void) | undefined
+  #timer: NodeJS.Timeout | undefined
+
+  /** A cancel that ends by itself after `ms`, with a TimeoutError saying `message`; `clear()` it when done. */
+  static after (ms: number, message: string): Cancel {
+    const cancel = new Cancel()
+    cancel.#timer = setTimeout(() => cancel.end(new DOMException(message, 'TimeoutError')), ms)
+    return cancel
+  }
+
+  clear (): void {
+    clearTimeout(this.#timer)
+  }
+
   end (reason: Error): void {
     this.reason = reason
     this.stop?.(reason)
