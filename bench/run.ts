@@ -18,6 +18,7 @@ import { buildBefore } from './lib/before.js'
 import type { BeforeBuild } from './lib/before.js'
 import { codeVersion } from './lib/children.js'
 import { chooseGenerator } from './lib/wrk.js'
+import { describePinning, pinCores } from './lib/pinning.js'
 import type { GeneratorName } from './lib/wrk.js'
 
 const HELP = `Usage: node --import tsx bench/run.ts [options]
@@ -26,6 +27,8 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]
   --profile               start our server with --cpu-prof (profiles in bench/.tmp/profiles),
                           no baselines, print the top functions; default scenario: hot
   --no-nginx              skip the nginx baseline even if nginx is installed
+  --no-pin                leave every process where the scheduler puts it (default: the servers
+                          under test on the last core, the rest on the others, with taskset)
   --latency MS            the fake upstream's latency (default 30)
   --server-env KEY=VALUE  extra environment for our server (e.g. LOG_LEVEL=warn); repeatable
   --generator wrk|autocannon  what drives the load (default wrk, installed with apt-get when
@@ -38,6 +41,7 @@ interface Args {
   scenarios: ScenarioName[]
   profile: boolean
   nginx: boolean
+  pin: boolean
   latencyMs: number
   serverEnv: Record<string, string>
   before?: string
@@ -45,11 +49,12 @@ interface Args {
 }
 
 function parseArgs (argv: string[]): Args {
-  const args: Args = { quick: false, scenarios: [], profile: false, nginx: true, latencyMs: 30, serverEnv: {} }
+  const args: Args = { quick: false, scenarios: [], profile: false, nginx: true, pin: true, latencyMs: 30, serverEnv: {} }
   forEachOption(argv, HELP, (arg, value) => {
     if (arg === '--quick') args.quick = true
     else if (arg === '--profile') args.profile = true
     else if (arg === '--no-nginx') args.nginx = false
+    else if (arg === '--no-pin') args.pin = false
     else if (arg === '--latency') args.latencyMs = Number(value())
     else if (arg === '--scenario') {
       for (const name of value().split(',')) {
@@ -95,6 +100,8 @@ async function main (): Promise<void> {
   if (args.nginx && !nginx && !args.profile) log(NGINX_MISSING)
   const generator = chooseGenerator(args.generator, log)
   log(`load generator: ${generator.name} (${generator.why})`)
+  const pinning = args.pin ? pinCores() : '--no-pin'
+  log(describePinning(pinning))
 
   let before: BeforeBuild | undefined
   const rows: Row[] = []
@@ -123,7 +130,7 @@ async function main (): Promise<void> {
     `zipf ${settings.zipfDois} DOIs, ${settings.zipfWarmupRequests} warm-up requests then ${settings.zipfMeasureRequests} measured; fake upstream latency ${args.latencyMs} ms; ${envLine}; ` +
     'zipf twice for ours: on its defaults (UPSTREAM_MAX_CONCURRENT=16) and at nginx\'s upstream concurrency (each row says which); ' +
     'the floor of hot, not-found, api, conneg, metadata and linkout writes the same bytes as our answer (status, headers, body; Node writes Date itself); ' +
-    `load generator: ${generator.name === 'wrk' ? '`wrk -t1 -cN` (bench/lib/wrk.lua)' : 'autocannon in the runner\'s process'}, ${generator.why}, on the same machine (the client row shows its own ceiling); whole run ${seconds} s.`
+    `load generator: ${generator.name === 'wrk' ? '`wrk -t1 -cN` (bench/lib/wrk.lua)' : 'autocannon in the runner\'s process'}, ${generator.why}, on the same machine (the client row shows its own ceiling); ${describePinning(pinning)}; whole run ${seconds} s.`
   if (args.profile) {
     const profile = newestProfile(started)
     if (profile === undefined) {

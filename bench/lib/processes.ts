@@ -12,6 +12,7 @@ import { buildIfStale } from '../../scripts/build-if-stale.js'
 import { OPTIONS } from '../../src/config/schema.js'
 import { workerCount } from '../../src/main/workers.js'
 import { nginxConfig, nginxTrivialConfig } from './nginx.js'
+import { pinnedCommand } from './pinning.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 export const TMP = join(ROOT, 'bench', '.tmp')
@@ -92,10 +93,12 @@ export function track (child: ChildProcess): ChildProcess {
   return child
 }
 
-function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
+/** Start a helper process; a server under test (`underTest`) runs on the servers' core when the run is pinned (bench/lib/pinning.ts). */
+function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, underTest = true): ChildProcess {
   mkdirSync(TMP, { recursive: true })
+  const command = underTest ? pinnedCommand(cmd, args) : { cmd, args }
   // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
-  const child = track(spawn(cmd, args, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
+  const child = track(spawn(command.cmd, command.args, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
   child.once('exit', (code, signal) => {
@@ -152,7 +155,7 @@ export interface UpstreamProcess {
 
 export async function startUpstream (latencyMs: number): Promise<UpstreamProcess> {
   const port = await freePort()
-  const child = start('fake-upstream', process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'fake-upstream.ts'), '--port', String(port), '--latency', String(latencyMs)], process.env)
+  const child = start('fake-upstream', process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'fake-upstream.ts'), '--port', String(port), '--latency', String(latencyMs)], process.env, ROOT, false)
   const origin = `http://127.0.0.1:${port}`
   await waitFor(child, 'fake upstream', `${origin}/__stats`, (s) => s === 200)
   return {
