@@ -46,7 +46,6 @@ export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
   return negotiate(h).locatt
 }
 
-/** The automatic locatt values and a key naming them: requests with the same key get the same redirect. */
 /** The headers negotiation reads, taken from a request's headers (Node's names, lower case): the one place that says which. */
 export function negotiationHeadersOf (headers: { accept?: string | undefined, 'accept-language'?: string | undefined, 'user-agent'?: string | undefined }): NegotiationHeaders {
   return { accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }
@@ -54,6 +53,7 @@ export function negotiationHeadersOf (headers: { accept?: string | undefined, 'a
 
 export interface Negotiation { locatt: readonly string[], key: string }
 
+/** The automatic locatt values and a key naming them: requests with the same key get the same redirect. */
 export function negotiate (h: NegotiationHeaders): Negotiation {
   // Clients send few distinct header combinations: remember the answers (bounded, least recently used dropped).
   if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return negotiation(computeLocatt(h))

@@ -123,6 +123,8 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
     },
     isAuthoritative (handle, key) {
       // Folding and cutting at the first '/' commute: the key's prefix is the prefix's key.
+      // Most deployments name none: then no prefix is cut out of every cached DOI's key to look it up.
+      if (authoritative.size === 0) return false
       return authoritative.has(key === undefined ? cacheKey(prefixOf(handle)) : prefixOf(key))
     },
     stats () {

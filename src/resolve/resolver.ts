@@ -165,18 +165,28 @@ export function createResolver (opts: ResolverOptions) {
    * path, kept synchronous); `cached` says it came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry (handle: string, flags: LookupOptions, key = cacheKey(handle)): { lookup: Lookup, cached: boolean } | undefined {
-    // Local records are neither cached nor fetched: a reload shows at once (behaviour.md §3).
-    if (opts.local !== undefined) {
-      const values = opts.local.get(handle, key)
-      if (values !== undefined) return { lookup: { kind: 'found', values, cache: 'HIT' }, cached: false }
-      if (opts.local.isAuthoritative(handle, key)) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
-    }
-    if (opts.upstream === undefined) return { lookup: { kind: 'not-found', cache: 'HIT' }, cached: false }
+    if (!cacheAnswers(handle, key)) return { lookup: localLookup(handle, key), cached: false }
     if (flags.bypassCache === true) return undefined
     const entry = freshEntry(handle, key)
     if (entry === undefined) return undefined
     const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
     return { lookup, cached: true }
+  }
+
+  /**
+   * Whether the cache (and the upstream behind it) answers for a handle: not when a local record stands
+   * in front of it or its prefix is served only locally (read at every request: a reload shows at once,
+   * behaviour.md §3), nor when there is no upstream at all.
+   */
+  function cacheAnswers (handle: string, key: string): boolean {
+    if (opts.upstream === undefined) return false
+    return opts.local === undefined || (opts.local.get(handle, key) === undefined && !opts.local.isAuthoritative(handle, key))
+  }
+
+  /** The answer when the cache does not answer: the local record, else not found. */
+  function localLookup (handle: string, key: string): Lookup {
+    const values = opts.local?.get(handle, key)
+    return values === undefined ? { kind: 'not-found', cache: 'HIT' } : { kind: 'found', values, cache: 'HIT' }
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
@@ -195,8 +205,8 @@ export function createResolver (opts: ResolverOptions) {
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
   function cachedAnswer (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
-    const known = peekEntry(handle, NO_FLAGS, key)
-    return known?.cached === true ? known.lookup.entry : undefined
+    // No Lookup built, as peekEntry does: this runs for every prepared answer.
+    return cacheAnswers(handle, key) ? freshEntry(handle, key) : undefined
   }
 
   /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
@@ -319,8 +329,6 @@ export function createResolver (opts: ResolverOptions) {
 export type Resolver = ReturnType<typeof createResolver>
 
 function noop (): void {}
-
-const NO_FLAGS: LookupOptions = {}
 
 /** What a lookup may take instead of asking the upstream itself, once its turn comes. */
 interface Join { running: boolean, fresh: boolean }
