@@ -180,6 +180,9 @@ const utf8 = new TextEncoder()
 
 /** One code point → its UTF-8 bytes as %XX (upper-case hex). A lone surrogate becomes U+FFFD's bytes. */
 function utf8PercentEncode (ch: string): string {
+  // ASCII is one byte, its own code: most encoded characters are ('/' in every DOI, '<', '>', ' ').
+  const code = ch.charCodeAt(0)
+  if (code < 0x80) return code < 0x10 ? `%0${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`
   let out = ''
   for (const byte of utf8.encode(ch)) out += '%' + byte.toString(16).toUpperCase().padStart(2, '0')
   return out

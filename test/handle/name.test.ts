@@ -242,6 +242,7 @@ describe('encodeURL: the Location header', () => {
     { url: "http://e.org/!$()*,:@/;=+&'?#[x]~", encoded: "http://e.org/!$()*,:@/;=+&'?#[x]~", why: 'R§2: the kept set' },
     { url: 'http://e.org/"{}|\\^`', encoded: 'http://e.org/%22%7B%7D%7C%5C%5E%60', why: 'R§2: everything else' },
     { url: 'http://e.org/x\r\nSet-Cookie: a', encoded: 'http://e.org/x%0D%0ASet-Cookie:%20a', why: 'a header can never be split' },
+    { url: 'http://e.org/\u0001\u001f\u007f', encoded: 'http://e.org/%01%1F%7F', why: 'ASCII controls: one byte, two hex digits' },
     { url: 'http://e.org/😀', encoded: 'http://e.org/%F0%9F%98%80', why: '4-byte UTF-8' },
     { url: 'http://e.org/\uD800', encoded: 'http://e.org/%EF%BF%BD', why: 'a lone surrogate becomes U+FFFD' }
   ]

@@ -260,6 +260,9 @@ export function legacyElement (href: string, weight: number): XmlElement {
 }
 
 function javaDouble (n: number): string {
+  // The two weights nearly every record gets, without a toFixed each time.
+  if (n === 1) return '1.0'
+  if (n === 0) return '0.0'
   return Number.isInteger(n) && Math.abs(n) < 1e7 ? n.toFixed(1) : String(n)
 }
 
