@@ -1,10 +1,10 @@
 /**
  * Cores for the servers under test and for everything else. On 2 shared cores the scheduler puts a
  * server, wrk and the fake upstream wherever it likes, and moves them: a server that shares its core
- * with wrk for a round loses that round, so two processes of the same server measured 0.82–1.02× of
- * each other (the A/A row) and a 5 % gap could not be told from noise. Pinned, every server under test
- * runs on the same core, alone, and the load generator, the fake upstream and the runner on the other(s):
- * the A/A row and the rounds agree within a few percent (bench/README.md, "Pinned cores").
+ * with wrk for a round loses that round. Pinned, every server under test runs on the same core, and the
+ * load generator, the fake upstream and the runner on the other(s), so no server's figure depends on where
+ * wrk happened to run. (The host's own noise stays: bench/README.md, "Pinned cores"; bench/count.ts counts
+ * instead of timing.)
  */
 import { spawnSync } from 'node:child_process'
 import { availableParallelism } from 'node:os'

@@ -93,6 +93,12 @@ export function track (child: ChildProcess): ChildProcess {
   return child
 }
 
+/** `cmd args` run by `wrap` (its first word the command), or as they are. */
+function wrapped (wrap: readonly string[] | undefined, cmd: string, args: string[]): [string, string[]] {
+  const [first, ...rest] = wrap ?? []
+  return first === undefined ? [cmd, args] : [first, [...rest, cmd, ...args]]
+}
+
 /** Start a helper process; a server under test (`underTest`) runs on the servers' core when the run is pinned (bench/lib/pinning.ts). */
 function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, underTest = true): ChildProcess {
   mkdirSync(TMP, { recursive: true })
@@ -188,6 +194,8 @@ export interface OursOptions {
   readyTimeoutMs?: number
   /** How long stop() waits after SIGTERM before SIGKILL (default 8 s). */
   stopGraceMs?: number
+  /** A command that runs node, e.g. valgrind and its options (bench/count.ts). */
+  wrap?: readonly string[]
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
@@ -212,7 +220,7 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
   if (opts.profile === true) mkdirSync(PROFILE_DIR, { recursive: true })
   const dir = opts.dir ?? ROOT
   const name = opts.name ?? 'doi-proxy'
-  const child = start(name, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')], env, dir)
+  const child = start(name, ...wrapped(opts.wrap, process.execPath, [...nodeArgs, join(dir, 'dist', 'main.js')]), env, dir)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, name, `${baseUrl}/readyz`, (s) => s === 200, opts.readyTimeoutMs)
   return { name, baseUrl, port, pid: child.pid, stop: async () => await stop(child, opts.stopGraceMs ?? 8_000) }
@@ -236,6 +244,8 @@ export interface FloorOptions {
   name?: string
   /** Processes sharing the port (node:cluster), as our server's WORKERS; default 1. */
   workers?: number
+  /** A command that runs node, e.g. valgrind and its options (bench/count.ts). */
+  wrap?: readonly string[]
 }
 
 /** The name of the A/A row (a second floor process): not starting with "floor", so the first floor stays the one every row is divided by. */
@@ -244,12 +254,13 @@ export const TWIN_FLOOR = 'same-bytes floor again, a second process (A/A)'
 /** The floor: bare node:http answering one fixed answer (bench/baselines/floor.mjs). */
 export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port) }
+  // HOST as ours has it: valgrind's gdbserver names its pipe after it, and callgrind_control must find it (bench/count.ts).
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }
   if (opts.answerFile !== undefined) env.FLOOR_ANSWER = opts.answerFile
   if (opts.answersFile !== undefined) env.FLOOR_ANSWERS = opts.answersFile
   if (opts.empty === true) env.FLOOR_EMPTY = '1'
   if (opts.workers !== undefined) env.FLOOR_WORKERS = String(opts.workers)
-  const child = start('floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')], env)
+  const child = start('floor', ...wrapped(opts.wrap, process.execPath, [join(ROOT, 'bench', 'baselines', 'floor.mjs')]), env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, 'floor', `${baseUrl}/readyz`, (s) => s > 0)
   return { name: opts.name ?? 'floor (node:http)', baseUrl, port, pid: child.pid, stop: async () => await stop(child) }
@@ -260,10 +271,10 @@ export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
  * every request and writing our redirect's headers and page around the record's URL. `answerFile` is a
  * captured answer of ours with a `url` field: the URL in it to replace.
  */
-export async function startMissFloor (upstream: UpstreamProcess, answerFile: string): Promise<Target> {
+export async function startMissFloor (upstream: UpstreamProcess, answerFile: string, wrap?: readonly string[]): Promise<Target> {
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), UPSTREAM_URL: upstream.apiUrl, MISS_FLOOR_ANSWER: answerFile }
-  const child = start('miss floor', process.execPath, [join(ROOT, 'bench', 'baselines', 'miss-floor.mjs')], env)
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstream.apiUrl, MISS_FLOOR_ANSWER: answerFile }
+  const child = start('miss floor', ...wrapped(wrap, process.execPath, [join(ROOT, 'bench', 'baselines', 'miss-floor.mjs')]), env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, 'miss floor', `${baseUrl}/readyz`, (s) => s > 0)
   return { name: 'floor (node:http + undici, no cache)', baseUrl, port, pid: child.pid, stop: async () => await stop(child) }

@@ -229,7 +229,7 @@ function statusNote (result: LoadResult): string {
 }
 
 /** Prefixes spread over several registrants, so prefix-level lookups are realistic too. */
-function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): string {
+export function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): string {
   return `/10.${prefixBase + (i % prefixes)}/${kind}.${i}`
 }
 
