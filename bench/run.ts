@@ -125,7 +125,7 @@ async function main (): Promise<void> {
   const seconds = ((Date.now() - started) / 1000).toFixed(0)
   const envLine = Object.keys(args.serverEnv).length === 0 ? 'our server on its defaults (but TRUSTED_NETWORKS=127.0.0.0/8: the load generator is one client standing for many readers)' : `our server with ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
   const settingsLine = `${settings.connections} connections (cold: ${settings.coldConnections}); ` +
-    `hot, not-found, api, conneg and metadata: every server started at once (linkout: one after the other), ${settings.warmupS} s warm-up each, then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s per server (${settings.rounds * settings.roundS} s each; the order rotates each round); ` +
+    `hot, not-found, api, conneg and metadata: every server started at once (linkout: one after the other), ${settings.warmupS} s warm-up each, then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s per server (${settings.rounds * settings.roundS} s each; each round in its own order, shuffled with a seed); ` +
     `cold: ${settings.warmupS} s warm-up + ${settings.measureS} s measured per server; ` +
     `zipf ${settings.zipfDois} DOIs, ${settings.zipfWarmupRequests} warm-up requests then ${settings.zipfMeasureRequests} measured; fake upstream latency ${args.latencyMs} ms; ${envLine}; ` +
     'zipf twice for ours: on its defaults (UPSTREAM_MAX_CONCURRENT=16) and at nginx\'s upstream concurrency (each row says which); ' +
