@@ -165,7 +165,8 @@ export function createResolver (opts: ResolverOptions) {
    * path, kept synchronous); `cached` says it came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry (handle: string, flags: LookupOptions, key = cacheKey(handle)): { lookup: Lookup, cached: boolean } | undefined {
-    if (!cacheAnswers(handle, key)) return { lookup: localLookup(handle, key), cached: false }
+    const local = localAnswer(handle, key)
+    if (local !== undefined) return { lookup: local, cached: false }
     if (flags.bypassCache === true) return undefined
     const entry = freshEntry(handle, key)
     if (entry === undefined) return undefined
@@ -174,19 +175,17 @@ export function createResolver (opts: ResolverOptions) {
   }
 
   /**
-   * Whether the cache (and the upstream behind it) answers for a handle: not when a local record stands
-   * in front of it or its prefix is served only locally (read at every request: a reload shows at once,
-   * behaviour.md §3), nor when there is no upstream at all.
+   * The answer when the cache (and the upstream behind it) does not answer for a handle: a local record
+   * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
+   * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
    */
-  function cacheAnswers (handle: string, key: string): boolean {
-    if (opts.upstream === undefined) return false
-    return opts.local === undefined || (opts.local.get(handle, key) === undefined && !opts.local.isAuthoritative(handle, key))
-  }
-
-  /** The answer when the cache does not answer: the local record, else not found. */
-  function localLookup (handle: string, key: string): Lookup {
-    const values = opts.local?.get(handle, key)
-    return values === undefined ? { kind: 'not-found', cache: 'HIT' } : { kind: 'found', values, cache: 'HIT' }
+  function localAnswer (handle: string, key: string): Lookup | undefined {
+    if (opts.local !== undefined) {
+      const values = opts.local.get(handle, key)
+      if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
+      if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
+    }
+    return opts.upstream === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
@@ -205,8 +204,8 @@ export function createResolver (opts: ResolverOptions) {
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
   function cachedAnswer (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
-    // No Lookup built, as peekEntry does: this runs for every prepared answer.
-    return cacheAnswers(handle, key) ? freshEntry(handle, key) : undefined
+    // No Lookup built when the cache answers, as peekEntry does: this runs for every prepared answer.
+    return localAnswer(handle, key) === undefined ? freshEntry(handle, key) : undefined
   }
 
   /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
