@@ -26,7 +26,7 @@ function tasksetWorks (): boolean {
 
 /**
  * Pin from now on: this process (and so every child it starts later) to every core but the last, the
- * servers under test (`pinnedCommand`) to the last. Returns why not when it cannot: fewer than 2 cores,
+ * servers under test (`serverPrefix`) to the last. Returns why not when it cannot: fewer than 2 cores,
  * or no taskset.
  */
 export function pinCores (cores = availableParallelism()): Pinning | string {
@@ -41,9 +41,9 @@ export function pinCores (cores = availableParallelism()): Pinning | string {
   return pinning
 }
 
-/** The command that starts a server under test: under `taskset -c <servers>` when pinned, else as given. */
-export function pinnedCommand (cmd: string, args: readonly string[]): { cmd: string, args: string[] } {
-  return current === undefined ? { cmd, args: [...args] } : { cmd: 'taskset', args: ['-c', current.servers, cmd, ...args] }
+/** What a server under test's command runs under: `taskset -c <servers>` when pinned, nothing otherwise. */
+export function serverPrefix (): readonly string[] | undefined {
+  return current === undefined ? undefined : ['taskset', '-c', current.servers]
 }
 
 /** How RESULTS.md says it. */

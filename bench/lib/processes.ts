@@ -12,7 +12,7 @@ import { buildIfStale } from '../../scripts/build-if-stale.js'
 import { OPTIONS } from '../../src/config/schema.js'
 import { workerCount } from '../../src/main/workers.js'
 import { nginxConfig, nginxTrivialConfig } from './nginx.js'
-import { pinnedCommand } from './pinning.js'
+import { serverPrefix } from './pinning.js'
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 export const TMP = join(ROOT, 'bench', '.tmp')
@@ -93,7 +93,7 @@ export function track (child: ChildProcess): ChildProcess {
   return child
 }
 
-/** `cmd args` run by `wrap` (its first word the command), or as they are. */
+/** `cmd args` run by `wrap` (its first word the command: valgrind, taskset), or as they are. */
 function wrapped (wrap: readonly string[] | undefined, cmd: string, args: string[]): [string, string[]] {
   const [first, ...rest] = wrap ?? []
   return first === undefined ? [cmd, args] : [first, [...rest, cmd, ...args]]
@@ -102,9 +102,9 @@ function wrapped (wrap: readonly string[] | undefined, cmd: string, args: string
 /** Start a helper process; a server under test (`underTest`) runs on the servers' core when the run is pinned (bench/lib/pinning.ts). */
 function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, underTest = true): ChildProcess {
   mkdirSync(TMP, { recursive: true })
-  const command = underTest ? pinnedCommand(cmd, args) : { cmd, args }
+  const [command, commandArgs] = wrapped(underTest ? serverPrefix() : undefined, cmd, args)
   // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
-  const child = track(spawn(command.cmd, command.args, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
+  const child = track(spawn(command, commandArgs, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
   let stderr = ''
   child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
   child.once('exit', (code, signal) => {

@@ -246,8 +246,8 @@ interface SteadyOptions {
 /**
  * `rounds` rounds over the servers: each round runs every server in turn (`measure`), in an order of its
  * own (shuffled, seeded by the round: the same in every run); each part is kept with its server, each
- * round's req/s printed. Not rotated: a rotation keeps who follows whom, and the server measured right
- * after another one on the same core paid for it in every round (the A/A row, 0.78–0.91× in three runs).
+ * round's req/s printed. Not rotated: a rotation keeps who follows whom, so whatever one server leaves
+ * on the core when its turn ends (closing connections, garbage) would always fall on the same next one.
  */
 async function inRounds<S extends { t: Target, parts: LoadResult[] }> (ctx: Context, servers: readonly S[], measure: (a: S, round: number) => Promise<LoadResult>): Promise<void> {
   for (let r = 0; r < ctx.settings.rounds; r++) {
@@ -262,7 +262,7 @@ async function inRounds<S extends { t: Target, parts: LoadResult[] }> (ctx: Cont
 }
 
 /** The servers in round r's order: a Fisher–Yates shuffle seeded by r, the first round as listed. */
-export function roundOrder<T> (servers: readonly T[], r: number): T[] {
+function roundOrder<T> (servers: readonly T[], r: number): T[] {
   const order = [...servers]
   if (r === 0) return order
   const random = seededRandom(1000 + r)
