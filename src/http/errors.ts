@@ -4,10 +4,10 @@ import { createLogThrottle } from '../observe/log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'
 
-/** A client mistake we can name: rendered with its own status and message. */
+/** A client mistake we can name, or a request we do not take from this client (403): rendered with its own status and message. */
 export class RequestError extends Error {
   override name = 'RequestError'
-  constructor (readonly statusCode: 400 | 404 | 405 | 414 | 431, message: string, readonly handle?: string) {
+  constructor (readonly statusCode: 400 | 403 | 404 | 405 | 414 | 431, message: string, readonly handle?: string) {
     super(message)
   }
 }
@@ -32,7 +32,16 @@ export type ErrorFormat = 'html' | 'handle-api' | 'message'
 declare module 'fastify' {
   interface FastifyContextConfig {
     errorFormat?: ErrorFormat
+    /** What a body over the route's bodyLimit is told instead of Fastify's bare "Request body is too large": the setting and what to do. */
+    bodyTooLarge?: { message: string, limit: string }
   }
+}
+
+/** The error as the route names it: Fastify's body over the limit becomes the route's LimitError, when it gives one. */
+export function namedByRoute (request: FastifyRequest, err: unknown): unknown {
+  const named = request.routeOptions.config.bodyTooLarge
+  if (named === undefined || (err as { code?: unknown } | undefined)?.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return err
+  return new LimitError(413, named.message, named.limit)
 }
 
 /** What a request's errors are about: the handle (shown on its page and in its REST API error), and a format of its own. */

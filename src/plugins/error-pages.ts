@@ -8,7 +8,7 @@ import fp from 'fastify-plugin'
 import { apiError, parseApiQuery, serializeApi } from '../handle/api.js'
 import { splitRequestTarget } from '../handle/name.js'
 import { baseUrlFor } from '../http/base-url.js'
-import { LimitError, describeError, errorFormatOf, handleOfError, logError, sendHtmlError, setRetryAfter } from '../http/errors.js'
+import { LimitError, describeError, errorFormatOf, handleOfError, logError, namedByRoute, sendHtmlError, setRetryAfter } from '../http/errors.js'
 import type { ErrorFormat } from '../http/errors.js'
 import { ALLOWED_METHODS, methodNotAllowedMessage } from '../http/server-edge.js'
 import { renderErrorPage } from '../http/views/pages.js'
@@ -29,7 +29,8 @@ async function errorPages (app: FastifyInstance, { config, services }: AppContex
     return reply.code(405).type(HTML).send(renderErrorPage(pageContext(request), { status: 405, message }))
   })
 
-  app.setErrorHandler(async (err, request, reply) => {
+  app.setErrorHandler(async (thrown, request, reply) => {
+    const err = namedByRoute(request, thrown)
     logError(request, err)
     const handle = handleOfError(request, err)
     switch (formatOf(request)) {

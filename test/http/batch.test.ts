@@ -204,6 +204,15 @@ describe('POST /api/batch: limits', () => {
     expect(metrics).toContain('doi_proxy_batch_lines_total{answer="unregistered"} 1')
     expect(metrics).toContain('doi_proxy_batch_lines_total{answer="invalid"} 1')
   })
+  it('counts a batch over either limit as too_large, and one that is not JSON as bad_request', async () => {
+    const { app } = await setup({ overrides: { batchMaxLines: 3, batchMaxBytes: 2048 } })
+    expect((await batch(app, '10.5555/a\n10.5555/b\n10.5555/c\n10.5555/d\n')).status).toBe(413)
+    expect((await batch(app, '10.5555/plain\n'.repeat(200))).status).toBe(413)
+    expect((await batch(app, '[1, 2', 'application/json')).status).toBe(400)
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    expect(metrics).toContain('doi_proxy_batch_requests_total{outcome="too_large"} 2')
+    expect(metrics).toContain('doi_proxy_batch_requests_total{outcome="bad_request"} 1')
+  })
 })
 
 describe('the OpenAPI description', () => {

@@ -4,7 +4,7 @@ import { parseBatchLine, textEntries } from '../../handle/batch.js'
 import type { Admission } from '../admission.js'
 import { createBatchAnswers } from '../batch.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
-import { LimitError, RefusedError, logError } from '../errors.js'
+import { LimitError, RefusedError, describeError, logError } from '../errors.js'
 import { UpstreamError } from '../../resolve/errors.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { Resolver } from '../../resolve/resolver.js'
@@ -44,20 +44,27 @@ export default async function batchRoutes (app: FastifyInstance, { config, servi
     fallbackHost
   }
   app.removeAllContentTypeParsers()
-  const bodyLimit = opts.maxBytes
-  app.addContentTypeParser(['application/json'], { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+  app.addContentTypeParser(['application/json'], { parseAs: 'string' }, (_request, body, done) => {
     try { done(null, jsonEntries(body as string)) } catch (err) { done(err as Error) }
   })
   // Anything else is lines of text: `curl --data-binary @dois.txt` sends a form type it does not encode.
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (_request, body, done) => { done(null, textEntries(body as string)) })
-  // Counted here, and a body over the limit named; rendered by the one error handler (src/plugins/error-pages.ts).
-  app.setErrorHandler(async (err) => {
-    const tooLarge = (err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-    if (!(err instanceof RefusedError || err instanceof UpstreamError)) opts.metrics.batchRequests.inc({ outcome: tooLarge ? 'too_large' : 'bad_request' })
-    if (tooLarge) throw new LimitError(413, `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`, 'BATCH_MAX_BYTES')
-    throw err
-  })
-  app.post('/api/batch', { config: { errorFormat: 'message' } }, async (request, reply) => await answerBatch(request, reply, opts))
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => { done(null, textEntries(body as string)) })
+  const bodyTooLarge = {
+    message: `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`,
+    limit: 'BATCH_MAX_BYTES'
+  }
+  app.post('/api/batch', {
+    bodyLimit: opts.maxBytes,
+    // Errors are rendered by the one error handler (src/plugins/error-pages.ts), as {"message"} JSON.
+    config: { errorFormat: 'message', bodyTooLarge },
+    // Counted here (a refusal is counted where it happens): a 413 over either limit, or a body we cannot read.
+    onError: async (_request, _reply, err) => {
+      if (err instanceof RefusedError || err instanceof UpstreamError) return
+      const status = describeError(err).status
+      if (status === 413) opts.metrics.batchRequests.inc({ outcome: 'too_large' })
+      else if (status < 500) opts.metrics.batchRequests.inc({ outcome: 'bad_request' })
+    }
+  }, async (request, reply) => await answerBatch(request, reply, opts))
 }
 
 async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
