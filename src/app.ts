@@ -52,9 +52,10 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   // service, admission gate); it registers nothing itself.
   const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle })
   const context = { config, services }
+  app.addHook('onReady', hooks.onReady) // the status page's collector starts reading the counters (once a second; stopped by onClose)
   app.addHook('onListen', hooks.onListen) // one request says whether the upstream answers (not offline; not without listen)
   app.addHook('preClose', hooks.preClose) // the cache snapshot written as closing begins, not after requests drain
-  app.addHook('onClose', hooks.onClose) // upstream, Redis, local store, recorder, open access, metadata: the last opened closed first
+  app.addHook('onClose', hooks.onClose) // upstream, Redis, local store, recorder, open access, metadata, status collector: the last opened closed first
   await app.register(admission, context) // under-pressure and rate-limit on the root, which the gate asks; before the routes
   await app.register(preparedAnswers, context) // a cached DOI's kept answer, written by our server before routing
   await app.register(cors) // CORS headers on every answer (one onRequest hook); answers to preflight requests
@@ -62,7 +63,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
 
   // The routes, each file its own encapsulated plugin; the router picks one by its path, not by this order.
   await app.register(opsRoutes, context) // /healthz, /readyz, /metrics
-  await app.register(statusRoutes, context) // /status, /status.json (its collector runs from ready to close)
+  await app.register(statusRoutes, context) // /status, /status.json (operators' networks only)
   await app.register(staticRoutes) // /robots.txt, /favicon.ico
   await app.register(apiRoutes, context) // /api/handles/{doi}, /api/openapi.json, other /api/ paths
   await app.register(raRoutes, context) // /doiRA/{dois}, /ra/{dois}

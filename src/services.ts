@@ -27,6 +27,7 @@ import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reacha
 import type { UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
+import { createStatusCollector } from './status/collector.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface ServiceDeps {
@@ -52,6 +53,8 @@ export interface ServiceHost {
 
 /** What must run as the server listens and closes; app.ts adds each as a hook. */
 export interface ServiceHooks {
+  /** onReady: the status page's collector starts reading the counters. */
+  onReady (): Promise<void>
   /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. */
   onListen (): Promise<void>
   /** preClose: the cache snapshot written as closing begins. */
@@ -201,6 +204,10 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   closers.push(async () => { await metadata.close() })
   // Our own address, for a page's links when the request's Host cannot be used.
   const fallbackHost = `${config.host}:${config.port}`
+  // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
+  metrics.showBounds(config)
+  const status = createStatusCollector({ metrics, config, now, upstreamState: reachability.state })
+  closers.push(async () => { status.stop() })
   const services: Services = {
     now,
     metrics,
@@ -225,9 +232,10 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       serving: () => lifecycle.ready,
       now
     }),
-    upstreamState: reachability.state
+    upstreamState: reachability.state,
+    status
   }
-  return { services, hooks: { onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
+  return { services, hooks: { onReady: async () => { status.start() }, onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
 }
 
 /** Closes each, the last opened first, every one even when one fails; then the first failure, if any. */

@@ -4,6 +4,7 @@ import type { CountryLookup } from '../resolve/geoip.js'
 import type { ProxyService } from '../resolve/proxy-service.js'
 import type { UpstreamState } from '../resolve/reachability.js'
 import type { Resolver } from '../resolve/resolver.js'
+import type { StatusCollector } from '../status/collector.js'
 import type { Admission } from './admission.js'
 import type { LocalServices } from './local-service.js'
 import type { MetadataAnswers } from './metadata.js'
@@ -32,6 +33,8 @@ export interface RouteServices {
   prepared: PreparedAnswers
   /** Whether the upstream answers, as the last lookups found it ('unknown' offline and before any). */
   upstreamState: () => UpstreamState
+  /** The status page's figures, read from the metrics once a second from ready to close (app.ts' hooks). */
+  status: StatusCollector
 }
 
 /** What app.ts gives each route plugin (src/http/routes/*): the settings and the services. */

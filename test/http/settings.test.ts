@@ -124,6 +124,16 @@ describe('saving a choice from the page', () => {
     expect(res.headers['set-cookie']).toBeUndefined()
   })
 
+  it('a refusal is our error page, kept by no cache', async () => {
+    const { app } = await withServices()
+    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=elsewhere', headers: { ...FORM, origin: BASE } })
+    expect(res.statusCode).toBe(400)
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(res.body).toContain('There is no library service with that name here')
+    expect(res.body).toContain('<html lang="en">')
+  })
+
   it('over plain http the cookie is not marked Secure (it could not be sent back)', async () => {
     const { app } = await setup({ records: RECORDS, overrides: { localServices: [SFX] } })
     const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { ...FORM, origin: 'http://localhost' } })

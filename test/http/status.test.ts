@@ -22,7 +22,17 @@ describe('/status (issue 15)', () => {
     expect(page.body).not.toContain('Resolver status')
     const json = await app.inject({ url: '/status.json', remoteAddress: '203.0.113.9' })
     expect(json.statusCode).toBe(403)
-    expect(json.json()).toMatchObject({ error: 'forbidden' })
+    expect(json.json()).toEqual({ message: expect.stringContaining('STATUS_ALLOW') })
+  })
+
+  it('a refusal of the status page is kept by no cache and readable by no other site', async () => {
+    const { app } = await setup()
+    for (const url of ['/status', '/status.json']) {
+      const res = await app.inject({ url, remoteAddress: '203.0.113.9', headers: { origin: 'https://elsewhere.example' } })
+      expect(res.statusCode).toBe(403)
+      expect(res.headers['cache-control']).toBe('no-store')
+      expect(res.headers['access-control-allow-origin']).toBeUndefined()
+    }
   })
 
   it('STATUS_ALLOW lets a named network in', async () => {

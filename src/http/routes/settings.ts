@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { splitRequestTarget } from '../../handle/name.js'
 import { baseUrlFor } from '../base-url.js'
+import { RequestError } from '../errors.js'
 import { acceptFormBodies } from '../form-body.js'
 import { choiceCookie, COOKIE_NAME, NO_SERVICE, savedChoice } from '../local-service.js'
 import { renderSettingsPage } from '../views/institutional.js'
-import { renderErrorPage } from '../views/pages.js'
 import type { RouteContext } from '../route-context.js'
 
 const HTML = 'text/html; charset=utf-8'
@@ -19,8 +19,11 @@ export default async function settingsRoutes (app: FastifyInstance, { config, se
   const { localServices: choices, publicBaseUrl } = config
   const byId = new Map(choices.map((s) => [s.id, s]))
   const baseOf = (request: FastifyRequest): string => baseUrlFor(request, publicBaseUrl, services.fallbackHost)
-  const refuse = (reply: FastifyReply, base: string, status: 400 | 403, message: string): FastifyReply =>
-    reply.code(status).type(HTML).header('cache-control', 'no-store').send(renderErrorPage({ baseUrl: base }, { status, message }))
+  // Rendered by the one error handler (src/plugins/error-pages.ts); like every answer here, kept by no cache.
+  const refuse = (reply: FastifyReply, status: 400 | 403, message: string): never => {
+    reply.header('cache-control', 'no-store')
+    throw new RequestError(status, message)
+  }
 
   app.get('/settings', async (request, reply) => {
     const { query } = splitRequestTarget(request.raw.url ?? '/')
@@ -33,10 +36,10 @@ export default async function settingsRoutes (app: FastifyInstance, { config, se
   acceptFormBodies(app)
   app.post('/settings', async (request, reply) => {
     const base = baseOf(request)
-    if (isCrossSite(request, base)) return refuse(reply, base, 403, 'Your choice can only be saved from this resolver\'s own settings page.')
+    if (isCrossSite(request, base)) return refuse(reply, 403, 'Your choice can only be saved from this resolver\'s own settings page.')
     // Browser form encoding: '+' is a space (ids have neither).
     const service = new URLSearchParams(typeof request.body === 'string' ? request.body : '').get('service') ?? ''
-    if (service !== '' && service !== NO_SERVICE && !byId.has(service)) return refuse(reply, base, 400, 'There is no library service with that name here; choose one on the settings page.')
+    if (service !== '' && service !== NO_SERVICE && !byId.has(service)) return refuse(reply, 400, 'There is no library service with that name here; choose one on the settings page.')
     reply.header('set-cookie', choiceCookie(service === '' ? undefined : service, { secure: base.startsWith('https:') }))
     return reply.code(303).header('location', `${base}settings?saved`).header('cache-control', 'no-store').send()
   })
@@ -45,7 +48,7 @@ export default async function settingsRoutes (app: FastifyInstance, { config, se
     const base = baseOf(request)
     const { query } = splitRequestTarget(request.raw.url ?? '/')
     const service = new URLSearchParams(query).get('service') ?? ''
-    if (service !== NO_SERVICE && !byId.has(service)) return refuse(reply, base, 400, 'There is no library service with that name here.')
+    if (service !== NO_SERVICE && !byId.has(service)) return refuse(reply, 400, 'There is no library service with that name here.')
     reply.header('set-cookie', choiceCookie(service, { secure: base.startsWith('https:'), crossSite: true }))
     return reply.type('image/gif').header('cache-control', 'no-store').send(PIXEL)
   })

@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { createStatusCollector } from '../../status/collector.js'
 import { baseUrlFor } from '../base-url.js'
 import { networkMatcher } from '../client.js'
+import { RequestError } from '../errors.js'
 import type { RouteContext } from '../route-context.js'
-import { renderErrorPage } from '../views/pages.js'
 import { REFRESH_SCRIPT_HASH, renderStatusPage } from '../views/status.js'
 
 const HTML = 'text/html; charset=utf-8'
@@ -19,13 +18,8 @@ const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '$
  * our counters once a second, never from work per request.
  */
 export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
-  const { metrics, now, upstreamState, fallbackHost } = services
-  // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
-  metrics.showBounds(config)
-  const collector = createStatusCollector({ metrics, config, now, upstreamState })
+  const { status: collector, fallbackHost } = services
   const allowed = networkMatcher(config.statusAllow)
-  app.addHook('onReady', async () => { collector.start() })
-  app.addHook('onClose', async () => { collector.stop() })
 
   const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
     reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
@@ -38,14 +32,15 @@ export default async function statusRoutes (app: FastifyInstance, { config, serv
   }
   const forbidden = 'The status page is only for the people who run this resolver, from the networks they allowed (STATUS_ALLOW).'
 
+  // A refusal is rendered by the one error handler (src/plugins/error-pages.ts): a page, or {"message"} JSON.
   app.get('/status', async (request, reply) => {
+    if (!guard(request, reply)) throw new RequestError(403, forbidden)
     const ctx = { baseUrl: baseUrlFor(request, config.publicBaseUrl, fallbackHost) }
-    if (!guard(request, reply)) return reply.code(403).type(HTML).send(renderErrorPage(ctx, { status: 403, message: forbidden }))
     const snapshot = await collector.snapshot()
     return reply.type(HTML).header('content-security-policy', STATUS_CSP).send(renderStatusPage(ctx, snapshot))
   })
-  app.get('/status.json', async (request, reply) => {
-    if (!guard(request, reply)) return reply.code(403).send({ error: 'forbidden', message: forbidden })
+  app.get('/status.json', { config: { errorFormat: 'message' } }, async (request, reply) => {
+    if (!guard(request, reply)) throw new RequestError(403, forbidden)
     return reply.send(await collector.snapshot())
   })
 }
