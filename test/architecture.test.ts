@@ -89,3 +89,29 @@ describe('the floors of src/', () => {
     expect(users).toEqual(['observe/metrics.ts'])
   })
 })
+
+/** Each row of docs/architecture.md's "Where does X live" rules table: its files, and the functions it names. */
+function whereRows (): Array<{ rule: string, files: string[], names: string[] }> {
+  const doc = readFileSync(new URL('../docs/architecture.md', import.meta.url), 'utf8')
+  const section = doc.slice(doc.indexOf('## Where does X live'), doc.indexOf('### The settings'))
+  return section.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| rule ')).map((line) => {
+    const [rule = '', , fileCell = '', nameCell = ''] = line.slice(1, -1).split(' | ').map((cell) => cell.trim())
+    const quoted = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '')
+    const files = quoted(fileCell).filter((q) => q.endsWith('.ts')).map((q) => q.replace(/^src\//, ''))
+    // A file named in the function column, from src/, counts as the row's too ("`http/prepared-answers.ts sendParts`").
+    const near = quoted(nameCell).map((q) => q.split(' ')[0] ?? '').filter((q) => q.endsWith('.ts')).map((q) => q.replace(/^src\//, ''))
+    return { rule, files: [...files, ...near], names: quoted(nameCell).filter((q) => /^[A-Za-z_]\w*$/.test(q)) }
+  }).filter((row) => row.files.length > 0)
+}
+
+describe('docs/architecture.md, "Where does X live"', () => {
+  it('names functions that are in the files it names', () => {
+    const rows = whereRows()
+    expect(rows.length).toBeGreaterThan(40)
+    const missing = rows.flatMap(({ rule, files, names }) => {
+      const text = files.map((file) => readFileSync(new URL(file, SRC), 'utf8')).join('\n')
+      return names.filter((name) => !new RegExp(`\\b${name}\\b`).test(text)).map((name) => `${rule}: ${name} is not in ${files.join(', ')}`)
+    })
+    expect(missing).toEqual([])
+  })
+})
