@@ -74,7 +74,7 @@ export class LimitError extends Error {
 /** The status and message a user sees for an error; never a stack trace. */
 export function describeError (err: unknown): { status: number, code: string, message: string } {
   if (err instanceof UpstreamError || err instanceof RefusedError) return { status: err.statusCode, code: err.code, message: err.message }
-  if (err instanceof RequestError || err instanceof LimitError) return { status: err.statusCode, code: 'DP_BAD_REQUEST', message: err.message }
+  if (err instanceof RequestError || err instanceof LimitError) return { status: err.statusCode, code: err.statusCode === 403 ? 'DP_FORBIDDEN' : 'DP_BAD_REQUEST', message: err.message }
   const e = err as { statusCode?: unknown, code?: unknown, message?: unknown }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return { status: e.statusCode, code: typeof e.code === 'string' ? e.code : 'DP_BAD_REQUEST', message: String(e.message ?? 'Bad request') }

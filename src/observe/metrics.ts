@@ -226,7 +226,7 @@ export function createMetrics () {
     batchRequests: new Counter({
       name: 'doi_proxy_batch_requests_total',
       help: 'Batches by how they ended',
-      labelNames: ['outcome'] as const, // answered, left (the reader went away mid-stream), too_large, bad_request, refused
+      labelNames: ['outcome'] as const, // answered, left (the reader went away mid-stream), too_large, bad_request, refused, error
       registers: [registry]
     }),
     batchLines: new Counter({

@@ -26,7 +26,8 @@ export interface BatchRouteOptions {
 /**
  * POST /api/batch: a body of DOIs (text/plain, one a line, or a JSON array of strings), answered as
  * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). Its own plugin context:
- * its body parsers and their limits apply to this route only.
+ * its body parsers apply to this route only, and its limit is the route's bodyLimit (BATCH_MAX_BYTES):
+ * without it the app's 16 KiB would.
  */
 export default async function batchRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
   const { proxyService, resolver, admission, metrics, fallbackHost } = services
@@ -57,12 +58,12 @@ export default async function batchRoutes (app: FastifyInstance, { config, servi
     bodyLimit: opts.maxBytes,
     // Errors are rendered by the one error handler (src/plugins/error-pages.ts), as {"message"} JSON.
     config: { errorFormat: 'message', bodyTooLarge },
-    // Counted here (a refusal is counted where it happens): a 413 over either limit, or a body we cannot read.
+    // Counted here (a refusal is counted where it happens): a 413 over either limit, a body we cannot read,
+    // or a fault of ours before the answer started.
     onError: async (_request, _reply, err) => {
       if (err instanceof RefusedError || err instanceof UpstreamError) return
       const status = describeError(err).status
-      if (status === 413) opts.metrics.batchRequests.inc({ outcome: 'too_large' })
-      else if (status < 500) opts.metrics.batchRequests.inc({ outcome: 'bad_request' })
+      opts.metrics.batchRequests.inc({ outcome: status === 413 ? 'too_large' : status < 500 ? 'bad_request' : 'error' })
     }
   }, async (request, reply) => await answerBatch(request, reply, opts))
 }
