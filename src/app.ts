@@ -58,7 +58,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   app.addHook('onClose', hooks.onClose) // upstream, Redis, local store, recorder, open access, metadata, status collector: the last opened closed first
   await app.register(admission, context) // under-pressure and rate-limit on the root, which the gate asks; before the routes
   await app.register(preparedAnswers, context) // a cached DOI's kept answer, written by our server before routing
-  await app.register(cors) // CORS headers on every answer (one onRequest hook); answers to preflight requests
+  await app.register(cors) // CORS headers on every answer (one onRequest hook); preflight requests answered by @fastify/cors
   await app.register(errorPages, context) // the one error handler, and 405 for other methods: the root's, for every route
 
   // The routes, each file its own encapsulated plugin; the router picks one by its path, not by this order.
