@@ -10,7 +10,7 @@ import { listenErrorMessage } from './main/listen-error.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
-import { workerCount } from './main/workers.js'
+import { workerCount, workerShare } from './main/workers.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -44,6 +44,8 @@ async function main (): Promise<void> {
   if (cluster.isWorker && workerIndex !== undefined && config.cacheFile !== undefined) {
     config = { ...config, cacheFile: `${config.cacheFile}.${workerIndex}` }
   }
+  // Together the workers keep to the host's budgets towards doi.org, the agencies and the open-access provider.
+  if (cluster.isWorker && workers > 1) config = { ...config, ...workerShare(config, workers) }
 
   let app
   try {
@@ -117,7 +119,7 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
   for (let i = 1; i <= count; i++) fork(i)
-  logger.info({ workers: count }, 'started the workers')
+  logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')
 }
 
 const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGABRT', 'SIGTRAP']

@@ -42,6 +42,30 @@ describe('the server process', () => {
     expect(await exitOf(child)).toBe(0)
   })
 
+  it('with WORKERS=2 the host keeps to UPSTREAM_MAX_CONCURRENT: each worker has half', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    // Loopback is one client: trusted, so only the upstream bound holds the misses back.
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2', UPSTREAM_MAX_CONCURRENT: '4', TRUSTED_NETWORKS: '127.0.0.0/8' })
+    const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
+    for (let i = 0; i < 100 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(listeners().size).toBe(2)
+    upstream.mode = { kind: 'slow', delayMs: 300 }
+    // Sixteen misses at once, each on a connection of its own: the cluster hands them to both workers.
+    const statuses = await Promise.all(Array.from({ length: 16 }, async (_, i) => {
+      const res = await fetch(`http://127.0.0.1:${port}/10.5555/absent-${i}`, { redirect: 'manual', headers: { connection: 'close' } })
+      await res.arrayBuffer()
+      return res.status
+    }))
+    expect(statuses.every((s) => s === 404)).toBe(true)
+    expect(upstream.peakInFlight).toBeGreaterThan(1)
+    expect(upstream.peakInFlight).toBeLessThanOrEqual(4)
+    const started = output().split('\n').find((l) => l.includes('started the workers'))
+    expect(JSON.parse(started ?? '{}')).toMatchObject({ workers: 2, each: { upstreamMaxConcurrent: 2 } })
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+  })
+
   it('refuses a bad setting at start with a message naming it, exit code 78', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''

@@ -145,7 +145,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const OPTIONS: OptionTable<Config> = {
   host: { env: 'HOST', default: '127.0.0.1', parse: text, doc: 'Address to listen on (the container image sets 0.0.0.0).' },
   port: { env: 'PORT', default: 8000, parse: integer(0, 65535), doc: 'Port to listen on.' },
-  workers: { env: 'WORKERS', default: 1, parse: integer(0, 256), doc: 'Server processes sharing the port (node:cluster); 0 means one per core: the container\'s CPU quota (cgroup cpu.max) when it has one, else the cores (the image\'s default). Each has its own cache; with REDIS_URL they share it too.' },
+  workers: { env: 'WORKERS', default: 1, parse: integer(0, 256), doc: 'Server processes sharing the port (node:cluster); 0 means one per core: the container\'s CPU quota (cgroup cpu.max) when it has one, else the cores (the image\'s default). Each has its own cache; with REDIS_URL they share it too. They share the host\'s budgets towards others: UPSTREAM_MAX_CONCURRENT, UPSTREAM_CONNECTIONS, METADATA_AGENCY_CONCURRENCY, OA_CONNECTIONS and, without Redis, OA_DAILY_LIMIT are divided among them (rounded down, at least one each).' },
   upstreamUrl: { env: 'UPSTREAM_URL', default: 'https://doi.org/api/handles', parse: httpUrl, doc: 'Base of the upstream Handle REST API; handle H is fetched as UPSTREAM_URL + "/" + H, path-encoded.' },
   upstreamTimeoutMs: { env: 'UPSTREAM_TIMEOUT_MS', default: 10_000, parse: integer(100, 120_000), doc: 'A whole upstream request (connect, headers, body) gives up after this long: 504.' },
   upstreamConnectTimeoutMs: { env: 'UPSTREAM_CONNECT_TIMEOUT_MS', default: 3_000, parse: integer(100, 60_000), doc: 'TCP/TLS connect timeout to the upstream.' },
@@ -177,7 +177,7 @@ export const OPTIONS: OptionTable<Config> = {
   batchMaxLines: { env: 'BATCH_MAX_LINES', default: 10_000, parse: integer(1, 1_000_000), doc: 'Most DOI lines in one batch (POST /api/batch); more is 413, naming this limit.' },
   batchMaxBytes: { env: 'BATCH_MAX_BYTES', default: 2 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024), doc: 'Largest batch body in bytes; larger is 413, naming this limit.' },
   batchConcurrency: { env: 'BATCH_CONCURRENCY', default: 16, parse: integer(1, 256), doc: 'Lookups one batch runs at once (the default is UPSTREAM_MAX_CONCURRENT\'s, so a batch can use all the upstream it is given). Each waits its turn in the client\'s fair queue like any miss, so a batch never starves other readers and gets no more than the client\'s share (UPSTREAM_PER_CLIENT in flight, unless in TRUSTED_NETWORKS); at most UPSTREAM_PER_CLIENT + UPSTREAM_CLIENT_QUEUE are used, so it never overflows its own queue.' },
-  upstreamMaxConcurrent: { env: 'UPSTREAM_MAX_CONCURRENT', default: 16, parse: integer(1, 1024), doc: 'Most upstream requests in flight at once (be polite: doi.org answers 429 to parallel clients).' },
+  upstreamMaxConcurrent: { env: 'UPSTREAM_MAX_CONCURRENT', default: 16, parse: integer(1, 1024), doc: 'Most upstream requests in flight at once, for the whole host (WORKERS divide it; be polite: doi.org answers 429 to parallel clients).' },
   upstreamQueueSize: { env: 'UPSTREAM_QUEUE_SIZE', default: 1000, parse: integer(0, 1_000_000), doc: 'Most lookups waiting for an upstream slot, over all clients; beyond it, 503 with Retry-After.' },
   upstreamQueueTimeoutMs: { env: 'UPSTREAM_QUEUE_TIMEOUT_MS', default: 5_000, parse: integer(1, 120_000), doc: 'A lookup waiting this long for an upstream slot gets 503 (or a stale record).' },
   upstreamPerClient: { env: 'UPSTREAM_PER_CLIENT', default: 8, parse: integer(1, 1024), doc: 'Most upstream lookups one client (an IPv4 address, an IPv6 /64) has in flight; its further lookups wait in its own queue, and clients are served in turn, so one client cannot starve the others. Cached answers are never limited.' },
@@ -244,7 +244,7 @@ export const OPTIONS: OptionTable<Config> = {
   oaTtlSeconds: { env: 'OA_TTL_SECONDS', default: 7 * 86400, parse: integer(0, 90 * 86400), doc: 'How long an open copy found is cached (in memory and, with REDIS_URL, for every replica).' },
   oaNegativeTtlSeconds: { env: 'OA_NEGATIVE_TTL_SECONDS', default: 86_400, parse: integer(0, 90 * 86400), doc: 'How long "no open copy" is cached.' },
   oaCacheMaxEntries: { env: 'OA_CACHE_MAX_ENTRIES', default: 200_000, parse: integer(1, 100_000_000), doc: 'Most open-access answers held in memory (with OA_PROVIDER=file, the copies read from the file are held besides).' },
-  oaDailyLimit: { env: 'OA_DAILY_LIMIT', default: 90_000, parse: integer(1, 100_000_000), doc: 'Most calls to the provider per UTC day (over every replica with REDIS_URL), below Unpaywall\'s 100,000; beyond it the step is skipped until midnight UTC (shown on /status and in the metrics).' },
+  oaDailyLimit: { env: 'OA_DAILY_LIMIT', default: 90_000, parse: integer(1, 100_000_000), doc: 'Most calls to the provider per UTC day (over every replica with REDIS_URL; without it, WORKERS divide it), below Unpaywall\'s 100,000; beyond it the step is skipped until midnight UTC (shown on /status and in the metrics).' },
   metadataMaxRedirects: { env: 'METADATA_MAX_REDIRECTS', default: 3, parse: integer(0, 10), doc: 'Redirects a metadata fetch follows (Crossref\'s service answers with one to api.crossref.org), each only to a host on METADATA_HOSTS.' }
 }
 

@@ -47,6 +47,8 @@ export class FakeUpstream {
   script: UpstreamMode[] = []
   /** Requests being answered right now (for concurrency bounds). */
   inFlight = 0
+  /** The most requests it has answered at once. */
+  peakInFlight = 0
   private server: Server | undefined
   private readonly sockets = new Set<Socket>()
   private port = 0
@@ -109,7 +111,12 @@ export class FakeUpstream {
     const handle = path.startsWith(prefix) ? decodeURIComponent(path.slice(prefix.length)) : ''
     this.seen.push({ handle, path: url, headers: req.headers })
     this.inFlight++
-    res.on('close', () => { this.inFlight-- })
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight)
+    // Done once the answer is handed to the kernel ('finish'), before the client can have it; or cut ('close').
+    let done = false
+    const finished = (): void => { if (!done) { done = true; this.inFlight-- } }
+    res.once('finish', finished)
+    res.once('close', finished)
     if (url.length > CDN_MAX_TARGET) return htmlError(res, 414)
     if (path.split('/').some((segment) => segment === '.' || segment === '..')) return htmlError(res, 400)
     const mode = this.script.shift() ?? this.mode
