@@ -10,7 +10,7 @@ import { listenErrorMessage } from './main/listen-error.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
-import { workerCount, workerShare } from './main/workers.js'
+import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -32,7 +32,8 @@ async function main (): Promise<void> {
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
   }, await logDestination(config.logFormat))
-  const workers = workerCount(config.workers)
+  // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
+  const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(config.workers)
   if (workers > 1 && cluster.isPrimary) {
     warnAboutContact(config, logger)
     runPrimary(workers, config, logger)
@@ -45,7 +46,7 @@ async function main (): Promise<void> {
     config = { ...config, cacheFile: `${config.cacheFile}.${workerIndex}` }
   }
   // Together the workers keep to the host's budgets towards doi.org, the agencies and the open-access provider.
-  if (cluster.isWorker && workers > 1) config = { ...config, ...workerShare(config, workers) }
+  if (cluster.isWorker && workers > 1) config = { ...config, workers, ...workerShare(config, workers) }
 
   let app
   try {
@@ -92,7 +93,7 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   const listening = new WeakSet<object>()
   const indexOf = new WeakMap<object, number>()
   const fork = (index: number): void => {
-    const worker = cluster.fork({ DOI_PROXY_WORKER_INDEX: String(index) })
+    const worker = cluster.fork({ DOI_PROXY_WORKER_INDEX: String(index), DOI_PROXY_WORKERS: String(count) })
     indexOf.set(worker, index)
     worker.once('listening', () => listening.add(worker))
   }
@@ -120,6 +121,10 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   process.on('SIGINT', stop)
   for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')
+  const exceeded = budgetsExceeded(config, count)
+  if (exceeded.length > 0) {
+    logger.warn({ workers: count, exceeded }, 'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting')
+  }
 }
 
 const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGABRT', 'SIGTRAP']

@@ -50,6 +50,10 @@ describe('the server process', () => {
     const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
     for (let i = 0; i < 100 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     expect(listeners().size).toBe(2)
+    // Each worker's probe of the upstream at start is not a lookup: both done before counting starts.
+    for (let i = 0; i < 100 && upstream.count('0.NA/10') < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(upstream.count('0.NA/10')).toBe(2)
+    upstream.peakInFlight = 0
     upstream.mode = { kind: 'slow', delayMs: 300 }
     // Sixteen misses at once, each on a connection of its own: the cluster hands them to both workers.
     const statuses = await Promise.all(Array.from({ length: 16 }, async (_, i) => {

@@ -16,24 +16,27 @@ function readCpuMax (): string | undefined {
   }
 }
 
-/** The settings that bound the whole host's traffic to others (doi.org, the agencies, the open-access provider). */
-type HostBudget = 'upstreamMaxConcurrent' | 'upstreamConnections' | 'metadataAgencyConcurrency' | 'oaConnections' | 'oaDailyLimit'
+/** The settings that bound the whole host's traffic to others: doi.org, the agencies, the open-access provider. */
+const HOST_BUDGETS = ['upstreamMaxConcurrent', 'upstreamConnections', 'metadataAgencyConcurrency', 'oaConnections'] as const
+type HostBudget = typeof HOST_BUDGETS[number]
 
 /**
- * A worker's share of the host's budgets. Each worker is a whole server with its own fair queue, pools
- * and counters, so WORKERS=N would otherwise let the host send N × UPSTREAM_MAX_CONCURRENT requests to
- * doi.org at once and call the open-access provider N × OA_DAILY_LIMIT times a day. Each gets
- * 1/N (rounded down), at least one. The open-access day is counted in Redis over every worker when there
- * is one (src/resolve/open-access.ts), so there each keeps the whole limit.
+ * A worker's share of the host's budgets. Each worker is a whole server with its own fair queue and
+ * pools, so WORKERS=N would otherwise let the host send N × UPSTREAM_MAX_CONCURRENT requests to doi.org
+ * at once. Each gets 1/N (rounded down), at least one. (OA_DAILY_LIMIT is shared by its counter:
+ * src/services/open-access.ts.)
  */
-export function workerShare (config: Config, workers: number): Pick<Config, HostBudget> {
+export function workerShare (config: Pick<Config, HostBudget>, workers: number): Pick<Config, HostBudget> {
   const share = (setting: number): number => Math.max(1, Math.floor(setting / workers))
-  const sharedRedis = config.redisUrl !== undefined || config.redisSentinels.length > 0 || config.redisClusterNodes.length > 0
   return {
     upstreamMaxConcurrent: share(config.upstreamMaxConcurrent),
     upstreamConnections: share(config.upstreamConnections),
     metadataAgencyConcurrency: share(config.metadataAgencyConcurrency),
-    oaConnections: share(config.oaConnections),
-    oaDailyLimit: sharedRedis ? config.oaDailyLimit : share(config.oaDailyLimit)
+    oaConnections: share(config.oaConnections)
   }
+}
+
+/** The budgets WORKERS=N exceeds even at one each (their settings are below N): for a warning at start. */
+export function budgetsExceeded (config: Pick<Config, HostBudget>, workers: number): HostBudget[] {
+  return HOST_BUDGETS.filter((name) => config[name] < workers)
 }

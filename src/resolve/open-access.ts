@@ -21,7 +21,13 @@ export interface OpenAccessOptions {
   ttlSeconds: number
   negativeTtlSeconds: number
   maxEntries: number
+  /** Most calls per UTC day: counted in Redis over every process when there is one, else by this one. */
   dailyLimit: number
+  /**
+   * This process's own limit while Redis does not answer (it can then count only its own calls): its
+   * share of dailyLimit when several processes count together (WORKERS); default dailyLimit.
+   */
+  localDailyLimit?: number
   /** The shared tier; undefined without REDIS_URL. */
   redis?: RedisClient | undefined
   /** REDIS_KEY_PREFIX; our keys are `<prefix>oa:1:…` (1: the format of what is stored). */
@@ -53,7 +59,8 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     limit: metrics.openAccessLookups.labels(provider.name, 'daily_limit'),
     shared: metrics.openAccessLookups.labels(provider.name, 'shared')
   }
-  metrics.openAccessDailyLimit.set(provider.remote ? opts.dailyLimit : 0)
+  // The limit in force: the shared day's with Redis, else this process's own.
+  metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? opts.localDailyLimit ?? opts.dailyLimit : opts.dailyLimit) : 0)
   const redisKey = (suffix: string): string => `${opts.redisPrefix ?? ''}oa:1:${suffix}`
 
   function fromMemory (key: string): OpenAccessAnswer | undefined {
@@ -102,17 +109,21 @@ export function createOpenAccess (opts: OpenAccessOptions) {
       day.calls = 0
     }
     let calls = ++day.calls
+    let limit = opts.localDailyLimit ?? opts.dailyLimit
     if (opts.redis !== undefined) {
       try {
         const key = redisKey(`calls:${today}`)
         const [[, shared]] = await opts.redis.multi().incr(key).expire(key, 2 * 86400).exec() as [[Error | null, number]]
-        if (typeof shared === 'number') calls = day.calls = Math.max(calls, shared)
+        if (typeof shared === 'number') {
+          calls = day.calls = Math.max(calls, shared)
+          limit = opts.dailyLimit
+        }
       } catch {
-        // Redis down: this replica's own count stands.
+        // Redis down: this process's own count stands, against its own share of the day.
       }
     }
     metrics.openAccessCallsToday.set(calls)
-    return calls <= opts.dailyLimit
+    return calls <= limit
   }
 
   /**

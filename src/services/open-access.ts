@@ -28,6 +28,8 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, d
     negativeTtlSeconds: config.oaNegativeTtlSeconds,
     maxEntries: config.oaCacheMaxEntries,
     dailyLimit: config.oaDailyLimit,
+    // WORKERS count the day together in Redis; without it (or while it does not answer) each counts its share.
+    localDailyLimit: Math.max(1, Math.floor(config.oaDailyLimit / Math.max(1, config.workers))),
     redis: deps.redis,
     redisPrefix: config.redisKeyPrefix,
     lockMs: config.oaTimeoutMs,

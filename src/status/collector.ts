@@ -398,7 +398,8 @@ export function createStatusCollector (opts: CollectorOptions) {
         : {
             provider: config.oaProvider,
             callsToday: (await read(metrics.openAccessCallsToday))[0]?.value ?? 0,
-            dailyLimit: config.oaProvider === 'file' ? null : config.oaDailyLimit,
+            // The limit in force here (a worker's share without Redis), as the metric says.
+            dailyLimit: config.oaProvider === 'file' ? null : (await read(metrics.openAccessDailyLimit))[0]?.value ?? config.oaDailyLimit,
             lookups: rowsOf('oa_lookups')
           },
       upstreamErrors: errors.toArray().reverse().map((e) => ({ from: new Date(e.from).toISOString(), to: new Date(e.to).toISOString(), code: e.code, count: e.count }))
@@ -486,7 +487,7 @@ function describeLimit (reason: string, c: Config): { limit: string, setting: st
     case 'client_share':
       return { limit: 'One client\'s share of the upstream', setting: `${c.upstreamPerClient} in flight, ${c.upstreamClientQueue} waiting (UPSTREAM_PER_CLIENT, UPSTREAM_CLIENT_QUEUE)` }
     case 'queue_full':
-      return { limit: 'Lookups waiting for the upstream', setting: `${c.upstreamMaxConcurrent} in flight, ${c.upstreamQueueSize} waiting, at most ${ms(c.upstreamQueueTimeoutMs)} (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)` }
+      return { limit: 'Lookups waiting for the upstream', setting: `${c.upstreamMaxConcurrent} in flight${c.workers > 1 ? ` in this worker (its share of UPSTREAM_MAX_CONCURRENT over ${c.workers} workers)` : ''}, ${c.upstreamQueueSize} waiting, at most ${ms(c.upstreamQueueTimeoutMs)} (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)` }
     default:
       return { limit: reason, setting: '' }
   }

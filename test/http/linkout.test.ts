@@ -221,6 +221,15 @@ describe('never slower than it must be', () => {
     expect(status.openAccess.callsToday).toBeGreaterThanOrEqual(2)
     expect((await app.inject('/status')).body).toContain('daily limit')
   })
+
+  it('one of two workers without Redis keeps to half the day (main.ts tells a worker WORKERS)', async () => {
+    const fake = await fakeProvider()
+    const { app } = await chainApp(fake, { oaDailyLimit: 4, workers: 2 })
+    for (const doi of ['n0', 'n1', 'n2']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(2)
+    expect((await app.inject('/metrics')).body).toContain('doi_proxy_open_access_daily_limit 2')
+    expect(((await app.inject('/status.json')).json() as { openAccess: { dailyLimit: number } }).openAccess.dailyLimit).toBe(2)
+  })
 })
 
 describe('a failing or hostile provider is never the reader\'s problem', () => {
@@ -340,6 +349,17 @@ describe('shared by replicas through Redis', () => {
     const answers = await Promise.all([one.app, two.app, one.app, two.app].map(async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
     expect(answers.map((a) => a.headers.location)).toEqual(Array(4).fill(OPEN_COPY))
     expect(fake.seen).toHaveLength(1)
+  })
+
+  it('workers count the whole day together in Redis; when it stops answering, each keeps to its share', { timeout: 30_000 }, async () => {
+    const fake = await fakeProvider()
+    const { app } = await chainApp(fake, { redisUrl: redis.url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 })
+    for (const doi of ['n0', 'n1', 'n2']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(3) // the whole day's 4, counted in Redis
+    await redis.kill()
+    onTestFinished(async () => { await redis.run() })
+    for (const doi of ['n3', 'n4']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(3) // its own share, 2, is spent: no call
   })
 
   it('a hostile value planted in Redis is never a Location', async () => {
