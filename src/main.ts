@@ -63,14 +63,30 @@ async function main (): Promise<void> {
   // Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS listener makes a
   // fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM (Node's docs say
   // so); without one the process dies of it, as it should.
-  closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: FAULT_SIGNALS }, async ({ signal, err }) => {
+  // A worker's SIGTERM and SIGINT are its own (below), not close-with-grace's: a second one must not cut its drain short.
+  const workerStops: closeWithGrace.AllEvents[] = cluster.isWorker ? ['SIGTERM', 'SIGINT'] : []
+  let stopReason: string | undefined
+  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, ...workerStops] }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
-    else logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    else logger.info({ signal: signal ?? stopReason }, 'shutting down: finishing in-flight requests')
     beginDrain(app)
     // Give load balancers time to see /readyz fail before the listener closes.
     if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
     await app.close()
   })
+  // A worker drains once, however it is told: the primary's message, or a signal of its own (systemd's
+  // default KillMode=control-group and a terminal's Ctrl-C signal every process of the group). A second
+  // Ctrl-C stops the primary at once, and a worker goes with it (node:cluster ends a worker whose primary is gone).
+  if (cluster.isWorker) {
+    const stop = (reason: string): void => {
+      if (stopReason !== undefined) return
+      stopReason = reason
+      grace.close()
+    }
+    process.on('SIGTERM', () => { stop('SIGTERM') })
+    process.on('SIGINT', () => { stop('SIGINT') })
+    process.on('message', (message) => { if (message === STOP_MESSAGE) stop('asked by the primary') })
+  }
 
   try {
     await app.listen({ host: config.host, port: config.port })
@@ -86,7 +102,8 @@ async function main (): Promise<void> {
 
 /**
  * WORKERS > 1: the primary only forks workers (node:cluster shares the listening port among them),
- * replaces one that dies, and passes SIGTERM/SIGINT on. Each worker is a whole server with its own cache.
+ * replaces one that dies, and on SIGTERM/SIGINT tells each to drain and stop. Each worker is a whole
+ * server with its own cache.
  */
 function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   let stopping = false
@@ -114,7 +131,8 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
     if (stopping) process.exit(1) // a second signal: at once
     stopping = true
     logger.info({ signal, workers: count }, 'shutting down the workers')
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal)
+    // A message: a worker that got the signal itself (its whole process group was signalled) drains once.
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.send(STOP_MESSAGE)
     setTimeout(() => process.exit(1), config.drainDelayMs + config.shutdownGraceMs + 1000).unref()
   }
   process.on('SIGTERM', stop)
@@ -126,6 +144,9 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
     logger.warn({ workers: count, exceeded }, 'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting')
   }
 }
+
+/** What the primary sends a worker to make it drain and stop. */
+const STOP_MESSAGE = 'doi-proxy:stop'
 
 const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGABRT', 'SIGTRAP']
 

@@ -70,6 +70,22 @@ describe('a restart', () => {
     expect(existsSync(file)).toBe(false)
   })
 
+  it('with WORKERS=2, a SIGTERM to every process at once (systemd\'s default, Ctrl-C) still drains: each worker writes its file', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'cache.snapshot')
+    const { child, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' }, { ownProcessGroup: true })
+    onTestFinished(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} })
+    for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    process.kill(-(child.pid ?? 0), 'SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+    expect(output()).not.toContain('second SIGTERM')
+    expect(existsSync(`${file}.1`)).toBe(true)
+    expect(existsSync(`${file}.2`)).toBe(true)
+  })
+
   it('with WORKERS=2 and no Redis, after a restart with the upstream down, every worker answers what either had cached', { timeout: 60_000 }, async () => {
     // Two starts of two workers each, and a drain between: about 20 s on this 2-core machine, on the base build too.
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
