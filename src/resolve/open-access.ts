@@ -51,7 +51,8 @@ export function createOpenAccess (opts: OpenAccessOptions) {
   const { provider, metrics, now } = opts
   const kept = new LRUCache<string, Kept>({ max: opts.maxEntries })
   const inFlight = new Map<string, Promise<OpenAccessAnswer>>()
-  const day = { key: '', calls: 0 }
+  // The day's calls as last known (over every process when Redis counts them), and this process's own.
+  const day = { key: '', calls: 0, own: 0 }
   const lookups = {
     found: metrics.openAccessLookups.labels(provider.name, 'found'),
     none: metrics.openAccessLookups.labels(provider.name, 'none'),
@@ -107,22 +108,27 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     if (day.key !== today) {
       day.key = today
       day.calls = 0
+      day.own = 0
     }
-    let calls = ++day.calls
+    day.own++
+    // Without Redis, or while it does not answer: this process's own calls against its share of the day
+    // (so the processes together stay within it, whatever the others did before Redis went away).
+    let calls = day.own
     let limit = opts.localDailyLimit ?? opts.dailyLimit
     if (opts.redis !== undefined) {
       try {
         const key = redisKey(`calls:${today}`)
         const [[, shared]] = await opts.redis.multi().incr(key).expire(key, 2 * 86400).exec() as [[Error | null, number]]
         if (typeof shared === 'number') {
-          calls = day.calls = Math.max(calls, shared)
+          calls = day.calls = Math.max(day.calls + 1, shared)
           limit = opts.dailyLimit
         }
       } catch {
-        // Redis down: this process's own count stands, against its own share of the day.
+        // Redis down: the own count stands.
       }
     }
     metrics.openAccessCallsToday.set(calls)
+    metrics.openAccessDailyLimit.set(limit)
     return calls <= limit
   }
 

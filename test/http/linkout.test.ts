@@ -351,15 +351,22 @@ describe('shared by replicas through Redis', () => {
     expect(fake.seen).toHaveLength(1)
   })
 
-  it('workers count the whole day together in Redis; when it stops answering, each keeps to its share', { timeout: 30_000 }, async () => {
+  it('workers count the whole day together in Redis; when it stops answering, each keeps to its share of its own calls', { timeout: 30_000 }, async () => {
     const fake = await fakeProvider()
-    const { app } = await chainApp(fake, { redisUrl: redis.url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 })
-    for (const doi of ['n0', 'n1', 'n2']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
-    expect(fake.seen).toHaveLength(3) // the whole day's 4, counted in Redis
+    // Two workers of one host: a day of 4 calls, 2 each while Redis cannot count for both.
+    const settings = { redisUrl: redis.url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 }
+    const one = await chainApp(fake, settings)
+    const two = await chainApp(fake, settings)
+    for (const doi of ['n0', 'n1']) await one.app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
+    await two.app.inject({ url: '/10.5555/n2', remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(3) // 3 of the day's 4, counted in Redis: more than one worker's share
     await redis.kill()
     onTestFinished(async () => { await redis.run() })
-    for (const doi of ['n3', 'n4']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
-    expect(fake.seen).toHaveLength(3) // its own share, 2, is spent: no call
+    await two.app.inject({ url: '/10.5555/n3', remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(4) // the second worker's own second call: within its share
+    await two.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
+    await one.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
+    expect(fake.seen).toHaveLength(4) // both shares spent: the host made 4 calls, the day's limit
   })
 
   it('a hostile value planted in Redis is never a Location', async () => {
