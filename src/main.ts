@@ -11,6 +11,7 @@ import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
+import { answerHostMetrics } from './observe/metrics.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -50,7 +51,7 @@ async function main (): Promise<void> {
 
   let app
   try {
-    app = await buildApp(config, { logger })
+    app = await buildApp(config, { logger, clusterWorker: cluster.isWorker })
   } catch (err) {
     // A missing local store directory or GeoIP file is a configuration mistake: say so plainly.
     if (err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
@@ -137,6 +138,8 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
+  // A scrape of /metrics reaches one worker, which asks here for every worker's figures added up.
+  answerHostMetrics()
   for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')
   const exceeded = budgetsExceeded(config, count)

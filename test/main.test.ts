@@ -70,6 +70,25 @@ describe('the server process', () => {
     expect(await exitOf(child)).toBe(0)
   })
 
+  it('with WORKERS=2 every scrape of /metrics counts the whole host, whichever worker answers it', async () => {
+    const upstream = await FakeUpstream.start(PROBE_RECORDS)
+    onTestFinished(() => upstream.close())
+    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
+    const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
+    for (let i = 0; i < 100 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(listeners().size).toBe(2)
+    // Each request on a connection of its own: the cluster hands them to both workers in turn.
+    const get = async (path: string): Promise<Response> => await fetch(`http://127.0.0.1:${port}${path}`, { redirect: 'manual', headers: { connection: 'close' } })
+    for (let i = 0; i < 10; i++) expect((await get('/10.5555/plain')).status).toBe(302)
+    const redirects = async (): Promise<number> => {
+      const text = await (await get('/metrics')).text()
+      return Number(/^doi_proxy_resolutions_total\{outcome="redirect"\} (\d+)$/m.exec(text)?.[1] ?? -1)
+    }
+    expect([await redirects(), await redirects(), await redirects(), await redirects()]).toEqual([10, 10, 10, 10])
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+  })
+
   it('refuses a bad setting at start with a message naming it, exit code 78', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''

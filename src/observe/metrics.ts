@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { CounterConfiguration, LabelValues } from 'prom-client'
+import cluster from 'node:cluster'
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { CounterConfiguration, LabelValues, RegistryContentType } from 'prom-client'
 import type { Config } from '../config/schema.js'
 
 /** One thing counted. */
@@ -41,8 +42,14 @@ export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstrea
  * The shared tier's and the bounds' instruments are defined here too but join the registry (and
  * /metrics) only when there is a shared tier (`observeSharedTier`) or a status page (`showBounds`).
  */
-export function createMetrics () {
+export function createMetrics (opts: MetricsOptions = {}) {
   const registry = new Registry()
+  // Under node:cluster the primary adds the workers' figures up: a gauge that each worker reports for
+  // the whole host (the same local store, Redis's count of the day) is not added but taken once.
+  const sameInEvery = 'max' as const
+  const dayAggregator = opts.dayCountedInRedis === true ? sameInEvery : 'sum' as const
+  // Every worker answers the primary's asks from the start, not only once it has served /metrics itself.
+  if (opts.clusterWorker === true) joinHost(registry)
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   let sharedTierUp = (): boolean => false
@@ -66,6 +73,7 @@ export function createMetrics () {
       name: 'doi_proxy_shared_cache_up',
       help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
       registers: [],
+      aggregator: 'min',
       collect () { this.set(sharedTierUp() ? 1 : 0) }
     })
   }
@@ -122,7 +130,8 @@ export function createMetrics () {
     breakerOpen: new Gauge({
       name: 'doi_proxy_upstream_circuit_state',
       help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
-      registers: [registry]
+      registers: [registry],
+      aggregator: sameInEvery // the most open of the workers' breakers
     }),
     prefixBreakerOpenings: new Counter({
       name: 'doi_proxy_prefix_circuit_openings_total',
@@ -160,6 +169,7 @@ export function createMetrics () {
       name: 'doi_proxy_local_records',
       help: 'Records held in the local store',
       registers: [registry],
+      aggregator: sameInEvery,
       collect () { this.set(localRecords()) }
     }),
     observeLocalStore (records: () => number): void {
@@ -209,12 +219,14 @@ export function createMetrics () {
     openAccessCallsToday: new Gauge({
       name: 'doi_proxy_open_access_calls_today',
       help: 'Calls to the open-access provider this UTC day (over every replica with Redis)',
-      registers: [registry]
+      registers: [registry],
+      aggregator: dayAggregator
     }),
     openAccessDailyLimit: new Gauge({
       name: 'doi_proxy_open_access_daily_limit',
       help: 'OA_DAILY_LIMIT: calls to the provider allowed per UTC day (0: a file, no limit)',
-      registers: [registry]
+      registers: [registry],
+      aggregator: dayAggregator
     }),
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
@@ -235,6 +247,10 @@ export function createMetrics () {
       labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
       registers: [registry]
     }),
+    /** What /metrics answers: this process's figures, or under node:cluster the whole host's (askPrimary). */
+    async exposition (): Promise<string> {
+      return opts.clusterWorker === true ? await hostMetrics(registry) : await registry.metrics()
+    },
     sharedCache,
     /** The shared tier exists: its instruments join /metrics, and `up` says whether it is connected. */
     observeSharedTier (up: () => boolean): void {
@@ -263,3 +279,60 @@ export function createMetrics () {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+export interface MetricsOptions {
+  /** A node:cluster worker (WORKERS > 1): /metrics answers for every worker, added up by the primary. */
+  clusterWorker?: boolean
+  /** The open-access day is counted in Redis, so every worker reports the whole day's calls and limit. */
+  dayCountedInRedis?: boolean
+}
+
+// node:cluster: a worker asks the primary, which asks every worker for its figures (prom-client's
+// AggregatorRegistry) and answers with their sum. A scrape reaches one worker; it must see the host.
+const ASK = 'doi-proxy:host-metrics'
+const ANSWER = 'doi-proxy:host-metrics-answer'
+/** As long as a worker waits for the primary's answer before it answers with its own figures. */
+const HOST_METRICS_WAIT_MS = 5_000
+
+interface HostMetricsAnswer { type: typeof ANSWER, id: number, text?: string, error?: string }
+const waiting = new Map<number, (answer: HostMetricsAnswer) => void>()
+let asked = 0
+let workerListening = false
+// Kept for the process's life: constructing it starts prom-client's listener for the primary's asks.
+let primaryAsks: AggregatorRegistry<RegistryContentType> | undefined
+
+/** A worker's registry is what it reports when the primary asks, and the primary's answers reach hostMetrics. */
+function joinHost (registry: Registry): void {
+  if (workerListening || process.send === undefined) return
+  workerListening = true
+  AggregatorRegistry.setRegistries(registry)
+  primaryAsks ??= new AggregatorRegistry()
+  process.on('message', (message: Partial<HostMetricsAnswer>) => {
+    if (message?.type === ANSWER && typeof message.id === 'number') waiting.get(message.id)?.(message as HostMetricsAnswer)
+  })
+}
+
+/** The host's figures, from the primary; this worker's own when the primary does not answer in time. */
+async function hostMetrics (registry: Registry): Promise<string> {
+  if (!workerListening) return await registry.metrics()
+  const id = ++asked
+  const answer = await new Promise<HostMetricsAnswer | undefined>((resolve) => {
+    const timer = setTimeout(() => { waiting.delete(id); resolve(undefined) }, HOST_METRICS_WAIT_MS)
+    waiting.set(id, (got) => { clearTimeout(timer); waiting.delete(id); resolve(got) })
+    process.send?.({ type: ASK, id })
+  })
+  return answer?.text ?? await registry.metrics()
+}
+
+/** In the node:cluster primary: answer each worker's ask with every worker's figures added up. */
+export function answerHostMetrics (): void {
+  const aggregator = new AggregatorRegistry()
+  cluster.on('message', (worker, message: { type?: unknown, id?: unknown }) => {
+    if (message?.type !== ASK || typeof message.id !== 'number') return
+    const id = message.id
+    aggregator.clusterMetrics().then(
+      (text) => { worker.send({ type: ANSWER, id, text }) },
+      (err: unknown) => { worker.send({ type: ANSWER, id, error: (err as Error).message }) }
+    )
+  })
+}

@@ -29,6 +29,6 @@ export default async function opsRoutes (app: FastifyInstance, { services }: Rou
     return reply.send({ status: 'ready' })
   })
   app.get('/metrics', async (_request, reply) => {
-    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.registry.metrics())
+    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.exposition())
   })
 }
