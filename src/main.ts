@@ -11,7 +11,7 @@ import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
-import { answerHostMetrics } from './observe/metrics.js'
+import { answerHostMetrics, answerPrimaryAsks } from './observe/metrics.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -41,6 +41,8 @@ async function main (): Promise<void> {
     return
   }
   if (cluster.isPrimary) warnAboutContact(config, logger)
+  // A worker answers the primary's asks for its metrics from the start (empty until its app is built).
+  if (cluster.isWorker) answerPrimaryAsks()
   // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
   const workerIndex = process.env.DOI_PROXY_WORKER_INDEX
   if (cluster.isWorker && workerIndex !== undefined && config.cacheFile !== undefined) {
@@ -51,7 +53,7 @@ async function main (): Promise<void> {
 
   let app
   try {
-    app = await buildApp(config, { logger, clusterWorker: cluster.isWorker })
+    app = await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
     // A missing local store directory or GeoIP file is a configuration mistake: say so plainly.
     if (err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
@@ -138,7 +140,7 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
-  // A scrape of /metrics reaches one worker, which asks here for every worker's figures added up.
+  // A scrape of /metrics reaches one worker, which asks here for every worker's series.
   answerHostMetrics()
   for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')

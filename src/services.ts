@@ -17,7 +17,6 @@ import { createLogThrottle } from './observe/log-throttle.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
-import { hasRedis } from './resolve/redis.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
@@ -38,8 +37,8 @@ export interface ServiceDeps {
   now?: () => number
   /** Random source in [0,1) for 10320/loc weighted choice; default Math.random. */
   random?: () => number
-  /** A node:cluster worker (main.ts, WORKERS > 1): /metrics then answers for the whole host. */
-  clusterWorker?: boolean
+  /** A node:cluster worker (main.ts, WORKERS > 1), by its number: /metrics then answers for the whole host. */
+  clusterWorker?: { index: number } | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -86,7 +85,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const now = deps.now ?? Date.now
   // What holds a connection, a file or a timer, in the order opened: closed the other way round.
   const closers: Array<() => Promise<void>> = []
-  const metrics = createMetrics({ clusterWorker: deps.clusterWorker, dayCountedInRedis: hasRedis(config) })
+  const metrics = createMetrics({ clusterWorker: deps.clusterWorker })
   const reachability = createReachability({ onChange: (state) => logReachability(log, config.upstreamUrl, state) })
   const rawUpstream = createUpstreamClient({
     baseUrl: config.upstreamUrl,

@@ -44,12 +44,12 @@ export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstrea
  */
 export function createMetrics (opts: MetricsOptions = {}) {
   const registry = new Registry()
-  // Under node:cluster the primary adds the workers' figures up: a gauge that each worker reports for
-  // the whole host (the same local store, Redis's count of the day) is not added but taken once.
-  const sameInEvery = 'max' as const
-  const dayAggregator = opts.dayCountedInRedis === true ? sameInEvery : 'sum' as const
-  // Every worker answers the primary's asks from the start, not only once it has served /metrics itself.
-  if (opts.clusterWorker === true) joinHost(registry)
+  // Under node:cluster every series carries its worker's number: the host's /metrics holds each worker's
+  // own series, which Prometheus adds up (sum by …) and whose restarts it sees as one series' reset.
+  if (opts.clusterWorker !== undefined) {
+    registry.setDefaultLabels({ worker: String(opts.clusterWorker.index) })
+    joinHost(registry)
+  }
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   let sharedTierUp = (): boolean => false
@@ -73,7 +73,6 @@ export function createMetrics (opts: MetricsOptions = {}) {
       name: 'doi_proxy_shared_cache_up',
       help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
       registers: [],
-      aggregator: 'min',
       collect () { this.set(sharedTierUp() ? 1 : 0) }
     })
   }
@@ -130,8 +129,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
     breakerOpen: new Gauge({
       name: 'doi_proxy_upstream_circuit_state',
       help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
-      registers: [registry],
-      aggregator: sameInEvery // the most open of the workers' breakers
+      registers: [registry]
     }),
     prefixBreakerOpenings: new Counter({
       name: 'doi_proxy_prefix_circuit_openings_total',
@@ -169,7 +167,6 @@ export function createMetrics (opts: MetricsOptions = {}) {
       name: 'doi_proxy_local_records',
       help: 'Records held in the local store',
       registers: [registry],
-      aggregator: sameInEvery,
       collect () { this.set(localRecords()) }
     }),
     observeLocalStore (records: () => number): void {
@@ -219,14 +216,12 @@ export function createMetrics (opts: MetricsOptions = {}) {
     openAccessCallsToday: new Gauge({
       name: 'doi_proxy_open_access_calls_today',
       help: 'Calls to the open-access provider this UTC day (over every replica with Redis)',
-      registers: [registry],
-      aggregator: dayAggregator
+      registers: [registry]
     }),
     openAccessDailyLimit: new Gauge({
       name: 'doi_proxy_open_access_daily_limit',
       help: 'OA_DAILY_LIMIT: calls to the provider allowed per UTC day (0: a file, no limit)',
-      registers: [registry],
-      aggregator: dayAggregator
+      registers: [registry]
     }),
     upstreamErrors: new Counter({
       name: 'doi_proxy_upstream_errors_total',
@@ -249,7 +244,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
     }),
     /** What /metrics answers: this process's figures, or under node:cluster the whole host's (askPrimary). */
     async exposition (): Promise<string> {
-      return opts.clusterWorker === true ? await hostMetrics(registry) : await registry.metrics()
+      return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
     },
     sharedCache,
     /** The shared tier exists: its instruments join /metrics, and `up` says whether it is connected. */
@@ -281,14 +276,12 @@ export function createMetrics (opts: MetricsOptions = {}) {
 export type Metrics = ReturnType<typeof createMetrics>
 
 export interface MetricsOptions {
-  /** A node:cluster worker (WORKERS > 1): /metrics answers for every worker, added up by the primary. */
-  clusterWorker?: boolean
-  /** The open-access day is counted in Redis, so every worker reports the whole day's calls and limit. */
-  dayCountedInRedis?: boolean
+  /** A node:cluster worker (WORKERS > 1), by its number: /metrics answers with every worker's series. */
+  clusterWorker?: { index: number } | undefined
 }
 
-// node:cluster: a worker asks the primary, which asks every worker for its figures (prom-client's
-// AggregatorRegistry) and answers with their sum. A scrape reaches one worker; it must see the host.
+// node:cluster: a scrape reaches one worker, and must see the host. The worker asks the primary, which
+// asks every worker for its series (prom-client's AggregatorRegistry) and answers with all of them.
 const ASK = 'doi-proxy:host-metrics'
 const ANSWER = 'doi-proxy:host-metrics-answer'
 /** As long as a worker waits for the primary's answer before it answers with its own figures. */
@@ -301,15 +294,25 @@ let workerListening = false
 // Kept for the process's life: constructing it starts prom-client's listener for the primary's asks.
 let primaryAsks: AggregatorRegistry<RegistryContentType> | undefined
 
-/** A worker's registry is what it reports when the primary asks, and the primary's answers reach hostMetrics. */
-function joinHost (registry: Registry): void {
-  if (workerListening || process.send === undefined) return
-  workerListening = true
-  AggregatorRegistry.setRegistries(registry)
-  primaryAsks ??= new AggregatorRegistry()
+/**
+ * In a node:cluster worker, as soon as it starts (main.ts): answer the primary's asks, with nothing until
+ * the app's registry joins (createMetrics), so a scrape during a worker's start does not wait for it.
+ */
+export function answerPrimaryAsks (): void {
+  if (primaryAsks !== undefined || process.send === undefined) return
+  AggregatorRegistry.setRegistries([])
+  primaryAsks = new AggregatorRegistry()
   process.on('message', (message: Partial<HostMetricsAnswer>) => {
     if (message?.type === ANSWER && typeof message.id === 'number') waiting.get(message.id)?.(message as HostMetricsAnswer)
   })
+}
+
+/** The worker's registry is what it reports when the primary asks. */
+function joinHost (registry: Registry): void {
+  answerPrimaryAsks()
+  if (workerListening || primaryAsks === undefined) return
+  workerListening = true
+  AggregatorRegistry.setRegistries(registry)
 }
 
 /** The host's figures, from the primary; this worker's own when the primary does not answer in time. */
@@ -324,15 +327,18 @@ async function hostMetrics (registry: Registry): Promise<string> {
   return answer?.text ?? await registry.metrics()
 }
 
-/** In the node:cluster primary: answer each worker's ask with every worker's figures added up. */
+/** In the node:cluster primary: answer each worker's ask with every worker's series. */
 export function answerHostMetrics (): void {
   const aggregator = new AggregatorRegistry()
+  // Scrapes at the same moment share one round of asks: /metrics is open to anyone who can reach it.
+  let round: Promise<string> | undefined
   cluster.on('message', (worker, message: { type?: unknown, id?: unknown }) => {
     if (message?.type !== ASK || typeof message.id !== 'number') return
     const id = message.id
-    aggregator.clusterMetrics().then(
-      (text) => { worker.send({ type: ANSWER, id, text }) },
-      (err: unknown) => { worker.send({ type: ANSWER, id, error: (err as Error).message }) }
+    round ??= aggregator.clusterMetrics().finally(() => { round = undefined })
+    round.then(
+      (text) => { if (worker.isConnected()) worker.send({ type: ANSWER, id, text }) },
+      (err: unknown) => { if (worker.isConnected()) worker.send({ type: ANSWER, id, error: (err as Error).message }) }
     )
   })
 }

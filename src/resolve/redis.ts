@@ -32,11 +32,6 @@ export interface RedisSettings {
   connectTimeoutMs: number
 }
 
-/** Whether a Redis is configured (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES), without reading any file. */
-export function hasRedis (config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisClusterNodes'>): boolean {
-  return config.redisUrl !== undefined || config.redisSentinels.length > 0 || config.redisClusterNodes.length > 0
-}
-
 /** The Redis settings of a Config (one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES), or undefined without any. */
 export function redisSettingsOf (config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelMaster' | 'redisClusterNodes' | 'redisUsername' | 'redisPassword' | 'redisTlsCaFile' | 'redisCommandTimeoutMs' | 'redisConnectTimeoutMs'>): RedisSettings | undefined {
   let topology: RedisTopology
