@@ -6,6 +6,7 @@ import { defaultWorkers, cpusFromCgroup } from '../src/main/cpu-quota.js'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
 import { exitOf, startServer } from './support/server-process.js'
+import type { Started } from './support/server-process.js'
 import { TestRedis } from './support/redis.js'
 
 // src/main.ts as operators run it: kill -TERM, then a restart (behaviour.md §11), and its start-up choices.
@@ -54,15 +55,21 @@ describe('a restart', () => {
     expect(res.headers.get('x-cache')).toBe('HIT')
   })
 
-  it('with WORKERS=2 each worker writes its own cache file at shutdown', async () => {
+  /** Two workers with a cache file in a directory of their own, both listening. */
+  async function twoWorkers (opts: { ownProcessGroup?: boolean } = {}): Promise<Started & { file: string }> {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'cache.snapshot')
-    const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' })
+    const started = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' }, opts)
+    for (let i = 0; i < 100 && started.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    return { ...started, file }
+  }
+
+  it('with WORKERS=2 each worker writes its own cache file at shutdown', async () => {
+    const { child, port, file } = await twoWorkers()
     expect((await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })).status).toBe(302)
-    for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     child.kill('SIGTERM')
     expect(await exitOf(child)).toBe(0)
     expect(existsSync(`${file}.1`)).toBe(true)
@@ -71,14 +78,8 @@ describe('a restart', () => {
   })
 
   it('with WORKERS=2, a SIGTERM to every process at once (systemd\'s default, Ctrl-C) still drains: each worker writes its file', async () => {
-    const upstream = await FakeUpstream.start(PROBE_RECORDS)
-    onTestFinished(() => upstream.close())
-    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
-    const file = join(dir, 'cache.snapshot')
-    const { child, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' }, { ownProcessGroup: true })
+    const { child, output, file } = await twoWorkers({ ownProcessGroup: true })
     onTestFinished(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} })
-    for (let i = 0; i < 100 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     process.kill(-(child.pid ?? 0), 'SIGTERM')
     expect(await exitOf(child)).toBe(0)
     expect(output()).not.toContain('second SIGTERM')
