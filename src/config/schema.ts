@@ -364,6 +364,14 @@ function checkRedis (config: Config): void {
   }
 }
 
+/**
+ * One worker's share of a setting that bounds the whole host (WORKERS processes): 1/N rounded down, so
+ * together they stay within it, and at least one. `workers` 0 or 1 is one process: the whole setting.
+ */
+export function workerShareOf (setting: number, workers: number): number {
+  return Math.max(1, Math.floor(setting / Math.max(1, workers)))
+}
+
 /** The User-Agent actually sent: the configured one plus the contact, if any. */
 export function upstreamUserAgent (config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
   return config.contactEmail === undefined ? config.userAgent : `${config.userAgent} (mailto:${config.contactEmail})`

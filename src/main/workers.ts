@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../config/schema.js'
+import { workerShareOf } from '../config/schema.js'
 import { defaultWorkers } from './cpu-quota.js'
 
 /** The server processes WORKERS asks for: itself, or for 0 one per core the container may use (cgroup cpu.max, else the machine's). */
@@ -27,7 +28,7 @@ type HostBudget = typeof HOST_BUDGETS[number]
  * src/services/open-access.ts.)
  */
 export function workerShare (config: Pick<Config, HostBudget>, workers: number): Pick<Config, HostBudget> {
-  const share = (setting: number): number => Math.max(1, Math.floor(setting / workers))
+  const share = (setting: number): number => workerShareOf(setting, workers)
   return {
     upstreamMaxConcurrent: share(config.upstreamMaxConcurrent),
     upstreamConnections: share(config.upstreamConnections),

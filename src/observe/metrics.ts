@@ -242,7 +242,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
       labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
       registers: [registry]
     }),
-    /** What /metrics answers: this process's figures, or under node:cluster the whole host's (askPrimary). */
+    /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
     async exposition (): Promise<string> {
       return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
     },
@@ -290,7 +290,6 @@ const HOST_METRICS_WAIT_MS = 5_000
 interface HostMetricsAnswer { type: typeof ANSWER, id: number, text?: string, error?: string }
 const waiting = new Map<number, (answer: HostMetricsAnswer) => void>()
 let asked = 0
-let workerListening = false
 // Kept for the process's life: constructing it starts prom-client's listener for the primary's asks.
 let primaryAsks: AggregatorRegistry<RegistryContentType> | undefined
 
@@ -310,14 +309,12 @@ export function answerPrimaryAsks (): void {
 /** The worker's registry is what it reports when the primary asks. */
 function joinHost (registry: Registry): void {
   answerPrimaryAsks()
-  if (workerListening || primaryAsks === undefined) return
-  workerListening = true
-  AggregatorRegistry.setRegistries(registry)
+  if (primaryAsks !== undefined) AggregatorRegistry.setRegistries(registry)
 }
 
-/** The host's figures, from the primary; this worker's own when the primary does not answer in time. */
+/** The host's figures, from the primary; this worker's own when the primary does not answer in time (or there is none). */
 async function hostMetrics (registry: Registry): Promise<string> {
-  if (!workerListening) return await registry.metrics()
+  if (primaryAsks === undefined) return await registry.metrics()
   const id = ++asked
   const answer = await new Promise<HostMetricsAnswer | undefined>((resolve) => {
     const timer = setTimeout(() => { waiting.delete(id); resolve(undefined) }, HOST_METRICS_WAIT_MS)

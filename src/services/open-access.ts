@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { RedisClient } from '../resolve/redis.js'
 import type { Dispatcher } from 'undici'
 import type { Config } from '../config/schema.js'
-import { upstreamUserAgent } from '../config/schema.js'
+import { upstreamUserAgent, workerShareOf } from '../config/schema.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
 import { createOpenAccess } from '../resolve/open-access.js'
@@ -29,7 +29,7 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, d
     maxEntries: config.oaCacheMaxEntries,
     dailyLimit: config.oaDailyLimit,
     // WORKERS count the day together in Redis; without it (or while it does not answer) each counts its share.
-    localDailyLimit: Math.max(1, Math.floor(config.oaDailyLimit / Math.max(1, config.workers))),
+    localDailyLimit: workerShareOf(config.oaDailyLimit, config.workers),
     redis: deps.redis,
     redisPrefix: config.redisKeyPrefix,
     lockMs: config.oaTimeoutMs,
