@@ -12,6 +12,8 @@ import { PROBE_RECORDS, admin, str } from '../support/records.js'
 // The hot path (src/http/prepared-answers.ts, serve) answers before Fastify routes a request, so it is seen only over
 // real HTTP: these tests listen on 127.0.0.1 and ask with undici, never app.inject.
 
+const NOW = Date.parse('2026-11-25T07:26:02.500Z')
+
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 
 /** A prefix whose namespace location is conneg only (like Crossref's), and a DOI under it. */
@@ -24,7 +26,13 @@ const CONNEG_RECORDS: Record<string, HandleValue[]> = {
 interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
 
 async function serve (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup & { get: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
-  const s = await setup({ ...opts, records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS } })
+  // A fixed clock unless a test moves its own: two answers a moment apart would otherwise differ in Expires
+  // across a second's boundary. No load shedding: a busy machine must not turn a cached answer into a 503.
+  const s = await setup({
+    overrides: { maxEventLoopDelayMs: 0, ...opts.overrides },
+    records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS },
+    deps: { now: () => NOW, ...opts.deps }
+  })
   await s.app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = s.app.server.address() as { port: number }
   const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {
