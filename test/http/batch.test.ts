@@ -1,17 +1,12 @@
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { setup as setupApp } from '../support/app.js'
+import { setup } from '../support/app.js'
 import { admin, str, PROBE_RECORDS } from '../support/records.js'
 import type { BatchResult } from '../../src/http/batch.js'
 import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js'
 
 const NDJSON = 'application/x-ndjson; charset=utf-8'
-
-/** The app, without load shedding: a busy test machine must not turn a batch into a 503. */
-async function setup (opts: Parameters<typeof setupApp>[0] = {}): ReturnType<typeof setupApp> {
-  return await setupApp({ ...opts, overrides: { maxEventLoopDelayMs: 0, ...opts.overrides } })
-}
 
 /** The DOIs the upstream was asked for (not the prefix records a redirect reads its namespace from). */
 function doisAsked (upstream: Awaited<ReturnType<typeof setup>>['upstream']): string[] {
@@ -241,7 +236,7 @@ describe('POST /api/batch: fairness', () => {
   it('a batch of misses waits its turn in the fair queue: another reader\'s single DOI is not stuck behind it', async () => {
     const records: Record<string, ReturnType<typeof admin>[]> = { '10.6666/single': [admin(), str(1, 'URL', 'http://example.org/single')] }
     for (let i = 0; i < 60; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
-    const { app, upstream } = await setup({ records, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 2, batchConcurrency: 8, maxEventLoopDelayMs: 0 } })
+    const { app, upstream } = await setup({ records, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 2, batchConcurrency: 8 } })
     upstream.mode = { kind: 'slow', delayMs: 100 }
     const names = Object.keys(records).filter((n) => n.startsWith('10.5555/'))
     const batchDone = app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: names.join('\n') })

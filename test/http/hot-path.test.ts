@@ -27,12 +27,8 @@ interface Answer { status: number, headers: Record<string, string | string[] | u
 
 async function serve (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup & { get: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
   // A fixed clock unless a test moves its own: two answers a moment apart would otherwise differ in Expires
-  // across a second's boundary. No load shedding: a busy machine must not turn a cached answer into a 503.
-  const s = await setup({
-    overrides: { maxEventLoopDelayMs: 0, ...opts.overrides },
-    records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS },
-    deps: { now: () => NOW, ...opts.deps }
-  })
+  // across a second's boundary.
+  const s = await setup({ ...opts, records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS }, deps: { now: () => NOW, ...opts.deps } })
   await s.app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = s.app.server.address() as { port: number }
   const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {

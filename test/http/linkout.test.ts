@@ -69,7 +69,7 @@ function oaSettings (fake: FakeOpenAccess, over: Partial<Config> = {}): Partial<
 }
 
 async function chainApp (fake: FakeOpenAccess, over: Partial<Config> = {}, services: LocalServiceConfig[] = [LIBRARY, EVERYONE]) {
-  return await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: 'https://doi.library.example', maxEventLoopDelayMs: 0, ...oaSettings(fake, over) } })
+  return await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: 'https://doi.library.example', ...oaSettings(fake, over) } })
 }
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
@@ -391,7 +391,7 @@ describe('docs/institutional.md §8: the worked configuration', () => {
     onTestFinished(async () => { await fake.close() })
     const records = { ...RECORDS, '10.1000/182': [str(1, 'URL', 'https://publisher.example/182')] }
     const { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl } = example
-    const { app } = await setup({ records, overrides: { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl, unpaywallUrl: fake.url, oaBudgetMs: BUDGET_MS, maxEventLoopDelayMs: 0 } })
+    const { app } = await setup({ records, overrides: { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl, unpaywallUrl: fake.url, oaBudgetMs: BUDGET_MS } })
     expect((await app.inject({ url: '/10.1000/182', remoteAddress: CAMPUS })).headers.location).toBe('https://sfx.library.example.edu/sfxlcl41?url_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/10.1000%2F182')
     expect((await app.inject({ url: '/10.1000/182', remoteAddress: HOME })).headers.location).toBe('https://repository.example.org/182.pdf')
     expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe('https://login.ezproxy.library.example.edu/login?url=https://publisher.example/closed?a=1&b=2')

@@ -22,7 +22,9 @@ export async function setup (opts: { overrides?: Partial<Config>, records?: Reco
   const upstream = await FakeUpstream.start(opts.records ?? PROBE_RECORDS)
   // No local store unless a test asks for one: the sample store would answer for 10.5555 itself.
   // No cache file either (the default would write data/cache.snapshot under the repository).
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, ...opts.overrides }
+  // No load shedding unless a test asks for it (test/http/protection.test.ts): on a busy machine an
+  // event-loop delay over a second turned an expected answer into DP_OVERLOADED's 503.
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, maxEventLoopDelayMs: 0, ...opts.overrides }
   const app = await buildApp(config, opts.deps)
   await app.ready()
   onTestFinished(async () => {

@@ -42,7 +42,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   afterEach(async () => { await rm(dir, { recursive: true, force: true }) })
 
   async function server (): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
-    const { app, upstream } = await setup({ records: RECORDS, overrides: { maxEventLoopDelayMs: 0 } })
+    const { app, upstream } = await setup({ records: RECORDS })
     await app.listen({ port: 0, host: '127.0.0.1' })
     return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
   }
