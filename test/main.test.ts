@@ -61,7 +61,7 @@ describe('the server process', () => {
       await res.arrayBuffer()
       return res.status
     }))
-    expect(statuses.every((s) => s === 404)).toBe(true)
+    expect(statuses).toEqual(Array(16).fill(404))
     expect(upstream.peakInFlight).toBeGreaterThan(1)
     expect(upstream.peakInFlight).toBeLessThanOrEqual(4)
     const started = output().split('\n').find((l) => l.includes('started the workers'))

@@ -7,11 +7,12 @@ export interface Started { child: ChildProcess, port: number, output: () => stri
 
 /**
  * Start `src/main.ts` on a free loopback port with `env` over a quiet base (no local store, no cache
- * file, a contact address), and resolve once it says it listens; killed when the test ends.
+ * file, a contact address, and no load shedding: a process just started on a busy machine can see an
+ * event-loop delay over the default second), and resolve once it says it listens; killed when the test ends.
  */
 export async function startServer (env: Record<string, string>, opts: { ownProcessGroup?: boolean } = {}): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so a test can signal every process of it at once, as systemd and a terminal do.
     detached: opts.ownProcessGroup === true
