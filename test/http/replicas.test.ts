@@ -282,6 +282,7 @@ describe('when Redis fails', () => {
     const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
+    await client.ping() // connected: the sleep starts now, not after a connect
     const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
     await new Promise((resolve) => setTimeout(resolve, 100))
     const res = await a.inject({ url: '/10.5555/shared-8' })
@@ -296,6 +297,7 @@ describe('when Redis fails', () => {
     const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
+    await client.ping() // connected: the sleep starts now, not after a connect
     const sleeping = client.call('DEBUG', 'SLEEP', '3')
     await new Promise((resolve) => setTimeout(resolve, 100))
     const started = performance.now()
@@ -311,17 +313,20 @@ describe('when Redis fails', () => {
 
   it('Redis paused mid-storm, for less than a second: one slow command does not switch sharing off, one upstream request per DOI', async () => {
     const upstream = await fakeUpstream()
-    const a = await replica(upstream)
-    const b = await replica(upstream)
-    upstream.mode = { kind: 'slow', delayMs: 400 }
+    // A command timeout a busy machine keeps to, and a pause over it but well under the second after which
+    // sharing is switched off.
+    const a = await replica(upstream, { redisCommandTimeoutMs: 200 })
+    const b = await replica(upstream, { redisCommandTimeoutMs: 200 })
+    upstream.mode = { kind: 'slow', delayMs: 1000 }
     const client = redis.client()
     onTestFinished(() => { client.disconnect() })
+    await client.ping()
     const dois = Array.from({ length: 10 }, (_, i) => `10.5555/shared-${i}`)
     const answers = Promise.all(dois.flatMap((doi) => [a, b, a, b].map(async (app, i) =>
       await app.inject({ url: `/${doi}`, remoteAddress: `192.0.2.${i + 1}` }))))
-    // While replica A fetches (its locks taken), B polls for the records: Redis stops answering for 300 ms.
+    // While replica A fetches (its locks taken), B polls for the records: Redis stops answering for 500 ms.
     await new Promise((resolve) => setTimeout(resolve, 150))
-    await client.call('DEBUG', 'SLEEP', '0.3')
+    await client.call('DEBUG', 'SLEEP', '0.5')
     const res = await answers
     expect(res.map((r) => r.statusCode)).toEqual(Array(res.length).fill(302))
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m) +

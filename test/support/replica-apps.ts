@@ -31,6 +31,9 @@ export async function replicaApp (upstream: FakeUpstream, overrides: Partial<Con
     // These tests are about Redis: a busy test machine's event-loop lag (building an app, loading modules)
     // must not shed their lookups with a 503.
     maxEventLoopDelayMs: 0,
+    // Nor must its slow Redis replies (over the default 100 ms under load) count as timeouts: a test of
+    // timeouts sets its own.
+    redisCommandTimeoutMs: 1000,
     ...overrides
   }
   const app = await buildApp(config, deps)
