@@ -17,7 +17,9 @@ describe('the server process', () => {
     const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, LOG_REQUESTS: 'true' })
     upstream.mode = { kind: 'slow', delayMs: 400 }
     const inflight = fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual', headers: { 'x-request-id': 'trace-42' } })
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // In flight: the upstream has it (and holds it 400 ms). A fixed sleep could signal before the server took it.
+    for (let i = 0; i < 200 && upstream.count('10.5555/plain') === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(upstream.count('10.5555/plain')).toBe(1)
     child.kill('SIGTERM')
     const res = await inflight
     expect(res.status).toBe(302)

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { Client } from 'undici'
 import { setup } from '../support/app.js'
 import { beginDrain } from '../../src/app.js'
@@ -21,9 +21,11 @@ describe('operations routes', () => {
     const keepAlive = new Client(`http://127.0.0.1:${address.port}`)
     expect((await keepAlive.request({ path: '/readyz', method: 'GET' })).statusCode).toBe(200)
     const inflight = client.request({ path: '/10.5555/plain', method: 'GET' })
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Waits on state, not on sleeps a busy machine may outlast: the request is at the upstream, then the
+    // server has stopped listening.
+    await vi.waitFor(() => { expect(upstream.count('10.5555/plain')).toBe(1) }, { timeout: 5000, interval: 5 })
     const closing = app.close()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await vi.waitFor(() => { expect(app.server.listening).toBe(false) }, { timeout: 5000, interval: 5 })
     const during = await keepAlive.request({ path: '/readyz', method: 'GET' }).catch(() => ({ statusCode: 'connection closed' }))
     expect(during.statusCode).toBe('connection closed')
     expect((await inflight).statusCode).toBe(302)
