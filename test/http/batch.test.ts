@@ -150,7 +150,8 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const records: Record<string, ReturnType<typeof admin>[]> = {}
     for (let i = 0; i < 200; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
     const { app, upstream } = await setup({ records, overrides: { batchConcurrency: 2 } })
-    upstream.mode = { kind: 'slow', delayMs: 30 }
+    // Each lookup outlasts the moment the server takes to notice the reader left, even on a busy machine.
+    upstream.mode = { kind: 'slow', delayMs: 200 }
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const body = Object.keys(records).join('\n')

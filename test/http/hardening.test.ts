@@ -74,7 +74,9 @@ describe('upstream-bound work is shared fairly between clients', () => {
    */
   async function readerAfterFlood (lastFlood: string, readerUrl: string): Promise<{ status: number, place: number }> {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 1 } })
-    upstream.mode = { kind: 'slow', delayMs: 50 }
+    // Long enough that a busy machine's delays stay well inside one lookup: the reader's two round trips
+    // must end before the flood's third lookup does.
+    upstream.mode = { kind: 'slow', delayMs: 200 }
     const finished: string[] = []
     const ask = async (who: string, url: string, remoteAddress: string): Promise<number> => {
       const res = await app.inject({ url, remoteAddress })
