@@ -98,7 +98,7 @@ describe('the cache (behaviour.md §3)', () => {
     const hit = await app.inject({ url: '/10.1/hot' })
     expect(hit.headers['x-cache']).toBe('HIT')
     expect(hit.headers.location).toBe('http://example.org/old')
-    await vi.waitFor(() => expect(upstream.count('10.1/hot')).toBe(2))
+    await vi.waitFor(() => expect(upstream.count('10.1/hot')).toBe(2), { timeout: 5000 })
     now += 100_000 // past the first lifetime: the refreshed record answers
     const after = await app.inject({ url: '/10.1/hot' })
     expect(after.headers['x-cache']).toBe('HIT')
@@ -209,7 +209,8 @@ describe('upstream failures (behaviour.md §8)', () => {
   })
 
   it('an upstream that drops the connection halfway through its answer gives 502 at once, not a hang', async () => {
-    const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 5_000 } })
+    // Quick retries (they are of a dropped connection): the time is then the answer's, not the backoff's.
+    const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 5_000, upstreamRetryBaseMs: 10 } })
     upstream.mode = { kind: 'cut-body' }
     const started = performance.now()
     const res = await app.inject({ url: '/10.5555/plain' })
