@@ -160,7 +160,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     closers.push(async () => { await local.close() })
     metrics.observeLocalStore(() => local.stats().records)
   }
-  const throttleStale = createLogThrottle(1000)
+  const throttleStale = createLogThrottle(1000, now)
   // RECORD_TO: what is fetched is written for an offline replay (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo === undefined || config.offline ? undefined : await openRecorder({ dir: config.recordTo, log })
   if (recorder !== undefined) closers.push(async () => { await recorder.close() })

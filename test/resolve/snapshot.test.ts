@@ -35,7 +35,7 @@ interface Logged { level: number, msg: string, [k: string]: unknown }
 async function start (upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<{ app: FastifyInstance, logs: Logged[] }> {
   const logs: Logged[] = []
   const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as Logged) } })
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, upstreamRetries: 0, localStoreDir: undefined, ...overrides }
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, upstreamRetries: 0, localStoreDir: undefined, maxEventLoopDelayMs: 0, ...overrides }
   const app = await buildApp(config, { logger, ...deps })
   await app.ready()
   onTestFinished(async () => { await app.close() })
@@ -299,7 +299,9 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     const cacheFile = tempFile()
     const { app } = await start(upstream, { cacheFile, cacheSnapshotIntervalSeconds: 1 })
     await app.inject({ url: '/10.5555/r0' })
-    for (let i = 0; i < 100 && !existsSync(cacheFile); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    // A write may come before the lookup on a slow start: wait for one that holds it.
+    const holds = (): boolean => existsSync(cacheFile) && readFileSync(cacheFile, 'utf8').includes('"10.5555/R0"')
+    for (let i = 0; i < 100 && !holds(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
     expect(readFileSync(cacheFile, 'utf8')).toContain('"10.5555/R0"')
   })
 })

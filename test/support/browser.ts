@@ -35,7 +35,7 @@ export interface Served {
 /** Our app listening on 127.0.0.1 (a real socket, as a browser needs), in front of the fake upstream. */
 export async function serve (overrides: Partial<Config> = {}): Promise<Served> {
   const upstream = await FakeUpstream.start(PROBE_RECORDS)
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, port: 0, ...overrides }
+  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, port: 0, maxEventLoopDelayMs: 0, ...overrides }
   const app = await buildApp(config)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
