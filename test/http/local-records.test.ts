@@ -104,6 +104,17 @@ describe('offline mode (issue 7)', () => {
     expect(upstream.seen).toHaveLength(0)
   })
 
+  it('offline, a busy machine still gives a DOI not in the records its 404, never a load-shedding 503', async () => {
+    // Load shedding protects upstream work, and offline there is none: a replay answers the same under load.
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records', maxEventLoopDelayMs: 50 } })
+    // Held for 2 s: over the limit wherever under-pressure's 250 ms window began (test/http/protection.test.ts).
+    const until = Date.now() + 2000
+    while (Date.now() < until) { /* busy */ }
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    expect((await app.inject({ url: '/10.1000/elsewhere' })).statusCode).toBe(404)
+    expect((await app.inject({ url: '/api/handles/10.1000/elsewhere' })).statusCode).toBe(404)
+  })
+
   it('the REST API says not in the local records with its own responseCode (301, not 100) and a 404', async () => {
     const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
     const res = await app.inject({ url: '/api/handles/10.1000/elsewhere' })
