@@ -199,6 +199,11 @@ export function createResolver (opts: ResolverOptions) {
     return entry
   }
 
+  /** Whether a lookup must ask the upstream: no local record answers (nor offline's absence), and no fresh entry. */
+  function needsUpstream (handle: string, key = cacheKey(handle)): boolean {
+    return localAnswer(handle, key) === undefined && freshEntry(handle, key) === undefined
+  }
+
   /**
    * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
@@ -322,7 +327,7 @@ export function createResolver (opts: ResolverOptions) {
     return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
   }
 
-  return { lookup, followAliases, cachedAnswer, countHit: () => count.hit.inc(), attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add) }
+  return { lookup, followAliases, cachedAnswer, needsUpstream, countHit: () => count.hit.inc(), attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add) }
 }
 
 export type Resolver = ReturnType<typeof createResolver>

@@ -76,9 +76,10 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
   }
   const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
   // A batch passes the admission gate (rate limit, load shedding) once, before its answer starts, when
-  // any line must be looked up beyond the cache: a refusal is then the whole answer's status, with Retry-After.
+  // any line must be looked up beyond the cache and the local records (offline, none is): a refusal is
+  // then the whole answer's status, with Retry-After.
   const gate = opts.admission.gate(request, reply, false)
-  if (lines.some((line) => line.kind === 'doi' && opts.resolver.cachedAnswer(line.handle) === undefined)) {
+  if (lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
     try {
       await gate()
     } catch (err) {
