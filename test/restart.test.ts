@@ -98,6 +98,7 @@ describe('a restart', { timeout: 60_000 }, () => {
     const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), WORKERS: '2', UPSTREAM_RETRIES: '0' }
     const first = await startServer(env)
     for (let i = 0; i < 600 && first.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(first.output().split('listening at').length).toBe(3)
     expect((await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })).status).toBe(302)
     first.child.kill('SIGTERM')
     expect(await exitOf(first.child)).toBe(0)
@@ -105,6 +106,7 @@ describe('a restart', { timeout: 60_000 }, () => {
     upstream.mode = { kind: 'status', status: 503 }
     const second = await startServer(env)
     for (let i = 0; i < 600 && second.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(second.output().split('listening at').length).toBe(3)
     for (let i = 0; i < 6; i++) {
       // A new connection each time, so the primary hands the requests to both workers in turn.
       const res = await fetch(`http://127.0.0.1:${second.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })
@@ -119,6 +121,7 @@ describe('a restart', { timeout: 60_000 }, () => {
     onTestFinished(() => upstream.close())
     const { port, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: '', WORKERS: '2', REDIS_URL: redis.url })
     for (let i = 0; i < 600 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(output().split('listening at').length).toBe(3)
     for (let i = 0; i < 10; i++) {
       // A new connection each time, so the primary hands the requests to both workers in turn.
       const res = await fetch(`http://127.0.0.1:${port}/10.5555/multi`, { redirect: 'manual', headers: { connection: 'close' } })

@@ -167,7 +167,8 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
       setTimeout(() => reject(new Error('no answer')), 5000)
     })
     const atLeave = upstream.seen.length
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    // Long enough that a batch going on would start several more rounds of two (one every 200 ms).
+    await new Promise((resolve) => setTimeout(resolve, 1500))
     // The lookups in flight when the reader left may finish; none starts after.
     expect(upstream.seen.length).toBeLessThanOrEqual(atLeave + 2)
     expect(upstream.seen.length).toBeLessThan(20)

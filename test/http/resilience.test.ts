@@ -54,6 +54,9 @@ describe('serving stale records when the upstream fails', () => {
     upstream.mode = { kind: 'status', status: 500 }
     for (let i = 0; i < 5; i++) expect((await app.inject({ url: '/10.5555/plain' })).headers['x-cache']).toBe('STALE')
     expect(lines.filter((l) => l.msg === 'upstream failed; serving a stale record')).toHaveLength(1)
+    now += 1000 // a second on: said again
+    expect((await app.inject({ url: '/10.5555/plain' })).headers['x-cache']).toBe('STALE')
+    expect(lines.filter((l) => l.msg === 'upstream failed; serving a stale record')).toHaveLength(2)
   })
 
   it('a record older than the staleness limit is not served', async () => {
