@@ -99,10 +99,13 @@ describe('the cache (behaviour.md §3)', () => {
     expect(hit.headers['x-cache']).toBe('HIT')
     expect(hit.headers.location).toBe('http://example.org/old')
     await vi.waitFor(() => expect(upstream.count('10.1/hot')).toBe(2), { timeout: 5000 })
+    // Stored once its answer is read, a moment after the upstream saw it: until then the old record answers.
+    await vi.waitFor(async () => expect((await app.inject({ url: '/10.1/hot' })).headers.location).toBe('http://example.org/new'), { timeout: 5000 })
     now += 100_000 // past the first lifetime: the refreshed record answers
     const after = await app.inject({ url: '/10.1/hot' })
     expect(after.headers['x-cache']).toBe('HIT')
     expect(after.headers.location).toBe('http://example.org/new')
+    expect(upstream.count('10.1/hot')).toBe(2) // refreshed once
   })
 
   it('a value with ttl 0 is not cached', async () => {
