@@ -60,8 +60,10 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     limit: metrics.openAccessLookups.labels(provider.name, 'daily_limit'),
     shared: metrics.openAccessLookups.labels(provider.name, 'shared')
   }
+  // This process's limit when it counts only its own calls (no Redis, or Redis not answering).
+  const ownLimit = opts.localDailyLimit ?? opts.dailyLimit
   // The limit in force: the shared day's with Redis, else this process's own.
-  metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? opts.localDailyLimit ?? opts.dailyLimit : opts.dailyLimit) : 0)
+  metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? ownLimit : opts.dailyLimit) : 0)
   const redisKey = (suffix: string): string => `${opts.redisPrefix ?? ''}oa:1:${suffix}`
 
   function fromMemory (key: string): OpenAccessAnswer | undefined {
@@ -114,7 +116,7 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     // Without Redis, or while it does not answer: this process's own calls against its share of the day
     // (so the processes together stay within it, whatever the others did before Redis went away).
     let calls = day.own
-    let limit = opts.localDailyLimit ?? opts.dailyLimit
+    let limit = ownLimit
     if (opts.redis !== undefined) {
       try {
         const key = redisKey(`calls:${today}`)
