@@ -6,7 +6,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
 import { findOnPath } from './support/test-tools.js'
-import { exitOf, startServer } from './support/server-process.js'
+import { exitOf, startServer, workersListening } from './support/server-process.js'
 
 // src/main.ts as users run it: a real process, its environment, its signals.
 
@@ -37,10 +37,8 @@ describe('the server process', { timeout: 60_000 }, () => {
     const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
     const res = await fetch(`http://127.0.0.1:${port}/10.5555/plain`, { redirect: 'manual' })
     expect(res.status).toBe(302)
-    const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
     // Let the second worker start too (slower on a busy machine).
-    for (let i = 0; i < 600 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(listeners().size).toBe(2)
+    await workersListening({ output }, 2)
     child.kill('SIGTERM')
     expect(await exitOf(child)).toBe(0)
   })
@@ -50,9 +48,7 @@ describe('the server process', { timeout: 60_000 }, () => {
     onTestFinished(() => upstream.close())
     // Loopback is one client: trusted, so only the upstream bound holds the misses back.
     const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2', UPSTREAM_MAX_CONCURRENT: '4', TRUSTED_NETWORKS: '127.0.0.0/8' })
-    const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
-    for (let i = 0; i < 600 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(listeners().size).toBe(2)
+    await workersListening({ output }, 2)
     // Each worker's probe of the upstream at start is not a lookup: both done before counting starts.
     for (let i = 0; i < 600 && upstream.count('0.NA/10') < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
     expect(upstream.count('0.NA/10')).toBe(2)
@@ -77,9 +73,7 @@ describe('the server process', { timeout: 60_000 }, () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const { child, port, output } = await startServer({ UPSTREAM_URL: upstream.url, WORKERS: '2' })
-    const listeners = (): Set<number> => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid))
-    for (let i = 0; i < 600 && listeners().size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(listeners().size).toBe(2)
+    await workersListening({ output }, 2)
     // Each request on a connection of its own: the cluster hands them to both workers in turn.
     const get = async (path: string): Promise<Response> => await fetch(`http://127.0.0.1:${port}${path}`, { redirect: 'manual', headers: { connection: 'close' } })
     for (let i = 0; i < 10; i++) expect((await get('/10.5555/plain')).status).toBe(302)

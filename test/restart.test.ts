@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultWorkers, cpusFromCgroup } from '../src/main/cpu-quota.js'
 import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS } from './support/records.js'
-import { exitOf, startServer } from './support/server-process.js'
+import { exitOf, startServer, workersListening } from './support/server-process.js'
 import type { Started } from './support/server-process.js'
 import { TestRedis } from './support/redis.js'
 
@@ -64,8 +64,7 @@ describe('a restart', { timeout: 60_000 }, () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'cache.snapshot')
     const started = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: file, WORKERS: '2' }, opts)
-    for (let i = 0; i < 600 && started.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(started.output().split('listening at').length).toBe(3)
+    await workersListening(started, 2)
     return { ...started, file }
   }
 
@@ -97,16 +96,14 @@ describe('a restart', { timeout: 60_000 }, () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), WORKERS: '2', UPSTREAM_RETRIES: '0' }
     const first = await startServer(env)
-    for (let i = 0; i < 600 && first.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(first.output().split('listening at').length).toBe(3)
+    await workersListening(first, 2)
     expect((await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })).status).toBe(302)
     first.child.kill('SIGTERM')
     expect(await exitOf(first.child)).toBe(0)
 
     upstream.mode = { kind: 'status', status: 503 }
     const second = await startServer(env)
-    for (let i = 0; i < 600 && second.output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(second.output().split('listening at').length).toBe(3)
+    await workersListening(second, 2)
     for (let i = 0; i < 6; i++) {
       // A new connection each time, so the primary hands the requests to both workers in turn.
       const res = await fetch(`http://127.0.0.1:${second.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })
@@ -120,8 +117,7 @@ describe('a restart', { timeout: 60_000 }, () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const { port, output } = await startServer({ UPSTREAM_URL: upstream.url, CACHE_FILE: '', WORKERS: '2', REDIS_URL: redis.url })
-    for (let i = 0; i < 600 && output().split('listening at').length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(output().split('listening at').length).toBe(3)
+    await workersListening({ output }, 2)
     for (let i = 0; i < 10; i++) {
       // A new connection each time, so the primary hands the requests to both workers in turn.
       const res = await fetch(`http://127.0.0.1:${port}/10.5555/multi`, { redirect: 'manual', headers: { connection: 'close' } })

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { onTestFinished } from 'vitest'
+import { expect, onTestFinished } from 'vitest'
 
 /** src/main.ts as a real process: its output so far, and the port it said it listens on. */
 export interface Started { child: ChildProcess, port: number, output: () => string }
@@ -35,4 +35,14 @@ export async function startServer (env: Record<string, string>, opts: { ownProce
 export async function exitOf (child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode
   return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+}
+
+/**
+ * Wait until `count` processes (WORKERS' workers) say they listen, each by its pid: up to 30 s, as a
+ * loaded machine starts them slowly; then fail, naming how many did, rather than go on with fewer.
+ */
+export async function workersListening ({ output }: Pick<Started, 'output'>, count: number): Promise<void> {
+  const listening = (): number => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid)).size
+  for (let i = 0; i < 600 && listening() < count; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(listening(), 'processes listening').toBe(count)
 }
