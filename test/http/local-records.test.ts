@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
-import { setup } from '../support/app.js'
+import { overloadEventLoop, setup } from '../support/app.js'
 import { admin, str } from '../support/records.js'
 import type { HandleValue } from '../../src/handle/types.js'
 
@@ -104,17 +104,10 @@ describe('offline mode (issue 7)', () => {
     expect(upstream.seen).toHaveLength(0)
   })
 
-  /** Hold the event loop 2 s: over a 50 ms limit wherever under-pressure's 250 ms window began (test/http/protection.test.ts). */
-  async function busy (): Promise<void> {
-    const until = Date.now() + 2000
-    while (Date.now() < until) { /* busy */ }
-    await new Promise((resolve) => setTimeout(resolve, 1))
-  }
-
   it('offline, a busy machine still gives a DOI not in the records its 404, never a load-shedding 503', async () => {
     // Load shedding protects upstream work, and offline there is none: a replay answers the same under load.
     const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records', maxEventLoopDelayMs: 50 } })
-    await busy()
+    await overloadEventLoop()
     expect(app.isUnderPressure()).toBe(true)
     expect((await app.inject({ url: '/10.1000/elsewhere' })).statusCode).toBe(404)
     expect((await app.inject({ url: '/api/handles/10.1000/elsewhere' })).statusCode).toBe(404)
@@ -125,7 +118,7 @@ describe('offline mode (issue 7)', () => {
 
   it('on a busy machine, a batch of local records only is answered, not shed: it needs no upstream work', async () => {
     const { app, upstream } = await setup({ overrides: { localStoreDir: 'config/sample-records', maxEventLoopDelayMs: 50 } })
-    await busy()
+    await overloadEventLoop()
     expect(app.isUnderPressure()).toBe(true)
     const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/sample\n10.5555/sample-values\n' })
     expect(batch.statusCode).toBe(200)

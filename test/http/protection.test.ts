@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { setup } from '../support/app.js'
+import { overloadEventLoop, setup } from '../support/app.js'
 
 // Each lookup below asks for a DOI not yet cached: only upstream-bound work is counted (behaviour.md §9).
 const uncached = (i: number): string => `/10.5555/uncached-${i}`
@@ -59,12 +59,7 @@ describe('load shedding (issue 5)', () => {
     const { app } = await setup({ overrides: { maxEventLoopDelayMs: 50 } })
     await app.listen({ host: '127.0.0.1', port: 0 })
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
-    // Hold the event loop, as a CPU-bound overload would. under-pressure judges the mean delay of each 250 ms
-    // window (10 ms samples): up to 25 quick samples and this one of 2 s average well over 50 ms, wherever the
-    // window began (600 ms was not, when the window had begun 150 ms before).
-    const until = Date.now() + 2000
-    while (Date.now() < until) { /* busy */ }
-    await new Promise((resolve) => setTimeout(resolve, 1))
+    await overloadEventLoop()
     const [shed, health] = await Promise.all([fetch(`${base}/10.5555/plain`, { redirect: 'manual' }), fetch(`${base}/healthz`)])
     expect(shed.status).toBe(503)
     expect(shed.headers.get('retry-after')).toBe('5')

@@ -33,3 +33,15 @@ export async function setup (opts: { overrides?: Partial<Config>, records?: Reco
   })
   return { app, upstream, config }
 }
+
+/**
+ * Hold the event loop 2 s, as a CPU-bound overload would, for a test of load shedding (set its
+ * maxEventLoopDelayMs to 50). under-pressure judges the mean delay of each 250 ms window (10 ms samples):
+ * up to 25 quick samples and this one of 2 s average well over 50 ms, wherever the window began (600 ms
+ * did not, when the window had begun 150 ms before).
+ */
+export async function overloadEventLoop (): Promise<void> {
+  const until = Date.now() + 2000
+  while (Date.now() < until) { /* busy */ }
+  await new Promise((resolve) => setTimeout(resolve, 1))
+}
