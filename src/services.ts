@@ -15,7 +15,7 @@ import type { RouteServices } from './http/route-context.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { createLogThrottle } from './observe/log-throttle.js'
 import { setUpOpenAccess } from './services/open-access.js'
-import { openRecorder, recordingFetcher } from './resolve/record-to.js'
+import { openRecorder, recordingFetcher, recordingLocal } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
@@ -86,7 +86,13 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   // What holds a connection, a file or a timer, in the order opened: closed the other way round.
   const closers: Array<() => Promise<void>> = []
   const metrics = createMetrics({ clusterWorker: deps.clusterWorker })
-  const reachability = createReachability({ onChange: (state) => logReachability(log, config.upstreamUrl, state) })
+  const recording = config.recordTo !== undefined && !config.offline
+  const reachability = createReachability({
+    onChange: (state) => {
+      logReachability(log, config.upstreamUrl, state)
+      if (recording && state.state === 'unreachable') log.warn({ dir: config.recordTo, upstream: config.upstreamUrl }, 'RECORD_TO: the upstream cannot be reached, so nothing new is being recorded')
+    }
+  })
   const rawUpstream = createUpstreamClient({
     baseUrl: config.upstreamUrl,
     userAgent: upstreamUserAgent(config),
@@ -161,14 +167,15 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     metrics.observeLocalStore(() => local.stats().records)
   }
   const throttleStale = createLogThrottle(1000, now)
-  // RECORD_TO: what is fetched is written for an offline replay (docs/testing-with-doi-proxy.md); flushed at close.
-  const recorder = config.recordTo === undefined || config.offline ? undefined : await openRecorder({ dir: config.recordTo, log })
+  // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
+  // (docs/testing-with-doi-proxy.md); flushed at close.
+  const recorder = recording ? await openRecorder({ dir: config.recordTo!, log }) : undefined
   if (recorder !== undefined) closers.push(async () => { await recorder.close() })
   const fetcher = tiers.wrap(upstream)
   const resolver = createResolver({
     upstream: config.offline ? undefined : recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
     queue,
-    local,
+    local: recorder === undefined || local === undefined ? local : recordingLocal(local, recorder),
     cache,
     metrics,
     now,

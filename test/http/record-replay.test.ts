@@ -10,7 +10,9 @@ import type { Config } from '../../src/config/schema.js'
 import { RECORD_FILE, openRecorder } from '../../src/resolve/record-to.js'
 import { FakeAgency } from '../support/fake-agency.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
+import { urlRecord } from '../support/local-records.js'
 import { admin, str } from '../support/records.js'
+import { exitOf, startServer } from '../support/server-process.js'
 
 // Issue 29 §1: a test suite runs once online through doi-proxy with RECORD_TO, then offline with
 // LOCAL_STORE_DIR set to the same directory, and gets byte-identical answers.
@@ -144,7 +146,7 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
 
   it('what is recorded but not yet written is written at close, not lost', async () => {
     const dir = tempDir()
-    const log = { warn: () => {}, error: () => {} }
+    const log = { info: () => {}, warn: () => {}, error: () => {} }
     const recorder = await openRecorder({ dir, flushDelayMs: 60_000, log })
     recorder.record('10.1/a', [str(1, 'URL', 'https://example.org/a')])
     recorder.recordMetadata('10.1/a', 'application/x-bibtex', { contentType: 'application/x-bibtex', body: '@misc{a}' })
@@ -156,7 +158,7 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
   it('past its bound, a record is not kept and the log says so once', async () => {
     const dir = tempDir()
     const warnings: string[] = []
-    const recorder = await openRecorder({ dir, maxRecords: 2, log: { warn: (_o, msg) => { warnings.push(msg) }, error: () => {} } })
+    const recorder = await openRecorder({ dir, maxRecords: 2, log: { info: () => {}, warn: (_o, msg) => { warnings.push(msg) }, error: () => {} } })
     for (const h of ['10.1/a', '10.1/b', '10.1/c', '10.1/d']) recorder.record(h, [str(1, 'URL', `https://example.org/${h}`)])
     recorder.record('10.1/A', [str(1, 'URL', 'https://example.org/a2')])
     await recorder.close()
@@ -164,6 +166,73 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
     expect(lines.map((l) => l.handle)).toEqual(['10.1/a', '10.1/b'])
     expect(warnings).toHaveLength(1)
   })
+
+  it('two servers recording into one directory lose nothing: the file holds what each fetched', async () => {
+    const { upstream } = await registry()
+    const dir = tempDir()
+    const env = { UPSTREAM_URL: upstream.url, RECORD_TO: dir, DRAIN_DELAY_MS: '0' }
+    const [a, b] = await Promise.all([startServer(env), startServer(env)])
+    // Both read the (empty) directory at start; then each fetches its own DOI and writes the file.
+    expect((await fetch(`http://127.0.0.1:${a.port}/10.9999/paper`, { redirect: 'manual' })).status).toBe(302)
+    await vi.waitFor(() => { expect(readFileSync(join(dir, RECORD_FILE), 'utf8')).toContain('10.9999/paper') }, { timeout: 10_000, interval: 50 })
+    expect((await fetch(`http://127.0.0.1:${b.port}/10.8888/values-only`, { redirect: 'manual' })).status).toBe(200)
+    for (const s of [a, b]) s.child.kill('SIGTERM')
+    expect(await Promise.all([exitOf(a.child), exitOf(b.child)])).toEqual([0, 0])
+    const handles = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { handle: string }).handle)
+    expect(handles.sort()).toEqual(['10.8888', '10.8888/values-only', '10.9999', '10.9999/paper', '10.SERV/FAKE'])
+    expect(a.output() + b.output()).not.toMatch(/could not write/)
+  }, 60_000)
+
+  it('two recorders writing into one directory at once: no write fails, no record is lost', async () => {
+    const dir = tempDir()
+    const errors: unknown[] = []
+    const log = { info: () => {}, warn: () => {}, error: (o: object) => { errors.push(o) } }
+    const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 1, log }), openRecorder({ dir, flushDelayMs: 1, log })])
+    await Promise.all([a, b].map(async (r, n) => {
+      for (let i = 0; i < 40; i++) {
+        r.record(`10.1/${n}-${i}`, [str(1, 'URL', `https://example.org/${n}-${i}`)])
+        await r.flush()
+      }
+    }))
+    await Promise.all([a.close(), b.close()])
+    expect(errors).toEqual([])
+    expect(readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n')).toHaveLength(80)
+  })
+
+  it('a record the local store answers while recording is recorded too, with its metadata', async () => {
+    const { upstream } = await registry()
+    const store = tempDir()
+    const dir = tempDir()
+    writeFileSync(join(store, 'held.ndjson'), JSON.stringify({ handle: '10.7777/held', values: [str(1, 'URL', 'https://held.example/')], metadata: { 'application/x-bibtex': { contentType: 'application/x-bibtex', body: '@misc{held}' } } }) + '\n' + urlRecord('10.7777/unasked', 'https://unasked.example/') + '\n')
+    const base: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, cacheFile: undefined, maxEventLoopDelayMs: 0 }
+    const online = await start({ ...base, localStoreDir: store, recordTo: dir })
+    expect((await online.inject({ url: '/10.7777/held' })).headers.location).toBe('https://held.example/')
+    await online.close()
+    const offline = await start({ ...base, offline: true, localStoreDir: dir })
+    onTestFinished(async () => { await offline.close() })
+    expect((await offline.inject({ url: '/10.7777/held' })).headers.location).toBe('https://held.example/')
+    expect(JSON.parse(readFileSync(join(dir, RECORD_FILE), 'utf8'))).toMatchObject({ handle: '10.7777/held', metadata: { 'application/x-bibtex': { body: '@misc{held}' } } })
+    // Only what was answered is recorded, not the whole local store.
+    expect((await offline.inject({ url: '/10.7777/unasked' })).statusCode).toBe(404)
+  })
+
+  it('the log names the directory at start, each write with its count, and the last at shutdown', async () => {
+    const { upstream } = await registry()
+    const dir = tempDir()
+    const server = await startServer({ UPSTREAM_URL: upstream.url, RECORD_TO: dir, DRAIN_DELAY_MS: '0' })
+    expect(server.output()).toContain(`RECORD_TO: recording what is fetched into ${join(dir, RECORD_FILE)} (0 records there already)`)
+    await fetch(`http://127.0.0.1:${server.port}/10.9999/paper`, { redirect: 'manual' })
+    await vi.waitFor(() => { expect(server.output()).toContain(`RECORD_TO: wrote 3 records to ${join(dir, RECORD_FILE)}`) }, { timeout: 10_000, interval: 50 })
+    server.child.kill('SIGTERM')
+    expect(await exitOf(server.child)).toBe(0)
+    expect(server.output()).toContain(`RECORD_TO: stopped recording; 3 records in ${join(dir, RECORD_FILE)}`)
+  }, 60_000)
+
+  it('a recording server whose upstream cannot be reached warns that nothing is being recorded', async () => {
+    const dir = tempDir()
+    const server = await startServer({ UPSTREAM_URL: 'http://127.0.0.1:9/api/handles', RECORD_TO: dir })
+    await vi.waitFor(() => { expect(server.output()).toContain('RECORD_TO: the upstream cannot be reached, so nothing new is being recorded') }, { timeout: 10_000, interval: 50 })
+  }, 60_000)
 
   it('RECORD_TO with WORKERS other than 1 is refused at start, naming both', () => {
     expect(() => buildConfig(undefined, { RECORD_TO: 'records', WORKERS: '2' })).toThrow(/recordTo: RECORD_TO needs WORKERS=1.*got workers 2/)
