@@ -68,7 +68,8 @@ mirror options:
                            $METADATA_HOSTS (default: the agencies' services). See docs/metadata.md
 
 record options: those of mirror, with
-      --dois FILE          the list of DOIs (the same as --input)
+      --dois FILE          the list of DOIs (the same as --input); a line that is not a DOI
+                           (10.prefix/suffix, or a shortDOI 10/abc) is named and not asked for
   -o, --out FILE           default: doi-records/list.ndjson
       --accept TYPES       default: ${RECORD_ACCEPT.join(',')}
 
@@ -84,6 +85,8 @@ Example:
 class UsageError extends Error {}
 
 interface MirrorCommand {
+  /** `record`: a list of DOIs, where a line that is not one is refused. */
+  record: boolean
   input: string
   out: string
   concurrency: number
@@ -132,6 +135,7 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false
   const dois = (values as { dois?: string }).dois
   if (dois !== undefined && values.input !== '-') throw new UsageError('give the list once: --dois FILE or --input FILE')
   return {
+    record,
     input: dois ?? values.input,
     out: values.out,
     concurrency: wholeNumber('--concurrency', values.concurrency, 1, 64),
@@ -225,12 +229,12 @@ function printSummary (summary: MirrorSummary, out: string): void {
     `  skipped:    ${summary.skipped} (already there)`,
     `  not found:  ${summary.notFound}`,
     `  failed:     ${summary.failed}`,
+    ...(summary.invalidLines.length === 0 ? [] : [`  not DOIs:   ${summary.invalidLines.length} (refused, not asked for: see above)`]),
     `  related records (prefixes, <locs> handles, alias targets): ${summary.related.fetched} fetched, ` +
       `${summary.related.notFound} not found, ${summary.related.failed} failed`
   ]
   process.stdout.write(lines.join('\n') + '\n')
   if (summary.repairedPartialLine) process.stderr.write(`note: the last line of ${out} was incomplete (an interrupted run) and was mended\n`)
-  for (const f of summary.invalidLines) process.stderr.write(`not a DOI name, line ${f.line}: ${f.message} (${JSON.stringify(f.text)})\n`)
   for (const f of summary.failures) process.stderr.write(`failed: ${f.handle}${f.neededBy === undefined ? '' : ` (${f.neededBy})`}: ${f.message}\n`)
 }
 
@@ -246,7 +250,9 @@ async function cannotReach (upstream: UpstreamClient, reachability: Reachability
 }
 
 async function mirror (cmd: MirrorCommand): Promise<number> {
-  const list = parseReadingList(await readInput(cmd.input))
+  const list = parseReadingList(await readInput(cmd.input), { doisOnly: cmd.record })
+  // Named before any request: a mistyped list is seen at once, not after the run.
+  for (const f of list.invalidLines) process.stderr.write(`not a DOI name, line ${f.line}: ${f.message} (${JSON.stringify(f.text)}); not asked for\n`)
   const reachability = createReachability()
   const upstream = createUpstreamClient({
     reachability,

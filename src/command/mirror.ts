@@ -15,6 +15,7 @@ import { createInterface } from 'node:readline'
 import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
 import { cacheKey, handleFromPath, prefixOf } from '../handle/name.js'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
+import { isDoiName } from '../handle/ra.js'
 import { isType, valueString } from '../handle/types.js'
 import { LASTING_REASONS, UpstreamError } from '../resolve/errors.js'
 import type { UpstreamClient } from '../resolve/upstream.js'
@@ -74,11 +75,16 @@ const MAX_HANDLE_LENGTH = 4096
 const MAX_RELATED_DEPTH = 20
 const MAX_RETRY_WAIT_MS = 30_000
 
+// shortDOI.org's names live under the handle prefix 10 and alias a DOI (https://shortdoi.org/).
+const SHORT_DOI = /^10\/[^/]+$/
+
 /**
  * A reading list: one DOI per line; blank lines and `#` comments skipped; `doi:`, `https://doi.org/` and the
- * other prefixes the proxy accepts are stripped (name.ts handleFromPath). Repeats are dropped.
+ * other prefixes the proxy accepts are stripped (name.ts handleFromPath). Repeats are dropped. With
+ * `doisOnly` (`record`), a name that is neither a DOI (10.prefix/suffix) nor a shortDOI is an invalid line,
+ * never asked for; `mirror` takes any handle (a local store may hold other handles).
  */
-export function parseReadingList (text: string): ReadingList {
+export function parseReadingList (text: string, opts: { doisOnly?: boolean } = {}): ReadingList {
   const handles: ReadingList['handles'] = []
   const invalidLines: ReadingList['invalidLines'] = []
   const seen = new Set<string>()
@@ -91,6 +97,8 @@ export function parseReadingList (text: string): ReadingList {
       invalidLines.push({ line: i + 1, text: line, message: parsed.message })
     } else if (parsed.handle === '') {
       invalidLines.push({ line: i + 1, text: line, message: 'no DOI name on this line' })
+    } else if (opts.doisOnly === true && !isDoiName(parsed.handle) && !SHORT_DOI.test(parsed.handle)) {
+      invalidLines.push({ line: i + 1, text: line, message: 'does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)' })
     } else if (!seen.has(cacheKey(parsed.handle))) {
       seen.add(cacheKey(parsed.handle))
       handles.push({ handle: parsed.handle, line: i + 1 })

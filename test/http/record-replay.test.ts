@@ -239,7 +239,31 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
   })
 })
 
+/** `doi-proxy record` as a user runs it, from the repository. */
+async function record (args: string[], env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', 'record', '--delay-ms', '0', ...args], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
 describe('doi-proxy record --dois FILE: mirror with the metadata citation tools ask for', () => {
+  it('a line that is not a DOI is named with its line number, never asked for, and the exit status is 1', async () => {
+    const { upstream } = await registry()
+    const dir = tempDir()
+    writeFileSync(join(dir, 'dois.txt'), '10.9999/paper\nnot-a-doi\n# a comment\n20.500.1234/handle\n')
+    const run = await record(['--dois', join(dir, 'dois.txt'), '--out', join(dir, 'out.ndjson'), '--upstream', upstream.url, '--accept', 'application/x-bibtex'])
+    expect(run.stderr).toContain('not a DOI name, line 2: does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI) ("not-a-doi"); not asked for')
+    expect(run.stderr).toContain('not a DOI name, line 4:')
+    expect(run.stdout).toContain('  not DOIs:   2 (refused, not asked for: see above)')
+    expect(upstream.count('not-a-doi') + upstream.count('20.500.1234/handle')).toBe(0)
+    expect(upstream.count('10.9999/paper')).toBe(1)
+    expect(run.code).toBe(1)
+  }, 60_000)
+
   it('records a list of DOIs with their CSL-JSON, BibTeX and citation, and an offline server answers them', async () => {
     const { agency, upstream } = await registry()
     const dir = tempDir()
