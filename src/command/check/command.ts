@@ -2,10 +2,13 @@
  * `doi-proxy check [options] PATH…` (docs/checking-dois.md): find the DOIs in files, ask a doi-proxy
  * whether each is registered, report the ones that are not, and exit 1 if there are any.
  */
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../app.js'
 import { loadConfig } from '../../config/load.js'
+import { OPTIONS } from '../../config/schema.js'
 import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
@@ -26,7 +29,8 @@ doi-proxy's batch API, never the landing pages.
 options:
   -s, --server URL         the doi-proxy to ask (default: http://127.0.0.1:8000)
       --upstream           ask no server: resolve in this process, through the same code
-                           and settings as the server ($UPSTREAM_URL, $REDIS_URL, ...)
+                           and settings as the server ($UPSTREAM_URL, $REDIS_URL,
+                           $LOCAL_STORE_DIR, ...); no cache file is read or written
   -f, --format FORMAT      text (default), json, junit (JUnit XML), or github (workflow
                            annotations on the lines of a pull request)
       --fail-on WHAT       unregistered (default): exit 1 when a DOI is not registered;
@@ -75,7 +79,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   const progress = progressLine(io.stderr)
   let app: FastifyInstance | undefined
   try {
-    app = cmd.upstream ? await inProcessApp(io.env) : undefined
+    app = cmd.upstream ? await inProcessApp(io.env, io.cwd) : undefined
   } catch (err) {
     io.stderr.write(`doi-proxy check: cannot resolve in this process: ${(err as Error).message}\n`)
     return EXIT_USAGE
@@ -101,14 +105,17 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
 }
 
 /**
- * The server's app, built here with the same settings (--upstream), writing no cache file; the sample
- * local records of a doi-proxy checkout are not the checked project's, so a local store is used only
- * when LOCAL_STORE_DIR or CONFIG_FILE names one.
+ * The server's app, built here with the same settings (--upstream), so it sees the local records a server
+ * started here would (docs/checking-dois.md). Two differences, each said in the docs: no cache file is read
+ * or written (a check leaves nothing behind, and answers what the registry says now), and the default
+ * local store, config/sample-records, is used only where it exists (a server elsewhere would need
+ * LOCAL_STORE_DIR= to start at all; check runs from any project).
  */
-async function inProcessApp (env: NodeJS.ProcessEnv): Promise<FastifyInstance> {
+async function inProcessApp (env: NodeJS.ProcessEnv, cwd: string): Promise<FastifyInstance> {
   const config = loadConfig(env)
-  const ownStore = env.LOCAL_STORE_DIR !== undefined || env.CONFIG_FILE !== undefined
-  return await buildApp({ ...config, cacheFile: undefined, localStoreDir: ownStore ? config.localStoreDir : undefined })
+  const dir = config.localStoreDir === undefined ? undefined : resolve(cwd, config.localStoreDir)
+  const absentDefault = config.localStoreDir === OPTIONS.localStoreDir.default && dir !== undefined && !existsSync(dir)
+  return await buildApp({ ...config, cacheFile: undefined, localStoreDir: absentDefault ? undefined : dir })
 }
 
 function parseCheckArgs (args: string[]): CheckCommand | 'help' {

@@ -109,6 +109,26 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     expect(upstream.count('10.5555/plain')).toBe(1)
   })
 
+  it('--upstream run from the repository sees its shipped sample records, as a server started there does', async () => {
+    const { upstream } = await setup({ records: RECORDS })
+    await writeFile(join(dir, 'samples.md'), 'doi:10.5555/sample and doi:10.5072/sample-dataset\n')
+    const run = await doiProxy(['check', '--upstream', join(dir, 'samples.md')], REPO, { UPSTREAM_URL: upstream.url, CACHE_FILE: '' })
+    expect(run.stdout).toContain(': 2 registered, 0 not registered')
+    expect(run.code).toBe(0)
+    expect(upstream.count('10.5555/sample') + upstream.count('10.5072/sample-dataset')).toBe(0)
+  })
+
+  it('--upstream uses the local records LOCAL_STORE_DIR names, and none with LOCAL_STORE_DIR= empty', async () => {
+    const { upstream } = await setup({ records: RECORDS })
+    await mkdir(join(dir, 'records'))
+    await writeFile(join(dir, 'records', 'ours.ndjson'), JSON.stringify({ handle: '10.5555/ours', values: [str(1, 'URL', 'https://example.org/ours')] }) + '\n')
+    await writeFile(join(dir, 'ours.txt'), '10.5555/ours\n')
+    const held = await doiProxy(['check', '--upstream', 'ours.txt'], dir, { UPSTREAM_URL: upstream.url, LOCAL_STORE_DIR: 'records' })
+    expect(held.stdout).toContain(': 1 registered, 0 not registered')
+    const none = await doiProxy(['check', '--upstream', 'ours.txt'], dir, { UPSTREAM_URL: upstream.url, LOCAL_STORE_DIR: '' })
+    expect(none.stdout).toContain(': 0 registered, 1 not registered')
+  })
+
   it.each([
     [['check'], 'no PATH given'],
     [['check', '--format', 'xml', '.'], '--format must be one of text, json, junit, github'],
