@@ -43,7 +43,8 @@ export function httpAsker (server: string): Asker {
     try {
       res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8', accept: 'application/x-ndjson' }, body: lines.join('\n') })
     } catch (err) {
-      throw new AskError(`cannot reach doi-proxy at ${server} (${(err as { cause?: { code?: string } }).cause?.code ?? String(err)}); start it, or pass --server URL or --upstream`)
+      const cause = (err as { cause?: { code?: string, message?: string } }).cause
+      throw new AskError(`cannot reach doi-proxy at ${server} (${cause?.code ?? cause?.message ?? String(err)}); start it, or pass --server URL or --upstream`)
     }
     if (res.status !== 200 || res.body === null) throw new AskError(`doi-proxy at ${server} answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
     const answers: Array<Verdict & { input: string }> = []

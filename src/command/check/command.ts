@@ -13,7 +13,7 @@ import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
 import { cacheKey } from '../../handle/name.js'
-import { exitCode, formatReport, summarise } from './report.js'
+import { exitCode, formatFailure, formatReport, summarise } from './report.js'
 import type { Checked, FailOn, Format } from './report.js'
 
 export const CHECK_HELP = `doi-proxy check: are the DOIs in these files registered?
@@ -68,12 +68,20 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
     io.stdout.write(CHECK_HELP)
     return 0
   }
+  const { format } = cmd
+  // Nothing could be asked: said on stderr, and as a report of its own for a CI job that saves stdout.
+  const cannotCheck = (message: string): number => {
+    io.stderr.write(`doi-proxy check: ${message}\n`)
+    io.stdout.write(formatFailure(format, message) ?? '')
+    return EXIT_USAGE
+  }
   let collected
   try {
     collected = await collectDois(cmd.paths, io.cwd)
   } catch (err) {
-    if (err instanceof PathError) return usage(io.stderr, err)
-    throw err
+    if (!(err instanceof PathError)) throw err
+    io.stdout.write(formatFailure(format, err.message) ?? '')
+    return usage(io.stderr, err)
   }
   for (const s of collected.skipped) io.stderr.write(`note: skipped ${s.file}: ${s.reason}\n`)
   const progress = progressLine(io.stderr)
@@ -81,8 +89,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   try {
     app = cmd.upstream ? await inProcessApp(io.env, io.cwd) : undefined
   } catch (err) {
-    io.stderr.write(`doi-proxy check: cannot resolve in this process: ${(err as Error).message}\n`)
-    return EXIT_USAGE
+    return cannotCheck(`cannot resolve in this process: ${(err as Error).message}`)
   }
   try {
     const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
@@ -94,10 +101,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
     return exitCode(summary, cmd.failOn)
   } catch (err) {
     progress.end()
-    if (err instanceof AskError) {
-      io.stderr.write(`doi-proxy check: ${err.message}\n`)
-      return EXIT_USAGE
-    }
+    if (err instanceof AskError) return cannotCheck(err.message)
     throw err
   } finally {
     await app?.close()

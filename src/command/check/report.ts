@@ -55,7 +55,7 @@ export function exitCode (summary: Summary, failOn: FailOn): 0 | 1 {
 export function formatReport (format: Format, checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   switch (format) {
     case 'json': return JSON.stringify({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) }, null, 2) + '\n'
-    case 'junit': return junit(checked, summary)
+    case 'junit': return junit(checked, summary, failOn)
     case 'github': return github(checked, summary, failOn)
     case 'text': return text(checked, summary)
   }
@@ -63,8 +63,24 @@ export function formatReport (format: Format, checked: readonly Checked[], summa
 
 function problem (c: Checked): string | undefined {
   if (c.verdict.registered === false) return `${c.doi} is not registered${c.verdict.error === undefined ? '' : ` (${c.verdict.error})`}`
-  if (c.verdict.registered === null) return `${c.doi} could not be checked: ${c.verdict.error ?? 'no answer'}`
+  if (c.verdict.registered === null) return `${c.doi} could not be checked: ${reasonOf(c.verdict.error)[0]}`
   return undefined
+}
+
+/**
+ * A failure's message split into its first sentence, the reason said on the DOI's line, and the rest
+ * (what an operator can do), said once under the summary: an outage must not repeat a paragraph per DOI.
+ */
+function reasonOf (error: string | undefined): [string, ...string[]] {
+  const [first, ...rest] = (error ?? 'no answer').split(/(?<=[.!?])\s+(?=[A-Z(])/)
+  return [first ?? '', ...rest]
+}
+
+/** The sentences past the first of every unchecked DOI's message, each once, in the order met. */
+function operatorNotes (checked: readonly Checked[]): string[] {
+  const notes = new Set<string>()
+  for (const c of checked) if (c.verdict.registered === null) for (const sentence of reasonOf(c.verdict.error).slice(1)) notes.add(sentence)
+  return notes.size === 0 ? [] : [`Why some could not be checked: ${[...notes].join(' ')}`]
 }
 
 function summaryLine (s: Summary): string {
@@ -77,7 +93,7 @@ function text (checked: readonly Checked[], summary: Summary): string {
     const p = problem(c)
     return p === undefined ? [] : [`${c.file}:${c.line}: ${p}`]
   })
-  return [...lines, summaryLine(summary)].join('\n') + '\n'
+  return [...lines, summaryLine(summary), ...operatorNotes(checked)].join('\n') + '\n'
 }
 
 /**
@@ -93,7 +109,7 @@ function github (checked: readonly Checked[], summary: Summary, failOn: FailOn):
     const title = c.verdict.registered === false ? 'DOI not registered' : 'DOI not checked'
     return [`::${level} file=${property(c.file)},line=${c.line},title=${property(title)}::${data(p)}`]
   })
-  return [...lines, summaryLine(summary)].join('\n') + '\n'
+  return [...lines, summaryLine(summary), ...operatorNotes(checked)].join('\n') + '\n'
 }
 
 function data (s: string): string {
@@ -104,25 +120,54 @@ function property (s: string): string {
   return data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
 }
 
-/** JUnit XML as CI servers read it: one test case per DOI found, a failure when unregistered, an error when unknown. */
-function junit (checked: readonly Checked[], summary: Summary): string {
+/**
+ * JUnit XML as CI servers read it: one test case per DOI found, a failure when unregistered; one that
+ * could not be checked is an error with --fail-on unknown and skipped without, so the report fails the
+ * build exactly when the exit status does. The summary and what an operator can do in <system-out>.
+ */
+function junit (checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   const cases = checked.map((c) => {
     const name = `${c.file}:${c.line} ${c.doi}`
     const open = `    <testcase classname="${xml(c.file)}" name="${xml(name)}" file="${xml(c.file)}" line="${c.line}"`
     const p = problem(c)
     if (p === undefined) return `${open}/>`
-    const tag = c.verdict.registered === false ? 'failure' : 'error'
+    const tag = c.verdict.registered === false ? 'failure' : failOn === 'unknown' ? 'error' : 'skipped'
     return `${open}>\n      <${tag} message="${xml(p)}" type="${c.verdict.registered === false ? 'unregistered' : 'unknown'}"/>\n    </testcase>`
   })
+  const errors = failOn === 'unknown' ? summary.unknown : 0
+  const counts = `tests="${summary.found}" failures="${summary.unregistered}" errors="${errors}" skipped="${summary.unknown - errors}"`
+  return junitDocument(counts, cases, [summaryLine(summary), ...operatorNotes(checked)])
+}
+
+function junitDocument (counts: string, cases: readonly string[], out: readonly string[]): string {
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="doi-proxy check" tests="${summary.found}" failures="${summary.unregistered}" errors="${summary.unknown}">`,
-    `  <testsuite name="DOIs" tests="${summary.found}" failures="${summary.unregistered}" errors="${summary.unknown}">`,
+    `<testsuites name="doi-proxy check" ${counts}>`,
+    `  <testsuite name="DOIs" ${counts}>`,
     ...cases,
+    `    <system-out>${xml(out.join('\n'))}</system-out>`,
     '  </testsuite>',
     '</testsuites>',
     ''
   ].join('\n')
+}
+
+/**
+ * The report when no DOI could be asked about (the server cannot be reached, the settings are wrong):
+ * for the formats a CI job saves or reads, a valid report naming the failure, never an empty file.
+ * Undefined for text, whose reader sees the message on standard error.
+ */
+export function formatFailure (format: Format, message: string): string | undefined {
+  switch (format) {
+    case 'json': return JSON.stringify({ error: message, summary: null, results: [] }, null, 2) + '\n'
+    case 'github': return `::error title=doi-proxy check::${data(message)}\n`
+    case 'junit': return junitDocument('tests="1" failures="0" errors="1" skipped="0"', [
+      '    <testcase classname="doi-proxy check" name="ask about the DOIs">',
+      `      <error message="${xml(message)}" type="not-checked"/>`,
+      '    </testcase>'
+    ], [message])
+    case 'text': return undefined
+  }
 }
 
 /** Text in an XML attribute: markup escaped, and characters XML 1.0 cannot hold dropped. */

@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { XMLValidator } from 'fast-xml-parser'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { setup } from '../../support/app.js'
 import { admin, str, PROBE_RECORDS } from '../../support/records.js'
@@ -22,6 +25,15 @@ async function doiProxy (args: string[], cwd: string, env: Record<string, string
   child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   return { code, stdout, stderr }
+}
+
+/** A loopback port nothing listens on (one just closed). */
+async function closedPort (): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
 }
 
 const RECORDS = { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] }
@@ -78,7 +90,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   it('--format junit writes a JUnit report with a failure per unregistered DOI', async () => {
     const { url } = await server()
     const run = await doiProxy(['check', '--server', url, '--format', 'junit', 'docs'], dir)
-    expect(run.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="doi-proxy check" tests="5" failures="2" errors="0">/)
+    expect(run.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="doi-proxy check" tests="5" failures="2" errors="0" skipped="0">/)
     expect(run.stdout).toContain('<failure message="10.5555/gone is not registered" type="unregistered"/>')
     expect(run.code).toBe(1)
   })
@@ -137,6 +149,64 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     [['check', 'no/such/dir'], 'no such file or directory: no/such/dir']
   ])('%j is a usage error (exit 2): %s', async (args, message) => {
     const run = await doiProxy(args, dir)
+    expect(run.stderr).toContain(message)
+    expect(run.code).toBe(2)
+  })
+
+  describe('with the registry down', () => {
+    async function downRegistry (): Promise<string> {
+      const { url, upstream } = await server()
+      await upstream.close()
+      await writeFile(join(dir, 'two.txt'), '10.5555/plain\n10.5555/multi\n')
+      return url
+    }
+
+    it('each DOI line gives the short reason; what the operator can do is said once, under the summary', async () => {
+      const run = await doiProxy(['check', '--server', await downRegistry(), 'two.txt'], dir)
+      const lines = run.stdout.trimEnd().split('\n')
+      expect(lines.slice(0, 2)).toEqual([
+        'two.txt:1: 10.5555/plain could not be checked: We could not reach the DOI registry to look this DOI up: it refused the connection (nothing listens at the address this resolver is set to use).',
+        'two.txt:2: 10.5555/multi could not be checked: We could not reach the DOI registry to look this DOI up: it refused the connection (nothing listens at the address this resolver is set to use).'
+      ])
+      expect(lines[2]).toBe('Checked 2 DOIs (2 distinct) in 1 file: 0 registered, 0 not registered, 2 could not be checked.')
+      expect(lines[3]).toMatch(/^Why some could not be checked: If you run this resolver: check its network and UPSTREAM_URL/)
+      expect(run.stdout.split('If you run this resolver')).toHaveLength(2)
+      expect(run.code).toBe(0)
+    })
+
+    it('prints what docs/checking-dois.md shows for an outage', async () => {
+      const doc = readFileSync(join(REPO, 'docs/checking-dois.md'), 'utf8')
+      const shown = /```text\n(docs\/index\.md:3: [^\n]*could not be checked[\s\S]*?)```/.exec(doc)?.[1]
+      expect(shown).toBeDefined()
+      const url = await downRegistry()
+      await writeFile(join(dir, 'docs', 'index.md'), '# Refs\n\nSee doi:10.5555/plain.\n')
+      expect((await doiProxy(['check', '--server', url, 'docs/index.md'], dir)).stdout).toBe(shown)
+    })
+
+    it('JUnit counts them as skipped when the exit status is 0, and as errors with --fail-on unknown (exit 1)', async () => {
+      const url = await downRegistry()
+      const lenient = await doiProxy(['check', '--server', url, '--format', 'junit', 'two.txt'], dir)
+      expect(XMLValidator.validate(lenient.stdout)).toBe(true)
+      expect(lenient.stdout).toContain('<testsuites name="doi-proxy check" tests="2" failures="0" errors="0" skipped="2">')
+      expect(lenient.stdout).toContain('<skipped message="10.5555/plain could not be checked: We could not reach the DOI registry')
+      expect(lenient.code).toBe(0)
+      const strict = await doiProxy(['check', '--server', url, '--format', 'junit', '--fail-on', 'unknown', 'two.txt'], dir)
+      expect(strict.stdout).toContain('<testsuites name="doi-proxy check" tests="2" failures="0" errors="2" skipped="0">')
+      expect(strict.code).toBe(1)
+    })
+  })
+
+  it.each(['junit', 'json', 'github'])('a server that cannot be reached still gives a valid %s report naming the failure (exit 2)', async (format) => {
+    const url = `http://127.0.0.1:${await closedPort()}`
+    const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
+    const message = `cannot reach doi-proxy at ${url} (ECONNREFUSED); start it, or pass --server URL or --upstream`
+    if (format === 'junit') {
+      expect(XMLValidator.validate(run.stdout)).toBe(true)
+      expect(run.stdout).toContain('<testsuites name="doi-proxy check" tests="1" failures="0" errors="1" skipped="0">')
+      expect(run.stdout).toContain(`<error message="${message}" type="not-checked"/>`)
+    }
+    if (format === 'json') expect(JSON.parse(run.stdout)).toEqual({ error: message, summary: null, results: [] })
+    if (format === 'github') expect(run.stdout).toBe(`::error title=doi-proxy check::${message}\n`)
     expect(run.stderr).toContain(message)
     expect(run.code).toBe(2)
   })
