@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { copyFile, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -11,9 +11,11 @@ import { PROBE_RECORDS } from '../support/records.js'
 
 // Issue 45 item 11: every way the README gives to run `doi-proxy`, tried for real: from the clone (an npm
 // script, npx), from another project (npm exec --package= the clone or a tarball, npm pack then install),
-// and, with no Docker engine here, the image's Dockerfile read for the command on PATH. Nothing reaches the
-// internet: installs are --offline from npm's cache (filled by `npm ci`), or from a registry on 127.0.0.1
-// serving the locked versions' metadata (their tarballs come from the same cache, by integrity).
+// and, with no Docker engine here, the image's Dockerfile read for the command on PATH. The clone is a
+// fresh one (the repository's files, no dist/) in a temporary folder, so its builds never race
+// test/start.test.ts's over this repository's dist/. Nothing reaches the internet: installs are --offline
+// from npm's cache (filled by `npm ci`), or from a registry on 127.0.0.1 serving the locked versions'
+// metadata (their tarballs come from the same cache, by integrity).
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const PKG = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { name: string, version: string, license: string, bin: Record<string, string>, dependencies: Record<string, string>, engines: Record<string, string> }
@@ -47,14 +49,21 @@ function lockedProduction (): Array<[string, LockEntry]> {
   return Object.entries(LOCK.packages).filter(([path, e]) => path !== '' && e.dev !== true && e.link !== true)
 }
 
+/** What a fresh clone holds that building and packing read; its node_modules are the repository's (as after npm ci). */
+const CLONED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'src', 'scripts', 'bin', 'config']
+
 let work: string
+let clone: string
 let tarball: string
 let packed: string[]
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'doi-proxy-command-'))
-  // npm pack as a user runs it: its prepack builds dist/ when src/ is newer (a fresh clone too).
-  const pack = await sh('npm', ['pack', '--json', '--pack-destination', work], REPO)
+  clone = join(work, 'doi-proxy')
+  for (const path of CLONED) await cp(join(REPO, path), join(clone, path), { recursive: true, preserveTimestamps: true })
+  await symlink(join(REPO, 'node_modules'), join(clone, 'node_modules'))
+  // npm pack as a user runs it in a fresh clone: its prepack builds dist/ first.
+  const pack = await sh('npm', ['pack', '--json', '--pack-destination', work], clone)
   expect(pack.code, pack.stderr).toBe(0)
   const [report] = JSON.parse(pack.stdout) as Array<{ filename: string, files: Array<{ path: string }> }>
   tarball = join(work, report!.filename)
@@ -87,22 +96,22 @@ describe('npm pack: the tarball', () => {
 
 describe('from the clone', { timeout: 120_000 }, () => {
   it('npm run doi-proxy -- … runs the command', async () => {
-    const run = await sh('npm', ['run', 'doi-proxy', '--silent', '--', '--help'], REPO)
+    const run = await sh('npm', ['run', 'doi-proxy', '--silent', '--', '--help'], clone)
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toMatch(USAGE)
   })
 
   it('npx doi-proxy … finds the clone\'s own command, once built', async () => {
-    const run = await sh('npx', ['--offline', 'doi-proxy', '--help'], REPO)
+    const run = await sh('npx', ['--offline', 'doi-proxy', '--help'], clone)
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toMatch(USAGE)
   })
 
   it('a clone never built says so and how, instead of "not found"', async () => {
-    const clone = await mkdtemp(join(work, 'unbuilt-'))
-    await mkdir(join(clone, 'bin'))
-    await copyFile(join(REPO, PKG.bin['doi-proxy']!), join(clone, PKG.bin['doi-proxy']!))
-    const run = await sh(process.execPath, [join(clone, PKG.bin['doi-proxy']!), 'check', 'docs/'], clone)
+    const unbuilt = await mkdtemp(join(work, 'unbuilt-'))
+    await mkdir(join(unbuilt, 'bin'))
+    await copyFile(join(REPO, PKG.bin['doi-proxy']!), join(unbuilt, PKG.bin['doi-proxy']!))
+    const run = await sh(process.execPath, [join(unbuilt, PKG.bin['doi-proxy']!), 'check', 'docs/'], unbuilt)
     expect(run.code).toBe(69)
     expect(run.stderr).toMatch(/^doi-proxy: not built yet .*: run `npm run build` in .*, or run the command there as `npm run doi-proxy -- …`, which builds first\n$/)
   })
@@ -111,7 +120,7 @@ describe('from the clone', { timeout: 120_000 }, () => {
 describe('from another project', { timeout: 180_000 }, () => {
   it('npm exec --package=<the clone> -- doi-proxy check … checks its DOIs', async () => {
     const { server, dir } = await projectToCheck()
-    expectChecked(await sh('npm', ['exec', '--yes', '--offline', `--package=${REPO}`, '--', 'doi-proxy', 'check', '--server', server, '.'], dir))
+    expectChecked(await sh('npm', ['exec', '--yes', '--offline', `--package=${clone}`, '--', 'doi-proxy', 'check', '--server', server, '.'], dir))
   })
 
   it('npm pack, then install the tarball: npx doi-proxy check … checks its DOIs', async () => {
