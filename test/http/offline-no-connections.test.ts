@@ -5,6 +5,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { InjectOptions } from 'fastify'
+import { pino } from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { buildConfig } from '../../src/config/schema.js'
@@ -116,22 +117,25 @@ async function run (provider: 'unpaywall' | 'openalex', offline: boolean) {
   onTestFinished(counter.close)
   const outgoing = countOutgoing()
   onTestFinished(outgoing.stop)
-  const app = await buildApp(await everyOutboundSetting(counter, provider, offline))
+  const logs: Array<{ msg: string }> = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { msg: string }) } })
+  const app = await buildApp(await everyOutboundSetting(counter, provider, offline), { logger })
   // Listening too: an online server asks the upstream once as it starts.
   await app.listen({ port: 0, host: '127.0.0.1' })
   let closed = false
   onTestFinished(async () => { if (!closed) await app.close() })
   const statuses = await askEverything(app)
+  const openAccessShown = (JSON.parse((await app.inject('/status.json')).body) as { openAccess: unknown }).openAccess
   // What is begun in the background (a refresh, an open-access answer past its budget) is begun by now.
   await new Promise((resolve) => setTimeout(resolve, 300))
   await app.close()
   closed = true
-  return { statuses, connections: counter.connections(), paths: counter.paths, outgoing: outgoing.count() }
+  return { statuses, connections: counter.connections(), paths: counter.paths, outgoing: outgoing.count(), logs: logs.map((l) => l.msg), openAccessShown }
 }
 
 describe('OFFLINE=true opens no connection, whatever else is configured', { timeout: 30_000 }, () => {
   it.each(['unpaywall', 'openalex'] as const)('with OA_PROVIDER=%s, METADATA_MODE=fetch and RECORD_TO, every kind of request is answered and no socket is opened', async (provider) => {
-    const { statuses, connections, paths, outgoing } = await run(provider, true)
+    const { statuses, connections, paths, outgoing, logs, openAccessShown } = await run(provider, true)
     expect(statuses).toMatchObject({
       'redirect, with the open-access step': 302,
       'REST API': 200,
@@ -141,6 +145,9 @@ describe('OFFLINE=true opens no connection, whatever else is configured', { time
       OpenURL: 302
     })
     expect({ connections, paths, outgoing }).toEqual({ connections: 0, paths: [], outgoing: 0 })
+    // The operator is told once why the open-access step is skipped, and /status shows no provider.
+    expect(logs.filter((m) => m.startsWith('offline (OFFLINE=true): the open-access provider is not asked'))).toHaveLength(1)
+    expect(openAccessShown).toBeNull()
   })
 
   it('the same settings online do reach the counter: the upstream, the provider and the agency (so the test above can see a connection)', async () => {
