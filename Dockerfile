@@ -39,9 +39,11 @@ WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json ./
+COPY --chown=node:node --chmod=755 bin ./bin
 COPY --chown=node:node config ./config
 # /data: the cache snapshot (and, if you like, your local records: LOCAL_STORE_DIR=/data/records).
-RUN mkdir -p /data && chown node:node /data
+# The `doi-proxy` command (package.json "bin") on PATH: `docker run … IMAGE doi-proxy check docs/`.
+RUN mkdir -p /data && chown node:node /data && ln -s /app/bin/doi-proxy.js /usr/local/bin/doi-proxy
 VOLUME ["/data"]
 USER node
 EXPOSE 8000

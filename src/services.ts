@@ -17,6 +17,7 @@ import { createLogThrottle } from './observe/log-throttle.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher, recordingLocal } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
+import type { Metrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
 import { createFairQueue } from './resolve/fair-queue.js'
 import { openCountryLookup } from './resolve/geoip.js'
@@ -24,7 +25,7 @@ import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
 import { createProxyService } from './resolve/proxy-service.js'
 import { createReachability, PROBE_HANDLE, REASON_WORDS } from './resolve/reachability.js'
-import type { UpstreamState } from './resolve/reachability.js'
+import type { Reachability, UpstreamState } from './resolve/reachability.js'
 import { createResolver } from './resolve/resolver.js'
 import { createUpstreamClient } from './resolve/upstream.js'
 import { createStatusCollector } from './status/collector.js'
@@ -93,28 +94,13 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       if (recording && state.state === 'unreachable') log.warn({ dir: config.recordTo, upstream: config.upstreamUrl }, 'RECORD_TO: the upstream cannot be reached, so nothing new is being recorded')
     }
   })
-  const rawUpstream = createUpstreamClient({
-    baseUrl: config.upstreamUrl,
-    userAgent: upstreamUserAgent(config),
-    timeoutMs: config.upstreamTimeoutMs,
-    connectTimeoutMs: config.upstreamConnectTimeoutMs,
-    connections: config.upstreamConnections,
-    maxBodyBytes: config.upstreamMaxBodyBytes,
-    retry: {
-      retries: config.upstreamRetries,
-      baseMs: config.upstreamRetryBaseMs,
-      maxMs: config.upstreamRetryMaxMs,
-      onRetry: (handle, attempt, reason) => {
-        metrics.upstreamRetries.inc()
-        log.info({ handle, attempt, reason }, 'retrying the upstream')
-      }
-    },
-    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher }),
-    reachability
-  })
+  // OFFLINE: no client to the upstream is built at all, so nothing here can open a connection to it (nor
+  // probe it at start); only the local records answer. The same holds for open access and metadata below.
+  const upstream = config.offline ? undefined : createGuardedUpstream(config, deps, { metrics, log, reachability })
+  if (upstream !== undefined) closers.push(async () => { await upstream.close() })
   // At start, one request says whether the upstream answers (logged by the tracker); a server that never
   // listens (tests, tools) asks nothing.
-  const onListen = async (): Promise<void> => { if (!config.offline) rawUpstream.fetchRecord(PROBE_HANDLE).catch(() => {}) }
+  const onListen = async (): Promise<void> => { upstream?.probe() }
   const queue = createFairQueue({
     maxActive: config.upstreamMaxConcurrent,
     perClient: config.upstreamPerClient,
@@ -128,25 +114,6 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     },
     onRefuse: (reason) => metrics.refusals.inc({ reason })
   })
-  const upstream = guardUpstream(rawUpstream, {
-    maxPrefixBreakers: 1024,
-    reachability,
-    breaker: {
-      errorThresholdPercent: config.breakerErrorThresholdPercent,
-      volumeThreshold: config.breakerVolumeThreshold,
-      resetMs: config.breakerResetMs,
-      windowMs: config.breakerWindowMs
-    },
-    onBreaker: (state) => {
-      metrics.breakerOpen.set(BREAKER_LEVEL[state])
-      log.warn({ state }, 'upstream circuit breaker changed state')
-    },
-    onPrefixBreaker: (prefix, state) => {
-      if (state === 'open') metrics.prefixBreakerOpenings.inc()
-      log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
-    }
-  })
-  closers.push(async () => { await upstream.close() })
   // How long answers stay fresh and are kept, in every tier (src/handle/freshness.ts).
   const freshness = freshnessPolicy(config)
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })
@@ -169,11 +136,11 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const throttleStale = createLogThrottle(1000, now)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.
-  const recorder = recording ? await openRecorder({ dir: config.recordTo!, log }) : undefined
+  const recorder = recording && upstream !== undefined ? await openRecorder({ dir: config.recordTo!, log }) : undefined
   if (recorder !== undefined) closers.push(async () => { await recorder.close() })
-  const fetcher = tiers.wrap(upstream)
+  const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
   const resolver = createResolver({
-    upstream: config.offline ? undefined : recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
+    upstream: fetcher === undefined || recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
     queue,
     local: recorder === undefined || local === undefined ? local : recordingLocal(local, recorder),
     cache,
@@ -245,6 +212,57 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     status
   }
   return { services, hooks: { onReady: async () => { status.start() }, onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
+}
+
+/**
+ * The upstream client (a bounded Pool to UPSTREAM_URL's origin, or the dispatcher a test gives) behind its
+ * circuit breakers: what the resolver fetches through, the probe at start, and its close. Never built offline.
+ */
+function createGuardedUpstream (config: Config, deps: ServiceDeps, ctx: { metrics: Metrics, log: FastifyBaseLogger, reachability: Reachability }) {
+  const { metrics, log, reachability } = ctx
+  const raw = createUpstreamClient({
+    baseUrl: config.upstreamUrl,
+    userAgent: upstreamUserAgent(config),
+    timeoutMs: config.upstreamTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    connections: config.upstreamConnections,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
+    retry: {
+      retries: config.upstreamRetries,
+      baseMs: config.upstreamRetryBaseMs,
+      maxMs: config.upstreamRetryMaxMs,
+      onRetry: (handle, attempt, reason) => {
+        metrics.upstreamRetries.inc()
+        log.info({ handle, attempt, reason }, 'retrying the upstream')
+      }
+    },
+    ...(deps.upstreamDispatcher === undefined ? {} : { dispatcher: deps.upstreamDispatcher }),
+    reachability
+  })
+  const guarded = guardUpstream(raw, {
+    maxPrefixBreakers: 1024,
+    reachability,
+    breaker: {
+      errorThresholdPercent: config.breakerErrorThresholdPercent,
+      volumeThreshold: config.breakerVolumeThreshold,
+      resetMs: config.breakerResetMs,
+      windowMs: config.breakerWindowMs
+    },
+    onBreaker: (state) => {
+      metrics.breakerOpen.set(BREAKER_LEVEL[state])
+      log.warn({ state }, 'upstream circuit breaker changed state')
+    },
+    onPrefixBreaker: (prefix, state) => {
+      if (state === 'open') metrics.prefixBreakerOpenings.inc()
+      log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
+    }
+  })
+  return {
+    guarded,
+    /** One request whose outcome the reachability tracker logs. */
+    probe: (): void => { raw.fetchRecord(PROBE_HANDLE).catch(() => {}) },
+    close: async (): Promise<void> => { await guarded.close() }
+  }
 }
 
 /** Closes each, the last opened first, every one even when one fails; then the first failure, if any. */

@@ -41,6 +41,14 @@ export function spreadOpenAccess (file: Record<string, unknown>, fail: (message:
   return rest
 }
 
+/**
+ * The provider in force: OFFLINE opens no connection, so a provider over the network (unpaywall, openalex)
+ * is not used then, whatever OA_PROVIDER says; the data feed (file) is, being read from disk.
+ */
+export function openAccessProviderInForce (config: { oaProvider: OpenAccessProvider | undefined, offline: boolean }): OpenAccessProvider | undefined {
+  return config.offline && config.oaProvider !== 'file' ? undefined : config.oaProvider
+}
+
 interface OpenAccessSettings {
   oaProvider: OpenAccessProvider | undefined
   unpaywallEmail: string | undefined

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { RedisClient } from '../resolve/redis.js'
 import type { Dispatcher } from 'undici'
 import type { Config } from '../config/schema.js'
+import { openAccessProviderInForce } from '../config/open-access.js'
 import { upstreamUserAgent, workerShareOf } from '../config/schema.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -13,7 +14,7 @@ import type { OpenAccessProviderClient } from '../resolve/open-access-providers.
 /**
  * The open-access source of link-out chains (docs/institutional.md "Open access first"): its provider
  * (a file is read now), its cache and shared tier; its `close` is for the app's close. Undefined
- * without OA_PROVIDER.
+ * without OA_PROVIDER, and offline for a provider over the network (never built: no connection).
  */
 export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
   const provider = await providerOf(log, config, deps.dispatcher)
@@ -48,7 +49,10 @@ async function providerOf (log: FastifyBaseLogger, config: Config, dispatcher: D
     maxBodyBytes: config.oaMaxBodyBytes,
     ...(dispatcher === undefined ? {} : { dispatcher })
   }
-  switch (config.oaProvider) {
+  const provider = openAccessProviderInForce(config)
+  // Said once at start, so the operator knows why the open-access step is skipped offline.
+  if (provider !== config.oaProvider) log.warn({ oaProvider: config.oaProvider }, 'offline (OFFLINE=true): the open-access provider is not asked, no connection is made; the chains go on to their next step (OA_PROVIDER=file answers offline)')
+  switch (provider) {
     case undefined:
       return undefined
     case 'unpaywall':

@@ -6,6 +6,7 @@
  * No reader data is kept: no address, no header, no DOI. Upstream errors are kept by code and time.
  */
 import { readFileSync } from 'node:fs'
+import { openAccessProviderInForce } from '../config/open-access.js'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
 import { REASON_WORDS } from '../resolve/reachability.js'
@@ -140,6 +141,8 @@ export function createStatusCollector (opts: CollectorOptions) {
   const stepMs = opts.stepMs ?? 10_000
   const slots = opts.slots ?? 360
   const { metrics, config } = opts
+  // Offline, a provider over the network is never asked (src/config/open-access.ts): none is shown.
+  const oaProvider = openAccessProviderInForce(config)
   const version = packageVersion()
   const startedAt = now()
   const rings = new SlotRings<SeriesName>(SERIES, slots)
@@ -393,13 +396,13 @@ export function createStatusCollector (opts: CollectorOptions) {
         loopGuard: { lastHour: loop?.lastHour ?? 0, sinceStart: loop?.sinceStart ?? 0 }
       },
       linkout: rowsOf('linkout'),
-      openAccess: config.oaProvider === undefined
+      openAccess: oaProvider === undefined
         ? null
         : {
-            provider: config.oaProvider,
+            provider: oaProvider,
             callsToday: (await read(metrics.openAccessCallsToday))[0]?.value ?? 0,
             // The limit in force here (a worker's share without Redis), as the metric says.
-            dailyLimit: config.oaProvider === 'file' ? null : (await read(metrics.openAccessDailyLimit))[0]?.value ?? config.oaDailyLimit,
+            dailyLimit: oaProvider === 'file' ? null : (await read(metrics.openAccessDailyLimit))[0]?.value ?? config.oaDailyLimit,
             lookups: rowsOf('oa_lookups')
           },
       upstreamErrors: errors.toArray().reverse().map((e) => ({ from: new Date(e.from).toISOString(), to: new Date(e.to).toISOString(), code: e.code, count: e.count }))

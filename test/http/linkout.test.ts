@@ -402,3 +402,59 @@ describe('docs/institutional.md §8: the worked configuration', () => {
     expect(fake.seen[0]?.query.get('email')).toBe('library-systems@university.example')
   })
 })
+
+describe('docs/institutional.md: the example data feed (config/open-access-feed.example.jsonl)', () => {
+  const FEED = 'config/open-access-feed.example.jsonl'
+
+  /** The doc's example feed, and its trial run: the environment it sets and each curl line's path and answer. */
+  async function theDoc (): Promise<{ feed: string, env: Record<string, string>, curls: Array<{ path: string, location: string }> }> {
+    const { readFileSync } = await import('node:fs')
+    const doc = readFileSync(new URL('../../docs/institutional.md', import.meta.url), 'utf8')
+    const feed = /<!-- open-access-feed-example -->\n```json\n([\s\S]*?)```/.exec(doc)?.[1]
+    const run = /<!-- open-access-feed-run -->\n```sh\n([\s\S]*?)```/.exec(doc)?.[1]
+    expect(feed).toBeDefined()
+    expect(run).toBeDefined()
+    const [start, ...rest] = (run as string).replace(/\\\n\s*/g, ' ').trim().split('\n')
+    expect(start).toMatch(/ npm run start:offline$/)
+    const env = Object.fromEntries([...(start as string).matchAll(/(\w+)=(?:'([^']*)'|(\S+))/g)].map((m) => [m[1]!, m[2] ?? m[3]!]))
+    const curls = rest.map((line) => {
+      const m = /^curl -sI http:\/\/127\.0\.0\.1:8000(\S+) \| grep -i location\s+# (\S+)$/.exec(line)
+      expect(m, line).not.toBeNull()
+      return { path: m![1]!, location: m![2]! }
+    })
+    return { feed: feed as string, env, curls }
+  }
+
+  it('the doc shows the shipped file as it is, a line of each kind', async () => {
+    const { readFileSync } = await import('node:fs')
+    const { feed } = await theDoc()
+    expect(feed).toBe(readFileSync(FEED, 'utf8'))
+    const works = feed.trim().split('\n').map((line) => JSON.parse(line) as { is_oa: boolean })
+    expect(works.map((w) => w.is_oa)).toEqual([true, false])
+  })
+
+  it.each(['as written', 'gzipped'])('the trial run answers what the doc says, with the feed %s, and asks nobody', async (form) => {
+    const { readFileSync } = await import('node:fs')
+    const { mkdtemp, writeFile } = await import('node:fs/promises')
+    const { gzipSync } = await import('node:zlib')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const { buildConfig } = await import('../../src/config/schema.js')
+    const { env, curls } = await theDoc()
+    expect(env.OA_SNAPSHOT_FILE).toBe(FEED)
+    let file = FEED
+    if (form === 'gzipped') {
+      file = join(await mkdtemp(join(tmpdir(), 'oa-feed-')), 'unpaywall.jsonl.gz')
+      await writeFile(file, gzipSync(readFileSync(FEED)))
+    }
+    // npm run start:offline is OFFLINE=true; no cache file is written under the repository by a test.
+    const config: Partial<Config> = buildConfig(undefined, { ...env, OA_SNAPSHOT_FILE: file, OFFLINE: 'true', CACHE_FILE: '' })
+    delete config.upstreamUrl // the fake upstream's, which must not be asked
+    const { app, upstream } = await setup({ overrides: config })
+    expect(curls).toHaveLength(2)
+    for (const { path, location } of curls) {
+      expect((await app.inject({ url: path, remoteAddress: HOME })).headers.location).toBe(location)
+    }
+    expect(upstream.seen).toHaveLength(0)
+  })
+})
