@@ -89,20 +89,18 @@ export function createBatchAnswers (opts: BatchOptions) {
 
   /**
    * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
-   * once; at most `concurrency` lookups run at once, and none starts after the reader left.
+   * once, whatever its record's ttl; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
   async function * answer (lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
-    // A name's lookup while it runs, and afterwards its answer only when the cache may not hold it (not
-    // found, failed): a registered name asked again is a cache hit, so the map stays small on long batches.
+    // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
+    // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
+    // (BATCH_MAX_LINES), and a small object a name.
     const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
     const lookup = async (line: BatchLine): Promise<BatchResult> => {
       if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: line.status, error: line.message }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
-      if (pending === undefined) {
-        once.set(key, pending = resolve(line.handle, req))
-        pending.then((r) => { if (r.registered === true) once.delete(key) }, () => {})
-      }
+      if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
       return { input: line.input, ...(await pending) }
     }
     for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {

@@ -68,7 +68,7 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Check many DOIs at once',
         description: 'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
           'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
-          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once. ' +
+          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record\'s TTL. ' +
           'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once.',
         requestBody: {
           required: true,

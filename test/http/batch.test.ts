@@ -106,6 +106,15 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     expect(upstream.count('10.5555/missing')).toBe(1)
   })
 
+  it('looks a DOI up once per batch even when its record has ttl 0, which the cache does not keep', async () => {
+    const records = { '10.5555/zero': [admin(), str(1, 'URL', 'http://example.org/zero', 0)], 10.5555: [admin()] }
+    const { app, upstream } = await setup({ records })
+    const { results } = await batch(app, Array(2000).fill('10.5555/zero').join('\n'))
+    expect(results).toHaveLength(2000)
+    expect(results.every((r) => r.registered === true && r.url === 'http://example.org/zero')).toBe(true)
+    expect(upstream.count('10.5555/zero')).toBe(1)
+  })
+
   it('keeps the input order while lookups run at once and finish in another order', async () => {
     const records: Record<string, ReturnType<typeof admin>[]> = {}
     for (let i = 0; i < 40; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
