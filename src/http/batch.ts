@@ -13,6 +13,7 @@ import type { Admit, Resolver } from '../resolve/resolver.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
 import type { Metrics } from '../observe/metrics.js'
 import { describeError } from './errors.js'
+import { isNotHeld } from '../resolve/errors.js'
 import { mapInOrder } from './in-order.js'
 import { plainAnswer } from './routes/proxy.js'
 import type { PageContext } from './views/pages.js'
@@ -26,8 +27,9 @@ export interface BatchResult {
   registered: boolean | null
   /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
   url: string | null
+  /** null: nothing answered (the line is not a DOI name, or only-if-cached and the name is not held). */
   source: 'local' | 'cache' | 'upstream' | null
-  /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name). */
+  /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name, whatever is wrong with it). */
   status: number | null
   error?: string
 }
@@ -81,9 +83,11 @@ export function createBatchAnswers (opts: BatchOptions) {
       if (outcome.kind === 'not-found' && outcome.message !== undefined) result.error = outcome.message
       return result
     } catch (err) {
-      req.onError?.(err)
+      // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
+      const notHeld = isNotHeld(err)
+      if (!notHeld) req.onError?.(err)
       const { status, message } = describeError(err)
-      return { doi: null, registered: null, url: null, source: 'upstream', status, error: oneLine(message) }
+      return { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
     }
   }
 
@@ -97,7 +101,7 @@ export function createBatchAnswers (opts: BatchOptions) {
     // (BATCH_MAX_LINES), and a small object a name.
     const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
     const lookup = async (line: BatchLine): Promise<BatchResult> => {
-      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: line.status, error: line.message }
+      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
       if (pending === undefined) once.set(key, pending = resolve(line.handle, req))

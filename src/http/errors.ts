@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { UpstreamError } from '../resolve/errors.js'
+import { UpstreamError, isNotHeld } from '../resolve/errors.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'
@@ -107,7 +107,8 @@ export function sendHtmlError (reply: FastifyReply, ctx: PageContext, err: unkno
 export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
   if (err instanceof UpstreamError) {
-    if (status >= 500) {
+    // only-if-cached asked us not to look up: a 504 then is the answer asked for, not a failure.
+    if (status >= 500 && !isNotHeld(err)) {
       throttleOf(request)(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, reason: err.reason, suppressed }, 'upstream lookup failed'))
     } else {
       request.log.info({ code, status, upstreamStatus: err.upstreamStatus }, 'request refused')

@@ -69,6 +69,7 @@ export const OPENAPI_DOCUMENT = {
         description: 'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
           'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
           'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record\'s TTL. ' +
+          'With `Cache-Control: only-if-cached`, nothing is looked up: held lines answer, each other line is `registered: null` with status 504. ' +
           'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once.',
         requestBody: {
           required: true,
@@ -90,8 +91,8 @@ export const OPENAPI_DOCUMENT = {
                     doi: { type: ['string', 'null'], description: 'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.' },
                     registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure): `error` says why.' },
                     url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
-                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name.' },
-                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 400/414 for a malformed name, 502–504 for an upstream failure); null for a well-formed name that is not a DOI.' },
+                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.' },
+                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.' },
                     error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' }
                   }
                 }

@@ -87,12 +87,21 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     expect(doisAsked(upstream)).toEqual(['10.5555/plain'])
   })
 
+  it('answers every line that is not a DOI name alike, with status null: an empty string, a malformed name, a non-DOI', async () => {
+    const { app, upstream } = await setup()
+    const { results } = await batch(app, JSON.stringify(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi']), 'application/json')
+    expect(results).toEqual(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi'].map((input) =>
+      ({ input, doi: null, registered: false, url: null, source: null, status: null, error: expect.stringMatching(/^not a DOI name: /) })))
+    expect(results[0]!.error).toBe('not a DOI name: the line is empty')
+    expect(upstream.seen).toEqual([])
+  })
+
   it('refuses hostile lines one by one: a 64 KB line, a NUL, a CR in the middle', async () => {
     const { app, upstream } = await setup()
     const long = `10.5555/${'a'.repeat(64 * 1024)}`
     const { status, results } = await batch(app, [long, '10.5555/pl\u0000ain', '10.5555/pl\rain', '10.5555/plain'].join('\n'))
     expect(status).toBe(200)
-    expect(results.map((r) => [r.registered, r.status])).toEqual([[false, 414], [false, 400], [false, 400], [true, 302]])
+    expect(results.map((r) => [r.registered, r.status])).toEqual([[false, null], [false, null], [false, null], [true, 302]])
     expect(results[0]!.error).toMatch(/^not a DOI name: The DOI name is too long/)
     expect(results[1]!.error).toMatch(/control character \(U\+0000\)/)
     expect(results[2]!.error).toMatch(/control character \(U\+000D\)/)

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseBatchLine, textEntries } from '../../handle/batch.js'
+import { onlyIfCached } from '../admission.js'
 import type { Admission } from '../admission.js'
 import { createBatchAnswers } from '../batch.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
@@ -77,9 +78,10 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
   const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
   // A batch passes the admission gate (rate limit, load shedding) once, before its answer starts, when
   // any line must be looked up beyond the cache and the local records (offline, none is): a refusal is
-  // then the whole answer's status, with Retry-After.
+  // then the whole answer's status, with Retry-After. Under only-if-cached nothing is looked up: each
+  // line not held is answered as such (a 504 of its own), and the held lines still answer.
   const gate = opts.admission.gate(request, reply, false)
-  if (lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
+  if (!onlyIfCached(request.headers['cache-control']) && lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
     try {
       await gate()
     } catch (err) {
