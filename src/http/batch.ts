@@ -23,7 +23,7 @@ export interface BatchResult {
   input: string
   /** The name as the registry holds it: the record's handle, aliases (a shortDOI) followed to their target. */
   doi: string | null
-  /** null: we could not find out (an upstream failure; `error` says why). */
+  /** null: we could not find out (an upstream failure, or offline a name not in the local records; `error` says why). */
   registered: boolean | null
   /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
   url: string | null
@@ -57,6 +57,7 @@ export interface BatchRequest {
 // The plain request a reader's browser sends when following a link (no query, Accept text/html).
 const PLAIN_PARAMS = parseProxyQuery('')
 const BROWSER = negotiate({ accept: 'text/html' })
+const NOT_HELD_OFFLINE = 'not in this resolver\'s records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered'
 // Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
 const WINDOW = 1024
 
@@ -76,12 +77,13 @@ export function createBatchAnswers (opts: BatchOptions) {
     try {
       const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
       const { status, location } = plainAnswer(req.ctx, outcome)
-      const registered = outcome.kind !== 'not-found'
       const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
       const source = outcome.cache === 'MISS' || outcome.cache === 'BYPASS' ? 'upstream' : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
-      const result: Omit<BatchResult, 'input'> = { doi: registered ? doi : null, registered, url: location, source, status }
-      if (outcome.kind === 'not-found' && outcome.message !== undefined) result.error = outcome.message
-      return result
+      if (outcome.kind !== 'not-found') return { doi, registered: true, url: location, source, status }
+      if (outcome.message !== undefined) return { doi: null, registered: false, url: location, source, status, error: outcome.message }
+      // Offline, a name the local records do not hold may well be registered: we cannot say.
+      if (!opts.resolver.knowsAbsence(handle)) return { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }
+      return { doi: null, registered: false, url: location, source, status }
     } catch (err) {
       // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
       const notHeld = isNotHeld(err)

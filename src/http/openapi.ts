@@ -89,7 +89,7 @@ export const OPENAPI_DOCUMENT = {
                   properties: {
                     input: { type: 'string', description: 'The line as sent.' },
                     doi: { type: ['string', 'null'], description: 'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.' },
-                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure): `error` says why.' },
+                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure; offline, a name not in the local records, which may well be registered): `error` says why.' },
                     url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
                     source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.' },
                     status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.' },
@@ -109,7 +109,8 @@ export const OPENAPI_DOCUMENT = {
     '/doiRA/{dois}': {
       get: {
         summary: 'Which RA? — the registration agency of each DOI',
-        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order.',
+        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order. ' +
+          '"Unknown" when the RA cannot be told, and for a DOI we cannot look up (offline, one not in the local records): never "DOI does not exist" then.',
         parameters: [{ name: 'dois', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' }, many: { value: '10.1000/182,10.5555/x' } } }],
         responses: {
           200: json('One entry per DOI.', {
