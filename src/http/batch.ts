@@ -12,7 +12,7 @@ import type { ProxyService } from '../resolve/proxy-service.js'
 import type { Admit, Resolver } from '../resolve/resolver.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
 import type { Metrics } from '../observe/metrics.js'
-import { describeError } from './errors.js'
+import { describeError, retryAfterSeconds } from './errors.js'
 import { isNotHeld } from '../resolve/errors.js'
 import { mapInOrder } from './in-order.js'
 import { plainAnswer } from './routes/proxy.js'
@@ -32,6 +32,8 @@ export interface BatchResult {
   /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name, whatever is wrong with it). */
   status: number | null
   error?: string
+  /** Seconds to wait before asking about this line again (a limit's refusal, a registry asking us to wait), as Retry-After says. */
+  retryAfter?: number
 }
 
 export interface BatchOptions {
@@ -47,7 +49,7 @@ export interface BatchOptions {
 /** What a batch request brings: its admission gate (who asks), our base URL, and whether the reader is still there. */
 export interface BatchRequest {
   ctx: PageContext
-  /** The batch's admission gate, passed once for the whole batch when a line first needs the upstream. */
+  /** The batch's admission gate, passed once for each line that needs the upstream (the rate limit counts each). */
   gate: () => Promise<{ client: ClientTicket }>
   signal: AbortSignal
   /** Log one line's failure (throttled by the caller's logger). */
@@ -89,7 +91,10 @@ export function createBatchAnswers (opts: BatchOptions) {
       const notHeld = isNotHeld(err)
       if (!notHeld) req.onError?.(err)
       const { status, message } = describeError(err)
-      return { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
+      const result: Omit<BatchResult, 'input'> = { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
+      const retryAfter = retryAfterSeconds(err)
+      if (retryAfter !== undefined) result.retryAfter = retryAfter
+      return result
     }
   }
 

@@ -85,10 +85,16 @@ export function describeError (err: unknown): { status: number, code: string, me
   return { status: 500, code: 'DP_INTERNAL', message: 'Something went wrong on our side. The error was logged.' }
 }
 
+/** Seconds to wait before asking again, for an error that tells the client when to come back. */
+export function retryAfterSeconds (err: unknown): number | undefined {
+  const ms = err instanceof UpstreamError || err instanceof RefusedError ? err.retryAfterMs : undefined
+  return ms !== undefined && (err as { statusCode: number }).statusCode !== 502 ? Math.max(1, Math.ceil(ms / 1000)) : undefined
+}
+
 /** Retry-After for an error that tells the client when to come back. */
 export function setRetryAfter (reply: FastifyReply, err: unknown): void {
-  const ms = err instanceof UpstreamError || err instanceof RefusedError ? err.retryAfterMs : undefined
-  if (ms !== undefined && (err as { statusCode: number }).statusCode !== 502) reply.header('retry-after', String(Math.max(1, Math.ceil(ms / 1000))))
+  const seconds = retryAfterSeconds(err)
+  if (seconds !== undefined) reply.header('retry-after', String(seconds))
 }
 
 /** Send an HTML error page. */

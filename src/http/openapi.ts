@@ -70,7 +70,8 @@ export const OPENAPI_DOCUMENT = {
           'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
           'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record\'s TTL. ' +
           'With `Cache-Control: only-if-cached`, nothing is looked up: held lines answer, each other line is `registered: null` with status 504. ' +
-          'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once.',
+          'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once. ' +
+          'The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line\'s 429 or 503, with `retryAfter`. Send one batch at a time per client.',
         requestBody: {
           required: true,
           content: {
@@ -93,7 +94,8 @@ export const OPENAPI_DOCUMENT = {
                     url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
                     source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.' },
                     status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.' },
-                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' }
+                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' },
+                    retryAfter: { type: 'integer', description: 'With a 429 or 503 line (a limit reached mid-batch, the client\'s share of the queue full, load shedding, the registry asking us to wait): seconds to wait before asking about this line again, as Retry-After says.' }
                   }
                 }
               }
@@ -101,7 +103,7 @@ export const OPENAPI_DOCUMENT = {
           },
           400: json('The JSON body is not an array of strings.', { type: 'object', properties: { message: { type: 'string' } } }),
           413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', { type: 'object', properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } } }),
-          429: json('Rate limited (only when some line needs the upstream); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } }),
+          429: json('Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.', { type: 'object', properties: { message: { type: 'string' } } }),
           503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } })
         }
       }

@@ -252,6 +252,57 @@ describe('the OpenAPI description', () => {
   })
 })
 
+describe('POST /api/batch: the rate limit counts a batch by its lookups', () => {
+  const distinct = (n: number): Record<string, ReturnType<typeof admin>[]> => {
+    const records: Record<string, ReturnType<typeof admin>[]> = {}
+    for (let i = 0; i < n; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
+    return records
+  }
+  const post = async (app: Awaited<ReturnType<typeof setup>>['app'], body: string): Promise<BatchResult[]> => {
+    const res = await app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: body })
+    expect(res.statusCode).toBe(200)
+    return lines(res.body)
+  }
+
+  it('each distinct DOI that needs the registry counts as one lookup; past the limit a line gets 429 with retryAfter', async () => {
+    const records = distinct(8)
+    const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: 60_000, rateLimitAllowList: [], batchConcurrency: 1 } })
+    const names = Object.keys(records)
+    // A repeat costs nothing: it takes its first line's answer.
+    const results = await post(app, [...names, names[0]].join('\n'))
+    expect(results.map((r) => r.registered)).toEqual([true, true, true, null, null, null, null, null, true])
+    for (const r of results.slice(3, 8)) {
+      expect(r).toEqual(expect.objectContaining({ doi: null, url: null, status: 429, error: expect.stringMatching(/too many DOI lookups.*try again in \d+ s/) }))
+      expect(r.retryAfter).toBeGreaterThan(0)
+      expect(r.retryAfter).toBeLessThanOrEqual(60)
+    }
+    expect(doisAsked(upstream).filter((h) => h !== '10.5555')).toEqual(names.slice(0, 3))
+    // The batch spent the client's budget: its next lookup is refused, with Retry-After.
+    const single = await app.inject({ url: '/10.5555/n7', remoteAddress: '192.0.2.1' })
+    expect(single.statusCode).toBe(429)
+    expect(Number(single.headers['retry-after'])).toBeGreaterThan(0)
+  })
+
+  it('cached lines cost nothing: a second batch of the same DOIs is answered whole', async () => {
+    const records = distinct(3)
+    const { app } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitAllowList: [] } })
+    const body = Object.keys(records).join('\n')
+    expect((await post(app, body)).map((r) => r.registered)).toEqual([true, true, true])
+    expect((await post(app, body)).map((r) => [r.registered, r.source])).toEqual([[true, 'cache'], [true, 'cache'], [true, 'cache']])
+  })
+
+  it('a line over the client\'s share of the fair queue (batches sent at once) says when to come back', async () => {
+    const records = distinct(12)
+    const { app, upstream } = await setup({ records, overrides: { upstreamPerClient: 1, upstreamClientQueue: 0, batchConcurrency: 4 } })
+    upstream.mode = { kind: 'slow', delayMs: 100 }
+    const names = Object.keys(records)
+    const [a, b] = await Promise.all([post(app, names.slice(0, 6).join('\n')), post(app, names.slice(6).join('\n'))])
+    const refused = [...a, ...b].filter((r) => r.status === 429)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const r of refused) expect(r).toEqual(expect.objectContaining({ registered: null, retryAfter: expect.any(Number) }))
+  })
+})
+
 describe('POST /api/batch: fairness', () => {
   it('a batch of misses waits its turn in the fair queue: another reader\'s single DOI is not stuck behind it', async () => {
     const records: Record<string, ReturnType<typeof admin>[]> = { '10.6666/single': [admin(), str(1, 'URL', 'http://example.org/single')] }
