@@ -27,7 +27,10 @@ export interface BatchResult {
   registered: boolean | null
   /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
   url: string | null
-  /** null: nothing answered (the line is not a DOI name, or only-if-cached and the name is not held). */
+  /**
+   * On a line that could not be checked, 'upstream' says it needed the registry (asked, or refused by a limit first).
+   * null: nothing answered (the line is not a DOI name, or only-if-cached and the name is not held).
+   */
   source: 'local' | 'cache' | 'upstream' | null
   /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name, whatever is wrong with it). */
   status: number | null
