@@ -5,10 +5,13 @@
 import { RESOLVER_URL, handleFromPath } from './name.js'
 import { isDoiName } from './ra.js'
 
-/** One entry of a batch: a name to look up, or why it is not one (answered without any lookup). */
+/**
+ * One entry of a batch: a name to look up, or why it is not one. Every line that is not a DOI name (empty,
+ * malformed, too long, or well-formed but not a DOI) is answered alike, without any lookup.
+ */
 export type BatchLine =
   | { kind: 'doi', input: string, handle: string }
-  | { kind: 'invalid', input: string, message: string, status: 400 | 414 | null }
+  | { kind: 'invalid', input: string, message: string }
 
 /**
  * The entries of a text/plain body: one a line (LF or CRLF), blank lines and lines starting with '#'
@@ -33,13 +36,14 @@ export function textEntries (body: string): string[] {
  */
 export function parseBatchLine (input: string, maxLength: number): BatchLine {
   const trimmed = input.trim()
+  if (trimmed === '') return { kind: 'invalid', input, message: 'not a DOI name: the line is empty' }
   const path = RESOLVER_URL.test(trimmed) ? trimmed.replace(/[?#].*$/s, '') : trimmed
   const parsed = handleFromPath(`/${path}`, { maxLength })
-  if (!parsed.ok) return { kind: 'invalid', input, message: `not a DOI name: ${parsed.message}`, status: parsed.status }
+  if (!parsed.ok) return { kind: 'invalid', input, message: `not a DOI name: ${parsed.message}` }
   const { handle } = parsed
-  if (handle === '') return { kind: 'invalid', input, message: 'not a DOI name: the line has no name after its prefix', status: 400 }
+  if (handle === '') return { kind: 'invalid', input, message: 'not a DOI name: the line has no name after its prefix' }
   if (!isDoiName(handle) && !SHORT_DOI.test(handle)) {
-    return { kind: 'invalid', input, message: `not a DOI name: ${JSON.stringify(clip(handle))} does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)`, status: null }
+    return { kind: 'invalid', input, message: `not a DOI name: ${JSON.stringify(clip(handle))} does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)` }
   }
   return { kind: 'doi', input, handle }
 }

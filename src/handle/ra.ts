@@ -142,15 +142,17 @@ export type RaEntry = { DOI: string, RA: string } | { DOI: string, status: RaSta
 
 /**
  * One answer of the list, from what the route found. `doiExists`: the DOI's record (or, for a prefix
- * alone, the prefix record) exists. `prefixValues`: the prefix record's values, undefined if the
+ * alone, the prefix record) exists; undefined when we cannot say (offline, not in the local records),
+ * answered "Unknown" as doi.org answers a DOI it cannot look up, never "DOI does not exist". `prefixValues`: the prefix record's values, undefined if the
  * prefix could not be read.
  */
 export function raEntry (
   item: DoiListItem,
-  found: { doiExists: boolean, prefixValues?: readonly HandleValue[] | undefined },
+  found: { doiExists: boolean | undefined, prefixValues?: readonly HandleValue[] | undefined },
   extra?: Readonly<Record<string, string>>
 ): RaEntry {
   if (item.doi === undefined || !isDoiName(item.doi)) return { DOI: item.given, status: 'Invalid DOI' }
+  if (found.doiExists === undefined) return { DOI: item.given, status: 'Unknown' }
   if (!found.doiExists) return { DOI: item.given, status: 'DOI does not exist' }
   const service = found.prefixValues === undefined ? undefined : raServiceHandle(found.prefixValues)
   const ra = service === undefined ? undefined : raDisplayName(service, extra)

@@ -26,6 +26,13 @@ export interface Admission {
    * first lookup must go upstream, then the same answer (who asks, until when) or the same refusal.
    */
   gate (request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket, deadline: number }>
+  /**
+   * The gate of a request that makes many lookups (a batch): passed again at each call, each one counted
+   * by the rate limit as a request of its own, so a batch costs what its lookups cost. Each call answers
+   * who asks and until when, or rejects (a refusal carries its Retry-After). Only the first call, made
+   * before the answer starts, sets the rate-limit headers.
+   */
+  gateEach (request: FastifyRequest, reply: FastifyReply): () => Promise<{ client: ClientTicket, deadline: number }>
 }
 
 /** The gate, and the plugins it asks: `register` puts them on the app (src/plugins/admission.ts), before any route. */
@@ -49,7 +56,8 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
 
   // Set by `register`, from the plugins it registers on the app.
   let underPressureNow = (): boolean => false
-  type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  /** Counts one lookup of the request's client; rejects with a 429 (its Retry-After) over the limit. */
+  type Limiter = (request: FastifyRequest, reply: FastifyReply | undefined) => Promise<void>
   let general: Limiter | undefined
   let auth: Limiter | undefined
 
@@ -69,19 +77,29 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
         cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
         ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
       })
-      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => (root.rateLimit({
-        max,
-        timeWindow: config.rateLimitWindowMs,
-        keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
-        errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
-      }) as unknown as Limiter).bind(root)
+      // Counted by us, not by the plugin's route hook (which counts a request once): a batch counts each lookup.
+      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => {
+        const count = root.createRateLimit({ max, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}` })
+        return async (request, reply) => {
+          const limit = await count(request)
+          if (limit.isAllowed) return
+          // The headers @fastify/rate-limit's own hook sends, while the answer has not started.
+          if (reply !== undefined && !reply.sent) {
+            reply.header('x-ratelimit-limit', limit.max).header('x-ratelimit-remaining', limit.remaining).header('x-ratelimit-reset', limit.ttlInSeconds)
+          }
+          if (limit.isExceeded) {
+            const seconds = Math.max(1, limit.ttlInSeconds)
+            throw new RefusedError(429, code, `${message} Please try again in ${seconds} s.`, seconds * 1000)
+          }
+        }
+      }
       if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
       if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
     }
   }
 
   /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
-  function admit (request: FastifyRequest, reply: FastifyReply, bypass: boolean): Promise<void> | undefined {
+  function admit (request: FastifyRequest, reply: FastifyReply | undefined, bypass: boolean): Promise<void> | undefined {
     if (underPressureNow()) {
       refused.shed.inc()
       return Promise.reject(new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000))
@@ -95,19 +113,34 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
     })
   }
 
+  /** Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock, once admitted. */
+  async function pass (request: FastifyRequest, reply: FastifyReply | undefined, bypass: boolean): Promise<{ client: ClientTicket, deadline: number }> {
+    await admit(request, reply, bypass)
+    return { client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs }
+  }
+
+  // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
+  function notHeld (): () => Promise<never> {
+    const refusal = Promise.reject(upstreamErrors.notHeld())
+    refusal.catch(() => {})
+    return async () => await refusal
+  }
+
   return {
     register,
     gate (request, reply, bypass) {
-      // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
-      if (onlyIfCached(request.headers['cache-control'])) {
-        const refusal = Promise.reject(upstreamErrors.notHeld())
-        refusal.catch(() => {})
-        return async () => await refusal
-      }
+      if (onlyIfCached(request.headers['cache-control'])) return notHeld()
       let passed: Promise<{ client: ClientTicket, deadline: number }> | undefined
-      // Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock.
-      return async () => await (passed ??= Promise.resolve(admit(request, reply, bypass))
-        .then(() => ({ client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs })))
+      return async () => await (passed ??= pass(request, reply, bypass))
+    },
+    gateEach (request, reply) {
+      if (onlyIfCached(request.headers['cache-control'])) return notHeld()
+      let first = true
+      return async () => {
+        const headers = first
+        first = false
+        return await pass(request, headers ? reply : undefined, false)
+      }
     }
   }
 }

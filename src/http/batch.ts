@@ -12,7 +12,8 @@ import type { ProxyService } from '../resolve/proxy-service.js'
 import type { Admit, Resolver } from '../resolve/resolver.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
 import type { Metrics } from '../observe/metrics.js'
-import { describeError } from './errors.js'
+import { describeError, retryAfterSeconds } from './errors.js'
+import { isNotHeld } from '../resolve/errors.js'
 import { mapInOrder } from './in-order.js'
 import { plainAnswer } from './routes/proxy.js'
 import type { PageContext } from './views/pages.js'
@@ -22,14 +23,20 @@ export interface BatchResult {
   input: string
   /** The name as the registry holds it: the record's handle, aliases (a shortDOI) followed to their target. */
   doi: string | null
-  /** null: we could not find out (an upstream failure; `error` says why). */
+  /** null: we could not find out (an upstream failure, or offline a name not in the local records; `error` says why). */
   registered: boolean | null
   /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
   url: string | null
+  /**
+   * On a line that could not be checked, 'upstream' says it needed the registry (asked, or refused by a limit first).
+   * null: nothing answered (the line is not a DOI name, or only-if-cached and the name is not held).
+   */
   source: 'local' | 'cache' | 'upstream' | null
-  /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name). */
+  /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name, whatever is wrong with it). */
   status: number | null
   error?: string
+  /** Seconds to wait before asking about this line again (a limit's refusal, a registry asking us to wait), as Retry-After says. */
+  retryAfter?: number
 }
 
 export interface BatchOptions {
@@ -45,7 +52,7 @@ export interface BatchOptions {
 /** What a batch request brings: its admission gate (who asks), our base URL, and whether the reader is still there. */
 export interface BatchRequest {
   ctx: PageContext
-  /** The batch's admission gate, passed once for the whole batch when a line first needs the upstream. */
+  /** The batch's admission gate, passed once for each line that needs the upstream (the rate limit counts each). */
   gate: () => Promise<{ client: ClientTicket }>
   signal: AbortSignal
   /** Log one line's failure (throttled by the caller's logger). */
@@ -55,6 +62,7 @@ export interface BatchRequest {
 // The plain request a reader's browser sends when following a link (no query, Accept text/html).
 const PLAIN_PARAMS = parseProxyQuery('')
 const BROWSER = negotiate({ accept: 'text/html' })
+const NOT_HELD_OFFLINE = 'not in this resolver\'s records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered'
 // Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
 const WINDOW = 1024
 
@@ -74,35 +82,39 @@ export function createBatchAnswers (opts: BatchOptions) {
     try {
       const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
       const { status, location } = plainAnswer(req.ctx, outcome)
-      const registered = outcome.kind !== 'not-found'
       const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
       const source = outcome.cache === 'MISS' || outcome.cache === 'BYPASS' ? 'upstream' : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
-      const result: Omit<BatchResult, 'input'> = { doi: registered ? doi : null, registered, url: location, source, status }
-      if (outcome.kind === 'not-found' && outcome.message !== undefined) result.error = outcome.message
-      return result
+      if (outcome.kind !== 'not-found') return { doi, registered: true, url: location, source, status }
+      if (outcome.message !== undefined) return { doi: null, registered: false, url: location, source, status, error: outcome.message }
+      // Offline, a name the local records do not hold may well be registered: we cannot say.
+      if (!opts.resolver.knowsAbsence(handle)) return { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }
+      return { doi: null, registered: false, url: location, source, status }
     } catch (err) {
-      req.onError?.(err)
+      // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
+      const notHeld = isNotHeld(err)
+      if (!notHeld) req.onError?.(err)
       const { status, message } = describeError(err)
-      return { doi: null, registered: null, url: null, source: 'upstream', status, error: oneLine(message) }
+      const result: Omit<BatchResult, 'input'> = { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
+      const retryAfter = retryAfterSeconds(err)
+      if (retryAfter !== undefined) result.retryAfter = retryAfter
+      return result
     }
   }
 
   /**
    * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
-   * once; at most `concurrency` lookups run at once, and none starts after the reader left.
+   * once, whatever its record's ttl; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
   async function * answer (lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
-    // A name's lookup while it runs, and afterwards its answer only when the cache may not hold it (not
-    // found, failed): a registered name asked again is a cache hit, so the map stays small on long batches.
+    // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
+    // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
+    // (BATCH_MAX_LINES), and a small object a name.
     const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
     const lookup = async (line: BatchLine): Promise<BatchResult> => {
-      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: line.status, error: line.message }
+      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
-      if (pending === undefined) {
-        once.set(key, pending = resolve(line.handle, req))
-        pending.then((r) => { if (r.registered === true) once.delete(key) }, () => {})
-      }
+      if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
       return { input: line.input, ...(await pending) }
     }
     for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {

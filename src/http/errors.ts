@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { UpstreamError } from '../resolve/errors.js'
+import { UpstreamError, isNotHeld } from '../resolve/errors.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'
@@ -85,10 +85,16 @@ export function describeError (err: unknown): { status: number, code: string, me
   return { status: 500, code: 'DP_INTERNAL', message: 'Something went wrong on our side. The error was logged.' }
 }
 
+/** Seconds to wait before asking again, for an error that tells the client when to come back. */
+export function retryAfterSeconds (err: unknown): number | undefined {
+  const ms = err instanceof UpstreamError || err instanceof RefusedError ? err.retryAfterMs : undefined
+  return ms !== undefined && (err as { statusCode: number }).statusCode !== 502 ? Math.max(1, Math.ceil(ms / 1000)) : undefined
+}
+
 /** Retry-After for an error that tells the client when to come back. */
 export function setRetryAfter (reply: FastifyReply, err: unknown): void {
-  const ms = err instanceof UpstreamError || err instanceof RefusedError ? err.retryAfterMs : undefined
-  if (ms !== undefined && (err as { statusCode: number }).statusCode !== 502) reply.header('retry-after', String(Math.max(1, Math.ceil(ms / 1000))))
+  const seconds = retryAfterSeconds(err)
+  if (seconds !== undefined) reply.header('retry-after', String(seconds))
 }
 
 /** Send an HTML error page. */
@@ -107,7 +113,8 @@ export function sendHtmlError (reply: FastifyReply, ctx: PageContext, err: unkno
 export function logError (request: FastifyRequest, err: unknown): void {
   const { status, code } = describeError(err)
   if (err instanceof UpstreamError) {
-    if (status >= 500) {
+    // only-if-cached asked us not to look up: a 504 then is the answer asked for, not a failure.
+    if (status >= 500 && !isNotHeld(err)) {
       throttleOf(request)(code, (suppressed) => request.log.warn({ code, upstreamStatus: err.upstreamStatus, reason: err.reason, suppressed }, 'upstream lookup failed'))
     } else {
       request.log.info({ code, status, upstreamStatus: err.upstreamStatus }, 'request refused')

@@ -68,8 +68,10 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Check many DOIs at once',
         description: 'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
           'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
-          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once. ' +
-          'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once.',
+          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record\'s TTL. ' +
+          'With `Cache-Control: only-if-cached`, nothing is looked up: held lines answer, each other line is `registered: null` with status 504. ' +
+          'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once. ' +
+          'The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line\'s 429 or 503, with `retryAfter`. Send one batch at a time per client.',
         requestBody: {
           required: true,
           content: {
@@ -88,11 +90,12 @@ export const OPENAPI_DOCUMENT = {
                   properties: {
                     input: { type: 'string', description: 'The line as sent.' },
                     doi: { type: ['string', 'null'], description: 'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.' },
-                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure): `error` says why.' },
+                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure; offline, a name not in the local records, which may well be registered): `error` says why.' },
                     url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
-                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name.' },
-                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 400/414 for a malformed name, 502–504 for an upstream failure); null for a well-formed name that is not a DOI.' },
-                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' }
+                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.' },
+                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.' },
+                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' },
+                    retryAfter: { type: 'integer', description: 'With a 429 or 503 line (a limit reached mid-batch, the client\'s share of the queue full, load shedding, the registry asking us to wait): seconds to wait before asking about this line again, as Retry-After says.' }
                   }
                 }
               }
@@ -100,7 +103,7 @@ export const OPENAPI_DOCUMENT = {
           },
           400: json('The JSON body is not an array of strings.', { type: 'object', properties: { message: { type: 'string' } } }),
           413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', { type: 'object', properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } } }),
-          429: json('Rate limited (only when some line needs the upstream); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } }),
+          429: json('Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.', { type: 'object', properties: { message: { type: 'string' } } }),
           503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } })
         }
       }
@@ -108,7 +111,8 @@ export const OPENAPI_DOCUMENT = {
     '/doiRA/{dois}': {
       get: {
         summary: 'Which RA? — the registration agency of each DOI',
-        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order.',
+        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order. ' +
+          '"Unknown" when the RA cannot be told, and for a DOI we cannot look up (offline, one not in the local records): never "DOI does not exist" then.',
         parameters: [{ name: 'dois', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' }, many: { value: '10.1000/182,10.5555/x' } } }],
         responses: {
           200: json('One entry per DOI.', {

@@ -140,3 +140,8 @@ export const upstreamErrors = {
   prefixCircuitOpen: () =>
     new UpstreamError('DP_PREFIX_CIRCUIT_OPEN', 503, 'The registry server for DOIs with this prefix is failing right now, so we have paused lookups for them for a few seconds. Please try again shortly.', true, { retryAfterMs: 5000 })
 }
+
+/** The only-if-cached refusal (upstreamErrors.notHeld): nothing was looked up, so nothing failed. */
+export function isNotHeld (err: unknown): boolean {
+  return err instanceof UpstreamError && err.code === 'DP_ONLY_IF_CACHED'
+}

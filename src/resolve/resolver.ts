@@ -205,6 +205,15 @@ export function createResolver (opts: ResolverOptions) {
   }
 
   /**
+   * Whether a "not found" for this handle is known to be true: always with an upstream; offline only for
+   * a prefix served only locally (LOCAL_AUTHORITATIVE_PREFIXES). Offline, any other handle not held may
+   * well exist: its absence here says nothing about the DOI.
+   */
+  function knowsAbsence (handle: string, key = cacheKey(handle)): boolean {
+    return opts.upstream !== undefined || opts.local?.isAuthoritative(handle, key) === true
+  }
+
+  /**
    * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
@@ -327,7 +336,7 @@ export function createResolver (opts: ResolverOptions) {
     return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
   }
 
-  return { lookup, followAliases, cachedAnswer, needsUpstream, countHit: () => count.hit.inc(), attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add) }
+  return { lookup, followAliases, cachedAnswer, needsUpstream, knowsAbsence, countHit: () => count.hit.inc(), attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add) }
 }
 
 export type Resolver = ReturnType<typeof createResolver>

@@ -124,7 +124,7 @@ describe('10.SERV/X → the RA\'s display name (behaviour.md R8)', () => {
 describe('one answer per DOI (behaviour.md R8 states)', () => {
   const crossrefPrefix = [ADMIN, str(400, 'HS_NAMESPACE', CROSSREF_NAMESPACE)]
   const item = (doi: string): DoiListItem => ({ given: doi, doi })
-  it.each<[string, DoiListItem, { doiExists: boolean, prefixValues?: HandleValue[] }, RaEntry]>([
+  it.each<[string, DoiListItem, { doiExists: boolean | undefined, prefixValues?: HandleValue[] }, RaEntry]>([
     ['a Crossref DOI', item('10.1000/1'), { doiExists: true, prefixValues: crossrefPrefix }, { DOI: '10.1000/1', RA: 'Crossref' }],
     ['a prefix alone (10.1108 → Crossref, behaviour.md R8)', item('10.1108'), { doiExists: true, prefixValues: crossrefPrefix }, { DOI: '10.1108', RA: 'Crossref' }],
     ['not a 10. name', item('notADoi'), { doiExists: true }, { DOI: 'notADoi', status: 'Invalid DOI' }],
@@ -132,6 +132,7 @@ describe('one answer per DOI (behaviour.md R8 states)', () => {
     ['undecodable bytes', { given: '10.1/%FF', doi: undefined }, { doiExists: false }, { DOI: '10.1/%FF', status: 'Invalid DOI' }],
     ['a suffix that does not exist ([OBS-S4])', item('10.1162/tacl\\_a\\_00276'), { doiExists: false, prefixValues: crossrefPrefix }, { DOI: '10.1162/tacl\\_a\\_00276', status: 'DOI does not exist' }],
     ['an unknown prefix (10.99999, behaviour.md R8)', item('10.99999'), { doiExists: false }, { DOI: '10.99999', status: 'DOI does not exist' }],
+    ['a DOI we cannot look up (offline, not held): Unknown, as doi.org answers, never "does not exist"', item('10.1000/182'), { doiExists: undefined, prefixValues: crossrefPrefix }, { DOI: '10.1000/182', status: 'Unknown' }],
     ['an RA we cannot name', item('10.1/x'), { doiExists: true, prefixValues: [str(1, 'HS_SERV', '10.SERV/ELSEWHERE')] }, { DOI: '10.1/x', status: 'Unknown' }],
     ['a prefix record with no RA in it', item('10.1/x'), { doiExists: true, prefixValues: [ADMIN] }, { DOI: '10.1/x', status: 'Unknown' }],
     ['a prefix record that could not be read', item('10.1/x'), { doiExists: true }, { DOI: '10.1/x', status: 'Unknown' }],

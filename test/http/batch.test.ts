@@ -87,12 +87,21 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     expect(doisAsked(upstream)).toEqual(['10.5555/plain'])
   })
 
+  it('answers every line that is not a DOI name alike, with status null: an empty string, a malformed name, a non-DOI', async () => {
+    const { app, upstream } = await setup()
+    const { results } = await batch(app, JSON.stringify(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi']), 'application/json')
+    expect(results).toEqual(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi'].map((input) =>
+      ({ input, doi: null, registered: false, url: null, source: null, status: null, error: expect.stringMatching(/^not a DOI name: /) })))
+    expect(results[0]!.error).toBe('not a DOI name: the line is empty')
+    expect(upstream.seen).toEqual([])
+  })
+
   it('refuses hostile lines one by one: a 64 KB line, a NUL, a CR in the middle', async () => {
     const { app, upstream } = await setup()
     const long = `10.5555/${'a'.repeat(64 * 1024)}`
     const { status, results } = await batch(app, [long, '10.5555/pl\u0000ain', '10.5555/pl\rain', '10.5555/plain'].join('\n'))
     expect(status).toBe(200)
-    expect(results.map((r) => [r.registered, r.status])).toEqual([[false, 414], [false, 400], [false, 400], [true, 302]])
+    expect(results.map((r) => [r.registered, r.status])).toEqual([[false, null], [false, null], [false, null], [true, 302]])
     expect(results[0]!.error).toMatch(/^not a DOI name: The DOI name is too long/)
     expect(results[1]!.error).toMatch(/control character \(U\+0000\)/)
     expect(results[2]!.error).toMatch(/control character \(U\+000D\)/)
@@ -104,6 +113,15 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const { results } = await batch(app, ['10.5555/missing', 'doi:10.5555/MISSING', '10.5555/plain', 'https://doi.org/10.5555/missing'].join('\n'))
     expect(results.map((r) => r.registered)).toEqual([false, false, true, false])
     expect(upstream.count('10.5555/missing')).toBe(1)
+  })
+
+  it('looks a DOI up once per batch even when its record has ttl 0, which the cache does not keep', async () => {
+    const records = { '10.5555/zero': [admin(), str(1, 'URL', 'http://example.org/zero', 0)], 10.5555: [admin()] }
+    const { app, upstream } = await setup({ records })
+    const { results } = await batch(app, Array(2000).fill('10.5555/zero').join('\n'))
+    expect(results).toHaveLength(2000)
+    expect(results.every((r) => r.registered === true && r.url === 'http://example.org/zero')).toBe(true)
+    expect(upstream.count('10.5555/zero')).toBe(1)
   })
 
   it('keeps the input order while lookups run at once and finish in another order', async () => {
@@ -231,6 +249,57 @@ describe('the OpenAPI description', () => {
     expect(Object.keys(op!.responses[200]!.content!)).toEqual(['application/x-ndjson'])
     expect(Object.keys(op!.responses)).toEqual(expect.arrayContaining(['200', '400', '413', '429', '503']))
     expect(JSON.stringify(op)).toContain('BATCH_MAX_LINES')
+  })
+})
+
+describe('POST /api/batch: the rate limit counts a batch by its lookups', () => {
+  const distinct = (n: number): Record<string, ReturnType<typeof admin>[]> => {
+    const records: Record<string, ReturnType<typeof admin>[]> = {}
+    for (let i = 0; i < n; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
+    return records
+  }
+  const post = async (app: Awaited<ReturnType<typeof setup>>['app'], body: string): Promise<BatchResult[]> => {
+    const res = await app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: body })
+    expect(res.statusCode).toBe(200)
+    return lines(res.body)
+  }
+
+  it('each distinct DOI that needs the registry counts as one lookup; past the limit a line gets 429 with retryAfter', async () => {
+    const records = distinct(8)
+    const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: 60_000, rateLimitAllowList: [], batchConcurrency: 1 } })
+    const names = Object.keys(records)
+    // A repeat costs nothing: it takes its first line's answer.
+    const results = await post(app, [...names, names[0]].join('\n'))
+    expect(results.map((r) => r.registered)).toEqual([true, true, true, null, null, null, null, null, true])
+    for (const r of results.slice(3, 8)) {
+      expect(r).toEqual(expect.objectContaining({ doi: null, url: null, status: 429, error: expect.stringMatching(/too many DOI lookups.*try again in \d+ s/) }))
+      expect(r.retryAfter).toBeGreaterThan(0)
+      expect(r.retryAfter).toBeLessThanOrEqual(60)
+    }
+    expect(doisAsked(upstream).filter((h) => h !== '10.5555')).toEqual(names.slice(0, 3))
+    // The batch spent the client's budget: its next lookup is refused, with Retry-After.
+    const single = await app.inject({ url: '/10.5555/n7', remoteAddress: '192.0.2.1' })
+    expect(single.statusCode).toBe(429)
+    expect(Number(single.headers['retry-after'])).toBeGreaterThan(0)
+  })
+
+  it('cached lines cost nothing: a second batch of the same DOIs is answered whole', async () => {
+    const records = distinct(3)
+    const { app } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitAllowList: [] } })
+    const body = Object.keys(records).join('\n')
+    expect((await post(app, body)).map((r) => r.registered)).toEqual([true, true, true])
+    expect((await post(app, body)).map((r) => [r.registered, r.source])).toEqual([[true, 'cache'], [true, 'cache'], [true, 'cache']])
+  })
+
+  it('a line over the client\'s share of the fair queue (batches sent at once) says when to come back', async () => {
+    const records = distinct(12)
+    const { app, upstream } = await setup({ records, overrides: { upstreamPerClient: 1, upstreamClientQueue: 0, batchConcurrency: 4 } })
+    upstream.mode = { kind: 'slow', delayMs: 100 }
+    const names = Object.keys(records)
+    const [a, b] = await Promise.all([post(app, names.slice(0, 6).join('\n')), post(app, names.slice(6).join('\n'))])
+    const refused = [...a, ...b].filter((r) => r.status === 429)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const r of refused) expect(r).toEqual(expect.objectContaining({ registered: null, retryAfter: expect.any(Number) }))
   })
 })
 

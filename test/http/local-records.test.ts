@@ -126,6 +126,30 @@ describe('offline mode (issue 7)', () => {
     expect(upstream.seen).toHaveLength(0)
   })
 
+  it('the batch API answers a DOI not in the local records registered: null (it may well exist), never registered: false', async () => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.1000/182\n10.5555/sample\n' })
+    const [real, sample] = res.body.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(real).toEqual({ input: '10.1000/182', doi: null, registered: null, url: null, source: 'local', status: 404, error: expect.stringContaining('not in this resolver\'s records') })
+    expect(sample).toEqual(expect.objectContaining({ registered: true, status: 302 }))
+    expect((await app.inject({ url: '/metrics' })).body).toContain('doi_proxy_batch_lines_total{answer="unknown"} 1')
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('a prefix served only locally (LOCAL_AUTHORITATIVE_PREFIXES) still answers registered: false offline: its absence is known', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records', localAuthoritativePrefixes: ['10.5555'] } })
+    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/absent\n' })
+    expect(JSON.parse(res.body)).toEqual({ input: '10.5555/absent', doi: null, registered: false, url: null, source: 'local', status: 404 })
+  })
+
+  it('Which RA? answers "Unknown" for a DOI not in the local records, as doi.org does for one it cannot look up, never "DOI does not exist"', async () => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    const res = await app.inject({ url: '/doiRA/10.1000/182,10.1000,10.5555/sample' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual([{ DOI: '10.1000/182', status: 'Unknown' }, { DOI: '10.1000', status: 'Unknown' }, { DOI: '10.5555/sample', RA: 'Crossref' }])
+    expect(upstream.seen).toHaveLength(0)
+  })
+
   it('the REST API says not in the local records with its own responseCode (301, not 100) and a 404', async () => {
     const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
     const res = await app.inject({ url: '/api/handles/10.1000/elsewhere' })

@@ -1,8 +1,11 @@
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
 import { FakeAgency } from '../support/fake-agency.js'
 import { admin, str } from '../support/records.js'
 import { onlyIfCached } from '../../src/http/admission.js'
+import type { BatchResult } from '../../src/http/batch.js'
 
 // RFC 9111 §5.2.1.7: "The only-if-cached request directive indicates that the client only wishes to obtain a
 // stored response. Caches that honor this request directive SHOULD, upon receiving it, respond with either a
@@ -85,5 +88,38 @@ describe('Cache-Control: only-if-cached', () => {
     expect(held.statusCode).toBe(200)
     expect(held.body).toBe('@article{paper}\n')
     expect(agency.seen).toHaveLength(1)
+  })
+})
+
+describe('Cache-Control: only-if-cached on POST /api/batch', () => {
+  it('answers the held lines and gives each line not held registered: null with status 504, asking nothing upstream', async () => {
+    const { app, upstream } = await setup({ overrides: { localStoreDir: 'config/sample-records' } })
+    expect((await app.inject({ url: '/10.6666/cached' })).statusCode).toBe(404)
+    const asked = upstream.seen.length
+    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { ...ONLY, 'content-type': 'text/plain' }, payload: '10.5555/sample\n10.6666/cached\n10.6666/elsewhere\nnot a doi\n' })
+    expect(res.statusCode).toBe(200)
+    const results = res.body.trim().split('\n').map((l) => JSON.parse(l) as BatchResult)
+    expect(results.map((r) => [r.input, r.registered, r.status, r.source])).toEqual([
+      ['10.5555/sample', true, 302, 'local'],
+      ['10.6666/cached', false, 404, 'cache'],
+      ['10.6666/elsewhere', null, 504, null],
+      ['not a doi', false, null, null]
+    ])
+    expect(results[2]!.error).toMatch(/only-if-cached/)
+    expect(upstream.seen).toHaveLength(asked)
+  })
+})
+
+describe('Cache-Control: only-if-cached in the log', () => {
+  it('a DOI not held logs no warning: nothing was looked up, so no lookup failed', async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(...chunk.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)); done() } })
+    const { app } = await setup({ deps: { logger: pino({ level: 'info' }, sink) } })
+    expect((await app.inject({ url: '/10.5555/plain', headers: ONLY })).statusCode).toBe(504)
+    expect((await app.inject({ url: '/api/handles/10.5555/plain', headers: ONLY })).statusCode).toBe(504)
+    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { ...ONLY, 'content-type': 'text/plain' }, payload: '10.5555/plain\n10.5555/multi\n' })
+    expect(batch.body).toContain('"status":504')
+    expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([])
+    expect(lines.map((l) => l.msg)).not.toContain('upstream lookup failed')
   })
 })

@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseBatchLine, textEntries } from '../../handle/batch.js'
+import { onlyIfCached } from '../admission.js'
 import type { Admission } from '../admission.js'
+import type { ClientTicket } from '../../resolve/fair-queue.js'
 import { createBatchAnswers } from '../batch.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
 import { LimitError, RefusedError, describeError, logError } from '../errors.js'
@@ -75,17 +77,27 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
     throw new LimitError(413, `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`, 'BATCH_MAX_LINES')
   }
   const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
-  // A batch passes the admission gate (rate limit, load shedding) once, before its answer starts, when
-  // any line must be looked up beyond the cache and the local records (offline, none is): a refusal is
-  // then the whole answer's status, with Retry-After.
-  const gate = opts.admission.gate(request, reply, false)
-  if (lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
+  // Each lookup a batch causes passes the admission gate (rate limit, load shedding) as a request of its
+  // own would: the rate limit counts a batch by its lookups. The first passes before the answer starts,
+  // when any line must be looked up beyond the cache and the local records (offline, none is): a refusal
+  // is then the whole answer's status, with Retry-After; a later one is that line's answer, with its
+  // retryAfter. Under only-if-cached nothing is looked up: each line not held is answered as such (a 504
+  // of its own), and the held lines still answer.
+  const each = opts.admission.gateEach(request, reply)
+  let first: Promise<{ client: ClientTicket }> | undefined
+  if (!onlyIfCached(request.headers['cache-control']) && lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
     try {
-      await gate()
+      first = Promise.resolve(await each())
     } catch (err) {
       opts.metrics.batchRequests.inc({ outcome: 'refused' })
       throw err
     }
+  }
+  // The first line that needs the upstream takes the pass made above; every other one passes its own.
+  const gate = async (): Promise<{ client: ClientTicket }> => {
+    const passed = first ?? each()
+    first = undefined
+    return await passed
   }
   // A reader who goes away mid-stream stops the lookups not started yet.
   const left = new AbortController()

@@ -38,13 +38,13 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
     const flags: LookupOptions = { admit: opts.admission.gate(request, reply, false) }
     const find = async (handle: string): Promise<Lookup> => await opts.resolver.lookup(handle, flags)
     // Only a refusal of the whole request throws (one DOI failing makes only that entry Unknown).
-    const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.raNames, item))
+    const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.resolver, opts.raNames, item))
     return reply.type(JSON_TYPE).send(serializeRa(entries))
   }
 }
 
 /** The RA of one DOI: the DOI must exist (a prefix alone is fine), the prefix record names the RA. */
-async function lookupRa (request: FastifyRequest, find: (handle: string) => Promise<Lookup>, raNames: RaRouteOptions['raNames'], item: DoiListItem): Promise<RaEntry> {
+async function lookupRa (request: FastifyRequest, find: (handle: string) => Promise<Lookup>, resolver: Resolver, raNames: RaRouteOptions['raNames'], item: DoiListItem): Promise<RaEntry> {
   if (item.doi === undefined || !isDoiName(item.doi)) return raEntry(item, { doiExists: false }, raNames)
   const doi = item.doi
   const prefix = prefixOf(doi)
@@ -59,7 +59,9 @@ async function lookupRa (request: FastifyRequest, find: (handle: string) => Prom
   }
   const source = prefixRecord ?? own
   const prefixValues = source.kind === 'found' ? source.values : undefined
-  return raEntry(item, { doiExists: own.kind === 'found', prefixValues }, raNames)
+  // Offline, a DOI not in the local records may well exist: its RA is unknown here, not "does not exist".
+  const doiExists = own.kind === 'found' ? true : resolver.knowsAbsence(doi) ? false : undefined
+  return raEntry(item, { doiExists, prefixValues }, raNames)
 }
 
 /** The request itself was refused (rate limit, load shedding, only-if-cached with a DOI not held): the whole answer is that refusal. */

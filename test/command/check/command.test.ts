@@ -113,6 +113,27 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     expect((await doiProxy(['check', '--server', url, '--fail-on', 'unknown', 'one.txt'], dir)).code).toBe(1)
   })
 
+  it('against an offline server, a DOI not in its records "could not be checked", never "is not registered": exit 0, or 1 with --fail-on unknown', async () => {
+    const { app, upstream } = await setup({ records: RECORDS, overrides: { offline: true } })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    await writeFile(join(dir, 'one.txt'), '10.1000/182\n')
+    const lenient = await doiProxy(['check', '--server', url, 'one.txt'], dir)
+    expect(lenient.stdout).toMatch(/^one.txt:1: 10.1000\/182 could not be checked: not in this resolver's records/)
+    expect(lenient.stdout).toContain('0 not registered, 1 could not be checked.')
+    expect(lenient.code).toBe(0)
+    expect((await doiProxy(['check', '--server', url, '--fail-on', 'unknown', 'one.txt'], dir)).code).toBe(1)
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('--upstream with OFFLINE=true: a DOI not held "could not be checked", never "is not registered"', async () => {
+    await writeFile(join(dir, 'one.txt'), '10.1000/182\n')
+    const run = await doiProxy(['check', '--upstream', 'one.txt'], dir, { OFFLINE: 'true', UPSTREAM_URL: 'http://127.0.0.1:9' })
+    expect(run.stdout).toMatch(/^one.txt:1: 10.1000\/182 could not be checked: not in this resolver's records/)
+    expect(run.stdout).not.toContain('is not registered')
+    expect(run.code).toBe(0)
+  })
+
   it('--upstream resolves in the process, through the same code, without a server', async () => {
     const { upstream } = await setup({ records: RECORDS })
     const run = await doiProxy(['check', '--upstream', 'docs'], dir, { UPSTREAM_URL: upstream.url })

@@ -83,6 +83,14 @@ describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
     expect(stdout).toBe(blocks('json').find((b) => b.includes('"input"'))!)
   })
 
+  it('a line refused by the rate limit mid-batch is what the doc shows, with its retryAfter', async () => {
+    const { app } = await setup({ overrides: { rateLimitMax: 1, rateLimitAllowList: [], batchConcurrency: 1 } })
+    const res = await app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: '10.5555/plain\n10.5555/n7\n' })
+    const refused = JSON.parse(res.body.trim().split('\n')[1]!) as { error: string, retryAfter: number }
+    const shown = JSON.parse(blocks('json').find((b) => b.includes('"retryAfter"'))!) as { retryAfter: number }
+    expect({ ...refused, error: refused.error.replace(/in \d+ s/, `in ${shown.retryAfter} s`), retryAfter: shown.retryAfter }).toEqual(shown)
+  })
+
   it('the GitHub Actions job is valid YAML running doi-proxy check with the github format against its service', () => {
     const workflow = parseYaml(blocks('yaml')[0]!) as { jobs: { dois: { services: Record<string, { ports: string[] }>, steps: Array<{ run?: string }> } } }
     expect(workflow.jobs.dois.services['doi-proxy']!.ports).toEqual(['8000:8000'])
