@@ -12,6 +12,7 @@ import { collectDois, PathError } from './files.js'
 import { cacheKey } from '../../handle/name.js'
 import { exitCode, formatReport, summarise } from './report.js'
 import type { Checked, FailOn, Format } from './report.js'
+import { visible } from './visible.js'
 
 export const CHECK_HELP = `doi-proxy check: are the DOIs in these files registered?
 
@@ -71,13 +72,13 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
     if (err instanceof PathError) return usage(io.stderr, err)
     throw err
   }
-  for (const s of collected.skipped) io.stderr.write(`note: skipped ${s.file}: ${s.reason}\n`)
+  for (const s of collected.skipped) io.stderr.write(`note: skipped ${visible(s.file)}: ${s.reason}\n`)
   const progress = progressLine(io.stderr)
   let app: FastifyInstance | undefined
   try {
     app = cmd.upstream ? await inProcessApp(io.env) : undefined
   } catch (err) {
-    io.stderr.write(`doi-proxy check: cannot resolve in this process: ${(err as Error).message}\n`)
+    io.stderr.write(`doi-proxy check: cannot resolve in this process: ${visible((err as Error).message)}\n`)
     return EXIT_USAGE
   }
   try {
@@ -91,7 +92,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   } catch (err) {
     progress.end()
     if (err instanceof AskError) {
-      io.stderr.write(`doi-proxy check: ${err.message}\n`)
+      io.stderr.write(`doi-proxy check: ${visible(err.message)}\n`)
       return EXIT_USAGE
     }
     throw err
@@ -139,7 +140,7 @@ function parseCheckArgs (args: string[]): CheckCommand | 'help' {
 function usage (stderr: NodeJS.WriteStream, err: unknown): number {
   // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
   const message = (err as Error).message.split(/\.\s/)[0] ?? ''
-  stderr.write(`doi-proxy check: ${message}\nRun "doi-proxy check --help" for the options.\n`)
+  stderr.write(`doi-proxy check: ${visible(message)}\nRun "doi-proxy check --help" for the options.\n`)
   return EXIT_USAGE
 }
 

@@ -4,7 +4,7 @@
  * (https://doi.org/…, dx.doi.org, percent-encoded, shortDOIs such as https://doi.org/10/abc), in Markdown,
  * HTML, reStructuredText, LaTeX/BibTeX, CITATION.cff, R DESCRIPTION, JSON and plain text. Pure: no I/O.
  *
- * Where a DOI ends is a guess in running text: we stop at whitespace, quotes, < > { } [ ] ` | \ and
+ * Where a DOI ends is a guess in running text: we stop at whitespace, control characters, quotes, < > { } [ ] ` | \ and
  * drop trailing punctuation and unbalanced closing parentheses, as Crossref's advice for DOIs in text
  * does (https://www.crossref.org/blog/dois-and-matching-regular-expressions/). A SICI DOI with < >
  * is found when written percent-encoded, as in a link.
@@ -51,10 +51,13 @@ const KINDS: Record<string, FileKind> = {
   rd: 'latex'
 }
 
+// A DOI never holds a control character (C0, DEL, C1): an ESC or CSI ends it, as whitespace does.
 // A resolver link: its path is the DOI, percent-encoded or not (shortDOIs included); ?query and #fragment are the link's.
-const RESOLVER_LINK = /(?:https?:\/\/)?(?:dx\.|www\.)?doi\.org\/([^\s"'<>`{}[\]\\|^?#]+)/gi
+// eslint-disable-next-line no-control-regex
+const RESOLVER_LINK = /(?:https?:\/\/)?(?:dx\.|www\.)?doi\.org\/([^\s\u0000-\u001f\u007f-\u009f"'<>`{}[\]\\|^?#]+)/gi
 // A bare DOI: the directory indicator 10, a registrant code (sub-codes after dots), '/', a suffix.
-const BARE_DOI = /(?<![\w.-])10\.\d{4,9}(?:\.\d+)*\/[^\s"'<>`{}[\]\\|^]+/g
+// eslint-disable-next-line no-control-regex
+const BARE_DOI = /(?<![\w.-])10\.\d{4,9}(?:\.\d+)*\/[^\s\u0000-\u001f\u007f-\u009f"'<>`{}[\]\\|^]+/g
 // A shortDOI is only a DOI with a prefix saying so: doi:10/abc (as a link, RESOLVER_LINK finds it).
 const SHORT_WITH_PREFIX = /\bdoi:\s?(10\/[a-z0-9]+)\b/gi
 const DOI_SHAPE = /^10(?:\.\d{4,9}(?:\.\d+)*)?\/\S/

@@ -109,6 +109,41 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     expect(upstream.count('10.5555/plain')).toBe(1)
   })
 
+  describe('a file cannot command the terminal or the CI runner that reads the report', () => {
+    const NAME = 'nl\n::warning file=a::INJECTED\n.md'
+    // eslint-disable-next-line no-control-regex
+    const CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/
+    /** Lines of output that a GitHub Actions runner would obey, other than our own annotations. */
+    const injected = (out: string): string[] => out.split('\n').filter((l) => /^\s*::/.test(l) && !/^::(error|warning) file=/.test(l))
+
+    it.each(['text', 'github'])('--format %s: a file name with newlines and a workflow command, a DOI with terminal controls', async (format) => {
+      const { url } = await server()
+      await writeFile(join(dir, 'docs', NAME), 'doi:10.5555/missing\x1b]52;c;cHduZWQ=\x07\x1b[2J and 10.5555/gone\u009b2J\n')
+      const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
+      expect(injected(run.stdout)).toEqual([])
+      expect(run.stdout).not.toMatch(CONTROLS)
+      expect(run.stdout).toContain('nl\\u000a')
+      expect(run.code).toBe(1)
+    })
+
+    it('the note about a skipped file shows its name on one line', async () => {
+      await writeFile(join(dir, `bin${NAME}`), Buffer.from([0, 1, 2]))
+      const run = await doiProxy(['check', '--server', 'http://127.0.0.1:9', `bin${NAME}`], dir)
+      expect(run.stderr).toContain('note: skipped binnl\\u000a::warning file=a::INJECTED\\u000a.md: binary\n')
+      expect(injected(run.stderr)).toEqual([])
+    })
+
+    it('a link whose path decodes to a control character is reported as not a DOI, the run goes on', async () => {
+      const { url } = await server()
+      await writeFile(join(dir, 'link.md'), '[x](https://doi.org/10.5555/plain%0A%1Bc) and 10.5555/plain\n')
+      const run = await doiProxy(['check', '--server', url, 'link.md'], dir)
+      expect(run.stdout).toMatch(/^link\.md:1: 10\.5555\/plain\\u000a\\u001bc is not registered \(.*control character/)
+      expect(run.stdout).not.toMatch(CONTROLS)
+      expect(run.stdout).toContain('1 registered, 1 not registered')
+      expect(run.code).toBe(1)
+    })
+  })
+
   it.each([
     [['check'], 'no PATH given'],
     [['check', '--format', 'xml', '.'], '--format must be one of text, json, junit, github'],
