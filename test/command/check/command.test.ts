@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,7 +15,8 @@ interface Run { code: number | null, stdout: string, stderr: string }
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env } })
+  // Killed after a minute: a run that hangs on a hostile file fails its test instead of the suite.
+  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env }, timeout: 60_000 })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
@@ -141,6 +142,34 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       expect(run.stdout).not.toMatch(CONTROLS)
       expect(run.stdout).toContain('1 registered, 1 not registered')
       expect(run.code).toBe(1)
+    })
+  })
+
+  describe('every file it reads is bounded, a .gitignore too', () => {
+    it('a .gitignore of 200,000 rules is not applied, and says so; the others still are', async () => {
+      const { url, upstream } = await server()
+      await writeFile(join(dir, 'docs', '.gitignore'), Array.from({ length: 200_000 }, (_, i) => `dir${i}/**/file-${i}-*.md`).join('\n'))
+      const run = await doiProxy(['check', '--server', url, '.'], dir)
+      expect(run.stderr).toBe('note: skipped docs/.gitignore: larger than 65536 bytes; its rules are not applied\n')
+      expect(run.stdout).toContain('Checked 6 DOIs (5 distinct) in 3 files')
+      expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
+    })
+
+    it('a .gitignore that is a symbolic link is not followed (as git does not), so a link to a pipe cannot hang the run', async () => {
+      const { url } = await server()
+      execFileSync('mkfifo', [join(dir, 'pipe')])
+      await symlink(join(dir, 'pipe'), join(dir, 'docs', '.gitignore'))
+      const run = await doiProxy(['check', '--server', url, 'docs'], dir)
+      expect(run.stderr).toBe('note: skipped docs/.gitignore: a symbolic link; its rules are not applied\n')
+      expect(run.code).toBe(1)
+    })
+
+    it('a named path that is not a regular file (a pipe) is skipped with a note, not waited on', async () => {
+      const { url } = await server()
+      execFileSync('mkfifo', [join(dir, 'pipe.md')])
+      const run = await doiProxy(['check', '--server', url, 'pipe.md', 'CITATION.cff'], dir)
+      expect(run.stderr).toBe('note: skipped pipe.md: not a regular file\n')
+      expect(run.stdout).toContain('Checked 1 DOI (1 distinct) in 1 file')
     })
   })
 
