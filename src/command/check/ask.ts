@@ -24,8 +24,7 @@ export async function askAll (dois: readonly string[], ask: Asker, onProgress: (
   const onLine = (): void => { onProgress(++done, distinct.length) }
   for (let i = 0; i < distinct.length; i += CHUNK) {
     const chunk = distinct.slice(i, i + CHUNK)
-    // A DOI is sent as a line GET /{doi} would read: its own '%' must stay a '%'.
-    const answers = await ask(chunk.map((d) => d.replace(/%/g, '%25')), onLine)
+    const answers = await ask(chunk.map(asLine), onLine)
     if (answers.length !== chunk.length) throw new AskError(`the server answered ${answers.length} lines for ${chunk.length} DOIs`)
     answers.forEach((a, j) => {
       const { input: _input, ...verdict } = a
@@ -34,6 +33,14 @@ export async function askAll (dois: readonly string[], ask: Asker, onProgress: (
   }
   return verdicts
 }
+
+/**
+ * A DOI as a batch line, which is read as GET /{doi} reads its path: its own '%' must stay a '%', and a
+ * control character decoded from a link (%0A) must neither split the line nor be lost (the batch says
+ * such a name is not a DOI).
+ */
+// eslint-disable-next-line no-control-regex
+const asLine = (doi: string): string => doi.replace(/[%\u0000-\u001f\u007f-\u009f]/g, encodeURIComponent)
 
 /** A running doi-proxy at `server` (http://127.0.0.1:8000). */
 export function httpAsker (server: string): Asker {

@@ -15,6 +15,7 @@ import { collectDois, PathError } from './files.js'
 import { cacheKey } from '../../handle/name.js'
 import { exitCode, formatFailure, formatReport, summarise } from './report.js'
 import type { Checked, FailOn, Format } from './report.js'
+import { visible } from './visible.js'
 
 export const CHECK_HELP = `doi-proxy check: are the DOIs in these files registered?
 
@@ -71,7 +72,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   const { format } = cmd
   // Nothing could be asked: said on stderr, and as a report of its own for a CI job that saves stdout.
   const cannotCheck = (message: string): number => {
-    io.stderr.write(`doi-proxy check: ${message}\n`)
+    io.stderr.write(`doi-proxy check: ${visible(message)}\n`)
     io.stdout.write(formatFailure(format, message) ?? '')
     return EXIT_USAGE
   }
@@ -83,7 +84,7 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
     io.stdout.write(formatFailure(format, err.message) ?? '')
     return usage(io.stderr, err)
   }
-  for (const s of collected.skipped) io.stderr.write(`note: skipped ${s.file}: ${s.reason}\n`)
+  for (const s of collected.skipped) io.stderr.write(`note: skipped ${visible(s.file)}: ${s.reason}\n`)
   const progress = progressLine(io.stderr)
   let app: FastifyInstance | undefined
   try {
@@ -150,7 +151,7 @@ function parseCheckArgs (args: string[]): CheckCommand | 'help' {
 function usage (stderr: NodeJS.WriteStream, err: unknown): number {
   // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
   const message = (err as Error).message.split(/\.\s/)[0] ?? ''
-  stderr.write(`doi-proxy check: ${message}\nRun "doi-proxy check --help" for the options.\n`)
+  stderr.write(`doi-proxy check: ${visible(message)}\nRun "doi-proxy check --help" for the options.\n`)
   return EXIT_USAGE
 }
 

@@ -4,7 +4,7 @@
  * (https://doi.org/…, dx.doi.org, percent-encoded, shortDOIs such as https://doi.org/10/abc), in Markdown,
  * HTML, reStructuredText, LaTeX/BibTeX, CITATION.cff, R DESCRIPTION, JSON and plain text. Pure: no I/O.
  *
- * Where a DOI ends is a guess in running text: we stop at whitespace, quotes, < > { } [ ] ` | \ and
+ * Where a DOI ends is a guess in running text: we stop at whitespace, control characters, quotes, < > { } [ ] ` | \ and
  * drop trailing punctuation and unbalanced closing parentheses, as Crossref's advice for DOIs in text
  * does (https://www.crossref.org/blog/dois-and-matching-regular-expressions/). A SICI DOI with < >
  * is found when written percent-encoded, as in a link.
@@ -51,33 +51,42 @@ const KINDS: Record<string, FileKind> = {
   rd: 'latex'
 }
 
+// A DOI never holds a control character (C0, DEL, C1): an ESC or CSI ends it, as whitespace does.
 // A resolver link: its path is the DOI, percent-encoded or not (shortDOIs included); ?query and #fragment are the link's.
-const RESOLVER_LINK = /(?:https?:\/\/)?(?:dx\.|www\.)?doi\.org\/([^\s"'<>`{}[\]\\|^?#]+)/gi
+// eslint-disable-next-line no-control-regex
+const RESOLVER_LINK = /(?:https?:\/\/)?(?:dx\.|www\.)?doi\.org\/([^\s\u0000-\u001f\u007f-\u009f"'<>`{}[\]\\|^?#]+)/gi
 // A bare DOI: the directory indicator 10, a registrant code (sub-codes after dots), '/', a suffix.
-const BARE_DOI = /(?<![\w.-])10\.\d{4,9}(?:\.\d+)*\/[^\s"'<>`{}[\]\\|^]+/g
+// eslint-disable-next-line no-control-regex
+const BARE_DOI = /(?<![\w.-])10\.\d{4,9}(?:\.\d+)*\/[^\s\u0000-\u001f\u007f-\u009f"'<>`{}[\]\\|^]+/g
 // A shortDOI is only a DOI with a prefix saying so: doi:10/abc (as a link, RESOLVER_LINK finds it).
 const SHORT_WITH_PREFIX = /\bdoi:\s?(10\/[a-z0-9]+)\b/gi
 const DOI_SHAPE = /^10(?:\.\d{4,9}(?:\.\d+)*)?\/\S/
 
-/** Every DOI written in a file's text, in order of appearance (repeats kept: each is a place to report). */
+/**
+ * Every DOI written in a file's text, in order of appearance (repeats kept: each is a place to report).
+ * Linear in the text's length, whatever it holds: one small hostile file must not hang a CI job.
+ */
 export function findDois (text: string, kind: FileKind): FoundDoi[] {
   const source = prepare(text, kind)
   const lineOf = lineIndex(source)
   const found: Array<FoundDoi & { at: number }> = []
-  const taken: Array<[number, number]> = []
+  const links: Array<[number, number]> = []
   for (const m of source.matchAll(RESOLVER_LINK)) {
     const doi = clean(m[1]!, kind, true)
-    taken.push([m.index, m.index + m[0].length])
+    links.push([m.index, m.index + m[0].length])
     if (doi !== undefined) found.push({ doi, line: lineOf(m.index), at: m.index })
   }
-  const inLink = (at: number): boolean => taken.some(([from, to]) => at >= from && at < to)
+  // matchAll finds in increasing order, so each question below is answered by one forward pass.
+  const inLink = insideSpans(links)
+  const inOtherUrl = otherUrlAt(source)
   for (const m of source.matchAll(BARE_DOI)) {
-    if (inLink(m.index) || inOtherUrl(source, m.index)) continue
+    if (inLink(m.index) || inOtherUrl(m.index)) continue
     const doi = clean(m[0], kind, false)
     if (doi !== undefined) found.push({ doi, line: lineOf(m.index), at: m.index })
   }
+  const inLinkToo = insideSpans(links)
   for (const m of source.matchAll(SHORT_WITH_PREFIX)) {
-    if (!inLink(m.index)) found.push({ doi: m[1]!, line: lineOf(m.index), at: m.index })
+    if (!inLinkToo(m.index)) found.push({ doi: m[1]!, line: lineOf(m.index), at: m.index })
   }
   return found.sort((a, b) => a.at - b.at).map(({ doi, line }) => ({ doi, line }))
 }
@@ -103,31 +112,60 @@ function clean (raw: string, kind: FileKind, link: boolean): string | undefined 
 
 /** Trailing sentence punctuation, and closing brackets that close nothing inside the DOI. */
 function trimTrailing (s: string): string {
+  let opens = 0
+  let closes = 0
+  for (const c of s) {
+    if (c === '(') opens++
+    else if (c === ')') closes++
+  }
+  let end = s.length
   for (;;) {
-    const last = s.at(-1)
-    if (last !== undefined && '.,;:!?\'"*_~'.includes(last)) {
-      s = s.slice(0, -1)
-    } else if (last === ')' && count(s, '(') < count(s, ')')) {
-      s = s.slice(0, -1)
+    const last = s[end - 1]
+    if (last !== undefined && TRAILING_PUNCTUATION.includes(last)) {
+      end--
+    } else if (last === ')' && opens < closes) {
+      end--
+      closes--
     } else {
-      return s
+      return s.slice(0, end)
     }
   }
 }
 
-function count (s: string, ch: string): number {
-  let n = 0
-  for (const c of s) if (c === ch) n++
-  return n
+const TRAILING_PUNCTUATION = '.,;:!?\'"*_~'
+
+/** Whether an offset lies in one of the spans (in order, apart); offsets must be asked in increasing order. */
+function insideSpans (spans: ReadonlyArray<readonly [number, number]>): (at: number) => boolean {
+  let i = 0
+  return (at) => {
+    while (i < spans.length && spans[i]![1] <= at) i++
+    return i < spans.length && spans[i]![0] <= at
+  }
 }
 
-/** A bare DOI inside some other site's URL (a publisher's landing page) is that site's path, not a DOI reference. */
-function inOtherUrl (text: string, at: number): boolean {
-  let start = at
-  while (start > 0 && !/[\s"'<>()[\]{}`|]/.test(text[start - 1]!)) start--
-  const token = text.slice(start, at)
-  return token.includes('://') || /^www\./i.test(token)
+/**
+ * Whether a bare DOI at an offset is inside some other site's URL (a publisher's landing page), that site's
+ * path rather than a DOI reference: the text since the last URL boundary holds '://' or starts with 'www.'.
+ * Offsets must be asked in increasing order: the text is read once, forward, whatever the number of DOIs.
+ */
+function otherUrlAt (text: string): (at: number) => boolean {
+  let read = 0
+  let tokenStart = 0
+  let hasScheme = false
+  return (at) => {
+    for (; read < at; read++) {
+      if (URL_BOUNDARY.test(text[read]!)) {
+        tokenStart = read + 1
+        hasScheme = false
+      } else if (text[read] === '/' && read - 2 >= tokenStart && text[read - 1] === '/' && text[read - 2] === ':') {
+        hasScheme = true
+      }
+    }
+    return hasScheme || /^www\./i.test(text.slice(tokenStart, Math.min(at, tokenStart + 4)))
+  }
 }
+
+const URL_BOUNDARY = /[\s"'<>()[\]{}`|]/
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: '\'' }
 

@@ -1,17 +1,26 @@
 /**
  * The files `doi-proxy check` reads: each path named, and under each directory every file of a kind
  * findDois knows (src/command/check/extract.ts), skipping what .gitignore files say git ignores (the `ignore`
- * package reads them by git's rules) and the .git folder itself.
+ * package reads them by git's rules) and the .git folder itself. Every file, a .gitignore too, is read
+ * through readBounded: a checked repository may be hostile, and no file of it may hang or exhaust the run.
  */
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { open, readdir, stat } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import ignore from 'ignore'
 import type { Ignore } from 'ignore'
 import { fileKind, findDois } from './extract.js'
 import type { Occurrence } from './report.js'
 
-/** Larger files are not read (a data dump, not a document); they are reported as skipped. */
+/** Larger documents are not read (a data dump, not a document); they are reported as skipped. */
 const MAX_FILE_BYTES = 20 * 1024 * 1024
+/**
+ * Larger .gitignore files are not applied (reported as skipped): each rule is tried on each path walked,
+ * so 200,000 rules took seconds and 800 MB. The largest usual ones (several templates together) are a few KiB.
+ */
+export const MAX_GITIGNORE_BYTES = 64 * 1024
+/** A file with a NUL byte this early is binary, as git decides. */
+const BINARY_SNIFF_BYTES = 8000
 
 export interface Collected {
   files: number
@@ -29,7 +38,7 @@ export async function collectDois (paths: readonly string[], cwd: string): Promi
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
     if (info === undefined) throw new PathError(`no such file or directory: ${path}`)
-    if (info.isDirectory()) await walk(full, await inheritedRules(full), out, cwd)
+    if (info.isDirectory()) await walk(full, await inheritedRules(full, out, cwd), out, cwd)
     else await readOne(full, out, cwd, true)
   }
   return out
@@ -39,7 +48,7 @@ export async function collectDois (paths: readonly string[], cwd: string): Promi
 export class PathError extends Error {}
 
 async function walk (dir: string, rules: Rules[], out: Collected, cwd: string): Promise<void> {
-  const here = await rulesIn(dir)
+  const here = await rulesIn(dir, out, cwd)
   const active = here === undefined ? rules : [...rules, here]
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -47,9 +56,11 @@ async function walk (dir: string, rules: Rules[], out: Collected, cwd: string): 
     if (entry.name === '.git') continue
     const full = join(dir, entry.name)
     const isDir = entry.isDirectory()
+    // Only what would be read is matched against the rules: each match costs every rule.
+    if (!isDir && !(entry.isFile() && fileKind(full) !== undefined)) continue
     if (ignored(active, full, isDir)) continue
     if (isDir) await walk(full, active, out, cwd)
-    else if (entry.isFile() && fileKind(full) !== undefined) await readOne(full, out, cwd, false)
+    else await readOne(full, out, cwd, false)
   }
 }
 
@@ -60,20 +71,28 @@ function ignored (rules: readonly Rules[], full: string, isDir: boolean): boolea
   })
 }
 
-async function rulesIn (dir: string): Promise<Rules | undefined> {
-  const text = await readFile(join(dir, '.gitignore'), 'utf8').catch(() => undefined)
-  return text === undefined ? undefined : { base: dir, rules: ignore().add(text) }
+/** A directory's .gitignore rules; one that cannot be applied is noted in `out.skipped`, as git warns and goes on. */
+async function rulesIn (dir: string, out: Collected, cwd: string): Promise<Rules | undefined> {
+  const path = join(dir, '.gitignore')
+  // Git does not follow a .gitignore that is a symbolic link (git 2.32), so neither do we.
+  const read = await readBounded(path, MAX_GITIGNORE_BYTES, false)
+  if (read === undefined) return undefined
+  if ('reason' in read) {
+    out.skipped.push({ file: display(path, cwd), reason: `${read.reason}; its rules are not applied` })
+    return undefined
+  }
+  return { base: dir, rules: ignore().add(read.bytes.toString('utf8')) }
 }
 
 /** The .gitignore files above a directory, up to the repository's top (the folder holding .git). */
-async function inheritedRules (dir: string): Promise<Rules[]> {
+async function inheritedRules (dir: string, out: Collected, cwd: string): Promise<Rules[]> {
   const above: Rules[] = []
   let current = dir
   while (!(await exists(join(current, '.git')))) {
     const parent = dirname(current)
     if (parent === current) return [] // not in a repository: only the walked folders' own files count
     current = parent
-    const rules = await rulesIn(current)
+    const rules = await rulesIn(current, out, cwd)
     if (rules !== undefined) above.unshift(rules)
   }
   return above
@@ -84,24 +103,54 @@ async function exists (path: string): Promise<boolean> {
 }
 
 async function readOne (full: string, out: Collected, cwd: string, named: boolean): Promise<void> {
-  const shown = display(full, cwd)
-  const info = await stat(full).catch(() => undefined)
-  if (info === undefined) return
-  if (info.size > MAX_FILE_BYTES) {
-    out.skipped.push({ file: shown, reason: `larger than ${MAX_FILE_BYTES} bytes` })
-    return
-  }
-  const bytes = await readFile(full).catch(() => undefined)
-  if (bytes === undefined) {
-    out.skipped.push({ file: shown, reason: 'cannot be read' })
-    return
-  }
-  if (bytes.subarray(0, 8000).includes(0)) {
-    if (named) out.skipped.push({ file: shown, reason: 'binary' })
+  // A path named on the command line is read through a symbolic link; a walk lists links as links and reads none.
+  const read = await readBounded(full, MAX_FILE_BYTES, named)
+  if (read === undefined) return
+  if ('reason' in read) {
+    if (named || read.reason !== 'binary') out.skipped.push({ file: display(full, cwd), reason: read.reason })
     return
   }
   out.files++
-  for (const found of findDois(bytes.toString('utf8'), fileKind(full) ?? 'text')) out.occurrences.push({ file: shown, ...found })
+  for (const found of findDois(read.bytes.toString('utf8'), fileKind(full) ?? 'text')) out.occurrences.push({ file: display(full, cwd), ...found })
+}
+
+/**
+ * A file's bytes, under the limits every file check reads is held to: a regular file (a FIFO or a device
+ * such as /dev/zero could block or stream forever), at most maxBytes (counted while reading: a file may
+ * grow after its size was asked), and no NUL early on (binary). Undefined when there is no such file;
+ * otherwise the reason it is not read.
+ */
+async function readBounded (path: string, maxBytes: number, followLink: boolean): Promise<{ bytes: Buffer } | { reason: string } | undefined> {
+  let file
+  try {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
+    file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | (followLink ? 0 : constants.O_NOFOLLOW))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+    return { reason: code === 'ELOOP' && !followLink ? 'a symbolic link' : 'cannot be read' }
+  }
+  try {
+    const info = await file.stat()
+    if (!info.isFile()) return { reason: 'not a regular file' }
+    if (info.size > maxBytes) return { reason: `larger than ${maxBytes} bytes` }
+    // Room for the size stat gave and one byte more, grown (up to maxBytes + 1) if the file grew meanwhile.
+    let buffer = Buffer.allocUnsafe(info.size + 1)
+    let length = 0
+    for (;;) {
+      if (length === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(Math.min(buffer.length, maxBytes + 1 - length))])
+      const { bytesRead } = await file.read(buffer, length, buffer.length - length, length)
+      if (bytesRead === 0) break
+      length += bytesRead
+      if (length > maxBytes) return { reason: `larger than ${maxBytes} bytes` }
+    }
+    const bytes = buffer.subarray(0, length)
+    return bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0) ? { reason: 'binary' } : { bytes }
+  } catch {
+    return { reason: 'cannot be read' }
+  } finally {
+    await file.close()
+  }
 }
 
 /** A path as reported: relative to the working directory when under it (what CI annotations need), else absolute. */

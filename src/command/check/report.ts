@@ -1,8 +1,11 @@
 /**
  * What `doi-proxy check` prints (docs/checking-dois.md): the unregistered (and unknown) DOIs with file and
  * line, in text, JSON, JUnit XML or GitHub Actions workflow commands, and the exit status. Pure: the
- * command writes the strings.
+ * command writes the strings. Every format passes what it did not write (file names, DOIs, the server's
+ * messages) through visible() and then its own escaping, so a checked file cannot write to the terminal
+ * or command the CI runner that reads the report.
  */
+import { visible } from './visible.js'
 
 /** A DOI found in a file. */
 export interface Occurrence {
@@ -54,7 +57,7 @@ export function exitCode (summary: Summary, failOn: FailOn): 0 | 1 {
 
 export function formatReport (format: Format, checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   switch (format) {
-    case 'json': return JSON.stringify({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) }, null, 2) + '\n'
+    case 'json': return json({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) })
     case 'junit': return junit(checked, summary, failOn)
     case 'github': return github(checked, summary, failOn)
     case 'text': return text(checked, summary)
@@ -91,9 +94,23 @@ function summaryLine (s: Summary): string {
 function text (checked: readonly Checked[], summary: Summary): string {
   const lines = checked.flatMap((c) => {
     const p = problem(c)
-    return p === undefined ? [] : [`${c.file}:${c.line}: ${p}`]
+    return p === undefined ? [] : [`${lineStart(visible(c.file))}:${c.line}: ${visible(p)}`]
   })
-  return [...lines, summaryLine(summary), ...operatorNotes(checked)].join('\n') + '\n'
+  return [...lines, summaryLine(summary), ...operatorNotes(checked).map(visible)].join('\n') + '\n'
+}
+
+/**
+ * A file name that starts a line: './' before one that does not start with a letter, digit, '.', '_' or '/',
+ * the same file, so that a file named '::error::x' (or ' ::error::x') cannot open a line with a workflow command.
+ */
+function lineStart (file: string): string {
+  return /^[\p{L}\p{N}._/]/u.test(file) ? file : `./${file}`
+}
+
+/** JSON as JSON.stringify writes it, with the characters visible() escapes in strings written \uXXXX too (the same string). */
+function json (value: unknown): string {
+  // JSON.stringify escapes a newline inside a string, so every raw newline is its own layout.
+  return JSON.stringify(value, null, 2).split('\n').map(visible).join('\n') + '\n'
 }
 
 /**
@@ -107,9 +124,9 @@ function github (checked: readonly Checked[], summary: Summary, failOn: FailOn):
     if (p === undefined) return []
     const level = c.verdict.registered === false || failOn === 'unknown' ? 'error' : 'warning'
     const title = c.verdict.registered === false ? 'DOI not registered' : 'DOI not checked'
-    return [`::${level} file=${property(c.file)},line=${c.line},title=${property(title)}::${data(p)}`]
+    return [`::${level} file=${property(visible(c.file))},line=${c.line},title=${property(title)}::${data(visible(p))}`]
   })
-  return [...lines, summaryLine(summary), ...operatorNotes(checked)].join('\n') + '\n'
+  return [...lines, summaryLine(summary), ...operatorNotes(checked).map(visible)].join('\n') + '\n'
 }
 
 function data (s: string): string {
@@ -159,8 +176,8 @@ function junitDocument (counts: string, cases: readonly string[], out: readonly 
  */
 export function formatFailure (format: Format, message: string): string | undefined {
   switch (format) {
-    case 'json': return JSON.stringify({ error: message, summary: null, results: [] }, null, 2) + '\n'
-    case 'github': return `::error title=doi-proxy check::${data(message)}\n`
+    case 'json': return json({ error: message, summary: null, results: [] })
+    case 'github': return `::error title=doi-proxy check::${data(visible(message))}\n`
     case 'junit': return junitDocument('tests="1" failures="0" errors="1" skipped="0"', [
       '    <testcase classname="doi-proxy check" name="ask about the DOIs">',
       `      <error message="${xml(message)}" type="not-checked"/>`,
@@ -170,8 +187,7 @@ export function formatFailure (format: Format, message: string): string | undefi
   }
 }
 
-/** Text in an XML attribute: markup escaped, and characters XML 1.0 cannot hold dropped. */
+/** Text in an XML attribute: control characters made visible, markup escaped, and the noncharacters XML 1.0 cannot hold dropped. */
 function xml (s: string): string {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+  return visible(s).replace(/[\ufffe\uffff]/g, '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }

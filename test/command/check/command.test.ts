@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -18,7 +18,8 @@ interface Run { code: number | null, stdout: string, stderr: string }
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env } })
+  // Killed after a minute: a run that hangs on a hostile file fails its test instead of the suite.
+  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env }, timeout: 60_000 })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
@@ -35,6 +36,10 @@ async function closedPort (): Promise<number> {
   await new Promise((resolve) => probe.close(resolve))
   return port
 }
+
+// docs/checking-dois.md's examples of output, each compared below with what a run prints.
+const DOC = readFileSync(new URL('../../../docs/checking-dois.md', import.meta.url), 'utf8')
+const docExample = (holding: string): string => [...DOC.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {2}/gm, '')).find((b) => b.includes(holding))!
 
 const RECORDS = { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] }
 
@@ -160,6 +165,69 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     expect(held.stdout).toContain(': 1 registered, 0 not registered')
     const none = await doiProxy(['check', '--upstream', 'ours.txt'], dir, { UPSTREAM_URL: upstream.url, LOCAL_STORE_DIR: '' })
     expect(none.stdout).toContain(': 0 registered, 1 not registered')
+  })
+
+  describe('a file cannot command the terminal or the CI runner that reads the report', () => {
+    const NAME = 'nl\n::warning file=a::INJECTED\n.md'
+    // eslint-disable-next-line no-control-regex
+    const CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/
+    /** Lines of output that a GitHub Actions runner would obey, other than our own annotations. */
+    const injected = (out: string): string[] => out.split('\n').filter((l) => /^\s*::/.test(l) && !/^::(error|warning) file=/.test(l))
+
+    it.each(['text', 'github'])('--format %s: a file name with newlines and a workflow command, a DOI with terminal controls', async (format) => {
+      const { url } = await server()
+      await writeFile(join(dir, 'docs', NAME), 'doi:10.5555/missing\x1b]52;c;cHduZWQ=\x07\x1b[2J and 10.5555/gone\u009b2J\n')
+      const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
+      expect(injected(run.stdout)).toEqual([])
+      expect(run.stdout).not.toMatch(CONTROLS)
+      expect(run.stdout).toContain(format === 'text' ? docExample('::warning') : 'file=docs/nl\\u000a%3A%3Awarning')
+      expect(run.code).toBe(1)
+    })
+
+    it('the note about a skipped file shows its name on one line', async () => {
+      await writeFile(join(dir, `bin${NAME}`), Buffer.from([0, 1, 2]))
+      const run = await doiProxy(['check', '--server', 'http://127.0.0.1:9', `bin${NAME}`], dir)
+      expect(run.stderr).toContain('note: skipped binnl\\u000a::warning file=a::INJECTED\\u000a.md: binary\n')
+      expect(injected(run.stderr)).toEqual([])
+    })
+
+    it('a link whose path decodes to a control character is reported as not a DOI, the run goes on', async () => {
+      const { url } = await server()
+      await writeFile(join(dir, 'link.md'), '[x](https://doi.org/10.5555/plain%0A%1Bc) and 10.5555/plain\n')
+      const run = await doiProxy(['check', '--server', url, 'link.md'], dir)
+      expect(run.stdout).toMatch(/^link\.md:1: 10\.5555\/plain\\u000a\\u001bc is not registered \(.*control character/)
+      expect(run.stdout).not.toMatch(CONTROLS)
+      expect(run.stdout).toContain('1 registered, 1 not registered')
+      expect(run.code).toBe(1)
+    })
+  })
+
+  describe('every file it reads is bounded, a .gitignore too', () => {
+    it('a .gitignore of 200,000 rules is not applied, and says so; the others still are', async () => {
+      const { url, upstream } = await server()
+      await writeFile(join(dir, 'docs', '.gitignore'), Array.from({ length: 200_000 }, (_, i) => `dir${i}/**/file-${i}-*.md`).join('\n'))
+      const run = await doiProxy(['check', '--server', url, '.'], dir)
+      expect(run.stderr).toBe(docExample('note: skipped'))
+      expect(run.stdout).toContain('Checked 6 DOIs (5 distinct) in 3 files')
+      expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
+    })
+
+    it('a .gitignore that is a symbolic link is not followed (as git does not), so a link to a pipe cannot hang the run', async () => {
+      const { url } = await server()
+      execFileSync('mkfifo', [join(dir, 'pipe')])
+      await symlink(join(dir, 'pipe'), join(dir, 'docs', '.gitignore'))
+      const run = await doiProxy(['check', '--server', url, 'docs'], dir)
+      expect(run.stderr).toBe('note: skipped docs/.gitignore: a symbolic link; its rules are not applied\n')
+      expect(run.code).toBe(1)
+    })
+
+    it('a named path that is not a regular file (a pipe) is skipped with a note, not waited on', async () => {
+      const { url } = await server()
+      execFileSync('mkfifo', [join(dir, 'pipe.md')])
+      const run = await doiProxy(['check', '--server', url, 'pipe.md', 'CITATION.cff'], dir)
+      expect(run.stderr).toBe('note: skipped pipe.md: not a regular file\n')
+      expect(run.stdout).toContain('Checked 1 DOI (1 distinct) in 1 file')
+    })
   })
 
   it.each([

@@ -33,7 +33,9 @@ describe('findDois: the DOIs written in a file', () => {
     ['text', 'See :doi:`10.1000/182` and `link <https://doi.org/10.1000/183>`_', ['10.1000/182', '10.1000/183'], 'reStructuredText roles and links'],
     ['json', '{"doi": "10.1000/182", "url": "https:\\/\\/doi.org\\/10.1000\\/183"}', ['10.1000/182', '10.1000/183'], 'JSON, with \\/ escapes'],
     ['text', 'Registrant sub-codes: 10.1000.10/182', ['10.1000.10/182'], 'a registrant code may have sub-codes'],
-    ['text', 'no DOI here, just 10.1 and 10.', [], 'nothing that is a DOI']
+    ['text', 'no DOI here, just 10.1 and 10.', [], 'nothing that is a DOI'],
+    ['text', '10.1000/a\x1b[2J\x1b]52;c;cHduZWQ=\x07 and doi:10.1000/b\x1bc', ['10.1000/a', '10.1000/b'], 'a DOI holds no control character: ESC ends it'],
+    ['text', 'https://doi.org/10.1000/c\u009b2J and 10.1000/d\u009d0;x\u009c and 10.1000/e\x7f', ['10.1000/c', '10.1000/d', '10.1000/e'], 'nor C1 (CSI, OSC) or DEL']
   ])('%s %j → %j (%s)', (kind, text, dois) => {
     expect(findDois(text, kind).map((f) => f.doi)).toEqual(dois)
   })
