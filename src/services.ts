@@ -141,6 +141,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     }
   })
   closers.push(async () => { await upstream.close() })
+  metrics.observeUpstream({ unreachable: () => reachability.state().state === 'unreachable', openPrefixes: upstream.openPrefixes })
   // How long answers stay fresh and are kept, in every tier (src/handle/freshness.ts).
   const freshness = freshnessPolicy(config)
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })

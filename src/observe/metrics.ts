@@ -121,6 +121,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   let sharedTierUp = (): boolean => false
+  let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
   let boundsShown = false
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
   // The shared tier (Redis, src/resolve/shared-tier.ts): registered by observeSharedTier.
@@ -196,6 +197,24 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Times the circuit breaker of one prefix (one failing handle server) opened',
       registers: [registry]
     }),
+    // What readers feel of an upstream that fails, whichever breaker (if any) opened: a silent upstream
+    // times out per prefix, which opens prefix breakers, never the whole upstream's (deploy/prometheus/alerts.yml).
+    upstreamUnreachable: new Gauge({
+      name: 'doi_proxy_upstream_unreachable',
+      help: '1 while lookups find the upstream unreachable (refused, DNS, TLS, no route, or 3 timeouts or cut connections in a row with no answer between; /status says which), else 0',
+      registers: [registry],
+      collect () { this.set(upstreamSeen.unreachable() ? 1 : 0) }
+    }),
+    prefixBreakersOpen: new Gauge({
+      name: 'doi_proxy_prefix_circuits_open',
+      help: 'Prefixes whose circuit breaker is open or half-open now: their uncached DOIs get 503',
+      registers: [registry],
+      collect () { this.set(upstreamSeen.openPrefixes()) }
+    }),
+    /** The guarded upstream is built after the metrics; it tells them how to read what it knows. */
+    observeUpstream (seen: typeof upstreamSeen): void {
+      upstreamSeen = seen
+    },
     upstreamWaiting: new Gauge({
       name: 'doi_proxy_upstream_queue_length',
       help: 'Lookups waiting for an upstream slot',
