@@ -204,7 +204,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       behindProxy: config.trustProxy !== false,
       fallbackHost,
       served: metrics.preparedAnswers.tally(),
-      outcomes: { redirect: metrics.outcomes.redirect, values: metrics.outcomes.values, notFound: metrics.outcomes.not_found },
+      outcomes: { redirect: metrics.answer('redirect', 'hit'), values: metrics.answer('values', 'hit'), notFound: metrics.answer('not_found') },
       serving: () => lifecycle.ready,
       now
     }),
@@ -257,6 +257,7 @@ function createGuardedUpstream (config: Config, deps: ServiceDeps, ctx: { metric
       log.warn({ prefix, state }, 'circuit breaker of one prefix changed state')
     }
   })
+  metrics.observeUpstream({ unreachable: () => reachability.state().state === 'unreachable', openPrefixes: guarded.openPrefixes })
   return {
     guarded,
     /** One request whose outcome the reachability tracker logs. */

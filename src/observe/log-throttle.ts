@@ -17,3 +17,40 @@ export function createLogThrottle (intervalMs: number, now: () => number = Date.
     last.set(key, { at, suppressed: 0 })
   }
 }
+
+/**
+ * Changes of a state (a connection lost, regained): each kind is logged as it happens, at most once per
+ * interval; the changes held back meanwhile are told together in one line when that interval ends
+ * (`summary`: how many of each kind). So every change is logged at least once, however close the next
+ * one comes, and a connection that flaps costs a few lines per interval, not one per flap.
+ */
+export function createChangeLog<K extends string> (intervalMs: number, summary: (held: Partial<Record<K, number>>) => void, now: () => number = Date.now) {
+  const lastAt = new Map<K, number>()
+  let held: Partial<Record<K, number>> = {}
+  let timer: NodeJS.Timeout | undefined
+  function flush (): void {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    const told = held
+    held = {}
+    if (Object.keys(told).length > 0) summary(told)
+  }
+  return {
+    change (kind: K, emit: () => void): void {
+      const at = now()
+      const last = lastAt.get(kind)
+      if (last === undefined || at - last >= intervalMs) {
+        lastAt.set(kind, at)
+        emit()
+        return
+      }
+      held[kind] = (held[kind] ?? 0) + 1
+      if (timer === undefined) {
+        timer = setTimeout(flush, last + intervalMs - at)
+        timer.unref() // a process that is ending says what it held in flush(), called as it closes
+      }
+    },
+    /** Tell what is held now (the process is closing). */
+    flush
+  }
+}

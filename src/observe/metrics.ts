@@ -32,6 +32,74 @@ function talliedCounter<T extends string> (config: CounterConfiguration<T>): Cou
   })
 }
 
+/** What the proxy answered (doi_proxy_resolutions_total's outcome label). */
+export type Resolution = 'redirect' | 'alias' | 'values' | 'showurls' | 'not_found' | 'bad_request' | 'upstream_error'
+
+/** Where a record that was answered came from: local records, the cache, the upstream, or a stale stand-in. */
+export type AnsweredFrom = 'local' | 'hit' | 'miss' | 'stale'
+
+/**
+ * The answers as an operator reads them on /status (doi_proxy_answers_total's outcome label): a record
+ * answered from local records, the cache (hit), the upstream (miss) or an expired copy (stale); or no
+ * record: not found, a bad request or refusal (4xx), an error (5xx).
+ */
+export const ANSWERS = ['local', 'hit', 'miss', 'stale', 'not_found', 'bad_request', 'error'] as const
+export type AnswerOutcome = typeof ANSWERS[number]
+
+function answerOutcome (resolution: Resolution, from: AnsweredFrom): AnswerOutcome {
+  switch (resolution) {
+    case 'not_found': return 'not_found'
+    case 'bad_request': return 'bad_request'
+    case 'upstream_error': return 'error'
+    default: return from
+  }
+}
+
+/**
+ * The proxy's answers, counted once each: a tally per (resolution, source) is a plain number, and both
+ * counters add what it grew by since they last read it. They cannot disagree, whoever reads first.
+ */
+function answerCounters (registry: Registry) {
+  interface One { resolution: Resolution, outcome: AnswerOutcome, n: number, resolved: number, answered: number }
+  const all = new Map<string, One>()
+  const resolutions = new Counter({
+    name: 'doi_proxy_resolutions_total',
+    help: 'Proxy answers by what was answered: redirect, alias, values, showurls, not_found, bad_request, upstream_error',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect () {
+      for (const one of all.values()) {
+        if (one.n > one.resolved) this.inc({ outcome: one.resolution }, one.n - one.resolved)
+        one.resolved = one.n
+      }
+    }
+  })
+  const answers = new Counter({
+    name: 'doi_proxy_answers_total',
+    help: 'Proxy answers as /status shows them: local, hit, miss, stale (where the record came from), not_found, bad_request, error',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect () {
+      for (const one of all.values()) {
+        if (one.n > one.answered) this.inc({ outcome: one.outcome }, one.n - one.answered)
+        one.answered = one.n
+      }
+    }
+  })
+  // Every outcome shows from the start, at 0: a rate over a series that appears later misses its first answers.
+  for (const outcome of ANSWERS) answers.inc({ outcome }, 0)
+  /** The tally of one kind of answer: bound once by its callers, so the hot path only increments. */
+  function tally (resolution: Resolution, from: AnsweredFrom = 'hit'): Tally {
+    const outcome = answerOutcome(resolution, from)
+    const key = `${resolution}|${outcome}`
+    let one = all.get(key)
+    if (one === undefined) all.set(key, one = { resolution, outcome, n: 0, resolved: 0, answered: 0 })
+    const counted = one
+    return { inc: () => { counted.n++ } }
+  }
+  return { resolutions, answers, tally }
+}
+
 /** The settings shown beside the figures they bound (`showBounds`). */
 export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstreamMaxConcurrent' | 'upstreamQueueSize'>
 
@@ -53,6 +121,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
   let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   let sharedTierUp = (): boolean => false
+  let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
   let boundsShown = false
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
   // The shared tier (Redis, src/resolve/shared-tier.ts): registered by observeSharedTier.
@@ -84,12 +153,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
     upstreamMaxConcurrent: new Gauge({ name: 'doi_proxy_upstream_max_concurrent', help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight', registers: [] }),
     upstreamQueueSize: new Gauge({ name: 'doi_proxy_upstream_queue_max', help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot', registers: [] })
   }
-  const resolutions = talliedCounter({
-    name: 'doi_proxy_resolutions_total',
-    help: 'Proxy answers by outcome',
-    labelNames: ['outcome'] as const,
-    registers: [registry]
-  })
+  const answers = answerCounters(registry)
   return {
     registry,
     preparedAnswers: talliedCounter({
@@ -97,17 +161,14 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Answers given from a prepared answer kept with a cached record, before routing (the hot path)',
       registers: [registry]
     }),
-    resolutions,
-    /** The proxy's answers by outcome, counted alike by the route and the prepared answers. */
-    outcomes: {
-      redirect: resolutions.tally({ outcome: 'redirect' }),
-      alias: resolutions.tally({ outcome: 'alias' }),
-      values: resolutions.tally({ outcome: 'values' }),
-      showurls: resolutions.tally({ outcome: 'showurls' }),
-      not_found: resolutions.tally({ outcome: 'not_found' }),
-      bad_request: resolutions.tally({ outcome: 'bad_request' }),
-      upstream_error: resolutions.tally({ outcome: 'upstream_error' })
-    },
+    resolutions: answers.resolutions,
+    /** The proxy's answers as /status shows them (ANSWERS): the same tallies as `resolutions`. */
+    answers: answers.answers,
+    /**
+     * The one place a proxy answer is counted (the route and the prepared answers alike): what was
+     * answered and where from. One increment shows in both counters, and /status reads `answers`.
+     */
+    answer: answers.tally,
     cache: talliedCounter({
       name: 'doi_proxy_cache_lookups_total',
       help: 'Record cache lookups by result',
@@ -136,6 +197,24 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Times the circuit breaker of one prefix (one failing handle server) opened',
       registers: [registry]
     }),
+    // What readers feel of an upstream that fails, whichever breaker (if any) opened: a silent upstream
+    // times out per prefix, which opens prefix breakers, never the whole upstream's (deploy/prometheus/alerts.yml).
+    upstreamUnreachable: new Gauge({
+      name: 'doi_proxy_upstream_unreachable',
+      help: '1 while lookups find the upstream unreachable (refused, DNS, TLS, no route, or 3 timeouts or cut connections in a row with no answer between; /status says which), else 0',
+      registers: [registry],
+      collect () { this.set(upstreamSeen.unreachable() ? 1 : 0) }
+    }),
+    prefixBreakersOpen: new Gauge({
+      name: 'doi_proxy_prefix_circuits_open',
+      help: 'Prefixes whose circuit breaker is open or half-open now: their uncached DOIs get 503',
+      registers: [registry],
+      collect () { this.set(upstreamSeen.openPrefixes()) }
+    }),
+    /** The guarded upstream is built after the metrics; it tells them how to read what it knows. */
+    observeUpstream (seen: typeof upstreamSeen): void {
+      upstreamSeen = seen
+    },
     upstreamWaiting: new Gauge({
       name: 'doi_proxy_upstream_queue_length',
       help: 'Lookups waiting for an upstream slot',

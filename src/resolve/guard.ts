@@ -117,7 +117,13 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
       prefixes.clear()
       await client.close()
     },
-    breakerState: () => state
+    breakerState: () => state,
+    /** Prefixes whose breaker is not closed now (at most maxPrefixBreakers, read at a scrape). */
+    openPrefixes (): number {
+      let open = 0
+      for (const breaker of prefixes.values()) if (!breaker.closed) open++
+      return open
+    }
   }
 }
 

@@ -13,9 +13,12 @@ import type { CachedAnswer } from './cache.js'
 import { createLocationLoader } from './locations-loader.js'
 import type { LocationContext } from './locations-loader.js'
 import type { CacheStatus, ChainResult, LookupOptions, Lookup, Resolver } from './resolver.js'
+import type { AnsweredFrom } from '../observe/metrics.js'
 
-/** What the HTML proxy answers for one handle request; http/ renders it. */
-export type ProxyOutcome =
+/** What the HTML proxy answers for one handle request, and where its record came from; http/ renders it. */
+export type ProxyOutcome = Decided & { from: AnsweredFrom }
+
+type Decided =
   | {
     kind: 'redirect',
     handle: string,
@@ -93,17 +96,20 @@ export function createProxyService (opts: ProxyServiceOptions) {
    */
   async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
     const flags = flagsOf(req)
-    return req.params.ignoreAliases
-      ? await fromRecord(req, req.handle, await resolver.lookup(req.handle, flags))
-      : await fromChain(req, await resolver.followAliases(req.handle, flags))
+    if (req.params.ignoreAliases) {
+      const found = await resolver.lookup(req.handle, flags)
+      return Object.assign(await fromRecord(req, req.handle, found), { from: answeredFrom(found) })
+    }
+    const chain = await resolver.followAliases(req.handle, flags)
+    return Object.assign(await fromChain(req, chain), { from: answeredFrom(chain) })
   }
 
-  async function fromRecord (req: ProxyRequest, handle: string, result: Lookup): Promise<ProxyOutcome> {
+  async function fromRecord (req: ProxyRequest, handle: string, result: Lookup): Promise<Decided> {
     if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
     return await decide(req, handle, result.values, result.cache, undefined)
   }
 
-  async function fromChain (req: ProxyRequest, chain: ChainResult): Promise<ProxyOutcome> {
+  async function fromChain (req: ProxyRequest, chain: ChainResult): Promise<Decided> {
     const { params } = req
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
@@ -115,11 +121,10 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    // A hit without a cache entry is a local record (the cache's own hits always carry theirs).
-    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined, chain.cache === 'HIT' && chain.entry === undefined)
+    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined, answeredFrom(chain) === 'local')
   }
 
-  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined, local = false): Promise<ProxyOutcome> {
+  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined, local = false): Promise<Decided> {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
@@ -170,7 +175,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
     return kept !== undefined && kept.namespaceValues === located.namespaceValues ? kept.plan : undefined
   }
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, slot: WorkSlot | undefined): ProxyOutcome {
+  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, slot: WorkSlot | undefined): Decided {
     const { params } = req
     const kept = keptPlan(handle, located, slot)
     const plan = kept ?? (slot !== undefined && located.includes.size === 0
@@ -260,6 +265,18 @@ function locattFor (req: ProxyRequest): readonly string[] {
   const { client, params } = req
   const automatic = client.negotiation.locatt
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
+}
+
+/**
+ * Where an answer's record came from, as /status counts it. A hit without a cache entry is a local record
+ * (the cache's own hits always carry theirs); BYPASS asked the upstream, as a miss does.
+ */
+function answeredFrom (found: { cache: CacheStatus, entry?: CachedAnswer | undefined }): AnsweredFrom {
+  switch (found.cache) {
+    case 'HIT': return found.entry === undefined ? 'local' : 'hit'
+    case 'STALE': return 'stale'
+    default: return 'miss'
+  }
 }
 
 /**

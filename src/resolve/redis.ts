@@ -158,6 +158,18 @@ export async function waitConnected (client: RedisClient, ms: number): Promise<b
   return pinged
 }
 
+/**
+ * Whether the client connected but its own first commands (the ready check) timed out since this was
+ * called: Redis accepts connections and answers, slower than REDIS_COMMAND_TIMEOUT_MS, so the client
+ * never becomes ready. `stop()` removes the listener.
+ */
+export function watchSlowSetup (client: RedisClient): { slow: () => boolean, stop: () => void } {
+  let slow = false
+  const onError = (err: Error): void => { if (err.message === 'Command timed out') slow = true }
+  client.on('error', onError)
+  return { slow: () => slow, stop: () => { client.off('error', onError) } }
+}
+
 async function waitReady (client: RedisClient, ms: number): Promise<boolean> {
   if (client.status === 'ready') return true
   return await new Promise((resolve) => {

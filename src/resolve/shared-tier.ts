@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { isFresh, staleUntil } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import { cacheKey } from '../handle/name.js'
-import { createLogThrottle } from '../observe/log-throttle.js'
+import { createChangeLog, createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
 import { entryOf } from './cache.js'
 import type { CachedAnswer, RecordCache } from './cache.js'
@@ -88,23 +88,28 @@ export function createSharedTier (opts: SharedTierOptions) {
   }
 
   let pausedUntil = 0
-  // The connection's own story, one line each way (throttled, for a Redis that flaps), whether or not a
-  // command was in flight: an idle replica whose Redis went away says so. A start without Redis is
-  // already said by services/cache-tiers.ts, so its first connection is a reconnection too.
+  // The connection's own story, whether or not a command was in flight: an idle replica whose Redis went
+  // away says so. Each outage's start and end is logged, at once or, when another came within
+  // LOG_INTERVAL_MS, counted in one line at that interval's end: back-to-back outages are never lost
+  // from the log, and a Redis that flaps costs a few lines per interval. A start without Redis is already
+  // said by services/cache-tiers.ts, so its first connection is a reconnection too.
   let connected = redis.status === 'ready'
-  const connection = createLogThrottle(LOG_INTERVAL_MS)
+  const connection = createChangeLog<'lost' | 'regained'>(LOG_INTERVAL_MS, (held) => {
+    opts.log.warn({ lost: held.lost ?? 0, regained: held.regained ?? 0, connected },
+      `the connection to the shared cache (Redis) was lost ${held.lost ?? 0} more times and regained ${held.regained ?? 0} more times in the last ${LOG_INTERVAL_MS / 1000} s; ${connected ? 'connected now' : 'not connected now'}`)
+  })
   redis.on('ready', () => {
     // A new connection ends the pause: it is for a Redis that stays connected but answers too slowly.
     pausedUntil = 0
     if (connected) return
     connected = true
-    connection('regained', (suppressed) => opts.log.info({ suppressed }, 'reconnected to the shared cache (Redis)'))
+    connection.change('regained', () => opts.log.info({}, 'reconnected to the shared cache (Redis)'))
   })
   // Emitted when a connection that was not closed by us is lost and a reconnection is planned.
   redis.on('reconnecting', () => {
     if (!connected) return
     connected = false
-    connection('lost', (suppressed) => opts.log.warn({ suppressed }, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
+    connection.change('lost', () => opts.log.warn({}, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
   })
 
   // When the first command failed since Redis last answered (performance.now()); undefined while it answers.
@@ -194,7 +199,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey }
+  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog: connection.flush }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>

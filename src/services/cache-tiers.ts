@@ -6,7 +6,7 @@ import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
-import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected } from '../resolve/redis.js'
+import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected, watchSlowSetup } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
 import type { RecordFetcher } from '../resolve/resolver.js'
 import { createSharedTier, sharedFetcher } from '../resolve/shared-tier.js'
@@ -75,9 +75,17 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   const settings = redisSettingsOf(config)
   if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {} }
   const redis = createRedisClient(settings)
+  const setup = watchSlowSetup(redis)
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    if (setup.slow()) {
+      // Connected, but its first commands took longer than the timeout: it will never be ready as it is.
+      log.warn({ redis: describeRedis(settings.topology), commandTimeoutMs: config.redisCommandTimeoutMs },
+        `the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs} ms); working with the local cache, not sharing, until it answers in time: raise REDIS_COMMAND_TIMEOUT_MS above its round trip to share (docs/deployment.md)`)
+    } else {
+      log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    }
   }
+  setup.stop()
   const tier = createSharedTier({
     redis,
     prefix: config.redisKeyPrefix,
@@ -93,7 +101,10 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   return {
     redis,
     preClose,
-    close: async () => { await closeRedis(redis, config.redisCommandTimeoutMs * 10) },
+    close: async () => {
+      tier.flushLog()
+      await closeRedis(redis, config.redisCommandTimeoutMs * 10)
+    },
     wrap: (upstream) => sharedFetcher(upstream, {
       tier,
       cache,

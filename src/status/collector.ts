@@ -1,22 +1,25 @@
 /**
  * What the status page shows (issue 15), kept in fixed-size rings in memory. Nothing here runs per
  * request: a timer (unref'd) reads our Prometheus counters (src/observe/metrics.ts) once a second and adds what changed to
- * the current slot. One slot is `stepMs` long; `slots` of them are kept (360 × 10 s: the last hour).
+ * the current slot. Requests are read from doi_proxy_answers_total, the counter /metrics shows: the page
+ * and the metrics count the same answers by construction. One slot is `stepMs` long; `slots` of them are kept (360 × 10 s: the last hour).
  *
  * No reader data is kept: no address, no header, no DOI. Upstream errors are kept by code and time.
  */
 import { readFileSync } from 'node:fs'
 import { openAccessProviderInForce } from '../config/open-access.js'
 import type { Config } from '../config/schema.js'
-import type { Metrics } from '../observe/metrics.js'
+import { ANSWERS } from '../observe/metrics.js'
+import type { AnswerOutcome, Metrics } from '../observe/metrics.js'
 import { REASON_WORDS } from '../resolve/reachability.js'
 import type { UnreachableReason, UpstreamState } from '../resolve/reachability.js'
 import { ItemRing, NumberRing, SlotRings } from './rings.js'
 
-export const OUTCOMES = ['hit', 'miss', 'stale', 'not_found', 'error'] as const
-export type Outcome = typeof OUTCOMES[number]
+/** Every answer counts under one of these (doi_proxy_answers_total's outcome label). */
+export const OUTCOMES = ANSWERS
+export type Outcome = AnswerOutcome
 
-const SERIES = [...OUTCOMES, 'upstream', 'upstream_errors', 'breaker', 'prefix_openings', 'retries'] as const
+const SERIES = [...OUTCOMES, 'lookup_hit', 'lookups', 'upstream', 'upstream_errors', 'breaker', 'prefix_openings', 'retries'] as const
 type SeriesName = typeof SERIES[number]
 
 /** The limits a request can meet, by the reason label of doi_proxy_refusals_total. */
@@ -55,16 +58,18 @@ export interface StatusSnapshot {
   stepSeconds: number
   seriesStart: string
   requests: {
-    /** Per second, one point per step: cache lookups (hit, miss, stale) and answers (not_found, error). */
+    /** Per second, one point per step: every answer, by where its record came from or why there was none. */
     perSecond: Record<Outcome, number[]>
     lastHour: Record<Outcome, number>
+    /** doi_proxy_answers_total, as /metrics shows it. */
+    sinceStart: Record<Outcome, number>
   }
   cache: {
     entries: number
     maxEntries: number
     bytes: number
     maxBytes: number
-    /** hit / (hit + miss + stale) over the series; null before any lookup. */
+    /** Cache lookups that hit over all cache lookups (hit, miss, shared, stale, bypass); null before any lookup. */
     hitRatioLastHour: number | null
   }
   upstream: {
@@ -211,9 +216,9 @@ export function createStatusCollector (opts: CollectorOptions) {
     const t = now()
     moveTo(t)
     lastSampleAt = t
-    const [cache, resolutions, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard] = await Promise.all([
+    const [cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard] = await Promise.all([
       read(metrics.cache),
-      read(metrics.resolutions),
+      read(metrics.answers),
       read(metrics.upstreamDuration),
       read(metrics.upstreamErrors),
       read(metrics.upstreamRetries),
@@ -229,16 +234,13 @@ export function createStatusCollector (opts: CollectorOptions) {
     countLabelled('oa_lookups', oaLookups)
     for (const s of cache) {
       const d = delta(keyOf('cache', s.labels), s.value)
-      const result = String(s.labels.result)
-      // A lookup that went upstream, joined one that did, or bypassed the cache is a miss here.
-      if (result === 'hit') rings.add('hit', d)
-      else if (result === 'stale') rings.add('stale', d)
-      else rings.add('miss', d)
+      rings.add('lookups', d)
+      if (s.labels.result === 'hit') rings.add('lookup_hit', d)
     }
-    for (const s of resolutions) {
-      const d = delta(keyOf('resolutions', s.labels), s.value)
-      if (s.labels.outcome === 'not_found') rings.add('not_found', d)
-      else if (s.labels.outcome === 'upstream_error') rings.add('error', d)
+    for (const s of answers) {
+      const outcome = String(s.labels.outcome) as Outcome
+      if (!OUTCOMES.includes(outcome)) continue
+      rings.add(outcome, delta(keyOf('answers', s.labels), s.value))
     }
     // The histogram: per-bucket deltas summed over outcomes; the error outcome counts failures.
     const cumulative = new Map<number, number>()
@@ -330,9 +332,10 @@ export function createStatusCollector (opts: CollectorOptions) {
     const perSecond = (name: SeriesName): number[] => rings.series(name).map((v, i) => v / seconds(i))
     const requests = {
       perSecond: Object.fromEntries(OUTCOMES.map((o) => [o, perSecond(o)])) as Record<Outcome, number[]>,
-      lastHour: Object.fromEntries(OUTCOMES.map((o) => [o, rings.sum(o)])) as Record<Outcome, number>
+      lastHour: Object.fromEntries(OUTCOMES.map((o) => [o, rings.sum(o)])) as Record<Outcome, number>,
+      sinceStart: Object.fromEntries(OUTCOMES.map((o) => [o, previous.get(keyOf('answers', { outcome: o })) ?? 0])) as Record<Outcome, number>
     }
-    const lookups = rings.sum('hit') + rings.sum('miss') + rings.sum('stale')
+    const lookups = rings.sum('lookups')
     const steps = latency.toArray()
     const upstreamCounts = rings.series('upstream')
     const upstreamFailures = rings.series('upstream_errors')
@@ -365,7 +368,7 @@ export function createStatusCollector (opts: CollectorOptions) {
         maxEntries: config.cacheMaxEntries,
         bytes: g.bytes,
         maxBytes: config.cacheMaxBytes,
-        hitRatioLastHour: lookups === 0 ? null : rings.sum('hit') / lookups
+        hitRatioLastHour: lookups === 0 ? null : rings.sum('lookup_hit') / lookups
       },
       upstream: {
         p50Ms: steps.map((s) => toMs(quantile(s, 0.5))),

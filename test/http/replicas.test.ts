@@ -260,6 +260,28 @@ describe('when Redis fails', () => {
     expect(lost()).toBe(1)
   })
 
+  it('two Redis outages back to back: the start and end of each is logged, the second counted within 10 s', async () => {
+    const upstream = await fakeUpstream()
+    const logs: Array<{ level: number, msg: string, lost?: number, regained?: number }> = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })
+    const a = await replica(upstream, {}, { logger })
+    // Outages told: a line each, or counted in the line that sums up those held back.
+    const summaries = (): typeof logs => logs.filter((l) => l.msg.startsWith('the connection to the shared cache (Redis) was lost'))
+    const lost = (): number => logs.filter((l) => l.msg.startsWith('lost the connection to the shared cache (Redis)')).length + summaries().reduce((n, l) => n + (l.lost ?? 0), 0)
+    const back = (): number => logs.filter((l) => l.msg === 'reconnected to the shared cache (Redis)').length + summaries().reduce((n, l) => n + (l.regained ?? 0), 0)
+    for (let outage = 1; outage <= 2; outage++) {
+      await redis.kill()
+      await waitFor(async () => !await sharedUp(a))
+      await redis.run()
+      await waitFor(async () => await sharedUp(a))
+    }
+    // The second outage came within 10 s of the first: it is told when those 10 s are over.
+    await waitFor(async () => lost() === 2 && back() === 2, 20_000)
+    expect(lost()).toBe(2)
+    expect(back()).toBe(2)
+    expect(summaries().at(-1)?.level).toBe(40)
+  }, 40_000)
+
   it('a full Redis (maxmemory reached, no eviction) refuses writes: the replica resolves and counts it', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream)

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { admin, str } from '../support/records.js'
 import { setup } from '../support/app.js'
 import { REFRESH_SCRIPT, REFRESH_SCRIPT_HASH } from '../../src/http/views/status.js'
 import { buildConfig, ConfigError } from '../../src/config/schema.js'
@@ -115,6 +119,65 @@ describe('/status (issue 15)', () => {
     expect(page).toContain('100 per 60 s (RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_MS)')
   })
 })
+
+/** doi_proxy_answers_total by outcome, and the sum of doi_proxy_resolutions_total, as /metrics shows them. */
+function answersIn (text: string): { answers: Record<string, number>, resolutions: number } {
+  const answers = Object.fromEntries([...text.matchAll(/^doi_proxy_answers_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]))
+  const resolutions = [...text.matchAll(/^doi_proxy_resolutions_total\{outcome="\w+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+  return { answers, resolutions }
+}
+
+describe('/status counts every answer once, as /metrics does (issue 44.7)', () => {
+  it('an offline mirror that answered 60 redirects from its local records shows 60 local answers', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    for (let i = 0; i < 60; i++) expect((await app.inject('/10.5555/sample')).statusCode).toBe(302)
+    const s = (await app.inject('/status.json')).json()
+    expect(s.requests.lastHour.local).toBe(60)
+    expect(s.requests.sinceStart.local).toBe(60)
+    const { answers } = answersIn((await app.inject('/metrics')).body)
+    expect(answers.local).toBe(60)
+    const page = (await app.inject('/status')).body
+    expect(page).toMatch(/<td>local record<\/td><td[^>]*>[^<]*<\/td><td[^>]*>60<\/td><td[^>]*>60<\/td>/)
+  })
+
+  it('after mixed traffic, the page, its JSON and /metrics give the same count of each outcome', async () => {
+    let now = Date.parse('2026-11-22T12:00:00Z')
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-store-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    writeFileSync(join(dir, 'records.ndjson'), [
+      { handle: '10.9999', values: [admin()] },
+      { handle: '10.9999/local', values: [str(1, 'URL', 'https://library.example/local')] }
+    ].map((r) => JSON.stringify(r)).join('\n') + '\n')
+    const { app, upstream } = await setup({ deps: { now: () => now }, overrides: { localStoreDir: dir, upstreamRetries: 0 } })
+    const asked: Array<[string, number]> = [
+      ['/10.9999/local', 302], ['/10.9999/local', 302], ['/10.9999/local', 302], // local
+      ['/10.5555/plain', 302], // miss
+      ['/10.5555/plain', 302], ['/10.5555/plain', 302], // hit (the second from its prepared answer)
+      ['/10.5555/nothing-here', 404], // not found
+      ['/10.5555/plain?urlappend=%0A', 400] // bad request
+    ]
+    for (const [url, status] of asked) expect((await app.inject(url)).statusCode, url).toBe(status)
+    now += 2 * 86_400_000 // every record is stale
+    upstream.mode = { kind: 'status', status: 500 }
+    const stale = await app.inject('/10.5555/plain')
+    expect(stale.headers['x-cache']).toBe('STALE')
+    expect((await app.inject('/10.5555/multi')).statusCode).toBe(502) // error
+    const expected = { local: 3, hit: 2, miss: 1, stale: 1, not_found: 1, bad_request: 1, error: 1 }
+    const s = (await app.inject('/status.json')).json()
+    const { answers, resolutions } = answersIn((await app.inject('/metrics')).body)
+    expect(s.requests.sinceStart).toEqual(expected)
+    expect(answers).toEqual(expected)
+    expect(resolutions).toBe(10)
+    const page = (await app.inject('/status')).body
+    for (const [name, n] of [['local record', 3], ['cache hit', 2], ['miss (asked upstream)', 1], ['stale', 1], ['not found', 1], ['bad request or refused', 1], ['error', 1]] as const) {
+      expect(page).toMatch(new RegExp(`<td>${escapeRegExp(name)}</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td[^>]*>${n}</td>`))
+    }
+  })
+})
+
+function escapeRegExp (text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
 
 describe('bounds in /metrics', () => {
   it('/metrics shows the bounds in force, for dashboards to set usage against', async () => {

@@ -12,23 +12,37 @@ function rig (opts: { slots?: number } = {}) {
 }
 
 describe('status collector', () => {
-  it('counts cache hits, misses, stale answers, not-found and failed answers in the current step', async () => {
+  it('counts each answer once in the current step, by where its record came from or why there was none', async () => {
     const { metrics, collector, tick } = rig()
+    const times = (n: number, tally: { inc: () => void }): void => { for (let i = 0; i < n; i++) tally.inc() }
+    times(4, metrics.answer('redirect', 'local'))
+    times(1, metrics.answer('values', 'local'))
+    times(7, metrics.answer('redirect', 'hit'))
+    times(2, metrics.answer('alias', 'miss'))
+    times(1, metrics.answer('redirect', 'stale'))
+    times(2, metrics.answer('not_found', 'local'))
+    times(1, metrics.answer('bad_request'))
+    times(1, metrics.answer('upstream_error'))
+    tick(5000)
+    const s = await collector.snapshot()
+    const expected = { local: 5, hit: 7, miss: 2, stale: 1, not_found: 2, bad_request: 1, error: 1 }
+    expect(s.requests.lastHour).toEqual(expected)
+    expect(s.requests.sinceStart).toEqual(expected)
+  })
+
+  it('reads the cache hit ratio from cache lookups: a lookup that joined another or bypassed the cache is not a hit', async () => {
+    const { metrics, collector } = rig()
     metrics.cache.inc({ result: 'hit' }, 7)
     metrics.cache.inc({ result: 'miss' })
     metrics.cache.inc({ result: 'shared' })
     metrics.cache.inc({ result: 'stale' })
-    metrics.resolutions.inc({ outcome: 'not_found' }, 2)
-    metrics.resolutions.inc({ outcome: 'upstream_error' })
-    tick(5000)
-    const s = await collector.snapshot()
-    expect(s.requests.lastHour).toEqual({ hit: 7, miss: 2, stale: 1, not_found: 2, error: 1 })
-    expect(s.cache.hitRatioLastHour).toBe(0.7)
+    expect((await collector.snapshot()).cache.hitRatioLastHour).toBe(0.7)
   })
 
   it('reads a counter once: sampling twice does not count twice', async () => {
     const { metrics, collector } = rig()
-    metrics.cache.inc({ result: 'hit' }, 3)
+    const hit = metrics.answer('redirect', 'hit')
+    for (let i = 0; i < 3; i++) hit.inc()
     await collector.sample()
     await collector.sample()
     expect((await collector.snapshot()).requests.lastHour.hit).toBe(3)
@@ -38,7 +52,8 @@ describe('status collector', () => {
     const { metrics, collector, tick } = rig()
     await collector.sample()
     tick(10_000)
-    metrics.cache.inc({ result: 'hit' }, 50)
+    const hit = metrics.answer('redirect', 'hit')
+    for (let i = 0; i < 50; i++) hit.inc()
     await collector.sample()
     tick(10_000)
     const s = await collector.snapshot()
@@ -48,12 +63,15 @@ describe('status collector', () => {
 
   it('forgets what is older than its slots', async () => {
     const { metrics, collector, tick } = rig({ slots: 6 })
-    metrics.cache.inc({ result: 'hit' }, 5)
+    const hit = metrics.answer('redirect', 'hit')
+    for (let i = 0; i < 5; i++) hit.inc()
     await collector.sample()
+    expect((await collector.snapshot()).requests.lastHour.hit).toBe(5)
     tick(60_000)
     const s = await collector.snapshot()
     expect(s.requests.perSecond.hit).toHaveLength(6)
     expect(s.requests.lastHour.hit).toBe(0)
+    expect(s.requests.sinceStart.hit).toBe(5)
   })
 
   it('measures upstream latency p50 and p99, and the share that failed', async () => {

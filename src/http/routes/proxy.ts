@@ -5,7 +5,7 @@ import { parseProxyQuery } from '../../handle/query.js'
 import type { ProxyParams } from '../../handle/query.js'
 import type { ProxyOutcome, ProxyRequest, ProxyService } from '../../resolve/proxy-service.js'
 import type { Resolver } from '../../resolve/resolver.js'
-import type { Metrics } from '../../observe/metrics.js'
+import type { AnsweredFrom, Metrics, Resolution, Tally } from '../../observe/metrics.js'
 import type { CountryLookup } from '../../resolve/geoip.js'
 import type { Admission } from '../admission.js'
 import { baseUrlFor } from '../base-url.js'
@@ -117,8 +117,14 @@ export function proxyHandler (opts: ProxyRouteOptions) {
  * to `/`, `/openurl`): limits, resolution, the local service and the page all happen here.
  */
 export function proxyAnswer (opts: ProxyRouteOptions) {
-  const counters = opts.metrics.outcomes
-  const count = (outcome: OutcomeLabel): void => { counters[outcome].inc() }
+  // Every tally bound once (RESOLUTIONS × where the record came from): the answer only increments one.
+  const counters = new Map<string, Tally>()
+  const count = (outcome: Resolution, from: AnsweredFrom = 'miss'): void => {
+    const key = `${outcome}|${from}`
+    let tally = counters.get(key)
+    if (tally === undefined) counters.set(key, tally = opts.metrics.answer(outcome, from))
+    tally.inc()
+  }
   const { localServices } = opts
   async function answerHandle (request: FastifyRequest, reply: FastifyReply, ctx: PageContext, asked: { handle: string, query: string, params: ProxyParams, post: boolean }): Promise<FastifyReply> {
     const { handle, query, params, post } = asked
@@ -137,7 +143,7 @@ export function proxyAnswer (opts: ProxyRouteOptions) {
     const req: ProxyRequest = { handle, params, post, client: clientOf(request, opts, params), admit: opts.admission.gate(request, reply, params.bypassCache) }
     try {
       const outcome = await opts.service.answer(req)
-      count(outcomeLabel(outcome))
+      count(outcomeLabel(outcome), outcome.from)
       if (outcome.kind === 'redirect' && outcome.negotiated && opts.metadata !== undefined) {
         const answered = opts.metadata.answer(request, reply, outcome, req)
         if (answered !== undefined) return await answered
@@ -278,14 +284,12 @@ function render (reply: FastifyReply, ctx: PageContext, outcome: Exclude<ProxyOu
   }
 }
 
-type OutcomeLabel = keyof Metrics['outcomes']
-
 /** Which kind of prepared answer an outcome gives. */
 function answerKind (outcome: Extract<ProxyOutcome, { kind: 'redirect' | 'values' | 'not-found' }>): AnswerKind {
   return outcome.kind === 'redirect' ? (outcome.negotiated ? 'negotiated-redirect' : 'redirect') : outcome.kind
 }
 
-function outcomeLabel (outcome: ProxyOutcome): OutcomeLabel {
+function outcomeLabel (outcome: ProxyOutcome): Resolution {
   return outcome.kind === 'not-found' ? 'not_found' : outcome.kind === 'no-values' ? 'values' : outcome.kind === 'refused' ? 'bad_request' : outcome.kind
 }
 

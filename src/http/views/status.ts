@@ -4,6 +4,7 @@
  * JavaScript; with it, a small inline script refreshes the figures every 10 seconds (a checkbox stops it).
  */
 import { createHash } from 'node:crypto'
+import { OUTCOMES } from '../../status/collector.js'
 import type { CountRow, Outcome, StatusSnapshot } from '../../status/collector.js'
 import { escapeHtml, htmlDocument, link } from './html.js'
 import type { PageContext } from './pages.js'
@@ -44,10 +45,12 @@ export const REFRESH_SCRIPT = `(function () {
 export const REFRESH_SCRIPT_HASH = `sha256-${createHash('sha256').update(REFRESH_SCRIPT).digest('base64')}`
 
 const OUTCOME_NAMES: Record<Outcome, string> = {
-  hit: 'hit',
-  miss: 'miss',
+  local: 'local record',
+  hit: 'cache hit',
+  miss: 'miss (asked upstream)',
   stale: 'stale',
   not_found: 'not found',
+  bad_request: 'bad request or refused',
   error: 'error'
 }
 
@@ -147,8 +150,8 @@ export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
   const requestsChart = lineChart({
     id: 'chart-requests',
     title: 'Requests per second by outcome',
-    desc: `Per second, ${history}: cache lookups that hit, missed or were served stale, and answers that were not found or failed upstream. Totals are in the table below.`,
-    series: (Object.keys(OUTCOME_NAMES) as Outcome[]).map((o) => ({ name: OUTCOME_NAMES[o], values: s.requests.perSecond[o] })),
+    desc: `Answers per second, ${history}, each counted once: from a local record, the cache, the upstream or a stale copy, or not found, refused, failed. Totals are in the table below.`,
+    series: OUTCOMES.map((o) => ({ name: OUTCOME_NAMES[o], values: s.requests.perSecond[o] })),
     unit: 'per second',
     ...span
   })
@@ -170,10 +173,10 @@ export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
     ...span
   })
   const r = s.requests.lastHour
-  const lookups = r.hit + r.miss + r.stale
-  const outcomeRows = (Object.keys(OUTCOME_NAMES) as Outcome[]).map((o) => {
+  const answered = OUTCOMES.reduce((sum, o) => sum + r[o], 0)
+  const outcomeRows = OUTCOMES.map((o) => {
     const series = s.requests.perSecond[o]
-    return [escapeHtml(OUTCOME_NAMES[o]), formatNumber(series[series.length - 1] ?? 0), count(r[o])]
+    return [escapeHtml(OUTCOME_NAMES[o]), formatNumber(series[series.length - 1] ?? 0), count(r[o]), count(s.requests.sinceStart[o])]
   })
   const breakerText = s.breaker.state === 'open'
     ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
@@ -198,8 +201,8 @@ ${figures([
 <section aria-labelledby="h-requests">
 <h2 id="h-requests">Requests</h2>
 ${requestsChart}
-${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period'], outcomeRows, new Set([1, 2]))}
-<p>Hit, miss and stale count cache lookups (one answer may look up its DOI and its prefix); not found and error count answers. ${count(lookups)} lookups in the period.</p>
+${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period', 'Since start'], outcomeRows, new Set([1, 2, 3]))}
+<p>Every answer of <code>/{doi}</code>, the form and <code>/openurl</code> counts once (<code>doi_proxy_answers_total</code> in the metrics): a record from local records, the cache, the upstream (miss) or an expired copy standing in (stale); or not found, a bad request or refusal (4xx), an error (5xx). ${count(answered)} answers in the period.</p>
 </section>
 <section aria-labelledby="h-cache">
 <h2 id="h-cache">Cache</h2>

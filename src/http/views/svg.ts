@@ -47,7 +47,8 @@ export interface BarChartOptions {
   standalone?: boolean
 }
 
-const DASHES = ['', '6 3', '2 3', '9 3 2 3', '1 2']
+// Seven patterns over five colours: up to 35 series differ in colour or dash (the status page draws seven).
+const DASHES = ['', '6 3', '2 3', '9 3 2 3', '1 2', '12 4', '4 2 1 2']
 const SERIES_CLASSES = 5
 
 /** The colours of the chart classes, light and dark: each at least 3:1 against its background (WCAG 1.4.11). */
