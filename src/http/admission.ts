@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
+import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -67,16 +69,17 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
       await root.register(rateLimit, {
         global: false,
         cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
-        ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
+        ...(redis === undefined ? {} : { store: namedRedisStore(redis, `${config.redisKeyPrefix}v1:rl:`), skipOnError: true })
       })
-      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => (root.rateLimit({
+      // Each count is named by its limit and the client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
+      const limiter = (max: number, name: string, code: string, message: string): Limiter => (root.rateLimit({
         max,
         timeWindow: config.rateLimitWindowMs,
-        keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}`,
+        keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}`,
         errorResponseBuilder: (_request, context) => new RefusedError(429, code, `${message} Please try again in ${context.after}.`)
       }) as unknown as Limiter).bind(root)
-      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
-      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, 'lookups', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
+      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
     }
   }
 
@@ -108,6 +111,30 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
       // Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock.
       return async () => await (passed ??= Promise.resolve(admit(request, reply, bypass))
         .then(() => ({ client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs })))
+    }
+  }
+}
+
+type Incr = (key: string, done: (err: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number, max: number) => void
+// The library's own Redis store (its Lua script: INCR, and PEXPIRE on the first count), used as it is.
+const LibraryRedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as
+  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: RedisClient, nameSpace: string) => { incr: Incr }
+
+/**
+ * @fastify/rate-limit's Redis store, keyed by `nameSpace` + our key generator's name alone. The library's
+ * own would add a route to the name of a limiter made with `rateLimit(options)`, and ours have none: its
+ * keys read `doi-proxy:v1:rl:undefinedundefined-127.0.0.1`, naming neither the limit nor the route.
+ */
+function namedRedisStore (redis: RedisClient, nameSpace: string): FastifyRateLimitStoreCtor {
+  const store = new LibraryRedisStore(false, false, redis, nameSpace)
+  return class NamedRedisStore implements FastifyRateLimitStore {
+    incr (key: string, done: Parameters<Incr>[1], timeWindow?: number, max?: number): void {
+      store.incr(key, done, timeWindow ?? 0, max ?? 0)
+    }
+
+    /** The same store: the key generator names the limit. */
+    child (): FastifyRateLimitStore {
+      return this
     }
   }
 }
