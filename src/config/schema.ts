@@ -184,7 +184,7 @@ export const OPTIONS: OptionTable<Config> = {
   upstreamClientQueue: { env: 'UPSTREAM_CLIENT_QUEUE', default: 32, parse: integer(0, 100_000), doc: 'Most lookups one client may have waiting for the upstream; beyond it, 429 with Retry-After.' },
   trustedNetworks: { env: 'TRUSTED_NETWORKS', default: [], parse: networks, doc: 'Client networks without the per-client bounds (comma-separated addresses or CIDRs): a link resolver or campus gateway behind one address. They still take their turn in the fair queue.' },
   requestDeadlineMs: { env: 'REQUEST_DEADLINE_MS', default: 20_000, parse: integer(100, 600_000), doc: 'One deadline per request: alias hops, queue waits and retries all spend it; then 504 (or a stale record), never a longer wait.' },
-  upstreamRetries: { env: 'UPSTREAM_RETRIES', default: 2, parse: integer(0, 10), doc: 'Retries after 429, 502, 503, 504 or a dropped connection, within the upstream timeout and the request deadline.' },
+  upstreamRetries: { env: 'UPSTREAM_RETRIES', default: 2, parse: integer(0, 10), doc: 'Retries after a 429, any 5xx (500 to 599) or a dropped connection, within the upstream timeout and the request deadline.' },
   upstreamRetryBaseMs: { env: 'UPSTREAM_RETRY_BASE_MS', default: 250, parse: integer(1, 60_000), doc: 'First retry delay, doubled each time (a Retry-After from the upstream wins).' },
   upstreamRetryMaxMs: { env: 'UPSTREAM_RETRY_MAX_MS', default: 4_000, parse: integer(1, 120_000), doc: 'Longest retry delay.' },
   breakerErrorThresholdPercent: { env: 'BREAKER_ERROR_THRESHOLD_PERCENT', default: 50, parse: integer(1, 100), doc: 'The circuit breaker opens when this share of upstream requests in the window failed.' },
