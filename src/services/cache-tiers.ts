@@ -93,7 +93,10 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   return {
     redis,
     preClose,
-    close: async () => { await closeRedis(redis, config.redisCommandTimeoutMs * 10) },
+    close: async () => {
+      tier.close()
+      await closeRedis(redis, config.redisCommandTimeoutMs * 10)
+    },
     wrap: (upstream) => sharedFetcher(upstream, {
       tier,
       cache,
