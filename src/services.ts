@@ -14,7 +14,7 @@ import { createPreparedAnswers } from './http/prepared-answers.js'
 import type { RouteServices } from './http/route-context.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { createLogThrottle } from './observe/log-throttle.js'
-import { setUpOpenAccess } from './services/open-access.js'
+import { openAccessCacheOf, setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
@@ -145,7 +145,9 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const freshness = freshnessPolicy(config)
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })
   // The snapshot file and the shared tier in Redis (behaviour.md §11).
-  const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now })
+  // The open-access answers' memory, kept in the snapshot with the records.
+  const openAccessCache = openAccessCacheOf(config)
+  const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now, openAccess: openAccessCache })
   closers.push(tiers.close)
   const local = config.localStoreDir === undefined
     ? undefined
@@ -199,7 +201,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const admission = createAdmission(config, metrics, tiers.redis)
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis })
+  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
   if (openAccess !== undefined) closers.push(async () => { await openAccess.close() })
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })

@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache.js'
+import type { OpenAccessCache } from '../resolve/open-access.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
 import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
@@ -48,8 +49,8 @@ async function siblingSnapshots (file: string): Promise<string[]> {
     .sort()
 }
 
-export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
-  const { cache, freshness, metrics, now } = deps
+export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number, openAccess?: OpenAccessCache | undefined }): Promise<CacheTiers> {
+  const { cache, freshness, metrics, now, openAccess } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
   let preClose = async (): Promise<void> => {}
@@ -61,12 +62,12 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
     // worker takes all of them back; a change of WORKERS loses nothing either.
     for (const one of [...await siblingSnapshots(file), file]) {
       const started = performance.now()
-      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, takeBack: one === file, log })
-      if (loaded.loaded + loaded.expired + loaded.bad > 0) {
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, openAccess, takeBack: one === file, log })
+      if (loaded.loaded + loaded.expired + loaded.bad + (loaded.openAccess ?? 0) > 0) {
         log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
       }
     }
-    const snapshots = scheduleSnapshots({ file, cache, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log })
+    const snapshots = scheduleSnapshots({ file, cache, openAccess, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log })
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
     // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
     preClose = async () => { await snapshots.close() }
