@@ -18,7 +18,10 @@ import { openAccessCacheOf, setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
+import { cacheSourceOf, sourceId } from './resolve/cache-source.js'
 import { createFairQueue } from './resolve/fair-queue.js'
+import { createFleet } from './resolve/fleet.js'
+import type { FleetMessage } from './resolve/fleet.js'
 import { openCountryLookup } from './resolve/geoip.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
@@ -122,9 +125,13 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     },
     onRefuse: (reason) => metrics.refusals.inc({ reason })
   })
+  // Told to the other workers of the host (once the fleet is made, below, when Redis is connected).
+  let tellHost = (_message: FleetMessage): void => {}
   const upstream = guardUpstream(rawUpstream, {
     maxPrefixBreakers: 1024,
     reachability,
+    // The registry's 429 speaks to the host's address: every worker of the host waits it out.
+    onWait: (until) => { tellHost({ kind: 'upstream-wait', until }) },
     breaker: {
       errorThresholdPercent: config.breakerErrorThresholdPercent,
       volumeThreshold: config.breakerVolumeThreshold,
@@ -149,6 +156,12 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const openAccessCache = openAccessCacheOf(config)
   const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now, openAccess: openAccessCache })
   closers.push(tiers.close)
+  const fleet = createFleet({ redis: tiers.redis, channel: `${config.redisKeyPrefix}v1:fleet:${sourceId(cacheSourceOf(config))}` })
+  closers.push(fleet.close)
+  tellHost = fleet.tellHost
+  fleet.onMessage((message) => {
+    if (message.kind === 'upstream-wait') upstream.holdUntil(message.until)
+  })
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({
