@@ -11,7 +11,7 @@ import type { AdmissionControl } from './http/admission.js'
 import { createLocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
 import { createPreparedAnswers } from './http/prepared-answers.js'
-import type { RouteServices } from './http/route-context.js'
+import type { PurgeResult, RouteServices } from './http/route-context.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { createLogThrottle } from './observe/log-throttle.js'
 import { openAccessCacheOf, setUpOpenAccess } from './services/open-access.js'
@@ -159,9 +159,27 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const fleet = createFleet({ redis: tiers.redis, channel: `${config.redisKeyPrefix}v1:fleet:${sourceId(cacheSourceOf(config))}` })
   closers.push(fleet.close)
   tellHost = fleet.tellHost
+  // A purge (DELETE /api/cache/{doi}, src/http/routes/cache.ts): the key leaves this process's memory (its
+  // record, with the answers kept with it for the door, and its open-access answer), then the snapshot.
+  const dropHere = (key: string): boolean => {
+    const held = cache.peek(key) !== undefined
+    cache.delete(key)
+    openAccessCache?.delete(key)
+    return held
+  }
   fleet.onMessage((message) => {
     if (message.kind === 'upstream-wait') upstream.holdUntil(message.until)
+    if (message.kind === 'purge') {
+      dropHere(message.key)
+      tiers.forget(message.key, false).catch(() => {})
+    }
   })
+  const purge = async (key: string): Promise<PurgeResult> => {
+    const held = dropHere(key)
+    const redis = await tiers.forget(key, true)
+    const told = await fleet.tellAll({ kind: 'purge', key })
+    return { held, redis, told }
+  }
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({
@@ -250,7 +268,8 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       now
     }),
     upstreamState: reachability.state,
-    status
+    status,
+    purge
   }
   return { services, hooks: { onReady: async () => { status.start() }, onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
 }

@@ -3,7 +3,7 @@ import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS } from '../handle/metadata-hosts.js'
 import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
 import type { OpenAccessProvider } from './open-access.js'
-import { flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
+import { bearerToken, flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
 export { parseCidr } from './parsers.js'
@@ -34,6 +34,7 @@ export interface Config {
   cacheMaxTtlSeconds: number
   cacheMinTtlSeconds: number
   negativeTtlSeconds: number
+  adminToken: string | undefined
   maxStaleSeconds: number
   maxHandleLength: number
   allowedSchemes: string[]
@@ -159,7 +160,8 @@ export const OPTIONS: OptionTable<Config> = {
   cacheMaxBytes: { env: 'CACHE_MAX_BYTES', default: 256 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024 * 1024), doc: 'Most bytes of records held in memory (estimated from their JSON size).' },
   cacheMaxTtlSeconds: { env: 'CACHE_MAX_TTL_SECONDS', default: 86_400, parse: integer(0, 30 * 86400), doc: 'A record is kept fresh at most this long, whatever its values\' `ttl` say.' },
   cacheMinTtlSeconds: { env: 'CACHE_MIN_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'A record is kept fresh at least this long (except a value with `ttl` 0: not cached).' },
-  negativeTtlSeconds: { env: 'NEGATIVE_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'How long a not-found answer is cached (a DOI\'s, and an agency\'s 404 or 406 for fetched metadata); 0 disables.' },
+  negativeTtlSeconds: { env: 'NEGATIVE_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'How long a not-found answer is cached (a DOI\'s, and an agency\'s 404 or 406 for fetched metadata); 0 disables. To drop one sooner (a DOI registered minutes ago): `DELETE /api/cache/{doi}` with ADMIN_TOKEN.' },
+  adminToken: { env: 'ADMIN_TOKEN', default: undefined, parse: optional(bearerToken(32)), doc: 'Turns on `DELETE /api/cache/{doi}` (drop a DOI\'s cached answer from every cache tier of every replica), asked with `Authorization: Bearer <ADMIN_TOKEN>`: at least 32 characters of A–Z a–z 0–9 - . _ ~ + / (e.g. `openssl rand -hex 32`); never logged or shown. Empty: off. See docs/operations.md.' },
   maxStaleSeconds: { env: 'MAX_STALE_SECONDS', default: 7 * 86400, parse: integer(0, 365 * 86400), doc: 'When the upstream fails, an expired record (or fetched metadata) up to this old is served (`X-Cache: STALE`); 0 disables.' },
   maxHandleLength: { env: 'MAX_HANDLE_LENGTH', default: 4096, parse: integer(16, 65536), doc: 'Longest handle accepted (characters after decoding); longer is 414.' },
   allowedSchemes: { env: 'ALLOWED_SCHEMES', default: ['http', 'https', 'ftp'], parse: schemes, doc: 'URL schemes redirected to (comma-separated); others show the values page.' },

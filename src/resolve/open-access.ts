@@ -96,7 +96,7 @@ export function createOpenAccess (opts: OpenAccessOptions) {
   const ownLimit = opts.localDailyLimit ?? opts.dailyLimit
   // The limit in force: the shared day's with Redis, else this process's own.
   metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? ownLimit : opts.dailyLimit) : 0)
-  const redisKey = (suffix: string): string => `${opts.redisPrefix ?? ''}oa:1:${suffix}`
+  const redisKey = (suffix: string): string => openAccessRedisKey(opts.redisPrefix ?? '', suffix)
 
   function fromMemory (key: string): OpenAccessAnswer | undefined {
     const entry = kept.get(key)
@@ -253,6 +253,11 @@ export function createOpenAccess (opts: OpenAccessOptions) {
       await Promise.all([...inFlight.values()])
     }
   }
+}
+
+/** Where Redis keeps an open-access answer (or, with `calls:`/`lock:`, its counters): `<prefix>oa:1:<key>`. */
+export function openAccessRedisKey (prefix: string, key: string): string {
+  return `${prefix}oa:1:${key}`
 }
 
 function answerOf (url: ProviderAnswer): OpenAccessAnswer {

@@ -371,6 +371,11 @@ export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, lo
   timer?.unref()
   return {
     writeNow: once,
+    /** Written again after something was dropped from the cache: after a write under way, which may hold it. */
+    async rewrite (why: string): Promise<void> {
+      if (running !== undefined) await running
+      await once(why)
+    },
     async close (): Promise<void> {
       if (timer !== undefined) clearInterval(timer)
       if (running !== undefined) await running

@@ -10,6 +10,7 @@ import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
 import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
 import type { RecordFetcher } from '../resolve/resolver.js'
+import { openAccessRedisKey } from '../resolve/open-access.js'
 import { createSharedTier, sharedFetcher } from '../resolve/shared-tier.js'
 import { loadSnapshot, scheduleSnapshots } from '../resolve/snapshot.js'
 
@@ -27,6 +28,11 @@ export interface CacheTiers {
   preClose (): Promise<void>
   /** Closes the Redis client (an onClose hook); nothing without Redis. */
   close (): Promise<void>
+  /**
+   * After a key was dropped from the process's memory (a purge): the snapshot written again without it,
+   * and with `shared`, its record and open-access answer deleted from Redis ('none' without Redis).
+   */
+  forget (key: string, shared: boolean): Promise<'deleted' | 'none' | 'failed'>
 }
 
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.
@@ -54,6 +60,7 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
   let preClose = async (): Promise<void> => {}
+  let rewriteSnapshot = async (): Promise<void> => {}
 
   if (config.cacheFile !== undefined) {
     const file = config.cacheFile
@@ -71,10 +78,13 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
     // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
     preClose = async () => { await snapshots.close() }
+    rewriteSnapshot = async () => { await snapshots.rewrite('purge') }
   }
 
   const settings = redisSettingsOf(config)
-  if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {} }
+  if (settings === undefined) {
+    return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {}, forget: async () => { await rewriteSnapshot(); return 'none' } }
+  }
   const redis = createRedisClient(settings)
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
     log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
@@ -94,6 +104,17 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   return {
     redis,
     preClose,
+    forget: async (key, shared) => {
+      await rewriteSnapshot()
+      if (!shared) return 'none'
+      try {
+        // One key each: in a Cluster the two live in different slots.
+        await Promise.all([redis.del(tier.recordKey(key)), redis.del(openAccessRedisKey(config.redisKeyPrefix, key))])
+        return 'deleted'
+      } catch {
+        return 'failed'
+      }
+    },
     close: async () => {
       tier.close()
       await closeRedis(redis, config.redisCommandTimeoutMs * 10)
