@@ -358,6 +358,7 @@ async function * readLines (file: string, maxLineBytes: number): AsyncGenerator<
 /** Writes the snapshot every `intervalMs` (0: never on a timer) and once more at `close()`; one write at a time. */
 export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, log: SnapshotLog }) {
   let running: Promise<void> | undefined
+  let next: Promise<void> | undefined
   const once = async (why: string): Promise<void> => {
     if (running !== undefined) return await running
     const started = performance.now()
@@ -371,10 +372,18 @@ export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, lo
   timer?.unref()
   return {
     writeNow: once,
-    /** Written again after something was dropped from the cache: after a write under way, which may hold it. */
+    /**
+     * Written again after something was dropped from the cache: after a write under way, which may hold
+     * it. Drops asked for while that write waits share the next one (a run of purges is one write, not one each).
+     */
     async rewrite (why: string): Promise<void> {
-      if (running !== undefined) await running
-      await once(why)
+      next ??= (async () => {
+        // Always a wait (a microtask at least), so `next` is set before it is cleared here.
+        await (running ?? Promise.resolve())
+        next = undefined
+        await once(why)
+      })()
+      await next
     },
     async close (): Promise<void> {
       if (timer !== undefined) clearInterval(timer)

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
 import { buildConfig, ConfigError } from '../../src/config/schema.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
@@ -67,6 +68,21 @@ describe('DELETE /api/cache/{doi}', () => {
     expect(readFileSync(cacheFile, 'utf8')).not.toContain('"10.5555/NEW"')
     expect((await a.inject({ url: '/10.5555/new' })).headers.location).toBe('http://example.org/new')
     await waitFor(async () => (await b.inject({ url: '/10.5555/new' })).statusCode === 302)
+  })
+
+  it('purges asked at once share the snapshot\'s writes, and none of their DOIs is left in it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'purge-'))
+    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    const cacheFile = join(dir, 'cache.snapshot')
+    const writes: string[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => { if (line.includes('wrote the cache snapshot')) writes.push(line) } })
+    const upstream = await fakeUpstream()
+    const a = await replicaApp(upstream, { adminToken: TOKEN, cacheFile }, { logger })
+    for (let i = 0; i < 20; i++) expect((await a.inject({ url: `/10.5555/gone-${i}` })).statusCode).toBe(404)
+    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => await a.inject({ method: 'DELETE', url: `/api/cache/10.5555/gone-${i}`, headers: BEARER })))
+    expect(answers.map((res) => res.statusCode)).toEqual(Array(20).fill(200))
+    expect(writes.length).toBeLessThanOrEqual(3)
+    expect(readFileSync(cacheFile, 'utf8')).not.toContain('GONE-')
   })
 
   it('without ADMIN_TOKEN purging is off: 404, and nothing is dropped', async () => {
