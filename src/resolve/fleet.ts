@@ -39,15 +39,18 @@ export interface Fleet {
 export function createFleet (opts: { redis?: RedisClient | undefined, channel: string }): Fleet {
   const me = randomUUID()
   const listeners: Array<(message: FleetMessage) => void> = []
-  const deliver = (from: unknown, raw: unknown): void => {
+  // `viaRedis`: only purges are taken from Redis (anyone who may write there could otherwise hold every
+  // replica's lookups with a wait); the registry's wait comes from this host's primary only.
+  const deliver = (from: unknown, raw: unknown, viaRedis: boolean): void => {
     if (from === me) return
     const message = checkMessage(raw)
-    if (message !== undefined) for (const listener of listeners) listener(message)
+    if (message === undefined || (viaRedis && message.kind !== 'purge')) return
+    for (const listener of listeners) listener(message)
   }
 
   const inWorker = cluster.isWorker && process.send !== undefined
   const fromHost = (envelope: Partial<Envelope>): void => {
-    if (envelope?.type === HOST_MESSAGE) deliver(envelope.from, envelope.message)
+    if (envelope?.type === HOST_MESSAGE) deliver(envelope.from, envelope.message, false)
   }
   if (inWorker) process.on('message', fromHost)
 
@@ -64,7 +67,7 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
       if (channel !== opts.channel) return
       try {
         const envelope = JSON.parse(text) as Partial<Envelope>
-        deliver(envelope.from, envelope.message)
+        deliver(envelope.from, envelope.message, true)
       } catch { /* not one of ours */ }
     })
   }

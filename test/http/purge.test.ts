@@ -85,6 +85,22 @@ describe('DELETE /api/cache/{doi}', () => {
     expect(readFileSync(cacheFile, 'utf8')).not.toContain('GONE-')
   })
 
+  it('a wait published in Redis by anyone who may write there is not taken: lookups go on', async () => {
+    const upstream = await fakeUpstream()
+    upstream.set('10.5555/new', [admin(), str(1, 'URL', 'http://example.org/new')])
+    const a = await replicaApp(upstream, { redisUrl: redis.url })
+    await subscribed(1)
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    const [channel] = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
+    // As the fleet's own messages are written (src/resolve/fleet.ts), a minute's wait.
+    expect(await client.publish(channel as string, JSON.stringify({ from: 'someone', message: { kind: 'upstream-wait', until: Date.now() + 60_000 } }))).toBe(1)
+    // Redis has sent it to the replica's subscription (publish answered 1); a moment for the replica to read it
+    // (without the check, the lookup below was refused with 503 after this wait).
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect((await a.inject({ url: '/10.5555/new' })).statusCode).toBe(302)
+  })
+
   it('without ADMIN_TOKEN purging is off: 404, and nothing is dropped', async () => {
     const upstream = await fakeUpstream()
     const a = await replicaApp(upstream, {})
