@@ -6,6 +6,7 @@ import type { Config } from './config/schema.js'
 import { CORS_HEADERS } from './http/prepared-answers.js'
 import type { RouteContext } from './http/route-context.js'
 import apiRoutes, { apiHandler, apiOptions } from './http/routes/api.js'
+import cacheRoutes from './http/routes/cache.js'
 import batchRoutes from './http/routes/batch.js'
 import openUrlRoutes from './http/routes/openurl.js'
 import opsRoutes from './http/routes/ops.js'
@@ -66,6 +67,7 @@ export async function buildApp (config: Config, deps: AppDeps = {}): Promise<Fas
   await app.register(statusRoutes, context) // /status, /status.json (operators' networks only)
   await app.register(staticRoutes) // /robots.txt, /favicon.ico
   await app.register(apiRoutes, context) // /api/handles/{doi}, /api/openapi.json, other /api/ paths
+  await app.register(cacheRoutes, context) // DELETE /api/cache/{doi}, with ADMIN_TOKEN
   await app.register(raRoutes, context) // /doiRA/{dois}, /ra/{dois}
   await app.register(batchRoutes, context) // POST /api/batch, with its own body parsers and limits
   await app.register(proxyRoutes, context) // /{doi}, and / with the query form posted to it (a form parser)

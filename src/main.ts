@@ -12,6 +12,7 @@ import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
 import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
 import { answerHostMetrics, answerPrimaryAsks } from './observe/metrics.js'
+import { relayFleetMessages } from './resolve/fleet.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {
@@ -142,6 +143,8 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   process.on('SIGINT', stop)
   // A scrape of /metrics reaches one worker, which asks here for every worker's series.
   answerHostMetrics()
+  // What one worker tells the others (the registry's Retry-After, a purge) goes through here.
+  relayFleetMessages()
   for (let i = 1; i <= count; i++) fork(i)
   logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')
   const exceeded = budgetsExceeded(config, count)

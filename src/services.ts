@@ -11,15 +11,18 @@ import type { AdmissionControl } from './http/admission.js'
 import { createLocalServices } from './http/local-service.js'
 import { createMetadataAnswers } from './http/metadata.js'
 import { createPreparedAnswers } from './http/prepared-answers.js'
-import type { RouteServices } from './http/route-context.js'
+import type { PurgeResult, RouteServices } from './http/route-context.js'
 import type { Lifecycle } from './http/routes/ops.js'
 import { createLogThrottle } from './observe/log-throttle.js'
-import { setUpOpenAccess } from './services/open-access.js'
+import { openAccessCacheOf, setUpOpenAccess } from './services/open-access.js'
 import { openRecorder, recordingFetcher, recordingLocal } from './resolve/record-to.js'
 import { createMetrics } from './observe/metrics.js'
 import type { Metrics } from './observe/metrics.js'
 import { createRecordCache } from './resolve/cache.js'
+import { cacheSourceOf, sourceId } from './resolve/cache-source.js'
 import { createFairQueue } from './resolve/fair-queue.js'
+import { createFleet } from './resolve/fleet.js'
+import type { FleetMessage } from './resolve/fleet.js'
 import { openCountryLookup } from './resolve/geoip.js'
 import { guardUpstream } from './resolve/guard.js'
 import { openLocalStore } from './resolve/local-store.js'
@@ -96,7 +99,11 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   })
   // OFFLINE: no client to the upstream is built at all, so nothing here can open a connection to it (nor
   // probe it at start); only the local records answer. The same holds for open access and metadata below.
-  const upstream = config.offline ? undefined : createGuardedUpstream(config, deps, { metrics, log, reachability })
+  // Told to the other workers of the host (once the fleet is made, below, when Redis is connected).
+  let tellHost = (_message: FleetMessage): void => {}
+  const upstream = config.offline
+    ? undefined
+    : createGuardedUpstream(config, deps, { metrics, log, reachability, onWait: (until) => { tellHost({ kind: 'upstream-wait', until }) } })
   if (upstream !== undefined) closers.push(async () => { await upstream.close() })
   // At start, one request says whether the upstream answers (logged by the tracker); a server that never
   // listens (tests, tools) asks nothing.
@@ -118,8 +125,34 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const freshness = freshnessPolicy(config)
   const cache = createRecordCache({ maxEntries: config.cacheMaxEntries, maxBytes: config.cacheMaxBytes, freshness })
   // The snapshot file and the shared tier in Redis (behaviour.md §11).
-  const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now })
+  // The open-access answers' memory, kept in the snapshot with the records.
+  const openAccessCache = openAccessCacheOf(config)
+  const tiers = await setUpCacheTiers(log, config, { cache, freshness, metrics, now, openAccess: openAccessCache })
   closers.push(tiers.close)
+  const fleet = createFleet({ redis: tiers.redis, channel: `${config.redisKeyPrefix}v1:fleet:${sourceId(cacheSourceOf(config))}` })
+  closers.push(fleet.close)
+  tellHost = fleet.tellHost
+  // A purge (DELETE /api/cache/{doi}, src/http/routes/cache.ts): the key leaves this process's memory (its
+  // record, with the answers kept with it for the door, and its open-access answer), then the snapshot.
+  const dropHere = (key: string): boolean => {
+    const held = cache.peek(key) !== undefined
+    cache.delete(key)
+    openAccessCache?.delete(key)
+    return held
+  }
+  fleet.onMessage((message) => {
+    if (message.kind === 'upstream-wait') upstream?.guarded.holdUntil(message.until)
+    if (message.kind === 'purge') {
+      dropHere(message.key)
+      tiers.forget(message.key, false).catch(() => {})
+    }
+  })
+  const purge = async (key: string): Promise<PurgeResult> => {
+    const held = dropHere(key)
+    const redis = await tiers.forget(key, true)
+    const told = await fleet.tellAll({ kind: 'purge', key })
+    return { held, redis, told }
+  }
   const local = config.localStoreDir === undefined
     ? undefined
     : await openLocalStore({
@@ -173,7 +206,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const admission = createAdmission(config, metrics, tiers.redis)
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis })
+  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
   if (openAccess !== undefined) closers.push(async () => { await openAccess.close() })
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })
@@ -209,7 +242,8 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       now
     }),
     upstreamState: reachability.state,
-    status
+    status,
+    purge
   }
   return { services, hooks: { onReady: async () => { status.start() }, onListen, preClose: tiers.preClose, onClose: async () => { await closeAll(closers) } } }
 }
@@ -218,7 +252,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
  * The upstream client (a bounded Pool to UPSTREAM_URL's origin, or the dispatcher a test gives) behind its
  * circuit breakers: what the resolver fetches through, the probe at start, and its close. Never built offline.
  */
-function createGuardedUpstream (config: Config, deps: ServiceDeps, ctx: { metrics: Metrics, log: FastifyBaseLogger, reachability: Reachability }) {
+function createGuardedUpstream (config: Config, deps: ServiceDeps, ctx: { metrics: Metrics, log: FastifyBaseLogger, reachability: Reachability, onWait: (until: number) => void }) {
   const { metrics, log, reachability } = ctx
   const raw = createUpstreamClient({
     baseUrl: config.upstreamUrl,
@@ -242,6 +276,8 @@ function createGuardedUpstream (config: Config, deps: ServiceDeps, ctx: { metric
   const guarded = guardUpstream(raw, {
     maxPrefixBreakers: 1024,
     reachability,
+    // The registry's 429 speaks to the host's address: every worker of the host waits it out.
+    onWait: ctx.onWait,
     breaker: {
       errorThresholdPercent: config.breakerErrorThresholdPercent,
       volumeThreshold: config.breakerVolumeThreshold,

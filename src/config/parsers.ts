@@ -176,6 +176,15 @@ export const secret: Parse<string> = (raw, refuse) => {
   return raw
 }
 
+/** A bearer token (RFC 6750's b64token characters), at least `minLength` long so it cannot be guessed: never named in a message. */
+export function bearerToken (minLength: number): Parse<string> {
+  return (raw, refuse) => {
+    if (typeof raw !== 'string' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(raw)) return refuse.because('expected a token of the characters A-Z a-z 0-9 - . _ ~ + / (value not shown)')
+    if (raw.length < minLength) return refuse.because(`expected at least ${minLength} characters, got ${raw.length} (value not shown); make one with: openssl rand -hex 32`)
+    return raw
+  }
+}
+
 /** host or host:port entries, lower-cased (src/handle/metadata-hosts.ts). */
 export const hosts: Parse<string[]> = (raw, refuse) => {
   const parsed = typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : refuse.expected('comma-separated host or host:port entries')

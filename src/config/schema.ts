@@ -3,7 +3,7 @@ import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS } from '../handle/metadata-hosts.js'
 import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
 import type { OpenAccessProvider } from './open-access.js'
-import { flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
+import { bearerToken, flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
 export { parseCidr } from './parsers.js'
@@ -34,6 +34,7 @@ export interface Config {
   cacheMaxTtlSeconds: number
   cacheMinTtlSeconds: number
   negativeTtlSeconds: number
+  adminToken: string | undefined
   maxStaleSeconds: number
   maxHandleLength: number
   allowedSchemes: string[]
@@ -159,7 +160,8 @@ export const OPTIONS: OptionTable<Config> = {
   cacheMaxBytes: { env: 'CACHE_MAX_BYTES', default: 256 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024 * 1024), doc: 'Most bytes of records held in memory (estimated from their JSON size).' },
   cacheMaxTtlSeconds: { env: 'CACHE_MAX_TTL_SECONDS', default: 86_400, parse: integer(0, 30 * 86400), doc: 'A record is kept fresh at most this long, whatever its values\' `ttl` say.' },
   cacheMinTtlSeconds: { env: 'CACHE_MIN_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'A record is kept fresh at least this long (except a value with `ttl` 0: not cached).' },
-  negativeTtlSeconds: { env: 'NEGATIVE_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'How long a not-found answer is cached (a DOI\'s, and an agency\'s 404 or 406 for fetched metadata); 0 disables.' },
+  negativeTtlSeconds: { env: 'NEGATIVE_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'How long a not-found answer is cached (a DOI\'s, and an agency\'s 404 or 406 for fetched metadata); 0 disables. To drop one sooner (a DOI registered minutes ago): `DELETE /api/cache/{doi}` with ADMIN_TOKEN.' },
+  adminToken: { env: 'ADMIN_TOKEN', default: undefined, parse: optional(bearerToken(32)), doc: 'Turns on `DELETE /api/cache/{doi}` (drop a DOI\'s cached answer from every cache tier of every replica), asked with `Authorization: Bearer <ADMIN_TOKEN>`: at least 32 characters of A–Z a–z 0–9 - . _ ~ + / (e.g. `openssl rand -hex 32`); never logged or shown. Empty: off. See docs/operations.md.' },
   maxStaleSeconds: { env: 'MAX_STALE_SECONDS', default: 7 * 86400, parse: integer(0, 365 * 86400), doc: 'When the upstream fails, an expired record (or fetched metadata) up to this old is served (`X-Cache: STALE`); 0 disables.' },
   maxHandleLength: { env: 'MAX_HANDLE_LENGTH', default: 4096, parse: integer(16, 65536), doc: 'Longest handle accepted (characters after decoding); longer is 414.' },
   allowedSchemes: { env: 'ALLOWED_SCHEMES', default: ['http', 'https', 'ftp'], parse: schemes, doc: 'URL schemes redirected to (comma-separated); others show the values page.' },
@@ -184,7 +186,7 @@ export const OPTIONS: OptionTable<Config> = {
   upstreamClientQueue: { env: 'UPSTREAM_CLIENT_QUEUE', default: 32, parse: integer(0, 100_000), doc: 'Most lookups one client may have waiting for the upstream; beyond it, 429 with Retry-After.' },
   trustedNetworks: { env: 'TRUSTED_NETWORKS', default: [], parse: networks, doc: 'Client networks without the per-client bounds (comma-separated addresses or CIDRs): a link resolver or campus gateway behind one address. They still take their turn in the fair queue.' },
   requestDeadlineMs: { env: 'REQUEST_DEADLINE_MS', default: 20_000, parse: integer(100, 600_000), doc: 'One deadline per request: alias hops, queue waits and retries all spend it; then 504 (or a stale record), never a longer wait.' },
-  upstreamRetries: { env: 'UPSTREAM_RETRIES', default: 2, parse: integer(0, 10), doc: 'Retries after 429, 502, 503, 504 or a dropped connection, within the upstream timeout and the request deadline.' },
+  upstreamRetries: { env: 'UPSTREAM_RETRIES', default: 2, parse: integer(0, 10), doc: 'Retries after a 429, any 5xx (500 to 599) or a dropped connection, within the upstream timeout and the request deadline.' },
   upstreamRetryBaseMs: { env: 'UPSTREAM_RETRY_BASE_MS', default: 250, parse: integer(1, 60_000), doc: 'First retry delay, doubled each time (a Retry-After from the upstream wins).' },
   upstreamRetryMaxMs: { env: 'UPSTREAM_RETRY_MAX_MS', default: 4_000, parse: integer(1, 120_000), doc: 'Longest retry delay.' },
   breakerErrorThresholdPercent: { env: 'BREAKER_ERROR_THRESHOLD_PERCENT', default: 50, parse: integer(1, 100), doc: 'The circuit breaker opens when this share of upstream requests in the window failed.' },

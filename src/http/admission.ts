@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
+import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
@@ -75,11 +77,12 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
       await root.register(rateLimit, {
         global: false,
         cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
-        ...(redis === undefined ? {} : { redis, nameSpace: `${config.redisKeyPrefix}v1:rl:`, skipOnError: true })
+        ...(redis === undefined ? {} : { store: namedRedisStore(redis, `${config.redisKeyPrefix}v1:rl:`), skipOnError: true })
       })
       // Counted by us, not by the plugin's route hook (which counts a request once): a batch counts each lookup.
-      const limiter = (max: number, prefix: string, code: string, message: string): Limiter => {
-        const count = root.createRateLimit({ max, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `${prefix}${ticketFor(request.ip, isTrusted).key}` })
+      // Each count is named by its limit and the client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
+      const limiter = (max: number, name: string, code: string, message: string): Limiter => {
+        const count = root.createRateLimit({ max, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}` })
         return async (request, reply) => {
           const limit = await count(request)
           if (limit.isAllowed) return
@@ -93,8 +96,8 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
           }
         }
       }
-      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, '', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
-      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth:', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, 'lookups', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
+      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
     }
   }
 
@@ -141,6 +144,30 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
         first = false
         return await pass(request, headers ? reply : undefined, false)
       }
+    }
+  }
+}
+
+type Incr = (key: string, done: (err: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number, max: number) => void
+// The library's own Redis store (its Lua script: INCR, and PEXPIRE on the first count), used as it is.
+const LibraryRedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as
+  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: RedisClient, nameSpace: string) => { incr: Incr }
+
+/**
+ * @fastify/rate-limit's Redis store, keyed by `nameSpace` + our key generator's name alone. The library's
+ * own would add a route to the name of a limiter made with `rateLimit(options)`, and ours have none: its
+ * keys read `doi-proxy:v1:rl:undefinedundefined-127.0.0.1`, naming neither the limit nor the route.
+ */
+function namedRedisStore (redis: RedisClient, nameSpace: string): FastifyRateLimitStoreCtor {
+  const store = new LibraryRedisStore(false, false, redis, nameSpace)
+  return class NamedRedisStore implements FastifyRateLimitStore {
+    incr (key: string, done: Parameters<Incr>[1], timeWindow?: number, max?: number): void {
+      store.incr(key, done, timeWindow ?? 0, max ?? 0)
+    }
+
+    /** The same store: the key generator names the limit. */
+    child (): FastifyRateLimitStore {
+      return this
     }
   }
 }

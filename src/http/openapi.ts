@@ -1,4 +1,4 @@
-/** The OpenAPI 3.1 description served at /api/openapi.json: the REST API, the batch API and Which RA?, as we serve them. */
+/** The OpenAPI 3.1 description served at /api/openapi.json: the REST API, the batch API, Which RA? and the cache purge, as we serve them. */
 
 const handleValue = {
   type: 'object',
@@ -15,6 +15,18 @@ const handleValue = {
     ttl: { oneOf: [{ type: 'integer', description: 'relative seconds' }, { type: 'string', format: 'date-time', description: 'absolute expiry' }] },
     timestamp: { type: 'string', format: 'date-time' },
     references: { type: 'array' }
+  }
+}
+
+const purgeAnswer = {
+  type: 'object',
+  required: ['doi', 'held', 'redis', 'told', 'message'],
+  properties: {
+    doi: { type: 'string' },
+    held: { type: 'boolean', description: 'Whether the replica that answered held an answer for it.' },
+    redis: { enum: ['deleted', 'none', 'failed'], description: 'Its copy in Redis deleted; none: no Redis configured.' },
+    told: { enum: ['redis', 'host', 'failed'], description: 'The other replicas told through Redis; host: no Redis, this host\'s workers only.' },
+    message: { type: 'string' }
   }
 }
 
@@ -127,6 +139,26 @@ export const OPENAPI_DOCUMENT = {
           400: json('More DOIs than the configured maximum.', { type: 'object', properties: { message: { type: 'string' } } })
         }
       }
+    },
+    '/api/cache/{doi}': {
+      delete: {
+        summary: 'Purge a DOI from the cache, on every replica',
+        description: 'For the operator: drops the DOI\'s cached answer (found or not found) from every cache tier (memory, the snapshot file, Redis, open access) of every replica (told through Redis) and worker. Off unless ADMIN_TOKEN is set. A not-found is otherwise kept NEGATIVE_TTL_SECONDS (60 s by default). Never cached.',
+        security: [{ adminToken: [] }],
+        parameters: [{ name: 'doi', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' } } }],
+        responses: {
+          200: json('Dropped everywhere we know of.', purgeAnswer),
+          400: json('Not a DOI name.', { type: 'object', properties: { message: { type: 'string' } } }),
+          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', { type: 'object', properties: { message: { type: 'string' } } }),
+          404: json('Purging is off: ADMIN_TOKEN is not set.', { type: 'object', properties: { message: { type: 'string' } } }),
+          503: json('Dropped here, but Redis did not take the delete or the message: other replicas may keep their copy until it expires. Try again.', purgeAnswer)
+        }
+      }
+    }
+  },
+  components: {
+    securitySchemes: {
+      adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN setting.' }
     }
   }
 } as const

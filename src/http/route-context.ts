@@ -35,6 +35,18 @@ export interface RouteServices {
   upstreamState: () => UpstreamState
   /** The status page's figures, read from the metrics once a second from ready to close (app.ts' hooks). */
   status: StatusCollector
+  /** Drop a cache key from every tier of every process (DELETE /api/cache/{doi}). */
+  purge: (key: string) => Promise<PurgeResult>
+}
+
+/**
+ * What a purge did: whether this process held the key; Redis's copy deleted, or none configured, or it
+ * failed; the other processes told through Redis, through the primary only (no Redis), or not (it failed).
+ */
+export interface PurgeResult {
+  held: boolean
+  redis: 'deleted' | 'none' | 'failed'
+  told: 'redis' | 'host' | 'failed'
 }
 
 /** What app.ts gives each route plugin (src/http/routes/*): the settings and the services. */

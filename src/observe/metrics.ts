@@ -184,7 +184,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
     }),
     upstreamRetries: new Counter({
       name: 'doi_proxy_upstream_retries_total',
-      help: 'Upstream requests retried after 429, 502, 503, 504 or a dropped connection',
+      help: 'Upstream requests retried after a 429, any 5xx or a dropped connection',
       registers: [registry]
     }),
     breakerOpen: new Gauge({

@@ -1,7 +1,7 @@
 import CircuitBreaker from 'opossum'
 import { LRUCache } from 'lru-cache'
 import { cacheKey, prefixOf } from '../handle/name.js'
-import { upstreamErrors, UpstreamError } from './errors.js'
+import { MAX_RATE_LIMIT_WAIT_MS, upstreamErrors, UpstreamError } from './errors.js'
 import type { FaultScope } from './errors.js'
 import type { Reachability, UnreachableReason } from './reachability.js'
 import type { FetchOptions, UpstreamAnswer, UpstreamClient } from './upstream.js'
@@ -21,6 +21,8 @@ export interface GuardOptions {
   onPrefixBreaker?: (prefix: string, state: BreakerState) => void
   /** Whether the upstream answers: while the breaker is open, its refusals name the cause. */
   reachability?: Reachability
+  /** The registry answered 429: no request before `until` (epoch ms), for the other processes of the host to keep too (`holdUntil`). */
+  onWait?: (until: number) => void
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
@@ -108,6 +110,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
         if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen(knownReason())
         if (err instanceof UpstreamError && err.code === 'DP_UPSTREAM_RATE_LIMITED' && err.retryAfterMs !== undefined) {
           waitUntil = Math.max(waitUntil, performance.now() + err.retryAfterMs)
+          opts.onWait?.(Date.now() + err.retryAfterMs)
         }
         throw err
       }
@@ -123,6 +126,11 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
       let open = 0
       for (const breaker of prefixes.values()) if (!breaker.closed) open++
       return open
+    },
+    /** The registry's wait as another process of the host was told it (epoch ms), bounded as our own is. */
+    holdUntil (until: number): void {
+      const wait = Math.min(MAX_RATE_LIMIT_WAIT_MS, until - Date.now())
+      if (wait > 0) waitUntil = Math.max(waitUntil, performance.now() + wait)
     }
   }
 }

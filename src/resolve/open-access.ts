@@ -37,19 +37,51 @@ export interface OpenAccessOptions {
   pollMs?: number
   /** A provider failure, for the log (the caller throttles it). */
   onError?: (doi: string, err: unknown) => void
+  /** The answers kept in memory (made apart so the cache snapshot can load them before this exists); default a new one. */
+  cache?: OpenAccessCache
 }
 
 export type OpenAccess = ReturnType<typeof createOpenAccess>
 
-/** What the cache holds: the open copy or null ("none known"), and until when. */
-interface Kept { url: ProviderAnswer, until: number }
+/** What the cache holds: the open copy or null ("none known"), and until when (epoch ms by the app's clock). */
+export interface Kept { url: ProviderAnswer, until: number }
+
+/**
+ * The open-access answers held in memory, by cache key, for `provider` (a provider's name: an answer of
+ * another is not this one's). The cache snapshot (src/resolve/snapshot.ts) writes and restores them with
+ * the records, so a restart does not spend the day's provider calls again.
+ */
+export function createOpenAccessCache (opts: { maxEntries: number, provider: string, maxKeepMs?: number }) {
+  const kept = new LRUCache<string, Kept>({ max: opts.maxEntries })
+  return {
+    provider: opts.provider,
+    get: (key: string): Kept | undefined => kept.get(key),
+    set: (key: string, entry: Kept): void => { kept.set(key, entry) },
+    delete: (key: string): void => { kept.delete(key) },
+    /** Every answer, least recently used first (for the snapshot). */
+    entries (): Array<[string, Kept]> {
+      const out: Array<[string, Kept]> = []
+      for (const pair of kept.rentries()) out.push(pair as [string, Kept])
+      return out
+    },
+    /** An answer written earlier (a snapshot's line), checked as one from Redis is; false when it is not kept. */
+    restore (key: string, url: unknown, until: number, at: number): boolean {
+      const checked = url === null ? null : openAccessLocation(url)
+      if (checked === undefined || !(until > at) || until - at > (opts.maxKeepMs ?? Infinity)) return false
+      kept.set(key, { url: checked, until })
+      return true
+    }
+  }
+}
+
+export type OpenAccessCache = ReturnType<typeof createOpenAccessCache>
 
 // Never more than this many lookups in flight at once, whatever readers ask: the rest are "unavailable".
 const MAX_IN_FLIGHT = 1024
 
 export function createOpenAccess (opts: OpenAccessOptions) {
   const { provider, metrics, now } = opts
-  const kept = new LRUCache<string, Kept>({ max: opts.maxEntries })
+  const kept = opts.cache ?? createOpenAccessCache({ maxEntries: opts.maxEntries, provider: provider.name })
   const inFlight = new Map<string, Promise<OpenAccessAnswer>>()
   // The day's calls as last known (over every process when Redis counts them), and this process's own.
   const day = { key: '', calls: 0, own: 0 }
@@ -64,7 +96,7 @@ export function createOpenAccess (opts: OpenAccessOptions) {
   const ownLimit = opts.localDailyLimit ?? opts.dailyLimit
   // The limit in force: the shared day's with Redis, else this process's own.
   metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? ownLimit : opts.dailyLimit) : 0)
-  const redisKey = (suffix: string): string => `${opts.redisPrefix ?? ''}oa:1:${suffix}`
+  const redisKey = (suffix: string): string => openAccessRedisKey(opts.redisPrefix ?? '', suffix)
 
   function fromMemory (key: string): OpenAccessAnswer | undefined {
     const entry = kept.get(key)
@@ -221,6 +253,11 @@ export function createOpenAccess (opts: OpenAccessOptions) {
       await Promise.all([...inFlight.values()])
     }
   }
+}
+
+/** Where Redis keeps an open-access answer (or, with `calls:`/`lock:`, its counters): `<prefix>oa:1:<key>`. */
+export function openAccessRedisKey (prefix: string, key: string): string {
+  return `${prefix}oa:1:${key}`
 }
 
 function answerOf (url: ProviderAnswer): OpenAccessAnswer {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Cluster } from 'ioredis'
 import { isFresh, staleUntil } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import { cacheKey } from '../handle/name.js'
@@ -35,6 +36,8 @@ const PAUSE_AFTER_FAILURE_MS = 5_000
 // for this long set Redis aside (PAUSE_AFTER_FAILURE_MS); otherwise one timeout would switch sharing off
 // for every lookup at once, and each replica would fetch every DOI of a storm itself (issue 25).
 const STUCK_AFTER_MS = 1_000
+// How often a Cluster is asked whether it is up (CLUSTER INFO on each master).
+const CLUSTER_PROBE_MS = 1_000
 
 // Delete the lock only if it is still ours (it may have expired and been taken by another replica).
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
@@ -78,7 +81,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
   const { lookups, errors } = opts.metrics.sharedCache
-  // Up while lookups use it: connected, and not paused after a failure (a Cluster with a master gone stays 'ready').
+  // Up while lookups use it: connected, not paused after a failure, and a Cluster not reporting itself down.
   opts.metrics.observeSharedTier(() => healthy())
   const count = {
     hit: lookups.labels('hit'),
@@ -137,10 +140,34 @@ export function createSharedTier (opts: SharedTierOptions) {
     return 'error'
   }
 
-  const healthy = (): boolean => redis.status === 'ready' && performance.now() >= pausedUntil
+  // A Cluster with a master gone (its slots served by no one) says `cluster_state:fail` on the masters
+  // left, while its client stays 'ready': asked each CLUSTER_PROBE_MS, so the gauge says so even with no
+  // lookup under way, and lookups leave it alone until it reports `ok` again.
+  let clusterDown = false
+  let probing = false
+  const probe = redis instanceof Cluster ? setInterval(() => { probeCluster(redis).catch(() => {}) }, CLUSTER_PROBE_MS).unref() : undefined
+  async function probeCluster (cluster: Cluster): Promise<void> {
+    if (probing || cluster.status !== 'ready') return
+    probing = true
+    try {
+      const asked = await Promise.allSettled(cluster.nodes('master').map(async (node) => String(await node.cluster('INFO'))))
+      const answers = asked.flatMap((one) => one.status === 'fulfilled' ? [one.value] : [])
+      // A master that does not answer says nothing: the others tell whether the cluster counts it lost.
+      if (answers.length === 0) return
+      const down = answers.some((info) => /^cluster_state:fail\b/m.test(info))
+      if (down === clusterDown) return
+      clusterDown = down
+      if (down) opts.log.warn({}, 'the shared cache (Redis Cluster) reports itself down (cluster_state:fail); working with the local cache until it is ok')
+      else opts.log.info({}, 'the shared cache (Redis Cluster) reports itself ok again')
+    } finally {
+      probing = false
+    }
+  }
+
+  const healthy = (): boolean => redis.status === 'ready' && !clusterDown && performance.now() >= pausedUntil
   const usable = (): boolean => {
     if (healthy()) return true
-    if (redis.status !== 'ready') errors.inc({ reason: 'unavailable' })
+    if (redis.status !== 'ready' || clusterDown) errors.inc({ reason: 'unavailable' })
     return false
   }
 
@@ -199,7 +226,10 @@ export function createSharedTier (opts: SharedTierOptions) {
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog: connection.flush }
+  /** Stops the Cluster's probe (the client is closed by its owner). */
+  const close = (): void => { clearInterval(probe) }
+
+  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog: connection.flush, close }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>

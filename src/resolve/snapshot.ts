@@ -6,6 +6,7 @@ import type { CachedAnswer, RecordCache } from './cache.js'
 import { checkSource, sameSource, sourceId } from './cache-source.js'
 import type { CacheSource } from './cache-source.js'
 import { checkEntry, encodeEntry, isCacheKey, readUnreadLine } from './entry-codec.js'
+import type { OpenAccessCache } from './open-access.js'
 
 /**
  * The cache on disk (behaviour.md §11, CACHE_FILE): NDJSON, one line per entry, between a header
@@ -14,7 +15,13 @@ import { checkEntry, encodeEntry, isCacheKey, readUnreadLine } from './entry-cod
  *   {"format":"doi-proxy-cache","version":2,"writtenAt":1700000000000,"source":{"upstream":"https://doi.org/api/handles","offline":false}}
  *   ["10.1000/182",[1,storedAt,freshUntil,1,[…values…]]]
  *   …
+ *   {"oa":"10.1000/182","provider":"unpaywall","url":"https://…","until":1700000000000}
+ *   …
  *   {"end":true,"entries":N}
+ *
+ * The `oa` lines are the open-access answers (src/resolve/open-access.ts; `url` null: none known), of a
+ * provider asked over the network: loaded only for the same OA_PROVIDER, and checked as one read from
+ * Redis is. (A build from before them skips them as bad lines.)
  *
  * Entries are written least recently used first, so loading them in order through the bounded LRU
  * keeps the most recently used ones when the file came from a larger cache (the oldest are evicted
@@ -53,6 +60,8 @@ export interface LoadResult {
   expired: number
   /** Lines that were not entries (skipped). */
   bad: number
+  /** Open-access answers put in their cache (when there are any). */
+  openAccess?: number
   /** Where the file was moved when it was corrupt, truncated or made from another source. */
   setAside?: string
   /** The file was made from another source and was not loaded. */
@@ -71,6 +80,8 @@ export interface LoadOptions {
   maxKeyLength: number
   /** What this process's records come from: a file made from anything else is set aside. */
   source: CacheSource
+  /** Where the open-access lines go (OA_PROVIDER set); without it they are skipped. */
+  openAccess?: OpenAccessCache | undefined
   /**
    * This process's own file (not a sibling worker's): when it is missing or was made from another source,
    * the file set aside when this source was last used (`FILE.<our source id>.set-aside`) is taken back.
@@ -150,6 +161,11 @@ async function loadFile (opts: LoadOptions): Promise<LoadResult> {
         ended = true
         continue
       }
+      if (parsed !== undefined && !Array.isArray(parsed)) {
+        const oa = opts.openAccess
+        if (oa !== undefined && parsed.provider === oa.provider && oa.restore(parsed.key, parsed.url, parsed.until, at)) result.openAccess = (result.openAccess ?? 0) + 1
+        continue
+      }
       if (parsed === undefined) {
         result.bad++
         continue
@@ -213,12 +229,15 @@ export interface WriteOptions {
   /** Named in the header: what the records were made from. */
   source: CacheSource
   now: () => number
+  /** Its answers are written too (those of a provider asked over the network). */
+  openAccess?: OpenAccessCache | undefined
 }
 
 /** Write the cache to `file` atomically; resolves with the number of entries written. */
 export async function writeSnapshot (opts: WriteOptions): Promise<number> {
   // Taken at once (references only), so the file is one consistent picture of the cache.
   const entries = opts.cache.entries()
+  const answers = opts.openAccess?.entries() ?? []
   const tmp = `${opts.file}.tmp`
   await mkdir(dirname(opts.file), { recursive: true })
   const handle = await open(tmp, 'w', 0o600)
@@ -228,6 +247,16 @@ export async function writeSnapshot (opts: WriteOptions): Promise<number> {
     for (const [key, entry] of entries) {
       chunk += `[${JSON.stringify(key)},${encodeEntry(entry)}]\n`
       written++
+      if (chunk.length >= WRITE_CHUNK_BYTES) {
+        await handle.write(chunk)
+        chunk = ''
+        await yieldToLoop()
+      }
+    }
+    const at = opts.now()
+    for (const [key, { url, until }] of answers) {
+      if (until <= at) continue
+      chunk += JSON.stringify({ oa: key, provider: opts.openAccess?.provider, url, until }) + '\n'
       if (chunk.length >= WRITE_CHUNK_BYTES) {
         await handle.write(chunk)
         chunk = ''
@@ -262,8 +291,10 @@ function readHeader (text: string | undefined): { version: number, source: Cache
   return { version: SNAPSHOT_VERSION, source: checkSource(h.source) }
 }
 
-/** An entry line as [key, entry], 'end' for the end line, undefined for anything else. */
-function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] | 'end' | undefined {
+interface OpenAccessLine { key: string, provider: unknown, url: unknown, until: number }
+
+/** An entry line as [key, entry], an open-access line, 'end' for the end line, undefined for anything else. */
+function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] | OpenAccessLine | 'end' | undefined {
   let raw: unknown
   try {
     raw = JSON.parse(text)
@@ -271,7 +302,10 @@ function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] 
     return undefined
   }
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
-    return (raw as { end?: unknown }).end === true ? 'end' : undefined
+    const line = raw as { end?: unknown, oa?: unknown, provider?: unknown, url?: unknown, until?: unknown }
+    if (line.end === true) return 'end'
+    if (!isCacheKey(line.oa, maxKeyLength) || typeof line.until !== 'number') return undefined
+    return { key: line.oa, provider: line.provider, url: line.url, until: line.until }
   }
   if (!Array.isArray(raw) || raw.length !== 2 || !isCacheKey(raw[0], maxKeyLength)) return undefined
   const entry = checkEntry(raw[1])
@@ -324,6 +358,7 @@ async function * readLines (file: string, maxLineBytes: number): AsyncGenerator<
 /** Writes the snapshot every `intervalMs` (0: never on a timer) and once more at `close()`; one write at a time. */
 export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, log: SnapshotLog }) {
   let running: Promise<void> | undefined
+  let next: Promise<void> | undefined
   const once = async (why: string): Promise<void> => {
     if (running !== undefined) return await running
     const started = performance.now()
@@ -337,6 +372,19 @@ export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, lo
   timer?.unref()
   return {
     writeNow: once,
+    /**
+     * Written again after something was dropped from the cache: after a write under way, which may hold
+     * it. Drops asked for while that write waits share the next one (a run of purges is one write, not one each).
+     */
+    async rewrite (why: string): Promise<void> {
+      next ??= (async () => {
+        // Always a wait (a microtask at least), so `next` is set before it is cleared here.
+        await (running ?? Promise.resolve())
+        next = undefined
+        await once(why)
+      })()
+      await next
+    },
     async close (): Promise<void> {
       if (timer !== undefined) clearInterval(timer)
       if (running !== undefined) await running

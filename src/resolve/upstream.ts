@@ -16,7 +16,7 @@ export type UpstreamAnswer =
   | { kind: 'not-found' }
 
 export interface RetryPolicy {
-  /** Retries after a 429/502/503/504 or a dropped connection. */
+  /** Retries after a 429, any 5xx or a dropped connection. */
   retries: number
   baseMs: number
   maxMs: number
@@ -62,9 +62,10 @@ const RC_NOT_FOUND = 100
 const RC_VALUES_NOT_FOUND = 200
 const RC_SERVER_NOT_RESP = 301
 
-// Statuses worth asking again: rate limited or a gateway in trouble; and connections that dropped. A
-// host name that does not resolve, a refused connection or no route is not brief: never retried.
-const RETRY_STATUSES = new Set([429, 502, 503, 504])
+// One rule for what is asked again (docs/operations.md "Retries"): a 429 (rate limited) and every 5xx (the
+// server, or a gateway in front of it, in trouble: a 500 as a 503), and connections that dropped. A host
+// name that does not resolve, a refused connection or no route is not brief: never retried.
+const retryStatus = (status: number): boolean => status === 429 || (status >= 500 && status <= 599)
 const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
 
 export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
@@ -224,7 +225,7 @@ export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.Disp
 }
 
 /**
- * getWhole, asked again after a retryable status (429, 502, 503, 504) or a dropped connection, with
+ * getWhole, asked again after a retryable status (429, any 5xx) or a dropped connection, with
  * exponential backoff (a Retry-After wins), but never waiting past the deadline: then the last answer
  * stands (its status and body are read as usual; a stale record may stand in for it), or the last failure
  * is thrown. `name` is what onRetry reports (the handle, or a host). A loop of our own rather than
@@ -241,7 +242,7 @@ export async function getWithRetries (dispatcher: Dispatcher, request: Dispatche
     }
     const code = (failure as { code?: unknown } | undefined)?.code
     const reason = res !== undefined
-      ? (RETRY_STATUSES.has(res.statusCode) ? `HTTP ${res.statusCode}` : undefined)
+      ? (retryStatus(res.statusCode) ? `HTTP ${res.statusCode}` : undefined)
       : (typeof code === 'string' && RETRY_ERROR_CODES.has(code) ? code : undefined)
     const delay = reason === undefined || attempt > policy.retries
       ? undefined

@@ -5,10 +5,12 @@ import type { Config } from '../config/schema.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache.js'
+import type { OpenAccessCache } from '../resolve/open-access.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
 import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected, watchSlowSetup } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
 import type { RecordFetcher } from '../resolve/resolver.js'
+import { openAccessRedisKey } from '../resolve/open-access.js'
 import { createSharedTier, sharedFetcher } from '../resolve/shared-tier.js'
 import { loadSnapshot, scheduleSnapshots } from '../resolve/snapshot.js'
 
@@ -26,6 +28,11 @@ export interface CacheTiers {
   preClose (): Promise<void>
   /** Closes the Redis client (an onClose hook); nothing without Redis. */
   close (): Promise<void>
+  /**
+   * After a key was dropped from the process's memory (a purge): the snapshot written again without it,
+   * and with `shared`, its record and open-access answer deleted from Redis ('none' without Redis).
+   */
+  forget (key: string, shared: boolean): Promise<'deleted' | 'none' | 'failed'>
 }
 
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.
@@ -48,11 +55,12 @@ async function siblingSnapshots (file: string): Promise<string[]> {
     .sort()
 }
 
-export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number }): Promise<CacheTiers> {
-  const { cache, freshness, metrics, now } = deps
+export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number, openAccess?: OpenAccessCache | undefined }): Promise<CacheTiers> {
+  const { cache, freshness, metrics, now, openAccess } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
   let preClose = async (): Promise<void> => {}
+  let rewriteSnapshot = async (): Promise<void> => {}
 
   if (config.cacheFile !== undefined) {
     const file = config.cacheFile
@@ -61,19 +69,22 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
     // worker takes all of them back; a change of WORKERS loses nothing either.
     for (const one of [...await siblingSnapshots(file), file]) {
       const started = performance.now()
-      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, takeBack: one === file, log })
-      if (loaded.loaded + loaded.expired + loaded.bad > 0) {
+      const loaded = await loadSnapshot({ file: one, cache, now, maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES, maxKeyLength: config.maxHandleLength * 4, source, openAccess, takeBack: one === file, log })
+      if (loaded.loaded + loaded.expired + loaded.bad + (loaded.openAccess ?? 0) > 0) {
         log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
       }
     }
-    const snapshots = scheduleSnapshots({ file, cache, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log })
+    const snapshots = scheduleSnapshots({ file, cache, openAccess, source, now, intervalMs: config.cacheSnapshotIntervalSeconds * 1000, log })
     // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
     // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
     preClose = async () => { await snapshots.close() }
+    rewriteSnapshot = async () => { await snapshots.rewrite('purge') }
   }
 
   const settings = redisSettingsOf(config)
-  if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {} }
+  if (settings === undefined) {
+    return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {}, forget: async () => { await rewriteSnapshot(); return 'none' } }
+  }
   const redis = createRedisClient(settings)
   const setup = watchSlowSetup(redis)
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
@@ -101,7 +112,19 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   return {
     redis,
     preClose,
+    forget: async (key, shared) => {
+      await rewriteSnapshot()
+      if (!shared) return 'none'
+      try {
+        // One key each: in a Cluster the two live in different slots.
+        await Promise.all([redis.del(tier.recordKey(key)), redis.del(openAccessRedisKey(config.redisKeyPrefix, key))])
+        return 'deleted'
+      } catch {
+        return 'failed'
+      }
+    },
     close: async () => {
+      tier.close()
       tier.flushLog()
       await closeRedis(redis, config.redisCommandTimeoutMs * 10)
     },

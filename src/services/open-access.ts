@@ -6,8 +6,8 @@ import { openAccessProviderInForce } from '../config/open-access.js'
 import { upstreamUserAgent, workerShareOf } from '../config/schema.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
-import { createOpenAccess } from '../resolve/open-access.js'
-import type { OpenAccess } from '../resolve/open-access.js'
+import { createOpenAccess, createOpenAccessCache } from '../resolve/open-access.js'
+import type { OpenAccess, OpenAccessCache } from '../resolve/open-access.js'
 import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/open-access-providers.js'
 import type { OpenAccessProviderClient } from '../resolve/open-access-providers.js'
 
@@ -16,7 +16,7 @@ import type { OpenAccessProviderClient } from '../resolve/open-access-providers.
  * (a file is read now), its cache and shared tier; its `close` is for the app's close. Undefined
  * without OA_PROVIDER, and offline for a provider over the network (never built: no connection).
  */
-export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined }): Promise<OpenAccess | undefined> {
+export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined, cache?: OpenAccessCache | undefined }): Promise<OpenAccess | undefined> {
   const provider = await providerOf(log, config, deps.dispatcher)
   if (provider === undefined) return undefined
   const throttle = createLogThrottle(10_000)
@@ -35,9 +35,24 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, d
     redisPrefix: config.redisKeyPrefix,
     lockMs: config.oaTimeoutMs,
     pollMs: config.redisWaitPollMs,
+    ...(deps.cache === undefined ? {} : { cache: deps.cache }),
     onError: (doi, err) => throttle(provider.name, (suppressed) => log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
   })
   return openAccess
+}
+
+/**
+ * The memory of a provider asked over the network (Unpaywall, OpenAlex), made before the cache tiers so
+ * the cache snapshot loads its answers and writes them back; undefined for none or OA_PROVIDER=file
+ * (read from its file at each start).
+ */
+export function openAccessCacheOf (config: Config): OpenAccessCache | undefined {
+  if (config.oaProvider !== 'unpaywall' && config.oaProvider !== 'openalex') return undefined
+  return createOpenAccessCache({
+    maxEntries: config.oaCacheMaxEntries,
+    provider: config.oaProvider,
+    maxKeepMs: Math.max(config.oaTtlSeconds, config.oaNegativeTtlSeconds) * 1000
+  })
 }
 
 async function providerOf (log: FastifyBaseLogger, config: Config, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {

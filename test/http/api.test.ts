@@ -158,7 +158,7 @@ describe('/api/handles (behaviour.md §7)', () => {
     expect(res.statusCode).toBe(200)
     const doc = res.json()
     expect(doc.openapi).toBe('3.1.0')
-    expect(Object.keys(doc.paths)).toEqual(['/api/handles/{handle}', '/api/batch', '/doiRA/{dois}'])
+    expect(Object.keys(doc.paths)).toEqual(['/api/handles/{handle}', '/api/batch', '/doiRA/{dois}', '/api/cache/{doi}'])
   })
 })
 

@@ -317,6 +317,45 @@ describe('OA_PROVIDER=file: Unpaywall\'s data feed, offline', () => {
   })
 })
 
+describe('kept across a restart', () => {
+  it('open-access answers are in the cache snapshot: after a restart the provider is not asked again', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const { tmpdir } = await import('node:os')
+    const dir = await mkdtemp(join(tmpdir(), 'oa-snapshot-'))
+    onTestFinished(async () => { await rm(dir, { recursive: true, force: true }) })
+    const fake = await fakeProvider()
+    const cacheFile = join(dir, 'cache.snapshot')
+    const before = await chainApp(fake, { cacheFile })
+    expect((await before.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
+    expect((await before.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
+    expect(fake.seen).toHaveLength(2)
+    await before.app.close() // writes the snapshot
+    // The same upstream: a snapshot made from another is set aside.
+    const after = await chainApp(fake, { cacheFile, upstreamUrl: before.upstream.url })
+    expect((await after.app.inject({ url: '/10.5555/open', remoteAddress: OTHER_HOME })).headers.location).toBe(OPEN_COPY)
+    expect((await after.app.inject({ url: '/10.5555/closed', remoteAddress: OTHER_HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
+    expect(fake.seen).toHaveLength(2)
+  })
+
+  it('another provider\'s answers in the snapshot are not taken for this one\'s', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const { tmpdir } = await import('node:os')
+    const dir = await mkdtemp(join(tmpdir(), 'oa-snapshot-'))
+    onTestFinished(async () => { await rm(dir, { recursive: true, force: true }) })
+    const cacheFile = join(dir, 'cache.snapshot')
+    const unpaywall = await fakeProvider()
+    const before = await chainApp(unpaywall, { cacheFile })
+    expect((await before.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
+    await before.app.close()
+    const openalex = await fakeProvider('openalex')
+    const after = await chainApp(openalex, { cacheFile, upstreamUrl: before.upstream.url })
+    expect((await after.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
+    expect(openalex.paths).toEqual(['/works/doi:10.5555/open'])
+  })
+})
+
 describe('shared by replicas through Redis', () => {
   let redis: TestRedis
   beforeAll(async () => { redis = await TestRedis.start() })

@@ -210,6 +210,17 @@ describe('replicas sharing one Redis', () => {
     expect((await b.inject({ url: '/10.5555/shared-4', ...from })).statusCode).toBe(302)
     expect((await a.inject({ url: '/10.5555/shared-5', ...from })).statusCode).toBe(429)
   })
+
+  it('each rate-limit counter in Redis is named by its limit and its client', async () => {
+    const upstream = await fakeUpstream()
+    const a = await replica(upstream, { rateLimitMax: 5, authRateLimitMax: 5, rateLimitWindowMs: 60_000, rateLimitAllowList: [] })
+    const from = { remoteAddress: '203.0.113.8' }
+    expect((await a.inject({ url: '/10.5555/shared-8', ...from })).statusCode).toBe(302)
+    expect((await a.inject({ url: '/10.5555/shared-9?auth', ...from })).statusCode).toBe(302)
+    const client = redis.client()
+    onTestFinished(() => { client.disconnect() })
+    expect((await client.keys('doi-proxy:v1:rl:*')).sort()).toEqual(['doi-proxy:v1:rl:auth:203.0.113.8', 'doi-proxy:v1:rl:lookups:203.0.113.8'])
+  })
 })
 
 describe('when Redis fails', () => {

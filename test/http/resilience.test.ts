@@ -105,6 +105,14 @@ describe('politeness to the upstream', () => {
     expect(upstream.count('10.5555/plain')).toBe(2)
   })
 
+  // One rule (docs/operations.md "Retries"): a 500 used to be asked once, a 502, 503 or 504 three times.
+  it.each([500, 502, 503, 504])('an upstream %i is asked 1 + UPSTREAM_RETRIES times, as every 5xx is', async (status) => {
+    const { app, upstream } = await setup({ overrides: { upstreamRetries: 2, upstreamRetryBaseMs: 10 } })
+    upstream.mode = { kind: 'status', status }
+    expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(502)
+    expect(upstream.count('10.5555/plain')).toBe(3)
+  })
+
   it('a 429 whose Retry-After fits in the time budget is retried and the DOI resolves', async () => {
     const { app, upstream } = await setup({ overrides: { upstreamTimeoutMs: 3000, upstreamRetryBaseMs: 1 } })
     upstream.script = [{ kind: 'status', status: 429, headers: { 'retry-after': '1' } }]

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pino from 'pino'
 import { TestRedis, makeTestCa } from '../support/redis.js'
 import type { TestCa } from '../support/redis.js'
-import { metric, replicaApp, sharedUp, topologyUpstream } from '../support/replica-apps.js'
+import { admin, str } from '../support/records.js'
+import { metric, replicaApp, sharedUp, topologyUpstream, waitFor } from '../support/replica-apps.js'
 
 // Redis past a bare URL (issue 27): a password, an ACL user, TLS with a private CA, against real redis-servers.
 
@@ -40,6 +41,22 @@ describe('a Redis that asks for a password', () => {
     // The DOI and its prefix's record (read for 10320/loc) each come to b from Redis.
     expect(upstream.count('10.5555')).toBe(1)
     expect(await metric(b, /^doi_proxy_shared_cache_total\{result="hit"\} (\d+)/m)).toBe(2)
+  })
+
+  it('a purge reaches the other replica through the documented ACL user\'s channels', async () => {
+    const upstream = await topologyUpstream()
+    const token = 'd'.repeat(40)
+    const viaUser = { redisUrl: `redis://doi-proxy:doi-secret-1@127.0.0.1:${secured.port}`, adminToken: token, negativeTtlSeconds: 3600 }
+    const a = await replicaApp(upstream, viaUser)
+    const b = await replicaApp(upstream, viaUser)
+    expect((await b.inject({ url: '/10.5555/later' })).statusCode).toBe(404)
+    upstream.set('10.5555/later', [admin(), str(1, 'URL', 'http://example.org/later')])
+    // b subscribes as it connects: the purge is told again until b has heard it (a purge may be repeated).
+    await waitFor(async () => {
+      const res = await a.inject({ method: 'DELETE', url: '/api/cache/10.5555/later', headers: { authorization: `Bearer ${token}` } })
+      expect(res.json()).toMatchObject({ redis: 'deleted', told: 'redis' })
+      return (await b.inject({ url: '/10.5555/later' })).statusCode === 302
+    })
   })
 
   it('replicas share records through requirepass\'s password alone (redis://:password@…)', async () => {

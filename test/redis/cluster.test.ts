@@ -53,6 +53,27 @@ describe('a Redis Cluster', () => {
     expect((await a.inject({ url: '/10.5555/topo-42', ...from })).statusCode).toBe(429)
   })
 
+  it('doi_proxy_shared_cache_up says 0 while the cluster reports itself down (cluster_state:fail), and 1 once it is ok', async () => {
+    const upstream = await topologyUpstream()
+    // Idle: no lookup finds the cluster failing; only the cluster's own word can move the gauge.
+    const a = await replicaApp(upstream, viaCluster())
+    await waitFor(async () => await sharedUp(a))
+    // A master that stops answering for longer than cluster-node-timeout (1 s) is counted lost by the other two.
+    const sleeper = cluster.masters[2]?.client()
+    const sleeping = sleeper?.call('DEBUG', 'SLEEP', '5').catch(() => {})
+    try {
+      await waitFor(async () => {
+        const client = cluster.masters[0]?.client()
+        try { return /cluster_state:fail/.test(String(await client?.cluster('INFO'))) } finally { client?.disconnect() }
+      })
+      await waitFor(async () => !await sharedUp(a))
+    } finally {
+      await sleeping
+      sleeper?.disconnect()
+    }
+    await waitFor(async () => await sharedUp(a), 15_000)
+  }, 30_000)
+
   // Last: it takes a master away for good.
   it('a master lost: answers keep coming, from each replica\'s own cache for what it holds', async () => {
     const upstream = await topologyUpstream()
