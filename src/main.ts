@@ -5,8 +5,9 @@ import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
+import { checkPaths } from './main/paths.js'
 import { ConfigError } from './config/schema.js'
-import { listenErrorMessage } from './main/listen-error.js'
+import { listenErrorMessage, listenProblem } from './main/listen-error.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
@@ -20,11 +21,10 @@ async function main (): Promise<void> {
   let config: Config
   try {
     config = loadConfig(process.env)
+    // Once, in the primary of WORKERS too: every setting naming a file or directory, before any is opened.
+    checkPaths(config)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`doi-proxy: ${err.message}\n`)
-      process.exit(78) // EX_CONFIG
-    }
+    if (err instanceof ConfigError) refuseToStart(err.message)
     throw err
   }
 
@@ -36,11 +36,13 @@ async function main (): Promise<void> {
   // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
   const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(config.workers)
   if (workers > 1 && cluster.isPrimary) {
+    // Asked once here, so a port in use is one line, not one from each worker and another from the primary.
+    const problem = await listenProblem(config.host, config.port)
+    if (problem !== undefined) refuseToStart(problem)
     warnAboutContact(config, logger)
     runPrimary(workers, config, logger)
     return
   }
-  if (cluster.isPrimary) warnAboutContact(config, logger)
   // A worker answers the primary's asks for its metrics from the start (empty until its app is built).
   if (cluster.isWorker) answerPrimaryAsks()
   // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
@@ -55,10 +57,9 @@ async function main (): Promise<void> {
   try {
     app = await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
-    // A missing local store directory or GeoIP file is a configuration mistake: say so plainly.
-    if (err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
-      process.stderr.write(`doi-proxy: ${(err as Error).message}\n`)
-      process.exit(78)
+    // A local store directory or GeoIP file that cannot be used is a configuration mistake: say so plainly.
+    if (err instanceof ConfigError || err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
+      refuseToStart((err as Error).message)
     }
     throw err
   }
@@ -97,9 +98,9 @@ async function main (): Promise<void> {
     // A port in use, a HOST that is not ours: a setting to change, said in one line (exit 78 as above).
     const message = listenErrorMessage(err, config.host, config.port)
     if (message === undefined) throw err
-    process.stderr.write(`doi-proxy: ${message}\n`)
-    process.exit(78)
+    refuseToStart(message)
   }
+  if (cluster.isPrimary) warnAboutContact(config, logger)
   logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
 }
 
@@ -122,9 +123,12 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
       return
     }
-    // A worker that never listened (bad setting, port taken) would fail again: stop instead of looping.
+    // A worker that never listened (bad setting, port taken) would fail again: stop instead of looping,
+    // and the others with it. Exit code 78: the worker has said why in its one line; nothing to add.
     if (!listening.has(worker)) {
-      logger.error({ pid: worker.process.pid, code }, 'a worker failed to start; stopping')
+      stopping = true
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGKILL')
+      if (code !== 78) logger.error({ pid: worker.process.pid, code, signal }, 'a worker failed to start; stopping')
       process.exit(code ?? 1)
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'a worker died; starting another')
@@ -148,6 +152,12 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   if (exceeded.length > 0) {
     logger.warn({ workers: count, exceeded }, 'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting')
   }
+}
+
+/** A setting that cannot work: one line naming it, and EX_CONFIG, never a stack trace (docs/operations.md). */
+function refuseToStart (message: string): never {
+  process.stderr.write(`doi-proxy: ${message}\n`)
+  process.exit(78)
 }
 
 /** What the primary sends a worker to make it drain and stop. */
