@@ -140,6 +140,21 @@ export function createRedisClient (settings: RedisSettings): RedisClient {
 }
 
 /**
+ * The nodes of REDIS_CLUSTER_NODES that answered they are no cluster node ("cluster support disabled":
+ * a single Redis server named there), heard from now on; always empty for a client that is no cluster.
+ * So the start can say so, not that Redis is not reachable.
+ */
+export function notClusterNodes (client: RedisClient): () => string[] {
+  const nodes = new Set<string>()
+  if (client instanceof Cluster) {
+    client.on('node error', (err: Error, node: string) => {
+      if (/cluster support disabled/i.test(err.message)) nodes.add(node)
+    })
+  }
+  return () => [...nodes]
+}
+
+/**
  * Resolves true once the client is connected (a cluster: to each of its masters), or false after `ms`:
  * the start never waits longer, never fails.
  */

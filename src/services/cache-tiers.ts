@@ -6,7 +6,7 @@ import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
-import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected } from '../resolve/redis.js'
+import { closeRedis, createRedisClient, describeRedis, notClusterNodes, redisSettingsOf, waitConnected } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
 import type { RecordFetcher } from '../resolve/resolver.js'
 import { createSharedTier, sharedFetcher } from '../resolve/shared-tier.js'
@@ -75,8 +75,14 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   const settings = redisSettingsOf(config)
   if (settings === undefined) return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {} }
   const redis = createRedisClient(settings)
+  const notCluster = notClusterNodes(redis)
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    const nodes = notCluster()
+    if (nodes.length > 0) {
+      log.warn({ redis: describeRedis(settings.topology), nodes }, 'REDIS_CLUSTER_NODES names a Redis that is not a cluster (its cluster support is disabled): for a single server use REDIS_URL, else name nodes of a Redis Cluster; working with the local cache meanwhile')
+    } else {
+      log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    }
   }
   const tier = createSharedTier({
     redis,
