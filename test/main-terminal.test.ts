@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startServer } from './support/server-process.js'
 import { findOnPath } from './support/test-tools.js'
@@ -52,8 +54,11 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
 
   // In a session of its own (setsid) nobody hangs up on it: it keeps serving, its log lines lost.
   for (const format of ['json', 'pretty']) {
-    it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, and stops on SIGTERM`, async () => {
-      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
+    it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, says so once, and stops on SIGTERM`, async () => {
+      // Its stderr in a file, to read what it says about the lost terminal.
+      const stderr = join(mkdtempSync(join(tmpdir(), 'doi-proxy-terminal-')), 'stderr')
+      onTestFinished(() => { rmSync(dirname(stderr), { recursive: true, force: true }) })
+      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts 2>${stderr} & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
       server.closeTerminal()
       await sleep(300)
       // Each answer writes an access log line to the lost terminal.
@@ -62,6 +67,7 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
         expect(res.status).toBe(200)
       }
       await expectStopped(server.serverPid)
+      expect(readFileSync(stderr, 'utf8')).toBe('doi-proxy: writing the log failed (EIO); no more log lines\n')
     }, 30_000)
   }
 })

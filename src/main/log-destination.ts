@@ -30,7 +30,11 @@ type Output = ReturnType<typeof pino.destination>
  * whatever logged (a request's log line, the shutdown), and a flush at exit would throw again.
  */
 function dropLinesOnceLost (out: Output): Output {
+  let lost = false
   out.on('error', (err: NodeJS.ErrnoException) => {
+    // Once: pino's own listener hands an error other than EPIPE on again, so it comes here twice.
+    if (lost) return
+    lost = true
     out.write = () => true
     out.flush = () => {}
     out.flushSync = () => {}
