@@ -57,8 +57,9 @@ async function main (): Promise<void> {
   try {
     app = await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
-    // A local store directory or GeoIP file that cannot be used is a configuration mistake: say so plainly.
-    if (err instanceof ConfigError || err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
+    // A file a setting names that cannot be used after all (its content: a GeoIP database, an
+    // open-access feed; a local store gone since the check) is a configuration mistake: say so plainly.
+    if (err instanceof ConfigError || err instanceof LocalStoreError) {
       refuseToStart((err as Error).message)
     }
     throw err

@@ -63,6 +63,22 @@ describe('a start with a setting naming a path it cannot use stops with one line
   })
 })
 
+describe('a start with a file that is there but cannot be used stops the same way', { timeout: 60_000 }, () => {
+  const corruptGzip = join(dir, 'feed.jsonl.gz')
+  writeFileSync(corruptGzip, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x67, 0x61, 0x72, 0x62]))
+  const text = join(dir, 'country.mmdb')
+  writeFileSync(text, 'this is not a MaxMind database\n')
+  it.each([
+    { key: 'oaSnapshotFile', env: 'OA_SNAPSHOT_FILE', bad: corruptGzip, why: 'a truncated gzip feed' },
+    { key: 'geoipDatabase', env: 'GEOIP_DATABASE', bad: text, why: 'a text file as the country database' }
+  ])('$env: $why', async ({ key, env, bad }) => {
+    const { code, output, listened } = await startOutcome({ ...NEEDS[key as keyof Config], [env]: bad })
+    expect(listened, output).toBe(false)
+    expect(output.split('\n').filter((l) => l !== ''), output).toEqual([expect.stringMatching(new RegExp(`^doi-proxy: invalid setting ${key} \\(${env}\\): ${escape(JSON.stringify(bad))} `))])
+    expect(code).toBe(78)
+  })
+})
+
 function escape (text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
 }
