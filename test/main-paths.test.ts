@@ -70,7 +70,8 @@ describe('a start with a file that is there but cannot be used stops the same wa
   writeFileSync(text, 'this is not a MaxMind database\n')
   it.each([
     { key: 'oaSnapshotFile', env: 'OA_SNAPSHOT_FILE', bad: corruptGzip, why: 'a truncated gzip feed' },
-    { key: 'geoipDatabase', env: 'GEOIP_DATABASE', bad: text, why: 'a text file as the country database' }
+    { key: 'geoipDatabase', env: 'GEOIP_DATABASE', bad: text, why: 'a text file as the country database' },
+    { key: 'redisTlsCaFile', env: 'REDIS_TLS_CA_FILE', bad: text, why: 'a text file as the certificate authority' }
   ])('$env: $why', async ({ key, env, bad }) => {
     const { code, output, listened } = await startOutcome({ ...NEEDS[key as keyof Config], [env]: bad })
     expect(listened, output).toBe(false)
