@@ -8,6 +8,7 @@ import { loadConfig } from './config/load.js'
 import { checkPaths } from './main/paths.js'
 import { ConfigError } from './config/schema.js'
 import { listenErrorMessage, listenProblem } from './main/listen-error.js'
+import { onStopSignals } from './main/stop-signals.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
@@ -68,10 +69,10 @@ async function main (): Promise<void> {
   // Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS listener makes a
   // fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM (Node's docs say
   // so); without one the process dies of it, as it should.
-  // A worker's SIGTERM and SIGINT are its own (below), not close-with-grace's: a second one must not cut its drain short.
-  const workerStops: closeWithGrace.AllEvents[] = cluster.isWorker ? ['SIGTERM', 'SIGINT'] : []
+  // SIGTERM and SIGINT are ours (below), not close-with-grace's: the same signal delivered twice must
+  // not cut the drain short.
   let stopReason: string | undefined
-  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, ...workerStops] }, async ({ signal, err }) => {
+  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, 'SIGTERM', 'SIGINT'] }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
     else logger.info({ signal: signal ?? stopReason }, 'shutting down: finishing in-flight requests')
     beginDrain(app)
@@ -79,18 +80,22 @@ async function main (): Promise<void> {
     if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
     await app.close()
   })
+  const stop = (reason: string): void => {
+    if (stopReason !== undefined) return
+    stopReason = reason
+    grace.close()
+  }
   // A worker drains once, however it is told: the primary's message, or a signal of its own (systemd's
   // default KillMode=control-group and a terminal's Ctrl-C signal every process of the group). A second
   // Ctrl-C stops the primary at once, and a worker goes with it (node:cluster ends a worker whose primary is gone).
   if (cluster.isWorker) {
-    const stop = (reason: string): void => {
-      if (stopReason !== undefined) return
-      stopReason = reason
-      grace.close()
-    }
-    process.on('SIGTERM', () => { stop('SIGTERM') })
-    process.on('SIGINT', () => { stop('SIGINT') })
+    onStopSignals(stop, () => {})
     process.on('message', (message) => { if (message === STOP_MESSAGE) stop('asked by the primary') })
+  } else {
+    onStopSignals(stop, (signal) => {
+      logger.error({ signal }, 'a second signal: exiting at once')
+      process.exit(1)
+    })
   }
 
   try {
@@ -136,15 +141,13 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
     fork(indexOf.get(worker) ?? 1)
   })
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) process.exit(1) // a second signal: at once
     stopping = true
     logger.info({ signal, workers: count }, 'shutting down the workers')
     // A message: a worker that got the signal itself (its whole process group was signalled) drains once.
     for (const worker of Object.values(cluster.workers ?? {})) worker?.send(STOP_MESSAGE)
     setTimeout(() => process.exit(1), config.drainDelayMs + config.shutdownGraceMs + 1000).unref()
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  onStopSignals(stop, () => { process.exit(1) }) // a second signal: at once
   // A scrape of /metrics reaches one worker, which asks here for every worker's series.
   answerHostMetrics()
   for (let i = 1; i <= count; i++) fork(i)

@@ -30,7 +30,8 @@ describe('npm start and npm run start:offline stop with their children', () => {
         for (const pid of descendants(npm.pid ?? 0)) started.add(pid)
         expect([...started].some((pid) => /dist\/main\.js/.test(commandOf(pid))), `a node dist/main.js under npm: ${[...started].map(commandOf).join('; ')}`).toBe(true)
 
-        const exited = new Promise<string>((resolve) => npm.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)))
+        // 'close', not 'exit': by then all that npm and the server wrote (to the same pipes) has been read.
+        const exited = new Promise<string>((resolve) => npm.once('close', (code, signal) => resolve(signal ?? `exit ${code}`)))
         const signal = how === 'SIGTERM to npm' ? 'SIGTERM' : 'SIGINT'
         if (how === 'SIGTERM to npm') process.kill(npm.pid ?? 0, signal)
         else process.kill(-(npm.pid ?? 0), signal)
