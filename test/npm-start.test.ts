@@ -10,11 +10,12 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 const GRACE_MS = 2000
 
 describe('npm start and npm run start:offline stop with their children', () => {
-  for (const script of ['start', 'start:offline']) {
+  // WORKERS=2 too: the primary and its workers.
+  for (const { script, workers } of [{ script: 'start', workers: '1' }, { script: 'start:offline', workers: '1' }, { script: 'start', workers: '2' }]) {
     for (const how of ['SIGTERM to npm', 'Ctrl-C'] as const) {
-      it(`npm run ${script}, then ${how}: npm and everything it started exit`, async () => {
+      it(`WORKERS=${workers} npm run ${script}, then ${how}: npm and everything it started exit`, async () => {
         const npm = spawn('npm', ['run', '--silent', script], {
-          env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: String(GRACE_MS) },
+          env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: String(GRACE_MS), WORKERS: workers },
           stdio: ['ignore', 'pipe', 'pipe'],
           // A process group of its own, as a terminal gives a command: Ctrl-C signals the whole group.
           detached: true
@@ -25,8 +26,9 @@ describe('npm start and npm run start:offline stop with their children', () => {
         const started = new Set<number>()
         onTestFinished(() => { for (const pid of [npm.pid ?? 0, ...started]) try { process.kill(pid, 'SIGKILL') } catch {} })
         // npm start builds dist/ first when src/ changed since the last build: minutes on a busy machine.
-        for (let i = 0; i < 2400 && !output.includes('doi-proxy is ready') && npm.exitCode === null; i++) await sleep(100)
-        expect(output).toContain('doi-proxy is ready')
+        const ready = (): number => output.split('doi-proxy is ready').length - 1
+        for (let i = 0; i < 2400 && ready() < Number(workers) && npm.exitCode === null; i++) await sleep(100)
+        expect(ready(), output).toBe(Number(workers))
         for (const pid of descendants(npm.pid ?? 0)) started.add(pid)
         expect([...started].some((pid) => /dist\/main\.js/.test(commandOf(pid))), `a node dist/main.js under npm: ${[...started].map(commandOf).join('; ')}`).toBe(true)
 
