@@ -50,5 +50,6 @@ EXPOSE 8000
 # No curl in the image: Node itself asks /healthz.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# node, not npm: npm would swallow SIGTERM and the graceful shutdown (and the last snapshot) with it.
+# node itself, not `npm start`: nothing between the container's signals and the server, and no build step
+# (npm start builds dist/ when src/ is newer, with dev dependencies this image does not have).
 CMD ["node", "dist/main.js"]

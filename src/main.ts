@@ -5,8 +5,10 @@ import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
+import { checkPaths } from './main/paths.js'
 import { ConfigError } from './config/schema.js'
-import { listenErrorMessage } from './main/listen-error.js'
+import { listenErrorMessage, listenProblem } from './main/listen-error.js'
+import { onStopSignals } from './main/stop-signals.js'
 import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store.js'
 import type { Config } from './config/schema.js'
@@ -21,11 +23,10 @@ async function main (): Promise<void> {
   let config: Config
   try {
     config = loadConfig(process.env)
+    // Once, in the primary of WORKERS too: every setting naming a file or directory, before any is opened.
+    checkPaths(config)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`doi-proxy: ${err.message}\n`)
-      process.exit(78) // EX_CONFIG
-    }
+    if (err instanceof ConfigError) refuseToStart(err.message)
     throw err
   }
 
@@ -37,11 +38,13 @@ async function main (): Promise<void> {
   // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
   const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(config.workers)
   if (workers > 1 && cluster.isPrimary) {
+    // Asked once here, so a port in use is one line, not one from each worker and another from the primary.
+    const problem = await listenProblem(config.host, config.port)
+    if (problem !== undefined) refuseToStart(problem)
     warnAboutContact(config, logger)
     runPrimary(workers, config, logger)
     return
   }
-  if (cluster.isPrimary) warnAboutContact(config, logger)
   // A worker answers the primary's asks for its metrics from the start (empty until its app is built).
   if (cluster.isWorker) answerPrimaryAsks()
   // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
@@ -56,10 +59,10 @@ async function main (): Promise<void> {
   try {
     app = await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
-    // A missing local store directory or GeoIP file is a configuration mistake: say so plainly.
-    if (err instanceof LocalStoreError || (err as Error).message?.startsWith('geoipDatabase')) {
-      process.stderr.write(`doi-proxy: ${(err as Error).message}\n`)
-      process.exit(78)
+    // A file a setting names that cannot be used after all (its content: a GeoIP database, an
+    // open-access feed; a local store gone since the check) is a configuration mistake: say so plainly.
+    if (err instanceof ConfigError || err instanceof LocalStoreError) {
+      refuseToStart((err as Error).message)
     }
     throw err
   }
@@ -67,10 +70,10 @@ async function main (): Promise<void> {
   // Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS listener makes a
   // fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM (Node's docs say
   // so); without one the process dies of it, as it should.
-  // A worker's SIGTERM and SIGINT are its own (below), not close-with-grace's: a second one must not cut its drain short.
-  const workerStops: closeWithGrace.AllEvents[] = cluster.isWorker ? ['SIGTERM', 'SIGINT'] : []
+  // SIGTERM and SIGINT are ours (below), not close-with-grace's: the same signal delivered twice must
+  // not cut the drain short.
   let stopReason: string | undefined
-  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, ...workerStops] }, async ({ signal, err }) => {
+  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, 'SIGTERM', 'SIGINT'] }, async ({ signal, err }) => {
     if (err !== undefined) logger.error({ err }, 'shutting down after an error')
     else logger.info({ signal: signal ?? stopReason }, 'shutting down: finishing in-flight requests')
     beginDrain(app)
@@ -78,18 +81,22 @@ async function main (): Promise<void> {
     if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
     await app.close()
   })
+  const stop = (reason: string): void => {
+    if (stopReason !== undefined) return
+    stopReason = reason
+    grace.close()
+  }
   // A worker drains once, however it is told: the primary's message, or a signal of its own (systemd's
   // default KillMode=control-group and a terminal's Ctrl-C signal every process of the group). A second
   // Ctrl-C stops the primary at once, and a worker goes with it (node:cluster ends a worker whose primary is gone).
   if (cluster.isWorker) {
-    const stop = (reason: string): void => {
-      if (stopReason !== undefined) return
-      stopReason = reason
-      grace.close()
-    }
-    process.on('SIGTERM', () => { stop('SIGTERM') })
-    process.on('SIGINT', () => { stop('SIGINT') })
+    onStopSignals(stop, () => {})
     process.on('message', (message) => { if (message === STOP_MESSAGE) stop('asked by the primary') })
+  } else {
+    onStopSignals(stop, (signal) => {
+      logger.error({ signal }, 'a second signal: exiting at once')
+      process.exit(1)
+    })
   }
 
   try {
@@ -98,9 +105,9 @@ async function main (): Promise<void> {
     // A port in use, a HOST that is not ours: a setting to change, said in one line (exit 78 as above).
     const message = listenErrorMessage(err, config.host, config.port)
     if (message === undefined) throw err
-    process.stderr.write(`doi-proxy: ${message}\n`)
-    process.exit(78)
+    refuseToStart(message)
   }
+  if (cluster.isPrimary) warnAboutContact(config, logger)
   logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
 }
 
@@ -123,24 +130,25 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
       return
     }
-    // A worker that never listened (bad setting, port taken) would fail again: stop instead of looping.
+    // A worker that never listened (bad setting, port taken) would fail again: stop instead of looping,
+    // and the others with it. Exit code 78: the worker has said why in its one line; nothing to add.
     if (!listening.has(worker)) {
-      logger.error({ pid: worker.process.pid, code }, 'a worker failed to start; stopping')
+      stopping = true
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGKILL')
+      if (code !== 78) logger.error({ pid: worker.process.pid, code, signal }, 'a worker failed to start; stopping')
       process.exit(code ?? 1)
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'a worker died; starting another')
     fork(indexOf.get(worker) ?? 1)
   })
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) process.exit(1) // a second signal: at once
     stopping = true
     logger.info({ signal, workers: count }, 'shutting down the workers')
     // A message: a worker that got the signal itself (its whole process group was signalled) drains once.
     for (const worker of Object.values(cluster.workers ?? {})) worker?.send(STOP_MESSAGE)
     setTimeout(() => process.exit(1), config.drainDelayMs + config.shutdownGraceMs + 1000).unref()
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  onStopSignals(stop, () => { process.exit(1) }) // a second signal: at once
   // A scrape of /metrics reaches one worker, which asks here for every worker's series.
   answerHostMetrics()
   // What one worker tells the others (the registry's Retry-After, a purge) goes through here.
@@ -151,6 +159,12 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
   if (exceeded.length > 0) {
     logger.warn({ workers: count, exceeded }, 'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting')
   }
+}
+
+/** A setting that cannot work: one line naming it, and EX_CONFIG, never a stack trace (docs/operations.md). */
+function refuseToStart (message: string): never {
+  process.stderr.write(`doi-proxy: ${message}\n`)
+  process.exit(78)
 }
 
 /** What the primary sends a worker to make it drain and stop. */

@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
 import { request as httpRequest } from 'node:http'
@@ -333,7 +333,23 @@ describe.skipIf(!has('systemd-analyze'))('deploy/doi-proxy.service, checked by s
   })
 })
 
+describe('the comments of deploy/, the Dockerfile and docker-compose.yml', () => {
+  it('name only test files that exist', () => {
+    const root = fileURLToPath(new URL('..', import.meta.url))
+    const files = ['Dockerfile', 'docker-compose.yml', ...readdirSync(join(root, 'deploy'), { recursive: true, encoding: 'utf8' }).map((f) => `deploy/${f}`)]
+    const named = files.filter((f) => statSync(join(root, f)).isFile())
+      .flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/(?<![\w/])test\/[\w/.-]+\.ts/g)].map((m) => [f, m[0]] as const))
+    expect(named.length).toBeGreaterThan(0)
+    for (const [file, test] of named) expect(existsSync(join(root, test)), `${file} names ${test}`).toBe(true)
+  })
+})
+
 describe('deploy/doi-proxy.service, read', () => {
+  it('restarts after a crash, but not after a bad setting (exit code 78), which would fail again', () => {
+    expect(unitValue('Restart')).toEqual(['on-failure'])
+    expect(unitValue('RestartPreventExitStatus')).toEqual(['78'])
+  })
+
   it('runs node itself with the hardening an operator expects', () => {
     expect(unitValue('ExecStart')).toEqual(['/usr/bin/node /opt/doi-proxy/dist/main.js'])
     for (const [key, value] of [['DynamicUser', 'yes'], ['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes'], ['StateDirectory', 'doi-proxy'], ['PrivateTmp', 'yes'], ['KillSignal', 'SIGTERM']]) {

@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { startServer } from './support/server-process.js'
 import { findOnPath } from './support/test-tools.js'
 
 // src/main.ts started on a terminal (util-linux's `script` gives it one) that then goes away, as when
@@ -10,7 +13,7 @@ const GRACE_MS = 2000
 // Beyond SHUTDOWN_GRACE_MS: time for a busy machine to run the exit.
 const EXIT_BOUND_MS = GRACE_MS + 4000
 
-interface OnTerminal { serverPid: number, port: number, closeTerminal: () => void }
+interface OnTerminal { serverPid: number, port: number, closeTerminal: () => void, stallTerminal: () => void }
 
 /**
  * The server on a terminal of its own, once it listens; `shell` starts it and says "server pid N".
@@ -34,7 +37,8 @@ async function onTerminal (shell: string, env: Record<string, string>): Promise<
   const serverPid = /server pid (\d+)/.exec(output)?.[1]
   if (port === undefined || serverPid === undefined) throw new Error(`the server did not start: ${output}`)
   // Killing `script` closes the terminal's master side: the terminal is gone.
-  return { serverPid: Number(serverPid), port: Number(port), closeTerminal: () => script.kill('SIGKILL') }
+  // Not reading `script` makes it stop reading the terminal, which fills: the server's writes wait.
+  return { serverPid: Number(serverPid), port: Number(port), closeTerminal: () => script.kill('SIGKILL'), stallTerminal: () => script.stdout.pause() }
 }
 
 /** util-linux's `script` and `setsid`, as on any Linux with util-linux. */
@@ -50,8 +54,11 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
 
   // In a session of its own (setsid) nobody hangs up on it: it keeps serving, its log lines lost.
   for (const format of ['json', 'pretty']) {
-    it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, and stops on SIGTERM`, async () => {
-      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
+    it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, says so once, and stops on SIGTERM`, async () => {
+      // Its stderr in a file, to read what it says about the lost terminal.
+      const stderr = join(mkdtempSync(join(tmpdir(), 'doi-proxy-terminal-')), 'stderr')
+      onTestFinished(() => { rmSync(dirname(stderr), { recursive: true, force: true }) })
+      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts 2>${stderr} & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
       server.closeTerminal()
       await sleep(300)
       // Each answer writes an access log line to the lost terminal.
@@ -60,7 +67,46 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
         expect(res.status).toBe(200)
       }
       await expectStopped(server.serverPid)
+      expect(readFileSync(stderr, 'utf8')).toBe('doi-proxy: writing the log failed (EIO); no more log lines\n')
     }, 30_000)
+  }
+})
+
+// A log reader that stalls, then goes away: an ssh session that freezes before it drops, a `| tee` or log
+// shipper that hangs, then dies. Lines wait to be written meanwhile; none of them may hold up the shutdown.
+describe('a server whose log reader stalls, then goes away', () => {
+  /** The server, its output's reader stalled; `goAway` closes that reader. */
+  async function stalled (reader: 'pipe' | 'terminal', format: string): Promise<{ pid: number, port: number, goAway: () => void }> {
+    const env = { LOG_FORMAT: format, LOG_REQUESTS: 'true', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) }
+    if (reader === 'terminal') {
+      // A session of its own (setsid): not hung up on, so SIGTERM is what must stop it.
+      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts & echo "server pid $!"; wait`, env)
+      server.stallTerminal()
+      return { pid: server.serverPid, port: server.port, goAway: server.closeTerminal }
+    }
+    const { child, port } = await startServer(env)
+    // The pipe fills: 64 KiB in the kernel, a little more in our stream.
+    child.stdout?.pause()
+    return { pid: child.pid ?? 0, port, goAway: () => child.stdout?.destroy() }
+  }
+
+  for (const reader of ['pipe', 'terminal'] as const) {
+    for (const format of ['json', 'pretty']) {
+      it.runIf(reader === 'pipe' || haveTools)(`stops on SIGTERM within the shutdown grace (a ${reader}, LOG_FORMAT=${format})`, async () => {
+        const { pid, port, goAway } = await stalled(reader, format)
+        // Each answer logs a line of about 4 KiB (the URL), so sixty of them are more than the reader's buffers hold.
+        const long = `/10.5555/${'x'.repeat(4000)}`
+        for (let i = 0; i < 60; i++) fetch(`http://127.0.0.1:${port}${long}-${i}`, { signal: AbortSignal.timeout(EXIT_BOUND_MS) }).catch(() => {})
+        await sleep(1500)
+        process.kill(pid, 'SIGTERM')
+        await sleep(300)
+        // The reader goes away, its unread lines with it.
+        goAway()
+        const started = Date.now()
+        while (isRunning(pid) && Date.now() - started < EXIT_BOUND_MS) await sleep(100)
+        expect(isRunning(pid), `pid ${pid} still runs ${Date.now() - started} ms after SIGTERM and its log reader went away`).toBe(false)
+      }, 30_000)
+    }
   }
 })
 

@@ -128,6 +128,7 @@ describe('a restart', { timeout: 60_000 }, () => {
 
   it('warns at start when CONTACT_EMAIL is empty and the upstream is doi.org', async () => {
     const { output } = await startServer({ CONTACT_EMAIL: '', UPSTREAM_URL: 'https://doi.org/api/handles', CACHE_FILE: '' })
+    await saidReady(output)
     expect(output()).toMatch(/"level":40[^\n]*CONTACT_EMAIL is empty/)
   })
 
@@ -135,9 +136,16 @@ describe('a restart', { timeout: 60_000 }, () => {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const { output } = await startServer({ CONTACT_EMAIL: '', UPSTREAM_URL: upstream.url, CACHE_FILE: '' })
+    await saidReady(output)
     expect(output()).not.toContain('CONTACT_EMAIL')
   })
 })
+
+/** The warning comes once the server listens, before its "ready" line: wait for that line. */
+async function saidReady (output: () => string): Promise<void> {
+  for (let i = 0; i < 600 && !output().includes('doi-proxy is ready'); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(output()).toContain('doi-proxy is ready')
+}
 
 describe('WORKERS=0 in a container', () => {
   it('starts as many workers as the container\'s CPU quota allows, not the host\'s cores', () => {

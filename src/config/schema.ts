@@ -130,12 +130,21 @@ export interface Config {
   oaDailyLimit: number
 }
 
+/**
+ * What a setting that names a file or directory needs of it, checked at start before anything else
+ * (src/main/paths.ts): a file or directory that must exist and be readable, or one written to, which
+ * need not exist yet (it is created, with its missing directories) but must not be of the other kind.
+ */
+export type PathUse = 'file to read' | 'directory to read' | 'file to write' | 'directory to write'
+
 /** One setting: where it is read from, its value when unset, how a given value is checked, and its README line. */
 export interface Option<T> {
   env: string
   default: T
   parse: Parse<T>
   doc: string
+  /** Set on every setting that names a file or directory (only a text setting can). */
+  path?: [T] extends [string | undefined] ? PathUse : never
 }
 
 /** One Option per field of `C`, of that field's type. */
@@ -204,14 +213,14 @@ export const OPTIONS: OptionTable<Config> = {
   localServiceUrl: { env: 'LOCAL_SERVICE_URL', default: undefined, parse: urlTemplate, doc: 'Shortcut for one local service with id `local`: its URL template, e.g. `https://resolver.example/openurl?rft_id=info:doi/{doi}`.' },
   localServiceNetworks: { env: 'LOCAL_SERVICE_NETWORKS', default: [], parse: networks, doc: 'Client networks sent to the `LOCAL_SERVICE_URL` service (comma-separated CIDRs; `0.0.0.0/0,::/0` is everyone). Empty: only readers who choose it at /settings.' },
   localServiceName: { env: 'LOCAL_SERVICE_NAME', default: 'Your library', parse: text, doc: 'Name of the `LOCAL_SERVICE_URL` service, shown to readers at /settings.' },
-  localStoreDir: { env: 'LOCAL_STORE_DIR', default: 'config/sample-records', parse: optional(text), doc: 'Directory of local records (`.json`/`.ndjson`, the REST API\'s shape) consulted before the upstream; empty disables. See docs/local-records.md.' },
+  localStoreDir: { env: 'LOCAL_STORE_DIR', default: 'config/sample-records', parse: optional(text), doc: 'Directory of local records (`.json`/`.ndjson`, the REST API\'s shape) consulted before the upstream; empty disables. See docs/local-records.md.', path: 'directory to read' },
   localAuthoritativePrefixes: { env: 'LOCAL_AUTHORITATIVE_PREFIXES', default: [], parse: prefixes, doc: 'Prefixes served only from the local store: a miss is a 404, never an upstream request (comma-separated). Empty by default: local records overlay the upstream, so the shipped samples never hide real DOIs of 10.5555, Crossref\'s test prefix.' },
   localStoreWatch: { env: 'LOCAL_STORE_WATCH', default: true, parse: flag, doc: 'Reload the local store when its files change (atomically: a request sees the old set or the new).' },
   localStorePollMs: { env: 'LOCAL_STORE_POLL_MS', default: 0, parse: integer(0, 3_600_000), doc: 'Look for changes to the local store every this many ms instead of with fs.watch; 0 uses fs.watch. Set it (e.g. 5000) when the directory is on NFS/SMB or a container mount where fs.watch hears nothing. See docs/local-records.md.' },
-  recordTo: { env: 'RECORD_TO', default: undefined, parse: optional(text), doc: 'Directory to record into: every record and every metadata answer fetched from upstream, and every local record answered, is written (deduplicated, atomically, off the request path; several servers may share the directory) to `recorded.ndjson` there, a local-record file that `OFFLINE=true LOCAL_STORE_DIR=` the same directory replays. Needs WORKERS=1. See docs/testing-with-doi-proxy.md.' },
+  recordTo: { env: 'RECORD_TO', default: undefined, parse: optional(text), doc: 'Directory to record into: every record and every metadata answer fetched from upstream, and every local record answered, is written (deduplicated, atomically, off the request path; several servers may share the directory) to `recorded.ndjson` there, a local-record file that `OFFLINE=true LOCAL_STORE_DIR=` the same directory replays. Needs WORKERS=1. See docs/testing-with-doi-proxy.md.', path: 'directory to write' },
   offline: { env: 'OFFLINE', default: false, parse: flag, doc: 'No connection at all, whatever else is set: no upstream (only the local store answers, everything else is 404), no open-access provider over the network (OA_PROVIDER=file still answers), no metadata fetch; only Redis, when configured. See docs/local-records.md.' },
-  geoipDatabase: { env: 'GEOIP_DATABASE', default: undefined, parse: optional(text), doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.' },
-  cacheFile: { env: 'CACHE_FILE', default: 'data/cache.snapshot', parse: optional(text), doc: 'File the cache is saved to (periodically and at shutdown) and loaded from at start, so a restart keeps its records (relative to the working directory; `/data/cache.snapshot` in the image); empty disables. With WORKERS > 1 each worker has its own file, `CACHE_FILE.<n>`. A file made with another UPSTREAM_URL or OFFLINE is set aside (renamed, never deleted), not loaded. See docs/deployment.md.' },
+  geoipDatabase: { env: 'GEOIP_DATABASE', default: undefined, parse: optional(text), doc: 'Path of a MaxMind-format country database (.mmdb, e.g. GeoLite2-Country) for the 10320/loc `country` choice when neither `?country=` nor the country header says.', path: 'file to read' },
+  cacheFile: { env: 'CACHE_FILE', default: 'data/cache.snapshot', parse: optional(text), doc: 'File the cache is saved to (periodically and at shutdown) and loaded from at start, so a restart keeps its records (relative to the working directory; `/data/cache.snapshot` in the image); empty disables. With WORKERS > 1 each worker has its own file, `CACHE_FILE.<n>`. A file made with another UPSTREAM_URL or OFFLINE is set aside (renamed, never deleted), not loaded. See docs/deployment.md.', path: 'file to write' },
   cacheSnapshotIntervalSeconds: { env: 'CACHE_SNAPSHOT_INTERVAL_SECONDS', default: 300, parse: integer(0, 86_400), doc: 'How often the cache is written to CACHE_FILE; 0 writes it only at shutdown.' },
   redisUrl: { env: 'REDIS_URL', default: undefined, parse: optional(redisUrl), doc: 'A Redis or Valkey server (`redis://[[user]:password@]host:port[/db]`: a password, or an ACL user and its password; `rediss://` for TLS) shared by replicas and workers: a second cache tier behind each process\'s own, one upstream request per DOI across replicas, and the rate-limit counters. The service keeps working when it is down. See docs/deployment.md.' },
   redisSentinels: { env: 'REDIS_SENTINELS', default: [], parse: redisNodes, doc: 'Instead of REDIS_URL: the Sentinels watching a Redis master (comma-separated `host:port`), with REDIS_SENTINEL_MASTER; the service follows the master they name through failovers. See docs/deployment.md.' },
@@ -219,7 +228,7 @@ export const OPTIONS: OptionTable<Config> = {
   redisClusterNodes: { env: 'REDIS_CLUSTER_NODES', default: [], parse: redisNodes, doc: 'Instead of REDIS_URL: some nodes of a Redis Cluster (comma-separated `host:port`); the others are found from them and records are spread over its masters. See docs/deployment.md.' },
   redisUsername: { env: 'REDIS_USERNAME', default: undefined, parse: optional(text), doc: 'ACL user for Redis (with REDIS_PASSWORD), where REDIS_URL holds no credentials: the only way to give them with REDIS_SENTINELS or REDIS_CLUSTER_NODES.' },
   redisPassword: { env: 'REDIS_PASSWORD', default: undefined, parse: optional(secret), doc: 'Password for Redis (`requirepass`, or REDIS_USERNAME\'s), where REDIS_URL holds none; never logged or shown.' },
-  redisTlsCaFile: { env: 'REDIS_TLS_CA_FILE', default: undefined, parse: optional(text), doc: 'PEM file of the certificate authority a `rediss://` REDIS_URL\'s certificate must chain to (a private CA); without it, the system\'s CAs.' },
+  redisTlsCaFile: { env: 'REDIS_TLS_CA_FILE', default: undefined, parse: optional(text), doc: 'PEM file of the certificate authority a `rediss://` REDIS_URL\'s certificate must chain to (a private CA); without it, the system\'s CAs.', path: 'file to read' },
   redisKeyPrefix: { env: 'REDIS_KEY_PREFIX', default: 'doi-proxy:', parse: text, doc: 'Prefix of every key we write in Redis (a format version follows it), so deployments can share one Redis. Cache keys also name their upstream (a hash of UPSTREAM_URL and OFFLINE), whatever the prefix.' },
   redisCommandTimeoutMs: { env: 'REDIS_COMMAND_TIMEOUT_MS', default: 100, parse: integer(5, 10_000), doc: 'A Redis command not answered within this long is given up: the lookup goes on without Redis. Keep it above Redis\'s steady round trip: slower, and replicas do not share (docs/deployment.md).' },
   redisConnectTimeoutMs: { env: 'REDIS_CONNECT_TIMEOUT_MS', default: 1_000, parse: integer(50, 60_000), doc: 'Redis connect timeout; the start waits at most this long for Redis, never fails for it.' },
@@ -237,7 +246,7 @@ export const OPTIONS: OptionTable<Config> = {
   unpaywallUrl: { env: 'UNPAYWALL_URL', default: 'https://api.unpaywall.org/v2', parse: httpUrl, doc: 'Base of the Unpaywall API: a DOI is asked as `UNPAYWALL_URL/{doi}?email=UNPAYWALL_EMAIL`; its copy is `best_oa_location.url`.' },
   unpaywallEmail: { env: 'UNPAYWALL_EMAIL', default: undefined, parse: optional(text), doc: 'The email address Unpaywall\'s terms want on every call; required with OA_PROVIDER=unpaywall.' },
   openalexUrl: { env: 'OPENALEX_URL', default: 'https://api.openalex.org', parse: httpUrl, doc: 'Base of the OpenAlex API: a DOI is asked as `OPENALEX_URL/works/doi:{doi}` (with `mailto=CONTACT_EMAIL` when set); its copy is `open_access.oa_url`.' },
-  oaSnapshotFile: { env: 'OA_SNAPSHOT_FILE', default: undefined, parse: optional(text), doc: 'With OA_PROVIDER=file: Unpaywall\'s data feed (JSON Lines, gzip or not, one work a line), read at start; its open copies answer offline.' },
+  oaSnapshotFile: { env: 'OA_SNAPSHOT_FILE', default: undefined, parse: optional(text), doc: 'With OA_PROVIDER=file: Unpaywall\'s data feed (JSON Lines, gzip or not, one work a line), read at start; its open copies answer offline.', path: 'file to read' },
   oaSnapshotMaxEntries: { env: 'OA_SNAPSHOT_MAX_ENTRIES', default: 5_000_000, parse: integer(1, 500_000_000), doc: 'Most open copies kept from OA_SNAPSHOT_FILE (about 200 bytes of memory each); works beyond are not kept, and the start logs how many.' },
   oaBudgetMs: { env: 'OA_BUDGET_MS', default: 300, parse: integer(0, 10_000), doc: 'How long a reader waits for the open-access source; later, the chain goes on to its next step and the answer, when it comes, is cached for the next reader.' },
   oaTimeoutMs: { env: 'OA_TIMEOUT_MS', default: 5_000, parse: integer(100, 60_000), doc: 'A whole call to the open-access provider (connect, headers, body) gives up after this long; the reader never waits more than OA_BUDGET_MS of it.' },

@@ -1,3 +1,5 @@
+import { createServer } from 'node:net'
+
 /**
  * Why the server could not listen, as one line naming HOST and PORT and what to do (main.ts prints it and
  * exits 78, as for any other setting refused at start). Undefined for an error that is not about them.
@@ -24,4 +26,23 @@ export function listenErrorMessage (err: unknown, host: string, port: number): s
         ? `cannot listen on ${where}: ${(err as Error).message}`
         : undefined
   }
+}
+
+/**
+ * Whether HOST and PORT can be listened on, tried once and let go: the primary of WORKERS asks before
+ * it forks, so a port in use is one line from it rather than one from each worker and its own.
+ * The message as listenErrorMessage words it, or undefined when the listen worked.
+ */
+export async function listenProblem (host: string, port: number): Promise<string | undefined> {
+  const server = createServer()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen({ host, port, exclusive: true }, resolve)
+    })
+  } catch (err) {
+    return listenErrorMessage(err, host, port) ?? `cannot listen on HOST=${host} PORT=${port}: ${(err as Error).message}`
+  }
+  await new Promise((resolve) => server.close(resolve))
+  return undefined
 }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { open } from 'maxmind'
 import type { Reader, Response } from 'maxmind'
+import { ConfigError } from '../config/schema.js'
 
 /**
  * The optional GeoIP source of the client country for the 10320/loc `country` chooser (behaviour.md: the `country`
@@ -22,11 +23,11 @@ export async function openCountryLookup (path: string): Promise<CountryLookup> {
     // an operator who updates the file restarts, as with every other setting.
     reader = await open<Response>(path, { cache: { max: CACHE_ENTRIES } })
   } catch (err) {
-    throw new Error(`geoipDatabase: cannot open ${path} as a MaxMind database (.mmdb): ${(err as Error).message}`, { cause: err })
+    throw new ConfigError(`invalid setting geoipDatabase (GEOIP_DATABASE): ${JSON.stringify(path)} cannot be opened as a MaxMind database (.mmdb): ${(err as Error).message}`, { cause: err })
   }
   const ipVersion = reader.metadata.ipVersion
   if (ipVersion !== 4 && ipVersion !== 6) {
-    throw new Error(`geoipDatabase: ${path} is not a MaxMind database (.mmdb): its metadata has ip_version ${String(ipVersion)}`)
+    throw new ConfigError(`invalid setting geoipDatabase (GEOIP_DATABASE): ${JSON.stringify(path)} is not a MaxMind database (.mmdb): its metadata has ip_version ${String(ipVersion)}`)
   }
   return {
     country (ip) {

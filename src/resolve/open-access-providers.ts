@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline'
 import { createGunzip } from 'node:zlib'
 import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
+import { ConfigError } from '../config/schema.js'
 import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { openAccessLocation } from '../handle/linkout.js'
 import { Cancel, connectionLimits, getWhole } from './upstream.js'
@@ -131,8 +132,8 @@ export async function fileProvider (path: string, maxEntries: number, log: (fiel
   const counts = { lines: 0, open: 0, bad: 0, dropped: 0 }
   const started = performance.now()
   const input = createReadStream(path)
-  const lines = createInterface({ input: await isGzip(path) ? input.pipe(createGunzip()) : input, crlfDelay: Infinity })
   try {
+    const lines = createInterface({ input: await isGzip(path) ? input.pipe(createGunzip()) : input, crlfDelay: Infinity })
     for await (const line of lines) {
       if (line.trim() === '') continue
       counts.lines++
@@ -155,6 +156,9 @@ export async function fileProvider (path: string, maxEntries: number, log: (fiel
         else copies.set(cacheKey(doi), copy)
       }
     }
+  } catch (err) {
+    // A feed that cannot be read through (a truncated or corrupt gzip): the setting's mistake, said as one line at start.
+    throw new ConfigError(`invalid setting oaSnapshotFile (OA_SNAPSHOT_FILE): ${JSON.stringify(path)} cannot be read as Unpaywall's data feed (JSON Lines, gzip or not): ${(err as Error).message}`)
   } finally {
     input.destroy()
   }

@@ -1,6 +1,8 @@
+import { X509Certificate } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Cluster, Redis } from 'ioredis'
 import type { ClusterOptions, RedisOptions } from 'ioredis'
+import { ConfigError } from '../config/schema.js'
 import type { Config } from '../config/schema.js'
 
 /**
@@ -50,11 +52,27 @@ export function redisSettingsOf (config: Pick<Config, 'redisUrl' | 'redisSentine
   }
 }
 
+/** The CA's PEM text; a file that holds no certificate is refused at start, not met as a TLS failure at each connect. */
 function readCa (file: string): string {
+  const refuse = (why: string): never => { throw new ConfigError(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(file)} ${why}`) }
+  let text = ''
   try {
-    return readFileSync(file, 'utf8')
+    text = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new Error(`REDIS_TLS_CA_FILE ${JSON.stringify(file)} cannot be read: ${(err as Error).message}`)
+    refuse(`cannot be read: ${(err as Error).message}`)
+  }
+  // The first certificate of the file is parsed here; a bundle's others are TLS's to read.
+  const problem = pemProblem(text)
+  if (problem !== undefined) refuse(`holds no PEM certificate (-----BEGIN CERTIFICATE-----): ${problem}`)
+  return text
+}
+
+/** Why `text` does not start with a PEM certificate, or undefined when it does. */
+function pemProblem (text: string): string | undefined {
+  try {
+    return new X509Certificate(text).raw.length > 0 ? undefined : 'an empty certificate'
+  } catch (err) {
+    return (err as Error).message
   }
 }
 
@@ -137,6 +155,21 @@ export function createRedisClient (settings: RedisSettings): RedisClient {
   // Errors are reported by whoever uses the client (throttled); without a listener ioredis prints each one.
   client.on('error', () => {})
   return client
+}
+
+/**
+ * The nodes of REDIS_CLUSTER_NODES that answered they are no cluster node ("cluster support disabled":
+ * a single Redis server named there), heard from now on; always empty for a client that is no cluster.
+ * So the start can say so, not that Redis is not reachable.
+ */
+export function notClusterNodes (client: RedisClient): () => string[] {
+  const nodes = new Set<string>()
+  if (client instanceof Cluster) {
+    client.on('node error', (err: Error, node: string) => {
+      if (/cluster support disabled/i.test(err.message)) nodes.add(node)
+    })
+  }
+  return () => [...nodes]
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache.js'
 import type { OpenAccessCache } from '../resolve/open-access.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache-source.js'
-import { closeRedis, createRedisClient, describeRedis, redisSettingsOf, waitConnected, watchSlowSetup } from '../resolve/redis.js'
+import { closeRedis, createRedisClient, describeRedis, notClusterNodes, redisSettingsOf, waitConnected, watchSlowSetup } from '../resolve/redis.js'
 import type { RedisClient } from '../resolve/redis.js'
 import type { RecordFetcher } from '../resolve/resolver.js'
 import { openAccessRedisKey } from '../resolve/open-access.js'
@@ -87,8 +87,12 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   }
   const redis = createRedisClient(settings)
   const setup = watchSlowSetup(redis)
+  const notCluster = notClusterNodes(redis)
   if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    if (setup.slow()) {
+    const nodes = notCluster()
+    if (nodes.length > 0) {
+      log.warn({ redis: describeRedis(settings.topology), nodes }, 'REDIS_CLUSTER_NODES names a Redis that is not a cluster (its cluster support is disabled): for a single server use REDIS_URL, else name nodes of a Redis Cluster; working with the local cache meanwhile')
+    } else if (setup.slow()) {
       // Connected, but its first commands took longer than the timeout: it will never be ready as it is.
       log.warn({ redis: describeRedis(settings.topology), commandTimeoutMs: config.redisCommandTimeoutMs },
         `the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs} ms); working with the local cache, not sharing, until it answers in time: raise REDIS_COMMAND_TIMEOUT_MS above its round trip to share (docs/deployment.md)`)

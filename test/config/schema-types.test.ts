@@ -43,6 +43,14 @@ describe('the settings table', () => {
     const fallback: OptionTable<Config> = { ...OPTIONS, port: { ...OPTIONS.port, default: '8000' } }
     expect([parser, wider, fallback].map((table) => table.port.env)).toEqual(['PORT', 'PORT', 'PORT'])
   })
+
+  it('does not compile with a `path` on a setting that is not text (only a path can name a file)', () => {
+    // @ts-expect-error: port is a number
+    const numbered: OptionTable<Config> = { ...OPTIONS, port: { ...OPTIONS.port, path: 'file to read' } }
+    // @ts-expect-error: not one of the uses src/main/paths.ts checks
+    const unknown: OptionTable<Config> = { ...OPTIONS, cacheFile: { ...OPTIONS.cacheFile, path: 'socket' } }
+    expect([numbered.port.path, unknown.cacheFile.path]).toEqual(['file to read', 'socket'])
+  })
 })
 
 describe('every default', () => {

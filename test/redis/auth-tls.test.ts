@@ -107,6 +107,11 @@ describe('a Redis over TLS (rediss://)', () => {
 
   it('a CA file that cannot be read stops the start, naming REDIS_TLS_CA_FILE and the file', async () => {
     const upstream = await topologyUpstream()
-    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: '/nonexistent/ca.pem' })).rejects.toThrow(/REDIS_TLS_CA_FILE "\/nonexistent\/ca.pem" cannot be read/)
+    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: '/nonexistent/ca.pem' })).rejects.toThrow(/invalid setting redisTlsCaFile \(REDIS_TLS_CA_FILE\): "\/nonexistent\/ca.pem" cannot be read/)
+  })
+
+  it('a CA file that holds no certificate stops the start, naming REDIS_TLS_CA_FILE and the file', async () => {
+    const upstream = await topologyUpstream()
+    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: ca.keyFile })).rejects.toThrow(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(ca.keyFile)} holds no PEM certificate`)
   })
 })

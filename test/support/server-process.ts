@@ -46,3 +46,31 @@ export async function workersListening ({ output }: Pick<Started, 'output'>, cou
   for (let i = 0; i < 600 && listening() < count; i++) await new Promise((resolve) => setTimeout(resolve, 50))
   expect(listening(), 'processes listening').toBe(count)
 }
+
+/** How a start of `src/main.ts` ended: its exit code and everything it wrote, or `listened` when it started after all. */
+export interface StartOutcome { code: number | null, output: string, listened: boolean }
+
+/**
+ * Run `src/main.ts` with `env` over the quiet base of startServer until it exits, or until it says it
+ * listens (then it is killed: a start that should have been refused went on): for start-up errors.
+ */
+export async function startOutcome (env: Record<string, string>): Promise<StartOutcome> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  onTestFinished(() => { child.kill('SIGKILL') })
+  let output = ''
+  child.stdout.on('data', (c: Buffer) => { output += c.toString() })
+  child.stderr.on('data', (c: Buffer) => { output += c.toString() })
+  const listened = await new Promise<boolean>((resolve) => {
+    const timer = setInterval(() => {
+      if (/listening at http:/.test(output)) { clearInterval(timer); resolve(true) }
+    }, 20)
+    // 'close', not 'exit': all it wrote has been read by then.
+    child.once('close', () => { clearInterval(timer); resolve(false) })
+  })
+  if (listened) child.kill('SIGKILL')
+  const code = await exitOf(child)
+  return { code: listened ? null : code, output, listened }
+}
