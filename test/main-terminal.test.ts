@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { startServer } from './support/server-process.js'
+import { exitOf, startServer } from './support/server-process.js'
 import { findOnPath } from './support/test-tools.js'
 
 // src/main.ts started on a terminal (util-linux's `script` gives it one) that then goes away, as when
@@ -108,6 +109,87 @@ describe('a server whose log reader stalls, then goes away', () => {
       }, 30_000)
     }
   }
+})
+
+// A log reader that stalls and stays stalled: docker's blocking log mode behind a slow driver, a `| tee`
+// that hangs, a pipe nobody reads. The server goes on answering; what its reader cannot take is dropped.
+describe('a server whose log reader stalls and stays stalled', () => {
+  // Each answer logs a line of about 4 KiB (the URL): 400 of them are more than the pipe (64 KiB) and
+  // the log's buffer (MAX_BUFFERED_LOG_BYTES, 1 MiB) hold together.
+  const long = `/10.5555/${'x'.repeat(4000)}`
+
+  /** The server on a pipe that is never read, its reader stalled from the start. */
+  async function onStalledPipe (): Promise<{ child: ChildProcess, port: number }> {
+    const { child, port } = await startServer({ LOG_REQUESTS: 'true', LOG_FORMAT: 'json', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) })
+    child.stdout?.pause()
+    return { child, port }
+  }
+
+  /** `count` requests, ten at a time; the slowest one's time. */
+  async function answerAll (port: number, count: number): Promise<number> {
+    let slowest = 0
+    for (let i = 0; i < count; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, async (_, j) => {
+        const started = performance.now()
+        const res = await fetch(`http://127.0.0.1:${port}${long}-${i + j}`, { signal: AbortSignal.timeout(10_000) })
+        await res.arrayBuffer()
+        slowest = Math.max(slowest, performance.now() - started)
+      }))
+    }
+    return slowest
+  }
+
+  it('answers every request while its log reader takes nothing, and stops on SIGTERM within the shutdown grace', async () => {
+    const { child, port } = await onStalledPipe()
+    const slowest = await answerAll(port, 400)
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5000) })
+    expect(res.status).toBe(200)
+    console.log(`stalled log reader: 400 requests of ~4 KiB log lines answered, the slowest in ${Math.round(slowest)} ms`)
+    process.kill(child.pid ?? 0, 'SIGTERM')
+    const started = Date.now()
+    while (isRunning(child.pid ?? 0) && Date.now() - started < EXIT_BOUND_MS) await sleep(100)
+    expect(isRunning(child.pid ?? 0), `still runs ${Date.now() - started} ms after SIGTERM, its log reader stalled`).toBe(false)
+    console.log(`stalled log reader: stopped ${Date.now() - started} ms after SIGTERM`)
+  }, 60_000)
+
+  it('says in a later log line how many lines it dropped while its reader stalled', async () => {
+    const { child, port } = await onStalledPipe()
+    await answerAll(port, 400)
+    let out = ''
+    child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
+    child.stdout?.resume()
+    // Said once the reader has caught up, without another line to carry it.
+    for (let i = 0; i < 100 && !/log lines were dropped/.test(out); i++) await sleep(100)
+    const notice = out.split('\n').find((l) => l.includes('log lines were dropped'))
+    expect(notice, 'a line saying lines were dropped').toBeDefined()
+    const count = Number(/"msg":"(\d+) log lines were dropped/.exec(notice ?? '')?.[1])
+    expect(count).toBeGreaterThan(0)
+    // What was written and what was dropped are every request's line.
+    const written = out.split('\n').filter((l) => l.includes('x'.repeat(4000))).length
+    console.log(`stalled log reader: ${count} lines dropped, ${written} written after it resumed`)
+    expect(written + count).toBe(400)
+  }, 60_000)
+})
+
+// A reader that keeps up: every line arrives, the last ones of the shutdown too.
+describe('a server whose log reader keeps up', () => {
+  it('writes every line, from the first request to the shutdown', async () => {
+    const { child, port, output } = await startServer({ LOG_REQUESTS: 'true', LOG_FORMAT: 'json', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) })
+    const count = 2000
+    for (let i = 0; i < count; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, async (_, j) => {
+        const res = await fetch(`http://127.0.0.1:${port}/10.5555/line-${i + j}`)
+        await res.arrayBuffer()
+      }))
+    }
+    process.kill(child.pid ?? 0, 'SIGTERM')
+    await exitOf(child)
+    const lines = output().split('\n').filter((l) => l.startsWith('{'))
+    const seen = new Set(lines.map((l) => /10\.5555\/line-(\d+)/.exec(l)?.[1]).filter((n) => n !== undefined))
+    expect(seen.size, 'requests with a log line').toBe(count)
+    expect(lines.some((l) => l.includes('shutting down')), 'the shutdown\'s line').toBe(true)
+    expect(output()).not.toContain('dropped')
+  }, 60_000)
 })
 
 /** The process stops, on SIGTERM if not by itself, within the bound; while it runs it idles. */
