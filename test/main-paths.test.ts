@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { checkPaths } from '../src/main/paths.js'
+import { checkPaths, pathProblem } from '../src/main/paths.js'
 import { defaultConfig, OPTIONS } from '../src/config/schema.js'
 import type { Config, PathUse } from '../src/config/schema.js'
 import { startOutcome } from './support/server-process.js'
@@ -11,19 +11,29 @@ import { startOutcome } from './support/server-process.js'
 // the table's `path` says which, and this walks the table, so a setting added with one is covered.
 
 const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-paths-'))
-afterAll(() => { rmSync(dir, { recursive: true, force: true }) })
+afterAll(() => { chmodSync(readOnlyDir, 0o755); rmSync(dir, { recursive: true, force: true }) })
 const aFile = join(dir, 'a-file')
 writeFileSync(aFile, 'not a directory\n')
 const unreadable = join(dir, 'unreadable')
 writeFileSync(unreadable, 'secret\n')
 chmodSync(unreadable, 0o000)
 mkdirSync(join(dir, 'a-directory'))
+// A cache snapshot is replaced by renaming a new file over it: what matters is its directory.
+const readOnlyDir = join(dir, 'read-only-directory')
+mkdirSync(readOnlyDir)
+const snapshotInReadOnlyDir = join(readOnlyDir, 'cache.snapshot')
+writeFileSync(snapshotInReadOnlyDir, '')
+chmodSync(readOnlyDir, 0o555)
+const readOnlySnapshot = join(dir, 'a-directory', 'cache.snapshot')
+writeFileSync(readOnlySnapshot, '')
+chmodSync(readOnlySnapshot, 0o444)
+const notRoot = process.getuid?.() !== 0
 
 /** Paths each use cannot work with. (Permissions mean nothing to root, so that case only for another user.) */
 const BAD: Record<PathUse, string[]> = {
   'file to read': [join(dir, 'missing'), join(dir, 'a-directory'), ...(process.getuid?.() === 0 ? [] : [unreadable])],
   'directory to read': [join(dir, 'missing'), aFile],
-  'file to write': [join(dir, 'a-directory'), join(aFile, 'under', 'cache.snapshot')],
+  'file to write': [join(dir, 'a-directory'), join(aFile, 'under', 'cache.snapshot'), ...(notRoot ? [snapshotInReadOnlyDir] : [])],
   'directory to write': [aFile, join(aFile, 'under')]
 }
 
@@ -45,6 +55,15 @@ describe('the settings that name a file or directory', () => {
   it('are each named in docs/operations.md\'s table of start-up errors', () => {
     const row = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8').split('\n').find((l) => l.startsWith('| a setting naming a file or directory')) ?? ''
     for (const { env } of withPath) expect(row, env).toContain(`\`${env}\``)
+  })
+
+  // Permissions mean nothing to root: these two only for another user.
+  it.runIf(notRoot)('accept a read-only file to write in a directory that can be written into (it is replaced, not written)', () => {
+    expect(pathProblem(readOnlySnapshot, 'file to write')).toBeUndefined()
+  })
+
+  it.runIf(notRoot)('refuse a writable file to write in a directory that cannot be written into (it cannot be replaced)', () => {
+    expect(pathProblem(snapshotInReadOnlyDir, 'file to write')).toMatch(/^cannot be replaced: its directory ".*read-only-directory" cannot be written into \(EACCES\)$/)
   })
 
   it('accept their defaults in a fresh clone (data/ is created for the cache snapshot)', () => {

@@ -44,9 +44,13 @@ export function pathProblem (path: string, use: PathUse): string | undefined {
     case 'directory to read':
       if (!found.isDirectory()) return 'is not a directory'
       return failure(() => { opendirSync(path).closeSync() }, 'cannot be read')
-    case 'file to write':
+    case 'file to write': {
       if (found.isDirectory()) return 'is a directory, not a file'
-      return failure(() => { accessSync(path, constants.W_OK) }, 'cannot be written')
+      // Written as a temporary file renamed over it (the cache snapshot): its directory is what must be
+      // writable; the file itself may well be read-only.
+      const directory = dirname(resolve(path))
+      return failure(() => { accessSync(directory, constants.W_OK | constants.X_OK) }, `cannot be replaced: its directory ${JSON.stringify(directory)} cannot be written into`)
+    }
     case 'directory to write':
       if (!found.isDirectory()) return 'is an existing file, not a directory'
       return failure(() => { accessSync(path, constants.W_OK) }, 'cannot be written into')
