@@ -5,6 +5,13 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
+// `npm run doi-proxy -- …` runs in the package's root; npm says where it was typed (INIT_CWD): relative
+// paths are the user's, from there. Only under that script: another package's scripts that run this
+// command mean their paths from their own root, as npm runs them.
+if (process.env.npm_lifecycle_event === 'doi-proxy' && process.env.npm_package_name === 'doi-proxy' && process.env.INIT_CWD) {
+  process.chdir(process.env.INIT_CWD)
+}
+
 const cli = new URL('../dist/command/cli.js', import.meta.url)
 if (existsSync(cli)) {
   await import(cli.href)

@@ -101,6 +101,15 @@ describe('from the clone', { timeout: 120_000 }, () => {
     expect(run.stdout).toMatch(USAGE)
   })
 
+  it('npm run doi-proxy -- … in a folder of the clone takes relative paths from that folder', async () => {
+    const { server } = await projectToCheck()
+    const sub = join(clone, 'notes')
+    await mkdir(sub, { recursive: true })
+    await writeFile(join(sub, 'refs.md'), '# Refs\n\nhttps://doi.org/10.5555/plain and doi:10.5555/missing\n')
+    const run = await sh('npm', ['run', 'doi-proxy', '--silent', '--', 'check', '--server', server, 'refs.md'], sub)
+    expectChecked(run)
+  })
+
   it('npx doi-proxy … finds the clone\'s own command, once built', async () => {
     const run = await sh('npx', ['--offline', 'doi-proxy', '--help'], clone)
     expect(run.code, run.stderr).toBe(0)
