@@ -12,8 +12,11 @@
  * (SIGTERM included).
  *
  * Several servers may record into one directory (a suite's parallel jobs): each write holds a lock file
- * (created exclusively) while it reads what the others wrote since and writes the union, so no server's
- * records are lost. The log says where it records, each write with its count, and the last at close.
+ * (src/resolve/file-lock.ts) while it reads what the others wrote and writes it with what this server
+ * changed since its last write on top (not all it holds: that would put back answers another server has
+ * fetched again since), so no server's records are lost. When the lock cannot be had at close, what is
+ * pending goes to a file of this server's own. The log says where it records, each write with its
+ * count, and the last at close.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
@@ -194,8 +197,9 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
           opts.log.error({ err, asideErr, file: path, lost: pending.size }, `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`)
           throw err
         }
-        opts.log.error({ err, file: path, records: written, aside: aside.file, asideRecords: aside.records },
-          `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`)
+        const where = aside.records === 0 ? 'nothing recorded since was lost' : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
+        opts.log.error({ err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
+          `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`)
         return
       }
       opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
