@@ -12,15 +12,18 @@
  * (SIGTERM included).
  *
  * Several servers may record into one directory (a suite's parallel jobs): each write holds a lock file
- * (created exclusively) while it reads what the others wrote since and writes the union, so no server's
- * records are lost. The log says where it records, each write with its count, and the last at close.
+ * (src/resolve/file-lock.ts) while it reads what the others wrote and writes it with what this server
+ * changed since its last write on top (not all it holds: that would put back answers another server has
+ * fetched again since), so no server's records are lost. When the lock cannot be had at close, what is
+ * pending goes to a file of this server's own. The log says where it records, each write with its
+ * count, and the last at close.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { cacheKey } from '../handle/name.js'
 import type { HandleValue } from '../handle/types.js'
+import { withLock } from './file-lock.js'
 import type { StoredMetadata } from './local-metadata.js'
 import type { LocalRecords, RecordFetcher } from './resolver.js'
 
@@ -33,6 +36,9 @@ interface Entry {
   values: readonly HandleValue[] | undefined
   metadata: Map<string, RecordedMetadata>
 }
+
+/** What this writer recorded for a handle since its last write: only that is put over what is on disk. */
+interface Change { values: boolean, types: Set<string> }
 
 export interface RecorderOptions {
   dir: string
@@ -49,9 +55,6 @@ export interface RecorderLog {
   warn: (obj: object, msg: string) => void
   error: (obj: object, msg: string) => void
 }
-
-/** A lock older than this was left by a writer that died mid-write (a write takes milliseconds): it is taken over. */
-const STALE_LOCK_MS = 30_000
 
 export interface Recorder {
   /** A record as the upstream answered it. */
@@ -77,8 +80,10 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
   let written = entries.size
   let timer: NodeJS.Timeout | undefined
   let writing: Promise<void> = Promise.resolve()
-  let dirty = false
   let refused = 0
+  // Changed since the last write, by handle key. The rest of `entries` may be older than the file
+  // (another server fetched the handle again since): putting it back would undo the other's update.
+  let pending = new Map<string, Change>()
 
   function entryOf (handle: string): Entry | undefined {
     const key = cacheKey(handle)
@@ -94,8 +99,11 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
     return entry
   }
 
-  function changed (): void {
-    dirty = true
+  function changed (key: string, what: { values: true } | { type: string }): void {
+    let change = pending.get(key)
+    if (change === undefined) pending.set(key, change = { values: false, types: new Set() })
+    if ('values' in what) change.values = true
+    else change.types.add(what.type)
     if (timer !== undefined) return
     timer = setTimeout(() => {
       timer = undefined
@@ -111,12 +119,13 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
     }
     // One write at a time, in a chain: a change during a write is written by the next.
     const next = writing.then(async () => {
-      if (!dirty) return
-      dirty = false
+      if (pending.size === 0) return
+      const changes = pending
+      pending = new Map()
       try {
-        await write()
+        await write(changes)
       } catch (err) {
-        dirty = true // written again with the next change or at close: nothing recorded is dropped
+        restore(changes) // written again with the next change or at close: nothing recorded is dropped
         throw err
       }
     })
@@ -124,16 +133,42 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
     await next
   }
 
-  async function write (): Promise<void> {
-    await withLock(lock, opts.lockWaitMs ?? 10_000, async () => {
-      // What other servers recorded into the directory since: kept, with ours on top.
-      const union = merged(await readRecorded(path), entries)
+  /** Changes not written are pending again (with any made since). */
+  function restore (changes: Map<string, Change>): void {
+    for (const [key, c] of changes) {
+      const now = pending.get(key)
+      pending.set(key, now === undefined ? c : { values: c.values || now.values, types: new Set([...c.types, ...now.types]) })
+    }
+  }
+
+  async function write (changes: Map<string, Change>): Promise<void> {
+    await withLock(lock, { waitMs: opts.lockWaitMs ?? 10_000 }, async () => {
+      // What other servers recorded into the directory since: kept, with our changes on top.
+      const union = overlaid(await readRecorded(path), entries, changes)
       const lines = linesOf(union.values())
       await writeFile(tmp, lines.length === 0 ? '' : lines.join('\n') + '\n')
       await rename(tmp, path)
       opts.log.info({ file: path, records: lines.length, new: lines.length - written }, `RECORD_TO: wrote ${lines.length} records to ${path}`)
       written = lines.length
+      // Metadata whose record is not written yet (it came from the cache) waits for the record.
+      restore(new Map([...changes].filter(([key]) => union.get(key)?.values === undefined)))
     })
+  }
+
+  /**
+   * At close, when the shared file cannot be written (another writer holds the lock too long): what is
+   * pending goes to a file of this writer's own in the directory, which LOCAL_STORE_DIR reads too (it
+   * sorts after recorded.ndjson, so its newer answers win). Returns its path and count.
+   */
+  async function writeAside (): Promise<{ file: string, records: number }> {
+    const file = join(opts.dir, `recorded.unwritten-${process.pid}-${randomBytes(4).toString('hex')}.ndjson`)
+    // The shared file read without the lock (it is replaced whole, by rename): its metadata for these handles is kept.
+    const onDisk = await readRecorded(path).catch(() => new Map<string, Entry>())
+    const union = overlaid(onDisk, entries, pending)
+    const lines = linesOf([...pending.keys()].flatMap((key) => union.get(key) ?? []))
+    if (lines.length > 0) await writeFile(file, lines.join('\n') + '\n', { flag: 'wx' })
+    pending = new Map()
+    return { file, records: lines.length }
   }
 
   return {
@@ -141,35 +176,50 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
       const entry = entryOf(handle)
       if (entry === undefined || sameValues(entry.values, values)) return
       entry.values = values
-      changed()
+      changed(cacheKey(handle), { values: true })
     },
     recordMetadata (handle, type, answer) {
       const entry = entryOf(handle)
       const held = entry?.metadata.get(type)
       if (entry === undefined || (held?.contentType === answer.contentType && held.body === answer.body)) return
       entry.metadata.set(type, answer)
-      changed()
+      changed(cacheKey(handle), { type })
     },
     flush,
     async close () {
       try {
         await flush()
-      } finally {
-        opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
+      } catch (err) {
+        let aside
+        try {
+          aside = await writeAside()
+        } catch (asideErr) {
+          opts.log.error({ err, asideErr, file: path, lost: pending.size }, `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`)
+          throw err
+        }
+        const where = aside.records === 0 ? 'nothing recorded since was lost' : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
+        opts.log.error({ err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
+          `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`)
+        return
       }
+      opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
     }
   }
 }
 
-/** The records on disk with ours over them: a handle's values ours when we have them, its metadata types from both. */
-function merged (onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>): Map<string, Entry> {
-  for (const [key, e] of ours) {
+/** The records on disk with what we changed over them: our values and metadata types where we changed them, theirs elsewhere. */
+function overlaid (onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>, changes: ReadonlyMap<string, Change>): Map<string, Entry> {
+  for (const [key, change] of changes) {
+    const e = ours.get(key)
+    if (e === undefined) continue
     const theirs = onDisk.get(key)
-    if (theirs === undefined) {
-      onDisk.set(key, e)
-      continue
+    const metadata = new Map(theirs?.metadata)
+    for (const type of change.types) {
+      const answer = e.metadata.get(type)
+      if (answer !== undefined) metadata.set(type, answer)
     }
-    onDisk.set(key, { handle: e.values === undefined ? theirs.handle : e.handle, values: e.values ?? theirs.values, metadata: new Map([...theirs.metadata, ...e.metadata]) })
+    const values = change.values || theirs === undefined
+    onDisk.set(key, { handle: values ? e.handle : theirs.handle, values: values ? e.values : theirs.values, metadata })
   }
   return onDisk
 }
@@ -184,35 +234,6 @@ function linesOf (entries: Iterable<Entry>): string[] {
     lines.push(JSON.stringify(line))
   }
   return lines
-}
-
-/**
- * Run `fn` holding `lock`, a file created exclusively (O_EXCL, atomic on local file systems): another
- * writer waits, polling, up to `waitMs`. A lock older than STALE_LOCK_MS (its writer died) is removed.
- */
-async function withLock (lock: string, waitMs: number, fn: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + waitMs
-  for (;;) {
-    try {
-      const handle = await open(lock, 'wx')
-      await handle.close()
-      break
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'EEXIST') throw err
-    }
-    const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0)
-    if (age > STALE_LOCK_MS) {
-      await rm(lock, { force: true })
-      continue
-    }
-    if (Date.now() > deadline) throw new Error(`RECORD_TO: another writer has held ${lock} for over ${Math.round(waitMs / 1000)} s; if no other doi-proxy records here, remove it`)
-    await sleep(10 + Math.random() * 40)
-  }
-  try {
-    await fn()
-  } finally {
-    await rm(lock, { force: true })
-  }
 }
 
 /** The upstream as the resolver takes it, recording every record it answers (from another replica's share too). */

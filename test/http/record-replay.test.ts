@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -197,6 +197,74 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
     await Promise.all([a.close(), b.close()])
     expect(errors).toEqual([])
     expect(readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n')).toHaveLength(80)
+  })
+
+  it('a lock left by a writer that died, and two recorders writing at once: it is taken over, no record is lost', async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, `.${RECORD_FILE}.lock`), 'a writer that died')
+    const anHourAgo = new Date(Date.now() - 3_600_000)
+    utimesSync(join(dir, `.${RECORD_FILE}.lock`), anHourAgo, anHourAgo)
+    const errors: unknown[] = []
+    const log = { info: () => {}, warn: () => {}, error: (o: object) => { errors.push(o) } }
+    const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 1, log }), openRecorder({ dir, flushDelayMs: 1, log })])
+    await Promise.all([a, b].map(async (r, n) => {
+      for (let i = 0; i < 20; i++) {
+        r.record(`10.1/${n}-${i}`, [str(1, 'URL', `https://example.org/${n}-${i}`)])
+        await r.flush()
+      }
+    }))
+    await Promise.all([a.close(), b.close()])
+    expect(errors).toEqual([])
+    expect(readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n')).toHaveLength(40)
+    expect(readdirSync(dir)).toEqual([RECORD_FILE])
+  })
+
+  it('a handle another server fetched again since this one started is written as the other fetched it, not put back as it was', async () => {
+    const dir = tempDir()
+    const v1 = [str(1, 'URL', 'https://example.org/v1')]
+    const v2 = [str(1, 'URL', 'https://example.org/v2')]
+    writeFileSync(join(dir, RECORD_FILE), JSON.stringify({ handle: '10.1/x', values: v1, metadata: { 'application/x-bibtex': { contentType: 'application/x-bibtex', body: '@misc{v1}' } } }) + '\n')
+    const log = { info: () => {}, warn: () => {}, error: () => {} }
+    const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 60_000, log }), openRecorder({ dir, flushDelayMs: 60_000, log })])
+    b.record('10.1/x', v2)
+    b.recordMetadata('10.1/x', 'application/x-bibtex', { contentType: 'application/x-bibtex', body: '@misc{v2}' })
+    await b.flush()
+    a.record('10.1/y', [str(1, 'URL', 'https://example.org/y')])
+    await a.flush()
+    a.recordMetadata('10.1/x', 'application/vnd.citationstyles.csl+json', { contentType: 'application/vnd.citationstyles.csl+json', body: '{}' })
+    await Promise.all([a.close(), b.close()])
+    const lines = readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { handle: string })
+    expect(lines.find((l) => l.handle === '10.1/x')).toEqual({
+      handle: '10.1/x',
+      values: v2,
+      metadata: { 'application/x-bibtex': { contentType: 'application/x-bibtex', body: '@misc{v2}' }, 'application/vnd.citationstyles.csl+json': { contentType: 'application/vnd.citationstyles.csl+json', body: '{}' } }
+    })
+    expect(lines.map((l) => l.handle).sort()).toEqual(['10.1/x', '10.1/y'])
+  })
+
+  it('records that cannot be written at shutdown (another writer holds the lock) are kept in a file of their own, which the log names and a replay reads', async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, RECORD_FILE), urlRecord('10.1/x', 'https://example.org/old') + '\n' + urlRecord('10.1/kept', 'https://example.org/kept') + '\n')
+    const logged: Array<{ level: string, msg: string }> = []
+    const log = { info: (_o: object, msg: string) => { logged.push({ level: 'info', msg }) }, warn: () => {}, error: (_o: object, msg: string) => { logged.push({ level: 'error', msg }) } }
+    const recorder = await openRecorder({ dir, flushDelayMs: 60_000, lockWaitMs: 300, log })
+    writeFileSync(join(dir, `.${RECORD_FILE}.lock`), 'another writer, alive') // fresh: not taken over
+    recorder.record('10.1/x', [str(1, 'URL', 'https://example.org/new')])
+    recorder.record('10.1/y', [str(1, 'URL', 'https://example.org/y')])
+    await recorder.close()
+    const aside = readdirSync(dir).filter((f) => f !== RECORD_FILE && !f.startsWith('.'))
+    expect(aside).toHaveLength(1)
+    expect(aside[0]).toMatch(/^recorded\.unwritten-\d+-[0-9a-f]+\.ndjson$/)
+    const last = logged.at(-1)
+    expect(last?.level).toBe('error')
+    expect(last?.msg).toContain(`2 records recorded since are in ${join(dir, aside[0]!)}`)
+    expect(logged.map((l) => l.msg).join('\n')).not.toMatch(/stopped recording; \d+ records in \S+$/m)
+    // A replay from the directory answers what was recorded, the newer answer winning.
+    const replay = await start({ ...buildConfig(undefined, {}), offline: true, cacheFile: undefined, localStoreDir: dir, maxEventLoopDelayMs: 0 })
+    onTestFinished(async () => { await replay.close() })
+    expect((await replay.inject({ url: '/10.1/x' })).headers.location).toBe('https://example.org/new')
+    expect((await replay.inject({ url: '/10.1/y' })).headers.location).toBe('https://example.org/y')
+    expect((await replay.inject({ url: '/10.1/kept' })).headers.location).toBe('https://example.org/kept')
   })
 
   it('a record the local store answers while recording is recorded too, with its metadata', async () => {
