@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { exitOf, startServer } from './support/server-process.js'
+import { exitOf, isRunning, procStat, sleep, startServer } from './support/server-process.js'
 import { findOnPath } from './support/test-tools.js'
 
 // src/main.ts started on a terminal (util-linux's `script` gives it one) that then goes away, as when
@@ -210,26 +210,8 @@ async function expectStopped (pid: number): Promise<void> {
   expect(isRunning(pid), `pid ${pid} still runs ${Date.now() - started} ms after its terminal went away`).toBe(false)
 }
 
-/** The process exists and is not a zombie. */
-function isRunning (pid: number): boolean {
-  return stat(pid)?.[0] !== undefined && stat(pid)?.[0] !== 'Z'
-}
-
 /** utime + stime of the process, in clock ticks. */
 function cpuTicks (pid: number): number | undefined {
-  const fields = stat(pid)
+  const fields = procStat(pid)
   return fields === undefined ? undefined : Number(fields[11]) + Number(fields[12])
-}
-
-/** /proc/<pid>/stat after the command name: the state first. */
-function stat (pid: number): string[] | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')
-  } catch {
-    return undefined
-  }
-}
-
-async function sleep (ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms))
 }

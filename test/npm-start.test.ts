@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { isRunning, procStat, sleep } from './support/server-process.js'
 
 // What the README tells people to run, `npm start` and `npm run start:offline`, stops with everything it
 // started: on SIGTERM to npm (a supervisor, `kill`), and on Ctrl-C (SIGINT to the terminal's whole
@@ -53,7 +54,7 @@ function descendants (pid: number): number[] {
   const parents = new Map<number, number[]>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
-    const ppid = Number(stat(Number(entry))?.[1])
+    const ppid = Number(procStat(Number(entry))?.[1])
     parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)])
   }
   const children = parents.get(pid) ?? []
@@ -66,23 +67,4 @@ function commandOf (pid: number): string {
   } catch {
     return ''
   }
-}
-
-/** The process exists and is not a zombie. */
-function isRunning (pid: number): boolean {
-  const state = stat(pid)?.[0]
-  return state !== undefined && state !== 'Z'
-}
-
-/** /proc/<pid>/stat after the command name: the state first, then the parent. */
-function stat (pid: number): string[] | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')
-  } catch {
-    return undefined
-  }
-}
-
-async function sleep (ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { setup } from '../support/app.js'
 import { admin, str } from '../support/records.js'
 import { FakeOpenAccess } from '../support/fake-open-access.js'
-import { TestRedis } from '../support/redis.js'
+import { useTestRedis } from '../support/redis.js'
 import type { Config } from '../../src/config/schema.js'
 import type { LocalServiceConfig } from '../../src/config/local-services.js'
 
@@ -357,26 +357,19 @@ describe('kept across a restart', () => {
 })
 
 describe('shared by replicas through Redis', () => {
-  let redis: TestRedis
-  beforeAll(async () => { redis = await TestRedis.start() })
-  afterAll(async () => { await redis?.close() })
-  beforeEach(async () => {
-    const client = redis.client()
-    await client.flushall()
-    client.disconnect()
-  })
+  const redis = useTestRedis()
 
   it('an answer one replica got is the other\'s without a call; the day\'s calls are counted together', async () => {
     const fake = await fakeProvider()
-    const one = await chainApp(fake, { redisUrl: redis.url })
-    const two = await chainApp(fake, { redisUrl: redis.url })
+    const one = await chainApp(fake, { redisUrl: redis().url })
+    const two = await chainApp(fake, { redisUrl: redis().url })
     const r1 = await one.app.inject({ url: '/10.5555/open', remoteAddress: HOME })
     expect(r1.headers.location).toBe(OPEN_COPY)
     await sleep(50) // the SET is not awaited by the reader
     expect((await two.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
     expect(fake.seen).toHaveLength(1)
     await two.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })
-    const client = redis.client()
+    const client = redis().client()
     onTestFinished(() => { client.disconnect() })
     const keys = await client.keys('*oa:1:calls:*')
     expect(keys).toHaveLength(1)
@@ -386,8 +379,8 @@ describe('shared by replicas through Redis', () => {
   it('two replicas asked for the same DOI at once: one call to the provider, both readers get the open copy', async () => {
     const fake = await fakeProvider()
     fake.mode = { slowMs: 300 }
-    const one = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
-    const two = await chainApp(fake, { redisUrl: redis.url, redisWaitPollMs: 20 })
+    const one = await chainApp(fake, { redisUrl: redis().url, redisWaitPollMs: 20 })
+    const two = await chainApp(fake, { redisUrl: redis().url, redisWaitPollMs: 20 })
     const answers = await Promise.all([one.app, two.app, one.app, two.app].map(async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
     expect(answers.map((a) => a.headers.location)).toEqual(Array(4).fill(OPEN_COPY))
     expect(fake.seen).toHaveLength(1)
@@ -396,14 +389,14 @@ describe('shared by replicas through Redis', () => {
   it('workers count the whole day together in Redis; when it stops answering, each keeps to its share of its own calls', { timeout: 30_000 }, async () => {
     const fake = await fakeProvider()
     // Two workers of one host: a day of 4 calls, 2 each while Redis cannot count for both.
-    const settings = { redisUrl: redis.url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 }
+    const settings = { redisUrl: redis().url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 }
     const one = await chainApp(fake, settings)
     const two = await chainApp(fake, settings)
     for (const doi of ['n0', 'n1']) await one.app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
     await two.app.inject({ url: '/10.5555/n2', remoteAddress: HOME })
     expect(fake.seen).toHaveLength(3) // 3 of the day's 4, counted in Redis: more than one worker's share
-    await redis.kill()
-    onTestFinished(async () => { await redis.run() })
+    await redis().kill()
+    onTestFinished(async () => { await redis().run() })
     await two.app.inject({ url: '/10.5555/n3', remoteAddress: HOME })
     expect(fake.seen).toHaveLength(4) // the second worker's own second call: within its share
     await two.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
@@ -413,8 +406,8 @@ describe('shared by replicas through Redis', () => {
 
   it('a hostile value planted in Redis is never a Location', async () => {
     const fake = await fakeProvider()
-    const { app } = await chainApp(fake, { redisUrl: redis.url })
-    const client = redis.client()
+    const { app } = await chainApp(fake, { redisUrl: redis().url })
+    const client = redis().client()
     onTestFinished(() => { client.disconnect() })
     await client.set('doi-proxy:oa:1:10.5555/OPEN', JSON.stringify({ url: 'javascript:alert(1)' }), 'PX', 60_000)
     expect((await app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)

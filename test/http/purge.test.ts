@@ -1,13 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { buildConfig, ConfigError } from '../../src/config/schema.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
-import { TestRedis } from '../support/redis.js'
+import { useTestRedis } from '../support/redis.js'
 import { replicaApp, waitFor } from '../support/replica-apps.js'
 
 // DELETE /api/cache/{doi} (src/http/routes/cache.ts): a DOI registered minutes ago, whose "not found" is
@@ -16,14 +16,7 @@ import { replicaApp, waitFor } from '../support/replica-apps.js'
 const TOKEN = 'a'.repeat(24) + '0123456789abcdef'
 const BEARER = { authorization: `Bearer ${TOKEN}` }
 
-let redis: TestRedis
-beforeAll(async () => { redis = await TestRedis.start() })
-afterAll(async () => { await redis?.close() })
-beforeEach(async () => {
-  const client = redis.client()
-  await client.flushall()
-  client.disconnect()
-})
+const redis = useTestRedis()
 
 async function fakeUpstream (): Promise<FakeUpstream> {
   const upstream = await FakeUpstream.start({ ...PROBE_RECORDS })
@@ -33,7 +26,7 @@ async function fakeUpstream (): Promise<FakeUpstream> {
 
 /** Both replicas listen on the fleet's channel (their subscription is made as they connect). */
 async function subscribed (count: number): Promise<void> {
-  const client = redis.client()
+  const client = redis().client()
   try {
     await waitFor(async () => {
       const channels = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
@@ -50,8 +43,8 @@ describe('DELETE /api/cache/{doi}', () => {
     onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
     const cacheFile = join(dir, 'cache.snapshot')
     const upstream = await fakeUpstream()
-    const a = await replicaApp(upstream, { redisUrl: redis.url, adminToken: TOKEN, cacheFile })
-    const b = await replicaApp(upstream, { redisUrl: redis.url, adminToken: TOKEN })
+    const a = await replicaApp(upstream, { redisUrl: redis().url, adminToken: TOKEN, cacheFile })
+    const b = await replicaApp(upstream, { redisUrl: redis().url, adminToken: TOKEN })
     await subscribed(2)
     // Asked before it was registered: not found, in A's memory (and its kept answer), Redis, B's memory.
     for (const app of [a, a, a, b, b]) expect((await app.inject({ url: '/10.5555/new' })).statusCode).toBe(404)
@@ -88,9 +81,9 @@ describe('DELETE /api/cache/{doi}', () => {
   it('a wait published in Redis by anyone who may write there is not taken: lookups go on', async () => {
     const upstream = await fakeUpstream()
     upstream.set('10.5555/new', [admin(), str(1, 'URL', 'http://example.org/new')])
-    const a = await replicaApp(upstream, { redisUrl: redis.url })
+    const a = await replicaApp(upstream, { redisUrl: redis().url })
     await subscribed(1)
-    const client = redis.client()
+    const client = redis().client()
     onTestFinished(() => { client.disconnect() })
     const [channel] = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
     // As the fleet's own messages are written (src/resolve/fleet.ts), a minute's wait.

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import type { Config } from '../../src/config/schema.js'
 import { DelayProxy } from '../support/delay-proxy.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
-import { TestRedis } from '../support/redis.js'
+import { useTestRedis } from '../support/redis.js'
 import { TOPOLOGY_RECORDS, replicaApp } from '../support/replica-apps.js'
 
 // A Redis answering steadily but slowly (docs/deployment.md, "What one upstream request per DOI means when
@@ -12,14 +12,7 @@ import { TOPOLOGY_RECORDS, replicaApp } from '../support/replica-apps.js'
 
 const ROUND_TRIP_MS = 300
 
-let redis: TestRedis
-beforeAll(async () => { redis = await TestRedis.start() })
-afterAll(async () => { await redis?.close() })
-beforeEach(async () => {
-  const client = redis.client()
-  await client.flushall()
-  client.disconnect()
-})
+const redis = useTestRedis()
 
 interface Rig { apps: FastifyInstance[], upstream: FakeUpstream, logs: Array<{ level: number, msg: string }> }
 
@@ -27,7 +20,7 @@ interface Rig { apps: FastifyInstance[], upstream: FakeUpstream, logs: Array<{ l
 async function rig (overrides: Partial<Config>): Promise<Rig> {
   const upstream = await FakeUpstream.start(TOPOLOGY_RECORDS)
   onTestFinished(() => upstream.close())
-  const proxy = await DelayProxy.start(Number(new URL(redis.url).port), ROUND_TRIP_MS / 2)
+  const proxy = await DelayProxy.start(Number(new URL(redis().url).port), ROUND_TRIP_MS / 2)
   onTestFinished(() => proxy.close())
   const logs: Array<{ level: number, msg: string }> = []
   const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })

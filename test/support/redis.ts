@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import type { RedisOptions } from 'ioredis'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
 
 /**
  * Real redis-server processes on 127.0.0.1 and free ports, with no persistence, for tests of the shared
@@ -339,4 +340,24 @@ export async function freePort (): Promise<number> {
       srv.close(() => resolve(port))
     })
   })
+}
+
+/**
+ * One redis-server for the tests of a file (or a describe block), emptied before each test: `redis()` is
+ * the server, started in beforeAll and stopped in afterAll.
+ */
+export function useTestRedis (): () => TestRedis {
+  let server: TestRedis | undefined
+  const started = (): TestRedis => {
+    if (server === undefined) throw new Error('useTestRedis: the server is started in beforeAll; ask for it inside a test or hook')
+    return server
+  }
+  beforeAll(async () => { server = await TestRedis.start() })
+  afterAll(async () => { await server?.close() })
+  beforeEach(async () => {
+    const client = started().client()
+    await client.flushall()
+    client.disconnect()
+  })
+  return started
 }

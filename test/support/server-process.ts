@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { expect, onTestFinished } from 'vitest'
 
 /** src/main.ts as a real process: its output so far, and the port it said it listens on. */
@@ -73,4 +74,23 @@ export async function startOutcome (env: Record<string, string>): Promise<StartO
   if (listened) child.kill('SIGKILL')
   const code = await exitOf(child)
   return { code: listened ? null : code, output, listened }
+}
+
+/** /proc/<pid>/stat after the command name: the state first, then the parent (undefined once it is gone). */
+export function procStat (pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')
+  } catch {
+    return undefined
+  }
+}
+
+/** The process exists and is not a zombie. */
+export function isRunning (pid: number): boolean {
+  const state = procStat(pid)?.[0]
+  return state !== undefined && state !== 'Z'
+}
+
+export async function sleep (ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms))
 }
