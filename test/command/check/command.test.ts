@@ -212,6 +212,27 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
     })
 
+    it('.gitignore files past 256 KiB in all are not applied, and each says so (twelve nested ones of 60 KB each)', async () => {
+      const { url, upstream } = await server()
+      // Each rule is tried on every path below its file: twelve of these nested took 28 s and 360 MB.
+      const rules = (level: number): string => [`ignored-${level}.md`, ...Array.from({ length: 2300 }, (_, i) => `dir${i}/**/file-${level}-${i}-*.md`)].join('\n')
+      const levels = Array.from({ length: 12 }, (_, level) => `n${level}`)
+      for (let level = 0; level < levels.length; level++) {
+        const here = join(dir, 'docs', ...levels.slice(0, level + 1))
+        await mkdir(here, { recursive: true })
+        await writeFile(join(here, '.gitignore'), rules(level))
+        await writeFile(join(here, `ignored-${level}.md`), `doi:10.5555/ignored-by-git-${level}\n`)
+      }
+      expect(rules(11).length).toBeGreaterThan(60_000)
+      expect(rules(11).length).toBeLessThan(65_536)
+      const run = await doiProxy(['check', '--server', url, 'docs'], dir)
+      // Four fit in 262,144 bytes; the fifth and each below it are named, deepest last.
+      expect(run.stderr.split('\n').filter((l) => l !== '')).toEqual(levels.slice(4).map((_, i) =>
+        `note: skipped docs/${levels.slice(0, i + 5).join('/')}/.gitignore: the .gitignore files of this run would hold more than 262144 bytes in all; its rules are not applied`))
+      // The four applied ignore their files; the files the others name are checked.
+      for (let level = 0; level < 12; level++) expect(upstream.count(`10.5555/ignored-by-git-${level}`)).toBe(level < 4 ? 0 : 1)
+    })
+
     it('a .gitignore that is a symbolic link is not followed (as git does not), so a link to a pipe cannot hang the run', async () => {
       const { url } = await server()
       execFileSync('mkfifo', [join(dir, 'pipe')])
