@@ -202,6 +202,40 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     })
   })
 
+  describe('against a server with a rate limit (RATE_LIMIT_MAX)', () => {
+    async function limitedServer (windowMs: number): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
+      const records: Record<string, Array<ReturnType<typeof admin>>> = {}
+      for (let i = 0; i < 8; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
+      const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: windowMs, rateLimitAllowList: [], batchConcurrency: 1 } })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      await writeFile(join(dir, 'eight.txt'), Array.from({ length: 8 }, (_, i) => `10.5555/n${i}`).join('\n'))
+      return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
+    }
+
+    it('asks again about the DOIs refused with retryAfter, after the wait the server asks for, until each is answered', async () => {
+      const { url, upstream } = await limitedServer(1000)
+      const run = await doiProxy(['check', '--server', url, 'eight.txt'], dir)
+      expect(run.stdout).toBe('Checked 8 DOIs (8 distinct) in 1 file: 8 registered, 0 not registered, 0 could not be checked.\n')
+      // 3 of 8 answered, 5 refused until the 1 s window ends; then 3 of those 5, and the last 2 after another wait.
+      expect(run.stderr.split('\n').slice(0, 1).join('') + '\n').toBe(docExample('note: the server asked to wait'))
+      expect(run.stderr).toContain('asking again about 2 DOIs in 1 s')
+      expect(run.code).toBe(0)
+      // Each DOI was looked up once: a refused line cost the registry nothing, and an answered one is not asked again.
+      for (let i = 0; i < 8; i++) expect(upstream.count(`10.5555/n${i}`)).toBe(1)
+    })
+
+    it('waits no longer than --max-wait in all: what is still refused then could not be checked, with the server\'s reason', async () => {
+      const { url } = await limitedServer(60_000)
+      const started = Date.now()
+      const run = await doiProxy(['check', '--server', url, '--max-wait', '5', 'eight.txt'], dir)
+      expect(Date.now() - started).toBeLessThan(30_000)
+      expect(run.stdout).toMatch(/^eight.txt:4: 10.5555\/n3 could not be checked: You have made too many DOI lookups in a short time/)
+      expect(run.stdout).toContain('Checked 8 DOIs (8 distinct) in 1 file: 3 registered, 0 not registered, 5 could not be checked.')
+      expect(run.stderr).toBe('')
+      expect(run.code).toBe(0)
+    })
+  })
+
   describe('every file it reads is bounded, a .gitignore too', () => {
     it('a .gitignore of 200,000 rules is not applied, and says so; the others still are', async () => {
       const { url, upstream } = await server()
@@ -256,6 +290,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     [['check', '--format', 'xml', '.'], '--format must be one of text, json, junit, github'],
     [['check', '--fail-on', 'sometimes', '.'], '--fail-on must be unregistered or unknown'],
     [['check', '--server', 'ftp://x', '.'], '--server must be an http(s) URL'],
+    [['check', '--max-wait', '1m', '.'], '--max-wait must be a whole number of seconds'],
     [['check', 'no/such/dir'], 'no such file or directory: no/such/dir']
   ])('%j is a usage error (exit 2): %s', async (args, message) => {
     const run = await doiProxy(args, dir)
