@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -222,6 +223,34 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       expect(run.code).toBe(0)
       // Each DOI was looked up once: a refused line cost the registry nothing, and an answered one is not asked again.
       for (let i = 0; i < 8; i++) expect(upstream.count(`10.5555/n${i}`)).toBe(1)
+    })
+
+    it('a whole batch refused with 429 and Retry-After (the limit already spent) is sent again after the wait', async () => {
+      // A doi-proxy whose first answer is the whole batch's 429, as when this client's budget is spent before it starts.
+      const bodies: string[] = []
+      const proxy = createHttpServer((req, res) => {
+        let body = ''
+        req.on('data', (d: Buffer) => { body += d.toString() })
+        req.on('end', () => {
+          bodies.push(body)
+          if (bodies.length === 1) {
+            res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"message":"too many DOI lookups"}')
+            return
+          }
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' })
+          res.end(body.split('\n').map((doi) => JSON.stringify({ input: doi, doi, registered: true, url: 'http://example.org/', source: 'upstream', status: 302 }) + '\n').join(''))
+        })
+      })
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+      try {
+        await writeFile(join(dir, 'two.txt'), '10.5555/a\n10.5555/b\n')
+        const run = await doiProxy(['check', '--server', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 'two.txt'], dir)
+        expect(run.stderr).toBe('note: the server asked to wait: asking again about 2 DOIs in 1 s (--max-wait 60 s in all)\n')
+        expect(run.stdout).toBe('Checked 2 DOIs (2 distinct) in 1 file: 2 registered, 0 not registered, 0 could not be checked.\n')
+        expect(bodies).toEqual(['10.5555/a\n10.5555/b', '10.5555/a\n10.5555/b'])
+      } finally {
+        await new Promise((resolve) => proxy.close(resolve))
+      }
     })
 
     it('waits no longer than --max-wait in all: what is still refused then could not be checked, with the server\'s reason', async () => {
