@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../app.js'
 import { loadConfig } from '../../config/load.js'
 import { OPTIONS } from '../../config/schema.js'
-import { askAll, AskError, httpAsker, injectAsker } from './ask.js'
+import { askAll, AskError, httpAsker, injectAsker, MAX_RETRY_WAIT_SECONDS } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
 import { cacheKey } from '../../handle/name.js'
@@ -36,6 +36,9 @@ options:
                            annotations on the lines of a pull request)
       --fail-on WHAT       unregistered (default): exit 1 when a DOI is not registered;
                            unknown: also when one could not be checked (the registry failed)
+      --max-wait SECONDS   the longest to wait in all when the server asks to (its rate
+                           limit), then ask again about the DOIs it refused (default: 60;
+                           0: never wait, report them as could not be checked)
 
 Exit status: 0 when every DOI found is registered; 1 when one is not (or, with
 --fail-on unknown, could not be checked); 2 for a usage error or a server we cannot ask.
@@ -55,6 +58,7 @@ interface CheckCommand {
   upstream: boolean
   format: Format
   failOn: FailOn
+  maxWait: number
 }
 
 /** Run the command; returns the exit status. Usage errors are printed here. */
@@ -94,7 +98,13 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   }
   try {
     const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
-    const verdicts = await askAll(collected.occurrences.map((o) => o.doi), ask, progress.update)
+    const verdicts = await askAll(collected.occurrences.map((o) => o.doi), ask, progress.update, {
+      onWait (seconds, dois) {
+        progress.end()
+        io.stderr.write(`note: the server asked to wait: asking again about ${dois} DOI${dois === 1 ? '' : 's'} in ${seconds} s (--max-wait ${cmd.maxWait} s in all)\n`)
+      },
+      maxWaitSeconds: cmd.maxWait
+    })
     progress.end()
     const checked: Checked[] = collected.occurrences.map((o) => ({ ...o, verdict: verdicts.get(cacheKey(o.doi))! }))
     const summary = summarise(collected.files, checked, verdicts.size)
@@ -133,6 +143,7 @@ function parseCheckArgs (args: string[]): CheckCommand | 'help' {
       upstream: { type: 'boolean', default: false },
       format: { type: 'string', short: 'f', default: 'text' },
       'fail-on': { type: 'string', default: 'unregistered' },
+      'max-wait': { type: 'string', default: String(MAX_RETRY_WAIT_SECONDS) },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -142,10 +153,12 @@ function parseCheckArgs (args: string[]): CheckCommand | 'help' {
   if (!FORMATS.includes(format)) throw new Error(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}`)
   const failOn = values['fail-on'] as FailOn
   if (!FAIL_ON.includes(failOn)) throw new Error(`--fail-on must be unregistered or unknown, got ${JSON.stringify(values['fail-on'])}`)
+  const maxWait = values['max-wait']
+  if (!/^\d{1,6}$/.test(maxWait)) throw new Error(`--max-wait must be a whole number of seconds (0 to 999999), got ${JSON.stringify(maxWait)}`)
   let server: URL | undefined
   try { server = new URL(values.server) } catch { server = undefined }
   if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
-  return { paths: positionals, server: values.server, upstream: values.upstream, format, failOn }
+  return { paths: positionals, server: values.server, upstream: values.upstream, format, failOn, maxWait: Number(maxWait) }
 }
 
 function usage (stderr: NodeJS.WriteStream, err: unknown): number {

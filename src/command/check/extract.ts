@@ -100,14 +100,23 @@ function prepare (text: string, kind: FileKind): string {
 
 /** A DOI as written, to the name: entities decoded, trailing punctuation dropped, a link's path percent-decoded. */
 function clean (raw: string, kind: FileKind, link: boolean): string | undefined {
-  let s = kind === 'html' || kind === 'markdown' ? decodeEntities(raw) : raw
-  s = trimTrailing(s)
+  // An entity may spell a control character (&#27;, &#x9b;): it ends the DOI as the character itself would.
+  let s = trimTrailing(cutAtControl(kind === 'html' || kind === 'markdown' ? decodeEntities(raw) : raw))
   if (link) {
     const decoded = percentDecode(s)
     if (decoded === undefined) return undefined
     s = decoded
   }
   return DOI_SHAPE.test(s) ? s : undefined
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** The text before its first control character (C0, DEL, C1). */
+function cutAtControl (s: string): string {
+  const at = s.search(CONTROL)
+  return at < 0 ? s : s.slice(0, at)
 }
 
 /** Trailing sentence punctuation, and closing brackets that close nothing inside the DOI. */

@@ -19,6 +19,11 @@ const MAX_FILE_BYTES = 20 * 1024 * 1024
  * so 200,000 rules took seconds and 800 MB. The largest usual ones (several templates together) are a few KiB.
  */
 export const MAX_GITIGNORE_BYTES = 64 * 1024
+/**
+ * All the .gitignore files of a run together: past this, further ones are not applied (reported as skipped).
+ * Nested files each under MAX_GITIGNORE_BYTES add up: twelve of 64 KB took 28 s and 360 MB.
+ */
+export const MAX_GITIGNORE_TOTAL_BYTES = 256 * 1024
 /** A file with a NUL byte this early is binary, as git decides. */
 const BINARY_SNIFF_BYTES = 8000
 
@@ -31,14 +36,18 @@ export interface Collected {
 
 interface Rules { base: string, rules: Ignore }
 
+/** What a run has read so far, shared by every directory it walks. */
+interface Run { out: Collected, cwd: string, gitignoreBytes: number }
+
 /** Every DOI written in the paths, with file (as given, relative to cwd when under it) and line. */
 export async function collectDois (paths: readonly string[], cwd: string): Promise<Collected> {
   const out: Collected = { files: 0, occurrences: [], skipped: [] }
+  const run: Run = { out, cwd, gitignoreBytes: 0 }
   for (const path of paths) {
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
     if (info === undefined) throw new PathError(`no such file or directory: ${path}`)
-    if (info.isDirectory()) await walk(full, await inheritedRules(full, out, cwd), out, cwd)
+    if (info.isDirectory()) await walk(full, await inheritedRules(full, run), run)
     else await readOne(full, out, cwd, true)
   }
   return out
@@ -47,8 +56,9 @@ export async function collectDois (paths: readonly string[], cwd: string): Promi
 /** A path named on the command line that does not exist: a usage error. */
 export class PathError extends Error {}
 
-async function walk (dir: string, rules: Rules[], out: Collected, cwd: string): Promise<void> {
-  const here = await rulesIn(dir, out, cwd)
+async function walk (dir: string, rules: Rules[], run: Run): Promise<void> {
+  const { out, cwd } = run
+  const here = await rulesIn(dir, run)
   const active = here === undefined ? rules : [...rules, here]
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -59,7 +69,7 @@ async function walk (dir: string, rules: Rules[], out: Collected, cwd: string): 
     // Only what would be read is matched against the rules: each match costs every rule.
     if (!isDir && !(entry.isFile() && fileKind(full) !== undefined)) continue
     if (ignored(active, full, isDir)) continue
-    if (isDir) await walk(full, active, out, cwd)
+    if (isDir) await walk(full, active, run)
     else await readOne(full, out, cwd, false)
   }
 }
@@ -72,27 +82,31 @@ function ignored (rules: readonly Rules[], full: string, isDir: boolean): boolea
 }
 
 /** A directory's .gitignore rules; one that cannot be applied is noted in `out.skipped`, as git warns and goes on. */
-async function rulesIn (dir: string, out: Collected, cwd: string): Promise<Rules | undefined> {
+async function rulesIn (dir: string, run: Run): Promise<Rules | undefined> {
   const path = join(dir, '.gitignore')
+  const skip = (reason: string): undefined => {
+    run.out.skipped.push({ file: display(path, run.cwd), reason: `${reason}; its rules are not applied` })
+  }
   // Git does not follow a .gitignore that is a symbolic link (git 2.32), so neither do we.
   const read = await readBounded(path, MAX_GITIGNORE_BYTES, false)
   if (read === undefined) return undefined
-  if ('reason' in read) {
-    out.skipped.push({ file: display(path, cwd), reason: `${read.reason}; its rules are not applied` })
-    return undefined
+  if ('reason' in read) return skip(read.reason)
+  if (run.gitignoreBytes + read.bytes.length > MAX_GITIGNORE_TOTAL_BYTES) {
+    return skip(`the .gitignore files of this run would hold more than ${MAX_GITIGNORE_TOTAL_BYTES} bytes in all`)
   }
+  run.gitignoreBytes += read.bytes.length
   return { base: dir, rules: ignore().add(read.bytes.toString('utf8')) }
 }
 
 /** The .gitignore files above a directory, up to the repository's top (the folder holding .git). */
-async function inheritedRules (dir: string, out: Collected, cwd: string): Promise<Rules[]> {
+async function inheritedRules (dir: string, run: Run): Promise<Rules[]> {
   const above: Rules[] = []
   let current = dir
   while (!(await exists(join(current, '.git')))) {
     const parent = dirname(current)
     if (parent === current) return [] // not in a repository: only the walked folders' own files count
     current = parent
-    const rules = await rulesIn(current, out, cwd)
+    const rules = await rulesIn(current, run)
     if (rules !== undefined) above.unshift(rules)
   }
   return above

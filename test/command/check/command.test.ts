@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -202,6 +203,68 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     })
   })
 
+  describe('against a server with a rate limit (RATE_LIMIT_MAX)', () => {
+    async function limitedServer (windowMs: number): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
+      const records: Record<string, Array<ReturnType<typeof admin>>> = {}
+      for (let i = 0; i < 8; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
+      const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: windowMs, rateLimitAllowList: [], batchConcurrency: 1 } })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      await writeFile(join(dir, 'eight.txt'), Array.from({ length: 8 }, (_, i) => `10.5555/n${i}`).join('\n'))
+      return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
+    }
+
+    it('asks again about the DOIs refused with retryAfter, after the wait the server asks for, until each is answered', async () => {
+      const { url, upstream } = await limitedServer(1000)
+      const run = await doiProxy(['check', '--server', url, 'eight.txt'], dir)
+      expect(run.stdout).toBe('Checked 8 DOIs (8 distinct) in 1 file: 8 registered, 0 not registered, 0 could not be checked.\n')
+      // 3 of 8 answered, 5 refused until the 1 s window ends; then 3 of those 5, and the last 2 after another wait.
+      expect(run.stderr.split('\n').slice(0, 1).join('') + '\n').toBe(docExample('note: the server asked to wait'))
+      expect(run.stderr).toContain('asking again about 2 DOIs in 1 s')
+      expect(run.code).toBe(0)
+      // Each DOI was looked up once: a refused line cost the registry nothing, and an answered one is not asked again.
+      for (let i = 0; i < 8; i++) expect(upstream.count(`10.5555/n${i}`)).toBe(1)
+    })
+
+    it('a whole batch refused with 429 and Retry-After (the limit already spent) is sent again after the wait', async () => {
+      // A doi-proxy whose first answer is the whole batch's 429, as when this client's budget is spent before it starts.
+      const bodies: string[] = []
+      const proxy = createHttpServer((req, res) => {
+        let body = ''
+        req.on('data', (d: Buffer) => { body += d.toString() })
+        req.on('end', () => {
+          bodies.push(body)
+          if (bodies.length === 1) {
+            res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"message":"too many DOI lookups"}')
+            return
+          }
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' })
+          res.end(body.split('\n').map((doi) => JSON.stringify({ input: doi, doi, registered: true, url: 'http://example.org/', source: 'upstream', status: 302 }) + '\n').join(''))
+        })
+      })
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+      try {
+        await writeFile(join(dir, 'two.txt'), '10.5555/a\n10.5555/b\n')
+        const run = await doiProxy(['check', '--server', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 'two.txt'], dir)
+        expect(run.stderr).toBe('note: the server asked to wait: asking again about 2 DOIs in 1 s (--max-wait 60 s in all)\n')
+        expect(run.stdout).toBe('Checked 2 DOIs (2 distinct) in 1 file: 2 registered, 0 not registered, 0 could not be checked.\n')
+        expect(bodies).toEqual(['10.5555/a\n10.5555/b', '10.5555/a\n10.5555/b'])
+      } finally {
+        await new Promise((resolve) => proxy.close(resolve))
+      }
+    })
+
+    it('waits no longer than --max-wait in all: what is still refused then could not be checked, with the server\'s reason', async () => {
+      const { url } = await limitedServer(60_000)
+      const started = Date.now()
+      const run = await doiProxy(['check', '--server', url, '--max-wait', '5', 'eight.txt'], dir)
+      expect(Date.now() - started).toBeLessThan(30_000)
+      expect(run.stdout).toMatch(/^eight.txt:4: 10.5555\/n3 could not be checked: You have made too many DOI lookups in a short time/)
+      expect(run.stdout).toContain('Checked 8 DOIs (8 distinct) in 1 file: 3 registered, 0 not registered, 5 could not be checked.')
+      expect(run.stderr).toBe('')
+      expect(run.code).toBe(0)
+    })
+  })
+
   describe('every file it reads is bounded, a .gitignore too', () => {
     it('a .gitignore of 200,000 rules is not applied, and says so; the others still are', async () => {
       const { url, upstream } = await server()
@@ -210,6 +273,27 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       expect(run.stderr).toBe(docExample('note: skipped'))
       expect(run.stdout).toContain('Checked 6 DOIs (5 distinct) in 3 files')
       expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
+    })
+
+    it('.gitignore files past 256 KiB in all are not applied, and each says so (twelve nested ones of 60 KB each)', async () => {
+      const { url, upstream } = await server()
+      // Each rule is tried on every path below its file: twelve of these nested took 28 s and 360 MB.
+      const rules = (level: number): string => [`ignored-${level}.md`, ...Array.from({ length: 2300 }, (_, i) => `dir${i}/**/file-${level}-${i}-*.md`)].join('\n')
+      const levels = Array.from({ length: 12 }, (_, level) => `n${level}`)
+      for (let level = 0; level < levels.length; level++) {
+        const here = join(dir, 'docs', ...levels.slice(0, level + 1))
+        await mkdir(here, { recursive: true })
+        await writeFile(join(here, '.gitignore'), rules(level))
+        await writeFile(join(here, `ignored-${level}.md`), `doi:10.5555/ignored-by-git-${level}\n`)
+      }
+      expect(rules(11).length).toBeGreaterThan(60_000)
+      expect(rules(11).length).toBeLessThan(65_536)
+      const run = await doiProxy(['check', '--server', url, 'docs'], dir)
+      // Four fit in 262,144 bytes; the fifth and each below it are named, deepest last.
+      expect(run.stderr.split('\n').filter((l) => l !== '')).toEqual(levels.slice(4).map((_, i) =>
+        `note: skipped docs/${levels.slice(0, i + 5).join('/')}/.gitignore: the .gitignore files of this run would hold more than 262144 bytes in all; its rules are not applied`))
+      // The four applied ignore their files; the files the others name are checked.
+      for (let level = 0; level < 12; level++) expect(upstream.count(`10.5555/ignored-by-git-${level}`)).toBe(level < 4 ? 0 : 1)
     })
 
     it('a .gitignore that is a symbolic link is not followed (as git does not), so a link to a pipe cannot hang the run', async () => {
@@ -235,6 +319,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     [['check', '--format', 'xml', '.'], '--format must be one of text, json, junit, github'],
     [['check', '--fail-on', 'sometimes', '.'], '--fail-on must be unregistered or unknown'],
     [['check', '--server', 'ftp://x', '.'], '--server must be an http(s) URL'],
+    [['check', '--max-wait', '1m', '.'], '--max-wait must be a whole number of seconds'],
     [['check', 'no/such/dir'], 'no such file or directory: no/such/dir']
   ])('%j is a usage error (exit 2): %s', async (args, message) => {
     const run = await doiProxy(args, dir)

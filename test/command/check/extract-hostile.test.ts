@@ -79,6 +79,8 @@ function reference (text: string, kind: FileKind): FoundDoi[] {
 
 function referenceClean (raw: string, kind: FileKind, link: boolean): string | undefined {
   let s = kind === 'html' || kind === 'markdown' ? referenceEntities(raw) : raw
+  // eslint-disable-next-line no-control-regex
+  s = s.split(/[\u0000-\u001f\u007f-\u009f]/)[0]!
   for (;;) {
     const count = (ch: string): number => s.split(ch).length - 1
     if (s !== '' && '.,;:!?\'"*_~'.includes(s.at(-1)!)) s = s.slice(0, -1)
@@ -106,12 +108,12 @@ function referenceEntities (s: string): string {
 const PIECES = [
   '10.1234/', '10.12345.6/', '10/', '10.1/', 'a', 'B9', 'x', '0', '(', ')', '^', ' ', '\n', '.', ',', ';', ':', '!', '?', '"', '\'',
   '*', '_', '~', '-', '/', 'https://', 'http://', '://', 'www.', 'WWW.', 'doi.org/', 'dx.doi.org/', 'doi:', 'doi: ', 'urn:doi:',
-  '%2F', '%0A', '%', '%E2%82', '&amp;', '&#41;', '&#x28;', '&lt;', '&bogus;', '<', '>', '[', ']', '{', '}', '`', '|', '\\', '\\/',
+  '%2F', '%0A', '%', '%E2%82', '&amp;', '&#41;', '&#x28;', '&lt;', '&bogus;', '&#27;', '&#x9b;', '&#X1b;', '<', '>', '[', ']', '{', '}', '`', '|', '\\', '\\/',
   '\\_', '#', '\x1b', '\u009b', '\x7f', '\t', 'é', '😀'
 ]
 // And DOIs whose ends are in doubt: brackets, punctuation and escapes of both, after each way of writing one.
 const STARTS = ['10.1234/', 'doi:10.1234/', 'https://doi.org/10.1234/', 'https://doi.org/10/', 'doi:10/', 'https://x.org/10.1234/', 'www.x/10.1234/', '(10.1234/']
-const ENDS = ['a', '(', ')', '.', ',', ';', ':', '!', '_', '~', '&#41;', '&#x28;', '%29', '%28', '\\)']
+const ENDS = ['a', '(', ')', '.', ',', ';', ':', '!', '_', '~', '&#41;', '&#x28;', '%29', '%28', '\\)', '&#27;', '&#x9b;']
 const DOUBTFUL = fc.array(fc.tuple(fc.constantFrom(...STARTS), fc.array(fc.constantFrom(...ENDS), { maxLength: 8 }), fc.constantFrom(' ', '\n', ')', '')), { maxLength: 6 })
   .map((dois) => dois.map(([start, end, after]) => start + end.join('') + after).join(''))
 const KINDS: FileKind[] = ['markdown', 'html', 'latex', 'json', 'text']

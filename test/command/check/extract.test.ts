@@ -35,7 +35,9 @@ describe('findDois: the DOIs written in a file', () => {
     ['text', 'Registrant sub-codes: 10.1000.10/182', ['10.1000.10/182'], 'a registrant code may have sub-codes'],
     ['text', 'no DOI here, just 10.1 and 10.', [], 'nothing that is a DOI'],
     ['text', '10.1000/a\x1b[2J\x1b]52;c;cHduZWQ=\x07 and doi:10.1000/b\x1bc', ['10.1000/a', '10.1000/b'], 'a DOI holds no control character: ESC ends it'],
-    ['text', 'https://doi.org/10.1000/c\u009b2J and 10.1000/d\u009d0;x\u009c and 10.1000/e\x7f', ['10.1000/c', '10.1000/d', '10.1000/e'], 'nor C1 (CSI, OSC) or DEL']
+    ['text', 'https://doi.org/10.1000/c\u009b2J and 10.1000/d\u009d0;x\u009c and 10.1000/e\x7f', ['10.1000/c', '10.1000/d', '10.1000/e'], 'nor C1 (CSI, OSC) or DEL'],
+    ['html', '10.1234/abc&#27;[2J and 10.1234/d&#x9b;2J and <b>10.1234/e.&#X1B;c</b>', ['10.1234/abc', '10.1234/d', '10.1234/e'], 'nor one written as an entity (ESC, CSI): it ends the DOI once decoded'],
+    ['markdown', '*10.1234/f&#7;* 10.1234/g&#127;', ['10.1234/f', '10.1234/g'], 'in Markdown too (BEL, DEL)']
   ])('%s %j → %j (%s)', (kind, text, dois) => {
     expect(findDois(text, kind).map((f) => f.doi)).toEqual(dois)
   })
