@@ -14,6 +14,8 @@ import { createUpstreamClient } from '../../src/resolve/upstream.js'
 import type { UpstreamClient } from '../../src/resolve/upstream.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { admin, LOC_XML, str } from '../support/records.js'
+import { ranToEnd } from '../support/server-process.js'
+import type { Run } from '../support/server-process.js'
 
 const REPO = join(import.meta.dirname, '../..')
 
@@ -272,18 +274,11 @@ describe('needsOf: the records the resolver reads besides the DOI (behaviour.md 
 
 // ---------------------------------------------------------------------------------------------------------
 
-interface Run { code: number | null, stdout: string, stderr: string }
-
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], stdin = ''): Promise<Run> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', ...args], { cwd: REPO, env: { ...process.env, UPSTREAM_URL: '' } })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
   child.stdin.end(stdin)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
+  return await ranToEnd(child)
 }
 
 describe('the doi-proxy command', () => {

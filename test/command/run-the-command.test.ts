@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
 import { PROBE_RECORDS } from '../support/records.js'
+import { ranToEnd } from '../support/server-process.js'
+import type { Run } from '../support/server-process.js'
 
 // Issue 45 item 11: every way the README gives to run `doi-proxy`, tried for real: from the clone (an npm
 // script, npx), from another project (npm exec --package= the clone or a tarball, npm pack then install),
@@ -24,7 +26,6 @@ const README = await readFile(join(REPO, 'README.md'), 'utf8')
 const DOCKERFILE = await readFile(join(REPO, 'Dockerfile'), 'utf8')
 
 interface LockEntry { name?: string, version?: string, integrity?: string, dev?: boolean, link?: boolean, dependencies?: Record<string, string>, optionalDependencies?: Record<string, string>, peerDependencies?: Record<string, string>, peerDependenciesMeta?: unknown, bin?: unknown, engines?: unknown }
-interface Run { code: number | null, stdout: string, stderr: string }
 
 /** The environment of a user's shell: none of the npm_* variables of the `npm test` running us. */
 function userEnv (): NodeJS.ProcessEnv {
@@ -34,12 +35,7 @@ function userEnv (): NodeJS.ProcessEnv {
 
 async function sh (command: string, args: string[], cwd: string): Promise<Run> {
   const child = spawn(command, args, { cwd, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
+  return await ranToEnd(child)
 }
 
 const USAGE = /^doi-proxy: a self-hosted DOI resolver\n\nUsage:\n/

@@ -12,7 +12,8 @@ import { FakeAgency } from '../support/fake-agency.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { urlRecord } from '../support/local-records.js'
 import { admin, str } from '../support/records.js'
-import { exitOf, startServer } from '../support/server-process.js'
+import { exitOf, ranToEnd, startServer } from '../support/server-process.js'
+import type { Run } from '../support/server-process.js'
 
 // Issue 29 §1: a test suite runs once online through doi-proxy with RECORD_TO, then offline with
 // LOCAL_STORE_DIR set to the same directory, and gets byte-identical answers.
@@ -308,14 +309,9 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
 })
 
 /** `doi-proxy record` as a user runs it, from the repository. */
-async function record (args: string[], env: Record<string, string> = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+async function record (args: string[], env: Record<string, string> = {}): Promise<Run> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', 'record', '--delay-ms', '0', ...args], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, ...env } })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
+  return await ranToEnd(child)
 }
 
 describe('doi-proxy record --dois FILE: mirror with the metadata citation tools ask for', () => {

@@ -94,3 +94,16 @@ export function isRunning (pid: number): boolean {
 export async function sleep (ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms))
 }
+
+/** What a command printed and how it ended. */
+export interface Run { code: number | null, stdout: string, stderr: string }
+
+/** Everything a spawned command prints, once it has ended (its stdout and stderr must be pipes). */
+export async function ranToEnd (child: ChildProcess): Promise<Run> {
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr?.on('data', (d: Buffer) => { stderr += d.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}

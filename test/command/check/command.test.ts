@@ -10,23 +10,18 @@ import { XMLValidator } from 'fast-xml-parser'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { setup } from '../../support/app.js'
 import { admin, str, PROBE_RECORDS } from '../../support/records.js'
+import { ranToEnd } from '../../support/server-process.js'
+import type { Run } from '../../support/server-process.js'
 
 const REPO = new URL('../../..', import.meta.url).pathname
 // tsx as the repository has it: the command runs in another folder, where `--import tsx` would not resolve.
 const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
 
-interface Run { code: number | null, stdout: string, stderr: string }
-
 /** Run the real command as a user would (through tsx, so no build is needed). */
 async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
   // Killed after a minute: a run that hangs on a hostile file fails its test instead of the suite.
   const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env }, timeout: 60_000 })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
+  return await ranToEnd(child)
 }
 
 /** A loopback port nothing listens on (one just closed). */
