@@ -127,7 +127,7 @@ describe('the server process', { timeout: 60_000 }, () => {
     expect(await exitOf(child)).toBe(0)
   })
 
-  it('with WORKERS=2 and the upstream unreachable, each worker\'s scrape reads 1 (not their sum) and DoiProxyUpstreamUnreachable holds', async () => {
+  it('with WORKERS=2 and the upstream unreachable, each worker\'s scrape reads 1 (not their sum), DoiProxyUpstreamUnreachable holds, and /status says whose figures it shows', async () => {
     // A closed port: every connection refused.
     const closed = createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
@@ -148,6 +148,11 @@ describe('the server process', { timeout: 60_000 }, () => {
     const rules = (parse(readFileSync(new URL('../deploy/prometheus/alerts.yml', import.meta.url), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string, expr: string }> }> }).groups.flatMap((g) => g.rules)
     const rule = rules.find((r) => r.alert === 'DoiProxyUpstreamUnreachable')
     expect(evaluate(rule?.expr ?? '', seen, seen)).toEqual([{ labels: {}, value: 1 }])
+    // /status is the answering worker's own figures, and says so.
+    const status = await (await get('/status.json')).json() as { worker: { index: number, of: number } | null }
+    expect([1, 2]).toContain(status.worker?.index)
+    expect(status.worker?.of).toBe(2)
+    expect(await (await get('/status')).text()).toMatch(/These are the figures of worker [12] of 2 \(WORKERS\), the process that answered this request/)
     child.kill('SIGTERM')
     expect(await exitOf(child)).toBe(0)
   })
