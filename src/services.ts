@@ -133,12 +133,14 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   closers.push(fleet.close)
   tellHost = fleet.tellHost
   // A purge (DELETE /api/cache/{doi}, src/http/routes/cache.ts): the key leaves this process's memory (its
-  // record, with the answers kept with it for the door, and its open-access answer), then the snapshot.
+  // record, with the answers kept with it for the door, its open-access answer and its fetched metadata,
+  // an agency's 404 or 406 included), then the snapshot. The metadata answers are built below.
+  let forgetMetadata = (_key: string): boolean => false
   const dropHere = (key: string): boolean => {
     const held = cache.peek(key) !== undefined
     cache.delete(key)
     openAccessCache?.delete(key)
-    return held
+    return forgetMetadata(key) || held
   }
   fleet.onMessage((message) => {
     if (message.kind === 'upstream-wait') upstream?.guarded.holdUntil(message.until)
@@ -211,11 +213,12 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const metadata = createMetadataAnswers({ config, admission, stored: local === undefined ? undefined : (h: string) => local.metadata(h), userAgent: upstreamUserAgent(config), now, recorder })
   closers.push(async () => { await metadata.close() })
+  forgetMetadata = metadata.forget
   // Our own address, for a page's links when the request's Host cannot be used.
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
-  const status = createStatusCollector({ metrics, config, now, upstreamState: reachability.state })
+  const status = createStatusCollector({ metrics, config, now, upstreamState: reachability.state, worker: deps.clusterWorker?.index })
   closers.push(async () => { status.stop() })
   const services: Services = {
     now,

@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { parse } from 'yaml'
 import { FakeUpstream } from './support/fake-upstream.js'
+import { evaluate, parseScrape } from './support/promql.js'
+import type { Scrape } from './support/promql.js'
 import { PROBE_RECORDS } from './support/records.js'
 import { findOnPath } from './support/test-tools.js'
 import { exitOf, startServer, workersListening } from './support/server-process.js'
@@ -120,6 +123,36 @@ describe('the server process', { timeout: 60_000 }, () => {
       expect(Object.keys(byWorker).sort()).toEqual(['1', '2'])
       expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(10)
     }
+    child.kill('SIGTERM')
+    expect(await exitOf(child)).toBe(0)
+  })
+
+  it('with WORKERS=2 and the upstream unreachable, each worker\'s scrape reads 1 (not their sum), DoiProxyUpstreamUnreachable holds, and /status says whose figures it shows', async () => {
+    // A closed port: every connection refused.
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const upstreamPort = (closed.address() as AddressInfo).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const { child, port, output } = await startServer({ UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, WORKERS: '2', UPSTREAM_RETRIES: '0' })
+    await workersListening({ output }, 2)
+    const get = async (path: string): Promise<Response> => await fetch(`http://127.0.0.1:${port}${path}`, { redirect: 'manual', headers: { connection: 'close' } })
+    const scrape = async (): Promise<Scrape> => parseScrape(await (await get('/metrics')).text(), Date.now())
+    const unreachable = (s: Scrape): Array<{ labels: Record<string, string>, value: number }> => s.series.get('doi_proxy_upstream_unreachable') ?? []
+    let seen = await scrape()
+    // Lookups, each on a connection of its own, until both workers have found the upstream unreachable.
+    for (let n = 0; unreachable(seen).filter((s) => s.value !== 0).length < 2 && n < 200; n++) {
+      await (await get(`/10.5555/lost-${n}`)).arrayBuffer()
+      seen = await scrape()
+    }
+    expect(unreachable(seen).map((s) => [s.labels.worker, s.value]).sort()).toEqual([['1', 1], ['2', 1]])
+    const rules = (parse(readFileSync(new URL('../deploy/prometheus/alerts.yml', import.meta.url), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string, expr: string }> }> }).groups.flatMap((g) => g.rules)
+    const rule = rules.find((r) => r.alert === 'DoiProxyUpstreamUnreachable')
+    expect(evaluate(rule?.expr ?? '', seen, seen)).toEqual([{ labels: {}, value: 1 }])
+    // /status is the answering worker's own figures, and says so.
+    const status = await (await get('/status.json')).json() as { worker: { index: number, of: number } | null }
+    expect([1, 2]).toContain(status.worker?.index)
+    expect(status.worker?.of).toBe(2)
+    expect(await (await get('/status')).text()).toMatch(/These are the figures of worker [12] of 2 \(WORKERS\), the process that answered this request/)
     child.kill('SIGTERM')
     expect(await exitOf(child)).toBe(0)
   })

@@ -46,6 +46,8 @@ export interface MetadataAnswers {
    * proxy route keeps no prepared redirect for a negotiated request.
    */
   fetching: boolean
+  /** A purge: drop every metadata answer held for this handle (folded, `cacheKey`); true when one was held. */
+  forget (handleKey: string): boolean
   close (): Promise<void>
 }
 
@@ -189,6 +191,7 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
   return {
     answer,
     fetching: service !== undefined,
+    forget: (handleKey) => service?.forget(handleKey) ?? false,
     async close () { await fetcher?.close() }
   }
 }

@@ -142,6 +142,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
       name: 'doi_proxy_shared_cache_up',
       help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
       registers: [],
+      aggregator: 'min', // a state, never a sum (see breakerOpen)
       collect () { this.set(sharedTierUp() ? 1 : 0) }
     })
   }
@@ -190,7 +191,10 @@ export function createMetrics (opts: MetricsOptions = {}) {
     breakerOpen: new Gauge({
       name: 'doi_proxy_upstream_circuit_state',
       help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
-      registers: [registry]
+      registers: [registry],
+      // A state: were workers' series ever merged (they carry a worker label, so they are not), the worst
+      // one, never their sum (two open breakers are not a 4) that `== 2` in alerts.yml would miss.
+      aggregator: 'max'
     }),
     prefixBreakerOpenings: new Counter({
       name: 'doi_proxy_prefix_circuit_openings_total',
@@ -203,6 +207,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
       name: 'doi_proxy_upstream_unreachable',
       help: '1 while lookups find the upstream unreachable (refused, DNS, TLS, no route, or 3 timeouts or cut connections in a row with no answer between; /status says which), else 0',
       registers: [registry],
+      aggregator: 'max', // a state, never a sum (see breakerOpen)
       collect () { this.set(upstreamSeen.unreachable() ? 1 : 0) }
     }),
     prefixBreakersOpen: new Gauge({

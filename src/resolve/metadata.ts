@@ -308,9 +308,25 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     return answer
   }
 
+  /**
+   * A purge (DELETE /api/cache/{doi}): every answer held for this record's handle (folded, the keys' first
+   * part), whatever its location and Accept, a not-found (404, 406) included; true when one was held.
+   * Goes through the keys: a purge is rare and the cache bounded in bytes.
+   */
+  function forget (handleKey: string): boolean {
+    const prefix = `${handleKey}\u0000`
+    let held = false
+    for (const key of [...(cache?.keys() ?? [])]) {
+      if (key.startsWith(prefix)) held = cache!.delete(key) || held
+    }
+    for (const key of [...settled.keys()]) if (key.startsWith(prefix)) settled.delete(key)
+    return held
+  }
+
   return {
     peek,
     get,
+    forget,
     stats: () => ({ entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 })
   }
 }

@@ -51,6 +51,11 @@ export type BreakerName = 'closed' | 'half-open' | 'open'
 
 export interface StatusSnapshot {
   version: string
+  /**
+   * Under node:cluster, the worker whose figures these are (of `of` workers): each counts its own answers,
+   * cache and breakers, and another request may reach another worker. Null with one process.
+   */
+  worker: { index: number, of: number } | null
   startedAt: string
   at: string
   uptimeSeconds: number
@@ -120,6 +125,8 @@ export interface CollectorOptions {
   now?: () => number
   stepMs?: number
   slots?: number
+  /** Under node:cluster (WORKERS > 1), this worker's number: the page shows this worker's figures only. */
+  worker?: number | undefined
 }
 
 interface LatencyStep { bounds: number[], counts: number[] }
@@ -357,6 +364,7 @@ export function createStatusCollector (opts: CollectorOptions) {
     const loop = rowsOf('loop_guard')[0]
     return {
       version,
+      worker: opts.worker === undefined ? null : { index: opts.worker, of: config.workers },
       startedAt: new Date(startedAt).toISOString(),
       at: new Date(t).toISOString(),
       uptimeSeconds: Math.max(0, Math.floor((t - startedAt) / 1000)),

@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { buildConfig, ConfigError } from '../../src/config/schema.js'
+import { FakeAgency } from '../support/fake-agency.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
@@ -102,6 +103,33 @@ describe('DELETE /api/cache/{doi}', () => {
     expect(res.statusCode).toBe(404)
     expect(JSON.parse(res.body).message).toContain('ADMIN_TOKEN')
     expect((await a.inject({ url: '/10.5555/new' })).headers['x-cache']).toBe('HIT')
+  })
+
+  it('an agency\'s cached "not found" for the DOI\'s metadata is dropped too: the next negotiated request gets the metadata', async () => {
+    const agency = await FakeAgency.start()
+    onTestFinished(async () => { await agency.close() })
+    const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
+    const upstream = await FakeUpstream.start({
+      ...PROBE_RECORDS,
+      10.9999: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/FAKE</locs></HS_NAMESPACE>')],
+      '10.SERV/FAKE': [admin(), str(1, '10320/loc', conneg)],
+      '10.9999/paper': [str(1, 'URL', 'https://publisher.example/paper')]
+    })
+    onTestFinished(() => upstream.close())
+    const a = await replicaApp(upstream, { adminToken: TOKEN, metadataMode: 'fetch', metadataHosts: [agency.host], negativeTtlSeconds: 3600 })
+    const bib = { accept: 'application/x-bibtex' }
+    // The agency has no metadata for it yet: its 404 is held (NEGATIVE_TTL_SECONDS), then it has some.
+    expect((await a.inject({ url: '/10.9999/paper', headers: bib })).statusCode).toBe(404)
+    agency.records.set('10.9999/paper', { 'application/x-bibtex': '@article{paper}\n' })
+    const held = await a.inject({ url: '/10.9999/Paper', headers: bib })
+    expect([held.statusCode, held.headers['x-cache']]).toEqual([404, 'HIT'])
+    expect(agency.seen).toHaveLength(1)
+    const purged = await a.inject({ method: 'DELETE', url: '/api/cache/10.9999/PAPER', headers: BEARER })
+    expect(purged.statusCode).toBe(200)
+    expect(purged.json()).toMatchObject({ held: true })
+    const after = await a.inject({ url: '/10.9999/paper', headers: bib })
+    expect([after.statusCode, after.body]).toEqual([200, '@article{paper}\n'])
+    expect(agency.seen).toHaveLength(2)
   })
 
   it.each([

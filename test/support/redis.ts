@@ -230,7 +230,8 @@ export class TestSentinels {
 export class TestCluster {
   private constructor (readonly masters: TestRedis[], private readonly dir: string) {}
 
-  static async start (): Promise<TestCluster> {
+  /** `users`: ACL users on every node, as TestRedisOptions' (the default user stays open, for the test's own clients). */
+  static async start (opts: { users?: string[] } = {}): Promise<TestCluster> {
     requireRedisServer()
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-cluster-'))
     const masters: TestRedis[] = []
@@ -239,7 +240,8 @@ export class TestCluster {
       for (let i = 0; i < 3; i++) {
         const port = await freePort()
         masters.push(await TestRedis.start({
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '1000']
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '1000'],
+          ...(opts.users === undefined ? {} : { users: opts.users })
         }))
       }
       try {

@@ -7,7 +7,7 @@ const PATH = '/api/cache'
 
 /**
  * DELETE /api/cache/{doi}: drop a DOI's cached answer from every tier of every process (memory with the
- * answers kept for the door, the snapshot file, Redis, open access; the other replicas through Redis, the
+ * answers kept for the door, the snapshot file, Redis, open access, fetched metadata; the other replicas through Redis, the
  * other workers through the primary). For a DOI registered minutes ago whose "not found" is still cached
  * (NEGATIVE_TTL_SECONDS; datacite/datacite#2281). Off without ADMIN_TOKEN; asked with
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time. Answers JSON, never cached.

@@ -198,6 +198,7 @@ ${figures([
   ['cache hit ratio in the period', s.cache.hitRatioLastHour === null ? '—' : percent(s.cache.hitRatioLastHour, 1)]
 ])}
 <p>Figures cover the last hour at most (${escapeHtml(history)}); nothing is kept on disk.</p>
+${s.worker === null ? '' : `<p id="worker">These are the figures of worker ${count(s.worker.index)} of ${count(s.worker.of)} (WORKERS), the process that answered this request: each worker counts its own answers, cache and breakers, so a reload may show another's. The Prometheus metrics hold every worker's, labelled by worker.</p>`}
 <section aria-labelledby="h-requests">
 <h2 id="h-requests">Requests</h2>
 ${requestsChart}
