@@ -240,7 +240,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
       behindProxy: config.trustProxy !== false,
       fallbackHost,
       served: metrics.preparedAnswers.tally(),
-      outcomes: { redirect: metrics.answer('redirect', 'hit'), values: metrics.answer('values', 'hit'), notFound: metrics.answer('not_found') },
+      outcomes: { redirect: metrics.answer('redirect', 'hit'), values: metrics.answer('values', 'hit'), notFound: metrics.answer('not_found'), api: { found: metrics.otherAnswers.hit, notFound: metrics.otherAnswers.not_found } },
       serving: () => lifecycle.ready,
       now
     }),

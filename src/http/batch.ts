@@ -11,7 +11,7 @@ import { parseProxyQuery } from '../handle/query.js'
 import type { ProxyService } from '../resolve/proxy-service.js'
 import type { Admit, Resolver } from '../resolve/resolver.js'
 import type { ClientTicket } from '../resolve/fair-queue.js'
-import type { Metrics } from '../observe/metrics.js'
+import type { AnswerOutcome, Metrics } from '../observe/metrics.js'
 import { describeError, retryAfterSeconds } from './errors.js'
 import { isNotHeld } from '../resolve/errors.js'
 import { mapInOrder } from './in-order.js'
@@ -59,6 +59,12 @@ export interface BatchRequest {
   onError?: (err: unknown) => void
 }
 
+/** One name's line, and the outcome it counts under on /status (doi_proxy_answers_total). */
+interface Answered {
+  result: Omit<BatchResult, 'input'>
+  counted: AnswerOutcome
+}
+
 // The plain request a reader's browser sends when following a link (no query, Accept text/html).
 const PLAIN_PARAMS = parseProxyQuery('')
 const BROWSER = negotiate({ accept: 'text/html' })
@@ -74,8 +80,8 @@ export function createBatchAnswers (opts: BatchOptions) {
     invalid: opts.metrics.batchLines.labels('invalid')
   }
 
-  /** One name, as GET /{doi} would answer it. */
-  async function resolve (handle: string, req: BatchRequest): Promise<Omit<BatchResult, 'input'>> {
+  /** One name, as GET /{doi} would answer it, and how /status counts that answer. */
+  async function resolve (handle: string, req: BatchRequest): Promise<Answered> {
     let admitted: ReturnType<Admit> | undefined
     // The batch was admitted as a whole; each line gets its own deadline from when it first needs the upstream.
     const admit: Admit = async () => await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
@@ -84,11 +90,11 @@ export function createBatchAnswers (opts: BatchOptions) {
       const { status, location } = plainAnswer(req.ctx, outcome)
       const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
       const source = outcome.cache === 'MISS' || outcome.cache === 'BYPASS' ? 'upstream' : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
-      if (outcome.kind !== 'not-found') return { doi, registered: true, url: location, source, status }
-      if (outcome.message !== undefined) return { doi: null, registered: false, url: location, source, status, error: outcome.message }
+      if (outcome.kind !== 'not-found') return { result: { doi, registered: true, url: location, source, status }, counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from }
+      if (outcome.message !== undefined) return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
       // Offline, a name the local records do not hold may well be registered: we cannot say.
-      if (!opts.resolver.knowsAbsence(handle)) return { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }
-      return { doi: null, registered: false, url: location, source, status }
+      if (!opts.resolver.knowsAbsence(handle)) return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+      return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
     } catch (err) {
       // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
       const notHeld = isNotHeld(err)
@@ -97,7 +103,8 @@ export function createBatchAnswers (opts: BatchOptions) {
       const result: Omit<BatchResult, 'input'> = { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
       const retryAfter = retryAfterSeconds(err)
       if (retryAfter !== undefined) result.retryAfter = retryAfter
-      return result
+      // As the proxy counts its own: a refusal (a limit's 429) is a 4xx, a failure to find out a 5xx.
+      return { result, counted: status >= 500 ? 'error' : 'bad_request' }
     }
   }
 
@@ -109,17 +116,24 @@ export function createBatchAnswers (opts: BatchOptions) {
     // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
     // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
     // (BATCH_MAX_LINES), and a small object a name.
-    const once = new Map<string, Promise<Omit<BatchResult, 'input'>>>()
-    const lookup = async (line: BatchLine): Promise<BatchResult> => {
-      if (line.kind === 'invalid') return { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message }
+    const once = new Map<string, Promise<Answered>>()
+    const lookup = async (line: BatchLine): Promise<{ result: BatchResult, counted: AnswerOutcome }> => {
+      if (line.kind === 'invalid') return { result: { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message }, counted: 'bad_request' }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
       if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
-      return { input: line.input, ...(await pending) }
+      const { result, counted } = await pending
+      return { result: { input: line.input, ...result }, counted }
     }
     for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {
-      for (const r of chunk) (r.registered === true ? counted.registered : r.registered === false ? (r.source === null ? counted.invalid : counted.unregistered) : counted.unknown).inc()
-      yield chunk
+      const results: BatchResult[] = []
+      for (const { result: r, counted: outcome } of chunk) {
+        (r.registered === true ? counted.registered : r.registered === false ? (r.source === null ? counted.invalid : counted.unregistered) : counted.unknown).inc()
+        // Every line is an answer, a repeated name's too: it shows on /status as the proxy's answers do.
+        opts.metrics.otherAnswers[outcome].inc()
+        results.push(r)
+      }
+      yield results
     }
   }
 

@@ -87,7 +87,7 @@ export interface PreparedAnswersOptions {
   fallbackHost: string
   /** Counted for every prepared answer served, and by outcome (the proxy route counts the same tallies). */
   served: Tally
-  outcomes: { redirect: Tally, values: Tally, notFound: Tally }
+  outcomes: { redirect: Tally, values: Tally, notFound: Tally, api: { found: Tally, notFound: Tally } }
   /** False while draining: Fastify answers, with Connection: close. */
   serving: () => boolean
   now: () => number
@@ -200,7 +200,10 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     }
     const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
       answer === undefined ? undefined : { work, negotiation, asked, host: page && opts.publicBaseUrl === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
-    if (target.api) return served(found('api'), undefined, false)
+    if (target.api) {
+      const api = found('api')
+      return served(api, api?.status === 404 ? opts.outcomes.api.notFound : opts.outcomes.api.found, false)
+    }
     const redirect = found('redirect')
     if (redirect !== undefined) return served(redirect, opts.outcomes.redirect, false)
     const base = baseOf(req)

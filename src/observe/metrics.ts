@@ -62,6 +62,8 @@ function answerOutcome (resolution: Resolution, from: AnsweredFrom): AnswerOutco
 function answerCounters (registry: Registry) {
   interface One { resolution: Resolution, outcome: AnswerOutcome, n: number, resolved: number, answered: number }
   const all = new Map<string, One>()
+  // Answers that are not the proxy's (the REST API, a batch's lines): in answers_total only.
+  const only = new Map<AnswerOutcome, { outcome: AnswerOutcome, n: number, answered: number }>()
   const resolutions = new Counter({
     name: 'doi_proxy_resolutions_total',
     help: 'Proxy answers by what was answered: redirect, alias, values, showurls, not_found, bad_request, upstream_error',
@@ -76,11 +78,11 @@ function answerCounters (registry: Registry) {
   })
   const answers = new Counter({
     name: 'doi_proxy_answers_total',
-    help: 'Proxy answers as /status shows them: local, hit, miss, stale (where the record came from), not_found, bad_request, error',
+    help: 'Answers (proxy, REST API, batch lines) as /status shows them: local, hit, miss, stale (where the record came from), not_found, bad_request, error',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect () {
-      for (const one of all.values()) {
+      for (const one of [...all.values(), ...only.values()]) {
         if (one.n > one.answered) this.inc({ outcome: one.outcome }, one.n - one.answered)
         one.answered = one.n
       }
@@ -97,7 +99,14 @@ function answerCounters (registry: Registry) {
     const counted = one
     return { inc: () => { counted.n++ } }
   }
-  return { resolutions, answers, tally }
+  /** The tally of an answer counted in answers_total only, never in resolutions_total. */
+  function tallyOnly (outcome: AnswerOutcome): Tally {
+    let one = only.get(outcome)
+    if (one === undefined) only.set(outcome, one = { outcome, n: 0, answered: 0 })
+    const counted = one
+    return { inc: () => { counted.n++ } }
+  }
+  return { resolutions, answers, tally, tallyOnly }
 }
 
 /** The settings shown beside the figures they bound (`showBounds`). */
@@ -170,6 +179,11 @@ export function createMetrics (opts: MetricsOptions = {}) {
      * answered and where from. One increment shows in both counters, and /status reads `answers`.
      */
     answer: answers.tally,
+    /**
+     * The tallies of answers that are not the proxy's, by outcome: the REST API's (`/api/handles/{doi}`,
+     * `?action=api`) and each line of a batch. They show on /status and in `answers`, not in `resolutions`.
+     */
+    otherAnswers: Object.fromEntries(ANSWERS.map((outcome) => [outcome, answers.tallyOnly(outcome)])) as Record<AnswerOutcome, Tally>,
     cache: talliedCounter({
       name: 'doi_proxy_cache_lookups_total',
       help: 'Record cache lookups by result',

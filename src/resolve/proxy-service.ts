@@ -271,7 +271,7 @@ function locattFor (req: ProxyRequest): readonly string[] {
  * Where an answer's record came from, as /status counts it. A hit without a cache entry is a local record
  * (the cache's own hits always carry theirs); BYPASS asked the upstream, as a miss does.
  */
-function answeredFrom (found: { cache: CacheStatus, entry?: CachedAnswer | undefined }): AnsweredFrom {
+export function answeredFrom (found: { cache: CacheStatus, entry?: CachedAnswer | undefined }): AnsweredFrom {
   switch (found.cache) {
     case 'HIT': return found.entry === undefined ? 'local' : 'hit'
     case 'STALE': return 'stale'

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { request } from 'undici'
 import { admin, str } from '../support/records.js'
 import { setup } from '../support/app.js'
 import { REFRESH_SCRIPT, REFRESH_SCRIPT_HASH } from '../../src/http/views/status.js'
@@ -140,6 +141,41 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
     expect(page).toMatch(/<td>local record<\/td><td[^>]*>[^<]*<\/td><td[^>]*>60<\/td><td[^>]*>60<\/td>/)
   })
 
+  it('an offline mirror that answered 5 REST API requests and a batch of 4 lines shows 9 local answers', async () => {
+    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    for (let i = 0; i < 5; i++) expect((await app.inject('/api/handles/10.5555/sample')).statusCode).toBe(200)
+    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/sample\n'.repeat(4) })
+    expect(batch.statusCode).toBe(200)
+    expect(batch.body.trim().split('\n')).toHaveLength(4)
+    const s = (await app.inject('/status.json')).json()
+    expect(s.requests.sinceStart.local).toBe(9)
+    const { answers, resolutions } = answersIn((await app.inject('/metrics')).body)
+    expect(answers.local).toBe(9)
+    expect(resolutions).toBe(0) // the proxy answered nothing: its own counter is untouched
+    const page = (await app.inject('/status')).body
+    expect(page).toMatch(/<td>local record<\/td><td[^>]*>[^<]*<\/td><td[^>]*>9<\/td><td[^>]*>9<\/td>/)
+  })
+
+  it('REST API answers written before routing, from the answer kept with a cached record, count as cache hits', async () => {
+    // Real HTTP: kept answers are written by the server's front door, which app.inject does not pass.
+    const { app } = await setup()
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as { port: number }
+    const get = async (path: string): Promise<number> => {
+      const res = await request(`http://127.0.0.1:${port}${path}`)
+      await res.body.dump()
+      return res.statusCode
+    }
+    for (let i = 0; i < 5; i++) expect(await get('/api/handles/10.5555/plain')).toBe(200) // a miss, then hits
+    for (let i = 0; i < 3; i++) expect(await get('/api/handles/10.5555/nothing-here')).toBe(404)
+    const text = (await app.inject('/metrics')).body
+    expect(Number(/^doi_proxy_prepared_answers_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0)
+    const { answers, resolutions } = answersIn(text)
+    expect(answers).toEqual({ local: 0, hit: 4, miss: 1, stale: 0, not_found: 3, bad_request: 0, error: 0 })
+    expect(resolutions).toBe(0)
+    expect((await app.inject('/status.json')).json().requests.sinceStart).toEqual(answers)
+  })
+
   it('after mixed traffic, the page, its JSON and /metrics give the same count of each outcome', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-store-'))
@@ -157,19 +193,36 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
       ['/10.5555/plain?urlappend=%0A', 400] // bad request
     ]
     for (const [url, status] of asked) expect((await app.inject(url)).statusCode, url).toBe(status)
+    // The REST API and a batch's lines count too, under the same outcomes (and not as the proxy's resolutions).
+    const api: Array<[string, number]> = [
+      ['/api/handles/10.9999/local', 200], // local
+      ['/api/handles/10.5555/plain', 200], ['/api/handles/10.5555/plain', 200], ['/api/handles/10.5555/plain', 200], // hit
+      ['/10.5555/plain?action=api', 200], // hit
+      ['/api/handles/10.5555/nothing-here', 404] // not found
+    ]
+    for (const [url, status] of api) expect((await app.inject(url)).statusCode, url).toBe(status)
+    const batch = async (payload: string): Promise<Array<{ status: number | null }>> => {
+      const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload })
+      expect(res.statusCode).toBe(200)
+      return res.body.trim().split('\n').map((line) => JSON.parse(line))
+    }
+    // local, hit, bad request (not a DOI), not found
+    expect((await batch('10.9999/local\n10.5555/plain\nnot a doi\n10.5555/nothing-here\n')).map((r) => r.status)).toEqual([302, 302, null, 404])
     now += 2 * 86_400_000 // every record is stale
     upstream.mode = { kind: 'status', status: 500 }
     const stale = await app.inject('/10.5555/plain')
     expect(stale.headers['x-cache']).toBe('STALE')
+    expect((await app.inject('/api/handles/10.5555/plain')).headers['x-cache']).toBe('STALE') // stale
     expect((await app.inject('/10.5555/multi')).statusCode).toBe(502) // error
-    const expected = { local: 3, hit: 2, miss: 1, stale: 1, not_found: 1, bad_request: 1, error: 1 }
+    expect((await batch('10.5555/multi\n')).map((r) => r.status)).toEqual([502]) // error
+    const expected = { local: 5, hit: 7, miss: 1, stale: 2, not_found: 3, bad_request: 2, error: 2 }
     const s = (await app.inject('/status.json')).json()
     const { answers, resolutions } = answersIn((await app.inject('/metrics')).body)
     expect(s.requests.sinceStart).toEqual(expected)
     expect(answers).toEqual(expected)
     expect(resolutions).toBe(10)
     const page = (await app.inject('/status')).body
-    for (const [name, n] of [['local record', 3], ['cache hit', 2], ['miss (asked upstream)', 1], ['stale', 1], ['not found', 1], ['bad request or refused', 1], ['error', 1]] as const) {
+    for (const [name, n] of [['local record', 5], ['cache hit', 7], ['miss (asked upstream)', 1], ['stale', 2], ['not found', 3], ['bad request or refused', 2], ['error', 2]] as const) {
       expect(page).toMatch(new RegExp(`<td>${escapeRegExp(name)}</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td[^>]*>${n}</td>`))
     }
   })

@@ -7,9 +7,11 @@ import type { ApiBody, ApiParams } from '../../handle/api.js'
 import { splitRequestTarget } from '../../handle/name.js'
 import { filterValues } from '../../handle/record.js'
 import type { HandleValue } from '../../handle/types.js'
+import type { Metrics } from '../../observe/metrics.js'
+import { answeredFrom } from '../../resolve/proxy-service.js'
 import type { Resolver } from '../../resolve/resolver.js'
 import type { Admission } from '../admission.js'
-import { errorsAbout } from '../errors.js'
+import { describeError, errorsAbout } from '../errors.js'
 import { OPENAPI_JSON } from '../openapi.js'
 import { API_HANDLES, sendParts } from '../prepared-answers.js'
 import type { PreparedAnswers } from '../prepared-answers.js'
@@ -23,6 +25,8 @@ export interface ApiRouteOptions {
   prepared: PreparedAnswers
   /** OFFLINE=true: a handle not found is one not in the local records (apiNotHeldOffline). */
   offline?: boolean
+  /** Each answer counts once, as /status shows it (doi_proxy_answers_total). */
+  metrics: Pick<Metrics, 'otherAnswers'>
 }
 
 /**
@@ -44,8 +48,8 @@ export default async function apiRoutes (app: FastifyInstance, context: RouteCon
 
 /** The REST API's options, read from the app's context: for its routes, and app.ts' handler of paths the router cannot decode. */
 export function apiOptions ({ config, services }: RouteContext): ApiRouteOptions {
-  const { resolver, admission, prepared } = services
-  return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline }
+  const { resolver, admission, prepared, metrics } = services
+  return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline, metrics }
 }
 
 /** Exported for app.ts, which sends paths the router cannot decode here too. */
@@ -55,9 +59,15 @@ export function apiHandler (opts: ApiRouteOptions) {
     const params = parseApiQuery(query)
     const format = formatOf(params)
     const paramsError = apiParamsError(params)
-    if (paramsError !== undefined) return sendApi(reply, apiHttpStatus(4), paramsError, format)
+    if (paramsError !== undefined) {
+      opts.metrics.otherAnswers.bad_request.inc()
+      return sendApi(reply, apiHttpStatus(4), paramsError, format)
+    }
     const parsed = apiHandleOf(path.slice(API_HANDLES.length), { maxLength: opts.maxHandleLength })
-    if (!parsed.ok) return sendApi(reply, parsed.status, parsed.body, format)
+    if (!parsed.ok) {
+      opts.metrics.otherAnswers[parsed.status >= 500 ? 'error' : 'bad_request'].inc()
+      return sendApi(reply, parsed.status, parsed.body, format)
+    }
     return await answerApi(request, reply, parsed.handle, params, opts)
   }
 }
@@ -71,6 +81,7 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
   const bypass = params.bypassCache
   try {
     const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, bypassCache: bypass, admit: opts.admission.gate(request, reply, bypass) })
+    opts.metrics.otherAnswers[result.kind === 'not-found' ? 'not_found' : answeredFrom(result)].inc()
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every plain request gets this very answer while the record is cached: kept with it from its first repeat.
@@ -78,6 +89,7 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
     opts.prepared.keep(request, 'api', reusable && result.entry !== undefined ? { entry: result.entry, validUntil: Infinity } : undefined, parts)
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
+    opts.metrics.otherAnswers[describeError(err).status >= 500 ? 'error' : 'bad_request'].inc()
     reply.header('x-cache', bypass ? 'BYPASS' : 'MISS')
     errorsAbout(request, { handle })
     throw err

@@ -203,7 +203,7 @@ ${s.worker === null ? '' : `<p id="worker">These are the figures of worker ${cou
 <h2 id="h-requests">Requests</h2>
 ${requestsChart}
 ${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period', 'Since start'], outcomeRows, new Set([1, 2, 3]))}
-<p>Every answer of <code>/{doi}</code>, the form and <code>/openurl</code> counts once (<code>doi_proxy_answers_total</code> in the metrics): a record from local records, the cache, the upstream (miss) or an expired copy standing in (stale); or not found, a bad request or refusal (4xx), an error (5xx). ${count(answered)} answers in the period.</p>
+<p>Every answer of <code>/{doi}</code>, the form, <code>/openurl</code> and the REST API (<code>/api/handles/{doi}</code>, <code>?action=api</code>), and every line of a batch (<code>POST /api/batch</code>), counts once (<code>doi_proxy_answers_total</code> in the metrics): a record from local records, the cache, the upstream (miss) or an expired copy standing in (stale); or not found, a bad request or refusal (4xx), an error (5xx). ${count(answered)} answers in the period.</p>
 </section>
 <section aria-labelledby="h-cache">
 <h2 id="h-cache">Cache</h2>
