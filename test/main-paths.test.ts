@@ -5,12 +5,16 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { checkPaths, pathProblem } from '../src/main/paths.js'
 import { defaultConfig, OPTIONS } from '../src/config/schema.js'
 import type { Config, PathUse } from '../src/config/schema.js'
-import { startOutcome } from './support/server-process.js'
+import { spawnSync } from 'node:child_process'
+import { NOBODY, startOutcome } from './support/server-process.js'
 
 // Every setting that names a file or directory is checked at start the same way (src/main/paths.ts):
 // the table's `path` says which, and this walks the table, so a setting added with one is covered.
 
 const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-paths-'))
+// Permissions mean nothing to root: the checks of permissions run as another user (nobody) when the
+// tests run as root, as CI does; that user must be able to reach the paths.
+chmodSync(dir, 0o755)
 afterAll(() => { chmodSync(readOnlyDir, 0o755); rmSync(dir, { recursive: true, force: true }) })
 const aFile = join(dir, 'a-file')
 writeFileSync(aFile, 'not a directory\n')
@@ -24,16 +28,35 @@ mkdirSync(readOnlyDir)
 const snapshotInReadOnlyDir = join(readOnlyDir, 'cache.snapshot')
 writeFileSync(snapshotInReadOnlyDir, '')
 chmodSync(readOnlyDir, 0o555)
-const readOnlySnapshot = join(dir, 'a-directory', 'cache.snapshot')
+// A directory anyone may write into, so that the user checking (nobody, under root) may replace a file there.
+const writableDir = join(dir, 'writable-directory')
+mkdirSync(writableDir)
+chmodSync(writableDir, 0o777)
+const readOnlySnapshot = join(writableDir, 'cache.snapshot')
 writeFileSync(readOnlySnapshot, '')
 chmodSync(readOnlySnapshot, 0o444)
-const notRoot = process.getuid?.() !== 0
+const asUser = process.getuid?.() === 0 ? NOBODY : undefined
+// The paths whose problem is a permission: checked as another user when the tests run as root. That
+// user must reach the repository's code too: in a checkout under a directory closed to others
+// (e.g. /root) those checks cannot run, and say so instead.
+const reachable = asUser === undefined || spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(new URL('../src/main/paths.ts', import.meta.url).pathname)})`], { ...asUser }).status === 0
+const PERMISSIONS = new Set(reachable ? [unreadable, snapshotInReadOnlyDir] : [])
+const permissionsCanRun = reachable ? it : it.skip
 
-/** Paths each use cannot work with. (Permissions mean nothing to root, so that case only for another user.) */
+/** pathProblem as the user these tests run as, or as nobody when that is root. */
+function pathProblemAsUser (path: string, use: PathUse): string | undefined {
+  if (asUser === undefined) return pathProblem(path, use)
+  const code = `import(${JSON.stringify(new URL('../src/main/paths.ts', import.meta.url).pathname)}).then((m) => { process.stdout.write(JSON.stringify(m.pathProblem(${JSON.stringify(path)}, ${JSON.stringify(use)}) ?? null)) })`
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', code], { ...asUser, encoding: 'utf8', timeout: 30_000 })
+  if (run.status !== 0) throw new Error(`pathProblem as uid ${asUser.uid} failed: ${run.stderr}`)
+  return JSON.parse(run.stdout) as string | null ?? undefined
+}
+
+/** Paths each use cannot work with (those in PERMISSIONS checked as another user when run by root). */
 const BAD: Record<PathUse, string[]> = {
-  'file to read': [join(dir, 'missing'), join(dir, 'a-directory'), ...(process.getuid?.() === 0 ? [] : [unreadable])],
+  'file to read': [join(dir, 'missing'), join(dir, 'a-directory'), ...(reachable ? [unreadable] : [])],
   'directory to read': [join(dir, 'missing'), aFile],
-  'file to write': [join(dir, 'a-directory'), join(aFile, 'under', 'cache.snapshot'), ...(notRoot ? [snapshotInReadOnlyDir] : [])],
+  'file to write': [join(dir, 'a-directory'), join(aFile, 'under', 'cache.snapshot'), ...(reachable ? [snapshotInReadOnlyDir] : [])],
   'directory to write': [aFile, join(aFile, 'under')]
 }
 
@@ -57,13 +80,12 @@ describe('the settings that name a file or directory', () => {
     for (const { env } of withPath) expect(row, env).toContain(`\`${env}\``)
   })
 
-  // Permissions mean nothing to root: these two only for another user.
-  it.runIf(notRoot)('accept a read-only file to write in a directory that can be written into (it is replaced, not written)', () => {
-    expect(pathProblem(readOnlySnapshot, 'file to write')).toBeUndefined()
+  permissionsCanRun('accept a read-only file to write in a directory that can be written into (it is replaced, not written)', () => {
+    expect(pathProblemAsUser(readOnlySnapshot, 'file to write')).toBeUndefined()
   })
 
-  it.runIf(notRoot)('refuse a writable file to write in a directory that cannot be written into (it cannot be replaced)', () => {
-    expect(pathProblem(snapshotInReadOnlyDir, 'file to write')).toMatch(/^cannot be replaced: its directory ".*read-only-directory" cannot be written into \(EACCES\)$/)
+  permissionsCanRun('refuse a writable file to write in a directory that cannot be written into (it cannot be replaced)', () => {
+    expect(pathProblemAsUser(snapshotInReadOnlyDir, 'file to write')).toMatch(/^cannot be replaced: its directory ".*read-only-directory" cannot be written into \(EACCES\)$/)
   })
 
   it('accept their defaults in a fresh clone (data/ is created for the cache snapshot)', () => {
@@ -75,7 +97,7 @@ describe('the settings that name a file or directory', () => {
 describe('a start with a setting naming a path it cannot use stops with one line naming the setting and the path, exit code 78', { timeout: 60_000 }, () => {
   const cases = withPath.flatMap(({ key, env, use }) => BAD[use].map((bad) => ({ key, env, use, bad })))
   it.each(cases)('$env ($use) = $bad', async ({ key, env, bad }) => {
-    const { code, output, listened } = await startOutcome({ ...NEEDS[key as keyof Config], [env]: bad })
+    const { code, output, listened } = await startOutcome({ ...NEEDS[key as keyof Config], [env]: bad }, PERMISSIONS.has(bad) && asUser !== undefined ? { user: asUser } : {})
     expect(listened, output).toBe(false)
     expect(output.split('\n').filter((l) => l !== ''), output).toEqual([expect.stringMatching(new RegExp(`^doi-proxy: invalid setting ${key} \\(${env}\\): ${escape(JSON.stringify(bad))} `))])
     expect(code).toBe(78)

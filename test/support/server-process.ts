@@ -48,6 +48,10 @@ export async function workersListening ({ output }: Pick<Started, 'output'>, cou
   expect(listening(), 'processes listening').toBe(count)
 }
 
+/** A user without root's rights (nobody), for a test of permissions run by root, as CI runs them. */
+export interface AnotherUser { uid: number, gid: number }
+export const NOBODY: AnotherUser = { uid: 65534, gid: 65534 }
+
 /** How a start of `src/main.ts` ended: its exit code and everything it wrote, or `listened` when it started after all. */
 export interface StartOutcome { code: number | null, output: string, listened: boolean }
 
@@ -55,10 +59,11 @@ export interface StartOutcome { code: number | null, output: string, listened: b
  * Run `src/main.ts` with `env` over the quiet base of startServer until it exits, or until it says it
  * listens (then it is killed: a start that should have been refused went on): for start-up errors.
  */
-export async function startOutcome (env: Record<string, string>): Promise<StartOutcome> {
+export async function startOutcome (env: Record<string, string>, opts: { user?: AnotherUser } = {}): Promise<StartOutcome> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...opts.user
   })
   onTestFinished(() => { child.kill('SIGKILL') })
   let output = ''
