@@ -318,14 +318,19 @@ describe('OA_PROVIDER=file: Unpaywall\'s data feed, offline', () => {
 })
 
 describe('kept across a restart', () => {
-  it('open-access answers are in the cache snapshot: after a restart the provider is not asked again', async () => {
+  /** A cache snapshot's path in a directory of its own, removed when the test ends. */
+  async function snapshotFile (): Promise<string> {
     const { mkdtemp, rm } = await import('node:fs/promises')
     const { join } = await import('node:path')
     const { tmpdir } = await import('node:os')
     const dir = await mkdtemp(join(tmpdir(), 'oa-snapshot-'))
     onTestFinished(async () => { await rm(dir, { recursive: true, force: true }) })
+    return join(dir, 'cache.snapshot')
+  }
+
+  it('open-access answers are in the cache snapshot: after a restart the provider is not asked again', async () => {
     const fake = await fakeProvider()
-    const cacheFile = join(dir, 'cache.snapshot')
+    const cacheFile = await snapshotFile()
     const before = await chainApp(fake, { cacheFile })
     expect((await before.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
     expect((await before.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
@@ -339,12 +344,7 @@ describe('kept across a restart', () => {
   })
 
   it('another provider\'s answers in the snapshot are not taken for this one\'s', async () => {
-    const { mkdtemp, rm } = await import('node:fs/promises')
-    const { join } = await import('node:path')
-    const { tmpdir } = await import('node:os')
-    const dir = await mkdtemp(join(tmpdir(), 'oa-snapshot-'))
-    onTestFinished(async () => { await rm(dir, { recursive: true, force: true }) })
-    const cacheFile = join(dir, 'cache.snapshot')
+    const cacheFile = await snapshotFile()
     const unpaywall = await fakeProvider()
     const before = await chainApp(unpaywall, { cacheFile })
     expect((await before.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)

@@ -186,17 +186,7 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
 
   it('two recorders writing into one directory at once: no write fails, no record is lost', async () => {
     const dir = tempDir()
-    const errors: unknown[] = []
-    const log = { info: () => {}, warn: () => {}, error: (o: object) => { errors.push(o) } }
-    const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 1, log }), openRecorder({ dir, flushDelayMs: 1, log })])
-    await Promise.all([a, b].map(async (r, n) => {
-      for (let i = 0; i < 40; i++) {
-        r.record(`10.1/${n}-${i}`, [str(1, 'URL', `https://example.org/${n}-${i}`)])
-        await r.flush()
-      }
-    }))
-    await Promise.all([a.close(), b.close()])
-    expect(errors).toEqual([])
+    expect(await twoRecordersAtOnce(dir, 40)).toEqual([])
     expect(readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n')).toHaveLength(80)
   })
 
@@ -205,17 +195,7 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
     writeFileSync(join(dir, `.${RECORD_FILE}.lock`), 'a writer that died')
     const anHourAgo = new Date(Date.now() - 3_600_000)
     utimesSync(join(dir, `.${RECORD_FILE}.lock`), anHourAgo, anHourAgo)
-    const errors: unknown[] = []
-    const log = { info: () => {}, warn: () => {}, error: (o: object) => { errors.push(o) } }
-    const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 1, log }), openRecorder({ dir, flushDelayMs: 1, log })])
-    await Promise.all([a, b].map(async (r, n) => {
-      for (let i = 0; i < 20; i++) {
-        r.record(`10.1/${n}-${i}`, [str(1, 'URL', `https://example.org/${n}-${i}`)])
-        await r.flush()
-      }
-    }))
-    await Promise.all([a.close(), b.close()])
-    expect(errors).toEqual([])
+    expect(await twoRecordersAtOnce(dir, 20)).toEqual([])
     expect(readFileSync(join(dir, RECORD_FILE), 'utf8').trimEnd().split('\n')).toHaveLength(40)
     expect(readdirSync(dir)).toEqual([RECORD_FILE])
   })
@@ -307,6 +287,21 @@ describe('RECORD_TO, then OFFLINE=true LOCAL_STORE_DIR: the same answers', () =>
     expect(() => buildConfig(undefined, { RECORD_TO: 'records', WORKERS: '2' })).toThrow(/recordTo: RECORD_TO needs WORKERS=1.*got workers 2/)
   })
 })
+
+/** Two recorders on one directory, each recording and writing `rounds` records at once; the errors they logged. */
+async function twoRecordersAtOnce (dir: string, rounds: number): Promise<unknown[]> {
+  const errors: unknown[] = []
+  const log = { info: () => {}, warn: () => {}, error: (o: object) => { errors.push(o) } }
+  const [a, b] = await Promise.all([openRecorder({ dir, flushDelayMs: 1, log }), openRecorder({ dir, flushDelayMs: 1, log })])
+  await Promise.all([a, b].map(async (r, n) => {
+    for (let i = 0; i < rounds; i++) {
+      r.record(`10.1/${n}-${i}`, [str(1, 'URL', `https://example.org/${n}-${i}`)])
+      await r.flush()
+    }
+  }))
+  await Promise.all([a.close(), b.close()])
+  return errors
+}
 
 /** `doi-proxy record` as a user runs it, from the repository. */
 async function record (args: string[], env: Record<string, string> = {}): Promise<Run> {
