@@ -6,8 +6,8 @@
  *   npm run bench:restart -- --records 200000
  *
  * The snapshot is made by the server itself, then scaled: our server (the work tree's build) resolves a
- * few hundred DOIs through the fake upstream and writes CACHE_FILE at shutdown (src/resolve/snapshot.ts:
- * its header names the source, src/resolve/cache-source.ts, so the file is one the server will load);
+ * few hundred DOIs through the fake upstream and writes CACHE_FILE at shutdown (src/resolve/cache/cache-file.ts:
+ * its header names the source, src/resolve/cache/source.ts, so the file is one the server will load);
  * its DOI lines are then repeated under new DOI names, each line's entry kept byte for byte, up to the
  * count. The server is started three times, each a fresh process: with no snapshot (the baseline), then
  * twice with the big one (the better of the two is reported, the other printed). Writes the restart section of bench/RESULTS.md.

@@ -258,7 +258,7 @@ function bump (map: Map<string, number>, key: string, by = 1): void {
 }
 
 // Our error pages and API errors name the registry when it caused them (the DOI registry, or the registry
-// server of one prefix), and the deadline page says a lookup took too long (src/resolve/errors.ts); load
+// server of one prefix), and the deadline page says a lookup took too long (src/resolve/upstream/errors.ts); load
 // shedding and our own faults say neither.
 const UPSTREAM_MESSAGE = /registry|took longer than we allow a request/
 

@@ -10,11 +10,11 @@ import { ConfigError } from './config/schema.js'
 import { listenErrorMessage, listenProblem } from './main/listen-error.js'
 import { onStopSignals } from './main/stop-signals.js'
 import { logDestination } from './main/log-destination.js'
-import { LocalStoreError } from './resolve/local-store.js'
+import { LocalStoreError } from './resolve/local-store/store.js'
 import type { Config } from './config/schema.js'
 import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
 import { answerHostMetrics, answerPrimaryAsks } from './observe/metrics.js'
-import { relayFleetMessages } from './resolve/fleet.js'
+import { relayFleetMessages } from './resolve/fleet/messages.js'
 
 /** The only place that reads the environment, handles signals and listens. */
 async function main (): Promise<void> {

@@ -19,6 +19,19 @@ const FLOORS: ReadonlyArray<{ floor: string, holds: readonly string[], what: str
   { floor: 'command', holds: ['command/'], what: 'the doi-proxy command: mirror, record, check' }
 ]
 
+// The parts of src/resolve/ (docs/architecture.md, "The rooms of resolve/"), lowest first, each a folder: a part
+// imports from itself and from the parts below it, so each can be read and tested without those above.
+const RESOLVE_PARTS: ReadonlyArray<{ part: string, what: string }> = [
+  { part: 'upstream', what: 'the upstream client and its protection: breakers, fair queue, deadline, errors, reachability' },
+  { part: 'fleet', what: 'Redis connections, and what one process tells the others' },
+  { part: 'local-store', what: 'the local records: files, their format, the in-memory set, watching' },
+  { part: 'open-access', what: 'the open-access copy finder and its providers' },
+  { part: 'cache', what: 'the record cache, its entries and their work, the cache file, the shared tier in Redis' },
+  { part: 'metadata', what: 'the agencies\' metadata, fetched and cached' },
+  { part: 'lookup', what: 'the lookup flow: resolver, proxy service, 10320/loc loader, the reader\'s country' },
+  { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' }
+]
+
 const SRC = new URL('../src/', import.meta.url)
 
 /** The floor of a path under src/ (its index in FLOORS), or undefined when the table does not name it. */
@@ -40,6 +53,27 @@ function sourceFiles (dir = ''): string[] {
 function importsOf (path: string, text: string): string[] {
   return ts.preProcessFile(text, true, true).importedFiles.map(({ fileName }) =>
     fileName.startsWith('.') ? posix.join(posix.dirname(path), fileName).replace(/\.js$/, '.ts') : fileName)
+}
+
+/** The part of src/resolve/ a path stands in (its index in RESOLVE_PARTS); undefined outside resolve/, -1 on no part. */
+function partOf (path: string): number | undefined {
+  if (!path.startsWith('resolve/')) return undefined
+  return RESOLVE_PARTS.findIndex(({ part }) => path.startsWith(`resolve/${part}/`))
+}
+
+/** Each import of one resolve/ part from a part above the importer's, said in a line. */
+function upwardPartImports (imports: ReadonlyMap<string, readonly string[]>): string[] {
+  const found: string[] = []
+  for (const [file, targets] of imports) {
+    const from = partOf(file)
+    for (const target of targets) {
+      const to = partOf(target)
+      if (from !== undefined && from >= 0 && to !== undefined && to > from) {
+        found.push(`${file} (${RESOLVE_PARTS[from]?.part}) imports ${target} (${RESOLVE_PARTS[to]?.part})`)
+      }
+    }
+  }
+  return found
 }
 
 /** Each import of one of our files from a floor above the importer's, said in a line. */
@@ -82,6 +116,23 @@ describe('the floors of src/', () => {
       'resolve/example.ts (resolve) imports services.ts (services)',
       'resolve/example.ts (resolve) imports http/views/pages.ts (http)'
     ])
+  })
+
+  it('resolve/ is in parts, one folder each: every file of resolve/ stands in one', () => {
+    expect(sourceFiles().filter((path) => partOf(path) === -1)).toEqual([])
+  })
+
+  it('the parts of resolve/ are never climbed: no part imports from one above it', () => {
+    expect(upwardPartImports(sourceImports())).toEqual([])
+  })
+
+  it('an import from a higher part of resolve/ is found, one from a lower part is not', () => {
+    const text = [
+      "import type { Resolver } from '../lookup/resolver.js'",
+      "import { within } from '../upstream/deadline.js'"
+    ].join('\n')
+    const imports = new Map([['resolve/cache/example.ts', importsOf('resolve/cache/example.ts', text)]])
+    expect(upwardPartImports(imports)).toEqual(['resolve/cache/example.ts (cache) imports resolve/lookup/resolver.ts (lookup)'])
   })
 
   it('keep every metric in one file: only src/observe/metrics.ts uses prom-client', () => {

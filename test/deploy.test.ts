@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { buildConfig } from '../src/config/schema.js'
 import { networkMatcher } from '../src/http/client.js'
-import { storeFileNames } from '../src/resolve/store-watch.js'
+import { storeFileNames } from '../src/resolve/local-store/watch.js'
 import { COMPOSE_TEXT, compose, envOf, inProfile, interpolate, replicas } from './support/compose.js'
 
 // The image and compose file as an operator expects them (issue 14). No Docker engine runs here: they are read, not built.

@@ -3,7 +3,7 @@ import { FakeUpstream } from './support/fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from './support/records.js'
 import { startServer, workersListening } from './support/server-process.js'
 
-// What one process of a host (WORKERS) tells the others, through the node:cluster primary: src/resolve/fleet.ts.
+// What one process of a host (WORKERS) tells the others, through the node:cluster primary: src/resolve/fleet/messages.ts.
 
 /** A GET on a connection of its own: the cluster hands each to the workers in turn. */
 async function get (port: number, path: string): Promise<Response> {

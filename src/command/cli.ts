@@ -16,12 +16,12 @@ import { runMetadataMirror } from './mirror-metadata.js'
 import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from '../handle/metadata-hosts.js'
 import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { normaliseMediaType } from '../handle/metadata-types.js'
-import { createMetadataFetcher } from '../resolve/metadata.js'
-import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/reachability.js'
-import type { Reachability, UnreachableReason } from '../resolve/reachability.js'
-import { createUpstreamClient } from '../resolve/upstream.js'
+import { createMetadataFetcher } from '../resolve/metadata/agencies.js'
+import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/upstream/reachability.js'
+import type { Reachability, UnreachableReason } from '../resolve/upstream/reachability.js'
+import { createUpstreamClient } from '../resolve/upstream/client.js'
 import { runCheck } from './check/command.js'
-import type { UpstreamClient } from '../resolve/upstream.js'
+import type { UpstreamClient } from '../resolve/upstream/client.js'
 
 const EXIT_USAGE = 2
 const EXIT_INTERRUPTED = 130

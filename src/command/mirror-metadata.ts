@@ -23,9 +23,9 @@ import { automaticLocatt } from '../handle/negotiate.js'
 import { aliasTarget } from '../handle/record.js'
 import { locationFor } from '../handle/redirect.js'
 import type { HandleValue } from '../handle/types.js'
-import { UpstreamError } from '../resolve/errors.js'
-import { loadLocationContext } from '../resolve/locations-loader.js'
-import type { MetadataFetcher } from '../resolve/metadata.js'
+import { UpstreamError } from '../resolve/upstream/errors.js'
+import { loadLocationContext } from '../resolve/lookup/locations-loader.js'
+import type { MetadataFetcher } from '../resolve/metadata/agencies.js'
 import type { ReadingList } from './mirror.js'
 
 export interface MetadataMirrorOptions {

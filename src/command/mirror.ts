@@ -17,8 +17,8 @@ import { cacheKey, handleFromPath, prefixOf } from '../handle/name.js'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
 import { isDoiName } from '../handle/ra.js'
 import { isType, valueString } from '../handle/types.js'
-import { LASTING_REASONS, UpstreamError } from '../resolve/errors.js'
-import type { UpstreamClient } from '../resolve/upstream.js'
+import { LASTING_REASONS, UpstreamError } from '../resolve/upstream/errors.js'
+import type { UpstreamClient } from '../resolve/upstream/client.js'
 
 export interface MirrorOptions {
   /** Requests in flight at once. */

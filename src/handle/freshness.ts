@@ -1,9 +1,9 @@
 /**
  * How long an answer of the upstream stays fresh, and how long it is kept after that to stand in when the
  * upstream fails (behaviour.md §3, §11): the one rule every cache tier applies (the process's cache in
- * src/resolve/resolver.ts, the shared tier in Redis, the snapshot file), and its upper bound, beyond
- * which an entry read back from Redis or a snapshot is not believed (src/resolve/entry-codec.ts). Also
- * how long a prefix's namespace locations are kept apart (behaviour.md R11, src/resolve/locations-loader.ts).
+ * src/resolve/lookup/resolver.ts, the shared tier in Redis, the snapshot file), and its upper bound, beyond
+ * which an entry read back from Redis or a snapshot is not believed (src/resolve/cache/entry-codec.ts). Also
+ * how long a prefix's namespace locations are kept apart (behaviour.md R11, src/resolve/lookup/locations-loader.ts).
  * Pure: no clock, no I/O; time comes in as epoch ms.
  */
 import type { Config } from '../config/schema.js'
@@ -33,7 +33,7 @@ export function freshnessPolicy (config: FreshnessSettings): FreshnessPolicy {
   }
 }
 
-/** An upstream answer as the rule sees it (src/resolve/upstream.ts' UpstreamAnswer is one). */
+/** An upstream answer as the rule sees it (src/resolve/upstream/client.ts' UpstreamAnswer is one). */
 export type FreshnessAnswer = { kind: 'found', record: { values: readonly HandleValue[] } } | { kind: 'not-found' }
 
 /** Until when (epoch ms) an answer is fresh, and until when it is kept at all (fresh or standing in). */

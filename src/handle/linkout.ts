@@ -1,6 +1,6 @@
 /**
  * The link-out chain of a local service (docs/institutional.md "Open access first"): which step gives
- * which URL. Pure: no I/O. The open-access answer is looked up by src/resolve/open-access.ts only when
+ * which URL. Pure: no I/O. The open-access answer is looked up by src/resolve/open-access/finder.ts only when
  * the chain reaches its step; chooseLinkout says so by asking for it.
  */
 import type { LinkoutStep } from '../config/local-services.js'

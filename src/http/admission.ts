@@ -5,9 +5,9 @@ import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/
 import underPressure from '@fastify/under-pressure'
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
-import type { ClientTicket } from '../resolve/fair-queue.js'
-import { upstreamErrors } from '../resolve/errors.js'
-import type { RedisClient } from '../resolve/redis.js'
+import type { ClientTicket } from '../resolve/upstream/fair-queue.js'
+import { upstreamErrors } from '../resolve/upstream/errors.js'
+import type { RedisClient } from '../resolve/fleet/redis.js'
 import { networkMatcher, ticketFor } from './client.js'
 import { RefusedError } from './errors.js'
 

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net'
 import { parseCidr } from '../config/schema.js'
 import { boundedMemo } from '../handle/memo.js'
-import type { ClientTicket } from '../resolve/fair-queue.js'
+import type { ClientTicket } from '../resolve/upstream/fair-queue.js'
 
 /**
  * Who a request comes from, as the fair queue and the limits see it (behaviour.md §9): an IPv4

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { UpstreamError, isNotHeld } from '../resolve/errors.js'
+import { UpstreamError, isNotHeld } from '../resolve/upstream/errors.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import { renderErrorPage } from './views/pages.js'
 import type { PageContext } from './views/pages.js'

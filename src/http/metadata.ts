@@ -14,11 +14,11 @@ import { cacheKey, encodeHandlePath } from '../handle/name.js'
 import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { acceptCacheKey, chooseStoredType, fallbackTypes, recordedType } from '../handle/metadata-types.js'
-import type { Recorder } from '../resolve/record-to.js'
-import type { StoredMetadata } from '../resolve/local-metadata.js'
-import { createMetadataFetcher, createMetadataService } from '../resolve/metadata.js'
-import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata.js'
-import type { Admit } from '../resolve/resolver.js'
+import type { Recorder } from '../resolve/recording/recorder.js'
+import type { StoredMetadata } from '../resolve/local-store/metadata.js'
+import { createMetadataFetcher, createMetadataService } from '../resolve/metadata/agencies.js'
+import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata/agencies.js'
+import type { Admit } from '../resolve/upstream/fetcher.js'
 import type { Admission } from './admission.js'
 
 /** The redirect the proxy decided: only what a metadata answer needs. */
@@ -58,7 +58,7 @@ export interface MetadataAnswersOptions {
   stored?: ((handle: string) => StoredMetadata | undefined) | undefined
   userAgent: string
   now: () => number
-  /** RECORD_TO: every metadata answer fetched is recorded (src/resolve/record-to.ts). */
+  /** RECORD_TO: every metadata answer fetched is recorded (src/resolve/recording/recorder.ts). */
   recorder?: Pick<Recorder, 'recordMetadata'> | undefined
 }
 

@@ -1,6 +1,6 @@
 /**
  * Prepared answers: the one door for answers worked out once and kept with a record's cache entry
- * (src/resolve/prepared.ts). A plain request (GET or HEAD, no query, no fragment) for `/{doi}` or
+ * (src/resolve/cache/entry-work.ts). A plain request (GET or HEAD, no query, no fragment) for `/{doi}` or
  * `/api/handles/{doi}` whose record is cached gets what the first such request got, written on the raw
  * listener before Fastify routes it. Which request gets which answer is decided here only, by
  * `variantOf`; the routes `keep` what they rendered, the listener `serve`s it. Both go through the same
@@ -14,10 +14,10 @@ import { negotiate, negotiationHeadersOf } from '../handle/negotiate.js'
 import type { NegotiationHeaders } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
-import type { EntryWork, PreparedAnswer } from '../resolve/prepared.js'
-import type { Reuse } from '../resolve/proxy-service.js'
-import { addAnswer, preparedBytes } from '../resolve/prepared.js'
-import type { CacheStatus, Resolver } from '../resolve/resolver.js'
+import type { EntryWork, PreparedAnswer } from '../resolve/cache/entry-work.js'
+import type { Reuse } from '../resolve/lookup/proxy-service.js'
+import { addAnswer, preparedBytes } from '../resolve/cache/entry-work.js'
+import type { CacheStatus, Resolver } from '../resolve/lookup/resolver.js'
 import type { Tally } from '../observe/metrics.js'
 import { baseUrlOf } from './base-url.js'
 

@@ -133,7 +133,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
   let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
   let boundsShown = false
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
-  // The shared tier (Redis, src/resolve/shared-tier.ts): registered by observeSharedTier.
+  // The shared tier (Redis, src/resolve/cache/shared-tier.ts): registered by observeSharedTier.
   const sharedCache = {
     lookups: new Counter({
       name: 'doi_proxy_shared_cache_total',

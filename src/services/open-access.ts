@@ -1,15 +1,15 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { RedisClient } from '../resolve/redis.js'
+import type { RedisClient } from '../resolve/fleet/redis.js'
 import type { Dispatcher } from 'undici'
 import type { Config } from '../config/schema.js'
 import { openAccessProviderInForce } from '../config/open-access.js'
 import { upstreamUserAgent, workerShareOf } from '../config/schema.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
-import { createOpenAccess, createOpenAccessCache } from '../resolve/open-access.js'
-import type { OpenAccess, OpenAccessCache } from '../resolve/open-access.js'
-import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/open-access-providers.js'
-import type { OpenAccessProviderClient } from '../resolve/open-access-providers.js'
+import { createOpenAccess, createOpenAccessCache } from '../resolve/open-access/finder.js'
+import type { OpenAccess, OpenAccessCache } from '../resolve/open-access/finder.js'
+import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/open-access/providers.js'
+import type { OpenAccessProviderClient } from '../resolve/open-access/providers.js'
 
 /**
  * The open-access source of link-out chains (docs/institutional.md "Open access first"): its provider

@@ -11,8 +11,8 @@ import { openAccessProviderInForce } from '../config/open-access.js'
 import type { Config } from '../config/schema.js'
 import { ANSWERS } from '../observe/metrics.js'
 import type { AnswerOutcome, Metrics } from '../observe/metrics.js'
-import { REASON_WORDS } from '../resolve/reachability.js'
-import type { UnreachableReason, UpstreamState } from '../resolve/reachability.js'
+import { REASON_WORDS } from '../resolve/upstream/reachability.js'
+import type { UnreachableReason, UpstreamState } from '../resolve/upstream/reachability.js'
 import { ItemRing, NumberRing, SlotRings } from './rings.js'
 
 /** Every answer counts under one of these (doi_proxy_answers_total's outcome label). */

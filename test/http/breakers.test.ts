@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { setup } from '../support/app.js'
 
-// The circuit breakers (src/resolve/guard.ts) judge the upstream by counts in a rolling window. With
+// The circuit breakers (src/resolve/upstream/breakers.ts) judge the upstream by counts in a rolling window. With
 // opossum's defaults they also kept every call's latency in a list, and joined and sorted the whole
 // window's lists on every failure: after many lookups, each failing one cost milliseconds of CPU, just
 // when the upstream is in trouble and failures come fast.

@@ -87,7 +87,7 @@ describe('DELETE /api/cache/{doi}', () => {
     const client = redis().client()
     onTestFinished(() => { client.disconnect() })
     const [channel] = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
-    // As the fleet's own messages are written (src/resolve/fleet.ts), a minute's wait.
+    // As the fleet's own messages are written (src/resolve/fleet/messages.ts), a minute's wait.
     expect(await client.publish(channel as string, JSON.stringify({ from: 'someone', message: { kind: 'upstream-wait', until: Date.now() + 60_000 } }))).toBe(1)
     // Redis has sent it to the replica's subscription (publish answered 1); a moment for the replica to read it
     // (without the check, the lookup below was refused with 503 after this wait).

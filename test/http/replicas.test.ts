@@ -8,7 +8,7 @@ import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { TestRedis } from '../support/redis.js'
 import { metric, replicaApp, sharedUp, waitFor } from '../support/replica-apps.js'
 import type { HandleValue } from '../../src/handle/types.js'
-import { cacheSourceOf, sourceId } from '../../src/resolve/cache-source.js'
+import { cacheSourceOf, sourceId } from '../../src/resolve/cache/source.js'
 
 // REDIS_URL (behaviour.md §11): replicas share a second cache tier, against a real redis-server.
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { buildConfig } from '../../src/config/schema.js'
-import { describeRedis, redisSettingsOf } from '../../src/resolve/redis.js'
+import { describeRedis, redisSettingsOf } from '../../src/resolve/fleet/redis.js'
 
 // How Redis is reached (issue 27): one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES, checked at start.
 

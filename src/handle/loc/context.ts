@@ -190,7 +190,7 @@ interface NamespacePart extends Gathered {
 }
 
 // Every record under a prefix shares its namespace locations: with no includes fetched, the part depends
-// on the namespace values alone, and the loader keeps one list of them per prefix (src/resolve/locations-loader.ts).
+// on the namespace values alone, and the loader keeps one list of them per prefix (src/resolve/lookup/locations-loader.ts).
 // So it is read once per list, not once per record (weakly held: gone with the list).
 const namespaceParts = new WeakMap<readonly HandleValue[], { part: NamespacePart, problems: string[] }>()
 

@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Cluster } from 'ioredis'
+import { isFresh, staleUntil } from '../../handle/freshness.js'
+import type { FreshnessPolicy } from '../../handle/freshness.js'
+import { cacheKey } from '../../handle/name.js'
+import { createChangeLog, createLogThrottle } from '../../observe/log-throttle.js'
+import type { Metrics } from '../../observe/metrics.js'
+import { entryOf } from './entry.js'
+import type { RecordCache } from './record-cache.js'
+import type { CachedAnswer } from './entry.js'
+import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
+import type { RedisClient } from '../fleet/redis.js'
+import type { LookupOptions, RecordFetcher } from '../upstream/fetcher.js'
+import type { UpstreamAnswer } from '../upstream/client.js'
+
+/**
+ * The shared cache tier (behaviour.md §11): a second cache in Redis or Valkey behind each process's own
+ * LRU, shared by every replica and worker. Read on a local miss, written on every upstream answer
+ * (found and not found) with a Redis TTL of freshness + maximum staleness, under a versioned prefix.
+ * Replicas that miss the same key at once make one upstream request: the first takes a short lock
+ * (SET NX PX, in a script) and fetches, the others poll for the record until it arrives, the lock goes (then
+ * one of them takes it) or their wait ends (lock TTL or the request's deadline; then they fetch themselves).
+ *
+ * Redis down, stuck (no answer for STUCK_AFTER_MS) or full (OOM): every call here gives up and the lookup
+ * goes on as if there were no Redis, counted in `doi_proxy_shared_cache_errors_total{reason}`, logged at
+ * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. One command past its timeout is
+ * counted too, but its lookup looks again and sharing stays on. Nothing here throws to the caller.
+ */
+export const SHARED_KEY_VERSION = 'v2'
+const LOG_INTERVAL_MS = 10_000
+// After Redis fails (unreachable, stuck, an error), lookups leave it alone this long: a stuck Redis then
+// costs a second of command timeouts, not one per call of every miss, and the process works as if it had none.
+const PAUSE_AFTER_FAILURE_MS = 5_000
+// One command past its timeout is a slow command (a busy event loop here, a slow one there), not a Redis
+// gone: sharing stays on, and that lookup looks again. Only commands failing with no answer between them
+// for this long set Redis aside (PAUSE_AFTER_FAILURE_MS); otherwise one timeout would switch sharing off
+// for every lookup at once, and each replica would fetch every DOI of a storm itself (issue 25).
+const STUCK_AFTER_MS = 1_000
+// How often a Cluster is asked whether it is up (CLUSTER INFO on each master).
+const CLUSTER_PROBE_MS = 1_000
+
+// Delete the lock only if it is still ours (it may have expired and been taken by another replica).
+const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+// Take the lock, or say it is ours already: a lock command that timed out may have taken it, and the
+// lookup asking again must not then wait for itself until the lock expires.
+const LOCK_SCRIPT = "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end return 0"
+
+export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | 'bad_value'
+
+export interface SharedTierOptions {
+  /** One server, a Sentinel-watched master or a Cluster: every command here names one key, so any of them serves. */
+  redis: RedisClient
+  /**
+   * Keys are `${prefix}v2:<source>:r:<cache key>` (records) and `${prefix}v2:<source>:l:<cache key>` (locks):
+   * the source (cache-source.ts: a hash of the upstream URL and offline flag) is part of every key whatever the
+   * prefix, so deployments with different upstreams on one Redis never read each other's records.
+   */
+  prefix: string
+  source: string
+  lockTtlMs: number
+  pollMs: number
+  /** How long entries stay fresh and are kept (src/handle/freshness.ts): an entry in Redis promising more freshness is not believed. */
+  freshness: FreshnessPolicy
+  /** The largest value read from Redis (an entry is one record, so an upstream answer's size bounds it). */
+  maxValueBytes: number
+  now: () => number
+  metrics: Metrics
+  log: { info (obj: object, msg: string): void, warn (obj: object, msg: string): void }
+}
+
+/** An answer the shared tier gave: the entry as another replica stored it, with its own times. */
+export type SharedAnswer = UpstreamAnswer & { stored?: CachedAnswer }
+
+export function createSharedTier (opts: SharedTierOptions) {
+  const { redis, now } = opts
+  const namespace = `${opts.prefix}${SHARED_KEY_VERSION}:${opts.source}:`
+  const recordKey = (key: string): string => `${namespace}r:${key}`
+  const lockKey = (key: string): string => `${namespace}l:${key}`
+  const token = randomUUID()
+  let owners = 0
+  const throttle = createLogThrottle(LOG_INTERVAL_MS)
+
+  const { lookups, errors } = opts.metrics.sharedCache
+  // Up while lookups use it: connected, not paused after a failure, and a Cluster not reporting itself down.
+  opts.metrics.observeSharedTier(() => healthy())
+  const count = {
+    hit: lookups.labels('hit'),
+    miss: lookups.labels('miss'),
+    waited: lookups.labels('waited'),
+    write: lookups.labels('write')
+  }
+
+  let pausedUntil = 0
+  // The connection's own story, whether or not a command was in flight: an idle replica whose Redis went
+  // away says so. Each outage's start and end is logged, at once or, when another came within
+  // LOG_INTERVAL_MS, counted in one line at that interval's end: back-to-back outages are never lost
+  // from the log, and a Redis that flaps costs a few lines per interval. A start without Redis is already
+  // said by services/cache-tiers.ts, so its first connection is a reconnection too.
+  let connected = redis.status === 'ready'
+  const connection = createChangeLog<'lost' | 'regained'>(LOG_INTERVAL_MS, (held) => {
+    opts.log.warn({ lost: held.lost ?? 0, regained: held.regained ?? 0, connected },
+      `the connection to the shared cache (Redis) was lost ${held.lost ?? 0} more times and regained ${held.regained ?? 0} more times in the last ${LOG_INTERVAL_MS / 1000} s; ${connected ? 'connected now' : 'not connected now'}`)
+  })
+  redis.on('ready', () => {
+    // A new connection ends the pause: it is for a Redis that stays connected but answers too slowly.
+    pausedUntil = 0
+    if (connected) return
+    connected = true
+    connection.change('regained', () => opts.log.info({}, 'reconnected to the shared cache (Redis)'))
+  })
+  // Emitted when a connection that was not closed by us is lost and a reconnection is planned.
+  redis.on('reconnecting', () => {
+    if (!connected) return
+    connected = false
+    connection.change('lost', () => opts.log.warn({}, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
+  })
+
+  // When the first command failed since Redis last answered (performance.now()); undefined while it answers.
+  let failingSince: number | undefined
+  const answered = (): void => { failingSince = undefined }
+
+  function fail (reason: SharedErrorReason, err?: unknown): void {
+    errors.inc({ reason })
+    const at = performance.now()
+    if (reason === 'timeout') {
+      failingSince ??= at
+      if (at - failingSince >= STUCK_AFTER_MS) pausedUntil = at + PAUSE_AFTER_FAILURE_MS
+    } else if (reason === 'unavailable' || reason === 'error') {
+      pausedUntil = at + PAUSE_AFTER_FAILURE_MS
+    }
+    throttle(reason, (suppressed) => opts.log.warn({ reason, err: err === undefined ? undefined : (err as Error).message, suppressed },
+      reason === 'bad_value' ? 'ignored a value in the shared cache (Redis) that is not a cache entry' : 'the shared cache (Redis) failed; working with the local cache only'))
+  }
+
+  function reasonOf (err: unknown): SharedErrorReason {
+    const message = (err as Error)?.message ?? ''
+    if (/timed out/i.test(message)) return 'timeout'
+    if (/^OOM\b/.test(message)) return 'full'
+    if (redis.status !== 'ready' || /closed|writeable|connect/i.test(message)) return 'unavailable'
+    return 'error'
+  }
+
+  // A Cluster with a master gone (its slots served by no one) says `cluster_state:fail` on the masters
+  // left, while its client stays 'ready': asked each CLUSTER_PROBE_MS, so the gauge says so even with no
+  // lookup under way, and lookups leave it alone until it reports `ok` again.
+  let clusterDown = false
+  let probing = false
+  const probe = redis instanceof Cluster ? setInterval(() => { probeCluster(redis).catch(() => {}) }, CLUSTER_PROBE_MS).unref() : undefined
+  async function probeCluster (cluster: Cluster): Promise<void> {
+    if (probing || cluster.status !== 'ready') return
+    probing = true
+    try {
+      const asked = await Promise.allSettled(cluster.nodes('master').map(async (node) => String(await node.cluster('INFO'))))
+      const answers = asked.flatMap((one) => one.status === 'fulfilled' ? [one.value] : [])
+      // A master that does not answer says nothing: the others tell whether the cluster counts it lost.
+      if (answers.length === 0) return
+      const down = answers.some((info) => /^cluster_state:fail\b/m.test(info))
+      if (down === clusterDown) return
+      clusterDown = down
+      if (down) opts.log.warn({}, 'the shared cache (Redis Cluster) reports itself down (cluster_state:fail); working with the local cache until it is ok')
+      else opts.log.info({}, 'the shared cache (Redis Cluster) reports itself ok again')
+    } finally {
+      probing = false
+    }
+  }
+
+  const healthy = (): boolean => redis.status === 'ready' && !clusterDown && performance.now() >= pausedUntil
+  const usable = (): boolean => {
+    if (healthy()) return true
+    if (redis.status !== 'ready' || clusterDown) errors.inc({ reason: 'unavailable' })
+    return false
+  }
+
+  /** The entry stored for key, or undefined (absent, unreadable, Redis in trouble). */
+  async function get (key: string): Promise<CachedAnswer | undefined> {
+    if (!usable()) return undefined
+    let text: string
+    try {
+      // At most maxValueBytes + 1 bytes: a larger value is refused without being parsed.
+      text = await redis.getrange(recordKey(key), 0, opts.maxValueBytes)
+      answered()
+    } catch (err) {
+      fail(reasonOf(err), err)
+      return undefined
+    }
+    if (text === '') return undefined // GETRANGE of a missing key
+    const entry = Buffer.byteLength(text) > opts.maxValueBytes ? undefined : decodeEntry(text)
+    if (entry === undefined || !plausibleEntry(entry, now(), opts.freshness)) {
+      fail('bad_value')
+      return undefined
+    }
+    return entry
+  }
+
+  /** Store an entry for its remaining freshness + staleness; fire and forget. */
+  function put (key: string, entry: CachedAnswer): void {
+    const ttl = staleUntil(entry, opts.freshness) - now()
+    if (ttl <= 0 || !usable()) return
+    count.write.inc()
+    redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).then(answered, (err: unknown) => fail(reasonOf(err), err))
+  }
+
+  /** A name for one lookup's locks, unique among every replica's lookups. */
+  const owner = (): string => `${token}:${++owners}`
+
+  /**
+   * 'mine': `owner` holds the lock (taken now, or by an earlier call whose answer timed out); 'theirs':
+   * another lookup does; 'timeout': Redis did not answer in time (the lock may or may not be ours: ask
+   * again); 'none': Redis could not say and will not soon (set aside, unreachable, full, an error).
+   */
+  async function lock (key: string, by: string): Promise<'mine' | 'theirs' | 'timeout' | 'none'> {
+    if (!usable()) return 'none'
+    try {
+      const took = await redis.eval(LOCK_SCRIPT, 1, lockKey(key), by, opts.lockTtlMs)
+      answered()
+      return took === 1 ? 'mine' : 'theirs'
+    } catch (err) {
+      const reason = reasonOf(err)
+      fail(reason, err)
+      return reason === 'timeout' ? 'timeout' : 'none'
+    }
+  }
+
+  function unlock (key: string, by: string): void {
+    if (redis.status !== 'ready') return // it expires by itself
+    redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
+  }
+
+  /** Stops the Cluster's probe (the client is closed by its owner). */
+  const close = (): void => { clearInterval(probe) }
+
+  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog: connection.flush, close }
+}
+
+export type SharedTier = ReturnType<typeof createSharedTier>
+
+export interface SharedFetcherOptions {
+  tier: SharedTier
+  /** The process's own cache: what it holds tells a refresh from a miss. */
+  cache: RecordCache
+  now: () => number
+  pollMs: number
+  lockTtlMs: number
+  /** The resolver's own rule for how long an answer is fresh (src/handle/freshness.ts), so Redis keeps what the LRU would. */
+  freshness: FreshnessPolicy
+}
+
+type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
+
+/**
+ * The upstream as the resolver sees it when a shared tier is configured: the shared tier first, the
+ * upstream (guarded: queue, breaker, retries) when Redis has no fresh record, one replica at a time.
+ */
+export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
+  const { tier, cache, now } = opts
+
+  async function fetchAndShare (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
+    const answer = await upstream.fetchRecord(handle, flags)
+    const entry = entryOf(answer, now(), opts.freshness)
+    if (entry !== undefined) tier.put(key, entry)
+    return answer
+  }
+
+  async function fetchRecord (handle: string, flags: LookupOptions = {}): Promise<SharedAnswer> {
+    const key = cacheKey(handle)
+    if (flags.bypassCache === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
+    // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
+    const held = cache.peek(key)
+    const heldSince = held?.storedAt ?? -Infinity
+    const waitUntil = Math.min(flags.deadline ?? Infinity, performance.now() + opts.lockTtlMs)
+    const owner = tier.owner()
+    let waited = false
+    for (;;) {
+      const entry = await tier.get(key)
+      const at = now()
+      if (entry !== undefined && isFresh(entry, at) && entry.storedAt > heldSince) {
+        tier.count.hit.inc()
+        if (waited) tier.count.waited.inc()
+        return answerFrom(handle, entry)
+      }
+      // An expired record another replica had: it may stand in if the upstream fails (behaviour.md §3).
+      if (entry?.kind === 'found' && held === undefined) cache.restore(key, entry, at)
+      const lock = await tier.lock(key, owner)
+      // A lock command that timed out while Redis is still in use is asked again (below), as 'theirs' is:
+      // fetching at once would make one slow command a second upstream request for the DOI.
+      if (lock === 'mine' || lock === 'none' || (lock === 'timeout' && !tier.usable())) {
+        try {
+          // The record may have arrived between our look and our lock (its fetcher just let go): look once more.
+          const late = lock === 'mine' ? await tier.get(key) : undefined
+          if (late !== undefined && isFresh(late, now()) && late.storedAt > heldSince) {
+            tier.count.hit.inc()
+            if (waited) tier.count.waited.inc()
+            return answerFrom(handle, late)
+          }
+          if (!waited) tier.count.miss.inc()
+          return await fetchAndShare(handle, key, flags)
+        } finally {
+          if (lock === 'mine') tier.unlock(key, owner)
+        }
+      }
+      waited = true
+      // Waited as long as a lock can be held, or as the request may: ask the upstream ourselves.
+      if (performance.now() + opts.pollMs >= waitUntil) return await fetchAndShare(handle, key, flags)
+      await sleep(opts.pollMs)
+    }
+  }
+
+  /** One look in Redis, before any queue: a fresh record newer than the one we hold, or undefined. */
+  async function fromShared (handle: string): Promise<SharedAnswer | undefined> {
+    if (!tier.usable()) return undefined
+    const key = cacheKey(handle)
+    const entry = await tier.get(key)
+    if (entry === undefined || !isFresh(entry, now()) || entry.storedAt <= (cache.peek(key)?.storedAt ?? -Infinity)) return undefined
+    tier.count.hit.inc()
+    return answerFrom(handle, entry)
+  }
+
+  function answerFrom (handle: string, entry: CachedAnswer): SharedAnswer {
+    return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
+  }
+
+  const fetcher: Fetcher = { fetchRecord, fromShared }
+  const assertOpen = upstream.assertOpen
+  // While Redis answers, a lookup may be answered from it even when the upstream's breaker is open.
+  if (assertOpen !== undefined) fetcher.assertOpen = (handle) => { if (!tier.usable()) assertOpen(handle) }
+  return fetcher
+}
