@@ -3,6 +3,8 @@
  * start, so a bad template or network stops the start with a message naming it. src/config/schema.ts
  * calls these from its checks; `fail` throws its ConfigError with the setting's name and source.
  */
+import { LINKOUT_STEPS } from '../handle/linkout.js'
+import type { LinkoutStep } from '../handle/linkout.js'
 
 export interface LocalServiceConfig {
   /** A safe token, unique, never `none`: the value of the doi_proxy_ls cookie and the metrics label. */
@@ -20,10 +22,6 @@ export interface LocalServiceConfig {
   /** An EZproxy starting-point template with {url}, for the "ezproxy" step. */
   ezproxy?: string | undefined
 }
-
-/** The steps a link-out chain may name (docs/institutional.md). */
-export const LINKOUT_STEPS = ['open-access', 'service', 'ezproxy', 'registered'] as const
-export type LinkoutStep = typeof LINKOUT_STEPS[number]
 
 interface Checks {
   fail: (message: string) => never

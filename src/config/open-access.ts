@@ -4,13 +4,33 @@
  * src/config/schema.ts calls these; `fail` throws its ConfigError.
  */
 import type { LocalServiceConfig } from './local-services.js'
-import type { Config } from './schema.js'
 
 export type OpenAccessProvider = 'unpaywall' | 'openalex' | 'file'
 export const OA_PROVIDERS: readonly OpenAccessProvider[] = ['unpaywall', 'openalex', 'file']
 
-/** `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for (a name of Config's, or this does not compile). */
-export const OPEN_ACCESS_FILE_KEYS: Readonly<Record<string, keyof Config>> = {
+/**
+ * The settings of the open-access step of link-out chains (docs/institutional.md), part of Config
+ * (src/config/schema.ts, where OPTIONS gives each its row); the config file may group them as `openAccess`.
+ */
+export interface OpenAccessConfig {
+  oaProvider: OpenAccessProvider | undefined
+  unpaywallUrl: string
+  unpaywallEmail: string | undefined
+  openalexUrl: string
+  oaSnapshotFile: string | undefined
+  oaSnapshotMaxEntries: number
+  oaBudgetMs: number
+  oaTimeoutMs: number
+  oaMaxBodyBytes: number
+  oaConnections: number
+  oaTtlSeconds: number
+  oaNegativeTtlSeconds: number
+  oaCacheMaxEntries: number
+  oaDailyLimit: number
+}
+
+/** `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for (one of OpenAccessConfig's, or this does not compile). */
+export const OPEN_ACCESS_FILE_KEYS: Readonly<Record<string, keyof OpenAccessConfig>> = {
   provider: 'oaProvider',
   unpaywallUrl: 'unpaywallUrl',
   unpaywallEmail: 'unpaywallEmail',
@@ -49,12 +69,7 @@ export function openAccessProviderInForce (config: { oaProvider: OpenAccessProvi
   return config.offline && config.oaProvider !== 'file' ? undefined : config.oaProvider
 }
 
-interface OpenAccessSettings {
-  oaProvider: OpenAccessProvider | undefined
-  unpaywallEmail: string | undefined
-  oaSnapshotFile: string | undefined
-  localServices: readonly LocalServiceConfig[]
-}
+type OpenAccessSettings = Pick<OpenAccessConfig, 'oaProvider' | 'unpaywallEmail' | 'oaSnapshotFile'> & { localServices: readonly LocalServiceConfig[] }
 
 /** The settings that only make sense together: checked once the environment has had its say. */
 export function checkOpenAccess (config: OpenAccessSettings, fail: (message: string) => never): void {

@@ -2,7 +2,7 @@ import { checkIds } from './local-services.js'
 import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS } from '../handle/metadata-hosts.js'
 import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
-import type { OpenAccessProvider } from './open-access.js'
+import type { OpenAccessConfig } from './open-access.js'
 import { bearerToken, flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
@@ -13,9 +13,9 @@ export { parseCidr } from './parsers.js'
  * OPTIONS is the single source of truth, one row per Config field: a field without a row, a row
  * without a field, or a default or parser of another type than its field does not compile
  * (test/config/schema-types.test.ts). The README's configuration table is printed from it.
+ * The open-access settings' fields are declared beside their checks (OpenAccessConfig, src/config/open-access.ts).
  */
-
-export interface Config {
+export interface Config extends OpenAccessConfig {
   host: string
   port: number
   workers: number
@@ -113,21 +113,6 @@ export interface Config {
   metadataMaxTtlSeconds: number
   metadataAgencyConcurrency: number
   metadataMaxRedirects: number
-  /** The open-access step of link-out chains (docs/institutional.md); the config file may group these as `openAccess`. */
-  oaProvider: OpenAccessProvider | undefined
-  unpaywallUrl: string
-  unpaywallEmail: string | undefined
-  openalexUrl: string
-  oaSnapshotFile: string | undefined
-  oaSnapshotMaxEntries: number
-  oaBudgetMs: number
-  oaTimeoutMs: number
-  oaMaxBodyBytes: number
-  oaConnections: number
-  oaTtlSeconds: number
-  oaNegativeTtlSeconds: number
-  oaCacheMaxEntries: number
-  oaDailyLimit: number
 }
 
 /**

@@ -6,7 +6,6 @@
  * how long a prefix's namespace locations are kept apart (behaviour.md R11, src/resolve/lookup/locations-loader.ts).
  * Pure: no clock, no I/O; time comes in as epoch ms.
  */
-import type { Config } from '../config/schema.js'
 import { recordCacheSeconds } from './record.js'
 import type { HandleValue } from './types.js'
 
@@ -22,7 +21,13 @@ export interface FreshnessPolicy {
   readonly maxStaleMs: number
 }
 
-export type FreshnessSettings = Pick<Config, 'cacheMinTtlSeconds' | 'cacheMaxTtlSeconds' | 'negativeTtlSeconds' | 'maxStaleSeconds'>
+/** The four settings freshnessPolicy reads, by their names in the config (src/config/schema.ts): a Config is one. */
+export interface FreshnessSettings {
+  readonly cacheMinTtlSeconds: number
+  readonly cacheMaxTtlSeconds: number
+  readonly negativeTtlSeconds: number
+  readonly maxStaleSeconds: number
+}
 
 export function freshnessPolicy (config: FreshnessSettings): FreshnessPolicy {
   return {

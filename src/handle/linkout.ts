@@ -3,8 +3,11 @@
  * which URL. Pure: no I/O. The open-access answer is looked up by src/resolve/open-access/finder.ts only when
  * the chain reaches its step; chooseLinkout says so by asking for it.
  */
-import type { LinkoutStep } from '../config/local-services.js'
 import { locationFor } from './redirect.js'
+
+/** The steps a link-out chain may name (docs/institutional.md); src/config/local-services.ts checks the settings against them. */
+export const LINKOUT_STEPS = ['open-access', 'service', 'ezproxy', 'registered'] as const
+export type LinkoutStep = typeof LINKOUT_STEPS[number]
 
 /** What the open-access source said about a DOI, as far as the chain cares. */
 export type OpenAccessAnswer =
