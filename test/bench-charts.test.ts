@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { P99_SVG, THROUGHPUT_SVG, rowsFromResults, speedCharts } from '../bench/lib/charts.js'
 import { beforeAfterTable, speedSection, targetsTable } from '../bench/lib/results.js'
 import { TWIN_FLOOR } from '../bench/lib/processes.js'
-import type { Row } from '../bench/lib/scenarios.js'
+import type { Row } from '../bench/lib/scenario-context.js'
 
 // bench/RESULTS.md and the two pictures beside it (issue 15): drawn from the same numbers.
 const BENCH = new URL('../bench/', import.meta.url)

@@ -6,7 +6,7 @@
  */
 import { request } from 'undici'
 import { runLoad } from './load.js'
-import type { Context } from './scenarios.js'
+import type { Context } from './scenario-context.js'
 import { startOurs } from './processes.js'
 import { machine } from './results.js'
 

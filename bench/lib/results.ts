@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { ROOT, TWIN_FLOOR } from './processes.js'
-import type { Row } from './scenarios.js'
+import type { Row } from './scenario-context.js'
 import { P99_SVG, THROUGHPUT_SVG } from './charts.js'
 import { BEFORE_PREFIX } from './before.js'
 
