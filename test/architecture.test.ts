@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest'
 // from those below it, never from one above: data flows one way, and a floor can be read, tested and
 // changed without the ones above it. A new folder or a new file at the top of src/ goes in this table.
 const FLOORS: ReadonlyArray<{ floor: string, holds: readonly string[], what: string }> = [
-  { floor: 'rules', holds: ['handle/', 'config/'], what: 'pure DOI rules, and the settings (their table, parsers and loader)' },
+  { floor: 'handle', holds: ['handle/'], what: 'the pure DOI rules: no I/O, no clock, and nothing of ours outside handle/' },
+  { floor: 'config', holds: ['config/'], what: 'the settings: their table, parsers and loader' },
   { floor: 'observe', holds: ['observe/'], what: 'every metric, the log throttle' },
   { floor: 'resolve', holds: ['resolve/'], what: 'I/O: upstream, cache and its tiers, resolver, local store' },
   { floor: 'status', holds: ['status/'], what: 'the status page\'s figures, read from the metrics' },
@@ -32,7 +33,8 @@ const RESOLVE_PARTS: ReadonlyArray<{ part: string, what: string }> = [
   { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' }
 ]
 
-const SRC = new URL('../src/', import.meta.url)
+const ROOT = new URL('../', import.meta.url)
+const SRC = new URL('src/', ROOT)
 
 /** The floor of a path under src/ (its index in FLOORS), or undefined when the table does not name it. */
 function floorOf (path: string): number | undefined {
@@ -40,12 +42,12 @@ function floorOf (path: string): number | undefined {
   return index === -1 ? undefined : index
 }
 
-/** Every .ts file under src/, as a path relative to it. */
-function sourceFiles (dir = ''): string[] {
-  return readdirSync(new URL(dir, SRC), { withFileTypes: true }).flatMap((entry) => {
+/** Every .ts file under src/ (or under `dir` of `base`), as a path relative to src/ (to `base`). */
+function sourceFiles (dir = '', base = SRC): string[] {
+  return readdirSync(new URL(dir, base), { withFileTypes: true }).flatMap((entry) => {
     const path = `${dir}${entry.name}`
-    if (entry.isDirectory()) return sourceFiles(`${path}/`)
-    return entry.name.endsWith('.ts') ? [path] : []
+    if (entry.isDirectory()) return entry.name.startsWith('.') ? [] : sourceFiles(`${path}/`, base)
+    return /\.m?ts$/.test(entry.name) ? [path] : []
   })
 }
 
@@ -91,8 +93,61 @@ function upwardImports (imports: ReadonlyMap<string, readonly string[]>): string
   return found
 }
 
+let sourceImportsRead: Map<string, string[]> | undefined
+
+/** What each file under src/ imports, read once for every test here. */
 function sourceImports (): Map<string, string[]> {
-  return new Map(sourceFiles().map((path) => [path, importsOf(path, readFileSync(new URL(path, SRC), 'utf8'))]))
+  sourceImportsRead ??= new Map(sourceFiles().map((path) => [path, importsOf(path, readFileSync(new URL(path, SRC), 'utf8'))]))
+  return sourceImportsRead
+}
+
+/** The imports of every TypeScript file of ours (src/, bench/, test/, scripts/), as paths from the repository's root. */
+function ourImports (): Map<string, string[]> {
+  const paths = ['src/', 'bench/', 'test/', 'scripts/'].flatMap((dir) => sourceFiles(dir, ROOT))
+  return new Map(paths.map((path) => [path, importsOf(path, readFileSync(new URL(path, ROOT), 'utf8'))]))
+}
+
+/**
+ * Each circle of imports (files that import each other, however indirectly), said as one way round it:
+ * "a.ts → b.ts → a.ts". Tarjan's strongly connected components; a circle of one file imports itself.
+ */
+function circles (imports: ReadonlyMap<string, readonly string[]>): string[] {
+  const order = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const found: string[] = []
+  const visit = (file: string): void => {
+    order.set(file, order.size)
+    low.set(file, order.size - 1)
+    stack.push(file)
+    for (const target of imports.get(file) ?? []) {
+      if (!imports.has(target)) continue
+      if (!order.has(target)) visit(target)
+      if (stack.includes(target)) low.set(file, Math.min(low.get(file) ?? 0, low.get(target) ?? 0))
+    }
+    if (low.get(file) !== order.get(file)) return
+    const members = new Set(stack.splice(stack.indexOf(file)))
+    if (members.size > 1 || imports.get(file)?.includes(file) === true) found.push(wayRound(file, members, imports))
+  }
+  for (const file of imports.keys()) if (!order.has(file)) visit(file)
+  return found
+}
+
+/** The shortest way from `start` back to itself through the files of its circle, said as "a.ts → b.ts → a.ts". */
+function wayRound (start: string, members: ReadonlySet<string>, imports: ReadonlyMap<string, readonly string[]>): string {
+  const cameFrom = new Map<string, string>()
+  const queue = [start]
+  for (const file of queue) {
+    for (const target of imports.get(file) ?? []) {
+      if (target === start) {
+        const way = [start]
+        for (let at: string | undefined = file; at !== undefined && at !== start; at = cameFrom.get(at)) way.unshift(at)
+        return [start, ...way].join(' → ')
+      }
+      if (members.has(target) && !cameFrom.has(target)) { cameFrom.set(target, file); queue.push(target) }
+    }
+  }
+  return start
 }
 
 describe('the floors of src/', () => {
@@ -100,22 +155,36 @@ describe('the floors of src/', () => {
     expect(sourceFiles().filter((path) => floorOf(path) === undefined)).toEqual([])
   })
 
-  it('are never climbed: no file imports from a floor above its own', () => {
+  it('are never climbed: no file imports from a floor above its own, not even a type', () => {
     expect(upwardImports(sourceImports())).toEqual([])
   })
 
-  it('an import from a higher floor is found, whatever its form; one from the same floor or below is not', () => {
+  it('an import from a higher floor is found, whatever its form, types too; one from the same floor or below is not', () => {
     const text = [
       "import type { Services } from '../services.js'",
       "import { lookup } from './resolver.js'",
       "export { cacheKey } from '../handle/name.js'",
-      "const views = await import('../http/views/pages.js')"
+      "export type { StatusCollector } from '../status/collector.js'",
+      "type Views = typeof import('../http/views/pages.js')",
+      "const views = await import('../http/views/errors.js')"
     ].join('\n')
-    const imports = new Map([['resolve/example.ts', importsOf('resolve/example.ts', text)]])
+    const imports = new Map([
+      ['resolve/example.ts', importsOf('resolve/example.ts', text)],
+      ['handle/example.ts', importsOf('handle/example.ts', "import type { Config } from '../config/schema.js'")]
+    ])
     expect(upwardImports(imports)).toEqual([
       'resolve/example.ts (resolve) imports services.ts (services)',
-      'resolve/example.ts (resolve) imports http/views/pages.ts (http)'
+      'resolve/example.ts (resolve) imports status/collector.ts (status)',
+      'resolve/example.ts (resolve) imports http/views/pages.ts (http)',
+      'resolve/example.ts (resolve) imports http/views/errors.ts (http)',
+      'handle/example.ts (handle) imports config/schema.ts (config)'
     ])
+  })
+
+  it('handle/ stands alone: its pure rules import nothing of ours outside handle/, not even a type', () => {
+    const outside = [...sourceImports()].filter(([file]) => file.startsWith('handle/'))
+      .flatMap(([file, targets]) => targets.filter((t) => t.endsWith('.ts') && !t.startsWith('handle/')).map((t) => `${file} imports ${t}`))
+    expect(outside).toEqual([])
   })
 
   it('resolve/ is in parts, one folder each: every file of resolve/ stands in one', () => {
@@ -138,6 +207,28 @@ describe('the floors of src/', () => {
   it('keep every metric in one file: only src/observe/metrics.ts uses prom-client', () => {
     const users = [...sourceImports()].filter(([, targets]) => targets.includes('prom-client')).map(([file]) => file)
     expect(users).toEqual(['observe/metrics.ts'])
+  })
+})
+
+describe('the import graph of our files (src/, bench/, test/, scripts/)', () => {
+  it('has no circles: no file imports, however indirectly, one that imports it, not even a type', () => {
+    expect(circles(ourImports())).toEqual([])
+  })
+
+  it('a circle is found, whatever its imports\' form, types too; a file imported twice on the way is not one', () => {
+    const imports = new Map([
+      ['bench/lib/batch.ts', importsOf('bench/lib/batch.ts', "import type { Context } from './scenarios.js'\nimport { machine } from './results.js'")],
+      ['bench/lib/scenarios.ts', importsOf('bench/lib/scenarios.ts', "import { batchSection } from './batch.js'\nimport { writeSection } from './results.js'")],
+      ['bench/lib/results.ts', importsOf('bench/lib/results.ts', "import { ROOT } from './processes.js'")],
+      ['src/config/schema.ts', importsOf('src/config/schema.ts', "import { checkOpenAccess } from './open-access.js'")],
+      ['src/config/open-access.ts', importsOf('src/config/open-access.ts', "export type { Config } from './schema.js'")],
+      ['src/self.ts', importsOf('src/self.ts', "import type { Self } from './self.js'")]
+    ])
+    expect(circles(imports)).toEqual([
+      'bench/lib/batch.ts → bench/lib/scenarios.ts → bench/lib/batch.ts',
+      'src/config/schema.ts → src/config/open-access.ts → src/config/schema.ts',
+      'src/self.ts → src/self.ts'
+    ])
   })
 })
 
