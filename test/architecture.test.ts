@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { posix } from 'node:path'
 import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { OPTIONS } from '../src/config/schema.js'
 
 // The floors of src/ (docs/architecture.md), lowest first. A file may import from its own floor and
 // from those below it, never from one above: data flows one way, and a floor can be read, tested and
@@ -117,12 +118,14 @@ function circles (imports: ReadonlyMap<string, readonly string[]>): string[] {
   const stack: string[] = []
   const found: string[] = []
   const visit = (file: string): void => {
-    order.set(file, order.size)
-    low.set(file, order.size - 1)
+    const index = order.size
+    order.set(file, index)
+    low.set(file, index)
     stack.push(file)
     for (const target of imports.get(file) ?? []) {
       if (!imports.has(target)) continue
       if (!order.has(target)) visit(target)
+      // Still on the stack: in this file's circle. Off it: in a component already closed, which no circle of this file enters.
       if (stack.includes(target)) low.set(file, Math.min(low.get(file) ?? 0, low.get(target) ?? 0))
     }
     if (low.get(file) !== order.get(file)) return
@@ -140,9 +143,9 @@ function wayRound (start: string, members: ReadonlySet<string>, imports: Readonl
   for (const file of queue) {
     for (const target of imports.get(file) ?? []) {
       if (target === start) {
-        const way = [start]
+        const way: string[] = []
         for (let at: string | undefined = file; at !== undefined && at !== start; at = cameFrom.get(at)) way.unshift(at)
-        return [start, ...way].join(' → ')
+        return [start, ...way, start].join(' → ')
       }
       if (members.has(target) && !cameFrom.has(target)) { cameFrom.set(target, file); queue.push(target) }
     }
@@ -217,8 +220,8 @@ describe('the import graph of our files (src/, bench/, test/, scripts/)', () => 
 
   it('a circle is found, whatever its imports\' form, types too; a file imported twice on the way is not one', () => {
     const imports = new Map([
-      ['bench/lib/batch.ts', importsOf('bench/lib/batch.ts', "import type { Context } from './scenarios.js'\nimport { machine } from './results.js'")],
-      ['bench/lib/scenarios.ts', importsOf('bench/lib/scenarios.ts', "import { batchSection } from './batch.js'\nimport { writeSection } from './results.js'")],
+      ['bench/lib/batch.ts', importsOf('bench/lib/batch.ts', "import type { Context } from './scenarios.js'\nimport './results.js'")],
+      ['bench/lib/scenarios.ts', importsOf('bench/lib/scenarios.ts', "import { batchSection } from './batch.js'\nimport './results.js'")],
       ['bench/lib/results.ts', importsOf('bench/lib/results.ts', "import { ROOT } from './processes.js'")],
       ['src/config/schema.ts', importsOf('src/config/schema.ts', "import { checkOpenAccess } from './open-access.js'")],
       ['src/config/open-access.ts', importsOf('src/config/open-access.ts', "export type { Config } from './schema.js'")],
@@ -232,28 +235,173 @@ describe('the import graph of our files (src/, bench/, test/, scripts/)', () => 
   })
 })
 
-/** Each row of docs/architecture.md's "Where does X live" rules table: its files, and the functions it names. */
-function whereRows (): Array<{ rule: string, files: string[], names: string[] }> {
-  const doc = readFileSync(new URL('../docs/architecture.md', import.meta.url), 'utf8')
-  const section = doc.slice(doc.indexOf('## Where does X live'), doc.indexOf('### The settings'))
+const ARCHITECTURE_DOC = readFileSync(new URL('docs/architecture.md', ROOT), 'utf8')
+const SETTING_NAMES = new Set(Object.values(OPTIONS).map((option) => option.env))
+
+/** The file of src/ a doc means by a path ("src/http/batch.ts", "http/batch.ts", "routes/batch.ts"); undefined: none, or several. */
+function fileNamed (named: string): string | undefined {
+  const path = named.replace(/^src\//, '')
+  const files = sourceFiles()
+  if (files.includes(path)) return path
+  const ending = files.filter((file) => file.endsWith(`/${path}`))
+  return ending.length === 1 ? ending[0] : undefined
+}
+
+const declared = new Map<string, Set<string>>()
+
+/** The names a file under src/ declares: functions, variables, types, classes, and the methods and properties of its objects. */
+function declaredIn (path: string): Set<string> {
+  const known = declared.get(path)
+  if (known !== undefined) return known
+  const names = new Set<string>()
+  declared.set(path, names)
+  const visit = (node: ts.Node): void => {
+    const declaration = ts.isFunctionDeclaration(node) || ts.isVariableDeclaration(node) || ts.isClassDeclaration(node) ||
+      ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node) || ts.isMethodDeclaration(node) ||
+      ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node) || ts.isPropertySignature(node) ||
+      ts.isMethodSignature(node) || ts.isPropertyDeclaration(node) || ts.isBindingElement(node)
+    if (declaration && node.name !== undefined && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name))) names.add(node.name.text)
+    ts.forEachChild(node, visit)
+  }
+  visit(ts.createSourceFile(path, readFileSync(new URL(path, SRC), 'utf8'), ts.ScriptTarget.Latest))
+  return names
+}
+
+/**
+ * What a cell of a docs table names in backticks: the files (`src/http/batch.ts`, `main/workers.ts workerCount`),
+ * and each function with the file named last before it. Settings (`OFFLINE`) and other code (`/metrics`) are left out.
+ */
+function namedIn (cell: string): { files: string[], functions: Array<{ name: string, file: string }> } {
+  const files: string[] = []
+  const functions: Array<{ name: string, file: string }> = []
+  for (const [, quoted = ''] of cell.matchAll(/`([^`]+)`/g)) {
+    const [first = '', ...rest] = quoted.split(' ')
+    const words = first.endsWith('.ts') ? (files.push(first), rest) : [quoted]
+    const file = files.at(-1)
+    for (const word of words) {
+      if (file !== undefined && /^[A-Za-z_]\w*$/.test(word) && !SETTING_NAMES.has(word)) functions.push({ name: word, file })
+    }
+  }
+  return { files, functions }
+}
+
+/** Each row of the settings table of docs/architecture.md ("The settings"): its settings and what its other cells name. */
+function settingsRows (): Array<{ settings: string[], files: string[], functions: Array<{ name: string, file: string }> }> {
+  const section = ARCHITECTURE_DOC.slice(ARCHITECTURE_DOC.indexOf('### The settings'), ARCHITECTURE_DOC.indexOf('## Walkthroughs'))
+  return section.split('\n').filter((line) => line.startsWith('| `')).map((line) => {
+    const [settingsCell = '', ...rest] = line.slice(1, -1).split(' | ')
+    const named = rest.map(namedIn)
+    return {
+      settings: [...settingsCell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? ''),
+      files: named.flatMap((n) => n.files),
+      functions: named.flatMap((n) => n.functions)
+    }
+  })
+}
+
+/** What a list of (file, function) pairs gets wrong: a file that is not one file of src/, a function its file does not declare. */
+function wrongNames (files: readonly string[], functions: ReadonlyArray<{ name: string, file: string }>): string[] {
+  const missingFiles = files.filter((file) => fileNamed(file) === undefined).map((file) => `${file} is no file of src/ (or is several)`)
+  const missingFunctions = functions.filter(({ name, file }) => {
+    const path = fileNamed(file)
+    return path !== undefined && !declaredIn(path).has(name)
+  }).map(({ name, file }) => `${name} is not declared in ${file}`)
+  return [...new Set([...missingFiles, ...missingFunctions])]
+}
+
+/** What a list of settings' names gets wrong against OPTIONS: a name that is no setting, a setting not named exactly once. */
+function miscounted (named: readonly string[]): string[] {
+  const unknown = named.filter((name) => !SETTING_NAMES.has(name)).map((name) => `${name} is no setting`)
+  const counts = [...SETTING_NAMES].map((name) => ({ name, count: named.filter((n) => n === name).length }))
+  return [...unknown, ...counts.filter(({ count }) => count !== 1).map(({ name, count }) => `${name} is named ${count} times`)]
+}
+
+/** The parts each part of resolve/ imports, lowest first, read from the code. */
+function partsImported (imports: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
+  const found = new Map(RESOLVE_PARTS.map(({ part }) => [part, new Set<number>()]))
+  for (const [file, targets] of imports) {
+    const from = partOf(file)
+    for (const target of targets) {
+      const to = partOf(target)
+      if (from !== undefined && to !== undefined && to >= 0 && to !== from) found.get(RESOLVE_PARTS[from]?.part ?? '')?.add(to)
+    }
+  }
+  return new Map([...found].map(([part, to]) => [part, [...to].sort((a, b) => a - b).map((i) => RESOLVE_PARTS[i]?.part ?? '')]))
+}
+
+/** The table of docs/architecture.md "The rooms of resolve/": each row's part and the parts it says it imports. */
+function roomRows (): Map<string, string[]> {
+  const section = ARCHITECTURE_DOC.slice(ARCHITECTURE_DOC.indexOf('## The rooms of resolve/'), ARCHITECTURE_DOC.indexOf('## One request'))
+  return new Map(section.split('\n').filter((line) => line.startsWith('| `')).map((line) => {
+    const cells = line.slice(1, -1).split(' | ').map((cell) => cell.trim())
+    const imports = cells.at(-1) === '—' ? [] : (cells.at(-1) ?? '').split(', ')
+    return [(cells[0] ?? '').replace(/^`(.*)\/`$/, '$1'), imports]
+  }))
+}
+
+describe('docs/architecture.md, "The rooms of resolve/"', () => {
+  it('has a row for each part of RESOLVE_PARTS, in its order, with what each imports now', () => {
+    expect([...roomRows()]).toEqual([...partsImported(sourceImports())])
+  })
+})
+
+/** What each row of the rules table of docs/architecture.md ("Where does X live") names in its file and function cells. */
+function ruleRows (): Array<{ files: string[], functions: Array<{ name: string, file: string }> }> {
+  const section = ARCHITECTURE_DOC.slice(ARCHITECTURE_DOC.indexOf('## Where does X live'), ARCHITECTURE_DOC.indexOf('### The settings'))
   return section.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| rule ')).map((line) => {
-    const [rule = '', , fileCell = '', nameCell = ''] = line.slice(1, -1).split(' | ').map((cell) => cell.trim())
-    const quoted = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '')
-    const files = quoted(fileCell).filter((q) => q.endsWith('.ts')).map((q) => q.replace(/^src\//, ''))
-    // A file named in the function column, from src/, counts as the row's too ("`http/prepared-answers.ts sendParts`").
-    const near = quoted(nameCell).map((q) => q.split(' ')[0] ?? '').filter((q) => q.endsWith('.ts')).map((q) => q.replace(/^src\//, ''))
-    return { rule, files: [...files, ...near], names: quoted(nameCell).filter((q) => /^[A-Za-z_]\w*$/.test(q)) }
+    const [, , fileCell = '', functionCell = ''] = line.slice(1, -1).split(' | ')
+    return namedIn(`${fileCell} ${functionCell}`)
   }).filter((row) => row.files.length > 0)
 }
 
+/** The paragraph "Beyond doi.org" under the rules table: the files and folders it names, and `file.ts` (`function`) pairs. */
+function beyondDoiOrg (): { files: string[], folders: string[], functions: Array<{ name: string, file: string }> } {
+  const start = ARCHITECTURE_DOC.indexOf('Beyond doi.org:')
+  const text = ARCHITECTURE_DOC.slice(start, ARCHITECTURE_DOC.indexOf('\n\n', start)).replaceAll('\n', ' ')
+  const quoted = [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '')
+  return {
+    files: quoted.filter((q) => q.endsWith('.ts')),
+    folders: quoted.filter((q) => q.startsWith('src/') && q.endsWith('/')),
+    functions: [...text.matchAll(/`([^`]+\.ts)` \(`(\w+)`/g)].map(([, file = '', name = '']) => ({ name, file }))
+  }
+}
+
 describe('docs/architecture.md, "Where does X live"', () => {
-  it('names functions that are in the files it names', () => {
-    const rows = whereRows()
+  it('the rules table names files that exist and functions that are declared in the file named before them', () => {
+    const rows = ruleRows()
     expect(rows.length).toBeGreaterThan(40)
-    const missing = rows.flatMap(({ rule, files, names }) => {
-      const text = files.map((file) => readFileSync(new URL(file, SRC), 'utf8')).join('\n')
-      return names.filter((name) => !new RegExp(`\\b${name}\\b`).test(text)).map((name) => `${rule}: ${name} is not in ${files.join(', ')}`)
-    })
-    expect(missing).toEqual([])
+    expect(wrongNames(rows.flatMap((row) => row.files), rows.flatMap((row) => row.functions))).toEqual([])
+  })
+
+  it('"Beyond doi.org" names files and folders that exist, and functions of the files they follow', () => {
+    const { files, folders, functions } = beyondDoiOrg()
+    expect(files.length).toBeGreaterThan(5)
+    const missingFolders = folders.filter((folder) => !existsSync(new URL(folder, ROOT))).map((folder) => `${folder} is no folder`)
+    expect([...wrongNames(files, functions), ...missingFolders]).toEqual([])
+  })
+})
+
+describe('docs/architecture.md, "The settings"', () => {
+  it('has a row for every setting of OPTIONS, each once, and no name that is not a setting', () => {
+    expect(miscounted(settingsRows().flatMap((row) => row.settings))).toEqual([])
+  })
+
+  it('names files that exist and functions that are declared in the file named before them', () => {
+    const rows = settingsRows()
+    expect(rows.length).toBeGreaterThan(30)
+    expect(wrongNames(rows.flatMap((row) => row.files), rows.flatMap((row) => row.functions))).toEqual([])
+  })
+
+  it('a setting named twice, unnamed or unknown, a missing file and a function of another file are found', () => {
+    const named = [...SETTING_NAMES].filter((name) => name !== 'PORT').concat('HOST', 'NO_SUCH_SETTING')
+    expect(miscounted(named)).toEqual(['NO_SUCH_SETTING is no setting', 'HOST is named 2 times', 'PORT is named 0 times'])
+    const cell = '`src/http/admission.ts` (`createAdmission`, `guardUpstream`), `http/no-such-file.ts`'
+    const { files, functions } = namedIn(cell)
+    const admission = 'src/http/admission.ts'
+    expect(functions).toEqual([{ name: 'createAdmission', file: admission }, { name: 'guardUpstream', file: admission }])
+    expect(wrongNames(files, functions)).toEqual([
+      'http/no-such-file.ts is no file of src/ (or is several)',
+      'guardUpstream is not declared in src/http/admission.ts'
+    ])
   })
 })

@@ -29,7 +29,10 @@ export interface OpenAccessConfig {
   oaDailyLimit: number
 }
 
-/** `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for (one of OpenAccessConfig's, or this does not compile). */
+/**
+ * `openAccess: {provider, …}` in the config file: each key and the top-level setting it stands for (one of
+ * OpenAccessConfig's, or this does not compile).
+ */
 export const OPEN_ACCESS_FILE_KEYS: Readonly<Record<string, keyof OpenAccessConfig>> = {
   provider: 'oaProvider',
   unpaywallUrl: 'unpaywallUrl',
@@ -69,7 +72,8 @@ export function openAccessProviderInForce (config: { oaProvider: OpenAccessProvi
   return config.offline && config.oaProvider !== 'file' ? undefined : config.oaProvider
 }
 
-type OpenAccessSettings = Pick<OpenAccessConfig, 'oaProvider' | 'unpaywallEmail' | 'oaSnapshotFile'> & { localServices: readonly LocalServiceConfig[] }
+type OpenAccessSettings = Pick<OpenAccessConfig, 'oaProvider' | 'unpaywallEmail' | 'oaSnapshotFile'>
+  & { localServices: readonly LocalServiceConfig[] }
 
 /** The settings that only make sense together: checked once the environment has had its say. */
 export function checkOpenAccess (config: OpenAccessSettings, fail: (message: string) => never): void {
