@@ -3,7 +3,7 @@ import type { Server } from 'node:http'
 import Fastify, { LogController } from 'fastify'
 import type { FastifyBaseLogger, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from './config/schema.js'
-import { CORS_HEADERS } from './http/prepared-answers.js'
+import { CORS_HEADERS, isApiRecordPath } from './http/prepared-answers.js'
 import type { RouteContext } from './http/route-context.js'
 import apiRoutes, { apiHandler, apiOptions } from './http/routes/api.js'
 import cacheRoutes from './http/routes/cache.js'
@@ -133,7 +133,7 @@ function badUrlRoute (app: FastifyInstance, context: RouteContext): LateRoutes['
   const proxy = proxyHandler(proxyOptions(context))
   const api = apiHandler(apiOptions(context))
   return async (request, reply) => {
-    const isApi = (request.raw.url ?? '').startsWith('/api/handles/')
+    const isApi = isApiRecordPath(request.raw.url ?? '')
     try {
       return await (isApi ? api(request, reply) : proxy(request, reply))
     } catch (err) {

@@ -218,7 +218,7 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
-  const status = createStatusCollector({ metrics, config, now, upstreamState: reachability.state, worker: deps.clusterWorker?.index })
+  const status = createStatusCollector({ metrics, settings: config, now, upstreamState: reachability.state, worker: deps.clusterWorker?.index })
   closers.push(async () => { status.stop() })
   const services: Services = {
     now,

@@ -13,9 +13,9 @@ import type { FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { namespaceLocHandles, referencedHandles } from '../handle/locations.js'
-import { cacheKey, handleFromPath, prefixOf } from '../handle/name.js'
+import { listLines, nameOfLine } from '../handle/batch.js'
+import { cacheKey, prefixOf } from '../handle/name.js'
 import type { HandleRecord, HandleValue } from '../handle/types.js'
-import { isDoiName } from '../handle/ra.js'
 import { isType, valueString } from '../handle/types.js'
 import { LASTING_REASONS, UpstreamError } from '../resolve/upstream/errors.js'
 import type { UpstreamClient } from '../resolve/upstream/client.js'
@@ -75,35 +75,25 @@ const MAX_HANDLE_LENGTH = 4096
 const MAX_RELATED_DEPTH = 20
 const MAX_RETRY_WAIT_MS = 30_000
 
-// shortDOI.org's names live under the handle prefix 10 and alias a DOI (https://shortdoi.org/).
-const SHORT_DOI = /^10\/[^/]+$/
-
 /**
- * A reading list: one DOI per line; blank lines and `#` comments skipped; `doi:`, `https://doi.org/` and the
- * other prefixes the proxy accepts are stripped (name.ts handleFromPath). Repeats are dropped. With
- * `doisOnly` (`record`), a name that is neither a DOI (10.prefix/suffix) nor a shortDOI is an invalid line,
- * never asked for; `mirror` takes any handle (a local store may hold other handles).
+ * A reading list: one DOI per line, read as a batch's lines are (src/handle/batch.ts: blank lines and `#`
+ * comments skipped; `doi:`, `https://doi.org/` and the other prefixes the proxy accepts stripped). Repeats
+ * are dropped. With `doisOnly` (`record`), a name that is neither a DOI (10.prefix/suffix) nor a shortDOI
+ * is an invalid line, never asked for; `mirror` takes any handle (a local store may hold other handles).
  */
 export function parseReadingList (text: string, opts: { doisOnly?: boolean } = {}): ReadingList {
   const handles: ReadingList['handles'] = []
   const invalidLines: ReadingList['invalidLines'] = []
   const seen = new Set<string>()
-  text.split('\n').forEach((raw, i) => {
-    const line = raw.trim()
-    if (line === '' || line.startsWith('#')) return
-    // A line reads as what follows https://doi.org/ in a link: percent-encoded links pasted from a browser work.
-    const parsed = handleFromPath('/' + line, { maxLength: MAX_HANDLE_LENGTH })
-    if (!parsed.ok) {
-      invalidLines.push({ line: i + 1, text: line, message: parsed.message })
-    } else if (parsed.handle === '') {
-      invalidLines.push({ line: i + 1, text: line, message: 'no DOI name on this line' })
-    } else if (opts.doisOnly === true && !isDoiName(parsed.handle) && !SHORT_DOI.test(parsed.handle)) {
-      invalidLines.push({ line: i + 1, text: line, message: 'does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)' })
-    } else if (!seen.has(cacheKey(parsed.handle))) {
-      seen.add(cacheKey(parsed.handle))
-      handles.push({ handle: parsed.handle, line: i + 1 })
+  for (const { line, text: raw } of listLines(text)) {
+    const read = nameOfLine(raw, MAX_HANDLE_LENGTH, { anyHandle: opts.doisOnly !== true })
+    if (!read.ok) {
+      invalidLines.push({ line, text: raw.trim(), message: read.why })
+    } else if (!seen.has(cacheKey(read.handle))) {
+      seen.add(cacheKey(read.handle))
+      handles.push({ handle: read.handle, line })
     }
-  })
+  }
   return { handles, invalidLines }
 }
 

@@ -1,6 +1,7 @@
 /**
- * The lines of a batch (POST /api/batch, docs/checking-dois.md): which lines are DOIs to look up, in
- * every form `/{doi}` accepts. Pure: the route reads the body, the resolver looks the names up.
+ * The lines of a list of DOIs, the batch's (POST /api/batch, docs/checking-dois.md) and `mirror`'s reading
+ * list (docs/local-records.md) alike: which lines are names to look up, in every form `/{doi}` accepts.
+ * Pure: the route and the command read the text, the resolver and the upstream look the names up.
  */
 import { RESOLVER_URL, handleFromPath } from './name.js'
 import { isDoiName } from './ra.js'
@@ -14,38 +15,54 @@ export type BatchLine =
   | { kind: 'invalid', input: string, message: string }
 
 /**
- * The entries of a text/plain body: one a line (LF or CRLF), blank lines and lines starting with '#'
- * skipped. A CR anywhere but at the end stays in its line, where it is a control character, refused.
+ * The lines of a text that hold something, with their numbers (from 1): one a line (LF or CRLF), blank
+ * lines and lines starting with '#' skipped. A CR anywhere but at the end stays in its line, where it is a
+ * control character, refused.
  */
-export function textEntries (body: string): string[] {
-  const entries: string[] = []
-  for (const raw of body.split('\n')) {
+export function listLines (text: string): Array<{ line: number, text: string }> {
+  const lines: Array<{ line: number, text: string }> = []
+  text.split('\n').forEach((raw, i) => {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     const trimmed = line.trim()
-    if (trimmed === '' || trimmed.startsWith('#')) continue
-    entries.push(line)
-  }
-  return entries
+    if (trimmed === '' || trimmed.startsWith('#')) return
+    lines.push({ line: i + 1, text: line })
+  })
+  return lines
 }
 
+/** The entries of a text/plain batch: its lines that hold something (listLines). */
+export function textEntries (body: string): string[] {
+  return listLines(body).map((l) => l.text)
+}
+
+/** A line read as a name: its handle, or why it is not one (and the name read, when it is one but not a DOI's). */
+export type LineName = { ok: true, handle: string } | { ok: false, why: string, name?: string }
+
 /**
- * One entry as `GET /{entry}` reads its path (percent-decoding once; doi:, urn:doi:, info:doi/ and resolver
+ * One line as `GET /{line}` reads its path (percent-decoding once; doi:, urn:doi:, info:doi/ and resolver
  * URLs stripped; behaviour.md §2), except that a pasted resolver URL's ?query and #fragment are dropped:
- * a batch answers for the plain DOI. A name that is neither a DOI (10.prefix/suffix) nor a shortDOI
- * (10/abc) is refused here, so no lookup is spent on it.
+ * a list names the plain DOI. A name that is neither a DOI (10.prefix/suffix) nor a shortDOI (10/abc) is
+ * refused, so no lookup is spent on it, unless `anyHandle` (`mirror`: a local store may hold other handles).
  */
-export function parseBatchLine (input: string, maxLength: number): BatchLine {
+export function nameOfLine (input: string, maxLength: number, opts: { anyHandle?: boolean } = {}): LineName {
   const trimmed = input.trim()
-  if (trimmed === '') return { kind: 'invalid', input, message: 'not a DOI name: the line is empty' }
+  if (trimmed === '') return { ok: false, why: 'the line is empty' }
   const path = RESOLVER_URL.test(trimmed) ? trimmed.replace(/[?#].*$/s, '') : trimmed
   const parsed = handleFromPath(`/${path}`, { maxLength })
-  if (!parsed.ok) return { kind: 'invalid', input, message: `not a DOI name: ${parsed.message}` }
+  if (!parsed.ok) return { ok: false, why: parsed.message }
   const { handle } = parsed
-  if (handle === '') return { kind: 'invalid', input, message: 'not a DOI name: the line has no name after its prefix' }
-  if (!isDoiName(handle) && !SHORT_DOI.test(handle)) {
-    return { kind: 'invalid', input, message: `not a DOI name: ${JSON.stringify(clip(handle))} does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)` }
+  if (handle === '') return { ok: false, why: 'the line has no name after its prefix (no DOI name on it)' }
+  if (opts.anyHandle !== true && !isDoiName(handle) && !SHORT_DOI.test(handle)) {
+    return { ok: false, why: 'does not start with 10. and a prefix (10.1000/x) or 10/ (a shortDOI)', name: handle }
   }
-  return { kind: 'doi', input, handle }
+  return { ok: true, handle }
+}
+
+/** One entry of a batch (nameOfLine), with the words its answer gives for a line that is not a DOI name. */
+export function parseBatchLine (input: string, maxLength: number): BatchLine {
+  const read = nameOfLine(input, maxLength)
+  if (read.ok) return { kind: 'doi', input, handle: read.handle }
+  return { kind: 'invalid', input, message: `not a DOI name: ${read.name === undefined ? '' : `${JSON.stringify(clip(read.name))} `}${read.why}` }
 }
 
 // shortDOI.org's names live under the handle prefix 10 and alias a DOI (https://shortdoi.org/).

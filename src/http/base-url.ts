@@ -8,8 +8,15 @@ const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
  * (deployments behind a reverse proxy), else the request's scheme and host.
  */
 export function baseUrlFor (request: FastifyRequest, publicBaseUrl: string | undefined, fallbackHost: string): string {
-  if (publicBaseUrl !== undefined) return `${publicBaseUrl}/`
-  return baseUrlOf(request.host, request.protocol, fallbackHost)
+  return configuredBaseUrl(publicBaseUrl) ?? baseUrlOf(request.host, request.protocol, fallbackHost)
+}
+
+/**
+ * PUBLIC_BASE_URL as a base URL, with its trailing slash (the setting is kept without one); undefined
+ * when it is not set, and the base URL must come from the request.
+ */
+export function configuredBaseUrl (publicBaseUrl: string | undefined): string | undefined {
+  return publicBaseUrl === undefined ? undefined : `${publicBaseUrl}/`
 }
 
 /** The same from a host and a scheme as read (Fastify's, or the raw request's on the hot path). */

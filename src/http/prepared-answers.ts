@@ -19,7 +19,7 @@ import type { Reuse } from '../resolve/lookup/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/cache/entry-work.js'
 import type { CacheStatus, Resolver } from '../resolve/lookup/resolver.js'
 import type { Tally } from '../observe/metrics.js'
-import { baseUrlOf } from './base-url.js'
+import { baseUrlOf, configuredBaseUrl } from './base-url.js'
 
 // Headers a browser-based tool may read from our answers (behaviour.md §7).
 export const EXPOSED_HEADERS = ['Location', 'Vary', 'Link', 'X-Cache', 'Expires']
@@ -31,6 +31,12 @@ export const CORS_HEADERS = {
 
 /** The REST API's path prefix; `/api/handles/{handle}` is its record. */
 export const API_HANDLES = '/api/handles'
+const API_RECORDS = `${API_HANDLES}/`
+
+/** A path of the REST API's records, `/api/handles/…`: the door reads it as such, and so does a path the router cannot decode. */
+export function isApiRecordPath (url: string): boolean {
+  return url.startsWith(API_RECORDS)
+}
 
 /** An answer's parts as the routes render them; Expires and X-Cache are added when it is sent. */
 export interface AnswerParts {
@@ -107,6 +113,7 @@ const MAX_REMEMBERED_TARGETS = 4096
 
 export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAnswers {
   const { resolver } = opts
+  const base: RawBase = { configured: configuredBaseUrl(opts.publicBaseUrl), behindProxy: opts.behindProxy, fallbackHost: opts.fallbackHost }
   const targets = new Map<string, PlainTarget | null>()
   // By target: the last answer served, and what chose it (the targets' own memo, bounded with them).
   const lastServed = new WeakMap<PlainTarget, LastServed>()
@@ -127,16 +134,11 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     return target.api ? '' : negotiate(asked).key
   }
 
-  function baseOf (req: IncomingMessage): string | undefined {
-    if (opts.publicBaseUrl !== undefined) return `${opts.publicBaseUrl}/`
-    return opts.behindProxy ? undefined : baseUrlOf(req.headers.host, 'http', opts.fallbackHost)
-  }
-
   function variantOf (req: IncomingMessage): Variant | undefined {
     const { method, url } = req
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined) return undefined
     const target = targetOf(url)
-    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiationHeadersOf(req.headers)), baseUrl: baseOf(req) }
+    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiationHeadersOf(req.headers)), baseUrl: baseOf(base, req) }
   }
 
   return {
@@ -181,7 +183,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     const now = opts.now()
     // Chosen again when anything that chose it differs, or it has run out (a newer one may be kept by now).
     if (last === undefined || last.work !== work || last.negotiation !== negotiation || (last.host !== undefined && last.host !== req.headers.host) || last.answer.validUntil <= now) {
-      last = chooseAnswer(target, work, negotiation, asked, req)
+      last = chooseAnswer(target, work, negotiation, asked, req, base, opts.outcomes)
       if (last === undefined || last.answer.validUntil <= now) return false
       lastServed.set(target, last)
     }
@@ -191,25 +193,41 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     writePrepared(res, last.answer, method === 'HEAD', now)
     return true
   }
+}
 
-  /** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
-  function chooseAnswer (target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiationHeaders, req: IncomingMessage): LastServed | undefined {
-    const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
-      const name = answerName({ ...target, negotiation, baseUrl }, kind)
-      return name === undefined ? undefined : work.answers.get(name)
-    }
-    const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
-      answer === undefined ? undefined : { work, negotiation, asked, host: page && opts.publicBaseUrl === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
-    if (target.api) {
-      const api = found('api')
-      return served(api, api?.status === 404 ? opts.outcomes.api.notFound : opts.outcomes.api.found, false)
-    }
-    const redirect = found('redirect')
-    if (redirect !== undefined) return served(redirect, opts.outcomes.redirect, false)
-    const base = baseOf(req)
-    // A values page when the record has nothing to redirect to, the not-found page when there is no record.
-    return served(found('values', base), opts.outcomes.values, true) ?? served(found('not-found', base), opts.outcomes.notFound, true)
+/** What a page's base URL is on the raw request: fixed at start, but for the Host header. */
+interface RawBase {
+  configured: string | undefined
+  /** A trusted proxy's X-Forwarded-Host may count, and only Fastify reads it: the base URL cannot be told. */
+  behindProxy: boolean
+  fallbackHost: string
+}
+
+function baseOf (base: RawBase, req: IncomingMessage): string | undefined {
+  if (base.configured !== undefined) return base.configured
+  return base.behindProxy ? undefined : baseUrlOf(req.headers.host, 'http', base.fallbackHost)
+}
+
+/** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
+function chooseAnswer (
+  target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiationHeaders, req: IncomingMessage,
+  base: RawBase, outcomes: PreparedAnswersOptions['outcomes']
+): LastServed | undefined {
+  const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
+    const name = answerName({ ...target, negotiation, baseUrl }, kind)
+    return name === undefined ? undefined : work.answers.get(name)
   }
+  const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
+    answer === undefined ? undefined : { work, negotiation, asked, host: page && base.configured === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
+  if (target.api) {
+    const api = found('api')
+    return served(api, api?.status === 404 ? outcomes.api.notFound : outcomes.api.found, false)
+  }
+  const redirect = found('redirect')
+  if (redirect !== undefined) return served(redirect, outcomes.redirect, false)
+  const pageBase = baseOf(base, req)
+  // A values page when the record has nothing to redirect to, the not-found page when there is no record.
+  return served(found('values', pageBase), outcomes.values, true) ?? served(found('not-found', pageBase), outcomes.notFound, true)
 }
 
 function sameHeaders (a: NegotiationHeaders, b: NegotiationHeaders): boolean {
@@ -226,7 +244,7 @@ function parseTarget (url: string, maxHandleLength: number): PlainTarget | null 
   if (url.charCodeAt(0) === 47 && first >= 48 && first <= 57) {
     const parsed = handleFromPath(url, { maxLength: maxHandleLength })
     if (parsed.ok) handle = parsed.handle
-  } else if (url.startsWith(`${API_HANDLES}/`)) {
+  } else if (isApiRecordPath(url)) {
     const parsed = apiHandleOf(url.slice(API_HANDLES.length), { maxLength: maxHandleLength })
     if (parsed.ok) handle = parsed.handle
     api = true

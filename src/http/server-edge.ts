@@ -8,6 +8,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Socket } from 'node:net'
 import type { Config } from '../config/schema.js'
+import { configuredBaseUrl } from './base-url.js'
 import { renderErrorPage } from './views/pages.js'
 
 /** The methods we answer, as every 405 says in `Allow`. */
@@ -133,7 +134,7 @@ const LINGER_MS = 2_000
 
 /** A whole answer with our HTML error page, written on the raw socket, which is then closed. */
 function writeRawAnswer (socket: Duplex, config: EdgeConfig, status: number, message: string, headers: Record<string, string>, head: boolean): void {
-  const body = renderErrorPage({ baseUrl: config.publicBaseUrl === undefined ? '/' : `${config.publicBaseUrl}/` }, { status, message })
+  const body = renderErrorPage({ baseUrl: configuredBaseUrl(config.publicBaseUrl) ?? '/' }, { status, message })
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\n${extra}connection: close\r\n\r\n${head ? '' : body}`)
   // end() waits for the client to close its side; one that never does (a CONNECT tunnel has no

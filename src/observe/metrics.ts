@@ -109,15 +109,13 @@ function answerCounters (registry: Registry) {
   return { resolutions, answers, tally, tallyOnly }
 }
 
-/** The settings shown beside the figures they bound (`showBounds`). */
-export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstreamMaxConcurrent' | 'upstreamQueueSize'>
-
 /**
  * Every Prometheus instrument of the service, on a registry of their own (one per app, so tests can
  * build many), defined here and nowhere else; everything that counts or reads a figure (the /status
  * collector included) takes it from this object. Labels are small fixed sets: never a label per DOI.
- * The shared tier's and the bounds' instruments are defined here too but join the registry (and
- * /metrics) only when there is a shared tier (`observeSharedTier`) or a status page (`showBounds`).
+ * The instruments come in groups, one function each, in the order /metrics shows them. The shared tier's
+ * and the bounds' join the registry (and /metrics) only when there is a shared tier (`observeSharedTier`)
+ * or a status page (`showBounds`).
  */
 export function createMetrics (opts: MetricsOptions = {}) {
   const registry = new Registry()
@@ -127,45 +125,28 @@ export function createMetrics (opts: MetricsOptions = {}) {
     registry.setDefaultLabels({ worker: String(opts.clusterWorker.index) })
     joinHost(registry)
   }
-  let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
-  let localRecords = (): number => 0
-  let sharedTierUp = (): boolean => false
-  let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
-  let boundsShown = false
   collectDefaultMetrics({ register: registry, prefix: 'doi_proxy_' })
-  // The shared tier (Redis, src/resolve/cache/shared-tier.ts): registered by observeSharedTier.
-  const sharedCache = {
-    lookups: new Counter({
-      name: 'doi_proxy_shared_cache_total',
-      help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
-      labelNames: ['result'] as const,
-      registers: []
-    }),
-    errors: new Counter({
-      name: 'doi_proxy_shared_cache_errors_total',
-      help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
-      labelNames: ['reason'] as const,
-      registers: []
-    }),
-    up: new Gauge({
-      name: 'doi_proxy_shared_cache_up',
-      help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
-      registers: [],
-      aggregator: 'min', // a state, never a sum (see breakerOpen)
-      collect () { this.set(sharedTierUp() ? 1 : 0) }
-    })
-  }
-  // The bounds in force, so a dashboard or an alert can set what is used against what is allowed (cache
-  // bytes against CACHE_MAX_BYTES, in-flight lookups against UPSTREAM_MAX_CONCURRENT): registered by showBounds.
-  const bounds = {
-    cacheMaxEntries: new Gauge({ name: 'doi_proxy_cache_max_entries', help: 'CACHE_MAX_ENTRIES: most records the cache holds', registers: [] }),
-    cacheMaxBytes: new Gauge({ name: 'doi_proxy_cache_max_bytes', help: 'CACHE_MAX_BYTES: most bytes of records the cache holds', registers: [] }),
-    upstreamMaxConcurrent: new Gauge({ name: 'doi_proxy_upstream_max_concurrent', help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight', registers: [] }),
-    upstreamQueueSize: new Gauge({ name: 'doi_proxy_upstream_queue_max', help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot', registers: [] })
-  }
-  const answers = answerCounters(registry)
   return {
     registry,
+    ...answerInstruments(registry),
+    ...upstreamInstruments(registry),
+    ...cacheInstruments(registry),
+    ...protectionInstruments(registry),
+    ...linkoutInstruments(registry),
+    ...batchInstruments(registry),
+    /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
+    async exposition (): Promise<string> {
+      return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
+    },
+    ...sharedTierInstruments(registry),
+    ...boundInstruments(registry)
+  }
+}
+
+/** The answers: the hot path's tallies (prepared answers, cache lookups) and the one count per answer. */
+function answerInstruments (registry: Registry) {
+  const answers = answerCounters(registry)
+  return {
     preparedAnswers: talliedCounter({
       name: 'doi_proxy_prepared_answers_total',
       help: 'Answers given from a prepared answer kept with a cached record, before routing (the hot path)',
@@ -189,7 +170,14 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Record cache lookups by result',
       labelNames: ['result'] as const, // hit, miss, stale, bypass, shared (joined an in-flight miss)
       registers: [registry]
-    }),
+    })
+  }
+}
+
+/** The upstream: its requests, retries and errors, its breakers, whether it answers, the fair queue. */
+function upstreamInstruments (registry: Registry) {
+  let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
+  return {
     upstreamDuration: new Histogram({
       name: 'doi_proxy_upstream_request_duration_seconds',
       help: 'Upstream Handle API request latency by outcome',
@@ -244,6 +232,20 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Upstream requests in flight',
       registers: [registry]
     }),
+    upstreamErrors: new Counter({
+      name: 'doi_proxy_upstream_errors_total',
+      help: 'Upstream failures by error code',
+      labelNames: ['code'] as const,
+      registers: [registry]
+    })
+  }
+}
+
+/** What the cache and the local store hold, and the stale records used when the upstream failed. */
+function cacheInstruments (registry: Registry) {
+  let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
+  let localRecords = (): number => 0
+  return {
     staleServed: new Counter({
       name: 'doi_proxy_stale_answers_total',
       help: 'Expired records used because the upstream failed (one answer may use several: the DOI, its prefix, namespace handles)',
@@ -273,14 +275,26 @@ export function createMetrics (opts: MetricsOptions = {}) {
     /** The cache is built after the metrics; it tells them how to read its size. */
     observeCache (stats: () => { entries: number, bytes: number }): void {
       cacheStats = stats
-    },
+    }
+  }
+}
+
+/** Requests refused to protect the service (behaviour.md §9). */
+function protectionInstruments (registry: Registry) {
+  return {
     refusals: new Counter({
       name: 'doi_proxy_refusals_total',
       help: 'Requests refused to protect the service or other readers, by reason',
       labelNames: ['reason'] as const, // load_shed, rate_limit, auth_rate_limit, client_share, queue_full
       registers: [registry]
-    }),
-    // The local service (behaviour.md §10); service ids come from the configuration, so labels stay few.
+    })
+  }
+}
+
+/** The local service (behaviour.md §10), the link-out chains and the open-access source (docs/institutional.md). */
+function linkoutInstruments (registry: Registry) {
+  return {
+    // Service ids come from the configuration, so labels stay few.
     localServiceDiversions: new Counter({
       name: 'doi_proxy_local_service_diversions_total',
       help: 'Redirects sent to a local service instead of the DOI\'s URL, by service and reason',
@@ -298,7 +312,6 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Diversions not made because the same client was sent to the same DOI\'s local service within 10 s',
       registers: [registry]
     }),
-    // Link-out chains (docs/institutional.md "Open access first").
     linkout: new Counter({
       name: 'doi_proxy_linkout_total',
       help: 'Link-out chain steps: open-access by result (found, missed, timed_out, unavailable), and the step each reader was sent by (service, ezproxy, registered)',
@@ -320,14 +333,13 @@ export function createMetrics (opts: MetricsOptions = {}) {
       name: 'doi_proxy_open_access_daily_limit',
       help: 'OA_DAILY_LIMIT: calls to the provider allowed per UTC day (0: a file, no limit)',
       registers: [registry]
-    }),
-    upstreamErrors: new Counter({
-      name: 'doi_proxy_upstream_errors_total',
-      help: 'Upstream failures by error code',
-      labelNames: ['code'] as const,
-      registers: [registry]
-    }),
-    // The batch API (POST /api/batch, docs/checking-dois.md).
+    })
+  }
+}
+
+/** The batch API (POST /api/batch, docs/checking-dois.md). */
+function batchInstruments (registry: Registry) {
+  return {
     batchRequests: new Counter({
       name: 'doi_proxy_batch_requests_total',
       help: 'Batches by how they ended',
@@ -339,11 +351,35 @@ export function createMetrics (opts: MetricsOptions = {}) {
       help: 'Lines answered in batches, by answer',
       labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
       registers: [registry]
+    })
+  }
+}
+
+/** The shared tier (Redis, src/resolve/cache/shared-tier.ts): registered by observeSharedTier. */
+function sharedTierInstruments (registry: Registry) {
+  let sharedTierUp = (): boolean => false
+  const sharedCache = {
+    lookups: new Counter({
+      name: 'doi_proxy_shared_cache_total',
+      help: 'Shared tier (Redis) outcomes of local misses: hit, miss, waited (another replica was fetching), write',
+      labelNames: ['result'] as const,
+      registers: []
     }),
-    /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
-    async exposition (): Promise<string> {
-      return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
-    },
+    errors: new Counter({
+      name: 'doi_proxy_shared_cache_errors_total',
+      help: 'Shared tier (Redis) calls given up, by reason: unavailable, timeout, full, error, bad_value',
+      labelNames: ['reason'] as const,
+      registers: []
+    }),
+    up: new Gauge({
+      name: 'doi_proxy_shared_cache_up',
+      help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
+      registers: [],
+      aggregator: 'min', // a state, never a sum (see breakerOpen)
+      collect () { this.set(sharedTierUp() ? 1 : 0) }
+    })
+  }
+  return {
     sharedCache,
     /** The shared tier exists: its instruments join /metrics, and `up` says whether it is connected. */
     observeSharedTier (up: () => boolean): void {
@@ -351,7 +387,26 @@ export function createMetrics (opts: MetricsOptions = {}) {
       registry.registerMetric(sharedCache.lookups)
       registry.registerMetric(sharedCache.errors)
       registry.registerMetric(sharedCache.up)
-    },
+    }
+  }
+}
+
+/** The settings shown beside the figures they bound (`showBounds`). */
+export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstreamMaxConcurrent' | 'upstreamQueueSize'>
+
+/**
+ * The bounds in force, so a dashboard or an alert can set what is used against what is allowed (cache
+ * bytes against CACHE_MAX_BYTES, in-flight lookups against UPSTREAM_MAX_CONCURRENT): registered by showBounds.
+ */
+function boundInstruments (registry: Registry) {
+  let boundsShown = false
+  const bounds = {
+    cacheMaxEntries: new Gauge({ name: 'doi_proxy_cache_max_entries', help: 'CACHE_MAX_ENTRIES: most records the cache holds', registers: [] }),
+    cacheMaxBytes: new Gauge({ name: 'doi_proxy_cache_max_bytes', help: 'CACHE_MAX_BYTES: most bytes of records the cache holds', registers: [] }),
+    upstreamMaxConcurrent: new Gauge({ name: 'doi_proxy_upstream_max_concurrent', help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight', registers: [] }),
+    upstreamQueueSize: new Gauge({ name: 'doi_proxy_upstream_queue_max', help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot', registers: [] })
+  }
+  return {
     bounds,
     /** The bounds beside the figures they bound; set once, they change only with the configuration, at a restart. */
     showBounds (config: Bounds): void {

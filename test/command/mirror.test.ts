@@ -240,7 +240,8 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
     { why: 'doi:, hdl: and resolver URLs are stripped (behaviour.md §2.4)', text: 'doi:10.5555/a\nhttps://doi.org/10.5555/b\nhttp://dx.doi.org/10.5555/c\nhdl:10.5555/d', handles: ['10.5555/a', '10.5555/b', '10.5555/c', '10.5555/d'] },
     { why: 'a percent-encoded link pasted from a browser is decoded like a request path', text: 'https://doi.org/10.5555/a%20b', handles: ['10.5555/a b'] },
     { why: 'a repeat (ASCII case folded, behaviour.md §2.8) is fetched once', text: '10.5555/a\n10.5555/A\ndoi:10.5555/a', handles: ['10.5555/a'] },
-    { why: 'CRLF line ends', text: '10.5555/a\r\n10.5555/b\r\n', handles: ['10.5555/a', '10.5555/b'] }
+    { why: 'CRLF line ends', text: '10.5555/a\r\n10.5555/b\r\n', handles: ['10.5555/a', '10.5555/b'] },
+    { why: 'a pasted link\'s ?query and #fragment are dropped, as in a batch', text: 'https://doi.org/10.5555/a?utm_source=x\nhttps://doi.org/10.5555/b#top', handles: ['10.5555/a', '10.5555/b'] }
   ])('$why', ({ text, handles }) => {
     const parsed = parseReadingList(text)
     expect(parsed.handles.map((h) => h.handle)).toEqual(handles)

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { createMetrics } from '../../src/observe/metrics.js'
 import { buildConfig } from '../../src/config/schema.js'
-import { createStatusCollector, quantile } from '../../src/status/collector.js'
+import { createStatusCollector } from '../../src/status/collector.js'
+import { quantile } from '../../src/status/latency.js'
 
 function rig (opts: { slots?: number } = {}) {
   let t = Date.UTC(2026, 10, 23, 12, 0, 0)
   const metrics = createMetrics()
   const config = buildConfig(undefined, {})
-  const collector = createStatusCollector({ metrics, config, now: () => t, stepMs: 10_000, slots: opts.slots ?? 360 })
+  const collector = createStatusCollector({ metrics, settings: config, now: () => t, stepMs: 10_000, slots: opts.slots ?? 360 })
   return { metrics, config, collector, tick: (ms: number) => { t += ms } }
 }
 

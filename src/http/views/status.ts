@@ -4,8 +4,8 @@
  * JavaScript; with it, a small inline script refreshes the figures every 10 seconds (a checkbox stops it).
  */
 import { createHash } from 'node:crypto'
-import { OUTCOMES } from '../../status/collector.js'
-import type { CountRow, Outcome, StatusSnapshot } from '../../status/collector.js'
+import { OUTCOMES } from '../../status/snapshot.js'
+import type { CountRow, Outcome, StatusSnapshot } from '../../status/snapshot.js'
 import { escapeHtml, htmlDocument, link } from './html.js'
 import type { PageContext } from './pages.js'
 import { CHART_CSS, formatNumber, lineChart } from './svg.js'
@@ -114,6 +114,11 @@ function count (n: number): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
+/** A count, or a dash where there is none to give (a setting that refuses nothing itself). */
+function countOrNone (n: number | null): string {
+  return n === null ? '—' : count(n)
+}
+
 function ms (n: number | null): string {
   return n === null ? '—' : `${formatNumber(n)} ms`
 }
@@ -145,48 +150,7 @@ function countRows (rows: readonly CountRow[]): string[][] {
 }
 
 export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
-  const span = { startLabel: `${clock(s.seriesStart)} UTC`, endLabel: `${clock(s.at)} UTC` }
   const history = `one point per ${s.stepSeconds} s since ${clock(s.seriesStart)} UTC`
-  const requestsChart = lineChart({
-    id: 'chart-requests',
-    title: 'Requests per second by outcome',
-    desc: `Answers per second, ${history}, each counted once: from a local record, the cache, the upstream or a stale copy, or not found, refused, failed. Totals are in the table below.`,
-    series: OUTCOMES.map((o) => ({ name: OUTCOME_NAMES[o], values: s.requests.perSecond[o] })),
-    unit: 'per second',
-    ...span
-  })
-  const latencyChart = lineChart({
-    id: 'chart-latency',
-    title: 'Upstream latency, p50 and p99',
-    desc: `Milliseconds, ${history}; gaps where no upstream request ended. Over the period: p50 ${ms(s.upstream.lastHour.p50Ms)}, p99 ${ms(s.upstream.lastHour.p99Ms)}.`,
-    series: [{ name: 'p50', values: s.upstream.p50Ms }, { name: 'p99', values: s.upstream.p99Ms }],
-    unit: 'ms',
-    ...span
-  })
-  const errorChart = lineChart({
-    id: 'chart-errors',
-    title: 'Upstream error rate',
-    desc: `Share of upstream requests that failed, ${history}. Over the period: ${count(s.upstream.lastHour.errors)} of ${count(s.upstream.lastHour.requests)}.`,
-    series: [{ name: 'failed share', values: s.upstream.errorRate }, { name: 'breaker open (1) or half-open (0.5)', values: s.breaker.perStep.map((v) => v / 2) }],
-    unit: 'share',
-    minMax: 1,
-    ...span
-  })
-  const r = s.requests.lastHour
-  const answered = OUTCOMES.reduce((sum, o) => sum + r[o], 0)
-  const outcomeRows = OUTCOMES.map((o) => {
-    const series = s.requests.perSecond[o]
-    return [escapeHtml(OUTCOME_NAMES[o]), formatNumber(series[series.length - 1] ?? 0), count(r[o]), count(s.requests.sinceStart[o])]
-  })
-  const breakerText = s.breaker.state === 'open'
-    ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
-    : s.breaker.state === 'half-open' ? 'Half-open: one probe is being tried' : 'Closed: lookups go to the registry'
-  const services = s.localServices.configured.length === 0
-    ? '<p>No local service is configured (LOCAL_SERVICES, LOCAL_SERVICE_URL), so no redirect is diverted.</p>'
-    : `<p>Configured: ${s.localServices.configured.map((c) => `${escapeHtml(c.name)} (<code>${escapeHtml(c.id)}</code>)`).join(', ')}. Loop guard held back ${count(s.localServices.loopGuard.lastHour)} diversions in the period (${count(s.localServices.loopGuard.sinceStart)} since start).</p>
-${table('Redirects diverted to a local service', ['Service, reason', 'Period', 'Since start'], countRows(s.localServices.diversions), new Set([1, 2]))}
-${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}
-${linkoutSection(s)}`
   const body = `<h1>Resolver status</h1>
 <p class="links">For the people who run this resolver. ${link(`${ctx.baseUrl}status.json`, 'The same as JSON')} · ${link(`${ctx.baseUrl}metrics`, 'Prometheus metrics')}</p>
 <p id="refresh-control"></p>
@@ -199,21 +163,89 @@ ${figures([
 ])}
 <p>Figures cover the last hour at most (${escapeHtml(history)}); nothing is kept on disk.</p>
 ${s.worker === null ? '' : `<p id="worker">These are the figures of worker ${count(s.worker.index)} of ${count(s.worker.of)} (WORKERS), the process that answered this request: each worker counts its own answers, cache and breakers, so a reload may show another's. The Prometheus metrics hold every worker's, labelled by worker.</p>`}
-<section aria-labelledby="h-requests">
-<h2 id="h-requests">Requests</h2>
-${requestsChart}
-${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period', 'Since start'], outcomeRows, new Set([1, 2, 3]))}
-<p>Every answer of <code>/{doi}</code>, the form, <code>/openurl</code> and the REST API (<code>/api/handles/{doi}</code>, <code>?action=api</code>), and every line of a batch (<code>POST /api/batch</code>), counts once (<code>doi_proxy_answers_total</code> in the metrics): a record from local records, the cache, the upstream (miss) or an expired copy standing in (stale); or not found, a bad request or refusal (4xx), an error (5xx). ${count(answered)} answers in the period.</p>
+${requestsSection(s, history)}
+${cacheSection(s)}
+${upstreamSection(s, history)}
+${breakerSection(s)}
+<section aria-labelledby="h-limits">
+<h2 id="h-limits">Limits in force</h2>
+${table('Limits and how often they refused', ['Limit', 'Setting', 'Refused in the period', 'Since start'],
+  s.limits.map((l) => [escapeHtml(l.limit), escapeHtml(l.setting), countOrNone(l.refusedLastHour), countOrNone(l.refusedSinceStart)]), new Set([2, 3]))}
 </section>
-<section aria-labelledby="h-cache">
+<section aria-labelledby="h-services">
+<h2 id="h-services">Local services</h2>
+${servicesSection(s)}
+</section>
+<section aria-labelledby="h-errors">
+<h2 id="h-errors">Recent upstream errors</h2>
+${table('The last 20 runs of upstream errors, newest first (no reader data is kept)', ['From (UTC)', 'To', 'Code', 'Count', 'Meaning'],
+  s.upstreamErrors.map((e) => [escapeHtml(clock(e.from)), escapeHtml(clock(e.to)), `<code>${escapeHtml(e.code)}</code>`, count(e.count), escapeHtml(ERROR_MEANINGS[e.code] ?? '')]), new Set([3]))}
+</section>
+</div>
+<script>${REFRESH_SCRIPT}</script>`
+  return htmlDocument('Resolver status', body, ctx.baseUrl, `<style>\n${STATUS_CSS}\n</style>\n`)
+}
+
+/** The charts' time axis: from the first point to now. */
+function spanOf (s: StatusSnapshot): { startLabel: string, endLabel: string } {
+  return { startLabel: `${clock(s.seriesStart)} UTC`, endLabel: `${clock(s.at)} UTC` }
+}
+
+/** Every answer by outcome: a chart per second, and a table of the period and since start. */
+function requestsSection (s: StatusSnapshot, history: string): string {
+  const chart = lineChart({
+    id: 'chart-requests',
+    title: 'Requests per second by outcome',
+    desc: `Answers per second, ${history}, each counted once: from a local record, the cache, the upstream or a stale copy, or not found, refused, failed. Totals are in the table below.`,
+    series: OUTCOMES.map((o) => ({ name: OUTCOME_NAMES[o], values: s.requests.perSecond[o] })),
+    unit: 'per second',
+    ...spanOf(s)
+  })
+  const r = s.requests.lastHour
+  const answered = OUTCOMES.reduce((sum, o) => sum + r[o], 0)
+  const rows = OUTCOMES.map((o) => {
+    const series = s.requests.perSecond[o]
+    return [escapeHtml(OUTCOME_NAMES[o]), formatNumber(series[series.length - 1] ?? 0), count(r[o]), count(s.requests.sinceStart[o])]
+  })
+  return `<section aria-labelledby="h-requests">
+<h2 id="h-requests">Requests</h2>
+${chart}
+${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period', 'Since start'], rows, new Set([1, 2, 3]))}
+<p>Every answer of <code>/{doi}</code>, the form, <code>/openurl</code> and the REST API (<code>/api/handles/{doi}</code>, <code>?action=api</code>), and every line of a batch (<code>POST /api/batch</code>), counts once (<code>doi_proxy_answers_total</code> in the metrics): a record from local records, the cache, the upstream (miss) or an expired copy standing in (stale); or not found, a bad request or refusal (4xx), an error (5xx). ${count(answered)} answers in the period.</p>
+</section>`
+}
+
+function cacheSection (s: StatusSnapshot): string {
+  return `<section aria-labelledby="h-cache">
 <h2 id="h-cache">Cache</h2>
 ${figures([
   ['entries', `${count(s.cache.entries)} of ${count(s.cache.maxEntries)} (${percent(s.cache.entries, s.cache.maxEntries)})`],
   ['bytes', `${escapeHtml(bytes(s.cache.bytes))} of ${escapeHtml(bytes(s.cache.maxBytes))} (${percent(s.cache.bytes, s.cache.maxBytes)})`],
   ['hit ratio in the period', s.cache.hitRatioLastHour === null ? '—' : percent(s.cache.hitRatioLastHour, 1)]
 ])}
-</section>
-<section aria-labelledby="h-upstream">
+</section>`
+}
+
+/** Whether the registry answers, its requests now and in the period, and the charts of latency and failures. */
+function upstreamSection (s: StatusSnapshot, history: string): string {
+  const latencyChart = lineChart({
+    id: 'chart-latency',
+    title: 'Upstream latency, p50 and p99',
+    desc: `Milliseconds, ${history}; gaps where no upstream request ended. Over the period: p50 ${ms(s.upstream.lastHour.p50Ms)}, p99 ${ms(s.upstream.lastHour.p99Ms)}.`,
+    series: [{ name: 'p50', values: s.upstream.p50Ms }, { name: 'p99', values: s.upstream.p99Ms }],
+    unit: 'ms',
+    ...spanOf(s)
+  })
+  const errorChart = lineChart({
+    id: 'chart-errors',
+    title: 'Upstream error rate',
+    desc: `Share of upstream requests that failed, ${history}. Over the period: ${count(s.upstream.lastHour.errors)} of ${count(s.upstream.lastHour.requests)}.`,
+    series: [{ name: 'failed share', values: s.upstream.errorRate }, { name: 'breaker open (1) or half-open (0.5)', values: s.breaker.perStep.map((v) => v / 2) }],
+    unit: 'share',
+    minMax: 1,
+    ...spanOf(s)
+  })
+  return `<section aria-labelledby="h-upstream">
 <h2 id="h-upstream">Upstream</h2>
 <p id="upstream-state">${reachabilityText(s.upstream.reachability)}</p>
 ${figures([
@@ -225,29 +257,29 @@ ${figures([
 ])}
 ${latencyChart}
 ${errorChart}
-</section>
-<section aria-labelledby="h-breaker">
+</section>`
+}
+
+function breakerSection (s: StatusSnapshot): string {
+  const state = s.breaker.state === 'open'
+    ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
+    : s.breaker.state === 'half-open' ? 'Half-open: one probe is being tried' : 'Closed: lookups go to the registry'
+  return `<section aria-labelledby="h-breaker">
 <h2 id="h-breaker">Circuit breaker</h2>
-<p>${breakerText}. Prefix breakers opened ${count(s.breaker.prefixOpeningsLastHour)} times in the period.</p>
+<p>${state}. Prefix breakers opened ${count(s.breaker.prefixOpeningsLastHour)} times in the period.</p>
 <p>Last openings (UTC, seen once a second): ${s.breaker.openings.length === 0 ? 'none since start.' : escapeHtml(s.breaker.openings.map((o) => `${o.slice(0, 10)} ${clock(o)}`).join(', '))}</p>
-</section>
-<section aria-labelledby="h-limits">
-<h2 id="h-limits">Limits in force</h2>
-${table('Limits and how often they refused', ['Limit', 'Setting', 'Refused in the period', 'Since start'],
-  s.limits.map((l) => [escapeHtml(l.limit), escapeHtml(l.setting), count(l.refusedLastHour), count(l.refusedSinceStart)]), new Set([2, 3]))}
-</section>
-<section aria-labelledby="h-services">
-<h2 id="h-services">Local services</h2>
-${services}
-</section>
-<section aria-labelledby="h-errors">
-<h2 id="h-errors">Recent upstream errors</h2>
-${table('The last 20 runs of upstream errors, newest first (no reader data is kept)', ['From (UTC)', 'To', 'Code', 'Count', 'Meaning'],
-  s.upstreamErrors.map((e) => [escapeHtml(clock(e.from)), escapeHtml(clock(e.to)), `<code>${escapeHtml(e.code)}</code>`, count(e.count), escapeHtml(ERROR_MEANINGS[e.code] ?? '')]), new Set([3]))}
-</section>
-</div>
-<script>${REFRESH_SCRIPT}</script>`
-  return htmlDocument('Resolver status', body, ctx.baseUrl, `<style>\n${STATUS_CSS}\n</style>\n`)
+</section>`
+}
+
+/** The local services configured, what they were sent, and the link-out chains. */
+function servicesSection (s: StatusSnapshot): string {
+  if (s.localServices.configured.length === 0) {
+    return '<p>No local service is configured (LOCAL_SERVICES, LOCAL_SERVICE_URL), so no redirect is diverted.</p>'
+  }
+  return `<p>Configured: ${s.localServices.configured.map((c) => `${escapeHtml(c.name)} (<code>${escapeHtml(c.id)}</code>)`).join(', ')}. Loop guard held back ${count(s.localServices.loopGuard.lastHour)} diversions in the period (${count(s.localServices.loopGuard.sinceStart)} since start).</p>
+${table('Redirects diverted to a local service', ['Service, reason', 'Period', 'Since start'], countRows(s.localServices.diversions), new Set([1, 2]))}
+${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}
+${linkoutSection(s)}`
 }
 
 /** Link-out chains: each step's count, and the open-access source with its daily limit (docs/institutional.md). */
