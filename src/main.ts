@@ -2,6 +2,7 @@ import cluster from 'node:cluster'
 import { closeSync, openSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { beginDrain, buildApp } from './app.js'
 import { loadConfig } from './config/load.js'
@@ -20,44 +21,68 @@ import { relayFleetMessages } from './resolve/fleet/messages.js'
 async function main (): Promise<void> {
   const terminals = [0, 1, 2].filter((fd) => isatty(fd))
   process.on('exit', () => releaseLostTerminal(terminals))
-  let config: Config
-  try {
-    config = loadConfig(process.env)
-    // Once, in the primary of WORKERS too: every setting naming a file or directory, before any is opened.
-    checkPaths(config)
-  } catch (err) {
-    if (err instanceof ConfigError) refuseToStart(err.message)
-    throw err
-  }
-
+  const settings = loadSettings()
   const logger = pino({
-    level: config.logLevel,
+    level: settings.logLevel,
     // Never log what a client must keep to itself.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
-  }, await logDestination(config.logFormat))
+  }, await logDestination(settings.logFormat))
   // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
-  const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(config.workers)
+  const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(settings.workers)
   if (workers > 1 && cluster.isPrimary) {
     // Asked once here, so a port in use is one line, not one from each worker and another from the primary.
-    const problem = await listenProblem(config.host, config.port)
+    const problem = await listenProblem(settings.host, settings.port)
     if (problem !== undefined) refuseToStart(problem)
-    warnAboutContact(config, logger)
-    runPrimary(workers, config, logger)
+    warnAboutContact(settings, logger)
+    runPrimary(workers, settings, logger)
     return
   }
   // A worker answers the primary's asks for its metrics from the start (empty until its app is built).
   if (cluster.isWorker) answerPrimaryAsks()
-  // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
   const workerIndex = process.env.DOI_PROXY_WORKER_INDEX
+  const config = workerConfig(settings, workers, workerIndex)
+  const app = await startApp(config, logger, workerIndex)
+  drainOnStop(app, config, logger)
+  try {
+    await app.listen({ host: config.host, port: config.port })
+  } catch (err) {
+    // A port in use, a HOST that is not ours: a setting to change, said in one line (exit 78 as above).
+    const message = listenErrorMessage(err, config.host, config.port)
+    if (message === undefined) throw err
+    refuseToStart(message)
+  }
+  if (cluster.isPrimary) warnAboutContact(config, logger)
+  logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
+}
+
+/** The settings from the environment, or one line and exit 78 (refuseToStart) when one cannot work. */
+function loadSettings (): Config {
+  try {
+    const config = loadConfig(process.env)
+    // Once, in the primary of WORKERS too: every setting naming a file or directory, before any is opened.
+    checkPaths(config)
+    return config
+  } catch (err) {
+    if (err instanceof ConfigError) refuseToStart(err.message)
+    throw err
+  }
+}
+
+/** A worker's own settings: its cache file, and its share of the host's budgets. The same config when not a worker. */
+function workerConfig (config: Config, workers: number, workerIndex: string | undefined): Config {
+  // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
   if (cluster.isWorker && workerIndex !== undefined && config.cacheFile !== undefined) {
     config = { ...config, cacheFile: `${config.cacheFile}.${workerIndex}` }
   }
   // Together the workers keep to the host's budgets towards doi.org, the agencies and the open-access provider.
   if (cluster.isWorker && workers > 1) config = { ...config, workers, ...workerShare(config, workers) }
+  return config
+}
 
-  let app
+/** The app, built (src/app.ts), or one line and exit 78 when what a setting names cannot be used. */
+async function startApp (config: Config, logger: pino.Logger, workerIndex: string | undefined): Promise<FastifyInstance> {
   try {
-    app = await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
+    return await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
     // A file a setting names that cannot be used after all (its content: a GeoIP database, an
     // open-access feed; a local store gone since the check) is a configuration mistake: say so plainly.
@@ -66,10 +91,15 @@ async function main (): Promise<void> {
     }
     throw err
   }
+}
 
-  // Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS listener makes a
-  // fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM (Node's docs say
-  // so); without one the process dies of it, as it should.
+/**
+ * On SIGTERM or SIGINT (or, in a worker, the primary's message): drain, wait DRAIN_DELAY_MS, close, within
+ * SHUTDOWN_GRACE_MS. Not on the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) nor SIGABRT, SIGTRAP: a JS
+ * listener makes a fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM
+ * (Node's docs say so); without one the process dies of it, as it should.
+ */
+function drainOnStop (app: FastifyInstance, config: Config, logger: pino.Logger): void {
   // SIGTERM and SIGINT are ours (below), not close-with-grace's: the same signal delivered twice must
   // not cut the drain short.
   let stopReason: string | undefined
@@ -98,17 +128,6 @@ async function main (): Promise<void> {
       process.exit(1)
     })
   }
-
-  try {
-    await app.listen({ host: config.host, port: config.port })
-  } catch (err) {
-    // A port in use, a HOST that is not ours: a setting to change, said in one line (exit 78 as above).
-    const message = listenErrorMessage(err, config.host, config.port)
-    if (message === undefined) throw err
-    refuseToStart(message)
-  }
-  if (cluster.isPrimary) warnAboutContact(config, logger)
-  logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
 }
 
 /**
@@ -188,7 +207,6 @@ function releaseLostTerminal (terminals: number[]): void {
   }
 }
 
-/** cgroup v2's CPU quota of this container, if any. */
 /** doi.org asks its clients to say who they are; without CONTACT_EMAIL its operators cannot reach you. */
 function warnAboutContact (config: Config, logger: pino.Logger): void {
   if (config.offline || config.contactEmail !== undefined) return

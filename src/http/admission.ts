@@ -58,8 +58,6 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
 
   // Set by `register`, from the plugins it registers on the app.
   let underPressureNow = (): boolean => false
-  /** Counts one lookup of the request's client; rejects with a 429 (its Retry-After) over the limit. */
-  type Limiter = (request: FastifyRequest, reply: FastifyReply | undefined) => Promise<void>
   let general: Limiter | undefined
   let auth: Limiter | undefined
 
@@ -79,25 +77,9 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
         cache: 100_000, // most client addresses tracked at once (in memory, without Redis)
         ...(redis === undefined ? {} : { store: namedRedisStore(redis, `${config.redisKeyPrefix}v1:rl:`), skipOnError: true })
       })
-      // Counted by us, not by the plugin's route hook (which counts a request once): a batch counts each lookup.
-      // Each count is named by its limit and the client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
-      const limiter = (max: number, name: string, code: string, message: string): Limiter => {
-        const count = root.createRateLimit({ max, timeWindow: config.rateLimitWindowMs, keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}` })
-        return async (request, reply) => {
-          const limit = await count(request)
-          if (limit.isAllowed) return
-          // The headers @fastify/rate-limit's own hook sends, while the answer has not started.
-          if (reply !== undefined && !reply.sent) {
-            reply.header('x-ratelimit-limit', limit.max).header('x-ratelimit-remaining', limit.remaining).header('x-ratelimit-reset', limit.ttlInSeconds)
-          }
-          if (limit.isExceeded) {
-            const seconds = Math.max(1, limit.ttlInSeconds)
-            throw new RefusedError(429, code, `${message} Please try again in ${seconds} s.`, seconds * 1000)
-          }
-        }
-      }
-      if (config.rateLimitMax > 0) general = limiter(config.rateLimitMax, 'lookups', 'DP_RATE_LIMITED', 'You have made too many DOI lookups in a short time.')
-      if (config.authRateLimitMax > 0) auth = limiter(config.authRateLimitMax, 'auth', 'DP_AUTH_RATE_LIMITED', 'You have made too many lookups with auth or cert, which skip our cache.')
+      const windowMs = config.rateLimitWindowMs
+      if (config.rateLimitMax > 0) general = rateLimiter(root, LOOKUPS, config.rateLimitMax, windowMs, isTrusted)
+      if (config.authRateLimitMax > 0) auth = rateLimiter(root, AUTH_LOOKUPS, config.authRateLimitMax, windowMs, isTrusted)
     }
   }
 
@@ -122,13 +104,6 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
     return { client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs }
   }
 
-  // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
-  function notHeld (): () => Promise<never> {
-    const refusal = Promise.reject(upstreamErrors.notHeld())
-    refusal.catch(() => {})
-    return async () => await refusal
-  }
-
   return {
     register,
     gate (request, reply, bypass) {
@@ -144,6 +119,47 @@ export function createAdmission (config: Config, metrics: Metrics, redis?: Redis
         first = false
         return await pass(request, headers ? reply : undefined, false)
       }
+    }
+  }
+}
+
+// RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
+function notHeld (): () => Promise<never> {
+  const refusal = Promise.reject(upstreamErrors.notHeld())
+  refusal.catch(() => {})
+  return async () => await refusal
+}
+
+/** Counts one lookup of the request's client; rejects with a 429 (its Retry-After) over the limit. */
+type Limiter = (request: FastifyRequest, reply: FastifyReply | undefined) => Promise<void>
+
+/** A rate limit's name (in its key) and the refusal it answers with. */
+interface LimitWords { name: string, code: string, message: string }
+const LOOKUPS: LimitWords = { name: 'lookups', code: 'DP_RATE_LIMITED', message: 'You have made too many DOI lookups in a short time.' }
+const AUTH_LOOKUPS: LimitWords = {
+  name: 'auth',
+  code: 'DP_AUTH_RATE_LIMITED',
+  message: 'You have made too many lookups with auth or cert, which skip our cache.'
+}
+
+/**
+ * A limiter from @fastify/rate-limit registered on `root`, counted by us, not by the plugin's route hook
+ * (which counts a request once): a batch counts each lookup. Each count is named by its limit and the
+ * client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
+ */
+function rateLimiter (root: FastifyInstance, words: LimitWords, max: number, windowMs: number, isTrusted: (ip: string) => boolean): Limiter {
+  const { name, code, message } = words
+  const count = root.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}` })
+  return async (request, reply) => {
+    const limit = await count(request)
+    if (limit.isAllowed) return
+    // The headers @fastify/rate-limit's own hook sends, while the answer has not started.
+    if (reply !== undefined && !reply.sent) {
+      reply.header('x-ratelimit-limit', limit.max).header('x-ratelimit-remaining', limit.remaining).header('x-ratelimit-reset', limit.ttlInSeconds)
+    }
+    if (limit.isExceeded) {
+      const seconds = Math.max(1, limit.ttlInSeconds)
+      throw new RefusedError(429, code, `${message} Please try again in ${seconds} s.`, seconds * 1000)
     }
   }
 }

@@ -51,58 +51,28 @@ export interface RedirectFacts {
 
 export type LocalServices = ReturnType<typeof createLocalServices>
 
+type Chosen = { service: LocalServiceConfig, reason: 'network' | 'cookie' }
+type RecentlyDiverted = LRUCache<string, true>
+
 export function createLocalServices (opts: LocalServiceOptions) {
-  const services = opts.services.map((service) => ({
-    service,
-    inNetworks: networkMatcher(service.networks),
-    prefixes: new Set(service.prefixes.map(cacheKey))
-  }))
+  const { metrics } = opts
   const byId = new Map(opts.services.map((s) => [s.id, s]))
+  const choose = serviceChooser(opts.services, byId, metrics)
   // Bounded, with a TTL on the app's clock (ttlResolution 0: read the clock on every check).
-  const recentlyDiverted = new LRUCache<string, true>({
+  const recentlyDiverted: RecentlyDiverted = new LRUCache<string, true>({
     max: LOOP_GUARD_ENTRIES,
     ttl: opts.loopGuardMs ?? LOOP_GUARD_MS,
     ttlResolution: 0,
     perf: { now: opts.now }
   })
-  const { metrics } = opts
-  const bypassed = { nols: metrics.localServiceBypasses.labels('nols'), cookie_none: metrics.localServiceBypasses.labels('cookie_none'), linkout: metrics.localServiceBypasses.labels('linkout_registered') }
-  const chainCounts = {
-    openAccess: {
-      found: metrics.linkout.labels('open-access', 'found'),
-      none: metrics.linkout.labels('open-access', 'missed'),
-      late: metrics.linkout.labels('open-access', 'timed_out'),
-      unavailable: metrics.linkout.labels('open-access', 'unavailable')
-    },
-    taken: {
-      service: metrics.linkout.labels('service', 'taken'),
-      ezproxy: metrics.linkout.labels('ezproxy', 'taken'),
-      registered: metrics.linkout.labels('registered', 'taken')
-    }
+  // To the service's own URL (its template filled in), remembered by the loop guard.
+  const divertToService = (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string): Diversion => {
+    const location = fillTemplate(chosen.service.url as string, facts.handle, baseUrl())
+    recentlyDiverted.set(guardKey, true)
+    metrics.localServiceDiversions.inc({ service: chosen.service.id, reason: chosen.reason })
+    return { kind: 'divert', service: chosen.service, reason: chosen.reason, location, step: 'service' }
   }
-
-  /** The service for this reader and DOI, and why; undefined when none applies. */
-  function choose (request: FastifyRequest, facts: RedirectFacts): Chosen | undefined {
-    if (facts.params.nols) {
-      bypassed.nols.inc()
-      return undefined
-    }
-    const header = request.headers.cookie
-    if (header !== undefined && header.includes(COOKIE_NAME)) {
-      const chosen = parseCookie(header)[COOKIE_NAME]
-      if (chosen === NO_SERVICE) {
-        bypassed.cookie_none.inc()
-        return undefined
-      }
-      const service = chosen === undefined ? undefined : byId.get(chosen)
-      if (service !== undefined) return { service, reason: 'cookie' }
-    }
-    const prefix = cacheKey(prefixOf(facts.handle))
-    for (const s of services) {
-      if (s.inNetworks(request.ip) && (s.prefixes.size === 0 || s.prefixes.has(prefix))) return { service: s.service, reason: 'network' }
-    }
-    return undefined
-  }
+  const followChain = chainFollower(opts, recentlyDiverted, divertToService)
 
   return {
     services: opts.services,
@@ -128,28 +98,71 @@ export function createLocalServices (opts: LocalServiceOptions) {
       return divertToService(chosen, facts, guardKey, baseUrl)
     }
   }
+}
 
-  function guardKeyOf (request: FastifyRequest, facts: RedirectFacts): string {
-    return `${clientKey(request.ip)}\u0000${cacheKey(facts.handle)}`
+/** The service for this reader and DOI, and why, by nols, the cookie, then the networks; undefined when none applies. */
+function serviceChooser (configured: readonly LocalServiceConfig[], byId: ReadonlyMap<string, LocalServiceConfig>, metrics: Metrics) {
+  const services = configured.map((service) => ({
+    service,
+    inNetworks: networkMatcher(service.networks),
+    prefixes: new Set(service.prefixes.map(cacheKey))
+  }))
+  const bypassed = { nols: metrics.localServiceBypasses.labels('nols'), cookie_none: metrics.localServiceBypasses.labels('cookie_none') }
+  return function choose (request: FastifyRequest, facts: RedirectFacts): Chosen | undefined {
+    if (facts.params.nols) {
+      bypassed.nols.inc()
+      return undefined
+    }
+    const header = request.headers.cookie
+    if (header !== undefined && header.includes(COOKIE_NAME)) {
+      const chosen = parseCookie(header)[COOKIE_NAME]
+      if (chosen === NO_SERVICE) {
+        bypassed.cookie_none.inc()
+        return undefined
+      }
+      const service = chosen === undefined ? undefined : byId.get(chosen)
+      if (service !== undefined) return { service, reason: 'cookie' }
+    }
+    const prefix = cacheKey(prefixOf(facts.handle))
+    for (const s of services) {
+      if (s.inNetworks(request.ip) && (s.prefixes.size === 0 || s.prefixes.has(prefix))) return { service: s.service, reason: 'network' }
+    }
+    return undefined
   }
+}
 
-  function divertToService (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string): Diversion {
-    const location = fillTemplate(chosen.service.url as string, facts.handle, baseUrl())
-    recentlyDiverted.set(guardKey, true)
-    metrics.localServiceDiversions.inc({ service: chosen.service.id, reason: chosen.reason })
-    return { kind: 'divert', service: chosen.service, reason: chosen.reason, location, step: 'service' }
+/** The loop guard's key: this client and this DOI. */
+function guardKeyOf (request: FastifyRequest, facts: RedirectFacts): string {
+  return `${clientKey(request.ip)}\u0000${cacheKey(facts.handle)}`
+}
+
+/**
+ * The service's chain (src/handle/linkout.ts): its steps in order until one gives a URL. The
+ * service step is held back by the loop guard as a plain service is; the open-access source is
+ * asked only when the chain reaches it, and never makes the reader wait past OA_BUDGET_MS.
+ */
+function chainFollower (opts: LocalServiceOptions, recentlyDiverted: RecentlyDiverted,
+  divertToService: (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string) => Diversion) {
+  const { metrics } = opts
+  const bypassed = metrics.localServiceBypasses.labels('linkout_registered')
+  const counts = {
+    openAccess: {
+      found: metrics.linkout.labels('open-access', 'found'),
+      none: metrics.linkout.labels('open-access', 'missed'),
+      late: metrics.linkout.labels('open-access', 'timed_out'),
+      unavailable: metrics.linkout.labels('open-access', 'unavailable')
+    },
+    taken: {
+      service: metrics.linkout.labels('service', 'taken'),
+      ezproxy: metrics.linkout.labels('ezproxy', 'taken'),
+      registered: metrics.linkout.labels('registered', 'taken')
+    }
   }
-
-  /**
-   * The service's chain (src/handle/linkout.ts): its steps in order until one gives a URL. The
-   * service step is held back by the loop guard as a plain service is; the open-access source is
-   * asked only when the chain reaches it, and never makes the reader wait past OA_BUDGET_MS.
-   */
-  async function followChain (request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string): Promise<Diversion> {
+  return async function followChain (request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string): Promise<Diversion> {
     const { service } = chosen
     const steps = service.linkout ?? []
     if (bypassesChain(facts.params.all)) {
-      bypassed.linkout.inc()
+      bypassed.inc()
       return { kind: 'keep' }
     }
     const guardKey = guardKeyOf(request, facts)
@@ -165,19 +178,17 @@ export function createLocalServices (opts: LocalServiceOptions) {
     let choice = chooseLinkout(linkout)
     if (choice.kind === 'ask-open-access') {
       linkout.openAccess = opts.openAccess === undefined ? { kind: 'unavailable' } : await opts.openAccess.find(facts.handle)
-      chainCounts.openAccess[linkout.openAccess.kind].inc()
+      counts.openAccess[linkout.openAccess.kind].inc()
       choice = chooseLinkout(linkout)
     }
     if (choice.kind !== 'go') return { kind: 'keep' } // never: the second answer always goes
-    if (choice.step !== 'open-access') chainCounts.taken[choice.step].inc()
+    if (choice.step !== 'open-access') counts.taken[choice.step].inc()
     if (choice.step === 'registered') return { kind: 'keep' }
     if (choice.step === 'service') return divertToService(chosen, facts, guardKey, baseUrl)
     metrics.localServiceDiversions.inc({ service: service.id, reason: chosen.reason })
     return { kind: 'divert', service, reason: chosen.reason, location: choice.location, step: choice.step }
   }
 }
-
-type Chosen = { service: LocalServiceConfig, reason: 'network' | 'cookie' }
 
 /**
  * The template filled in: {doi} is the DOI as a query value, {return} our own absolute URL for the DOI

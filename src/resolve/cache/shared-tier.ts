@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Cluster } from 'ioredis'
 import { isFresh, staleUntil } from '../../handle/freshness.js'
 import type { FreshnessPolicy } from '../../handle/freshness.js'
 import { cacheKey } from '../../handle/name.js'
-import { createChangeLog, createLogThrottle } from '../../observe/log-throttle.js'
 import type { Metrics } from '../../observe/metrics.js'
 import { entryOf } from './entry.js'
 import type { RecordCache } from './record-cache.js'
 import type { CachedAnswer } from './entry.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
+import { watchSharedHealth } from './shared-health.js'
 import type { RedisClient } from '../fleet/redis.js'
 import type { LookupOptions, RecordFetcher } from '../upstream/fetcher.js'
 import type { UpstreamAnswer } from '../upstream/client.js'
@@ -22,31 +21,16 @@ import type { UpstreamAnswer } from '../upstream/client.js'
  * (SET NX PX, in a script) and fetches, the others poll for the record until it arrives, the lock goes (then
  * one of them takes it) or their wait ends (lock TTL or the request's deadline; then they fetch themselves).
  *
- * Redis down, stuck (no answer for STUCK_AFTER_MS) or full (OOM): every call here gives up and the lookup
- * goes on as if there were no Redis, counted in `doi_proxy_shared_cache_errors_total{reason}`, logged at
- * most once per LOG_INTERVAL_MS per reason; ioredis reconnects by itself. One command past its timeout is
- * counted too, but its lookup looks again and sharing stays on. Nothing here throws to the caller.
+ * Redis down, stuck or full: every call here gives up and the lookup goes on as if there were no Redis
+ * (when, and what it costs: shared-health.ts). Nothing here throws to the caller.
  */
 export const SHARED_KEY_VERSION = 'v2'
-const LOG_INTERVAL_MS = 10_000
-// After Redis fails (unreachable, stuck, an error), lookups leave it alone this long: a stuck Redis then
-// costs a second of command timeouts, not one per call of every miss, and the process works as if it had none.
-const PAUSE_AFTER_FAILURE_MS = 5_000
-// One command past its timeout is a slow command (a busy event loop here, a slow one there), not a Redis
-// gone: sharing stays on, and that lookup looks again. Only commands failing with no answer between them
-// for this long set Redis aside (PAUSE_AFTER_FAILURE_MS); otherwise one timeout would switch sharing off
-// for every lookup at once, and each replica would fetch every DOI of a storm itself (issue 25).
-const STUCK_AFTER_MS = 1_000
-// How often a Cluster is asked whether it is up (CLUSTER INFO on each master).
-const CLUSTER_PROBE_MS = 1_000
 
 // Delete the lock only if it is still ours (it may have expired and been taken by another replica).
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 // Take the lock, or say it is ours already: a lock command that timed out may have taken it, and the
 // lookup asking again must not then wait for itself until the lock expires.
 const LOCK_SCRIPT = "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end return 0"
-
-export type SharedErrorReason = 'unavailable' | 'timeout' | 'full' | 'error' | 'bad_value'
 
 export interface SharedTierOptions {
   /** One server, a Sentinel-watched master or a Cluster: every command here names one key, so any of them serves. */
@@ -72,6 +56,7 @@ export interface SharedTierOptions {
 /** An answer the shared tier gave: the entry as another replica stored it, with its own times. */
 export type SharedAnswer = UpstreamAnswer & { stored?: CachedAnswer }
 
+/** The tier's commands (records and locks), each asked only while Redis is usable (shared-health.ts). */
 export function createSharedTier (opts: SharedTierOptions) {
   const { redis, now } = opts
   const namespace = `${opts.prefix}${SHARED_KEY_VERSION}:${opts.source}:`
@@ -79,97 +64,16 @@ export function createSharedTier (opts: SharedTierOptions) {
   const lockKey = (key: string): string => `${namespace}l:${key}`
   const token = randomUUID()
   let owners = 0
-  const throttle = createLogThrottle(LOG_INTERVAL_MS)
 
   const { lookups, errors } = opts.metrics.sharedCache
-  // Up while lookups use it: connected, not paused after a failure, and a Cluster not reporting itself down.
-  opts.metrics.observeSharedTier(() => healthy())
+  const health = watchSharedHealth(redis, errors, opts.log)
+  const { usable, answered, fail, reasonOf } = health
+  opts.metrics.observeSharedTier(health.healthy)
   const count = {
     hit: lookups.labels('hit'),
     miss: lookups.labels('miss'),
     waited: lookups.labels('waited'),
     write: lookups.labels('write')
-  }
-
-  let pausedUntil = 0
-  // The connection's own story, whether or not a command was in flight: an idle replica whose Redis went
-  // away says so. Each outage's start and end is logged, at once or, when another came within
-  // LOG_INTERVAL_MS, counted in one line at that interval's end: back-to-back outages are never lost
-  // from the log, and a Redis that flaps costs a few lines per interval. A start without Redis is already
-  // said by services/cache-tiers.ts, so its first connection is a reconnection too.
-  let connected = redis.status === 'ready'
-  const connection = createChangeLog<'lost' | 'regained'>(LOG_INTERVAL_MS, (held) => {
-    opts.log.warn({ lost: held.lost ?? 0, regained: held.regained ?? 0, connected },
-      `the connection to the shared cache (Redis) was lost ${held.lost ?? 0} more times and regained ${held.regained ?? 0} more times in the last ${LOG_INTERVAL_MS / 1000} s; ${connected ? 'connected now' : 'not connected now'}`)
-  })
-  redis.on('ready', () => {
-    // A new connection ends the pause: it is for a Redis that stays connected but answers too slowly.
-    pausedUntil = 0
-    if (connected) return
-    connected = true
-    connection.change('regained', () => opts.log.info({}, 'reconnected to the shared cache (Redis)'))
-  })
-  // Emitted when a connection that was not closed by us is lost and a reconnection is planned.
-  redis.on('reconnecting', () => {
-    if (!connected) return
-    connected = false
-    connection.change('lost', () => opts.log.warn({}, 'lost the connection to the shared cache (Redis); working with the local cache until it is back'))
-  })
-
-  // When the first command failed since Redis last answered (performance.now()); undefined while it answers.
-  let failingSince: number | undefined
-  const answered = (): void => { failingSince = undefined }
-
-  function fail (reason: SharedErrorReason, err?: unknown): void {
-    errors.inc({ reason })
-    const at = performance.now()
-    if (reason === 'timeout') {
-      failingSince ??= at
-      if (at - failingSince >= STUCK_AFTER_MS) pausedUntil = at + PAUSE_AFTER_FAILURE_MS
-    } else if (reason === 'unavailable' || reason === 'error') {
-      pausedUntil = at + PAUSE_AFTER_FAILURE_MS
-    }
-    throttle(reason, (suppressed) => opts.log.warn({ reason, err: err === undefined ? undefined : (err as Error).message, suppressed },
-      reason === 'bad_value' ? 'ignored a value in the shared cache (Redis) that is not a cache entry' : 'the shared cache (Redis) failed; working with the local cache only'))
-  }
-
-  function reasonOf (err: unknown): SharedErrorReason {
-    const message = (err as Error)?.message ?? ''
-    if (/timed out/i.test(message)) return 'timeout'
-    if (/^OOM\b/.test(message)) return 'full'
-    if (redis.status !== 'ready' || /closed|writeable|connect/i.test(message)) return 'unavailable'
-    return 'error'
-  }
-
-  // A Cluster with a master gone (its slots served by no one) says `cluster_state:fail` on the masters
-  // left, while its client stays 'ready': asked each CLUSTER_PROBE_MS, so the gauge says so even with no
-  // lookup under way, and lookups leave it alone until it reports `ok` again.
-  let clusterDown = false
-  let probing = false
-  const probe = redis instanceof Cluster ? setInterval(() => { probeCluster(redis).catch(() => {}) }, CLUSTER_PROBE_MS).unref() : undefined
-  async function probeCluster (cluster: Cluster): Promise<void> {
-    if (probing || cluster.status !== 'ready') return
-    probing = true
-    try {
-      const asked = await Promise.allSettled(cluster.nodes('master').map(async (node) => String(await node.cluster('INFO'))))
-      const answers = asked.flatMap((one) => one.status === 'fulfilled' ? [one.value] : [])
-      // A master that does not answer says nothing: the others tell whether the cluster counts it lost.
-      if (answers.length === 0) return
-      const down = answers.some((info) => /^cluster_state:fail\b/m.test(info))
-      if (down === clusterDown) return
-      clusterDown = down
-      if (down) opts.log.warn({}, 'the shared cache (Redis Cluster) reports itself down (cluster_state:fail); working with the local cache until it is ok')
-      else opts.log.info({}, 'the shared cache (Redis Cluster) reports itself ok again')
-    } finally {
-      probing = false
-    }
-  }
-
-  const healthy = (): boolean => redis.status === 'ready' && !clusterDown && performance.now() >= pausedUntil
-  const usable = (): boolean => {
-    if (healthy()) return true
-    if (redis.status !== 'ready' || clusterDown) errors.inc({ reason: 'unavailable' })
-    return false
   }
 
   /** The entry stored for key, or undefined (absent, unreadable, Redis in trouble). */
@@ -227,10 +131,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  /** Stops the Cluster's probe (the client is closed by its owner). */
-  const close = (): void => { clearInterval(probe) }
-
-  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog: connection.flush, close }
+  return { get, put, lock, unlock, owner, usable: health.healthy, count, recordKey, lockKey, flushLog: health.flushLog, close: health.close }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>

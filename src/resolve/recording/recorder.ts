@@ -18,28 +18,15 @@
  * pending goes to a file of this server's own. The log says where it records, each write with its
  * count, and the last at close.
  */
-import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir } from 'node:fs/promises'
 import { cacheKey } from '../../handle/name.js'
 import type { HandleValue } from '../../handle/types.js'
 import { withLock } from './file-lock.js'
+import { readRecorded, recordFiles, writeAside, writeOver } from './record-file.js'
+import type { Change, Entry, RecordedMetadata, RecordFiles } from './record-file.js'
 import type { StoredMetadata } from '../local-store/metadata.js'
 import type { LocalRecords } from '../local-store/store.js'
 import type { RecordFetcher } from '../upstream/fetcher.js'
-
-export const RECORD_FILE = 'recorded.ndjson'
-
-export interface RecordedMetadata { contentType: string, body: string }
-
-interface Entry {
-  handle: string
-  values: readonly HandleValue[] | undefined
-  metadata: Map<string, RecordedMetadata>
-}
-
-/** What this writer recorded for a handle since its last write: only that is put over what is on disk. */
-interface Change { values: boolean, types: Set<string> }
 
 export interface RecorderOptions {
   dir: string
@@ -69,22 +56,13 @@ export interface Recorder {
 
 /** Open DIR (created when missing) and read what an earlier run recorded, so it is kept. */
 export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
-  const path = join(opts.dir, RECORD_FILE)
-  // This writer's own temporary name: two servers' writes never meet in one file.
-  const tmp = join(opts.dir, `.${RECORD_FILE}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-  const lock = join(opts.dir, `.${RECORD_FILE}.lock`)
+  const files = recordFiles(opts.dir)
   const maxRecords = opts.maxRecords ?? 100_000
-  const delay = opts.flushDelayMs ?? 200
   await mkdir(opts.dir, { recursive: true })
-  const entries = await readRecorded(path)
-  opts.log.info({ dir: opts.dir, file: path, records: entries.size }, `RECORD_TO: recording what is fetched into ${path} (${entries.size} records there already)`)
-  let written = entries.size
-  let timer: NodeJS.Timeout | undefined
-  let writing: Promise<void> = Promise.resolve()
+  const entries = await readRecorded(files.path)
+  opts.log.info({ dir: opts.dir, file: files.path, records: entries.size }, `RECORD_TO: recording what is fetched into ${files.path} (${entries.size} records there already)`)
+  const writes = scheduleWrites(files, entries, opts)
   let refused = 0
-  // Changed since the last write, by handle key. The rest of `entries` may be older than the file
-  // (another server fetched the handle again since): putting it back would undo the other's update.
-  let pending = new Map<string, Change>()
 
   function entryOf (handle: string): Entry | undefined {
     const key = cacheKey(handle)
@@ -99,6 +77,39 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
     }
     return entry
   }
+
+  return {
+    record (handle, values) {
+      const entry = entryOf(handle)
+      if (entry === undefined || sameValues(entry.values, values)) return
+      entry.values = values
+      writes.changed(cacheKey(handle), { values: true })
+    },
+    recordMetadata (handle, type, answer) {
+      const entry = entryOf(handle)
+      const held = entry?.metadata.get(type)
+      if (entry === undefined || (held?.contentType === answer.contentType && held.body === answer.body)) return
+      entry.metadata.set(type, answer)
+      writes.changed(cacheKey(handle), { type })
+    },
+    flush: writes.flush,
+    close: writes.close
+  }
+}
+
+/**
+ * What changed in `entries` since the last write, written `flushDelayMs` after a change, one write at a
+ * time, under the directory's lock. At close: what is left, or, when the lock cannot be had, aside.
+ */
+function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>, opts: RecorderOptions) {
+  const { path } = files
+  const delay = opts.flushDelayMs ?? 200
+  let written = entries.size
+  let timer: NodeJS.Timeout | undefined
+  let writing: Promise<void> = Promise.resolve()
+  // Changed since the last write, by handle key. The rest of `entries` may be older than the file
+  // (another server fetched the handle again since): putting it back would undo the other's update.
+  let pending = new Map<string, Change>()
 
   function changed (key: string, what: { values: true } | { type: string }): void {
     let change = pending.get(key)
@@ -143,98 +154,36 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
   }
 
   async function write (changes: Map<string, Change>): Promise<void> {
-    await withLock(lock, { waitMs: opts.lockWaitMs ?? 10_000 }, async () => {
-      // What other servers recorded into the directory since: kept, with our changes on top.
-      const union = overlaid(await readRecorded(path), entries, changes)
-      const lines = linesOf(union.values())
-      await writeFile(tmp, lines.length === 0 ? '' : lines.join('\n') + '\n')
-      await rename(tmp, path)
-      opts.log.info({ file: path, records: lines.length, new: lines.length - written }, `RECORD_TO: wrote ${lines.length} records to ${path}`)
-      written = lines.length
+    await withLock(files.lock, { waitMs: opts.lockWaitMs ?? 10_000 }, async () => {
+      const { union, records } = await writeOver(files, entries, changes)
+      opts.log.info({ file: path, records, new: records - written }, `RECORD_TO: wrote ${records} records to ${path}`)
+      written = records
       // Metadata whose record is not written yet (it came from the cache) waits for the record.
       restore(new Map([...changes].filter(([key]) => union.get(key)?.values === undefined)))
     })
   }
 
-  /**
-   * At close, when the shared file cannot be written (another writer holds the lock too long): what is
-   * pending goes to a file of this writer's own in the directory, which LOCAL_STORE_DIR reads too (it
-   * sorts after recorded.ndjson, so its newer answers win). Returns its path and count.
-   */
-  async function writeAside (): Promise<{ file: string, records: number }> {
-    const file = join(opts.dir, `recorded.unwritten-${process.pid}-${randomBytes(4).toString('hex')}.ndjson`)
-    // The shared file read without the lock (it is replaced whole, by rename): its metadata for these handles is kept.
-    const onDisk = await readRecorded(path).catch(() => new Map<string, Entry>())
-    const union = overlaid(onDisk, entries, pending)
-    const lines = linesOf([...pending.keys()].flatMap((key) => union.get(key) ?? []))
-    if (lines.length > 0) await writeFile(file, lines.join('\n') + '\n', { flag: 'wx' })
-    pending = new Map()
-    return { file, records: lines.length }
-  }
-
-  return {
-    record (handle, values) {
-      const entry = entryOf(handle)
-      if (entry === undefined || sameValues(entry.values, values)) return
-      entry.values = values
-      changed(cacheKey(handle), { values: true })
-    },
-    recordMetadata (handle, type, answer) {
-      const entry = entryOf(handle)
-      const held = entry?.metadata.get(type)
-      if (entry === undefined || (held?.contentType === answer.contentType && held.body === answer.body)) return
-      entry.metadata.set(type, answer)
-      changed(cacheKey(handle), { type })
-    },
-    flush,
-    async close () {
+  async function close (): Promise<void> {
+    try {
+      await flush()
+    } catch (err) {
+      let aside
       try {
-        await flush()
-      } catch (err) {
-        let aside
-        try {
-          aside = await writeAside()
-        } catch (asideErr) {
-          opts.log.error({ err, asideErr, file: path, lost: pending.size }, `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`)
-          throw err
-        }
-        const where = aside.records === 0 ? 'nothing recorded since was lost' : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
-        opts.log.error({ err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
-          `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`)
-        return
+        aside = await writeAside(files, entries, pending)
+        pending = new Map()
+      } catch (asideErr) {
+        opts.log.error({ err, asideErr, file: path, lost: pending.size }, `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`)
+        throw err
       }
-      opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
+      const where = aside.records === 0 ? 'nothing recorded since was lost' : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
+      opts.log.error({ err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
+        `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`)
+      return
     }
+    opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
   }
-}
 
-/** The records on disk with what we changed over them: our values and metadata types where we changed them, theirs elsewhere. */
-function overlaid (onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>, changes: ReadonlyMap<string, Change>): Map<string, Entry> {
-  for (const [key, change] of changes) {
-    const e = ours.get(key)
-    if (e === undefined) continue
-    const theirs = onDisk.get(key)
-    const metadata = new Map(theirs?.metadata)
-    for (const type of change.types) {
-      const answer = e.metadata.get(type)
-      if (answer !== undefined) metadata.set(type, answer)
-    }
-    const values = change.values || theirs === undefined
-    onDisk.set(key, { handle: values ? e.handle : theirs.handle, values: values ? e.values : theirs.values, metadata })
-  }
-  return onDisk
-}
-
-function linesOf (entries: Iterable<Entry>): string[] {
-  const lines: string[] = []
-  for (const e of entries) {
-    // Metadata alone (its record came from the cache) is no local record: kept until it has one.
-    if (e.values === undefined) continue
-    const line: { handle: string, values: readonly HandleValue[], metadata?: Record<string, RecordedMetadata> } = { handle: e.handle, values: e.values }
-    if (e.metadata.size > 0) line.metadata = Object.fromEntries(e.metadata)
-    lines.push(JSON.stringify(line))
-  }
-  return lines
+  return { changed, flush, close }
 }
 
 /** The upstream as the resolver takes it, recording every record it answers (from another replica's share too). */
@@ -280,30 +229,4 @@ export function recordingLocal<L extends LocalRecords & { metadata: (handle: str
 
 function sameValues (a: readonly HandleValue[] | undefined, b: readonly HandleValue[]): boolean {
   return a !== undefined && (a === b || JSON.stringify(a) === JSON.stringify(b))
-}
-
-/** The lines an earlier run wrote (a missing file is an empty one). */
-async function readRecorded (path: string): Promise<Map<string, Entry>> {
-  const out = new Map<string, Entry>()
-  let text: string
-  try {
-    text = await readFile(path, 'utf8')
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENOENT') return out
-    throw err
-  }
-  // The file is rewritten whole from what is read here: a line that cannot be read stops the start rather than being lost.
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return
-    let o: { handle?: unknown, values?: unknown, metadata?: unknown } | undefined
-    try {
-      o = JSON.parse(line) as typeof o
-    } catch {}
-    if (o === null || typeof o !== 'object' || typeof o.handle !== 'string' || !Array.isArray(o.values)) {
-      throw new Error(`RECORD_TO: line ${i + 1} of ${path} is not a record {"handle": …, "values": […]}; mend or remove it, or record into another directory`)
-    }
-    const metadata = new Map<string, RecordedMetadata>(o.metadata !== null && typeof o.metadata === 'object' ? Object.entries(o.metadata as Record<string, RecordedMetadata>) : [])
-    out.set(cacheKey(o.handle), { handle: o.handle, values: o.values as HandleValue[], metadata })
-  })
-  return out
 }

@@ -36,46 +36,15 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
  * (getWithRetries); the fair queue lives in the resolver.
  */
 export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
-  const breakerOptions = (scope: FaultScope): CircuitBreaker.Options => ({
-    timeout: false, // the client's own deadline is the timeout
-    errorThresholdPercentage: opts.breaker.errorThresholdPercent,
-    volumeThreshold: opts.breaker.volumeThreshold,
-    resetTimeout: opts.breaker.resetMs,
-    rollingCountTimeout: opts.breaker.windowMs,
-    rollingCountBuckets: 10,
-    // We read neither latency percentiles nor snapshots. With them on (opossum's defaults) every call's
-    // latency is kept in a list, and the whole window's lists are joined and sorted on every failure and
-    // by a timer each bucket, in every breaker (one per prefix): work on the miss path for nothing.
-    rollingPercentilesEnabled: false,
-    enableSnapshots: false,
-    // Truthy means "not a failure of mine".
-    errorFilter: (err: unknown) => !(err instanceof UpstreamError && err.fault && err.scope === scope)
-  })
-
-  const fetch = async (handle: string, flags: FetchOptions): Promise<UpstreamAnswer> => await client.fetchRecord(handle, flags)
-  const prefixes = new LRUCache<string, CircuitBreaker<[string, FetchOptions], UpstreamAnswer>>({
-    max: opts.maxPrefixBreakers,
-    dispose: (breaker) => breaker.shutdown()
-  })
-  function prefixBreaker (prefix: string): CircuitBreaker<[string, FetchOptions], UpstreamAnswer> {
-    let breaker = prefixes.get(prefix)
-    if (breaker === undefined) {
-      breaker = new CircuitBreaker(fetch, breakerOptions('prefix'))
-      breaker.on('open', () => opts.onPrefixBreaker?.(prefix, 'open'))
-      breaker.on('close', () => opts.onPrefixBreaker?.(prefix, 'closed'))
-      prefixes.set(prefix, breaker)
-    }
-    return breaker
-  }
-
+  const prefixes = prefixBreakers(client, opts)
   const global = new CircuitBreaker(async (handle: string, flags: FetchOptions) => {
     try {
-      return await prefixBreaker(cacheKey(prefixOf(handle))).fire(handle, flags)
+      return await prefixes.breakerOf(cacheKey(prefixOf(handle))).fire(handle, flags)
     } catch (err) {
       if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
       throw err
     }
-  }, breakerOptions('upstream'))
+  }, breakerOptions(opts.breaker, 'upstream'))
   let state: BreakerState = 'closed'
   global.on('open', () => { state = 'open'; opts.onBreaker?.(state) })
   global.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
@@ -97,7 +66,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
     const wait = waitUntil - performance.now()
     if (wait > 0) throw upstreamErrors.rateLimited(wait, false)
     if (global.opened) throw upstreamErrors.circuitOpen(knownReason())
-    if (prefixes.peek(cacheKey(prefixOf(handle)))?.opened === true) throw upstreamErrors.prefixCircuitOpen()
+    if (prefixes.breakers.peek(cacheKey(prefixOf(handle)))?.opened === true) throw upstreamErrors.prefixCircuitOpen()
   }
 
   return {
@@ -117,14 +86,14 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
     },
     async close (): Promise<void> {
       global.shutdown()
-      prefixes.clear()
+      prefixes.breakers.clear()
       await client.close()
     },
     breakerState: () => state,
     /** Prefixes whose breaker is not closed now (at most maxPrefixBreakers, read at a scrape). */
     openPrefixes (): number {
       let open = 0
-      for (const breaker of prefixes.values()) if (!breaker.closed) open++
+      for (const breaker of prefixes.breakers.values()) if (!breaker.closed) open++
       return open
     },
     /** The registry's wait as another process of the host was told it (epoch ms), bounded as our own is. */
@@ -132,6 +101,49 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
       const wait = Math.min(MAX_RATE_LIMIT_WAIT_MS, until - Date.now())
       if (wait > 0) waitUntil = Math.max(waitUntil, performance.now() + wait)
     }
+  }
+}
+
+type PrefixBreaker = CircuitBreaker<[string, FetchOptions], UpstreamAnswer>
+
+/** A breaker per prefix, made at its first lookup: at most maxPrefixBreakers, the least recently used dropped. */
+function prefixBreakers (client: UpstreamClient, opts: GuardOptions) {
+  const fetch = async (handle: string, flags: FetchOptions): Promise<UpstreamAnswer> => await client.fetchRecord(handle, flags)
+  const breakers = new LRUCache<string, PrefixBreaker>({
+    max: opts.maxPrefixBreakers,
+    dispose: (breaker) => breaker.shutdown()
+  })
+  return {
+    breakers,
+    breakerOf (prefix: string): PrefixBreaker {
+      let breaker = breakers.get(prefix)
+      if (breaker === undefined) {
+        breaker = new CircuitBreaker(fetch, breakerOptions(opts.breaker, 'prefix'))
+        breaker.on('open', () => opts.onPrefixBreaker?.(prefix, 'open'))
+        breaker.on('close', () => opts.onPrefixBreaker?.(prefix, 'closed'))
+        breakers.set(prefix, breaker)
+      }
+      return breaker
+    }
+  }
+}
+
+/** opossum's options for a breaker that counts the faults of one scope (the whole upstream, or one prefix). */
+function breakerOptions (breaker: BreakerOptions, scope: FaultScope): CircuitBreaker.Options {
+  return {
+    timeout: false, // the client's own deadline is the timeout
+    errorThresholdPercentage: breaker.errorThresholdPercent,
+    volumeThreshold: breaker.volumeThreshold,
+    resetTimeout: breaker.resetMs,
+    rollingCountTimeout: breaker.windowMs,
+    rollingCountBuckets: 10,
+    // We read neither latency percentiles nor snapshots. With them on (opossum's defaults) every call's
+    // latency is kept in a list, and the whole window's lists are joined and sorted on every failure and
+    // by a timer each bucket, in every breaker (one per prefix): work on the miss path for nothing.
+    rollingPercentilesEnabled: false,
+    enableSnapshots: false,
+    // Truthy means "not a failure of mine".
+    errorFilter: (err: unknown) => !(err instanceof UpstreamError && err.fault && err.scope === scope)
   }
 }
 
