@@ -6,11 +6,13 @@ import type { Config } from './config/schema.js'
 import { CORS_HEADERS, isApiRecordPath } from './http/prepared-answers.js'
 import type { RouteContext } from './http/route-context.js'
 import apiRoutes, { apiHandler, apiOptions } from './http/routes/api.js'
+import type { ApiSettings } from './http/routes/api.js'
 import cacheRoutes from './http/routes/cache.js'
 import batchRoutes from './http/routes/batch.js'
 import openUrlRoutes from './http/routes/openurl.js'
 import opsRoutes from './http/routes/ops.js'
 import proxyRoutes, { proxyHandler, proxyOptions } from './http/routes/proxy.js'
+import type { ProxySettings } from './http/routes/proxy.js'
 import raRoutes from './http/routes/ra.js'
 import settingsRoutes from './http/routes/settings.js'
 import staticRoutes from './http/routes/static.js'
@@ -129,7 +131,7 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */
-function badUrlRoute (app: FastifyInstance, context: RouteContext): LateRoutes['badUrl'] {
+function badUrlRoute (app: FastifyInstance, context: RouteContext<ProxySettings | ApiSettings>): LateRoutes['badUrl'] {
   const proxy = proxyHandler(proxyOptions(context))
   const api = apiHandler(apiOptions(context))
   return async (request, reply) => {

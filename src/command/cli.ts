@@ -14,7 +14,6 @@ import { mirrorExitCode, parseReadingList, runMirror } from './mirror.js'
 import type { MirrorProgress, MirrorSummary, ReadingList } from './mirror.js'
 import { runMetadataMirror } from './mirror-metadata.js'
 import { DEFAULT_METADATA_HOSTS, parseAllowedHosts } from '../handle/metadata-hosts.js'
-import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { normaliseMediaType } from '../handle/metadata-types.js'
 import { createMetadataFetcher } from '../resolve/metadata/agencies.js'
 import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/upstream/reachability.js'
@@ -96,7 +95,8 @@ interface MirrorCommand {
   userAgent: string
   /** Media types of metadata to copy too (normalised); empty: records only. */
   accept: string[]
-  metadataHosts: AllowedHost[]
+  /** METADATA_HOSTS' entries, as parseAllowedHosts writes them. */
+  metadataHosts: string[]
 }
 
 function defaultOf<K extends keyof Config> (key: K): Config[K] {
@@ -160,7 +160,7 @@ function mediaTypes (raw: string | undefined): string[] {
   return out
 }
 
-function hostList (raw: string | undefined): AllowedHost[] {
+function hostList (raw: string | undefined): string[] {
   const hosts = parseAllowedHosts(raw ?? [...DEFAULT_METADATA_HOSTS])
   if (typeof hosts === 'string') throw new UsageError(`METADATA_HOSTS: ${hosts}`)
   return hosts

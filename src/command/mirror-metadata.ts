@@ -16,7 +16,6 @@ import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { chooseLocation } from '../handle/locations.js'
 import { allowedMetadataUrl } from '../handle/metadata-hosts.js'
-import type { AllowedHost } from '../handle/metadata-hosts.js'
 import { acceptsContentType } from '../handle/metadata-types.js'
 import { cacheKey } from '../handle/name.js'
 import { automaticLocatt } from '../handle/negotiate.js'
@@ -40,7 +39,7 @@ export interface MetadataMirrorOptions {
 
 export interface MetadataMirrorArgs {
   fetcher: Pick<MetadataFetcher, 'fetch'>
-  hosts: readonly AllowedHost[]
+  hosts: readonly string[]
   list: ReadingList
   outPath: string
   /** Normalised media types (normaliseMediaType). */

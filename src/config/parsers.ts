@@ -189,7 +189,7 @@ export function bearerToken (minLength: number): Parse<string> {
 export const hosts: Parse<string[]> = (raw, refuse) => {
   const parsed = typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : refuse.expected('comma-separated host or host:port entries')
   if (typeof parsed === 'string') return refuse.expected(`comma-separated host or host:port entries (${parsed})`)
-  return parsed.map((h) => (h.port === undefined ? h.host : `${h.host}:${h.port}`))
+  return parsed
 }
 
 /** The local services' own checks (src/config/local-services.ts). */

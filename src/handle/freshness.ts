@@ -2,7 +2,8 @@
  * How long an answer of the upstream stays fresh, and how long it is kept after that to stand in when the
  * upstream fails (behaviour.md §3, §11): the one rule every cache tier applies (the process's cache in
  * src/resolve/lookup/resolver.ts, the shared tier in Redis, the snapshot file), and its upper bound, beyond
- * which an entry read back from Redis or a snapshot is not believed (src/resolve/cache/entry-codec.ts). Also
+ * which an entry read back from Redis or a snapshot is not believed (src/resolve/cache/entry-codec.ts). The
+ * metadata cache applies it too, with its own cap (metadataEntryFor, src/resolve/metadata/agencies.ts). Also
  * how long a prefix's namespace locations are kept apart (behaviour.md R11, src/resolve/lookup/locations-loader.ts).
  * Pure: no clock, no I/O; time comes in as epoch ms.
  */
@@ -82,4 +83,59 @@ export const NAMESPACE_LOCATIONS_MAX_SECONDS = 3600
  */
 export function namespaceLocationsSeconds (values: readonly HandleValue[], now: number): number {
   return recordCacheSeconds(values, now, { maxSeconds: NAMESPACE_LOCATIONS_MAX_SECONDS, floorSeconds: 0 })
+}
+
+/**
+ * The same rule for the metadata an agency answers (docs/metadata.md, src/resolve/metadata/agencies.ts): the
+ * records' not-found life and staleness (NEGATIVE_TTL_SECONDS, MAX_STALE_SECONDS), with its own cap
+ * (METADATA_MAX_TTL_SECONDS) in place of the records' and no floor.
+ */
+export interface MetadataFreshnessPolicy {
+  /** An agency's answer is fresh at most this long, whatever its Cache-Control says (METADATA_MAX_TTL_SECONDS). */
+  readonly maxTtlSeconds: number
+  /** A 404, 406 or 410 at most this long (NEGATIVE_TTL_SECONDS). */
+  readonly notFoundSeconds: number
+  /** A kept answer (a 404 or 406 too) is kept this long past its freshness, to stand in when the agency fails. */
+  readonly maxStaleMs: number
+}
+
+/** The metadata's policy: the records' `policy` with the metadata's own cap. */
+export function metadataFreshnessPolicy (policy: FreshnessPolicy, maxTtlSeconds: number): MetadataFreshnessPolicy {
+  return { maxTtlSeconds, notFoundSeconds: policy.notFoundSeconds, maxStaleMs: policy.maxStaleMs }
+}
+
+/** An agency that says nothing about freshness: an hour (capped by METADATA_MAX_TTL_SECONDS). */
+export const METADATA_DEFAULT_FRESH_SECONDS = 3600
+// What an agency answers that is kept (a 2xx with the metadata or nothing, a not-found); the not-found ones.
+const METADATA_KEPT = new Set([200, 203, 204, 404, 406, 410])
+const METADATA_NOT_FOUND = new Set([404, 406, 410])
+
+/** An agency's answer as the rule sees it: its HTTP status and its Cache-Control header. */
+export interface MetadataFreshnessAnswer { status: number, cacheControl: string | undefined }
+
+/**
+ * The lifetime of an agency's answer stored at `now`: fresh for what its Cache-Control says (s-maxage, else
+ * max-age; an hour when it says nothing; 0 for no-store, no-cache, private), at most `maxTtlSeconds`, a
+ * not-found at most `notFoundSeconds`; then kept `maxStaleMs` more to stand in. `kept` is false for a status
+ * not kept, or a life of 0: such an answer is not cached, and its `freshUntil` is only its Expires.
+ */
+export function metadataEntryFor (answer: MetadataFreshnessAnswer, now: number, policy: MetadataFreshnessPolicy):
+Lifetime & { kept: boolean } {
+  let seconds = Math.min(policy.maxTtlSeconds, cacheControlSeconds(answer.cacheControl) ?? METADATA_DEFAULT_FRESH_SECONDS)
+  if (METADATA_NOT_FOUND.has(answer.status)) seconds = Math.min(seconds, policy.notFoundSeconds)
+  const freshUntil = now + seconds * 1000
+  return { freshUntil, staleUntil: freshUntil + policy.maxStaleMs, kept: METADATA_KEPT.has(answer.status) && seconds > 0 }
+}
+
+/** Freshness in seconds from Cache-Control (s-maxage, else max-age); undefined when it says nothing; 0 for no-store/no-cache/private. */
+export function cacheControlSeconds (header: string | undefined): number | undefined {
+  if (header === undefined) return undefined
+  const directives = header.toLowerCase().split(',').map((d) => d.trim())
+  if (directives.some((d) => d === 'no-store' || d === 'no-cache' || d === 'private')) return 0
+  const read = (name: string): number | undefined => {
+    const d = directives.find((x) => x.startsWith(`${name}=`))
+    const v = d?.slice(name.length + 1).replace(/^"|"$/g, '')
+    return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined
+  }
+  return read('s-maxage') ?? read('max-age')
 }

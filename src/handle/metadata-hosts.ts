@@ -48,25 +48,29 @@ function isBracketedIpv6 (host: string): boolean {
   }
 }
 
-/** A comma-separated list (or an array from a config file): the hosts, or a message naming the bad entry. */
-export function parseAllowedHosts (raw: string | readonly unknown[]): AllowedHost[] | string {
+/**
+ * A comma-separated list (or an array from a config file), read once: each entry written one way, `host` or
+ * `host:port` (lower-cased, the port a plain number), as METADATA_HOSTS is held and allowedMetadataUrl reads
+ * it; or a message naming the bad entry.
+ */
+export function parseAllowedHosts (raw: string | readonly unknown[]): string[] | string {
   const items = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw
-  const out: AllowedHost[] = []
+  const out: string[] = []
   for (const item of items) {
     if (typeof item !== 'string') return 'a list of host names'
     const parsed = parseAllowedHost(item)
     if (typeof parsed === 'string') return parsed
-    out.push(parsed)
+    out.push(parsed.port === undefined ? parsed.host : `${parsed.host}:${parsed.port}`)
   }
   return out
 }
 
 /**
  * The URL a metadata fetch may go to, parsed; or a reason it may not: a scheme other than http(s),
- * user info (never send credentials), or a host and port not on the list. An entry without a port allows
- * the scheme's default port only (80 for http, 443 for https).
+ * user info (never send credentials), or a host and port not on the list (entries as parseAllowedHosts
+ * writes them). An entry without a port allows the scheme's default port only (80 for http, 443 for https).
  */
-export function allowedMetadataUrl (href: string, allowed: readonly AllowedHost[]): URL | string {
+export function allowedMetadataUrl (href: string, allowed: readonly string[]): URL | string {
   let url: URL
   try {
     url = new URL(href)
@@ -79,6 +83,6 @@ export function allowedMetadataUrl (href: string, allowed: readonly AllowedHost[
   // URL drops a default port: '' means 443 for https, 80 for http.
   const defaultPort = url.protocol === 'https:' ? 443 : 80
   const port = url.port === '' ? defaultPort : Number(url.port)
-  const ok = allowed.some((a) => a.host === host && (a.port ?? defaultPort) === port)
+  const ok = allowed.includes(`${host}:${port}`) || (port === defaultPort && allowed.includes(host))
   return ok ? url : `the host ${url.host} is not on the metadata allow-list (METADATA_HOSTS)`
 }

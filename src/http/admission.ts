@@ -46,8 +46,13 @@ export interface AdmissionControl extends Admission {
   register (app: FastifyInstance): Promise<void>
 }
 
+/** The settings of the gate: load shedding, the rate limits (their Redis keys), who is trusted, the request's deadline. */
+export type AdmissionSettings = Pick<Config,
+  'maxEventLoopDelayMs' | 'rateLimitMax' | 'authRateLimitMax' | 'rateLimitWindowMs' | 'rateLimitAllowList' | 'trustedNetworks' |
+  'redisKeyPrefix' | 'requestDeadlineMs'>
+
 /** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
-export function createAdmission (config: Config, metrics: Metrics, redis?: RedisClient): AdmissionControl {
+export function createAdmission (config: AdmissionSettings, metrics: Metrics, redis?: RedisClient): AdmissionControl {
   const isTrusted = networkMatcher(config.trustedNetworks)
   const isAllowListed = networkMatcher(config.rateLimitAllowList)
   const refused = {

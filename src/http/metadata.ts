@@ -9,14 +9,11 @@
  * 3. otherwise nothing is answered here, and the route sends the redirect, as doi.org does.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Config } from '../config/schema.js'
 import { cacheKey, encodeHandlePath } from '../handle/name.js'
-import { parseAllowedHosts, allowedMetadataUrl } from '../handle/metadata-hosts.js'
-import type { AllowedHost } from '../handle/metadata-hosts.js'
+import { allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import { acceptCacheKey, chooseStoredType, fallbackTypes, recordedType } from '../handle/metadata-types.js'
 import type { Recorder } from '../resolve/recording/recorder.js'
 import type { StoredMetadata } from '../resolve/local-store/metadata.js'
-import { createMetadataFetcher, createMetadataService } from '../resolve/metadata/agencies.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata/agencies.js'
 import type { Admit } from '../resolve/upstream/fetcher.js'
 import type { Admission } from './admission.js'
@@ -48,15 +45,16 @@ export interface MetadataAnswers {
   fetching: boolean
   /** A purge: drop every metadata answer held for this handle (folded, `cacheKey`); true when one was held. */
   forget (handleKey: string): boolean
-  close (): Promise<void>
 }
 
 export interface MetadataAnswersOptions {
-  config: Config
-  admission: Admission
+  /** The agencies' cache and queues in front of the fetcher (src/services/metadata.ts); undefined: nothing is fetched. */
+  service: Pick<MetadataService, 'peek' | 'get' | 'forget'> | undefined
+  /** METADATA_HOSTS' entries (src/handle/metadata-hosts.ts): only a location on them is fetched. */
+  hosts: readonly string[]
+  admission: Pick<Admission, 'gate'>
   /** The local store's stored metadata, when there is a store. */
   stored?: ((handle: string) => StoredMetadata | undefined) | undefined
-  userAgent: string
   now: () => number
   /** RECORD_TO: every metadata answer fetched is recorded (src/resolve/recording/recorder.ts). */
   recorder?: Pick<Recorder, 'recordMetadata'> | undefined
@@ -69,39 +67,7 @@ const SAFE_HEADER_VALUE = /^[\x20-\x7e]*$/
 const CONTENT_SECURITY_POLICY = "default-src 'none'; sandbox"
 
 export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAnswers {
-  const { config, admission, now } = opts
-  const hosts = parseAllowedHosts(config.metadataHosts) as AllowedHost[]
-  const fetching = config.metadataMode === 'fetch' && !config.offline
-  const fetcher = fetching
-    ? createMetadataFetcher({
-      hosts,
-      userAgent: opts.userAgent,
-      timeoutMs: config.metadataTimeoutMs,
-      connectTimeoutMs: config.upstreamConnectTimeoutMs,
-      maxBodyBytes: config.metadataMaxBodyBytes,
-      connectionsPerHost: config.metadataAgencyConcurrency,
-      maxRedirects: config.metadataMaxRedirects,
-      retry: { retries: config.upstreamRetries, baseMs: config.upstreamRetryBaseMs, maxMs: config.upstreamRetryMaxMs }
-    })
-    : undefined
-  const service: MetadataService | undefined = fetcher === undefined
-    ? undefined
-    : createMetadataService({
-      fetcher,
-      now,
-      cacheMaxBytes: config.metadataCacheMaxBytes,
-      maxTtlSeconds: config.metadataMaxTtlSeconds,
-      negativeTtlSeconds: config.negativeTtlSeconds,
-      maxStaleMs: config.maxStaleSeconds * 1000,
-      queue: {
-        maxActive: config.metadataAgencyConcurrency,
-        perClient: config.upstreamPerClient,
-        perClientQueue: config.upstreamClientQueue,
-        maxWaiting: config.upstreamQueueSize,
-        waitTimeoutMs: config.upstreamQueueTimeoutMs,
-        retryAfterMs: 5000
-      }
-    })
+  const { service, hosts, admission, now } = opts
 
   function answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined {
     // A location the reader extended with urlappend is redirected to, never fetched: otherwise a reader
@@ -113,10 +79,10 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
       const type = chooseStoredType(accept, [...stored.keys()])
       if (type !== undefined) {
         const entry = stored.get(type)!
-        return send(reply, outcome, 'HIT', { status: 200, contentType: entry.contentType, body: entry.body, expires: outcome.expires })
+        return send(reply, outcome, 'HIT', { status: 200, contentType: entry.contentType, body: entry.body, expires: outcome.expires }, now)
       }
       // Nothing stored fits and nothing will be fetched: what an agency answers for a type it lacks.
-      if (service === undefined) return sendNotAcceptable(reply, outcome, [...stored.keys()])
+      if (service === undefined) return sendNotAcceptable(reply, outcome, [...stored.keys()], now)
     }
     if (service === undefined || accept === undefined || !SAFE_ACCEPT.test(accept)) return undefined
     const url = allowedMetadataUrl(outcome.location, hosts)
@@ -133,7 +99,9 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     for (let i = 0; i < tries.length; i++) {
       const fresh = service.peek(tries[i]!.key)
       if (fresh === undefined) return fetchAndSend(request, reply, outcome, admitted, tries)
-      if (answered(fresh) || i === tries.length - 1) return sendAnswer(reply, outcome, answered(fresh) ? fresh : service.peek(tries[0]!.key) ?? fresh, 'HIT')
+      if (answered(fresh) || i === tries.length - 1) {
+        return sendAnswer(reply, outcome, answered(fresh) ? fresh : service.peek(tries[0]!.key) ?? fresh, 'HIT', now)
+      }
     }
     return undefined
   }
@@ -145,10 +113,10 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     for (const q of tries) {
       const got = await service!.get({ ...q, ticket, deadline })
       if (got.cache === 'MISS' && got.answer.status === 200 && answered(got.answer)) record(outcome.handle, q.accept, got.answer)
-      if (answered(got.answer)) return sendAnswer(reply, outcome, got.answer, got.cache)
+      if (answered(got.answer)) return sendAnswer(reply, outcome, got.answer, got.cache, now)
       first ??= got
     }
-    return sendAnswer(reply, outcome, first!.answer, first!.cache)
+    return sendAnswer(reply, outcome, first!.answer, first!.cache, now)
   }
 
   function record (handle: string, accept: string, a: MetadataAnswer): void {
@@ -156,44 +124,47 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     if (type !== undefined && a.contentType !== undefined) opts.recorder!.recordMetadata(handle, type, { contentType: a.contentType, body: a.body.toString('utf8') })
   }
 
-  function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus): FastifyReply {
-    if (a.status >= 200 && a.status < 300) {
-      return send(reply, outcome, cache, { status: a.status, contentType: a.contentType, body: a.body, expires: a.freshUntil })
-    }
-    // A 4xx about this DOI or type (404, 406…): the agency's status, in our own words (its page is not ours to serve).
-    const message = a.status === 406
-      ? 'The registration agency has no metadata of the type asked for (Accept) for this DOI.\n'
-      : a.status === 404
-        ? 'The registration agency has no metadata for this DOI.\n'
-        : `The registration agency refused this metadata request (HTTP ${a.status}).\n`
-    return send(reply, outcome, cache, { status: a.status, contentType: 'text/plain; charset=utf-8', body: message, expires: a.freshUntil })
-  }
-
-  function sendNotAcceptable (reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[]): FastifyReply {
-    const body = `No metadata of the type asked for (Accept) is held for this DOI. Held: ${types.join(', ')}\n`
-    return send(reply, outcome, 'HIT', { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires })
-  }
-
-  function send (reply: FastifyReply, outcome: NegotiatedRedirect, cache: MetadataCacheStatus, a: { status: number, contentType: string | undefined, body: string | Buffer, expires: number }): FastifyReply {
-    reply.code(a.status)
-      .header('vary', 'Accept')
-      .header('x-cache', cache)
-      .header('expires', new Date(Math.max(a.expires, now())).toUTCString())
-      .header('x-content-type-options', 'nosniff')
-      .header('content-security-policy', CONTENT_SECURITY_POLICY)
-    const link = citeAs(outcome.handle)
-    if (link !== undefined) reply.header('link', link)
-    if (a.contentType !== undefined && SAFE_HEADER_VALUE.test(a.contentType)) reply.header('content-type', a.contentType)
-    else reply.header('content-type', 'application/octet-stream')
-    return a.status === 204 ? reply.send() : reply.send(a.body)
-  }
-
   return {
     answer,
     fetching: service !== undefined,
-    forget: (handleKey) => service?.forget(handleKey) ?? false,
-    async close () { await fetcher?.close() }
+    forget: (handleKey) => service?.forget(handleKey) ?? false
   }
+}
+
+function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus, now: () => number):
+FastifyReply {
+  if (a.status >= 200 && a.status < 300) {
+    return send(reply, outcome, cache, { status: a.status, contentType: a.contentType, body: a.body, expires: a.freshUntil }, now)
+  }
+  // A 4xx about this DOI or type (404, 406…): the agency's status, in our own words (its page is not ours to serve).
+  const message = a.status === 406
+    ? 'The registration agency has no metadata of the type asked for (Accept) for this DOI.\n'
+    : a.status === 404
+      ? 'The registration agency has no metadata for this DOI.\n'
+      : `The registration agency refused this metadata request (HTTP ${a.status}).\n`
+  const page = { status: a.status, contentType: 'text/plain; charset=utf-8', body: message, expires: a.freshUntil }
+  return send(reply, outcome, cache, page, now)
+}
+
+function sendNotAcceptable (reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[], now: () => number): FastifyReply {
+  const body = `No metadata of the type asked for (Accept) is held for this DOI. Held: ${types.join(', ')}\n`
+  return send(reply, outcome, 'HIT', { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires }, now)
+}
+
+/** The answer's status, headers (Expires never in the past, by `now`) and body. */
+function send (reply: FastifyReply, outcome: NegotiatedRedirect, cache: MetadataCacheStatus,
+  a: { status: number, contentType: string | undefined, body: string | Buffer, expires: number }, now: () => number): FastifyReply {
+  reply.code(a.status)
+    .header('vary', 'Accept')
+    .header('x-cache', cache)
+    .header('expires', new Date(Math.max(a.expires, now())).toUTCString())
+    .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', CONTENT_SECURITY_POLICY)
+  const link = citeAs(outcome.handle)
+  if (link !== undefined) reply.header('link', link)
+  if (a.contentType !== undefined && SAFE_HEADER_VALUE.test(a.contentType)) reply.header('content-type', a.contentType)
+  else reply.header('content-type', 'application/octet-stream')
+  return a.status === 204 ? reply.send() : reply.send(a.body)
 }
 
 /** An answer with the metadata in it; 406, 204 and an empty body are nothing (datacite/datacite#2448), so the next type is asked. */

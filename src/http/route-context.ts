@@ -49,8 +49,11 @@ export interface PurgeResult {
   told: 'redis' | 'host' | 'failed'
 }
 
-/** What app.ts gives each route plugin (src/http/routes/*): the settings and the services. */
-export interface RouteContext {
-  config: Config
+/**
+ * What app.ts gives each route plugin (src/http/routes/*): the services, and the settings; each route names
+ * the settings it reads (`K`), so it can be built from those alone.
+ */
+export interface RouteContext<K extends keyof Config = never> {
+  config: Pick<Config, K>
   services: RouteServices
 }

@@ -2,17 +2,21 @@ import { readdir } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/schema.js'
+import { freshnessPolicy } from '../handle/freshness.js'
 import type { FreshnessPolicy } from '../handle/freshness.js'
 import type { Metrics } from '../observe/metrics.js'
+import { createRecordCache } from '../resolve/cache/record-cache.js'
 import type { RecordCache } from '../resolve/cache/record-cache.js'
 import type { OpenAccessCache } from '../resolve/open-access/finder.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache/source.js'
 import { closeRedis, createRedisClient, describeRedis, notClusterNodes, redisSettingsOf, waitConnected, watchSlowSetup } from '../resolve/fleet/redis.js'
-import type { RedisClient } from '../resolve/fleet/redis.js'
+import type { RedisClient, RedisSettings } from '../resolve/fleet/redis.js'
 import type { RecordFetcher } from '../resolve/upstream/fetcher.js'
 import { openAccessRedisKey } from '../resolve/open-access/finder.js'
 import { createSharedTier, sharedFetcher } from '../resolve/cache/shared-tier.js'
 import { loadSnapshot, scheduleSnapshots } from '../resolve/cache/cache-file.js'
+import { openAccessCacheOf } from './open-access.js'
+import type { OpenAccessCacheSettings } from './open-access.js'
 
 /**
  * The cache's other tiers (behaviour.md §11): the snapshot file (loaded now, written periodically and
@@ -35,6 +39,37 @@ export interface CacheTiers {
   forget (key: string, shared: boolean): Promise<'deleted' | 'none' | 'failed'>
 }
 
+/** The settings of the caches: the records' (its bounds, their freshness), the open-access answers', and the other tiers. */
+export type CacheSettings = CacheTierSettings & OpenAccessCacheSettings &
+  Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'cacheMinTtlSeconds' | 'cacheMaxTtlSeconds' | 'negativeTtlSeconds' | 'maxStaleSeconds'>
+
+/** The caches and how long what they hold stays fresh and is kept (one policy for every tier, src/handle/freshness.ts). */
+export interface Caches {
+  freshness: FreshnessPolicy
+  cache: RecordCache
+  /** The open-access answers' memory (a provider over the network only), kept in the snapshot with the records. */
+  openAccessCache: OpenAccessCache | undefined
+  tiers: CacheTiers
+}
+
+/** The records' cache in memory, the open-access answers' memory, and the other tiers of both (behaviour.md §11). */
+export async function setUpCaches (settings: CacheSettings, ctx: { log: FastifyBaseLogger, metrics: Metrics, now: () => number }):
+Promise<Caches> {
+  const { log, metrics, now } = ctx
+  const freshness = freshnessPolicy(settings)
+  const cache = createRecordCache({ maxEntries: settings.cacheMaxEntries, maxBytes: settings.cacheMaxBytes, freshness })
+  metrics.observeCache(() => ({ entries: cache.size, bytes: cache.bytes }))
+  const openAccessCache = openAccessCacheOf(settings)
+  const tiers = await setUpCacheTiers(log, settings, { cache, freshness, metrics, now, openAccess: openAccessCache })
+  return { freshness, cache, openAccessCache, tiers }
+}
+
+/** The settings of the snapshot file and the shared tier in Redis (and what names the records' source). */
+export type CacheTierSettings = Pick<Config,
+  'cacheFile' | 'cacheSnapshotIntervalSeconds' | 'upstreamMaxBodyBytes' | 'maxHandleLength' | 'upstreamUrl' | 'offline' |
+  'redisUrl' | 'redisSentinels' | 'redisSentinelMaster' | 'redisClusterNodes' | 'redisUsername' | 'redisPassword' | 'redisTlsCaFile' |
+  'redisCommandTimeoutMs' | 'redisConnectTimeoutMs' | 'redisKeyPrefix' | 'redisLockTtlMs' | 'redisWaitPollMs'>
+
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.
 const LINE_SLACK_BYTES = 64 * 1024
 
@@ -55,7 +90,13 @@ async function siblingSnapshots (file: string): Promise<string[]> {
     .sort()
 }
 
-export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, deps: { cache: RecordCache, freshness: FreshnessPolicy, metrics: Metrics, now: () => number, openAccess?: OpenAccessCache | undefined }): Promise<CacheTiers> {
+export async function setUpCacheTiers (log: FastifyBaseLogger, config: CacheTierSettings, deps: {
+  cache: RecordCache
+  freshness: FreshnessPolicy
+  metrics: Metrics
+  now: () => number
+  openAccess?: OpenAccessCache | undefined
+}): Promise<CacheTiers> {
   const { cache, freshness, metrics, now, openAccess } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
@@ -85,22 +126,7 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
   if (settings === undefined) {
     return { redis: undefined, wrap: (upstream) => upstream, preClose, close: async () => {}, forget: async () => { await rewriteSnapshot(); return 'none' } }
   }
-  const redis = createRedisClient(settings)
-  const setup = watchSlowSetup(redis)
-  const notCluster = notClusterNodes(redis)
-  if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
-    const nodes = notCluster()
-    if (nodes.length > 0) {
-      log.warn({ redis: describeRedis(settings.topology), nodes }, 'REDIS_CLUSTER_NODES names a Redis that is not a cluster (its cluster support is disabled): for a single server use REDIS_URL, else name nodes of a Redis Cluster; working with the local cache meanwhile')
-    } else if (setup.slow()) {
-      // Connected, but its first commands took longer than the timeout: it will never be ready as it is.
-      log.warn({ redis: describeRedis(settings.topology), commandTimeoutMs: config.redisCommandTimeoutMs },
-        `the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs} ms); working with the local cache, not sharing, until it answers in time: raise REDIS_COMMAND_TIMEOUT_MS above its round trip to share (docs/deployment.md)`)
-    } else {
-      log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
-    }
-  }
-  setup.stop()
+  const redis = await connectRedis(log, settings, config)
   const tier = createSharedTier({
     redis,
     prefix: config.redisKeyPrefix,
@@ -141,4 +167,29 @@ export async function setUpCacheTiers (log: FastifyBaseLogger, config: Config, d
       freshness
     })
   }
+}
+
+/**
+ * The Redis client, connected now: waited for at most REDIS_CONNECT_TIMEOUT_MS, then used as it is (it
+ * reconnects by itself), with a warning that says why it is not ready yet.
+ */
+async function connectRedis (log: FastifyBaseLogger, settings: RedisSettings, config: Pick<Config, 'redisConnectTimeoutMs' | 'redisCommandTimeoutMs'>):
+Promise<RedisClient> {
+  const redis = createRedisClient(settings)
+  const setup = watchSlowSetup(redis)
+  const notCluster = notClusterNodes(redis)
+  if (!await waitConnected(redis, config.redisConnectTimeoutMs)) {
+    const nodes = notCluster()
+    if (nodes.length > 0) {
+      log.warn({ redis: describeRedis(settings.topology), nodes }, 'REDIS_CLUSTER_NODES names a Redis that is not a cluster (its cluster support is disabled): for a single server use REDIS_URL, else name nodes of a Redis Cluster; working with the local cache meanwhile')
+    } else if (setup.slow()) {
+      // Connected, but its first commands took longer than the timeout: it will never be ready as it is.
+      log.warn({ redis: describeRedis(settings.topology), commandTimeoutMs: config.redisCommandTimeoutMs },
+        `the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs} ms); working with the local cache, not sharing, until it answers in time: raise REDIS_COMMAND_TIMEOUT_MS above its round trip to share (docs/deployment.md)`)
+    } else {
+      log.warn({ redis: describeRedis(settings.topology) }, 'the shared cache (Redis) is not reachable; working with the local cache until it is')
+    }
+  }
+  setup.stop()
+  return redis
 }

@@ -11,12 +11,30 @@ import type { OpenAccess, OpenAccessCache } from '../resolve/open-access/finder.
 import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/open-access/providers.js'
 import type { OpenAccessProviderClient } from '../resolve/open-access/providers.js'
 
+/** The settings of the provider in force: which, where, and how it is asked over the network. */
+export type ProviderSettings = Pick<Config,
+  'oaProvider' | 'offline' | 'unpaywallUrl' | 'unpaywallEmail' | 'openalexUrl' | 'oaSnapshotFile' | 'oaSnapshotMaxEntries' |
+  'oaTimeoutMs' | 'oaConnections' | 'oaMaxBodyBytes' | 'upstreamConnectTimeoutMs' | 'userAgent' | 'contactEmail'>
+
+/** The settings of the answers' memory. */
+export type OpenAccessCacheSettings = Pick<Config, 'oaProvider' | 'oaCacheMaxEntries' | 'oaTtlSeconds' | 'oaNegativeTtlSeconds'>
+
+/** The settings of the open-access source: its provider, its memory, its day and its share of Redis. */
+export type OpenAccessSettings = ProviderSettings & OpenAccessCacheSettings &
+  Pick<Config, 'oaBudgetMs' | 'oaDailyLimit' | 'workers' | 'redisKeyPrefix' | 'redisWaitPollMs'>
+
 /**
  * The open-access source of link-out chains (docs/institutional.md "Open access first"): its provider
  * (a file is read now), its cache and shared tier; its `close` is for the app's close. Undefined
  * without OA_PROVIDER, and offline for a provider over the network (never built: no connection).
  */
-export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, deps: { metrics: Metrics, now: () => number, redis: RedisClient | undefined, dispatcher?: Dispatcher | undefined, cache?: OpenAccessCache | undefined }): Promise<OpenAccess | undefined> {
+export async function setUpOpenAccess (log: FastifyBaseLogger, config: OpenAccessSettings, deps: {
+  metrics: Metrics
+  now: () => number
+  redis: RedisClient | undefined
+  dispatcher?: Dispatcher | undefined
+  cache?: OpenAccessCache | undefined
+}): Promise<OpenAccess | undefined> {
   const provider = await providerOf(log, config, deps.dispatcher)
   if (provider === undefined) return undefined
   const throttle = createLogThrottle(10_000)
@@ -46,7 +64,7 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: Config, d
  * the cache snapshot loads its answers and writes them back; undefined for none or OA_PROVIDER=file
  * (read from its file at each start).
  */
-export function openAccessCacheOf (config: Config): OpenAccessCache | undefined {
+export function openAccessCacheOf (config: OpenAccessCacheSettings): OpenAccessCache | undefined {
   if (config.oaProvider !== 'unpaywall' && config.oaProvider !== 'openalex') return undefined
   return createOpenAccessCache({
     maxEntries: config.oaCacheMaxEntries,
@@ -55,7 +73,7 @@ export function openAccessCacheOf (config: Config): OpenAccessCache | undefined 
   })
 }
 
-async function providerOf (log: FastifyBaseLogger, config: Config, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
+async function providerOf (log: FastifyBaseLogger, config: ProviderSettings, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
   const http = {
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.oaTimeoutMs,

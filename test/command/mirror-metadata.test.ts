@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { parseAllowedHosts } from '../../src/handle/metadata-hosts.js'
-import type { AllowedHost } from '../../src/handle/metadata-hosts.js'
 import { parseReadingList, runMirror } from '../../src/command/mirror.js'
 import { runMetadataMirror } from '../../src/command/mirror-metadata.js'
 import type { MetadataMirrorSummary } from '../../src/command/mirror-metadata.js'
@@ -32,7 +31,7 @@ async function world (opts: { hosts?: (agency: FakeAgency) => string } = {}) {
     '10.9999/alias': [str(1, 'HS_ALIAS', '10.9999/paper')]
   })
   const client = createUpstreamClient({ baseUrl: upstream.url, userAgent: 'doi-proxy-test', timeoutMs: 5000, connectTimeoutMs: 2000, connections: 4, maxBodyBytes: 1 << 20 })
-  const hosts = parseAllowedHosts(opts.hosts?.(agency) ?? agency.host) as AllowedHost[]
+  const hosts = parseAllowedHosts(opts.hosts?.(agency) ?? agency.host) as string[]
   const fetcher = createMetadataFetcher({ hosts, userAgent: 'doi-proxy-test', timeoutMs: 5000, connectTimeoutMs: 2000, maxBodyBytes: 1 << 20, connectionsPerHost: 2, maxRedirects: 3, retry: { retries: 0, baseMs: 1, maxMs: 1 } })
   const dir = await mkdtemp(join(tmpdir(), 'doi-proxy-mirror-metadata-'))
   const out = join(dir, 'records', 'list.ndjson')

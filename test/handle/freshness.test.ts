@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { entryFor, freshBound, freshnessPolicy, isFresh, namespaceLocationsSeconds, staleUntil } from '../../src/handle/freshness.js'
-import type { FreshnessAnswer, FreshnessPolicy } from '../../src/handle/freshness.js'
+import {
+  cacheControlSeconds, entryFor, freshBound, freshnessPolicy, isFresh, metadataEntryFor, metadataFreshnessPolicy, namespaceLocationsSeconds, staleUntil
+} from '../../src/handle/freshness.js'
+import type { FreshnessAnswer, FreshnessPolicy, MetadataFreshnessPolicy } from '../../src/handle/freshness.js'
 import type { HandleValue } from '../../src/handle/types.js'
 
 // Sources: D§n = docs/behaviour.md §n (the spec's DECISIONS.md §n): §3 resolution, §11 the shared tier and
@@ -75,5 +77,55 @@ describe('namespaceLocationsSeconds: how long a prefix\'s namespace locations ar
     ['R§11: no values (a prefix with no namespace locations): an hour', found(), 3600]
   ])('%s', (_why, answer, seconds) => {
     expect(namespaceLocationsSeconds(valuesOf(answer), NOW)).toBe(seconds)
+  })
+})
+
+describe('metadataEntryFor: how long an agency\'s metadata is fresh, and kept to stand in when the agency fails', () => {
+  // docs/metadata.md: METADATA_MAX_TTL_SECONDS 86400 by default; NEGATIVE_TTL_SECONDS and MAX_STALE_SECONDS as above.
+  const METADATA: MetadataFreshnessPolicy = metadataFreshnessPolicy(DEFAULTS, 86_400)
+  type Row = { why: string, status: number, cacheControl?: string, policy?: Partial<MetadataFreshnessPolicy>, fresh: number, kept: boolean }
+  const rows: Row[] = [
+    { why: 'an agency that says nothing: an hour', status: 200, fresh: 3600 * S, kept: true },
+    { why: 'its max-age', status: 200, cacheControl: 'public, max-age=600', fresh: 600 * S, kept: true },
+    { why: 's-maxage before max-age', status: 200, cacheControl: 'max-age=600, s-maxage=120', fresh: 120 * S, kept: true },
+    { why: 'capped by METADATA_MAX_TTL_SECONDS', status: 200, cacheControl: 'max-age=600', policy: { maxTtlSeconds: 60 }, fresh: 60 * S, kept: true },
+    { why: 'no-store: not kept', status: 200, cacheControl: 'no-store', fresh: 0, kept: false },
+    { why: 'private: not kept', status: 200, cacheControl: 'max-age=600, private', fresh: 0, kept: false },
+    { why: 'a 204 is kept (nothing of that type)', status: 204, fresh: 3600 * S, kept: true },
+    { why: 'a 404 at most NEGATIVE_TTL_SECONDS', status: 404, cacheControl: 'max-age=600', fresh: 60 * S, kept: true },
+    { why: 'a 406 at most NEGATIVE_TTL_SECONDS', status: 406, fresh: 60 * S, kept: true },
+    { why: 'a 410 below NEGATIVE_TTL_SECONDS keeps its own', status: 410, cacheControl: 'max-age=30', fresh: 30 * S, kept: true },
+    { why: 'NEGATIVE_TTL_SECONDS=0: a 404 is not kept', status: 404, policy: { notFoundSeconds: 0 }, fresh: 0, kept: false },
+    { why: 'a status not kept (403) still has its life, for Expires', status: 403, cacheControl: 'max-age=600', fresh: 600 * S, kept: false },
+    { why: 'a 201 is not kept', status: 201, fresh: 3600 * S, kept: false }
+  ]
+  it.each(rows)('$why', ({ status, cacheControl, policy, fresh, kept }) => {
+    const life = metadataEntryFor({ status, cacheControl }, NOW, { ...METADATA, ...policy })
+    expect(life.freshUntil - NOW).toBe(fresh)
+    expect(life.kept).toBe(kept)
+  })
+
+  it('every answer, a 404 too, stands in MAX_STALE_SECONDS past its freshness (unlike a not-found record)', () => {
+    expect(metadataEntryFor({ status: 200, cacheControl: undefined }, NOW, METADATA).staleUntil - NOW).toBe(3600 * S + 7 * DAY)
+    expect(metadataEntryFor({ status: 404, cacheControl: undefined }, NOW, METADATA).staleUntil - NOW).toBe(60 * S + 7 * DAY)
+    expect(metadataEntryFor({ status: 200, cacheControl: undefined }, NOW, { ...METADATA, maxStaleMs: 0 }).staleUntil - NOW).toBe(3600 * S)
+  })
+
+  it('the metadata\'s policy is the records\' not-found life and staleness with its own cap', () => {
+    expect(METADATA).toEqual({ maxTtlSeconds: 86_400, notFoundSeconds: 60, maxStaleMs: 7 * DAY })
+  })
+
+  it.each([
+    [undefined, undefined],
+    ['public', undefined],
+    ['max-age=600', 600],
+    ['MAX-AGE=600', 600],
+    ['max-age="600"', 600],
+    ['max-age=abc', undefined],
+    ['s-maxage=60, max-age=600', 60],
+    ['no-cache', 0],
+    ['max-age=600, no-store', 0]
+  ])('Cache-Control %j says %j seconds', (header, seconds) => {
+    expect(cacheControlSeconds(header)).toBe(seconds)
   })
 })

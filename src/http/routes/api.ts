@@ -33,7 +33,10 @@ export interface ApiRouteOptions {
  * The Handle REST API exactly as the reference serves it (behaviour.md R7, §7), answered from the
  * same cache as the redirects. Aliases are not followed here.
  */
-export default async function apiRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+/** The settings the REST API reads. */
+export type ApiSettings = 'maxHandleLength' | 'offline'
+
+export default async function apiRoutes (app: FastifyInstance, context: RouteContext<ApiSettings>): Promise<void> {
   const opts = apiOptions(context)
   app.get('/api/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_JSON))
   // Errors are rendered by the one error handler, as the REST API's JSON.
@@ -47,7 +50,7 @@ export default async function apiRoutes (app: FastifyInstance, context: RouteCon
 }
 
 /** The REST API's options, read from the app's context: for its routes, and app.ts' handler of paths the router cannot decode. */
-export function apiOptions ({ config, services }: RouteContext): ApiRouteOptions {
+export function apiOptions ({ config, services }: RouteContext<ApiSettings>): ApiRouteOptions {
   const { resolver, admission, prepared, metrics } = services
   return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline, metrics }
 }

@@ -4,13 +4,12 @@ import { parseBatchLine, textEntries } from '../../handle/batch.js'
 import { onlyIfCached } from '../admission.js'
 import type { Admission } from '../admission.js'
 import type { ClientTicket } from '../../resolve/upstream/fair-queue.js'
-import { createBatchAnswers } from '../batch.js'
 import type { BatchAnswers, BatchResult } from '../batch.js'
 import { LimitError, RefusedError, describeError, logError } from '../errors.js'
 import { UpstreamError } from '../../resolve/upstream/errors.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { Resolver } from '../../resolve/lookup/resolver.js'
-import type { RouteContext } from '../route-context.js'
+import type { RouteContext, RouteServices } from '../route-context.js'
 import { lazyPageContext } from './proxy.js'
 
 export interface BatchRouteOptions {
@@ -25,18 +24,21 @@ export interface BatchRouteOptions {
   fallbackHost: string
 }
 
+/** The batch route's settings, and its services: the routes' and the batch's answers (built in src/services.ts). */
+type BatchRouteContext = RouteContext<'batchMaxLines' | 'batchMaxBytes' | 'maxHandleLength' | 'publicBaseUrl'> & {
+  services: RouteServices & { batch: BatchAnswers }
+}
+
 /**
  * POST /api/batch: a body of DOIs (text/plain, one a line, or a JSON array of strings), answered as
  * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). Its own plugin context:
  * its body parsers apply to this route only, and its limit is the route's bodyLimit (BATCH_MAX_BYTES):
  * without it the app's 16 KiB would.
  */
-export default async function batchRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
-  const { proxyService, resolver, admission, metrics, fallbackHost } = services
-  // More lookups at once than a client may have in flight and waiting would only earn 429s from its own queue.
-  const concurrency = Math.min(config.batchConcurrency, config.upstreamPerClient + config.upstreamClientQueue)
+export default async function batchRoutes (app: FastifyInstance, { config, services }: BatchRouteContext): Promise<void> {
+  const { batch, resolver, admission, metrics, fallbackHost } = services
   const opts: BatchRouteOptions = {
-    batch: createBatchAnswers({ service: proxyService, resolver, metrics, concurrency, deadlineMs: config.requestDeadlineMs }),
+    batch,
     resolver,
     admission,
     metrics,

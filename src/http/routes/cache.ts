@@ -12,7 +12,8 @@ const PATH = '/api/cache'
  * (NEGATIVE_TTL_SECONDS; datacite/datacite#2281). Off without ADMIN_TOKEN; asked with
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time. Answers JSON, never cached.
  */
-export default async function cacheRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+export default async function cacheRoutes (app: FastifyInstance, { config, services }: RouteContext<'adminToken' | 'maxHandleLength'>):
+Promise<void> {
   // Both sides hashed first: equal lengths for timingSafeEqual, and the token's length not told by the time taken.
   const digest = (text: string): Buffer => createHash('sha256').update(text).digest()
   const expected = config.adminToken === undefined ? undefined : digest(config.adminToken)

@@ -7,13 +7,14 @@ import { acceptFormBodies } from '../form-body.js'
 import type { RouteContext } from '../route-context.js'
 import { renderOpenUrlHelpPage } from '../views/institutional.js'
 import { lazyPageContext, proxyAnswer, proxyOptions } from './proxy.js'
+import type { ProxySettings } from './proxy.js'
 
 /**
  * Inbound OpenURL (behaviour.md §10): `/openurl?rft_id=info:doi/…` (GET, or POST with a form body)
  * is answered as `/{doi}` with the proxy's own parameters from the query, through the same limits,
  * resolution and local service as `/{doi}`. Other OpenURL keys are ignored.
  */
-export default async function openUrlRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+export default async function openUrlRoutes (app: FastifyInstance, context: RouteContext<ProxySettings>): Promise<void> {
   const opts = proxyOptions(context)
   const answer = proxyAnswer(opts)
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {

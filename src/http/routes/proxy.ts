@@ -55,7 +55,10 @@ export interface ProxyRouteOptions {
 }
 
 /** The HTML proxy: `/{handle}` → redirect, values page, showurls XML or an error page; `/` → the home page. */
-export default async function proxyRoutes (app: FastifyInstance, context: RouteContext): Promise<void> {
+/** The settings the proxy reads (and /openurl, answered as the proxy). */
+export type ProxySettings = 'maxHandleLength' | 'publicBaseUrl' | 'countryHeader' | 'offline'
+
+export default async function proxyRoutes (app: FastifyInstance, context: RouteContext<ProxySettings>): Promise<void> {
   const handler = proxyHandler(proxyOptions(context))
   app.get('/*', handler)
   // The reference's query form posts `hdl` to `/` (behaviour.md R1 step 5); a form body is read as text.
@@ -64,7 +67,7 @@ export default async function proxyRoutes (app: FastifyInstance, context: RouteC
 }
 
 /** The proxy's options, read from the app's context: for its routes, /openurl's, and app.ts' handler of paths the router cannot decode. */
-export function proxyOptions ({ config, services }: RouteContext): ProxyRouteOptions {
+export function proxyOptions ({ config, services }: RouteContext<ProxySettings>): ProxyRouteOptions {
   return {
     service: services.proxyService,
     resolver: services.resolver,

@@ -19,7 +19,8 @@ export interface RaRouteOptions {
 }
 
 /** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): behaviour.md R8, §7. */
-export default async function raRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+export default async function raRoutes (app: FastifyInstance, { config, services }: RouteContext<'raNames' | 'raMaxDois' | 'raConcurrency'>):
+Promise<void> {
   const opts: RaRouteOptions = { resolver: services.resolver, admission: services.admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency }
   // Errors are rendered by the one error handler, as {"message"} JSON.
   const routeConfig = { errorFormat: 'message' } as const

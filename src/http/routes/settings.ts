@@ -15,7 +15,8 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
  * The reader's choice of local service (behaviour.md §10): `/settings` (a page, and its form), and
  * `/settings/set?service=ID`, a 1×1 GIF a library's login page can embed (doi.org's "cookie pusher").
  */
-export default async function settingsRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+export default async function settingsRoutes (app: FastifyInstance, { config, services }: RouteContext<'localServices' | 'publicBaseUrl'>):
+Promise<void> {
   const { localServices: choices, publicBaseUrl } = config
   const byId = new Map(choices.map((s) => [s.id, s]))
   const baseOf = (request: FastifyRequest): string => baseUrlFor(request, publicBaseUrl, services.fallbackHost)

@@ -17,7 +17,8 @@ const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '$
  * site open in an operator's browser must not read them. The figures come from a collector that reads
  * our counters once a second, never from work per request.
  */
-export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext): Promise<void> {
+export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext<'statusAllow' | 'publicBaseUrl'>):
+Promise<void> {
   const { status: collector, fallbackHost } = services
   const allowed = networkMatcher(config.statusAllow)
 

@@ -2,16 +2,17 @@
  * Metadata fetched from a registration agency's content-negotiation service (docs/metadata.md): the
  * fetcher (its own undici Agent, the allow-list at every hop, bounded redirects, size and time, retries
  * that honour Retry-After inside the deadline) and the cache in front of it (per DOI, location and Accept;
- * bounded in bytes; fresh for the agency's Cache-Control, capped; stale answers when the agency fails;
+ * bounded in bytes; fresh and kept by src/handle/freshness.ts metadataEntryFor; stale answers when the agency fails;
  * one fetch per concurrent miss; a fair queue per agency host, so each agency has a concurrency cap and
  * every reader takes its turn).
  */
 import { Agent } from 'undici'
 import type { Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
+import { isFresh, metadataEntryFor } from '../../handle/freshness.js'
+import type { MetadataFreshnessPolicy } from '../../handle/freshness.js'
 import { allowedMetadataUrl } from '../../handle/metadata-hosts.js'
 import { acceptsContentType } from '../../handle/metadata-types.js'
-import type { AllowedHost } from '../../handle/metadata-hosts.js'
 import { UpstreamError } from '../upstream/errors.js'
 import { createFairQueue } from '../upstream/fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from '../upstream/fair-queue.js'
@@ -27,12 +28,15 @@ export interface MetadataAnswer {
   /** Epoch ms on the app clock. */
   storedAt: number
   freshUntil: number
+  /** Kept until then to stand in when the agency fails (src/handle/freshness.ts metadataEntryFor). */
+  staleUntil: number
 }
 
 export type MetadataCacheStatus = 'HIT' | 'MISS' | 'STALE'
 
 export interface MetadataFetcherOptions {
-  hosts: readonly AllowedHost[]
+  /** METADATA_HOSTS' entries (src/handle/metadata-hosts.ts): where a fetch and each of its redirects may go. */
+  hosts: readonly string[]
   userAgent: string
   /** A whole fetch (redirects and retries included) gives up after this long. */
   timeoutMs: number
@@ -154,41 +158,21 @@ function classify (err: unknown, budgetMs: number, byDeadline: boolean): Upstrea
   return metadataErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)
 }
 
-/** Freshness in seconds from Cache-Control (s-maxage, else max-age); undefined when it says nothing; 0 for no-store/no-cache/private. */
-export function cacheControlSeconds (header: string | undefined): number | undefined {
-  if (header === undefined) return undefined
-  const directives = header.toLowerCase().split(',').map((d) => d.trim())
-  if (directives.some((d) => d === 'no-store' || d === 'no-cache' || d === 'private')) return 0
-  const read = (name: string): number | undefined => {
-    const d = directives.find((x) => x.startsWith(`${name}=`))
-    const v = d?.slice(name.length + 1).replace(/^"|"$/g, '')
-    return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined
-  }
-  return read('s-maxage') ?? read('max-age')
-}
-
 export interface MetadataServiceOptions {
   fetcher: Pick<MetadataFetcher, 'fetch'>
   now: () => number
   /** Bytes of answers kept; 0: none. */
   cacheMaxBytes: number
-  maxTtlSeconds: number
-  /** Freshness of a 404/406/410 answer, at most (NEGATIVE_TTL_SECONDS). */
-  negativeTtlSeconds: number
-  /** How long past freshness an answer may stand in when the agency fails. */
-  maxStaleMs: number
+  /** How long an answer is fresh and kept to stand in when the agency fails (src/handle/freshness.ts). */
+  freshness: MetadataFreshnessPolicy
   /** The fair queue of each agency host: maxActive is the agency's concurrency cap. */
   queue: Omit<FairQueueOptions, 'onChange' | 'onRefuse'>
 }
 
-// An agency that says nothing about freshness: an hour (capped by METADATA_MAX_TTL_SECONDS).
-const DEFAULT_FRESH_SECONDS = 3600
 // How long a finished fetch's outcome is kept for the readers who were waiting for it.
 const SETTLED_KEEP_MS = 30_000
 // A Retry-After longer than this is read as this: one bad header must not silence an agency for a day.
 const MAX_PAUSE_MS = 10 * 60_000
-const CACHEABLE = new Set([200, 203, 204, 404, 406, 410])
-const NEGATIVE = new Set([404, 406, 410])
 
 export interface MetadataQuery {
   /** The cache key's parts: the record's handle folded, the location and the normalised Accept. */
@@ -207,25 +191,13 @@ export function createMetadataService (opts: MetadataServiceOptions) {
   const cache = opts.cacheMaxBytes > 0
     ? new LRUCache<string, MetadataAnswer>({ maxSize: opts.cacheMaxBytes, sizeCalculation: (a, key) => Math.max(1, a.body.length + key.length * 2 + 128) })
     : undefined
-  const queues = new Map<string, FairQueue>()
-  const pausedUntil = new Map<string, number>()
-  const fetching = new Map<string, Promise<MetadataAnswer>>()
-  // The last fetch of each key, kept briefly with its end time: a reader who was already waiting for
-  // its turn when it ended takes its outcome (an error or an answer not to be cached included), so
-  // concurrent misses make one request even when the agency's concurrency cap makes them queue.
-  const settled = new LRUCache<string, { at: number, outcome: Promise<MetadataAnswer> }>({ max: 10_000, ttl: SETTLED_KEEP_MS })
-  const waiting = new Map<string, Promise<MetadataAnswer>>()
-
-  function queueFor (host: string): FairQueue {
-    let queue = queues.get(host)
-    if (queue === undefined) queues.set(host, queue = createFairQueue(opts.queue))
-    return queue
-  }
+  const turns = agencyTurns(opts.queue, now)
+  const shared = sharedFetches(turns, peek, fetchAndStore)
 
   /** A fresh answer at hand, synchronously (the hot path); undefined otherwise. */
   function peek (key: string): MetadataAnswer | undefined {
     const entry = cache?.get(key)
-    return entry !== undefined && entry.freshUntil > now() ? entry : undefined
+    return entry !== undefined && isFresh(entry, now()) ? entry : undefined
   }
 
   async function get (q: MetadataQuery): Promise<{ answer: MetadataAnswer, cache: MetadataCacheStatus }> {
@@ -233,17 +205,101 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     if (fresh !== undefined) return { answer: fresh, cache: 'HIT' }
     const old = cache?.peek(q.key, { allowStale: true })
     try {
-      return { answer: await within(joinOrQueue(q), q.deadline, metadataErrors.deadline), cache: 'MISS' }
+      return { answer: await within(shared.joinOrQueue(q), q.deadline, metadataErrors.deadline), cache: 'MISS' }
     } catch (err) {
       const standIn = old ?? cache?.peek(q.key, { allowStale: true })
-      if (err instanceof UpstreamError && err.staleable && standIn !== undefined && now() - standIn.freshUntil <= opts.maxStaleMs) {
+      if (err instanceof UpstreamError && err.staleable && standIn !== undefined && now() <= standIn.staleUntil) {
         return { answer: standIn, cache: 'STALE' }
       }
       throw err
     }
   }
 
-  /** Fairness before sharing (docs/architecture.md): a reader joins a fetch already running, else takes its own turn. */
+  async function fetchAndStore (q: MetadataQuery): Promise<MetadataAnswer> {
+    const got = await opts.fetcher.fetch(q.url, q.accept, q.deadline)
+    if (got.status === 429 || got.status >= 500) {
+      if (got.retryAfterMs !== undefined && (got.status === 429 || got.status === 503)) turns.pause(q.url.host, got.retryAfterMs)
+      throw metadataErrors.status(got.status, got.retryAfterMs)
+    }
+    // A 2xx of a type the reader did not ask for (an HTML page, a JSON error) is not passed on under our name.
+    if (got.status >= 200 && got.status < 300 && got.status !== 204 && !acceptsContentType(q.accept, got.contentType)) {
+      throw metadataErrors.wrongType(got.contentType)
+    }
+    const storedAt = now()
+    const life = metadataEntryFor(got, storedAt, opts.freshness)
+    const answer: MetadataAnswer = {
+      status: got.status, contentType: got.contentType, body: got.body, storedAt, freshUntil: life.freshUntil, staleUntil: life.staleUntil
+    }
+    if (cache !== undefined && life.kept) {
+      cache.set(q.key, answer, { ttl: life.staleUntil - storedAt })
+    } else {
+      cache?.delete(q.key)
+    }
+    return answer
+  }
+
+  /**
+   * A purge (DELETE /api/cache/{doi}): every answer held for this record's handle (folded, the keys' first
+   * part), whatever its location and Accept, a not-found (404, 406) included; true when one was held.
+   * Goes through the keys: a purge is rare and the cache bounded in bytes.
+   */
+  function forget (handleKey: string): boolean {
+    const prefix = `${handleKey}\u0000`
+    let held = false
+    for (const key of [...(cache?.keys() ?? [])]) {
+      if (key.startsWith(prefix)) held = cache!.delete(key) || held
+    }
+    shared.forget(prefix)
+    return held
+  }
+
+  return {
+    peek,
+    get,
+    forget,
+    stats: () => ({ entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 })
+  }
+}
+
+/** Each agency host's fair queue, made at its first fetch, and the wait it asked for (429 or 503 with Retry-After). */
+function agencyTurns (queue: MetadataServiceOptions['queue'], now: () => number) {
+  const queues = new Map<string, FairQueue>()
+  const pausedUntil = new Map<string, number>()
+  return {
+    /** The reader's turn at this host (its release), or the agency's wait when it asked for one and the time is not up. */
+    async take (host: string, ticket: ClientTicket | undefined, deadline: number): Promise<() => void> {
+      const paused = pausedUntil.get(host)
+      if (paused !== undefined) {
+        if (paused > now()) throw metadataErrors.paused(paused - now())
+        pausedUntil.delete(host)
+      }
+      let hostQueue = queues.get(host)
+      if (hostQueue === undefined) queues.set(host, hostQueue = createFairQueue(queue))
+      return await hostQueue.acquire(ticket, deadline)
+    },
+    pause (host: string, retryAfterMs: number): void {
+      pausedUntil.set(host, now() + Math.min(MAX_PAUSE_MS, retryAfterMs))
+    }
+  }
+}
+
+/**
+ * Fairness before sharing (docs/architecture.md): a reader joins a fetch of its key already running, else
+ * waits for its own turn at the agency, then takes what arrived meanwhile (a fetch started, a fresh answer,
+ * the outcome of one that ended while it waited) before fetching itself.
+ */
+function sharedFetches (
+  turns: ReturnType<typeof agencyTurns>,
+  peek: (key: string) => MetadataAnswer | undefined,
+  fetchAndStore: (q: MetadataQuery) => Promise<MetadataAnswer>
+) {
+  const fetching = new Map<string, Promise<MetadataAnswer>>()
+  // The last fetch of each key, kept briefly with its end time: a reader who was already waiting for
+  // its turn when it ended takes its outcome (an error or an answer not to be cached included), so
+  // concurrent misses make one request even when the agency's concurrency cap makes them queue.
+  const settled = new LRUCache<string, { at: number, outcome: Promise<MetadataAnswer> }>({ max: 10_000, ttl: SETTLED_KEEP_MS })
+  const waiting = new Map<string, Promise<MetadataAnswer>>()
+
   function joinOrQueue (q: MetadataQuery): Promise<MetadataAnswer> {
     const running = fetching.get(q.key)
     if (running !== undefined) return running
@@ -258,13 +314,7 @@ export function createMetadataService (opts: MetadataServiceOptions) {
 
   async function takeTurn (q: MetadataQuery): Promise<MetadataAnswer> {
     const askedAt = performance.now()
-    const host = q.url.host
-    const paused = pausedUntil.get(host)
-    if (paused !== undefined) {
-      if (paused > now()) throw metadataErrors.paused(paused - now())
-      pausedUntil.delete(host)
-    }
-    const release = await queueFor(host).acquire(q.ticket, q.deadline)
+    const release = await turns.take(q.url.host, q.ticket, q.deadline)
     const running = fetching.get(q.key)
     const fresh = running === undefined ? peek(q.key) : undefined
     const last = settled.get(q.key)
@@ -283,51 +333,12 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     return await fetch
   }
 
-  async function fetchAndStore (q: MetadataQuery): Promise<MetadataAnswer> {
-    const got = await opts.fetcher.fetch(q.url, q.accept, q.deadline)
-    if (got.status === 429 || got.status >= 500) {
-      if (got.retryAfterMs !== undefined && (got.status === 429 || got.status === 503)) {
-        pausedUntil.set(q.url.host, now() + Math.min(MAX_PAUSE_MS, got.retryAfterMs))
-      }
-      throw metadataErrors.status(got.status, got.retryAfterMs)
-    }
-    // A 2xx of a type the reader did not ask for (an HTML page, a JSON error) is not passed on under our name.
-    if (got.status >= 200 && got.status < 300 && got.status !== 204 && !acceptsContentType(q.accept, got.contentType)) {
-      throw metadataErrors.wrongType(got.contentType)
-    }
-    const storedAt = now()
-    const said = cacheControlSeconds(got.cacheControl)
-    let seconds = Math.min(opts.maxTtlSeconds, said ?? DEFAULT_FRESH_SECONDS)
-    if (NEGATIVE.has(got.status)) seconds = Math.min(seconds, opts.negativeTtlSeconds)
-    const answer: MetadataAnswer = { status: got.status, contentType: got.contentType, body: got.body, storedAt, freshUntil: storedAt + seconds * 1000 }
-    if (cache !== undefined && CACHEABLE.has(got.status) && seconds > 0) {
-      cache.set(q.key, answer, { ttl: seconds * 1000 + opts.maxStaleMs })
-    } else {
-      cache?.delete(q.key)
-    }
-    return answer
-  }
-
-  /**
-   * A purge (DELETE /api/cache/{doi}): every answer held for this record's handle (folded, the keys' first
-   * part), whatever its location and Accept, a not-found (404, 406) included; true when one was held.
-   * Goes through the keys: a purge is rare and the cache bounded in bytes.
-   */
-  function forget (handleKey: string): boolean {
-    const prefix = `${handleKey}\u0000`
-    let held = false
-    for (const key of [...(cache?.keys() ?? [])]) {
-      if (key.startsWith(prefix)) held = cache!.delete(key) || held
-    }
-    for (const key of [...settled.keys()]) if (key.startsWith(prefix)) settled.delete(key)
-    return held
-  }
-
   return {
-    peek,
-    get,
-    forget,
-    stats: () => ({ entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 })
+    joinOrQueue,
+    /** A purge: the outcomes kept for the keys starting with `prefix` are dropped. */
+    forget (prefix: string): void {
+      for (const key of [...settled.keys()]) if (key.startsWith(prefix)) settled.delete(key)
+    }
   }
 }
 

@@ -83,20 +83,9 @@ export function createOpenAccess (opts: OpenAccessOptions) {
   const { provider, metrics, now } = opts
   const kept = opts.cache ?? createOpenAccessCache({ maxEntries: opts.maxEntries, provider: provider.name })
   const inFlight = new Map<string, Promise<OpenAccessAnswer>>()
-  // The day's calls as last known (over every process when Redis counts them), and this process's own.
-  const day = { key: '', calls: 0, own: 0 }
-  const lookups = {
-    found: metrics.openAccessLookups.labels(provider.name, 'found'),
-    none: metrics.openAccessLookups.labels(provider.name, 'none'),
-    error: metrics.openAccessLookups.labels(provider.name, 'error'),
-    limit: metrics.openAccessLookups.labels(provider.name, 'daily_limit'),
-    shared: metrics.openAccessLookups.labels(provider.name, 'shared')
-  }
-  // This process's limit when it counts only its own calls (no Redis, or Redis not answering).
-  const ownLimit = opts.localDailyLimit ?? opts.dailyLimit
-  // The limit in force: the shared day's with Redis, else this process's own.
-  metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? ownLimit : opts.dailyLimit) : 0)
-  const redisKey = (suffix: string): string => openAccessRedisKey(opts.redisPrefix ?? '', suffix)
+  const lookups = lookupCounters(metrics, provider.name)
+  const day = dailyCalls(opts)
+  const shared = sharedAnswers(opts, kept, () => { lookups.shared.inc() })
 
   function fromMemory (key: string): OpenAccessAnswer | undefined {
     const entry = kept.get(key)
@@ -112,89 +101,14 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     const ttlMs = (url === null ? opts.negativeTtlSeconds : opts.ttlSeconds) * 1000
     if (ttlMs <= 0) return
     kept.set(key, { url, until: now() + ttlMs })
-    if (share && opts.redis !== undefined) {
-      opts.redis.set(redisKey(key), JSON.stringify({ url }), 'PX', ttlMs).catch(() => {})
-    }
-  }
-
-  /** Another replica's answer, if Redis has one (a Redis that fails or is slow is no answer). */
-  async function fromRedis (key: string): Promise<OpenAccessAnswer | undefined> {
-    if (opts.redis === undefined) return undefined
-    let text: string | null
-    let ttlMs: number
-    try {
-      [text, ttlMs] = await Promise.all([opts.redis.get(redisKey(key)), opts.redis.pttl(redisKey(key))])
-    } catch {
-      return undefined
-    }
-    if (text === null || ttlMs <= 0) return undefined
-    const stored = parseStored(text)
-    if (stored === undefined) return undefined
-    kept.set(key, { url: stored, until: now() + ttlMs })
-    lookups.shared.inc()
-    return answerOf(stored)
-  }
-
-  /** Count a call against today's limit (UTC days; over every replica when Redis is there); false when it is spent. */
-  async function spend (): Promise<boolean> {
-    if (!provider.remote) return true
-    const today = new Date(now()).toISOString().slice(0, 10)
-    if (day.key !== today) {
-      day.key = today
-      day.calls = 0
-      day.own = 0
-    }
-    day.own++
-    // Without Redis, or while it does not answer: this process's own calls against its share of the day
-    // (so the processes together stay within it, whatever the others did before Redis went away).
-    let calls = day.own
-    let limit = ownLimit
-    if (opts.redis !== undefined) {
-      try {
-        const key = redisKey(`calls:${today}`)
-        const [[, shared]] = await opts.redis.multi().incr(key).expire(key, 2 * 86400).exec() as [[Error | null, number]]
-        if (typeof shared === 'number') {
-          calls = day.calls = Math.max(day.calls + 1, shared)
-          limit = opts.dailyLimit
-        }
-      } catch {
-        // Redis down: the own count stands.
-      }
-    }
-    metrics.openAccessCallsToday.set(calls)
-    metrics.openAccessDailyLimit.set(limit)
-    return calls <= limit
-  }
-
-  /**
-   * Across replicas, one call per DOI too: the replica that takes the lock in Redis calls the provider;
-   * the others look for its answer there until the lock's time is up, then give up for now (never a
-   * second call: the next reader asks again). Without Redis, or when it fails, this replica calls.
-   */
-  async function takeLock (key: string): Promise<boolean> {
-    if (opts.redis === undefined) return true
-    try {
-      return await opts.redis.set(redisKey(`lock:${key}`), '1', 'PX', opts.lockMs ?? 5000, 'NX') === 'OK'
-    } catch {
-      return true
-    }
-  }
-
-  async function awaitOther (key: string): Promise<OpenAccessAnswer> {
-    const until = performance.now() + (opts.lockMs ?? 5000)
-    while (performance.now() < until) {
-      await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 50))
-      const shared = await fromRedis(key)
-      if (shared !== undefined) return shared
-    }
-    return { kind: 'unavailable' }
+    if (share) shared.write(key, url, ttlMs)
   }
 
   async function fetchAndKeep (key: string, doi: string): Promise<OpenAccessAnswer> {
-    const shared = await fromRedis(key)
-    if (shared !== undefined) return shared
-    if (!await takeLock(key)) return await awaitOther(key)
-    if (!await spend()) {
+    const other = await shared.read(key)
+    if (other !== undefined) return other
+    if (!await shared.takeLock(key)) return await shared.awaitOther(key)
+    if (!await day.spend()) {
       lookups.limit.inc()
       return { kind: 'unavailable' }
     }
@@ -238,8 +152,7 @@ export function createOpenAccess (opts: OpenAccessOptions) {
 
     /** For /status: calls today and the limit. */
     usage (): { provider: string, callsToday: number, dailyLimit: number | null } {
-      const today = new Date(now()).toISOString().slice(0, 10)
-      return { provider: provider.name, callsToday: day.key === today ? day.calls : 0, dailyLimit: provider.remote ? opts.dailyLimit : null }
+      return { provider: provider.name, callsToday: day.callsToday(), dailyLimit: provider.remote ? opts.dailyLimit : null }
     },
 
     /** Every lookup still running has ended (tests; a clean close). */
@@ -251,6 +164,116 @@ export function createOpenAccess (opts: OpenAccessOptions) {
     async close (): Promise<void> {
       await provider.close()
       await Promise.all([...inFlight.values()])
+    }
+  }
+}
+
+/** The lookups of a provider, by outcome (doi_proxy_open_access_lookups_total). */
+function lookupCounters (metrics: Metrics, provider: string) {
+  const count = (outcome: string) => metrics.openAccessLookups.labels(provider, outcome)
+  return { found: count('found'), none: count('none'), error: count('error'), limit: count('daily_limit'), shared: count('shared') }
+}
+
+/**
+ * The provider's calls of the day (UTC), against OA_DAILY_LIMIT: counted in Redis over every process when
+ * there is one, else (or while it does not answer) this process's own against its share of the day.
+ */
+function dailyCalls (opts: Pick<OpenAccessOptions, 'provider' | 'metrics' | 'now' | 'dailyLimit' | 'localDailyLimit' | 'redis' | 'redisPrefix'>) {
+  const { provider, metrics, now } = opts
+  // The day's calls as last known (over every process when Redis counts them), and this process's own.
+  const day = { key: '', calls: 0, own: 0 }
+  // This process's limit when it counts only its own calls (no Redis, or Redis not answering).
+  const ownLimit = opts.localDailyLimit ?? opts.dailyLimit
+  // The limit in force: the shared day's with Redis, else this process's own.
+  metrics.openAccessDailyLimit.set(provider.remote ? (opts.redis === undefined ? ownLimit : opts.dailyLimit) : 0)
+  return {
+    /** Count a call against today's limit (UTC days; over every replica when Redis is there); false when it is spent. */
+    async spend (): Promise<boolean> {
+      if (!provider.remote) return true
+      const today = new Date(now()).toISOString().slice(0, 10)
+      if (day.key !== today) {
+        day.key = today
+        day.calls = 0
+        day.own = 0
+      }
+      day.own++
+      // Without Redis, or while it does not answer: this process's own calls against its share of the day
+      // (so the processes together stay within it, whatever the others did before Redis went away).
+      let calls = day.own
+      let limit = ownLimit
+      if (opts.redis !== undefined) {
+        try {
+          const key = openAccessRedisKey(opts.redisPrefix ?? '', `calls:${today}`)
+          const [[, shared]] = await opts.redis.multi().incr(key).expire(key, 2 * 86400).exec() as [[Error | null, number]]
+          if (typeof shared === 'number') {
+            calls = day.calls = Math.max(day.calls + 1, shared)
+            limit = opts.dailyLimit
+          }
+        } catch {
+          // Redis down: the own count stands.
+        }
+      }
+      metrics.openAccessCallsToday.set(calls)
+      metrics.openAccessDailyLimit.set(limit)
+      return calls <= limit
+    },
+    /** Today's calls as last known (for /status). */
+    callsToday (): number {
+      return day.key === new Date(now()).toISOString().slice(0, 10) ? day.calls : 0
+    }
+  }
+}
+
+/**
+ * The answers of the other replicas, in Redis (nothing without it): read into memory, written for them, and
+ * one call per DOI across them: the replica that takes the lock in Redis calls the provider; the others look
+ * for its answer there until the lock's time is up, then give up for now (never a second call: the next
+ * reader asks again). Without Redis, or when it fails, this replica calls.
+ */
+function sharedAnswers (opts: Pick<OpenAccessOptions, 'now' | 'redis' | 'redisPrefix' | 'lockMs' | 'pollMs'>, kept: OpenAccessCache, onShared: () => void) {
+  const { now, redis } = opts
+  const redisKey = (suffix: string): string => openAccessRedisKey(opts.redisPrefix ?? '', suffix)
+
+  /** Another replica's answer, if Redis has one (a Redis that fails or is slow is no answer); kept in memory too. */
+  async function read (key: string): Promise<OpenAccessAnswer | undefined> {
+    if (redis === undefined) return undefined
+    let text: string | null
+    let ttlMs: number
+    try {
+      [text, ttlMs] = await Promise.all([redis.get(redisKey(key)), redis.pttl(redisKey(key))])
+    } catch {
+      return undefined
+    }
+    if (text === null || ttlMs <= 0) return undefined
+    const stored = parseStored(text)
+    if (stored === undefined) return undefined
+    kept.set(key, { url: stored, until: now() + ttlMs })
+    onShared()
+    return answerOf(stored)
+  }
+
+  return {
+    read,
+    write (key: string, url: ProviderAnswer, ttlMs: number): void {
+      if (redis === undefined) return
+      redis.set(redisKey(key), JSON.stringify({ url }), 'PX', ttlMs).catch(() => {})
+    },
+    async takeLock (key: string): Promise<boolean> {
+      if (redis === undefined) return true
+      try {
+        return await redis.set(redisKey(`lock:${key}`), '1', 'PX', opts.lockMs ?? 5000, 'NX') === 'OK'
+      } catch {
+        return true
+      }
+    },
+    async awaitOther (key: string): Promise<OpenAccessAnswer> {
+      const until = performance.now() + (opts.lockMs ?? 5000)
+      while (performance.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 50))
+        const shared = await read(key)
+        if (shared !== undefined) return shared
+      }
+      return { kind: 'unavailable' }
     }
   }
 }
