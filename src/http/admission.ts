@@ -152,7 +152,9 @@ const AUTH_LOOKUPS: LimitWords = {
  * (which counts a request once): a batch counts each lookup. Each count is named by its limit and the
  * client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
  */
-function rateLimiter (root: FastifyInstance, words: LimitWords, max: number, windowMs: number, isTrusted: (ip: string) => boolean): Limiter {
+function rateLimiter (
+  root: FastifyInstance, words: LimitWords, max: number, windowMs: number, isTrusted: (ip: string) => boolean
+): Limiter {
   const { name, code, message } = words
   const count = root.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}` })
   return async (request, reply) => {

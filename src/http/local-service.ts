@@ -158,7 +158,9 @@ function chainFollower (opts: LocalServiceOptions, recentlyDiverted: RecentlyDiv
       registered: metrics.linkout.labels('registered', 'taken')
     }
   }
-  return async function followChain (request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string): Promise<Diversion> {
+  return async function followChain (
+    request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string
+  ): Promise<Diversion> {
     const { service } = chosen
     const steps = service.linkout ?? []
     if (bypassesChain(facts.params.all)) {

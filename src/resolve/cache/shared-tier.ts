@@ -131,7 +131,8 @@ export function createSharedTier (opts: SharedTierOptions) {
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
 
-  return { get, put, lock, unlock, owner, usable: health.healthy, count, recordKey, lockKey, flushLog: health.flushLog, close: health.close }
+  const { healthy, flushLog, close } = health
+  return { get, put, lock, unlock, owner, usable: healthy, count, recordKey, lockKey, flushLog, close }
 }
 
 export type SharedTier = ReturnType<typeof createSharedTier>

@@ -60,7 +60,8 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
   const maxRecords = opts.maxRecords ?? 100_000
   await mkdir(opts.dir, { recursive: true })
   const entries = await readRecorded(files.path)
-  opts.log.info({ dir: opts.dir, file: files.path, records: entries.size }, `RECORD_TO: recording what is fetched into ${files.path} (${entries.size} records there already)`)
+  opts.log.info({ dir: opts.dir, file: files.path, records: entries.size },
+    `RECORD_TO: recording what is fetched into ${files.path} (${entries.size} records there already)`)
   const writes = scheduleWrites(files, entries, opts)
   let refused = 0
 
