@@ -62,7 +62,8 @@ export function nameOfLine (input: string, maxLength: number, opts: { anyHandle?
 export function parseBatchLine (input: string, maxLength: number): BatchLine {
   const read = nameOfLine(input, maxLength)
   if (read.ok) return { kind: 'doi', input, handle: read.handle }
-  return { kind: 'invalid', input, message: `not a DOI name: ${read.name === undefined ? '' : `${JSON.stringify(clip(read.name))} `}${read.why}` }
+  const name = read.name === undefined ? '' : `${JSON.stringify(clip(read.name))} `
+  return { kind: 'invalid', input, message: `not a DOI name: ${name}${read.why}` }
 }
 
 // shortDOI.org's names live under the handle prefix 10 and alias a DOI (https://shortdoi.org/).

@@ -218,7 +218,9 @@ function chooseAnswer (
     return name === undefined ? undefined : work.answers.get(name)
   }
   const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
-    answer === undefined ? undefined : { work, negotiation, asked, host: page && base.configured === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
+    answer === undefined
+      ? undefined
+      : { work, negotiation, asked, host: page && base.configured === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
   if (target.api) {
     const api = found('api')
     return served(api, api?.status === 404 ? outcomes.api.notFound : outcomes.api.found, false)

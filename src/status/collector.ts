@@ -74,7 +74,12 @@ export function createStatusCollector (opts: CollectorOptions) {
         maxBytes: settings.cacheMaxBytes,
         hitRatioLastHour: lookups === 0 ? null : history.sum('lookup_hit') / lookups
       },
-      upstream: { ...upstreamOf(history), inFlight, queued, reachability: reachable(settings.offline, opts.upstreamState?.() ?? { state: 'unknown' }) },
+      upstream: {
+        ...upstreamOf(history),
+        inFlight,
+        queued,
+        reachability: reachable(settings.offline, opts.upstreamState?.() ?? { state: 'unknown' })
+      },
       breaker: {
         state: BREAKER_NAMES[history.breakerState()] ?? 'closed',
         perStep: history.series('breaker'),
@@ -119,7 +124,8 @@ async function gauge (metric: Parameters<typeof read>[0]): Promise<number> {
 
 /** Every answer by its outcome: per second in each step, over the period, and since start. */
 function requestsOf (history: History): StatusSnapshot['requests'] {
-  const byOutcome = <T> (f: (o: Outcome) => T): Record<Outcome, T> => Object.fromEntries(OUTCOMES.map((o) => [o, f(o)])) as Record<Outcome, T>
+  const byOutcome = <T> (f: (o: Outcome) => T): Record<Outcome, T> =>
+    Object.fromEntries(OUTCOMES.map((o) => [o, f(o)])) as Record<Outcome, T>
   return {
     perSecond: byOutcome((o) => history.perSecond(o)),
     lastHour: byOutcome((o) => history.sum(o)),
@@ -150,7 +156,8 @@ function reachable (offline: boolean, known: UpstreamState): Reachable {
   if (offline) return { state: 'offline' }
   if (known.state === 'unknown') return known
   const since = new Date(known.since).toISOString()
-  return known.state === 'answers' ? { state: 'answers', since } : { state: 'unreachable', reason: known.reason, why: REASON_WORDS[known.reason], detail: known.detail, since }
+  if (known.state === 'answers') return { state: 'answers', since }
+  return { state: 'unreachable', reason: known.reason, why: REASON_WORDS[known.reason], detail: known.detail, since }
 }
 
 /** The open-access source in force, its calls today and its lookups; null without one. */

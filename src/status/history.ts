@@ -48,7 +48,7 @@ export function createHistory (opts: HistoryOptions) {
   const refusals = new KeyedRings(slots, 50)
   const labelled = new KeyedRings(slots, 1000)
   const openings = new ItemRing<number>(10)
-  const errors = new ItemRing<{ from: number, to: number, code: string, count: number }>(20)
+  const errors = new ItemRing<ErrorRun>(20)
   const previous = new Map<string, number>()
   const firstStep = Math.floor(startedAt / stepMs)
   // The current step, the first one still kept, the last sample's time, and the breaker's state then.
@@ -97,7 +97,9 @@ export function createHistory (opts: HistoryOptions) {
     labelled.count('diversions', counters.diversions, count)
     labelled.count('bypasses', counters.bypasses, count)
     labelled.count('loop_guard', counters.loopGuard, count)
-    for (const s of counters.upstreamErrors) addError(errors, t, stepMs, String(s.labels.code), delta(keyOf('upstream_errors', s.labels), s.value))
+    for (const s of counters.upstreamErrors) {
+      addError(errors, t, stepMs, String(s.labels.code), delta(keyOf('upstream_errors', s.labels), s.value))
+    }
   }
 
   return {
@@ -129,11 +131,20 @@ export function createHistory (opts: HistoryOptions) {
   }
 }
 
+/** A run of one upstream error code: first and last time seen (ms), and how many. */
+interface ErrorRun { from: number, to: number, code: string, count: number }
+
+interface Clock { step: number, firstStep: number, lastSampleAt: number }
+
 /** The seconds point i of n stands for: the newest step is still running, and the first may have begun before the start. */
-function secondsOf (i: number, n: number, clock: { step: number, firstStep: number, lastSampleAt: number }, stepMs: number, startedAt: number): number {
+function secondsOf (i: number, n: number, clock: Clock, stepMs: number, startedAt: number): number {
   const stepSeconds = stepMs / 1000
-  if (i === n - 1) return Math.min(Math.max(1, (clock.lastSampleAt - Math.max(clock.step * stepMs, startedAt)) / 1000), stepSeconds)
-  if (i === 0 && clock.firstStep * stepMs < startedAt) return Math.min(Math.max(1, ((clock.firstStep + 1) * stepMs - startedAt) / 1000), stepSeconds)
+  if (i === n - 1) {
+    return Math.min(Math.max(1, (clock.lastSampleAt - Math.max(clock.step * stepMs, startedAt)) / 1000), stepSeconds)
+  }
+  if (i === 0 && clock.firstStep * stepMs < startedAt) {
+    return Math.min(Math.max(1, ((clock.firstStep + 1) * stepMs - startedAt) / 1000), stepSeconds)
+  }
   return stepSeconds
 }
 
@@ -142,7 +153,9 @@ interface Counting { rings: SlotRings<SeriesName>, delta: (key: string, value: n
 type Counters = Awaited<ReturnType<typeof readCounters>>
 
 async function readCounters (metrics: Metrics) {
-  const [cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard] = await Promise.all([
+  const [
+    cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard
+  ] = await Promise.all([
     read(metrics.cache),
     read(metrics.answers),
     read(metrics.upstreamDuration),
@@ -156,7 +169,9 @@ async function readCounters (metrics: Metrics) {
     read(metrics.localServiceLoopGuard)
   ])
   const [linkout, oaLookups] = await Promise.all([read(metrics.linkout), read(metrics.openAccessLookups)])
-  return { cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard, linkout, oaLookups }
+  return {
+    cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard, linkout, oaLookups
+  }
 }
 
 /** Cache lookups (and hits among them), and every answer by its outcome. */
@@ -210,7 +225,7 @@ function addLatency (current: LatencyStep | undefined, cumulative: Map<number, n
 }
 
 /** A run of the same error is one entry while it lasts (gaps shorter than a step). */
-function addError (errors: ItemRing<{ from: number, to: number, code: string, count: number }>, t: number, stepMs: number, code: string, d: number): void {
+function addError (errors: ItemRing<ErrorRun>, t: number, stepMs: number, code: string, d: number): void {
   if (d === 0) return
   const last = errors.last()
   if (last !== undefined && last.code === code && t - last.to <= stepMs) {

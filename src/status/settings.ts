@@ -27,17 +27,23 @@ const LIMITS: readonly Limit[] = [
   {
     reason: 'load_shed',
     limit: 'Load shedding (event-loop delay)',
-    setting: (s) => s.maxEventLoopDelayMs === 0 ? 'off (MAX_EVENT_LOOP_DELAY_MS=0)' : `above ${ms(s.maxEventLoopDelayMs)} (MAX_EVENT_LOOP_DELAY_MS)`
+    setting: (s) => s.maxEventLoopDelayMs === 0
+      ? 'off (MAX_EVENT_LOOP_DELAY_MS=0)'
+      : `above ${ms(s.maxEventLoopDelayMs)} (MAX_EVENT_LOOP_DELAY_MS)`
   },
   {
     reason: 'rate_limit',
     limit: 'Lookups per client',
-    setting: (s) => s.rateLimitMax === 0 ? 'off (RATE_LIMIT_MAX=0)' : `${s.rateLimitMax} per ${ms(s.rateLimitWindowMs)} (RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_MS)`
+    setting: (s) => s.rateLimitMax === 0
+      ? 'off (RATE_LIMIT_MAX=0)'
+      : `${s.rateLimitMax} per ${ms(s.rateLimitWindowMs)} (RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_MS)`
   },
   {
     reason: 'auth_rate_limit',
     limit: 'Cache-bypassing lookups (auth, cert) per client',
-    setting: (s) => s.authRateLimitMax === 0 ? 'off (AUTH_RATE_LIMIT_MAX=0)' : `${s.authRateLimitMax} per ${ms(s.rateLimitWindowMs)} (AUTH_RATE_LIMIT_MAX)`
+    setting: (s) => s.authRateLimitMax === 0
+      ? 'off (AUTH_RATE_LIMIT_MAX=0)'
+      : `${s.authRateLimitMax} per ${ms(s.rateLimitWindowMs)} (AUTH_RATE_LIMIT_MAX)`
   },
   {
     reason: 'client_share',
@@ -47,8 +53,10 @@ const LIMITS: readonly Limit[] = [
   {
     reason: 'queue_full',
     limit: 'Lookups waiting for the upstream',
-    setting: (s) => `${s.upstreamMaxConcurrent} in flight${s.workers > 1 ? ` in this worker (its share of UPSTREAM_MAX_CONCURRENT over ${s.workers} workers)` : ''}, ` +
-      `${s.upstreamQueueSize} waiting, at most ${ms(s.upstreamQueueTimeoutMs)} (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)`
+    setting: (s) => `${s.upstreamMaxConcurrent} in flight` +
+      (s.workers > 1 ? ` in this worker (its share of UPSTREAM_MAX_CONCURRENT over ${s.workers} workers)` : '') +
+      `, ${s.upstreamQueueSize} waiting, at most ${ms(s.upstreamQueueTimeoutMs)}` +
+      ' (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)'
   }
 ]
 
@@ -56,12 +64,15 @@ const LIMITS: readonly Limit[] = [
  * The rows of "Limits in force": every limit above with its refusals, then any other reason a request was
  * refused under (`seen`), named by its label alone.
  */
-export function limitRows (settings: StatusSettings, seen: Iterable<string>, refused: (reason: string) => { lastHour: number, sinceStart: number }): LimitRow[] {
+export function limitRows (
+  settings: StatusSettings, seen: Iterable<string>, refused: (reason: string) => { lastHour: number, sinceStart: number }
+): LimitRow[] {
   const known = new Set(LIMITS.map((l) => l.reason))
   const others = [...new Set(seen)].filter((reason) => !known.has(reason)).map((reason) => ({ reason, limit: reason, setting: () => '' }))
   return [...LIMITS, ...others].map(({ reason, limit, setting }) => {
     const counts = reason === null ? null : refused(reason)
-    return { reason, limit, setting: setting(settings), refusedLastHour: counts?.lastHour ?? null, refusedSinceStart: counts?.sinceStart ?? null }
+    const refusedLastHour = counts?.lastHour ?? null
+    return { reason, limit, setting: setting(settings), refusedLastHour, refusedSinceStart: counts?.sinceStart ?? null }
   })
 }
 

@@ -42,13 +42,16 @@ describe('the settings /status shows (src/status/settings.ts)', () => {
     const metrics = createMetrics()
     metrics.refusals.inc({ reason: 'something_new' }, 2)
     const s = await createStatusCollector({ metrics, settings: SETTINGS }).snapshot()
-    expect(s.limits.at(-1)).toEqual({ reason: 'something_new', limit: 'something_new', setting: '', refusedLastHour: 2, refusedSinceStart: 2 })
+    expect(s.limits.at(-1)).toEqual({
+      reason: 'something_new', limit: 'something_new', setting: '', refusedLastHour: 2, refusedSinceStart: 2
+    })
   })
 
   it('a setting that refuses nothing itself is shown without a count', async () => {
     const s = await createStatusCollector({ metrics: createMetrics(), settings: SETTINGS }).snapshot()
-    s.limits.push({ reason: null, limit: 'Time a request may take', setting: '20 s (REQUEST_DEADLINE_MS)', refusedLastHour: null, refusedSinceStart: null })
+    const row = { limit: 'Time a request may take', setting: '20 s (REQUEST_DEADLINE_MS)' }
+    s.limits.push({ reason: null, ...row, refusedLastHour: null, refusedSinceStart: null })
     const page = renderStatusPage({ baseUrl: '/' }, s)
-    expect(page).toContain('<tr><td>Time a request may take</td><td>20 s (REQUEST_DEADLINE_MS)</td><td class="num">—</td><td class="num">—</td></tr>')
+    expect(page).toContain(`<tr><td>${row.limit}</td><td>${row.setting}</td><td class="num">—</td><td class="num">—</td></tr>`)
   })
 })
