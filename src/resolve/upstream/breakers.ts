@@ -1,10 +1,12 @@
 import CircuitBreaker from 'opossum'
 import { LRUCache } from 'lru-cache'
 import { cacheKey, prefixOf } from '../../handle/name.js'
+import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
+import type { LookupParams } from '../../handle/lookup-params.js'
 import { MAX_RATE_LIMIT_WAIT_MS, upstreamErrors, UpstreamError } from './errors.js'
 import type { FaultScope } from './errors.js'
 import type { Reachability, UnreachableReason } from './reachability.js'
-import type { FetchOptions, UpstreamAnswer, UpstreamClient } from './client.js'
+import type { UpstreamAnswer, UpstreamClient } from './client.js'
 
 export interface BreakerOptions {
   errorThresholdPercent: number
@@ -52,12 +54,15 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
     errorFilter: (err: unknown) => !(err instanceof UpstreamError && err.fault && err.scope === scope)
   })
 
-  const fetch = async (handle: string, flags: FetchOptions): Promise<UpstreamAnswer> => await client.fetchRecord(handle, flags)
-  const prefixes = new LRUCache<string, CircuitBreaker<[string, FetchOptions], UpstreamAnswer>>({
+  // The client is asked through both breakers as the resolver asked: the handle, the query's params, the deadline.
+  const fetch = async (handle: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> =>
+    await client.fetchRecord(handle, params, deadline)
+  type Fetch = Parameters<typeof fetch>
+  const prefixes = new LRUCache<string, CircuitBreaker<Fetch, UpstreamAnswer>>({
     max: opts.maxPrefixBreakers,
     dispose: (breaker) => breaker.shutdown()
   })
-  function prefixBreaker (prefix: string): CircuitBreaker<[string, FetchOptions], UpstreamAnswer> {
+  function prefixBreaker (prefix: string): CircuitBreaker<Fetch, UpstreamAnswer> {
     let breaker = prefixes.get(prefix)
     if (breaker === undefined) {
       breaker = new CircuitBreaker(fetch, breakerOptions('prefix'))
@@ -68,9 +73,9 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
     return breaker
   }
 
-  const global = new CircuitBreaker(async (handle: string, flags: FetchOptions) => {
+  const global = new CircuitBreaker(async (handle: string, params: LookupParams, deadline: number | undefined) => {
     try {
-      return await prefixBreaker(cacheKey(prefixOf(handle))).fire(handle, flags)
+      return await prefixBreaker(cacheKey(prefixOf(handle))).fire(handle, params, deadline)
     } catch (err) {
       if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
       throw err
@@ -102,10 +107,10 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
 
   return {
     assertOpen,
-    async fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
+    async fetchRecord (handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<UpstreamAnswer> {
       assertOpen(handle)
       try {
-        return await global.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
+        return await global.fire(handle, params, deadline)
       } catch (err) {
         if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen(knownReason())
         if (err instanceof UpstreamError && err.code === 'DP_UPSTREAM_RATE_LIMITED' && err.retryAfterMs !== undefined) {
