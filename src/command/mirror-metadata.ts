@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline'
 import { chooseLocation } from '../handle/locations.js'
 import { allowedMetadataUrl } from '../handle/metadata-hosts.js'
 import { acceptsContentType } from '../handle/metadata-types.js'
+import { PLAIN_LOOKUP } from '../handle/lookup-params.js'
 import { cacheKey } from '../handle/name.js'
 import { automaticLocatt } from '../handle/negotiate.js'
 import { aliasTarget } from '../handle/record.js'
@@ -90,7 +91,7 @@ export async function runMetadataMirror (args: MetadataMirrorArgs): Promise<Meta
         summary.skipped++
         continue
       }
-      const context = await loadLocationContext({ lookup }, handle, record.values, {})
+      const context = await loadLocationContext({ lookup }, handle, record.values, { params: PLAIN_LOOKUP })
       const decision = chooseLocation({ handle, values: record.values, includes: context.includes, namespaceValues: context.namespaceValues, locatt: automaticLocatt({ accept: type }), random: () => 0 })
       if (decision.kind !== 'redirect' || !decision.negotiated) {
         summary.unavailable.push({ handle, type, reason: 'no content-negotiation location (its prefix record names none)' })

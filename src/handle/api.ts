@@ -6,10 +6,14 @@
  */
 import type { HandleValue } from './types.js'
 import { codePointLength, hasControlChar, percentDecode } from './name.js'
-import { bypassesCache } from './query.js'
+import { lookupParamsOf } from './lookup-params.js'
+import type { LookupParams } from './lookup-params.js'
 
-/** What the API reads from the query string. */
-export interface ApiParams {
+/**
+ * What the API reads from the query string. It is the lookup's request too (LookupParams: `auth`, `cert`,
+ * `bypassCache`, true by value as `pretty` is), passed whole to the resolver.
+ */
+export interface ApiParams extends LookupParams {
   /** Every `type` value, in order (repeatable; union with `indexes`). */
   types: string[]
   /** Every `index` value, in order, when all are integers. */
@@ -21,10 +25,6 @@ export interface ApiParams {
   pretty: boolean
   /** Present (even empty) when the query has `callback`: JSONP. Not yet sanitised. */
   callback?: string
-  auth: boolean
-  cert: boolean
-  /** `auth` or `cert`: answered by the upstream, never from a cache (query.ts bypassesCache). */
-  bypassCache: boolean
 }
 
 /** A response body: a plain JSON object whose key order is the wire order. */
@@ -57,15 +57,11 @@ export function parseApiQuery (rawQuery: string): ApiParams {
   }
   const first = (name: string): string | undefined => all.get(name)?.[0]
   const { indexes, badIndex } = parseIndexes(all.get('index') ?? [])
-  const auth = isTrueParameter(first('auth'))
-  const cert = isTrueParameter(first('cert'))
   const params: ApiParams = {
     types: all.get('type') ?? [],
     indexes,
     pretty: isTrueParameter(first('pretty')),
-    auth,
-    cert,
-    bypassCache: bypassesCache(auth, cert)
+    ...lookupParamsOf((name) => isTrueParameter(first(name)))
   }
   const callback = first('callback')
   if (callback !== undefined) params.callback = callback

@@ -3,18 +3,20 @@
  * Pure: no I/O.
  */
 import { percentDecode } from './name.js'
+import { lookupParamsOf } from './lookup-params.js'
+import type { LookupParams } from './lookup-params.js'
 
 export type ProxyAction = 'redirect' | 'showvalues' | 'showurls' | 'api'
 
-export interface ProxyParams {
+/**
+ * What the proxy reads from the query string. It is the lookup's request too (LookupParams: `auth`, `cert`,
+ * `bypassCache`, switches on by presence as `noredirect` is), passed whole to the resolver.
+ */
+export interface ProxyParams extends LookupParams {
   /** Every key (decoded, case kept) → every value in order, exactly as in the query string. */
   all: ReadonlyMap<string, readonly string[]>
-  /** Presence semantics: any value, even '0' or 'false', turns these on ([HNS92] `getParameter(..) != null`). */
+  /** Presence semantics: any value, even '0' or 'false', turns it on ([HNS92] `getParameter(..) != null`), as `auth` and `cert`. */
   noredirect: boolean
-  auth: boolean
-  cert: boolean
-  /** `auth` or `cert`: answered by the upstream, never from a cache (see bypassesCache). */
-  bypassCache: boolean
   /** `ignore_aliases`, or its synonym `noalias`. */
   ignoreAliases: boolean
   /** undefined = no index filter (absent, or dropped because one value was not an integer). */
@@ -64,9 +66,7 @@ function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
   return {
     all,
     noredirect: has('noredirect'),
-    auth: has('auth'),
-    cert: has('cert'),
-    bypassCache: bypassesCache(has('auth'), has('cert')),
+    ...lookupParamsOf(has),
     ignoreAliases: has('ignore_aliases') || has('noalias'),
     indexes: parseIndexes(all.get('index')),
     types: [...(all.get('type') ?? [])],
@@ -80,17 +80,6 @@ function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
 
 // The parameters of an empty query, made once.
 const NO_PARAMS: ProxyParams = Object.freeze(parseQuery(''))
-
-/**
- * Whether a request skips every cache (behaviour.md §3, R11): `auth` asks the upstream authoritatively
- * and refreshes the cache with its answer, `cert` passes a request for a certified answer on, which a
- * cached record cannot give. Worked out here, by both query parsers (this one and the REST API's,
- * api.ts), and only read after: the resolver, the shared tier, the namespace-locations cache, the
- * admission gate (the stricter limit) and `X-Cache: BYPASS`.
- */
-export function bypassesCache (auth: boolean, cert: boolean): boolean {
-  return auth || cert
-}
 
 /** True when the request narrows the record with `index` or `type` (the values-not-found page applies). */
 export function hasTypeOrIndexFilter (p: ProxyParams): boolean {

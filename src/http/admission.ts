@@ -24,7 +24,7 @@ import { RefusedError } from './errors.js'
  */
 export interface Admission {
   /**
-   * The gate of one request as the resolver takes it (LookupOptions.admit): passed at most once, when its
+   * The gate of one request as the resolver takes it (LookupRequest.admit): passed at most once, when its
    * first lookup must go upstream, then the same answer (who asks, until when) or the same refusal.
    */
   gate (request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket, deadline: number }>

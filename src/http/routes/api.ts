@@ -9,6 +9,7 @@ import { filterValues } from '../../handle/record.js'
 import type { HandleValue } from '../../handle/types.js'
 import type { Metrics } from '../../observe/metrics.js'
 import { answeredFrom } from '../../resolve/lookup/proxy-service.js'
+import { reusableEntry } from '../../resolve/lookup/resolver.js'
 import type { Resolver } from '../../resolve/lookup/resolver.js'
 import type { Admission } from '../admission.js'
 import { describeError, errorsAbout } from '../errors.js'
@@ -83,13 +84,14 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
   const format = formatOf(params)
   const bypass = params.bypassCache
   try {
-    const result = await opts.resolver.lookup(handle, { auth: params.auth, cert: params.cert, bypassCache: bypass, admit: opts.admission.gate(request, reply, bypass) })
+    // The parsed query is the lookup's request (its LookupParams), passed whole with the request's gate.
+    const result = await opts.resolver.lookup(handle, { params, admit: opts.admission.gate(request, reply, bypass) })
     opts.metrics.otherAnswers[result.kind === 'not-found' ? 'not_found' : answeredFrom(result)].inc()
     const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
     const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
     // Every plain request gets this very answer while the record is cached: kept with it from its first repeat.
-    const reusable = result.cache === 'HIT' || result.cache === 'MISS'
-    opts.prepared.keep(request, 'api', reusable && result.entry !== undefined ? { entry: result.entry, validUntil: Infinity } : undefined, parts)
+    const entry = reusableEntry(result)
+    opts.prepared.keep(request, 'api', entry !== undefined ? { entry, validUntil: Infinity } : undefined, parts)
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
     opts.metrics.otherAnswers[describeError(err).status >= 500 ? 'error' : 'bad_request'].inc()

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { prefixOf, splitRequestTarget } from '../../handle/name.js'
 import { raEntry, serializeRa, splitDoiList, isDoiName } from '../../handle/ra.js'
 import type { RaEntry, DoiListItem } from '../../handle/ra.js'
+import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
 import type { Lookup, Resolver } from '../../resolve/lookup/resolver.js'
-import type { LookupOptions } from '../../resolve/upstream/fetcher.js'
+import type { LookupRequest } from '../../resolve/upstream/fetcher.js'
 import type { Admission } from '../admission.js'
 import { LimitError, describeError } from '../errors.js'
 import type { RouteContext } from '../route-context.js'
@@ -37,8 +38,8 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
     }
     // Cached records answer at once; the first lookup that needs the upstream passes the admission gate,
     // once for the request, and every DOI it resolves takes its own turn in the fair queue (behaviour.md §9).
-    const flags: LookupOptions = { admit: opts.admission.gate(request, reply, false) }
-    const find = async (handle: string): Promise<Lookup> => await opts.resolver.lookup(handle, flags)
+    const asked: LookupRequest = { params: PLAIN_LOOKUP, admit: opts.admission.gate(request, reply, false) }
+    const find = async (handle: string): Promise<Lookup> => await opts.resolver.lookup(handle, asked)
     // Only a refusal of the whole request throws (one DOI failing makes only that entry Unknown).
     const entries = await mapBounded(items, opts.concurrency, async (item) => lookupRa(request, find, opts.resolver, opts.raNames, item))
     return reply.type(JSON_TYPE).send(serializeRa(entries))

@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { isFresh, staleUntil } from '../../handle/freshness.js'
 import type { FreshnessPolicy } from '../../handle/freshness.js'
 import { cacheKey } from '../../handle/name.js'
+import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
+import type { LookupParams } from '../../handle/lookup-params.js'
 import type { Metrics } from '../../observe/metrics.js'
 import { entryOf } from './entry.js'
 import type { RecordCache } from './record-cache.js'
@@ -10,7 +12,7 @@ import type { CachedAnswer } from './entry.js'
 import { decodeEntry, encodeEntry, plausibleEntry } from './entry-codec.js'
 import { watchSharedHealth } from './shared-health.js'
 import type { RedisClient } from '../fleet/redis.js'
-import type { LookupOptions, RecordFetcher } from '../upstream/fetcher.js'
+import type { RecordFetcher } from '../upstream/fetcher.js'
 import type { UpstreamAnswer } from '../upstream/client.js'
 
 /**
@@ -157,20 +159,20 @@ type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
 export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
   const { tier, cache, now } = opts
 
-  async function fetchAndShare (handle: string, key: string, flags: LookupOptions): Promise<UpstreamAnswer> {
-    const answer = await upstream.fetchRecord(handle, flags)
+  async function fetchAndShare (handle: string, key: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> {
+    const answer = await upstream.fetchRecord(handle, params, deadline)
     const entry = entryOf(answer, now(), opts.freshness)
     if (entry !== undefined) tier.put(key, entry)
     return answer
   }
 
-  async function fetchRecord (handle: string, flags: LookupOptions = {}): Promise<SharedAnswer> {
+  async function fetchRecord (handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<SharedAnswer> {
     const key = cacheKey(handle)
-    if (flags.bypassCache === true || !tier.usable()) return await fetchAndShare(handle, key, flags)
+    if (params.bypassCache || !tier.usable()) return await fetchAndShare(handle, key, params, deadline)
     // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
     const held = cache.peek(key)
     const heldSince = held?.storedAt ?? -Infinity
-    const waitUntil = Math.min(flags.deadline ?? Infinity, performance.now() + opts.lockTtlMs)
+    const waitUntil = Math.min(deadline ?? Infinity, performance.now() + opts.lockTtlMs)
     const owner = tier.owner()
     let waited = false
     for (;;) {
@@ -196,14 +198,14 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
             return answerFrom(handle, late)
           }
           if (!waited) tier.count.miss.inc()
-          return await fetchAndShare(handle, key, flags)
+          return await fetchAndShare(handle, key, params, deadline)
         } finally {
           if (lock === 'mine') tier.unlock(key, owner)
         }
       }
       waited = true
       // Waited as long as a lock can be held, or as the request may: ask the upstream ourselves.
-      if (performance.now() + opts.pollMs >= waitUntil) return await fetchAndShare(handle, key, flags)
+      if (performance.now() + opts.pollMs >= waitUntil) return await fetchAndShare(handle, key, params, deadline)
       await sleep(opts.pollMs)
     }
   }

@@ -5,7 +5,7 @@ import { namespaceLocHandles, referencedHandles } from '../../handle/locations.j
 import type { ReferencedHandles } from '../../handle/locations.js'
 import { namespaceLocationsSeconds } from '../../handle/freshness.js'
 import type { Resolver } from './resolver.js'
-import type { LookupOptions } from '../upstream/fetcher.js'
+import type { LookupRequest } from '../upstream/fetcher.js'
 
 /** The other records the 10320/loc engine needs for one handle, fetched through the cache. */
 export interface LocationContext {
@@ -41,14 +41,14 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   const namespaces = new LRUCache<string, { values: HandleValue[], until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
 
   /** True when only the prefix's namespace locations are needed (no includes or overrides), so they may be kept. */
-  function isSimple (refs: ReferencedHandles, flags: LookupOptions): boolean {
+  function isSimple (refs: ReferencedHandles, asked: LookupRequest): boolean {
     return refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
-      refs.overridePrefix === undefined && refs.nshdl.length === 0 && flags.bypassCache !== true
+      refs.overridePrefix === undefined && refs.nshdl.length === 0 && !asked.params.bypassCache
   }
 
   /** What is at hand without fetching: the kept namespace locations of the prefix; undefined otherwise. */
-  function peek (handle: string, refs: ReferencedHandles, flags: LookupOptions): LocationContext | undefined {
-    if (!isSimple(refs, flags)) return undefined
+  function peek (handle: string, refs: ReferencedHandles, asked: LookupRequest): LocationContext | undefined {
+    if (!isSimple(refs, asked)) return undefined
     const prefix = prefixOf(handle)
     if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [], validUntil: Infinity }
     const known = namespaces.get(cacheKey(prefix))
@@ -56,11 +56,11 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   }
 
   /** The context for a record; `refs` are its references, when the caller kept them (referencedHandles otherwise). */
-  async function load (handle: string, values: readonly HandleValue[], flags: LookupOptions, refs = referencedHandles(values)): Promise<LocationContext> {
-    const known = peek(handle, refs, flags)
+  async function load (handle: string, values: readonly HandleValue[], asked: LookupRequest, refs = referencedHandles(values)): Promise<LocationContext> {
+    const known = peek(handle, refs, asked)
     if (known !== undefined) return known
-    const loaded = await loadLocationContext(resolver, handle, values, flags, refs)
-    if (isSimple(refs, flags) && loaded.problems.length === 0 && loaded.includes.size === 0) {
+    const loaded = await loadLocationContext(resolver, handle, values, asked, refs)
+    if (isSimple(refs, asked) && loaded.problems.length === 0 && loaded.includes.size === 0) {
       const at = now()
       const namespaceValues = loaded.namespaceValues.length === 0 ? NO_VALUES : loaded.namespaceValues
       const seconds = namespaceLocationsSeconds(namespaceValues, at)
@@ -87,7 +87,7 @@ export type LocationLoader = ReturnType<typeof createLocationLoader>
  * Step one of the engine's two-step API (see src/handle/locations.ts): fetch the include targets,
  * the prefix record's HS_NAMESPACE <locs> handles (or nshdl) and their includes.
  */
-export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], flags: LookupOptions, refs = referencedHandles(values)): Promise<LocationContext> {
+export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], asked: LookupRequest, refs = referencedHandles(values)): Promise<LocationContext> {
   const ctx: LocationContext = { includes: new Map(), namespaceValues: [], problems: [] }
   let budget = MAX_FETCHES
 
@@ -97,7 +97,7 @@ export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, h
       return undefined
     }
     try {
-      const result = await resolver.lookup(name, flags)
+      const result = await resolver.lookup(name, asked)
       if (result.kind === 'found') return result.values
       ctx.problems.push(`referenced handle ${name} not found`)
     } catch (err) {

@@ -4,16 +4,18 @@ import { hasTypeOrIndexFilter } from '../../handle/query.js'
 import { expiresAt, expiresFrom, expiryRule, filterValues } from '../../handle/record.js'
 import type { ExpiryRule } from '../../handle/record.js'
 import { locationFor, sameTarget } from '../../handle/redirect.js'
-import { chooseLocation, planLocations, referencedHandles, renderShowUrls } from '../../handle/locations.js'
-import type { LocationPlan, LocationRequest, ReferencedHandles } from '../../handle/locations.js'
-import { addPlan, emptyWork, referencesBytes } from '../cache/entry-work.js'
-import type { EntryWork } from '../cache/entry-work.js'
+import { chooseLocation, planLocations, renderShowUrls } from '../../handle/locations.js'
+import type { LocationRequest } from '../../handle/locations.js'
+import { addPlan } from '../cache/entry-work.js'
 import type { Negotiation } from '../../handle/negotiate.js'
 import type { CachedAnswer } from '../cache/entry.js'
 import { createLocationLoader } from './locations-loader.js'
 import type { LocationContext } from './locations-loader.js'
+import { reusableEntry } from './resolver.js'
 import type { CacheStatus, ChainResult, Lookup, Resolver } from './resolver.js'
-import type { LookupOptions } from '../upstream/fetcher.js'
+import { createWorkSlots } from './work-slots.js'
+import type { WorkSlot, WorkSlots } from './work-slots.js'
+import type { LookupRequest } from '../upstream/fetcher.js'
 import type { AnsweredFrom } from '../../observe/metrics.js'
 
 /** What the HTML proxy answers for one handle request, and where its record came from; http/ renders it. */
@@ -55,13 +57,15 @@ export interface Reuse {
   expires?: ExpiryRule | undefined
 }
 
-export interface ProxyRequest {
+/**
+ * One request to the HTML proxy. It is the lookup's request too (LookupRequest): its parsed query carries
+ * the lookup's own parameters (LookupParams), its gate beside them, so it is passed whole to the resolver.
+ */
+export interface ProxyRequest extends LookupRequest {
   handle: string
   params: ProxyParams
   /** A POSTed form (behaviour.md R2): an alias is followed to its target's URL, not answered with a 301. */
   post?: boolean
-  /** The request's admission gate, passed only if something must be fetched (LookupOptions.admit). */
-  admit?: LookupOptions['admit']
   /** What the 10320/loc choosers know of the client: http/ reads it from the request's headers and address. */
   client: {
     /** The automatic locatt values from Accept, Accept-Language and User-Agent (negotiate.ts). */
@@ -88,20 +92,19 @@ export interface ProxyServiceOptions {
 export function createProxyService (opts: ProxyServiceOptions) {
   const { resolver, now } = opts
   const locations = createLocationLoader(resolver, now)
-  // The work of local records (not in the cache), kept with their values arrays while the store holds them.
-  const localWork = new WeakMap<readonly HandleValue[], EntryWork>()
+  const slots = createWorkSlots(resolver)
+  const choose = chooser(opts, slots)
 
   /**
    * The answer for one request. Records at hand (local, cached) answer at once; anything that must be
    * fetched waits for the request's admission first (req.admit, behaviour.md §9).
    */
   async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
-    const flags = flagsOf(req)
     if (req.params.ignoreAliases) {
-      const found = await resolver.lookup(req.handle, flags)
+      const found = await resolver.lookup(req.handle, req)
       return Object.assign(await fromRecord(req, req.handle, found), { from: answeredFrom(found) })
     }
-    const chain = await resolver.followAliases(req.handle, flags)
+    const chain = await resolver.followAliases(req.handle, req)
     return Object.assign(await fromChain(req, chain), { from: answeredFrom(chain) })
   }
 
@@ -115,14 +118,15 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
     }
+    const entry = reusableEntry(chain)
     if (chain.kind === 'not-found') {
-      return { kind: 'not-found', handle: req.handle, cache: chain.cache, reuse: reusable(chain) ? { entry: chain.entry, validUntil: Infinity } : undefined }
+      return { kind: 'not-found', handle: req.handle, cache: chain.cache, reuse: entry !== undefined ? { entry, validUntil: Infinity } : undefined }
     }
     // Redirect mode after at least one alias: a 301 to our own URL of the target (behaviour.md R2 HS_ALIAS); not for POST.
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return await decide(req, chain.handle, chain.values, chain.cache, reusable(chain) ? chain.entry : undefined, answeredFrom(chain) === 'local')
+    return await decide(req, chain.handle, chain.values, chain.cache, entry, answeredFrom(chain) === 'local')
   }
 
   async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined, local = false): Promise<Decided> {
@@ -132,53 +136,24 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (params.action === 'showvalues' || params.action === 'api') {
       return { kind: 'values', handle, values, vary: false, cache }
     }
-    const slot = values === all ? slotOf(handle, values, entry, local) : undefined
-    const located = await locations.load(handle, values, flagsOf(req), referencesOf(values, slot))
+    const slot = values === all ? slots.slotOf(handle, values, entry, local) : undefined
+    const located = await locations.load(handle, values, req, slots.referencesOf(values, slot))
     return choose(req, handle, values, located, cache, entry, slot)
   }
 
-  /**
-   * Where the record's own work (references, plans) is kept: with its cache entry, or, for a local
-   * record, with its values array (gone with it when the store reloads). None for anything else.
-   */
-  function slotOf (handle: string, values: HandleValue[], entry: CachedAnswer | undefined, local: boolean): WorkSlot | undefined {
-    if (entry !== undefined) {
-      if (entry.kind !== 'found' || entry.values !== values) return undefined
-      return { work: entry.work, add: (change) => { resolver.attach(handle, entry, change) } }
-    }
-    if (!local) return undefined
-    return {
-      work: localWork.get(values),
-      add: (change) => {
-        let work = localWork.get(values)
-        if (work === undefined) localWork.set(values, work = emptyWork())
-        work.bytes += change(work) ?? 0
-      }
-    }
-  }
+  return { answer }
+}
 
-  /** What the record's 10320/loc refers to: worked out once per record. */
-  function referencesOf (values: readonly HandleValue[], slot: WorkSlot | undefined): ReferencedHandles {
-    const kept = slot?.work?.references
-    if (kept !== undefined) return kept
-    const refs = referencedHandles(values)
-    slot?.add((work) => {
-      if (work.references !== undefined) return undefined
-      work.references = refs
-      return referencesBytes(refs)
-    })
-    return refs
-  }
-
-  /** The candidate set kept with a record for this spelling and these namespace locations, if any. */
-  function keptPlan (handle: string, located: LocationContext, slot: WorkSlot | undefined): LocationPlan | undefined {
-    const kept = slot?.work?.plans.get(handle)
-    return kept !== undefined && kept.namespaceValues === located.namespaceValues ? kept.plan : undefined
-  }
+/**
+ * The 10320/loc engine's choice for a record and its namespace locations (behaviour.md §4–§5): the
+ * redirect, the showurls XML or the values page, and whether every plain request of its variant gets it.
+ */
+function chooser (opts: ProxyServiceOptions, slots: WorkSlots) {
+  const { now } = opts
 
   function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, slot: WorkSlot | undefined): Decided {
     const { params } = req
-    const kept = keptPlan(handle, located, slot)
+    const kept = slots.keptPlan(handle, located, slot)
     const plan = kept ?? (slot !== undefined && located.includes.size === 0
       ? planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
       : undefined)
@@ -246,20 +221,10 @@ export function createProxyService (opts: ProxyServiceOptions) {
     if (problems.length > 0) opts.onLocationProblems?.(handle, problems)
   }
 
-  return { answer }
-}
-
-function flagsOf (req: ProxyRequest): LookupOptions {
-  return { auth: req.params.auth, cert: req.params.cert, bypassCache: req.params.bypassCache, admit: req.admit }
+  return choose
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>
-
-/** A record's work as kept where it lives, and how to add to it. */
-interface WorkSlot {
-  work: EntryWork | undefined
-  add: (change: (work: EntryWork) => number | undefined) => void
-}
 
 /** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
 function locattFor (req: ProxyRequest): readonly string[] {
@@ -278,13 +243,4 @@ export function answeredFrom (found: { cache: CacheStatus, entry?: CachedAnswer 
     case 'STALE': return 'stale'
     default: return 'miss'
   }
-}
-
-/**
- * A chain whose work may be kept with its cache entry: one record, from the cache or just fetched (not
- * stale, not bypassed, not local). The resolver gives the entry only from a record's first repeat on (a
- * hit, or a miss that shared its answer): one asked for once costs the cache no more than its values.
- */
-function reusable (chain: ChainResult): chain is Exclude<ChainResult, { kind: 'alias-chain-too-long' }> & { entry: CachedAnswer } {
-  return chain.kind !== 'alias-chain-too-long' && chain.entry !== undefined && chain.hops === 0 && (chain.cache === 'HIT' || chain.cache === 'MISS')
 }

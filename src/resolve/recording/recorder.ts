@@ -192,8 +192,8 @@ export function recordingFetcher (fetcher: RecordFetcher, recorder: Pick<Recorde
   const { fromShared, assertOpen } = fetcher
   return {
     ...(assertOpen === undefined ? {} : { assertOpen: (handle: string) => { assertOpen.call(fetcher, handle) } }),
-    async fetchRecord (handle, opts) {
-      const answer = await fetcher.fetchRecord(handle, opts)
+    async fetchRecord (handle, params, deadline) {
+      const answer = await fetcher.fetchRecord(handle, params, deadline)
       if (answer.kind === 'found') recorder.record(handle, answer.record.values)
       return answer
     },

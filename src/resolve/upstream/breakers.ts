@@ -1,10 +1,12 @@
 import CircuitBreaker from 'opossum'
 import { LRUCache } from 'lru-cache'
+import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
+import type { LookupParams } from '../../handle/lookup-params.js'
 import { cacheKey, prefixOf } from '../../handle/name.js'
 import { MAX_RATE_LIMIT_WAIT_MS, upstreamErrors, UpstreamError } from './errors.js'
 import type { FaultScope } from './errors.js'
 import type { Reachability, UnreachableReason } from './reachability.js'
-import type { FetchOptions, UpstreamAnswer, UpstreamClient } from './client.js'
+import type { UpstreamAnswer, UpstreamClient } from './client.js'
 
 export interface BreakerOptions {
   errorThresholdPercent: number
@@ -37,9 +39,9 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
  */
 export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   const prefixes = prefixBreakers(client, opts)
-  const global = new CircuitBreaker(async (handle: string, flags: FetchOptions) => {
+  const global = new CircuitBreaker(async (handle: string, params: LookupParams, deadline: number | undefined) => {
     try {
-      return await prefixes.breakerOf(cacheKey(prefixOf(handle))).fire(handle, flags)
+      return await prefixes.breakerOf(cacheKey(prefixOf(handle))).fire(handle, params, deadline)
     } catch (err) {
       if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
       throw err
@@ -71,10 +73,10 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
 
   return {
     assertOpen,
-    async fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
+    async fetchRecord (handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<UpstreamAnswer> {
       assertOpen(handle)
       try {
-        return await global.fire(handle, { auth: flags.auth, cert: flags.cert, deadline: flags.deadline })
+        return await global.fire(handle, params, deadline)
       } catch (err) {
         if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.circuitOpen(knownReason())
         if (err instanceof UpstreamError && err.code === 'DP_UPSTREAM_RATE_LIMITED' && err.retryAfterMs !== undefined) {
@@ -104,11 +106,13 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
   }
 }
 
-type PrefixBreaker = CircuitBreaker<[string, FetchOptions], UpstreamAnswer>
+// The client is asked through both breakers as the resolver asked: the handle, the query's params, the deadline.
+type PrefixBreaker = CircuitBreaker<[handle: string, params: LookupParams, deadline: number | undefined], UpstreamAnswer>
 
 /** A breaker per prefix, made at its first lookup: at most maxPrefixBreakers, the least recently used dropped. */
 function prefixBreakers (client: UpstreamClient, opts: GuardOptions) {
-  const fetch = async (handle: string, flags: FetchOptions): Promise<UpstreamAnswer> => await client.fetchRecord(handle, flags)
+  const fetch = async (handle: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> =>
+    await client.fetchRecord(handle, params, deadline)
   const breakers = new LRUCache<string, PrefixBreaker>({
     max: opts.maxPrefixBreakers,
     dispose: (breaker) => breaker.shutdown()

@@ -6,6 +6,8 @@ import type { Dispatcher } from 'undici'
 import type { IncomingHttpHeaders } from 'undici/types/header.js'
 import type { HandleRecord, HandleValue } from '../../handle/types.js'
 import { encodeHandlePath } from '../../handle/name.js'
+import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
+import type { LookupParams } from '../../handle/lookup-params.js'
 import { upstreamErrors, UpstreamError } from './errors.js'
 import { unreachableReason } from './reachability.js'
 import type { Reachability } from './reachability.js'
@@ -42,15 +44,9 @@ export interface UpstreamOptions {
   reachability?: Reachability
 }
 
-export interface FetchOptions {
-  auth?: boolean
-  cert?: boolean
-  /** The request's deadline on the performance.now() clock; the lookup never runs past it. */
-  deadline?: number
-}
-
 export interface UpstreamClient {
-  fetchRecord (handle: string, opts?: FetchOptions): Promise<UpstreamAnswer>
+  /** `params` as the reader's query asked (upstreamQuery); `deadline` on the performance.now() clock: never run past. */
+  fetchRecord (handle: string, params?: LookupParams, deadline?: number): Promise<UpstreamAnswer>
   close (): Promise<void>
 }
 
@@ -75,13 +71,12 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   // We ask for the codings we read (RFC 9110 §12.5.3: no Accept-Encoding would accept any).
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
 
-  async function fetchRecord (handle: string, flags: FetchOptions = {}): Promise<UpstreamAnswer> {
+  async function fetchRecord (handle: string, params = PLAIN_LOOKUP, requestDeadline?: number): Promise<UpstreamAnswer> {
     const started = performance.now()
-    const deadline = Math.min(started + opts.timeoutMs, flags.deadline ?? Infinity)
+    const deadline = Math.min(started + opts.timeoutMs, requestDeadline ?? Infinity)
     const budgetMs = Math.max(0, Math.floor(deadline - started))
     if (budgetMs <= 0) throw upstreamErrors.timeout(opts.timeoutMs)
-    const query = [flags.auth === true ? 'auth=true' : '', flags.cert === true ? 'cert=true' : ''].filter(Boolean).join('&')
-    const path = `${basePath}/${encodeHandlePath(handle)}${query === '' ? '' : `?${query}`}`
+    const path = `${basePath}/${encodeHandlePath(handle)}${upstreamQuery(params)}`
     // One timer for the whole lookup, cleared when it ends: it stops the request under way, or the wait
     // before a retry.
     const cancel = Cancel.after(budgetMs, `upstream lookup over ${budgetMs} ms`)
@@ -119,6 +114,14 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
 }
 
 const NO_RETRIES: RetryPolicy = { retries: 0, baseMs: 0, maxMs: 0 }
+
+/** The query string sent upstream with the handle ('' or '?…'): what the reader's query asked of the lookup. */
+function upstreamQuery (params: LookupParams): string {
+  const asked: string[] = []
+  if (params.auth) asked.push('auth=true')
+  if (params.cert) asked.push('cert=true')
+  return asked.length === 0 ? '' : `?${asked.join('&')}`
+}
 
 /** The explicit limits of our connections to a server (never undici's defaults), for one origin or per host. */
 export function connectionLimits (connections: number, connectTimeoutMs: number, timeoutMs: number) {
