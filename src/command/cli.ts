@@ -129,7 +129,8 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false
     userAgent: nonEmpty(env.USER_AGENT) ?? String(defaultOf('userAgent')),
     contactEmail: nonEmpty(env.CONTACT_EMAIL)
   })
-  if (userAgent.trim() === '' || /[\u0000-\u001f\u007f]/.test(userAgent)) { // eslint-disable-line no-control-regex
+  // eslint-disable-next-line no-control-regex
+  if (userAgent.trim() === '' || /[\u0000-\u001f\u007f]/.test(userAgent)) {
     throw new UsageError(`--user-agent must be non-empty text without control characters, got ${JSON.stringify(userAgent)}`)
   }
   const dois = (values as { dois?: string }).dois

@@ -137,6 +137,8 @@ export type OptionTable<C> = { readonly [K in keyof C]: Option<C[K]> }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
+// One setting a line, as in the README's table printed from it: the formatter leaves the table as it is.
+// prettier-ignore
 export const OPTIONS: OptionTable<Config> = {
   host: { env: 'HOST', default: '127.0.0.1', parse: text, doc: 'Address to listen on (the container image sets 0.0.0.0).' },
   port: { env: 'PORT', default: 8000, parse: integer(0, 65535), doc: 'Port to listen on.' },
