@@ -44,9 +44,13 @@ interface Counted {
 
 type Scenario = 'hot' | 'miss'
 
-interface Args { scenarios: Scenario[], answers?: number, warm?: number }
+interface Args {
+  scenarios: Scenario[]
+  answers?: number
+  warm?: number
+}
 
-function parseArgs (argv: string[]): Args {
+function parseArgs(argv: string[]): Args {
   const args: Args = { scenarios: [] }
   forEachOption(argv, HELP, (arg, value) => {
     if (arg === '--answers') args.answers = wholeNumber(arg, value())
@@ -63,13 +67,13 @@ function parseArgs (argv: string[]): Args {
   return args
 }
 
-function wholeNumber (option: string, text: string): number {
+function wholeNumber(option: string, text: string): number {
   const n = Number(text)
   if (!Number.isInteger(n) || n < 1) throw new Error(`${option} wants a whole number above 0, got ${JSON.stringify(text)}`)
   return n
 }
 
-function has (cmd: string, args: string[]): boolean {
+function has(cmd: string, args: string[]): boolean {
   const r = spawnSync(cmd, args, { stdio: 'ignore' })
   return r.error === undefined && r.status === 0
 }
@@ -81,26 +85,35 @@ function has (cmd: string, args: string[]): boolean {
  * is kept awake with a request every 50 ms until the command is through (a few requests next to the
  * thousands counted).
  */
-async function control (pid: number, what: '-z' | '-d', baseUrl: string): Promise<void> {
-  const child = spawn('callgrind_control', [what, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] })
+async function control(pid: number, what: '-z' | '-d', baseUrl: string): Promise<void> {
+  const child = spawn('callgrind_control', [what, String(pid)], {
+    env: { ...process.env, HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
   let err = ''
-  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => {
+    err += chunk.toString()
+  })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   while (child.exitCode === null && child.signalCode === null) {
-    await fetch(`${baseUrl}/readyz`).then(async (r) => await r.arrayBuffer()).catch(() => undefined)
+    await fetch(`${baseUrl}/readyz`)
+      .then(async (r) => await r.arrayBuffer())
+      .catch(() => undefined)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  if (await exited !== 0) throw new Error(`callgrind_control ${what} ${pid} failed: ${err}`)
+  if ((await exited) !== 0) throw new Error(`callgrind_control ${what} ${pid} failed: ${err}`)
 }
 
-function dumps (base: string): string[] {
+function dumps(base: string): string[] {
   const dir = join(base, '..')
   const prefix = base.slice(dir.length + 1)
-  return readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`)).map((f) => join(dir, f))
+  return readdirSync(dir)
+    .filter((f) => f.startsWith(`${prefix}.`))
+    .map((f) => join(dir, f))
 }
 
 /** Ask for a dump and wait until its file is written. */
-async function dump (pid: number, base: string, baseUrl: string): Promise<string> {
+async function dump(pid: number, base: string, baseUrl: string): Promise<string> {
   const before = new Set(dumps(base))
   await control(pid, '-d', baseUrl)
   for (let i = 0; i < 100; i++) {
@@ -115,7 +128,7 @@ async function dump (pid: number, base: string, baseUrl: string): Promise<string
 }
 
 /** Instructions of the main thread in a dump: everything under __libc_start_main (V8's helper threads start elsewhere). */
-function mainThreadInstructions (dump: string): number {
+function mainThreadInstructions(dump: string): number {
   const r = spawnSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })
   const line = r.stdout.split('\n').find((l) => l.includes('__libc_start_main'))
   const n = Number(line?.trim().split(/\s+/)[0]?.replaceAll(',', ''))
@@ -123,7 +136,14 @@ function mainThreadInstructions (dump: string): number {
   return n
 }
 
-async function count (target: Target, outBase: string, paths: readonly string[], warm: number, answers: number, warmPaths = paths): Promise<Counted> {
+async function count(
+  target: Target,
+  outBase: string,
+  paths: readonly string[],
+  warm: number,
+  answers: number,
+  warmPaths = paths
+): Promise<Counted> {
   const pid = target.pid
   if (pid === undefined) throw new Error(`${target.name} has no pid`)
   await runWrk({ baseUrl: target.baseUrl, connections: 8, paths: warmPaths, amount: warm })
@@ -140,14 +160,18 @@ async function count (target: Target, outBase: string, paths: readonly string[],
   return { name: target.name, answers: run.requests, instructions, idlePerSecond, seconds: run.durationS }
 }
 
-function perAnswer (c: Counted): number {
+function perAnswer(c: Counted): number {
   return (c.instructions - c.idlePerSecond * c.seconds) / c.answers
 }
 
-interface Pair { ours: Counted, floor: Counted, floorSays: string }
+interface Pair {
+  ours: Counted
+  floor: Counted
+  floorSays: string
+}
 
 /** Cached answers: ours, then the floor writing ours' captured answer for each path. */
-async function countHot (upstream: UpstreamProcess, wrap: (name: string) => string[], warm: number, answers: number): Promise<Pair> {
+async function countHot(upstream: UpstreamProcess, wrap: (name: string) => string[], warm: number, answers: number): Promise<Pair> {
   const paths = Array.from({ length: 1000 }, (_, i) => doiPath('hot', i, 1000))
   const ours = await startOurs({ upstream, wrap: wrap('ours-hot'), readyTimeoutMs: 300_000, env: OURS_ENV })
   let answersFile: string
@@ -168,14 +192,18 @@ async function countHot (upstream: UpstreamProcess, wrap: (name: string) => stri
   const floor = await startFloor({ answersFile, name: 'floor (node:http, same bytes)', wrap: wrap('floor-hot') })
   try {
     log(`hot: counting ${floor.name}`)
-    return { ours: oursCount, floor: await count(floor, join(DIR, 'floor-hot'), paths, warm, answers), floorSays: `writes our captured answer for each path (${first === undefined ? '' : describeAnswer(first)})` }
+    return {
+      ours: oursCount,
+      floor: await count(floor, join(DIR, 'floor-hot'), paths, warm, answers),
+      floorSays: `writes our captured answer for each path (${first === undefined ? '' : describeAnswer(first)})`
+    }
   } finally {
     await floor.stop()
   }
 }
 
 /** Misses: ours and the miss floor, each asked DOIs neither has seen (the same list for both). */
-async function countMiss (upstream: UpstreamProcess, wrap: (name: string) => string[], warm: number, answers: number): Promise<Pair> {
+async function countMiss(upstream: UpstreamProcess, wrap: (name: string) => string[], warm: number, answers: number): Promise<Pair> {
   const tag = Date.now().toString(36)
   const warmPaths = Array.from({ length: warm }, (_, i) => doiPath(`miss.w.${tag}`, i, 1000))
   const paths = Array.from({ length: answers }, (_, i) => doiPath(`miss.m.${tag}`, i, 1000))
@@ -195,20 +223,24 @@ async function countMiss (upstream: UpstreamProcess, wrap: (name: string) => str
   const floor = await startMissFloor(upstream, writeAnswerFile(template), wrap('floor-miss'))
   try {
     log(`miss: counting ${floor.name}`)
-    return { ours: oursCount, floor: await count(floor, join(DIR, 'floor-miss'), paths, warm, answers, warmPaths), floorSays: `asks the upstream with undici and writes our answer to a miss around the record's URL (${describeAnswer(template)})` }
+    return {
+      ours: oursCount,
+      floor: await count(floor, join(DIR, 'floor-miss'), paths, warm, answers, warmPaths),
+      floorSays: `asks the upstream with undici and writes our answer to a miss around the record's URL (${describeAnswer(template)})`
+    }
   } finally {
     await floor.stop()
   }
 }
 
-function log (line: string): void {
+function log(line: string): void {
   process.stdout.write(`${line}\n`)
 }
 
 // Load shedding off: valgrind's slowness is event-loop delay to it, and it would refuse the misses.
 const OURS_ENV = { TRUSTED_NETWORKS: '127.0.0.0/8', MAX_EVENT_LOOP_DELAY_MS: '0' }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2))
   if (!has('valgrind', ['--version']) || !has('callgrind_control', ['-h'])) {
     throw new Error('valgrind is not installed: `apt-get install -y valgrind` (Debian/Ubuntu), then run again')
@@ -226,18 +258,20 @@ async function main (): Promise<void> {
       const answers = args.answers ?? (scenario === 'hot' ? 20_000 : 3_000)
       const pair = scenario === 'hot' ? await countHot(upstream, wrap, warm, answers) : await countMiss(upstream, wrap, warm, answers)
       const row = (c: Counted): string =>
-        `| ${c.name} | ${c.answers} | ${(c.instructions / c.answers / 1000).toFixed(1)}k | ${(c.idlePerSecond * c.seconds / c.answers / 1000).toFixed(1)}k | **${(perAnswer(c) / 1000).toFixed(1)}k** | ${(perAnswer(c) / perAnswer(pair.floor)).toFixed(2)}× |`
-      sections.push([
-        scenario === 'hot' ? '## A cached answer (hot)' : '## A miss (cold)',
-        '',
-        `${warm} ${scenario === 'hot' ? 'answers' : 'misses'} to warm up, then ${answers} counted; the floor ${pair.floorSays}.`,
-        '',
-        '| Server | Answers | Instructions per answer | of which timers | Per answer, timers out | ÷ floor |',
-        '|---|--:|--:|--:|--:|--:|',
-        row(pair.ours),
-        row(pair.floor),
-        ''
-      ].join('\n'))
+        `| ${c.name} | ${c.answers} | ${(c.instructions / c.answers / 1000).toFixed(1)}k | ${((c.idlePerSecond * c.seconds) / c.answers / 1000).toFixed(1)}k | **${(perAnswer(c) / 1000).toFixed(1)}k** | ${(perAnswer(c) / perAnswer(pair.floor)).toFixed(2)}× |`
+      sections.push(
+        [
+          scenario === 'hot' ? '## A cached answer (hot)' : '## A miss (cold)',
+          '',
+          `${warm} ${scenario === 'hot' ? 'answers' : 'misses'} to warm up, then ${answers} counted; the floor ${pair.floorSays}.`,
+          '',
+          '| Server | Answers | Instructions per answer | of which timers | Per answer, timers out | ÷ floor |',
+          '|---|--:|--:|--:|--:|--:|',
+          row(pair.ours),
+          row(pair.floor),
+          ''
+        ].join('\n')
+      )
     }
   } finally {
     await upstream.stop()

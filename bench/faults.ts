@@ -43,7 +43,10 @@ const SERVER_ENV = {
   LOG_FORMAT: 'json'
 }
 
-interface UpstreamFault { mode: FaultMode, name: string }
+interface UpstreamFault {
+  mode: FaultMode
+  name: string
+}
 
 const UPSTREAM_FAULTS: readonly UpstreamFault[] = [
   { mode: 'drip', name: 'answer dripped a byte every 200 ms' },
@@ -61,25 +64,43 @@ const UPSTREAM_FAULTS: readonly UpstreamFault[] = [
   { mode: 'rate-limited', name: '429 with Retry-After: 30' }
 ]
 
-interface Reading { status: number, cache: string, retryAfter: string, ms: number, upstreamRequests: number }
+interface Reading {
+  status: number
+  cache: string
+  retryAfter: string
+  ms: number
+  upstreamRequests: number
+}
 
-async function read (baseUrl: string, path: string, upstream?: FaultUpstream): Promise<Reading> {
+async function read(baseUrl: string, path: string, upstream?: FaultUpstream): Promise<Reading> {
   const handle = path.slice(1)
   const before = upstream?.requestsFor(handle) ?? 0
   const started = performance.now()
   try {
     const res = await fetch(`${baseUrl}${path}`, { redirect: 'manual', signal: AbortSignal.timeout(15_000) })
     await res.arrayBuffer()
-    return { status: res.status, cache: res.headers.get('x-cache') ?? '—', retryAfter: res.headers.get('retry-after') ?? '—', ms: performance.now() - started, upstreamRequests: (upstream?.requestsFor(handle) ?? 0) - before }
+    return {
+      status: res.status,
+      cache: res.headers.get('x-cache') ?? '—',
+      retryAfter: res.headers.get('retry-after') ?? '—',
+      ms: performance.now() - started,
+      upstreamRequests: (upstream?.requestsFor(handle) ?? 0) - before
+    }
   } catch (err) {
-    return { status: 0, cache: `no answer (${(err as Error).name})`, retryAfter: '—', ms: performance.now() - started, upstreamRequests: (upstream?.requestsFor(handle) ?? 0) - before }
+    return {
+      status: 0,
+      cache: `no answer (${(err as Error).name})`,
+      retryAfter: '—',
+      ms: performance.now() - started,
+      upstreamRequests: (upstream?.requestsFor(handle) ?? 0) - before
+    }
   }
 }
 
-const ms = (n: number): string => n < 10 ? n.toFixed(1) : n.toFixed(0)
-const answer = (r: Reading): string => r.status === 0 ? r.cache : `${r.status} ${r.cache}`
+const ms = (n: number): string => (n < 10 ? n.toFixed(1) : n.toFixed(0))
+const answer = (r: Reading): string => (r.status === 0 ? r.cache : `${r.status} ${r.cache}`)
 
-async function upstreamRows (target: Target, upstream: FaultUpstream): Promise<string[]> {
+async function upstreamRows(target: Target, upstream: FaultUpstream): Promise<string[]> {
   const doi = (fault: UpstreamFault, kind: string): string => `/10.5555/fault-${fault.mode}-${kind}`
   // Every expired DOI is cached first, at once, then left to expire.
   for (const fault of UPSTREAM_FAULTS) {
@@ -90,25 +111,43 @@ async function upstreamRows (target: Target, upstream: FaultUpstream): Promise<s
   const rows: string[] = []
   for (const fault of UPSTREAM_FAULTS) {
     await upstream.setMode(fault.mode)
-    const [cached, fresh] = await Promise.all([read(target.baseUrl, doi(fault, 'cached'), upstream), read(target.baseUrl, doi(fault, 'new'), upstream)])
+    const [cached, fresh] = await Promise.all([
+      read(target.baseUrl, doi(fault, 'cached'), upstream),
+      read(target.baseUrl, doi(fault, 'new'), upstream)
+    ])
     await upstream.setMode('ok')
-    process.stderr.write(`[faults] ${fault.name}: expired ${answer(cached)} in ${ms(cached.ms)} ms; new ${answer(fresh)} in ${ms(fresh.ms)} ms\n`)
-    rows.push(`| ${fault.name} | ${answer(cached)} | ${ms(cached.ms)} | ${cached.cache === 'STALE' ? 'yes' : 'no'} | ${cached.upstreamRequests} | ${answer(fresh)} | ${ms(fresh.ms)} | ${fresh.upstreamRequests} | ${fresh.retryAfter} |`)
+    process.stderr.write(
+      `[faults] ${fault.name}: expired ${answer(cached)} in ${ms(cached.ms)} ms; new ${answer(fresh)} in ${ms(fresh.ms)} ms\n`
+    )
+    rows.push(
+      `| ${fault.name} | ${answer(cached)} | ${ms(cached.ms)} | ${cached.cache === 'STALE' ? 'yes' : 'no'} | ${cached.upstreamRequests} | ${answer(fresh)} | ${ms(fresh.ms)} | ${fresh.upstreamRequests} | ${fresh.retryAfter} |`
+    )
   }
   return rows
 }
 
 /** One request over a raw socket: the status it got and when the socket closed (ms); dripped a byte every `dripMs` when set. */
-async function rawClient (port: number, request: string, dripMs?: number): Promise<{ status: number, ms: number }> {
+async function rawClient(port: number, request: string, dripMs?: number): Promise<{ status: number; ms: number }> {
   const started = performance.now()
   return await new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => { if (dripMs === undefined) socket.write(request) })
+    const socket = connect(port, '127.0.0.1', () => {
+      if (dripMs === undefined) socket.write(request)
+    })
     let text = ''
     let i = 0
-    const timer = dripMs === undefined ? undefined : setInterval(() => { if (socket.writable) socket.write(request[i++ % request.length] ?? '') }, dripMs)
+    const timer =
+      dripMs === undefined
+        ? undefined
+        : setInterval(() => {
+            if (socket.writable) socket.write(request[i++ % request.length] ?? '')
+          }, dripMs)
     const giveUp = setTimeout(() => socket.destroy(), 90_000)
-    socket.on('data', (c: Buffer) => { text += c.toString('latin1') })
-    socket.on('error', () => { /* the close says it */ })
+    socket.on('data', (c: Buffer) => {
+      text += c.toString('latin1')
+    })
+    socket.on('error', () => {
+      /* the close says it */
+    })
     socket.on('close', () => {
       clearInterval(timer)
       clearTimeout(giveUp)
@@ -117,10 +156,14 @@ async function rawClient (port: number, request: string, dripMs?: number): Promi
   })
 }
 
-async function clientRows (target: Target): Promise<string[]> {
+async function clientRows(target: Target): Promise<string[]> {
   const host = `Host: 127.0.0.1:${target.port}\r\n`
-  const cases: Array<{ name: string, request: string, dripMs?: number }> = [
-    { name: 'request headers dripped a byte every 200 ms (REQUEST_TIMEOUT_MS=5000)', request: `GET /10.5555/slow HTTP/1.1\r\n${host}X-Slow: ${'a'.repeat(500)}`, dripMs: 200 },
+  const cases: Array<{ name: string; request: string; dripMs?: number }> = [
+    {
+      name: 'request headers dripped a byte every 200 ms (REQUEST_TIMEOUT_MS=5000)',
+      request: `GET /10.5555/slow HTTP/1.1\r\n${host}X-Slow: ${'a'.repeat(500)}`,
+      dripMs: 200
+    },
     { name: 'CONNECT example.org:443', request: `CONNECT example.org:443 HTTP/1.1\r\n${host}\r\n` },
     { name: 'an unknown method (FOO)', request: `FOO /10.5555/x HTTP/1.1\r\n${host}Connection: close\r\n\r\n` },
     { name: 'PROPFIND', request: `PROPFIND /10.5555/x HTTP/1.1\r\n${host}Connection: close\r\n\r\n` },
@@ -135,12 +178,16 @@ async function clientRows (target: Target): Promise<string[]> {
   return rows
 }
 
-async function redisRows (upstream: FaultUpstream, upstreamProcess: UpstreamProcess): Promise<string[]> {
+async function redisRows(upstream: FaultUpstream, upstreamProcess: UpstreamProcess): Promise<string[]> {
   if (!redisInstalled()) return ['| Redis paused (SIGSTOP) | not measured: redis-server is not installed | | | | | | | |']
   const redis = await startRedis()
   let target: Target
   try {
-    target = await startOurs({ upstream: upstreamProcess, env: { ...SERVER_ENV, CACHE_MAX_TTL_SECONDS: '3600', CACHE_MIN_TTL_SECONDS: '3600', REDIS_URL: redis.url }, name: 'doi-proxy with Redis' })
+    target = await startOurs({
+      upstream: upstreamProcess,
+      env: { ...SERVER_ENV, CACHE_MAX_TTL_SECONDS: '3600', CACHE_MIN_TTL_SECONDS: '3600', REDIS_URL: redis.url },
+      name: 'doi-proxy with Redis'
+    })
   } catch (err) {
     // A busy machine can take longer than the start allows: the other rows still count.
     await redis.stop()
@@ -150,17 +197,24 @@ async function redisRows (upstream: FaultUpstream, upstreamProcess: UpstreamProc
     const primed = await read(target.baseUrl, '/10.5555/redis-cached', upstream)
     if (primed.status !== 302) throw new Error(`priming with Redis answered ${primed.status}`)
     redis.child.kill('SIGSTOP')
-    const [cached, fresh] = await Promise.all([read(target.baseUrl, '/10.5555/redis-cached', upstream), read(target.baseUrl, '/10.5555/redis-new', upstream)])
+    const [cached, fresh] = await Promise.all([
+      read(target.baseUrl, '/10.5555/redis-cached', upstream),
+      read(target.baseUrl, '/10.5555/redis-new', upstream)
+    ])
     redis.child.kill('SIGCONT')
-    process.stderr.write(`[faults] Redis paused: cached ${answer(cached)} in ${ms(cached.ms)} ms; new ${answer(fresh)} in ${ms(fresh.ms)} ms\n`)
-    return [`| Redis paused (SIGSTOP; the DOI cached and fresh in memory) | ${answer(cached)} | ${ms(cached.ms)} | — | ${cached.upstreamRequests} | ${answer(fresh)} | ${ms(fresh.ms)} | ${fresh.upstreamRequests} | ${fresh.retryAfter} |`]
+    process.stderr.write(
+      `[faults] Redis paused: cached ${answer(cached)} in ${ms(cached.ms)} ms; new ${answer(fresh)} in ${ms(fresh.ms)} ms\n`
+    )
+    return [
+      `| Redis paused (SIGSTOP; the DOI cached and fresh in memory) | ${answer(cached)} | ${ms(cached.ms)} | — | ${cached.upstreamRequests} | ${answer(fresh)} | ${ms(fresh.ms)} | ${fresh.upstreamRequests} | ${fresh.retryAfter} |`
+    ]
   } finally {
     await target.stop()
     await redis.stop()
   }
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   let output: string | undefined
   forEachOption(process.argv.slice(2), HELP, (arg, value) => {
     if (arg === '--output') output = value()
@@ -196,7 +250,14 @@ async function main (): Promise<void> {
     `Machine: ${machine()} (shared and busy: times are indicative)  `,
     `Date: ${new Date().toISOString()}  `,
     `Code: ${codeVersion()}  `,
-    `Mode: \`npm run bench:faults\`, ${Math.round((Date.now() - started) / 1000)} s. Our server (dist/) on loopback in front of bench/lib/fault-upstream.ts, with ${Object.entries(SERVER_ENV).filter(([k]) => !k.startsWith('LOG') && k !== 'LOCAL_STORE_DIR').map(([k, v]) => `${k}=${v}`).join(', ')}; retries as by default. Two readers per fault at once: a DOI cached earlier and expired, and a DOI never seen. This table says what the code does, not what it should; see bench/README.md.`,
+    `Mode: \`npm run bench:faults\`, ${Math.round((Date.now() - started) / 1000)} s. Our server (dist/) on loopback in front of bench/lib/fault-upstream.ts, with ${Object.entries(
+      SERVER_ENV
+    )
+      .filter(([k]) => !k.startsWith('LOG') && k !== 'LOCAL_STORE_DIR')
+      .map(([k, v]) => `${k}=${v}`)
+      .join(
+        ', '
+      )}; retries as by default. Two readers per fault at once: a DOI cached earlier and expired, and a DOI never seen. This table says what the code does, not what it should; see bench/README.md.`,
     '',
     '| Upstream fault | Expired DOI: answer | ms | Stale copy served | Upstream requests | New DOI: answer | ms | Upstream requests | Retry-After |',
     '|---|---|--:|---|--:|---|--:|--:|---|',

@@ -28,11 +28,18 @@ const HELP = `Usage: npm run bench:miss [-- options]
   --misses N   misses measured at each upstream latency (default 200)`
 
 const PHASES = ['request', 'upstream', 'body', 'answer'] as const
-type Phase = typeof PHASES[number]
+type Phase = (typeof PHASES)[number]
 
-async function measure (latencyMs: number, misses: number): Promise<string[]> {
+async function measure(latencyMs: number, misses: number): Promise<string[]> {
   const upstream = await startUpstream(latencyMs)
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.apiUrl, localStoreDir: undefined, cacheFile: undefined, trustedNetworks: ['127.0.0.0/8'], maxEventLoopDelayMs: 0 }
+  const config: Config = {
+    ...buildConfig(undefined, {}),
+    upstreamUrl: upstream.apiUrl,
+    localStoreDir: undefined,
+    cacheFile: undefined,
+    trustedNetworks: ['127.0.0.0/8'],
+    maxEventLoopDelayMs: 0
+  }
   const app = await buildApp(config)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
@@ -47,20 +54,43 @@ async function measure (latencyMs: number, misses: number): Promise<string[]> {
   // Only the measured DOI's upstream request counts (a prefix's record is fetched once, during the warm-up).
   const ours = (message: unknown): boolean => on && String((message as { request: { path: string } }).request.path).includes('/miss.')
   const subscriptions: Array<[string, (message: unknown) => void]> = [
-    ['http.server.request.start', () => { if (on) t0 = performance.now() }],
-    ['undici:request:create', (m) => { if (ours(m)) t1 = performance.now() }],
-    ['undici:request:headers', (m) => { if (ours(m)) t2 = performance.now() }],
-    ['undici:request:trailers', (m) => { if (ours(m)) t3 = performance.now() }],
-    ['http.server.response.finish', () => {
-      if (!on || t1 === 0) return
-      const t4 = performance.now()
-      phases.request.push(t1 - t0)
-      phases.upstream.push(t2 - t1)
-      phases.body.push(t3 - t2)
-      phases.answer.push(t4 - t3)
-      total.push(t4 - t0)
-      t1 = 0
-    }]
+    [
+      'http.server.request.start',
+      () => {
+        if (on) t0 = performance.now()
+      }
+    ],
+    [
+      'undici:request:create',
+      (m) => {
+        if (ours(m)) t1 = performance.now()
+      }
+    ],
+    [
+      'undici:request:headers',
+      (m) => {
+        if (ours(m)) t2 = performance.now()
+      }
+    ],
+    [
+      'undici:request:trailers',
+      (m) => {
+        if (ours(m)) t3 = performance.now()
+      }
+    ],
+    [
+      'http.server.response.finish',
+      () => {
+        if (!on || t1 === 0) return
+        const t4 = performance.now()
+        phases.request.push(t1 - t0)
+        phases.upstream.push(t2 - t1)
+        phases.body.push(t3 - t2)
+        phases.answer.push(t4 - t3)
+        total.push(t4 - t0)
+        t1 = 0
+      }
+    ]
   ]
   for (const [name, fn] of subscriptions) dc.subscribe(name, fn)
   const ask = async (path: string): Promise<void> => {
@@ -87,7 +117,7 @@ async function measure (latencyMs: number, misses: number): Promise<string[]> {
   }
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   let misses = 200
   forEachOption(process.argv.slice(2), HELP, (arg, value) => {
     if (arg !== '--misses') return false
@@ -96,8 +126,16 @@ async function main (): Promise<void> {
     return true
   })
   const lines = ['| Upstream latency | Phase | p50 / p99 ms |', '|---|---|--:|']
-  for (const latency of [0, 30]) lines.push(...await measure(latency, misses))
-  process.stdout.write([`Machine: ${machine()}`, `${misses} misses at each latency, one at a time, each a DOI never asked before (bench/miss-phases.ts)`, '', ...lines, ''].join('\n'))
+  for (const latency of [0, 30]) lines.push(...(await measure(latency, misses)))
+  process.stdout.write(
+    [
+      `Machine: ${machine()}`,
+      `${misses} misses at each latency, one at a time, each a DOI never asked before (bench/miss-phases.ts)`,
+      '',
+      ...lines,
+      ''
+    ].join('\n')
+  )
 }
 
 runBench(main)

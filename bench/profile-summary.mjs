@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 
 /** Self time in ms per function+url, from the profile's samples and their time deltas. */
-export function selfTimes (profile) {
+export function selfTimes(profile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const selfUs = new Map()
   const { samples = [], timeDeltas = [] } = profile
@@ -21,10 +21,13 @@ export function selfTimes (profile) {
     totals.set(key, (totals.get(key) ?? 0) + us)
   }
   const all = [...totals.values()].reduce((a, b) => a + b, 0)
-  return { totalMs: all / 1000, rows: [...totals].sort((a, b) => b[1] - a[1]).map(([key, us]) => ({ key, ms: us / 1000, share: us / all })) }
+  return {
+    totalMs: all / 1000,
+    rows: [...totals].sort((a, b) => b[1] - a[1]).map(([key, us]) => ({ key, ms: us / 1000, share: us / all }))
+  }
 }
 
-function shortUrl (url) {
+function shortUrl(url) {
   const path = url.replace(/^file:\/\//, '')
   const nm = path.lastIndexOf('/node_modules/')
   if (nm !== -1) return path.slice(nm + 1)

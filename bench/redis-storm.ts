@@ -29,9 +29,15 @@ const HELP = `Usage: node --import tsx bench/redis-storm.ts [options]
   --before GIT-REF  also run that commit (built in bench/.tmp), alternating with ours
   --output FILE     where the report goes (default bench/REDIS-STORM.md; - for stdout only)`
 
-interface Args { runs: number, requests: number, latencyMs: number, before: string | undefined, output: string }
+interface Args {
+  runs: number
+  requests: number
+  latencyMs: number
+  before: string | undefined
+  output: string
+}
 
-function parseArgs (argv: string[]): Args {
+function parseArgs(argv: string[]): Args {
   const args: Args = { runs: 20, requests: 500, latencyMs: 200, before: undefined, output: join(ROOT, 'bench', 'REDIS-STORM.md') }
   forEachOption(argv, HELP, (arg, value) => {
     if (arg === '--runs') args.runs = Number(value())
@@ -47,18 +53,30 @@ function parseArgs (argv: string[]): Args {
   return args
 }
 
-const log = (line: string): void => { process.stdout.write(line + '\n') }
+const log = (line: string): void => {
+  process.stdout.write(line + '\n')
+}
 const DOIS = 20
 const UNIQUE_HANDLES = DOIS // the prefix and its service handle are fetched before the runs
 // Longer than any pause the shared tier takes after Redis failures (shared-tier.ts).
 const SETTLE_MS = 6_000
 const PAUSE_S = 0.25
 
-interface Build { name: string, dir?: string }
-interface Case { name: string, pause: boolean }
-interface Run { upstream: number, timeouts: number, statuses: Record<string, number> }
+interface Build {
+  name: string
+  dir?: string
+}
+interface Case {
+  name: string
+  pause: boolean
+}
+interface Run {
+  upstream: number
+  timeouts: number
+  statuses: Record<string, number>
+}
 
-async function metricSum (targets: Target[], pattern: RegExp): Promise<number> {
+async function metricSum(targets: Target[], pattern: RegExp): Promise<number> {
   let sum = 0
   for (const t of targets) {
     const m = pattern.exec(await (await fetch(`${t.baseUrl}/metrics`)).text())
@@ -67,34 +85,42 @@ async function metricSum (targets: Target[], pattern: RegExp): Promise<number> {
   return sum
 }
 
-interface Replicas { build: Build, targets: Target[], pools: Pool[] }
+interface Replicas {
+  build: Build
+  targets: Target[]
+  pools: Pool[]
+}
 
 /** Two replicas of a build, started one after the other (a loaded machine starts them slowly), the prefix warm. */
-async function startReplicas (build: Build, requests: number, upstream: UpstreamProcess, redis: RedisProcess): Promise<Replicas> {
+async function startReplicas(build: Build, requests: number, upstream: UpstreamProcess, redis: RedisProcess): Promise<Replicas> {
   // No load shedding: 500 requests at once on a small shared machine lag the event loop past its 1 s
   // default, and the runs measure sharing, not shedding (every lookup must reach the shared tier).
   const env = { LOG_LEVEL: 'warn', REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: '100', MAX_EVENT_LOOP_DELAY_MS: '0' }
   const targets: Target[] = []
-  for (let i = 0; i < 2; i++) targets.push(await startOurs({ upstream, env, readyTimeoutMs: 120_000, ...(build.dir === undefined ? {} : { dir: build.dir, name: build.name }) }))
+  for (let i = 0; i < 2; i++) {
+    targets.push(
+      await startOurs({ upstream, env, readyTimeoutMs: 120_000, ...(build.dir === undefined ? {} : { dir: build.dir, name: build.name }) })
+    )
+  }
   // The prefix and its service handle, fetched once: each run's storm is then its 20 DOIs alone.
   for (const t of targets) await (await fetch(`${t.baseUrl}/10.7300/warm`, { redirect: 'manual' })).arrayBuffer()
   return { build, targets, pools: targets.map((t) => new Pool(t.baseUrl, { connections: Math.ceil(requests / targets.length) })) }
 }
 
-async function stopReplicas (r: Replicas): Promise<void> {
+async function stopReplicas(r: Replicas): Promise<void> {
   await Promise.all(r.pools.map(async (p) => await p.close()))
   await Promise.all(r.targets.map(async (t) => await t.stop()))
 }
 
 const TIMEOUTS = /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m
 
-async function pauseRedisOnceFetching (upstream: UpstreamProcess, client: Redis): Promise<void> {
+async function pauseRedisOnceFetching(upstream: UpstreamProcess, client: Redis): Promise<void> {
   const until = performance.now() + 30_000
-  while (await upstream.requests() === 0 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
+  while ((await upstream.requests()) === 0 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 5))
   await client.call('DEBUG', 'SLEEP', String(PAUSE_S)).catch(() => {})
 }
 
-async function oneRun (replicas: Replicas, c: Case, run: number, requests: number, upstream: UpstreamProcess, client: Redis): Promise<Run> {
+async function oneRun(replicas: Replicas, c: Case, run: number, requests: number, upstream: UpstreamProcess, client: Redis): Promise<Run> {
   const { pools, targets } = replicas
   const statuses: Record<string, number> = {}
   const timeoutsBefore = await metricSum(targets, TIMEOUTS)
@@ -109,13 +135,13 @@ async function oneRun (replicas: Replicas, c: Case, run: number, requests: numbe
   // The pause comes while the first replica's fetches are at the upstream and the other replica waits on Redis.
   const pause = c.pause ? pauseRedisOnceFetching(upstream, client) : Promise.resolve()
   await Promise.all([...sent, pause])
-  const result = { upstream: await upstream.requests(), timeouts: await metricSum(targets, TIMEOUTS) - timeoutsBefore, statuses }
+  const result = { upstream: await upstream.requests(), timeouts: (await metricSum(targets, TIMEOUTS)) - timeoutsBefore, statuses }
   // A replica may have set Redis aside for a while after timeouts: the next run starts after that.
   if (result.timeouts > 0) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   return result
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2))
   const started = Date.now()
   ensureBuilt(log)
@@ -123,7 +149,10 @@ async function main (): Promise<void> {
   const builds: Build[] = [{ name: 'doi-proxy' }]
   const redis = await startRedis()
   const upstream = await startUpstream(args.latencyMs)
-  const cases: Case[] = [{ name: 'Redis answering', pause: false }, { name: `Redis paused ${PAUSE_S * 1000} ms mid-storm`, pause: true }]
+  const cases: Case[] = [
+    { name: 'Redis answering', pause: false },
+    { name: `Redis paused ${PAUSE_S * 1000} ms mid-storm`, pause: true }
+  ]
   const results = new Map<string, Run[]>()
   let client: Redis | undefined
   try {
@@ -142,7 +171,9 @@ async function main (): Promise<void> {
             const r = await oneRun(replicas, c, run, args.requests, upstream, client)
             const key = `${replicas.build.name}\u0000${c.name}`
             results.set(key, [...(results.get(key) ?? []), r])
-            log(`run ${run + 1}/${args.runs} ${replicas.build.name}, ${c.name}: ${r.upstream} upstream requests for ${UNIQUE_HANDLES} DOIs, ${r.timeouts} Redis timeouts, ${JSON.stringify(r.statuses)}`)
+            log(
+              `run ${run + 1}/${args.runs} ${replicas.build.name}, ${c.name}: ${r.upstream} upstream requests for ${UNIQUE_HANDLES} DOIs, ${r.timeouts} Redis timeouts, ${JSON.stringify(r.statuses)}`
+            )
           }
         }
       }
@@ -164,20 +195,28 @@ async function main (): Promise<void> {
     const statuses: Record<string, number> = {}
     for (const r of runs) for (const [k, v] of Object.entries(r.statuses)) statuses[k] = (statuses[k] ?? 0) + v
     const worst = Math.max(...runs.map((r) => r.upstream))
-    return `| ${build} | ${c} | ${dup.length} of ${runs.length} | ${extra} | ${worst} | ${withTimeouts} of ${runs.length} | ${Object.entries(statuses).map(([k, v]) => `${k}×${v}`).join(' ')} |`
+    return `| ${build} | ${c} | ${dup.length} of ${runs.length} | ${extra} | ${worst} | ${withTimeouts} of ${runs.length} | ${Object.entries(
+      statuses
+    )
+      .map(([k, v]) => `${k}×${v}`)
+      .join(' ')} |`
   })
   const text = [
-    '# One upstream request per DOI when Redis is slow', '',
+    '# One upstream request per DOI when Redis is slow',
+    '',
     '<!-- Written by bench/redis-storm.ts (`npm run bench:redis-storm`). Do not edit by hand. -->',
-    `Machine: ${machine()}  `, `Date: ${new Date().toISOString()}  `,
+    `Machine: ${machine()}  `,
+    `Date: ${new Date().toISOString()}  `,
     `Two replicas per build (\`node dist/main.js\`, LOG_LEVEL=warn, REDIS_COMMAND_TIMEOUT_MS=100, MAX_EVENT_LOOP_DELAY_MS=0 so that no lookup is shed, CACHE_FILE empty) share a redis-server ${redis.version} on loopback and ` +
-    `the bench fake upstream (${args.latencyMs} ms), their prefix already known. Each run sends ${args.requests} requests at once (half to each replica) for ${DOIS} DOIs nobody asked before: ` +
-    `a run with more than ${UNIQUE_HANDLES} upstream requests fetched a DOI twice; after a run with a Redis timeout the next waits ${SETTLE_MS / 1000} s. "Redis paused": DEBUG SLEEP ${PAUSE_S} s sent as the first upstream request of the storm arrives (one replica fetching, the other waiting on Redis), ` +
-    `so the commands in flight time out. ${args.runs} runs per build and case, builds alternating; whole run ${((Date.now() - started) / 1000).toFixed(0)} s. ` +
-    'Everything (replicas, Redis, upstream, load) shares the machine\'s cores, which other work was using too: compare rows of this run.', '',
+      `the bench fake upstream (${args.latencyMs} ms), their prefix already known. Each run sends ${args.requests} requests at once (half to each replica) for ${DOIS} DOIs nobody asked before: ` +
+      `a run with more than ${UNIQUE_HANDLES} upstream requests fetched a DOI twice; after a run with a Redis timeout the next waits ${SETTLE_MS / 1000} s. "Redis paused": DEBUG SLEEP ${PAUSE_S} s sent as the first upstream request of the storm arrives (one replica fetching, the other waiting on Redis), ` +
+      `so the commands in flight time out. ${args.runs} runs per build and case, builds alternating; whole run ${((Date.now() - started) / 1000).toFixed(0)} s. ` +
+      "Everything (replicas, Redis, upstream, load) shares the machine's cores, which other work was using too: compare rows of this run.",
+    '',
     '| Build | Case | Runs with duplicate upstream requests | Extra upstream requests, all runs | Most upstream requests in a run | Runs with a Redis timeout | Answers |',
     '|---|---|--:|--:|--:|--:|---|',
-    ...rows, ''
+    ...rows,
+    ''
   ].join('\n')
   writeReport(args.output, text, log)
 }

@@ -49,7 +49,7 @@ interface Args {
   generator?: GeneratorName
 }
 
-function parseArgs (argv: string[]): Args {
+function parseArgs(argv: string[]): Args {
   const args: Args = { quick: false, scenarios: [], profile: false, nginx: true, pin: true, latencyMs: 30, serverEnv: {} }
   forEachOption(argv, HELP, (arg, value) => {
     if (arg === '--quick') args.quick = true
@@ -75,15 +75,17 @@ function parseArgs (argv: string[]): Args {
   // The client's own ceiling goes with every speed run (not with --profile or the batch alone).
   if (!args.profile && !args.scenarios.includes('client') && args.scenarios.some((n) => n !== 'batch')) args.scenarios.unshift('client')
   if (!Number.isFinite(args.latencyMs) || args.latencyMs < 0) throw new Error('--latency wants a number of ms')
-  if (args.before !== undefined && args.profile) throw new Error('--before and --profile do not go together: --profile runs our server alone')
+  if (args.before !== undefined && args.profile) {
+    throw new Error('--before and --profile do not go together: --profile runs our server alone')
+  }
   return args
 }
 
-function log (line: string): void {
+function log(line: string): void {
   process.stdout.write(`${line}\n`)
 }
 
-function newestProfile (since: number): string | undefined {
+function newestProfile(since: number): string | undefined {
   if (!existsSync(PROFILE_DIR)) return undefined
   return readdirSync(PROFILE_DIR)
     .filter((f) => f.endsWith('.cpuprofile'))
@@ -92,7 +94,7 @@ function newestProfile (since: number): string | undefined {
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]
 }
 
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2))
   const started = Date.now()
   const settings = settingsFor(args.quick)
@@ -113,7 +115,18 @@ async function main (): Promise<void> {
       for (const name of args.scenarios) {
         log(`${name}:`)
         const t0 = Date.now()
-        rows.push(...await RUNNERS[name]({ settings, upstream, nginx, profile: args.profile, serverEnv: args.serverEnv, before, generator: generator.name, log }))
+        rows.push(
+          ...(await RUNNERS[name]({
+            settings,
+            upstream,
+            nginx,
+            profile: args.profile,
+            serverEnv: args.serverEnv,
+            before,
+            generator: generator.name,
+            log
+          }))
+        )
         log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
       }
     } finally {
@@ -124,14 +137,20 @@ async function main (): Promise<void> {
   }
 
   const seconds = ((Date.now() - started) / 1000).toFixed(0)
-  const envLine = Object.keys(args.serverEnv).length === 0 ? 'our server on its defaults (but TRUSTED_NETWORKS=127.0.0.0/8: the load generator is one client standing for many readers)' : `our server with ${Object.entries(args.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
-  const settingsLine = `${settings.connections} connections (cold: ${settings.coldConnections}); ` +
+  const envLine =
+    Object.keys(args.serverEnv).length === 0
+      ? 'our server on its defaults (but TRUSTED_NETWORKS=127.0.0.0/8: the load generator is one client standing for many readers)'
+      : `our server with ${Object.entries(args.serverEnv)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')}`
+  const settingsLine =
+    `${settings.connections} connections (cold: ${settings.coldConnections}); ` +
     `hot, not-found, api, conneg and metadata: every server started at once (linkout: one after the other), ${settings.warmupS} s warm-up each, then measured in ${settings.rounds} alternating rounds of ${settings.roundS} s per server (${settings.rounds * settings.roundS} s each; each round in its own order, shuffled with a seed); ` +
     `cold: ${settings.warmupS} s warm-up + ${settings.measureS} s measured per server; ` +
     `zipf ${settings.zipfDois} DOIs, ${settings.zipfWarmupRequests} warm-up requests then ${settings.zipfMeasureRequests} measured; fake upstream latency ${args.latencyMs} ms; ${envLine}; ` +
-    'zipf twice for ours: on its defaults (UPSTREAM_MAX_CONCURRENT=16) and at nginx\'s upstream concurrency (each row says which); ' +
+    "zipf twice for ours: on its defaults (UPSTREAM_MAX_CONCURRENT=16) and at nginx's upstream concurrency (each row says which); " +
     'the floor of hot, not-found, api, conneg, metadata and linkout writes the same bytes as our answer (status, headers, body; Node writes Date itself); ' +
-    `load generator: ${generator.name === 'wrk' ? '`wrk -t1 -cN` (bench/lib/wrk.lua)' : 'autocannon in the runner\'s process'}, ${generator.why}, on the same machine (the client row shows its own ceiling); ${describePinning(pinning)}; whole run ${seconds} s.`
+    `load generator: ${generator.name === 'wrk' ? '`wrk -t1 -cN` (bench/lib/wrk.lua)' : "autocannon in the runner's process"}, ${generator.why}, on the same machine (the client row shows its own ceiling); ${describePinning(pinning)}; whole run ${seconds} s.`
   if (args.profile) {
     const profile = newestProfile(started)
     if (profile === undefined) {
@@ -145,7 +164,11 @@ async function main (): Promise<void> {
   }
   const mode = args.quick ? 'quick (`npm run bench:quick`)' : 'full (`npm run bench`)'
   const subset = args.scenarios.length === SCENARIOS.length ? '' : `; scenarios ${args.scenarios.join(', ')} only`
-  const code = `doi-proxy is ${codeVersion()}` + (before === undefined ? '' : `; ${before.name} is commit ${before.short} (${before.subject}), built in bench/.tmp against today's node_modules and started like doi-proxy`)
+  const code =
+    `doi-proxy is ${codeVersion()}` +
+    (before === undefined
+      ? ''
+      : `; ${before.name} is commit ${before.short} (${before.subject}), built in bench/.tmp against today's node_modules and started like doi-proxy`)
   if (rows.length === 0) {
     log(`\nwrote ${RESULTS_PATH} (${seconds} s)`) // the batch scenario alone: its own section only
     return

@@ -26,12 +26,15 @@ import { answerFor } from './fake-upstream.js'
 import { seededRandom } from './lib/load.js'
 
 export const PHASES = ['healthy', 'down', 'slow', '429', '500'] as const
-export type Phase = typeof PHASES[number]
+export type Phase = (typeof PHASES)[number]
 
-export interface ScheduleStep { phase: Phase, seconds: number }
+export interface ScheduleStep {
+  phase: Phase
+  seconds: number
+}
 
 /** `healthy:20,down:12` → steps; throws on an unknown phase or a non-positive length. */
-export function parseSchedule (text: string): ScheduleStep[] {
+export function parseSchedule(text: string): ScheduleStep[] {
   return text.split(',').map((part) => {
     const [phase = '', seconds = ''] = part.trim().split(':')
     if (!(PHASES as readonly string[]).includes(phase)) throw new Error(`unknown phase "${phase}"; known: ${PHASES.join(', ')}`)
@@ -42,7 +45,7 @@ export function parseSchedule (text: string): ScheduleStep[] {
 }
 
 /** Which step of a cycling schedule is current `elapsedMs` after its start. */
-export function stepAt (steps: readonly ScheduleStep[], elapsedMs: number): number {
+export function stepAt(steps: readonly ScheduleStep[], elapsedMs: number): number {
   const cycleMs = steps.reduce((sum, s) => sum + s.seconds * 1000, 0)
   let t = elapsedMs % cycleMs
   for (let i = 0; i < steps.length; i++) {
@@ -53,9 +56,14 @@ export function stepAt (steps: readonly ScheduleStep[], elapsedMs: number): numb
   return 0
 }
 
-interface Options { port: number, host: string, latencyMs: number, steps: ScheduleStep[] }
+interface Options {
+  port: number
+  host: string
+  latencyMs: number
+  steps: ScheduleStep[]
+}
 
-async function main (opts: Options): Promise<void> {
+async function main(opts: Options): Promise<void> {
   const random = seededRandom(0x50a4)
   const sockets = new Set<Socket>()
   let phase: Phase = 'healthy'
@@ -63,21 +71,25 @@ async function main (opts: Options): Promise<void> {
   let requests = 0
   let startedAt: number | undefined
 
-  function sendJson (res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
+  function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
     // The socket may have been destroyed by a `down` phase while this answer waited.
     if (res.destroyed || res.writableEnded) return
     const text = JSON.stringify(body)
-    res.writeHead(status, { ...headers, 'content-type': 'application/json;charset=utf-8', 'content-length': String(Buffer.byteLength(text)) })
+    res.writeHead(status, {
+      ...headers,
+      'content-type': 'application/json;charset=utf-8',
+      'content-length': String(Buffer.byteLength(text))
+    })
     res.end(text)
   }
 
-  function answerHandle (res: ServerResponse, handle: string | undefined): void {
+  function answerHandle(res: ServerResponse, handle: string | undefined): void {
     if (handle === undefined) return sendJson(res, 400, {}, { responseCode: 2, message: 'bad handle encoding' })
     const answer = answerFor(handle)
     sendJson(res, answer.status, {}, answer.body)
   }
 
-  function onRequest (req: IncomingMessage, res: ServerResponse): void {
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/'
     const path = url.split('?')[0] ?? '/'
     if (path === '/__stats') return sendJson(res, 200, {}, { phase, requests })
@@ -91,7 +103,9 @@ async function main (opts: Options): Promise<void> {
     let handle: string | undefined
     try {
       handle = decodeURIComponent(path.slice('/api/handles/'.length))
-    } catch { handle = undefined }
+    } catch {
+      handle = undefined
+    }
     if (phase === '429') return sendJson(res, 429, { 'retry-after': '1' }, { responseCode: 2, message: 'Too many requests' })
     if (phase === '500') return sendJson(res, 500, {}, { responseCode: 2, message: 'Internal error' })
     const waitMs = phase === 'slow' ? 2000 + random() * 3000 : opts.latencyMs
@@ -105,27 +119,28 @@ async function main (opts: Options): Promise<void> {
     socket.once('close', () => sockets.delete(socket))
   })
 
-  const listen = async (): Promise<void> => await new Promise((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject)
-      resolve()
+  const listen = async (): Promise<void> =>
+    await new Promise((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(opts.port, opts.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
     })
-  })
 
   /** Connection refused from now on: no listener, and no socket left half-open. */
-  function goDown (): void {
+  function goDown(): void {
     server.close()
     for (const socket of sockets) socket.destroy()
   }
 
-  function announce (next: Phase, index: number): void {
+  function announce(next: Phase, index: number): void {
     const line = { phase: next, index, at: Date.now(), ended: { phase, requests } }
     process.stdout.write(JSON.stringify(line) + '\n')
   }
 
   let changing = false
-  async function tick (): Promise<void> {
+  async function tick(): Promise<void> {
     if (startedAt === undefined || changing) return
     const next = stepAt(opts.steps, Date.now() - startedAt)
     if (next === step) return
@@ -145,7 +160,9 @@ async function main (opts: Options): Promise<void> {
   }
 
   await listen()
-  const timer = setInterval(() => { tick().catch(reportTickError) }, 100)
+  const timer = setInterval(() => {
+    tick().catch(reportTickError)
+  }, 100)
   process.stdout.write(JSON.stringify({ listening: opts.port }) + '\n')
   const stop = (): void => {
     clearInterval(timer)
@@ -156,11 +173,11 @@ async function main (opts: Options): Promise<void> {
   process.once('SIGINT', stop)
 }
 
-function reportTickError (err: unknown): void {
+function reportTickError(err: unknown): void {
   process.stderr.write(`soak-upstream: ${String(err)}\n`)
 }
 
-function argValue (name: string): string | undefined {
+function argValue(name: string): string | undefined {
   const i = process.argv.indexOf(name)
   return i === -1 ? undefined : process.argv[i + 1]
 }

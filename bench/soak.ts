@@ -48,7 +48,7 @@ interface Args {
 const DEFAULT_SCHEDULE = 'healthy:20,down:12,healthy:12,slow:12,429:12,500:12'
 const QUICK_SCHEDULE = 'healthy:6,down:4,healthy:4,slow:5,429:4,500:4'
 
-function parseArgs (argv: string[]): Args {
+function parseArgs(argv: string[]): Args {
   const quick = argv.includes('--quick')
   const args: Args = {
     durationS: quick ? 30 : 120,
@@ -83,7 +83,7 @@ function parseArgs (argv: string[]): Args {
 }
 
 /** Our server's environment for the soak: short timeouts and TTLs so every failure path runs. */
-function serverEnv (args: Args): Record<string, string> {
+function serverEnv(args: Args): Record<string, string> {
   return {
     LOG_LEVEL: 'warn',
     LOCAL_STORE_DIR: '', // no sample store: every DOI comes from the failing upstream
@@ -103,12 +103,12 @@ function serverEnv (args: Args): Record<string, string> {
 
 // ------------------------------------------------------------------ processes
 
-function spawnChild (args: string[], env: NodeJS.ProcessEnv, stdout: 'pipe' | number, stderr: number): ChildProcess {
+function spawnChild(args: string[], env: NodeJS.ProcessEnv, stdout: 'pipe' | number, stderr: number): ChildProcess {
   // Tracked by bench/lib/processes.ts: nothing we start outlives us.
   return track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', stdout, stderr] }))
 }
 
-async function waitReady (child: ChildProcess, name: string, url: string, timeoutMs = 15_000): Promise<void> {
+async function waitReady(child: ChildProcess, name: string, url: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready (see bench/.tmp)`)
@@ -116,21 +116,46 @@ async function waitReady (child: ChildProcess, name: string, url: string, timeou
       const res = await fetch(url, { signal: AbortSignal.timeout(1_000) })
       await res.arrayBuffer()
       if (res.status === 200) return
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   throw new Error(`${name} did not become ready at ${url} within ${timeoutMs} ms`)
 }
 
-interface PhaseChange { phase: Phase, at: number, ended?: { phase: Phase, requests: number } }
+interface PhaseChange {
+  phase: Phase
+  at: number
+  ended?: { phase: Phase; requests: number }
+}
 
-interface Upstream { origin: string, changes: PhaseChange[], child: ChildProcess }
+interface Upstream {
+  origin: string
+  changes: PhaseChange[]
+  child: ChildProcess
+}
 
-async function startSoakUpstream (args: Args, logPath: string): Promise<Upstream> {
+async function startSoakUpstream(args: Args, logPath: string): Promise<Upstream> {
   const port = await freePort()
   const log = openSync(logPath, 'w')
   const schedule = args.steps.map((s) => `${s.phase}:${s.seconds}`).join(',')
-  const child = spawnChild(['--import', 'tsx', join(ROOT, 'bench', 'soak-upstream.ts'), '--port', String(port), '--latency', String(args.latencyMs), '--schedule', schedule], process.env, 'pipe', log)
+  const child = spawnChild(
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'bench', 'soak-upstream.ts'),
+      '--port',
+      String(port),
+      '--latency',
+      String(args.latencyMs),
+      '--schedule',
+      schedule
+    ],
+    process.env,
+    'pipe',
+    log
+  )
   closeSync(log)
   const changes: PhaseChange[] = []
   if (child.stdout !== null) {
@@ -138,7 +163,9 @@ async function startSoakUpstream (args: Args, logPath: string): Promise<Upstream
       try {
         const event = JSON.parse(line) as Partial<PhaseChange>
         if (typeof event.phase === 'string' && typeof event.at === 'number') changes.push(event as PhaseChange)
-      } catch { /* not ours */ }
+      } catch {
+        /* not ours */
+      }
     })
   }
   const origin = `http://127.0.0.1:${port}`
@@ -146,18 +173,27 @@ async function startSoakUpstream (args: Args, logPath: string): Promise<Upstream
   return { origin, changes, child }
 }
 
-async function startServer (upstream: Upstream, env: Record<string, string>, logPath: string): Promise<{ baseUrl: string, child: ChildProcess }> {
+async function startServer(
+  upstream: Upstream,
+  env: Record<string, string>,
+  logPath: string
+): Promise<{ baseUrl: string; child: ChildProcess }> {
   const port = await freePort()
   const log = openSync(logPath, 'w')
-  const child = spawnChild([join(ROOT, 'dist', 'main.js')], {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    NODE_ENV: 'production',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    UPSTREAM_URL: `${upstream.origin}/api/handles`,
-    ...env
-  }, log, log)
+  const child = spawnChild(
+    [join(ROOT, 'dist', 'main.js')],
+    {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      UPSTREAM_URL: `${upstream.origin}/api/handles`,
+      ...env
+    },
+    log,
+    log
+  )
   closeSync(log)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitReady(child, 'doi-proxy', `${baseUrl}/readyz`)
@@ -169,14 +205,26 @@ async function startServer (upstream: Upstream, env: Record<string, string>, log
 type Kind = 'doi' | 'new' | 'missing' | 'api' | 'noredirect' | 'conneg'
 
 /** Share of each kind of request, in percent. */
-const MIX: ReadonlyArray<[Kind, number]> = [['doi', 55], ['new', 5], ['missing', 8], ['api', 12], ['noredirect', 8], ['conneg', 12]]
+const MIX: ReadonlyArray<[Kind, number]> = [
+  ['doi', 55],
+  ['new', 5],
+  ['missing', 8],
+  ['api', 12],
+  ['noredirect', 8],
+  ['conneg', 12]
+]
 const POPULAR_DOIS = 20_000
 const HOT_RANKS = 100 // the DOIs "everyone" asks for: they must keep resolving through every phase
 const MISSING_DOIS = 500
 
-interface Planned { kind: Kind, path: string, headers: Record<string, string>, hot: boolean }
+interface Planned {
+  kind: Kind
+  path: string
+  headers: Record<string, string>
+  hot: boolean
+}
 
-function requestPlanner (seed: number): () => Planned {
+function requestPlanner(seed: number): () => Planned {
   const random = seededRandom(seed)
   const popular = zipfSampler(POPULAR_DOIS, 1.2, random)
   const missing = zipfSampler(MISSING_DOIS, 1.0, random)
@@ -207,9 +255,9 @@ function requestPlanner (seed: number): () => Planned {
 
 /** What one answer (or failure) was. */
 type Outcome =
-  | { ok: true, status: number, cache: string }
-  | { ok: false, upstream: true, status: number, cache: string }
-  | { ok: false, upstream: false, error: string }
+  | { ok: true; status: number; cache: string }
+  | { ok: false; upstream: true; status: number; cache: string }
+  | { ok: false; upstream: false; error: string }
 
 /** Counters for one interval (a table row), a phase, or the whole run. */
 class Tally {
@@ -226,7 +274,7 @@ class Tally {
   byCache = new Map<string, number>()
   byError = new Map<string, number>()
 
-  add (outcome: Outcome, ms: number, hot: boolean): void {
+  add(outcome: Outcome, ms: number, hot: boolean): void {
     this.requests++
     this.latencies.push(ms)
     if (hot) this.hot++
@@ -246,14 +294,14 @@ class Tally {
     }
   }
 
-  percentile (p: number): number {
+  percentile(p: number): number {
     if (this.latencies.length === 0) return NaN
     const sorted = Float64Array.from(this.latencies).sort()
     return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
   }
 }
 
-function bump (map: Map<string, number>, key: string, by = 1): void {
+function bump(map: Map<string, number>, key: string, by = 1): void {
   map.set(key, (map.get(key) ?? 0) + by)
 }
 
@@ -263,16 +311,18 @@ function bump (map: Map<string, number>, key: string, by = 1): void {
 const UPSTREAM_MESSAGE = /registry|took longer than we allow a request/
 
 /** Sort an answer into ok / upstream-caused / ours. */
-function classify (status: number, cache: string, body: string): Outcome {
+function classify(status: number, cache: string, body: string): Outcome {
   if ((status >= 200 && status < 400) || status === 404) return { ok: true, status, cache }
-  if ((status === 502 || status === 503 || status === 504) && UPSTREAM_MESSAGE.test(body)) return { ok: false, upstream: true, status, cache }
+  if ((status === 502 || status === 503 || status === 504) && UPSTREAM_MESSAGE.test(body)) {
+    return { ok: false, upstream: true, status, cache }
+  }
   if (status >= 500) return { ok: false, upstream: false, error: `${status} (ours)` }
   return { ok: false, upstream: false, error: `unexpected ${status}` }
 }
 
-function describeFailure (err: unknown, timedOut: boolean): string {
+function describeFailure(err: unknown, timedOut: boolean): string {
   if (timedOut) return 'client timeout'
-  const e = err as { code?: string, cause?: { code?: string }, message?: string }
+  const e = err as { code?: string; cause?: { code?: string }; message?: string }
   const code = e?.code ?? e?.cause?.code ?? ''
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset by our server'
   if (code === 'ECONNREFUSED') return 'connection refused by our server'
@@ -281,13 +331,20 @@ function describeFailure (err: unknown, timedOut: boolean): string {
 
 // ------------------------------------------------------------------ load
 
-interface Clock { startedAt: number }
+interface Clock {
+  startedAt: number
+}
 
-async function drive (baseUrl: string, args: Args, clock: Clock, onAnswer: (planned: Planned, outcome: Outcome, startedAt: number, ms: number) => void): Promise<void> {
+async function drive(
+  baseUrl: string,
+  args: Args,
+  clock: Clock,
+  onAnswer: (planned: Planned, outcome: Outcome, startedAt: number, ms: number) => void
+): Promise<void> {
   const pool = new Pool(baseUrl, { connections: args.concurrency, keepAliveTimeout: 2_000 })
   const next = requestPlanner(0x50a4)
   const deadline = clock.startedAt + args.durationS * 1000
-  async function worker (): Promise<void> {
+  async function worker(): Promise<void> {
     while (Date.now() < deadline) {
       const planned = next()
       const signal = AbortSignal.timeout(args.timeoutS * 1000)
@@ -295,7 +352,12 @@ async function drive (baseUrl: string, args: Args, clock: Clock, onAnswer: (plan
       const t0 = performance.now()
       let outcome: Outcome
       try {
-        const res = await pool.request({ path: planned.path, method: 'GET', headers: { 'user-agent': 'doi-proxy-soak', ...planned.headers }, signal })
+        const res = await pool.request({
+          path: planned.path,
+          method: 'GET',
+          headers: { 'user-agent': 'doi-proxy-soak', ...planned.headers },
+          signal
+        })
         const cache = String(res.headers['x-cache'] ?? '-').toUpperCase()
         const body = res.statusCode >= 500 ? await res.body.text() : (await res.body.dump(), '')
         outcome = classify(res.statusCode, cache, body)
@@ -314,10 +376,19 @@ async function drive (baseUrl: string, args: Args, clock: Clock, onAnswer: (plan
 
 // ------------------------------------------------------------------ metrics
 
-interface Scrape { at: number, rss: number, heap: number, breaker: number, entries: number, staleTotal: number, retries: number, queue: number }
+interface Scrape {
+  at: number
+  rss: number
+  heap: number
+  breaker: number
+  entries: number
+  staleTotal: number
+  retries: number
+  queue: number
+}
 
 /** The few metrics the soak needs, from Prometheus text. */
-function parseMetrics (text: string, at: number): Scrape {
+function parseMetrics(text: string, at: number): Scrape {
   const values = new Map<string, number>()
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue
@@ -338,7 +409,7 @@ function parseMetrics (text: string, at: number): Scrape {
   }
 }
 
-async function scrape (baseUrl: string): Promise<Scrape> {
+async function scrape(baseUrl: string): Promise<Scrape> {
   const res = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5_000) })
   const text = await res.text()
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`)
@@ -358,7 +429,7 @@ const MiB = 1024 * 1024
 const HEAP_FLOOR_GROWTH_LIMIT = 1.1
 const RSS_GROWTH_LIMIT = 1.2
 /** Least-squares slope of y over x. */
-function slope (points: ReadonlyArray<[number, number]>): number {
+function slope(points: ReadonlyArray<[number, number]>): number {
   const n = points.length
   if (n < 2) return NaN
   const mx = points.reduce((s, [x]) => s + x, 0) / n
@@ -385,14 +456,23 @@ interface Row {
   staleMetric: number
 }
 
-interface Verdict { name: string, pass: boolean, rule: string, evidence: string }
+interface Verdict {
+  name: string
+  pass: boolean
+  rule: string
+  evidence: string
+}
 
-function memoryVerdict (rows: readonly Row[], scrapes: readonly Scrape[], startedAt: number, durationS: number): Verdict {
-  const rule = `the lowest heap used (\`doi_proxy_nodejs_heap_size_used_bytes\`, sampled every second) in the last third of the run ≤ ${HEAP_FLOOR_GROWTH_LIMIT} × the lowest in the middle third, ` +
+function memoryVerdict(rows: readonly Row[], scrapes: readonly Scrape[], startedAt: number, durationS: number): Verdict {
+  const rule =
+    `the lowest heap used (\`doi_proxy_nodejs_heap_size_used_bytes\`, sampled every second) in the last third of the run ≤ ${HEAP_FLOOR_GROWTH_LIMIT} × the lowest in the middle third, ` +
     `and the highest RSS in the last third ≤ ${RSS_GROWTH_LIMIT} × the highest in the middle third (the heap-floor slope is shown for information: one major-GC cycle lasts about a minute here, so it is no leak test in a short run)`
-  const third = durationS * 1000 / 3
+  const third = (durationS * 1000) / 3
   const within = (from: number, to: number, pick: (s: Scrape) => number): number[] =>
-    scrapes.filter((s) => s.at >= startedAt + from && s.at < startedAt + to).map(pick).filter(Number.isFinite)
+    scrapes
+      .filter((s) => s.at >= startedAt + from && s.at < startedAt + to)
+      .map(pick)
+      .filter(Number.isFinite)
   const middleRss = Math.max(...within(third, 2 * third, (s) => s.rss))
   const lastRss = Math.max(...within(2 * third, 3 * third + 60_000, (s) => s.rss))
   const middleHeap = Math.min(...within(third, 2 * third, (s) => s.heap))
@@ -400,49 +480,67 @@ function memoryVerdict (rows: readonly Row[], scrapes: readonly Scrape[], starte
   const heapOk = Number.isFinite(middleHeap) && Number.isFinite(lastHeap) && lastHeap <= HEAP_FLOOR_GROWTH_LIMIT * middleHeap
   const rssOk = Number.isFinite(middleRss) && Number.isFinite(lastRss) && lastRss <= RSS_GROWTH_LIMIT * middleRss
   const half = startedAt + durationS * 500
-  const floors = rows.filter((r) => r.t0 >= half && Number.isFinite(r.heapFloor)).map((r): [number, number] => [(r.t0 + r.t1) / 2 / 60_000, r.heapFloor / MiB])
-  const evidence = `lowest heap middle third ${fmt(middleHeap / MiB, 1)} MiB, last third ${fmt(lastHeap / MiB, 1)} MiB (${fmt(lastHeap / middleHeap, 3)}×, limit ${HEAP_FLOOR_GROWTH_LIMIT}×); ` +
+  const floors = rows
+    .filter((r) => r.t0 >= half && Number.isFinite(r.heapFloor))
+    .map((r): [number, number] => [(r.t0 + r.t1) / 2 / 60_000, r.heapFloor / MiB])
+  const evidence =
+    `lowest heap middle third ${fmt(middleHeap / MiB, 1)} MiB, last third ${fmt(lastHeap / MiB, 1)} MiB (${fmt(lastHeap / middleHeap, 3)}×, limit ${HEAP_FLOOR_GROWTH_LIMIT}×); ` +
     `highest RSS middle third ${fmt(middleRss / MiB, 1)} MiB, last third ${fmt(lastRss / MiB, 1)} MiB (${fmt(lastRss / middleRss, 3)}×, limit ${RSS_GROWTH_LIMIT}×); ` +
     `heap-floor slope over the second half ${fmt(slope(floors), 2)} MiB/min (information)`
   return { name: 'memory flat', pass: heapOk && rssOk, rule, evidence }
 }
 
-function errorsVerdict (total: Tally, scrapeFailures: number, serverExit: string | undefined): Verdict {
-  const rule = 'no answer or failure caused by our server: no 500, no 5xx that does not name the upstream (e.g. load shedding), no unexpected status, no connection reset or refused by our server, no client timeout, no failed /metrics scrape, and the server still running at the end'
+function errorsVerdict(total: Tally, scrapeFailures: number, serverExit: string | undefined): Verdict {
+  const rule =
+    'no answer or failure caused by our server: no 500, no 5xx that does not name the upstream (e.g. load shedding), no unexpected status, no connection reset or refused by our server, no client timeout, no failed /metrics scrape, and the server still running at the end'
   const kinds = [...total.byError].filter(([k]) => !k.endsWith('(upstream)'))
   const count = total.ours + scrapeFailures + (serverExit === undefined ? 0 : 1)
   const parts = kinds.map(([k, n]) => `${k}: ${n}`)
   if (scrapeFailures > 0) parts.push(`/metrics scrape failed: ${scrapeFailures}`)
   if (serverExit !== undefined) parts.push(`server exited during the run: ${serverExit}`)
-  return { name: 'zero non-upstream errors', pass: count === 0, rule, evidence: count === 0 ? `0 of ${total.requests} requests` : parts.join('; ') }
+  return {
+    name: 'zero non-upstream errors',
+    pass: count === 0,
+    rule,
+    evidence: count === 0 ? `0 of ${total.requests} requests` : parts.join('; ')
+  }
 }
 
 // ------------------------------------------------------------------ report
 
-function fmt (n: number, digits = 0): string {
+function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '?'
 }
 
-function int (n: number): string {
+function int(n: number): string {
   return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '?'
 }
 
-function table (header: string[], rows: string[][]): string {
-  const align = header.map((_, i) => i <= 1 ? '---' : '---:')
+function table(header: string[], rows: string[][]): string {
+  const align = header.map((_, i) => (i <= 1 ? '---' : '---:'))
   return [header, align, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n')
 }
 
-interface LogSummary { byMessage: Map<string, number>, errorCodes: Map<string, number>, breakerChanges: Array<{ at: number, state: string }>, samples: string[] }
+interface LogSummary {
+  byMessage: Map<string, number>
+  errorCodes: Map<string, number>
+  breakerChanges: Array<{ at: number; state: string }>
+  samples: string[]
+}
 
 /** Count the server's log lines by level and message; keep the first few non-upstream error lines as evidence. */
-function summariseLog (path: string): LogSummary {
+function summariseLog(path: string): LogSummary {
   const summary: LogSummary = { byMessage: new Map(), errorCodes: new Map(), breakerChanges: [], samples: [] }
   let text = ''
-  try { text = readFileSync(path, 'utf8') } catch { return summary }
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch {
+    return summary
+  }
   const levels: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' }
   for (const line of text.split('\n')) {
     if (line === '') continue
-    let entry: { level?: number, time?: number, msg?: string, code?: string, state?: string }
+    let entry: { level?: number; time?: number; msg?: string; code?: string; state?: string }
     try {
       entry = JSON.parse(line)
     } catch {
@@ -454,7 +552,9 @@ function summariseLog (path: string): LogSummary {
       bump(summary.errorCodes, entry.code ?? '(no code)')
       if (!(entry.code ?? '').startsWith('DP_UPSTREAM_') && summary.samples.length < 5) summary.samples.push(line.slice(0, 600))
     }
-    if (entry.state !== undefined && summary.breakerChanges.length < 200) summary.breakerChanges.push({ at: entry.time ?? NaN, state: entry.state })
+    if (entry.state !== undefined && summary.breakerChanges.length < 200) {
+      summary.breakerChanges.push({ at: entry.time ?? NaN, state: entry.state })
+    }
   }
   return summary
 }
@@ -475,53 +575,124 @@ interface Report {
   logPath: string
 }
 
-function render (r: Report): string {
+function render(r: Report): string {
   const { args, total } = r
   const seconds = (r.endedAt - r.startedAt) / 1000
   const first = r.scrapes[0]
   const lastScrape = r.scrapes.at(-1)
   const out: string[] = []
   out.push('# Soak results', '')
-  out.push(`Written by \`bench/soak.ts\` (${args.quick ? '`npm run soak -- --quick`' : '`npm run soak`'}) on ${new Date(r.startedAt).toISOString()}, Node ${process.version}. Do not edit by hand.`, '')
-  out.push(`${fmt(seconds, 1)} s of load at concurrency ${args.concurrency}, client timeout ${args.timeoutS} s; upstream schedule (cycling) \`${args.steps.map((s) => `${s.phase}:${s.seconds}`).join(',')}\`, healthy latency ${args.latencyMs} ms.`)
-  out.push(`Server environment: ${Object.entries(r.env).map(([k, v]) => `\`${k}=${v}\``).join(', ')}. Log: \`${relative(ROOT, r.logPath)}\`.`, '')
+  out.push(
+    `Written by \`bench/soak.ts\` (${args.quick ? '`npm run soak -- --quick`' : '`npm run soak`'}) on ${new Date(r.startedAt).toISOString()}, Node ${process.version}. Do not edit by hand.`,
+    ''
+  )
+  out.push(
+    `${fmt(seconds, 1)} s of load at concurrency ${args.concurrency}, client timeout ${args.timeoutS} s; upstream schedule (cycling) \`${args.steps.map((s) => `${s.phase}:${s.seconds}`).join(',')}\`, healthy latency ${args.latencyMs} ms.`
+  )
+  out.push(
+    `Server environment: ${Object.entries(r.env)
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(', ')}. Log: \`${relative(ROOT, r.logPath)}\`.`,
+    ''
+  )
   out.push('## Verdicts', '')
   for (const v of r.verdicts) out.push(`- **${v.name}: ${v.pass ? 'PASS' : 'FAIL'}**: ${v.evidence}.  \n  Rule: ${v.rule}.`)
   out.push('', '## Over time', '')
-  out.push(table(['t (s)', 'phase', 'req/s', '2xx', '3xx', '404', '5xx up', 'ours', 'stale', 'p99 ms', 'entries', 'RSS MiB', 'heap MiB', 'breaker'],
-    r.rows.map((row) => [
-      `${fmt((row.t0 - r.startedAt) / 1000)}–${fmt((row.t1 - r.startedAt) / 1000)}`,
-      row.phases,
-      fmt(row.tally.requests / ((row.t1 - row.t0) / 1000)),
-      int(row.tally.s2xx), int(row.tally.s3xx), int(row.tally.s404), int(row.tally.upstream5xx), int(row.tally.ours), int(row.tally.stale),
-      fmt(row.tally.percentile(99)),
-      int(row.entries), fmt(row.rss / MiB, 1), fmt(row.heap / MiB, 1), row.breaker
-    ])))
-  out.push('', '`5xx up`: 502/503/504 whose page names the upstream. `ours`: non-upstream errors. `stale`: answers with `X-Cache: STALE`. RSS and heap: the last sample of the row; breaker: its state at the end of the row.', '')
+  out.push(
+    table(
+      ['t (s)', 'phase', 'req/s', '2xx', '3xx', '404', '5xx up', 'ours', 'stale', 'p99 ms', 'entries', 'RSS MiB', 'heap MiB', 'breaker'],
+      r.rows.map((row) => [
+        `${fmt((row.t0 - r.startedAt) / 1000)}–${fmt((row.t1 - r.startedAt) / 1000)}`,
+        row.phases,
+        fmt(row.tally.requests / ((row.t1 - row.t0) / 1000)),
+        int(row.tally.s2xx),
+        int(row.tally.s3xx),
+        int(row.tally.s404),
+        int(row.tally.upstream5xx),
+        int(row.tally.ours),
+        int(row.tally.stale),
+        fmt(row.tally.percentile(99)),
+        int(row.entries),
+        fmt(row.rss / MiB, 1),
+        fmt(row.heap / MiB, 1),
+        row.breaker
+      ])
+    )
+  )
+  out.push(
+    '',
+    '`5xx up`: 502/503/504 whose page names the upstream. `ours`: non-upstream errors. `stale`: answers with `X-Cache: STALE`. RSS and heap: the last sample of the row; breaker: its state at the end of the row.',
+    ''
+  )
   out.push('## Totals', '')
   const statuses = `2xx ${int(total.s2xx)}, 3xx ${int(total.s3xx)}, 404 ${int(total.s404)}, upstream 5xx ${int(total.upstream5xx)}, non-upstream errors ${int(total.ours)}`
   out.push(`- requests served: **${int(total.requests)}** (${fmt(total.requests / seconds)} req/s); ${statuses}`)
-  out.push(`- X-Cache: ${[...total.byCache].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${int(n)}`).join(', ')}`)
-  out.push(`- stale answers: ${int(total.stale)} seen by the client, ${int((lastScrape?.staleTotal ?? NaN) - (first?.staleTotal ?? 0))} counted by \`doi_proxy_stale_answers_total\` (it counts stale *records*: one redirect may use three, the DOI's, its prefix's and the prefix's service handle's, while X-Cache shows the DOI's own)`)
-  out.push(`- hot DOIs (Zipf ranks < ${HOT_RANKS}) answered: ${int(total.hotOk)} of ${int(total.hot)} (${fmt(100 * total.hotOk / total.hot, 2)} %)`)
+  out.push(
+    `- X-Cache: ${[...total.byCache]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${int(n)}`)
+      .join(', ')}`
+  )
+  out.push(
+    `- stale answers: ${int(total.stale)} seen by the client, ${int((lastScrape?.staleTotal ?? NaN) - (first?.staleTotal ?? 0))} counted by \`doi_proxy_stale_answers_total\` (it counts stale *records*: one redirect may use three, the DOI's, its prefix's and the prefix's service handle's, while X-Cache shows the DOI's own)`
+  )
+  out.push(
+    `- hot DOIs (Zipf ranks < ${HOT_RANKS}) answered: ${int(total.hotOk)} of ${int(total.hot)} (${fmt((100 * total.hotOk) / total.hot, 2)} %)`
+  )
   out.push(`- latency: p50 ${fmt(total.percentile(50), 1)} ms, p99 ${fmt(total.percentile(99))} ms, max ${fmt(total.percentile(100))} ms`)
-  out.push(`- upstream retries (\`doi_proxy_upstream_retries_total\`): ${int((lastScrape?.retries ?? NaN) - (first?.retries ?? 0))}; breaker state changes in the log: ${r.log.breakerChanges.length} (opened ${r.log.breakerChanges.filter((c) => c.state === 'open').length}×)`)
-  if (r.log.breakerChanges.length > 0) out.push(`- breaker (seconds after the load started): ${r.log.breakerChanges.map((c) => `${fmt((c.at - r.startedAt) / 1000, 1)} ${c.state}`).join(', ')}`)
+  out.push(
+    `- upstream retries (\`doi_proxy_upstream_retries_total\`): ${int((lastScrape?.retries ?? NaN) - (first?.retries ?? 0))}; breaker state changes in the log: ${r.log.breakerChanges.length} (opened ${r.log.breakerChanges.filter((c) => c.state === 'open').length}×)`
+  )
+  if (r.log.breakerChanges.length > 0) {
+    out.push(
+      `- breaker (seconds after the load started): ${r.log.breakerChanges.map((c) => `${fmt((c.at - r.startedAt) / 1000, 1)} ${c.state}`).join(', ')}`
+    )
+  }
   const rss = r.scrapes.map((s) => s.rss / MiB).filter(Number.isFinite)
   const heap = r.scrapes.map((s) => s.heap / MiB).filter(Number.isFinite)
-  out.push(`- memory (${r.scrapes.length} samples, 1 s apart): RSS ${fmt(Math.min(...rss), 1)}–${fmt(Math.max(...rss), 1)} MiB, heap used ${fmt(Math.min(...heap), 1)}–${fmt(Math.max(...heap), 1)} MiB`, '')
+  out.push(
+    `- memory (${r.scrapes.length} samples, 1 s apart): RSS ${fmt(Math.min(...rss), 1)}–${fmt(Math.max(...rss), 1)} MiB, heap used ${fmt(Math.min(...heap), 1)}–${fmt(Math.max(...heap), 1)} MiB`,
+    ''
+  )
   out.push('## Errors by kind', '')
   const errors = [...total.byError].sort((a, b) => b[1] - a[1])
-  out.push(errors.length === 0 ? 'None.' : table(['kind', 'caused by', 'count'], errors.map(([k, n]) => [k, k.endsWith('(upstream)') ? 'upstream' : '**us**', int(n)])))
+  out.push(
+    errors.length === 0
+      ? 'None.'
+      : table(
+          ['kind', 'caused by', 'count'],
+          errors.map(([k, n]) => [k, k.endsWith('(upstream)') ? 'upstream' : '**us**', int(n)])
+        )
+  )
   if (r.scrapeFailures > 0) out.push('', `/metrics scrapes that failed: ${r.scrapeFailures}`)
   out.push('', '## By upstream phase', '')
   out.push('Requests are counted in the phase in which they were sent.', '')
-  out.push(table(['phase', 'requests', 'ok (2xx/3xx/404)', 'upstream 5xx', 'stale', 'hot DOIs ok', 'p50 ms', 'p99 ms', 'upstream requests'],
-    [...r.phases].map(([phase, t]) => [phase, int(t.requests), `${fmt(100 * (t.s2xx + t.s3xx + t.s404) / t.requests, 1)} %`, int(t.upstream5xx), int(t.stale),
-      `${fmt(100 * t.hotOk / t.hot, 2)} %`, fmt(t.percentile(50), 1), fmt(t.percentile(99)), phase === 'down' ? '(refused)' : int(r.upstreamByPhase.get(phase) ?? NaN)])))
+  out.push(
+    table(
+      ['phase', 'requests', 'ok (2xx/3xx/404)', 'upstream 5xx', 'stale', 'hot DOIs ok', 'p50 ms', 'p99 ms', 'upstream requests'],
+      [...r.phases].map(([phase, t]) => [
+        phase,
+        int(t.requests),
+        `${fmt((100 * (t.s2xx + t.s3xx + t.s404)) / t.requests, 1)} %`,
+        int(t.upstream5xx),
+        int(t.stale),
+        `${fmt((100 * t.hotOk) / t.hot, 2)} %`,
+        fmt(t.percentile(50), 1),
+        fmt(t.percentile(99)),
+        phase === 'down' ? '(refused)' : int(r.upstreamByPhase.get(phase) ?? NaN)
+      ])
+    )
+  )
   out.push('', '## Server log', '')
   const lines = [...r.log.byMessage].sort((a, b) => b[1] - a[1])
-  out.push(lines.length === 0 ? 'Empty.' : table(['level · message', 'lines'], lines.map(([k, n]) => [k, int(n)])))
+  out.push(
+    lines.length === 0
+      ? 'Empty.'
+      : table(
+          ['level · message', 'lines'],
+          lines.map(([k, n]) => [k, int(n)])
+        )
+  )
   if (r.log.errorCodes.size > 0) out.push('', `Error lines by code: ${[...r.log.errorCodes].map(([k, n]) => `${k} ${int(n)}`).join(', ')}`)
   if (r.log.samples.length > 0) out.push('', 'First non-upstream error lines:', '', '```', ...r.log.samples, '```')
   return out.join('\n') + '\n'
@@ -529,7 +700,7 @@ function render (r: Report): string {
 
 // ------------------------------------------------------------------ the run
 
-function phasesDuring (changes: readonly PhaseChange[], t0: number, t1: number): string {
+function phasesDuring(changes: readonly PhaseChange[], t0: number, t1: number): string {
   let current: string | undefined
   const seen: string[] = []
   for (const c of changes) {
@@ -540,7 +711,7 @@ function phasesDuring (changes: readonly PhaseChange[], t0: number, t1: number):
   return names.filter((name, i) => name !== names[i - 1]).join(' → ')
 }
 
-function phaseAt (changes: readonly PhaseChange[], t: number): string {
+function phaseAt(changes: readonly PhaseChange[], t: number): string {
   let current = 'healthy'
   for (const c of changes) {
     if (c.at <= t) current = c.phase
@@ -549,20 +720,26 @@ function phaseAt (changes: readonly PhaseChange[], t: number): string {
   return current
 }
 
-async function main (): Promise<number> {
+async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2))
-  const log = (line: string): void => { process.stderr.write(`[soak] ${line}\n`) }
+  const log = (line: string): void => {
+    process.stderr.write(`[soak] ${line}\n`)
+  }
   ensureBuilt(log)
   mkdirSync(TMP, { recursive: true })
   const logPath = join(TMP, 'soak-server.log')
   const env = serverEnv(args)
   const upstream = await startSoakUpstream(args, join(TMP, 'soak-upstream.log'))
-  let server: { baseUrl: string, child: ChildProcess } | undefined
+  let server: { baseUrl: string; child: ChildProcess } | undefined
   try {
     server = await startServer(upstream, env, logPath)
     let serverExit: string | undefined
-    server.child.once('exit', (code, signal) => { serverExit = `code ${code}, signal ${signal}` })
-    log(`server ${server.baseUrl}, upstream ${upstream.origin}; ${args.durationS} s of load at concurrency ${args.concurrency}; log ${relative(ROOT, logPath)}`)
+    server.child.once('exit', (code, signal) => {
+      serverExit = `code ${code}, signal ${signal}`
+    })
+    log(
+      `server ${server.baseUrl}, upstream ${upstream.origin}; ${args.durationS} s of load at concurrency ${args.concurrency}; log ${relative(ROOT, logPath)}`
+    )
 
     const total = new Tally()
     const phases = new Map<string, Tally>()
@@ -600,18 +777,24 @@ async function main (): Promise<number> {
       }
       rows.push(row)
       const t = (now - clock.startedAt) / 1000
-      log(`${fmt(t).padStart(4)} s  ${row.phases.padEnd(18)} ${fmt(interval.requests / ((now - rowStart) / 1000)).padStart(6)} req/s  5xx up ${String(interval.upstream5xx).padStart(5)}  ours ${interval.ours}  stale ${String(interval.stale).padStart(5)}  RSS ${fmt(row.rss / MiB, 1)} MiB  heap ${fmt(row.heap / MiB, 1)} MiB  breaker ${row.breaker}`)
+      log(
+        `${fmt(t).padStart(4)} s  ${row.phases.padEnd(18)} ${fmt(interval.requests / ((now - rowStart) / 1000)).padStart(6)} req/s  5xx up ${String(interval.upstream5xx).padStart(5)}  ours ${interval.ours}  stale ${String(interval.stale).padStart(5)}  RSS ${fmt(row.rss / MiB, 1)} MiB  heap ${fmt(row.heap / MiB, 1)} MiB  breaker ${row.breaker}`
+      )
       interval = new Tally()
       rowStart = now
     }
     let scraping = Promise.resolve()
-    const scrapeTimer = setInterval(() => { scraping = scraping.then(sampleMetrics) }, 1_000)
-    const rowTimer = setInterval(() => { scraping = scraping.then(closeRow) }, args.sampleS * 1000)
+    const scrapeTimer = setInterval(() => {
+      scraping = scraping.then(sampleMetrics)
+    }, 1_000)
+    const rowTimer = setInterval(() => {
+      scraping = scraping.then(closeRow)
+    }, args.sampleS * 1000)
 
     await drive(baseUrl, args, clock, (planned, outcome, sentAt, ms) => {
       const phase = phaseAt(upstream.changes, sentAt)
       let perPhase = phases.get(phase)
-      if (perPhase === undefined) phases.set(phase, perPhase = new Tally())
+      if (perPhase === undefined) phases.set(phase, (perPhase = new Tally()))
       for (const t of [total, interval, perPhase]) t.add(outcome, ms, planned.hot)
     })
     clearInterval(scrapeTimer)
@@ -628,7 +811,21 @@ async function main (): Promise<number> {
     for (const c of upstream.changes) if (c.ended !== undefined) bump(upstreamByPhase, c.ended.phase, c.ended.requests)
 
     const verdicts = [memoryVerdict(rows, scrapes, clock.startedAt, args.durationS), errorsVerdict(total, scrapeFailures, exitBeforeStop)]
-    const report = render({ args, env, startedAt: clock.startedAt, endedAt, rows, phases, upstreamByPhase, total, scrapes, scrapeFailures, verdicts, log: summariseLog(logPath), logPath })
+    const report = render({
+      args,
+      env,
+      startedAt: clock.startedAt,
+      endedAt,
+      rows,
+      phases,
+      upstreamByPhase,
+      total,
+      scrapes,
+      scrapeFailures,
+      verdicts,
+      log: summariseLog(logPath),
+      logPath
+    })
     process.stdout.write('\n' + report)
     if (args.output !== '-') {
       writeFileSync(args.output, report)
@@ -641,7 +838,12 @@ async function main (): Promise<number> {
   }
 }
 
-main().then((code) => { process.exitCode = code }, (err: unknown) => {
-  process.stderr.write(`[soak] ${(err as Error)?.stack ?? String(err)}\n`)
-  process.exitCode = 2
-})
+main().then(
+  (code) => {
+    process.exitCode = code
+  },
+  (err: unknown) => {
+    process.stderr.write(`[soak] ${(err as Error)?.stack ?? String(err)}\n`)
+    process.exitCode = 2
+  }
+)

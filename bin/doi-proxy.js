@@ -17,6 +17,8 @@ if (existsSync(cli)) {
   await import(cli.href)
 } else {
   const root = fileURLToPath(new URL('..', import.meta.url))
-  process.stderr.write(`doi-proxy: not built yet (${fileURLToPath(cli)} is missing): run \`npm run build\` in ${root}, or run the command there as \`npm run doi-proxy -- …\`, which builds first\n`)
+  process.stderr.write(
+    `doi-proxy: not built yet (${fileURLToPath(cli)} is missing): run \`npm run build\` in ${root}, or run the command there as \`npm run doi-proxy -- …\`, which builds first\n`
+  )
   process.exitCode = 69 // sysexits.h EX_UNAVAILABLE: the command cannot run here as it is
 }

@@ -13,7 +13,7 @@ const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 export const BUILD_STAMP = join(ROOT, 'dist', '.build-stamp')
 
 /** The newest modification time (ms) of `path` and, for a folder, of everything in it. */
-function newestMtime (path: string): number {
+function newestMtime(path: string): number {
   const stat = statSync(path)
   if (!stat.isDirectory()) return stat.mtimeMs
   let newest = stat.mtimeMs
@@ -22,14 +22,18 @@ function newestMtime (path: string): number {
 }
 
 /** Does dist/ need building? */
-export function buildIsStale (): boolean {
+export function buildIsStale(): boolean {
   if (!existsSync(BUILD_STAMP) || !existsSync(join(ROOT, 'dist', 'main.js'))) return true
-  const sources = Math.max(newestMtime(join(ROOT, 'src')), newestMtime(join(ROOT, 'tsconfig.json')), newestMtime(join(ROOT, 'tsconfig.build.json')))
+  const sources = Math.max(
+    newestMtime(join(ROOT, 'src')),
+    newestMtime(join(ROOT, 'tsconfig.json')),
+    newestMtime(join(ROOT, 'tsconfig.build.json'))
+  )
   return statSync(BUILD_STAMP).mtimeMs < sources
 }
 
 /** `npm run build` when dist/ is stale; true when dist/ is up to date afterwards. */
-export function buildIfStale (log: (line: string) => void): boolean {
+export function buildIfStale(log: (line: string) => void): boolean {
   if (!buildIsStale()) return true
   log('dist/ is missing or older than src/: running npm run build')
   const result = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' })

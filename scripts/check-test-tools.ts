@@ -6,7 +6,9 @@ import { missingTestTools } from '../test/support/test-tools.js'
 
 const missing = missingTestTools()
 if (missing.length > 0) {
-  process.stderr.write(`npm test needs programs this machine does not have:\n${missing.join('\n')}\n` +
-    '(Debian/Ubuntu, as root or with sudo; .ci/run installs both. On macOS: brew install --cask chromium; brew install redis.)\n')
+  process.stderr.write(
+    `npm test needs programs this machine does not have:\n${missing.join('\n')}\n` +
+      '(Debian/Ubuntu, as root or with sudo; .ci/run installs both. On macOS: brew install --cask chromium; brew install redis.)\n'
+  )
   process.exit(1)
 }

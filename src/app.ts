@@ -37,12 +37,12 @@ export interface AppDeps extends ServiceDeps {
  * Start draining: /readyz answers 503 so load balancers stop sending traffic, while requests
  * are still served (with `Connection: close`). main.ts calls this on SIGTERM, waits, then closes.
  */
-export function beginDrain (app: FastifyInstance): void {
+export function beginDrain(app: FastifyInstance): void {
   app.lifecycle.ready = false
 }
 
 /** Build the whole service, ready to `listen` or `inject`. Reads no environment, installs no signal handler. */
-export async function buildApp (config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
   const late: LateRoutes = { badUrl: async (_request, reply) => reply.code(400).send() }
   const app = Fastify(serverOptions(config, deps, late))
 
@@ -91,7 +91,7 @@ const REQUEST_ID_PREFIX = randomUUID().slice(0, 8)
 let requestCounter = 0
 
 /** Fastify's options: logging, request ids, proxies, explicit limits, the router, and our own server with the hot path. */
-function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): FastifyHttpOptions<Server> {
+function serverOptions(config: Config, deps: AppDeps, late: LateRoutes): FastifyHttpOptions<Server> {
   return {
     ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
     requestIdHeader: 'x-request-id',
@@ -131,7 +131,7 @@ function serverOptions (config: Config, deps: AppDeps, late: LateRoutes): Fastif
 }
 
 /** A path the router refused to decode (a lone '%', invalid UTF-8), answered by the route that owns it. */
-function badUrlRoute (app: FastifyInstance, context: RouteContext<ProxySettings | ApiSettings>): LateRoutes['badUrl'] {
+function badUrlRoute(app: FastifyInstance, context: RouteContext<ProxySettings | ApiSettings>): LateRoutes['badUrl'] {
   const proxy = proxyHandler(proxyOptions(context))
   const api = apiHandler(apiOptions(context))
   return async (request, reply) => {
@@ -151,6 +151,6 @@ function badUrlRoute (app: FastifyInstance, context: RouteContext<ProxySettings 
  * function: Fastify 5 takes a plain number as trust nothing, failing closed, because a hop count
  * cannot check who the nearest peer is. That is why it is only for a server reachable through the proxy.
  */
-function trustProxyOf (trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+function trustProxyOf(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   return typeof trust === 'number' ? (_address, hop) => hop < trust : trust
 }

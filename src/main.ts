@@ -18,15 +18,18 @@ import { answerHostMetrics, answerPrimaryAsks } from './observe/metrics.js'
 import { relayFleetMessages } from './resolve/fleet/messages.js'
 
 /** The only place that reads the environment, handles signals and listens. */
-async function main (): Promise<void> {
+async function main(): Promise<void> {
   const terminals = [0, 1, 2].filter((fd) => isatty(fd))
   process.on('exit', () => releaseLostTerminal(terminals))
   const settings = loadSettings()
-  const logger = pino({
-    level: settings.logLevel,
-    // Never log what a client must keep to itself.
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
-  }, await logDestination(settings.logFormat))
+  const logger = pino(
+    {
+      level: settings.logLevel,
+      // Never log what a client must keep to itself.
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' }
+    },
+    await logDestination(settings.logFormat)
+  )
   // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
   const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(settings.workers)
   if (workers > 1 && cluster.isPrimary) {
@@ -52,11 +55,14 @@ async function main (): Promise<void> {
     refuseToStart(message)
   }
   if (cluster.isPrimary) warnAboutContact(config, logger)
-  logger.info({ upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' }, 'doi-proxy is ready')
+  logger.info(
+    { upstream: config.offline ? 'none (offline)' : config.upstreamUrl, localStore: config.localStoreDir ?? 'none' },
+    'doi-proxy is ready'
+  )
 }
 
 /** The settings from the environment, or one line and exit 78 (refuseToStart) when one cannot work. */
-function loadSettings (): Config {
+function loadSettings(): Config {
   try {
     const config = loadConfig(process.env)
     // Once, in the primary of WORKERS too: every setting naming a file or directory, before any is opened.
@@ -69,7 +75,7 @@ function loadSettings (): Config {
 }
 
 /** A worker's own settings: its cache file, and its share of the host's budgets. The same config when not a worker. */
-function workerConfig (config: Config, workers: number, workerIndex: string | undefined): Config {
+function workerConfig(config: Config, workers: number, workerIndex: string | undefined): Config {
   // Each worker keeps its own cache file: CACHE_FILE.<n>, n from 1 to WORKERS, kept by a replacement.
   if (cluster.isWorker && workerIndex !== undefined && config.cacheFile !== undefined) {
     config = { ...config, cacheFile: `${config.cacheFile}.${workerIndex}` }
@@ -80,7 +86,7 @@ function workerConfig (config: Config, workers: number, workerIndex: string | un
 }
 
 /** The app, built (src/app.ts), or one line and exit 78 when what a setting names cannot be used. */
-async function startApp (config: Config, logger: pino.Logger, workerIndex: string | undefined): Promise<FastifyInstance> {
+async function startApp(config: Config, logger: pino.Logger, workerIndex: string | undefined): Promise<FastifyInstance> {
   try {
     return await buildApp(config, { logger, clusterWorker: cluster.isWorker ? { index: Number(workerIndex ?? 0) } : undefined })
   } catch (err) {
@@ -99,18 +105,21 @@ async function startApp (config: Config, logger: pino.Logger, workerIndex: strin
  * listener makes a fault return to the faulting instruction, forever, at full CPU, deaf to SIGTERM
  * (Node's docs say so); without one the process dies of it, as it should.
  */
-function drainOnStop (app: FastifyInstance, config: Config, logger: pino.Logger): void {
+function drainOnStop(app: FastifyInstance, config: Config, logger: pino.Logger): void {
   // SIGTERM and SIGINT are ours (below), not close-with-grace's: the same signal delivered twice must
   // not cut the drain short.
   let stopReason: string | undefined
-  const grace = closeWithGrace({ delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, 'SIGTERM', 'SIGINT'] }, async ({ signal, err }) => {
-    if (err !== undefined) logger.error({ err }, 'shutting down after an error')
-    else logger.info({ signal: signal ?? stopReason }, 'shutting down: finishing in-flight requests')
-    beginDrain(app)
-    // Give load balancers time to see /readyz fail before the listener closes.
-    if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
-    await app.close()
-  })
+  const grace = closeWithGrace(
+    { delay: config.shutdownGraceMs, logger, skip: [...FAULT_SIGNALS, 'SIGTERM', 'SIGINT'] },
+    async ({ signal, err }) => {
+      if (err !== undefined) logger.error({ err }, 'shutting down after an error')
+      else logger.info({ signal: signal ?? stopReason }, 'shutting down: finishing in-flight requests')
+      beginDrain(app)
+      // Give load balancers time to see /readyz fail before the listener closes.
+      if (config.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs))
+      await app.close()
+    }
+  )
   const stop = (reason: string): void => {
     if (stopReason !== undefined) return
     stopReason = reason
@@ -121,7 +130,9 @@ function drainOnStop (app: FastifyInstance, config: Config, logger: pino.Logger)
   // Ctrl-C stops the primary at once, and a worker goes with it (node:cluster ends a worker whose primary is gone).
   if (cluster.isWorker) {
     onStopSignals(stop, () => {})
-    process.on('message', (message) => { if (message === STOP_MESSAGE) stop('asked by the primary') })
+    process.on('message', (message) => {
+      if (message === STOP_MESSAGE) stop('asked by the primary')
+    })
   } else {
     onStopSignals(stop, (signal) => {
       logger.error({ signal }, 'a second signal: exiting at once')
@@ -135,7 +146,7 @@ function drainOnStop (app: FastifyInstance, config: Config, logger: pino.Logger)
  * replaces one that dies, and on SIGTERM/SIGINT tells each to drain and stop. Each worker is a whole
  * server with its own cache.
  */
-function runPrimary (count: number, config: Config, logger: pino.Logger): void {
+function runPrimary(count: number, config: Config, logger: pino.Logger): void {
   let stopping = false
   const listening = new WeakSet<object>()
   const indexOf = new WeakMap<object, number>()
@@ -167,21 +178,29 @@ function runPrimary (count: number, config: Config, logger: pino.Logger): void {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.send(STOP_MESSAGE)
     setTimeout(() => process.exit(1), config.drainDelayMs + config.shutdownGraceMs + 1000).unref()
   }
-  onStopSignals(stop, () => { process.exit(1) }) // a second signal: at once
+  onStopSignals(stop, () => {
+    process.exit(1)
+  }) // a second signal: at once
   // A scrape of /metrics reaches one worker, which asks here for every worker's series.
   answerHostMetrics()
   // What one worker tells the others (the registry's Retry-After, a purge) goes through here.
   relayFleetMessages()
   for (let i = 1; i <= count; i++) fork(i)
-  logger.info({ workers: count, each: workerShare(config, count) }, 'started the workers; each has its share of the upstream, agency and open-access budgets')
+  logger.info(
+    { workers: count, each: workerShare(config, count) },
+    'started the workers; each has its share of the upstream, agency and open-access budgets'
+  )
   const exceeded = budgetsExceeded(config, count)
   if (exceeded.length > 0) {
-    logger.warn({ workers: count, exceeded }, 'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting')
+    logger.warn(
+      { workers: count, exceeded },
+      'more workers than these budgets allow: each worker has one, so together they have more than the setting; lower WORKERS or raise the setting'
+    )
   }
 }
 
 /** A setting that cannot work: one line naming it, and EX_CONFIG, never a stack trace (docs/operations.md). */
-function refuseToStart (message: string): never {
+function refuseToStart(message: string): never {
   process.stderr.write(`doi-proxy: ${message}\n`)
   process.exit(78)
 }
@@ -196,24 +215,33 @@ const FAULT_SIGNALS: closeWithGrace.AllEvents[] = ['SIGSEGV', 'SIGBUS', 'SIGFPE'
  * (tcsetattr: EIO; nodejs/node#51519, fixed upstream by #58200, still in the Node 20 we run). So a
  * stdio descriptor whose terminal is gone is pointed at /dev/null first: Node leaves another file alone.
  */
-function releaseLostTerminal (terminals: number[]): void {
+function releaseLostTerminal(terminals: number[]): void {
   for (const fd of terminals) {
     if (isatty(fd)) continue // still there (isatty fails with EIO once it has hung up)
     try {
       closeSync(fd)
       const again = openSync('/dev/null', 'r+') // the lowest free descriptor: fd itself
       if (again !== fd) closeSync(again) // then fd stays closed, which Node skips too
-    } catch { /* nothing better to do on the way out */ }
+    } catch {
+      /* nothing better to do on the way out */
+    }
   }
 }
 
 /** doi.org asks its clients to say who they are; without CONTACT_EMAIL its operators cannot reach you. */
-function warnAboutContact (config: Config, logger: pino.Logger): void {
+function warnAboutContact(config: Config, logger: pino.Logger): void {
   if (config.offline || config.contactEmail !== undefined) return
   let host = ''
-  try { host = new URL(config.upstreamUrl).hostname } catch { /* checked at start */ }
+  try {
+    host = new URL(config.upstreamUrl).hostname
+  } catch {
+    /* checked at start */
+  }
   if (host === 'doi.org' || host.endsWith('.doi.org')) {
-    logger.warn({ upstream: config.upstreamUrl }, 'CONTACT_EMAIL is empty: set it to an address doi.org\'s operators can reach you at (it goes into the User-Agent); anonymous heavy clients get rate-limited')
+    logger.warn(
+      { upstream: config.upstreamUrl },
+      "CONTACT_EMAIL is empty: set it to an address doi.org's operators can reach you at (it goes into the User-Agent); anonymous heavy clients get rate-limited"
+    )
   }
 }
 

@@ -52,13 +52,13 @@ export interface ServiceHost {
 /** What must run as the server listens and closes; app.ts adds each as a hook. */
 export interface ServiceHooks {
   /** onReady: the status page's collector starts reading the counters. */
-  onReady (): Promise<void>
+  onReady(): Promise<void>
   /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. */
-  onListen (): Promise<void>
+  onListen(): Promise<void>
   /** preClose: the cache snapshot written as closing begins. */
-  preClose (): Promise<void>
+  preClose(): Promise<void>
   /** onClose: what holds a connection, a file or a timer closed, the last opened first. */
-  onClose (): Promise<void>
+  onClose(): Promise<void>
 }
 
 /** What buildApp gives its plugins. */
@@ -74,7 +74,11 @@ export interface AppContext {
  * app.ts). Each part is built from the settings it reads (src/services/). It registers nothing on the
  * app: what must run when the server listens and closes comes back as `hooks`, for app.ts to add.
  */
-export async function createServices (config: Config, deps: ServiceDeps, host: ServiceHost): Promise<{ services: Services, hooks: ServiceHooks }> {
+export async function createServices(
+  config: Config,
+  deps: ServiceDeps,
+  host: ServiceHost
+): Promise<{ services: Services; hooks: ServiceHooks }> {
   const { log, lifecycle } = host
   const now = deps.now ?? Date.now
   // What holds a connection, a file or a timer, in the order opened: closed the other way round.
@@ -84,7 +88,12 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   let tellHost = (_message: FleetMessage): void => {}
   // OFFLINE: no client to the upstream is built; the same holds for open access and metadata below.
   const { reachability, upstream, queue } = setUpUpstream(config, {
-    metrics, log, dispatcher: deps.upstreamDispatcher, onWait: (until) => { tellHost({ kind: 'upstream-wait', until }) }
+    metrics,
+    log,
+    dispatcher: deps.upstreamDispatcher,
+    onWait: (until) => {
+      tellHost({ kind: 'upstream-wait', until })
+    }
   })
   if (upstream !== undefined) closers.push(upstream.close)
   const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
@@ -102,11 +111,19 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   closers.push(fleet.close)
   tellHost = fleet.tellHost
   const local = await openLocalRecords(config, { log, metrics })
-  if (local !== undefined) closers.push(async () => { await local.close() })
+  if (local !== undefined) {
+    closers.push(async () => {
+      await local.close()
+    })
+  }
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
-  if (recorder !== undefined) closers.push(async () => { await recorder.close() })
+  if (recorder !== undefined) {
+    closers.push(async () => {
+      await recorder.close()
+    })
+  }
   const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
   const random = deps.random ?? Math.random
   const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
@@ -114,8 +131,13 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
   const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
-  if (openAccess !== undefined) closers.push(async () => { await openAccess.close() })
-  const localServices = config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
+  if (openAccess !== undefined) {
+    closers.push(async () => {
+      await openAccess.close()
+    })
+  }
+  const localServices =
+    config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
   const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
   closers.push(metadata.close)
@@ -124,13 +146,30 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
-  const status = createStatusCollector({ metrics, settings: config, now, upstreamState: reachability.state, worker: deps.clusterWorker?.index })
-  closers.push(async () => { status.stop() })
+  const status = createStatusCollector({
+    metrics,
+    settings: config,
+    now,
+    upstreamState: reachability.state,
+    worker: deps.clusterWorker?.index
+  })
+  closers.push(async () => {
+    status.stop()
+  })
   const prepared = preparedAnswersOf(config, {
-    resolver, metrics, negotiatedVaries: metadata.answers.fetching, fallbackHost, serving: () => lifecycle.ready, now
+    resolver,
+    metrics,
+    negotiatedVaries: metadata.answers.fetching,
+    fallbackHost,
+    serving: () => lifecycle.ready,
+    now
   })
   const batch = createBatchAnswers({
-    service: proxyService, resolver, metrics, concurrency: batchConcurrency(config), deadlineMs: config.requestDeadlineMs
+    service: proxyService,
+    resolver,
+    metrics,
+    concurrency: batchConcurrency(config),
+    deadlineMs: config.requestDeadlineMs
   })
   const services: Services = {
     now,
@@ -149,12 +188,18 @@ export async function createServices (config: Config, deps: ServiceDeps, host: S
     purge
   }
   const hooks: ServiceHooks = {
-    onReady: async () => { status.start() },
+    onReady: async () => {
+      status.start()
+    },
     // At start, one request says whether the upstream answers (logged by the tracker); a server that never
     // listens (tests, tools) asks nothing.
-    onListen: async () => { upstream?.probe() },
+    onListen: async () => {
+      upstream?.probe()
+    },
     preClose: tiers.preClose,
-    onClose: async () => { await closeAll(closers) }
+    onClose: async () => {
+      await closeAll(closers)
+    }
   }
   return { services, hooks }
 }
@@ -164,7 +209,7 @@ type DoorSettings = Pick<Config, 'logRequests' | 'localServices' | 'maxHandleLen
 type DoorParts = Pick<PreparedAnswersOptions, 'resolver' | 'negotiatedVaries' | 'fallbackHost' | 'serving' | 'now'> & { metrics: Metrics }
 
 /** The answers kept with cached records and written before routing (src/http/prepared-answers.ts), counted as the route counts them. */
-function preparedAnswersOf (settings: DoorSettings, parts: DoorParts): PreparedAnswers {
+function preparedAnswersOf(settings: DoorSettings, parts: DoorParts): PreparedAnswers {
   const { metrics } = parts
   return createPreparedAnswers({
     resolver: parts.resolver,
@@ -188,12 +233,12 @@ function preparedAnswersOf (settings: DoorSettings, parts: DoorParts): PreparedA
 }
 
 /** A batch's lookups at once: more than a client may have in flight and waiting would only earn 429s from its own queue. */
-function batchConcurrency (settings: Pick<Config, 'batchConcurrency' | 'upstreamPerClient' | 'upstreamClientQueue'>): number {
+function batchConcurrency(settings: Pick<Config, 'batchConcurrency' | 'upstreamPerClient' | 'upstreamClientQueue'>): number {
   return Math.min(settings.batchConcurrency, settings.upstreamPerClient + settings.upstreamClientQueue)
 }
 
 /** Closes each, the last opened first, every one even when one fails; then the first failure, if any. */
-async function closeAll (closers: ReadonlyArray<() => Promise<void>>): Promise<void> {
+async function closeAll(closers: ReadonlyArray<() => Promise<void>>): Promise<void> {
   let failure: unknown
   for (const close of [...closers].reverse()) {
     try {

@@ -43,7 +43,20 @@ describe('benchmark pictures', () => {
 // npm run bench -- --before <ref>: an older build measured in the same run, one more row per scenario.
 describe('benchmark results with --before', () => {
   const before = 'doi-proxy before (abc1234)'
-  const result = (rps: number, p99: number): Row['result'] => ({ requests: rps * 10, durationS: 10, rps, p50: p99 / 2, p90: p99 * 0.8, p99, max: p99 * 2, statuses: { 302: rps * 10 }, errors: 0, timeouts: 0, cacheHits: 0, cacheAnswers: 0 })
+  const result = (rps: number, p99: number): Row['result'] => ({
+    requests: rps * 10,
+    durationS: 10,
+    rps,
+    p50: p99 / 2,
+    p90: p99 * 0.8,
+    p99,
+    max: p99 * 2,
+    statuses: { 302: rps * 10 },
+    errors: 0,
+    timeouts: 0,
+    cacheHits: 0,
+    cacheAnswers: 0
+  })
   const measured: Row[] = [
     { scenario: 'hot', server: 'doi-proxy', result: result(40_000, 3) },
     { scenario: 'hot', server: before, result: result(30_000, 6) },
@@ -87,7 +100,20 @@ describe('benchmark results with --before', () => {
 
 // The hot scenario's A/A row: a second process of the same floor, so a reader sees the run's own noise.
 describe('benchmark results with the A/A row', () => {
-  const result = (rps: number, p99: number): Row['result'] => ({ requests: rps * 10, durationS: 10, rps, p50: p99 / 2, p90: p99 * 0.8, p99, max: p99 * 2, statuses: { 302: rps * 10 }, errors: 0, timeouts: 0, cacheHits: 0, cacheAnswers: 0 })
+  const result = (rps: number, p99: number): Row['result'] => ({
+    requests: rps * 10,
+    durationS: 10,
+    rps,
+    p50: p99 / 2,
+    p90: p99 * 0.8,
+    p99,
+    max: p99 * 2,
+    statuses: { 302: rps * 10 },
+    errors: 0,
+    timeouts: 0,
+    cacheHits: 0,
+    cacheAnswers: 0
+  })
   const measured: Row[] = [
     { scenario: 'hot', server: 'doi-proxy', result: result(45_000, 3) },
     { scenario: 'hot', server: 'floor (node:http, same bytes)', result: result(50_000, 2) },
@@ -97,8 +123,12 @@ describe('benchmark results with the A/A row', () => {
   it('divide every row by the first floor, the A/A row too, and say in the Targets table what noise alone made of one server', () => {
     const table = targetsTable(measured)
     expect(table).toContain('| hot: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | 0.90×, 1.50× | **no** |')
-    expect(table).toContain("| hot, for reference (A/A): the same floor in a second process ÷ the floor | — | 0.88×, 1.10× (paired rounds' median: 0.90×, 1.05×) | — |")
-    expect(speedSection({ mode: 'quick', settingsLine: '', rows: measured })).toMatch(/\| hot \| same-bytes floor again, a second process \(A\/A\) \| 44000 \| [^|]+\| [^|]+\| 0\.88× \| 1\.10× \|/)
+    expect(table).toContain(
+      "| hot, for reference (A/A): the same floor in a second process ÷ the floor | — | 0.88×, 1.10× (paired rounds' median: 0.90×, 1.05×) | — |"
+    )
+    expect(speedSection({ mode: 'quick', settingsLine: '', rows: measured })).toMatch(
+      /\| hot \| same-bytes floor again, a second process \(A\/A\) \| 44000 \| [^|]+\| [^|]+\| 0\.88× \| 1\.10× \|/
+    )
   })
 
   it('leave the A/A line out when no second floor ran', () => {

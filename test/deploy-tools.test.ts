@@ -1,6 +1,18 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs'
 import { connect as http2Connect } from 'node:http2'
 import { request as httpsRequest } from 'node:https'
 import { request as httpRequest } from 'node:http'
@@ -22,12 +34,12 @@ import { envOf, replicas } from './support/compose.js'
 const NGINX_CONF = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
 
 /** `text` with `from` replaced everywhere; throws when it is not there, so a changed file fails loudly. */
-function substitute (text: string, from: string, to: string): string {
+function substitute(text: string, from: string, to: string): string {
   if (!text.includes(from)) throw new Error(`deploy/nginx.conf no longer contains ${JSON.stringify(from)}`)
   return text.split(from).join(to)
 }
 
-async function freePort (): Promise<number> {
+async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
@@ -38,27 +50,27 @@ async function freePort (): Promise<number> {
 const DEPLOYMENT_DOC = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
 
 /** The lines (continuations joined) of docs/deployment.md's shell block that holds `marker`. */
-function docLines (marker: string): string[] {
+function docLines(marker: string): string[] {
   const block = [...DEPLOYMENT_DOC.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes(marker))
   if (block === undefined) throw new Error(`docs/deployment.md no longer shows ${JSON.stringify(marker)}`)
   return block.replace(/\\\n\s*/g, '').split('\n')
 }
 
 /** docs/deployment.md's one command starting with `start` in the block that holds `marker`. */
-function docCommand (marker: string, start: string): string {
+function docCommand(marker: string, start: string): string {
   const line = docLines(marker).find((l) => l.startsWith(start))
   if (line === undefined) throw new Error(`docs/deployment.md no longer runs ${JSON.stringify(start)} beside ${JSON.stringify(marker)}`)
   return line
 }
 
 /** docs/deployment.md's commands that make a throw-away certificate for a trial: its lines up to openssl's. */
-function trialCertificateCommands (): string {
+function trialCertificateCommands(): string {
   const lines = docLines('--cacert tls/fullchain.pem')
   return lines.slice(0, lines.findIndex((l) => l.startsWith('openssl ')) + 1).join('\n')
 }
 
 /** The output of docs/deployment.md's `sed` command beside `marker`, run on the repository's deploy/ files. */
-function docSed (marker: string, output: string): string {
+function docSed(marker: string, output: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-doc-'))
   try {
     symlinkSync(fileURLToPath(new URL('../deploy', import.meta.url)), join(dir, 'deploy'))
@@ -73,7 +85,7 @@ function docSed (marker: string, output: string): string {
  * A real doi-proxy on a free loopback port, the fake upstream behind it, behind one proxy as compose
  * runs the replicas (their TRUST_PROXY) and only `statusAllow` may see /status; closed when the test ends.
  */
-async function startDoiProxy (statusAllow: string[]): Promise<number> {
+async function startDoiProxy(statusAllow: string[]): Promise<number> {
   const { trustProxy } = buildConfig(undefined, { TRUST_PROXY: envOf(replicas[0]?.[1] ?? {}).TRUST_PROXY ?? '' })
   const { app } = await setup({ overrides: { trustProxy, statusAllow } })
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -81,7 +93,7 @@ async function startDoiProxy (statusAllow: string[]): Promise<number> {
 }
 
 /** Polls `ready` every 50 ms until it is true, for at most 10 s; `failed` says why it never will be. */
-async function waitFor (what: string, ready: () => Promise<boolean>, failed: () => string | undefined = () => undefined): Promise<void> {
+async function waitFor(what: string, ready: () => Promise<boolean>, failed: () => string | undefined = () => undefined): Promise<void> {
   for (let i = 0; ; i++) {
     const reason = failed()
     if (reason !== undefined) throw new Error(reason)
@@ -92,12 +104,23 @@ async function waitFor (what: string, ready: () => Promise<boolean>, failed: () 
 }
 
 /** One HTTP/2 request over TLS trusting only `ca` (for the host `servername` when given): the response's headers. */
-async function askHttp2 (origin: string, path: string, ca: string, servername?: string): Promise<{ alpn: string | false | undefined, headers: Record<string, unknown> }> {
+async function askHttp2(
+  origin: string,
+  path: string,
+  ca: string,
+  servername?: string
+): Promise<{ alpn: string | false | undefined; headers: Record<string, unknown> }> {
   const session = http2Connect(origin, { ca, servername })
   try {
     const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const req = session.request({ ':path': path, ...(servername !== undefined ? { ':authority': `${servername}:${new URL(origin).port}` } : {}) })
-      req.on('response', (h) => { resolve(h); req.close() })
+      const req = session.request({
+        ':path': path,
+        ...(servername !== undefined ? { ':authority': `${servername}:${new URL(origin).port}` } : {})
+      })
+      req.on('response', (h) => {
+        resolve(h)
+        req.close()
+      })
       req.on('error', reject)
       req.end()
     })
@@ -107,20 +130,29 @@ async function askHttp2 (origin: string, path: string, ca: string, servername?: 
   }
 }
 
-interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
 
 /**
  * One HTTP/1.1 request, over TLS trusting only `ca` when it is given, for the host `servername` when
  * it is given (the certificate's name and the Host header); `localAddress` picks the client's address.
  */
-async function ask (url: string, opts: { ca?: string, servername?: string, localAddress?: string, headers?: Record<string, string> } = {}): Promise<Answer> {
+async function ask(
+  url: string,
+  opts: { ca?: string; servername?: string; localAddress?: string; headers?: Record<string, string> } = {}
+): Promise<Answer> {
   const send = url.startsWith('https:') ? httpsRequest : httpRequest
   return await new Promise((resolve, reject) => {
     const headers = { ...(opts.servername !== undefined ? { Host: `${opts.servername}:${new URL(url).port}` } : {}), ...opts.headers }
     const req = send(url, { ca: opts.ca, servername: opts.servername, localAddress: opts.localAddress, headers, agent: false }, (res) => {
       let body = ''
       res.setEncoding('utf8')
-      res.on('data', (c: string) => { body += c })
+      res.on('data', (c: string) => {
+        body += c
+      })
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
     })
     req.setTimeout(10_000, () => req.destroy(new Error(`no answer from ${url}`)))
@@ -157,7 +189,9 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
    * the shipped file (or `source`, its `upstreams` lines pointed at doi-proxy) with the certificate in
    * `tlsDir`, on free ports; both stopped when the test ends.
    */
-  async function start (opts: { statusAllow?: string[], source?: string, upstreams?: string[], tlsDir?: string } = {}): Promise<ChildProcess> {
+  async function start(
+    opts: { statusAllow?: string[]; source?: string; upstreams?: string[]; tlsDir?: string } = {}
+  ): Promise<ChildProcess> {
     const { source = NGINX_CONF, upstreams = [1, 2, 3].map((n) => `server doi-proxy-${n}:8000 `), tlsDir = join(dir, 'tls') } = opts
     const appPort = await startDoiProxy(opts.statusAllow ?? ['127.0.0.0/8'])
     httpPort = await freePort()
@@ -171,22 +205,37 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     conf = substitute(conf, '/var/www/certbot', join(dir, 'acme'))
     conf = substitute(conf, '/var/log/nginx/', `${dir}/`)
     // Everything nginx writes goes to the temporary directory, so it needs no root and no /var.
-    conf = substitute(conf, 'http {', `http {\n  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t}_temp;`).join('\n  ')}`)
+    conf = substitute(
+      conf,
+      'http {',
+      `http {\n  ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${dir}/${t}_temp;`).join('\n  ')}`
+    )
     writeFileSync(join(dir, 'nginx.conf'), conf)
 
     let nginxOutput = ''
-    const nginx = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr', '-g', `daemon off; pid ${dir}/nginx.pid;`], { stdio: ['ignore', 'pipe', 'pipe'] })
-    nginx.stdout.on('data', (c: Buffer) => { nginxOutput += c.toString() })
-    nginx.stderr.on('data', (c: Buffer) => { nginxOutput += c.toString() })
-    onTestFinished(() => { nginx.kill('SIGQUIT') })
+    const nginx = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr', '-g', `daemon off; pid ${dir}/nginx.pid;`], {
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    nginx.stdout.on('data', (c: Buffer) => {
+      nginxOutput += c.toString()
+    })
+    nginx.stderr.on('data', (c: Buffer) => {
+      nginxOutput += c.toString()
+    })
+    onTestFinished(() => {
+      nginx.kill('SIGQUIT')
+    })
     // Up once its health check answers on the plain port.
-    await waitFor('nginx starting', async () => (await ask(`http://127.0.0.1:${httpPort}/nginx-health`)).status === 200,
-      () => nginx.exitCode !== null ? `nginx exited ${nginx.exitCode}: ${nginxOutput}` : undefined)
+    await waitFor(
+      'nginx starting',
+      async () => (await ask(`http://127.0.0.1:${httpPort}/nginx-health`)).status === 200,
+      () => (nginx.exitCode !== null ? `nginx exited ${nginx.exitCode}: ${nginxOutput}` : undefined)
+    )
     return nginx
   }
 
   /** The SHA-256 fingerprint of the certificate nginx serves on its https port right now. */
-  async function servedFingerprint (): Promise<string> {
+  async function servedFingerprint(): Promise<string> {
     return await new Promise((resolve, reject) => {
       const socket = tlsConnect({ host: '127.0.0.1', port: httpsPort, servername: 'localhost', rejectUnauthorized: false }, () => {
         resolve(socket.getPeerCertificate().fingerprint256)
@@ -228,19 +277,23 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     expect(answer.headers.location).toBe('https://127.0.0.1/10.5555/plain?noredirect=1')
   })
 
-  it('answers certbot\'s challenge over plain http from the webroot', async () => {
+  it("answers certbot's challenge over plain http from the webroot", async () => {
     await start()
     const answer = await ask(`http://127.0.0.1:${httpPort}/.well-known/acme-challenge/token-1`)
     expect(answer.status).toBe(200)
     expect(answer.body).toBe('token-1.key-authorization')
   })
 
-  it('passes the reader\'s address on, and doi-proxy trusts it (TRUST_PROXY): /status for an allowed reader only', async () => {
+  it("passes the reader's address on, and doi-proxy trusts it (TRUST_PROXY): /status for an allowed reader only", async () => {
     await start({ statusAllow: ['127.0.0.2/32'] })
     // nginx itself reaches doi-proxy from 127.0.0.1: only the passed-on address can be 127.0.0.2.
     expect((await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.2' })).status).toBe(200)
     // A reader who writes the header itself is not believed: nginx overwrites it.
-    const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, { ca, localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
+    const forged = await ask(`https://127.0.0.1:${httpsPort}/status`, {
+      ca,
+      localAddress: '127.0.0.1',
+      headers: { 'X-Forwarded-For': '127.0.0.2' }
+    })
     expect(forged.status).toBe(403)
   })
 
@@ -253,11 +306,36 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     // What certbot hands the hook: the new certificate's live directory in RENEWED_LINEAGE.
     const lineage = join(dir, 'renewed')
     mkdirSync(lineage, { recursive: true })
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', '/CN=renewed', '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(lineage, 'privkey.pem'), '-out', join(lineage, 'fullchain.pem')], { stdio: 'pipe' })
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=renewed',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+        '-keyout',
+        join(lineage, 'privkey.pem'),
+        '-out',
+        join(lineage, 'fullchain.pem')
+      ],
+      { stdio: 'pipe' }
+    )
     const renewed = new X509Certificate(readFileSync(join(lineage, 'fullchain.pem'))).fingerprint256
     // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
-    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], { RENEWED_LINEAGE: lineage, TLS_DIR: tlsDir, RELOAD: `kill -HUP ${nginx.pid ?? 0}` })
+    const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], {
+      RENEWED_LINEAGE: lineage,
+      TLS_DIR: tlsDir,
+      RELOAD: `kill -HUP ${nginx.pid ?? 0}`
+    })
     expect(hook.code, hook.stderr).toBe(0)
     await waitFor('the renewed certificate served', async () => (await servedFingerprint()) === renewed)
     expect(before).not.toBe(renewed)
@@ -266,35 +344,49 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
 })
 
 /** Whether `command` is on PATH. */
-function has (command: string): boolean {
-  try { execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'pipe' }); return true } catch { return false }
+function has(command: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'pipe' })
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** One tool's run: its exit code and what it said. */
-function run (command: string, args: string[], env: Record<string, string> = {}): { code: number, stdout: string, stderr: string } {
+function run(command: string, args: string[], env: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
   const result = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, ...env } })
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr }
 }
 
 // CI installs Debian's docker-compose (.ci/run); no Docker engine is needed to check a file.
-describe.skipIf(!has('docker-compose'))('docker-compose.yml, checked by docker-compose config (skipped without it: Debian package docker-compose)', () => {
-  const root = fileURLToPath(new URL('..', import.meta.url))
+describe.skipIf(!has('docker-compose'))(
+  'docker-compose.yml, checked by docker-compose config (skipped without it: Debian package docker-compose)',
+  () => {
+    const root = fileURLToPath(new URL('..', import.meta.url))
 
-  it('is valid compose, without a word, with .env.example\'s settings', () => {
-    const checked = spawnSync('docker-compose', ['--env-file', '.env.example', 'config', '-q'], { cwd: root, encoding: 'utf8' })
-    expect(checked.stderr).toBe('')
-    expect(checked.status).toBe(0)
-  })
+    it("is valid compose, without a word, with .env.example's settings", () => {
+      const checked = spawnSync('docker-compose', ['--env-file', '.env.example', 'config', '-q'], { cwd: root, encoding: 'utf8' })
+      expect(checked.stderr).toBe('')
+      expect(checked.status).toBe(0)
+    })
 
-  it('is valid compose, without a word, with nothing set (every variable has its default)', () => {
-    const empty = join(mkdtempSync(join(tmpdir(), 'doi-proxy-env-')), 'empty.env')
-    writeFileSync(empty, '')
-    onTestFinished(() => { rmSync(join(empty, '..'), { recursive: true, force: true }) })
-    const checked = spawnSync('docker-compose', ['--env-file', empty, 'config', '-q'], { cwd: root, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })
-    expect(checked.stderr).toBe('')
-    expect(checked.status).toBe(0)
-  })
-})
+    it('is valid compose, without a word, with nothing set (every variable has its default)', () => {
+      const empty = join(mkdtempSync(join(tmpdir(), 'doi-proxy-env-')), 'empty.env')
+      writeFileSync(empty, '')
+      onTestFinished(() => {
+        rmSync(join(empty, '..'), { recursive: true, force: true })
+      })
+      const checked = spawnSync('docker-compose', ['--env-file', empty, 'config', '-q'], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '' }
+      })
+      expect(checked.stderr).toBe('')
+      expect(checked.status).toBe(0)
+    })
+  }
+)
 
 describe('docs/deployment.md', () => {
   it('names only deploy/ files that exist', () => {
@@ -306,38 +398,50 @@ describe('docs/deployment.md', () => {
 
 const UNIT = readFileSync(new URL('../deploy/doi-proxy.service', import.meta.url), 'utf8')
 /** The unit's `Key=value` lines (a key may repeat). */
-const unitLines = UNIT.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const)
+const unitLines = UNIT.split('\n')
+  .filter((l) => /^\w+=/.test(l))
+  .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const)
 const unitValue = (key: string): string[] => unitLines.filter(([k]) => k === key).map(([, v]) => v)
 
 // CI installs the systemd package (.ci/run); a machine without systemd-analyze skips these two.
-describe.skipIf(!has('systemd-analyze'))('deploy/doi-proxy.service, checked by systemd-analyze (skipped without it: Debian package systemd)', () => {
-  /** The unit in a temporary directory, with this machine's node in ExecStart (verify checks the binary exists). */
-  function unitHere (): string {
-    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-unit-'))
-    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
-    const file = join(dir, 'doi-proxy.service')
-    writeFileSync(file, UNIT.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `))
-    return file
+describe.skipIf(!has('systemd-analyze'))(
+  'deploy/doi-proxy.service, checked by systemd-analyze (skipped without it: Debian package systemd)',
+  () => {
+    /** The unit in a temporary directory, with this machine's node in ExecStart (verify checks the binary exists). */
+    function unitHere(): string {
+      const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-unit-'))
+      onTestFinished(() => {
+        rmSync(dir, { recursive: true, force: true })
+      })
+      const file = join(dir, 'doi-proxy.service')
+      writeFileSync(file, UNIT.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `))
+      return file
+    }
+
+    it('verifies without a word (an unknown or misspelt setting would be named)', () => {
+      const verified = run('systemd-analyze', ['verify', '--man=no', unitHere()])
+      expect(verified.stderr).toBe('')
+      expect(verified.code).toBe(0)
+    })
+
+    it('is rated OK or better by systemd-analyze security (exposure at most 2 out of 10)', () => {
+      const rated = run('systemd-analyze', ['security', '--offline=true', '--no-pager', unitHere()])
+      const exposure = Number(/Overall exposure level for doi-proxy\.service: ([\d.]+)/.exec(rated.stdout)?.[1])
+      expect(exposure, rated.stdout + rated.stderr).toBeLessThanOrEqual(2)
+    })
   }
-
-  it('verifies without a word (an unknown or misspelt setting would be named)', () => {
-    const verified = run('systemd-analyze', ['verify', '--man=no', unitHere()])
-    expect(verified.stderr).toBe('')
-    expect(verified.code).toBe(0)
-  })
-
-  it('is rated OK or better by systemd-analyze security (exposure at most 2 out of 10)', () => {
-    const rated = run('systemd-analyze', ['security', '--offline=true', '--no-pager', unitHere()])
-    const exposure = Number(/Overall exposure level for doi-proxy\.service: ([\d.]+)/.exec(rated.stdout)?.[1])
-    expect(exposure, rated.stdout + rated.stderr).toBeLessThanOrEqual(2)
-  })
-})
+)
 
 describe('the comments of deploy/, the Dockerfile and docker-compose.yml', () => {
   it('name only test files that exist', () => {
     const root = fileURLToPath(new URL('..', import.meta.url))
-    const files = ['Dockerfile', 'docker-compose.yml', ...readdirSync(join(root, 'deploy'), { recursive: true, encoding: 'utf8' }).map((f) => `deploy/${f}`)]
-    const named = files.filter((f) => statSync(join(root, f)).isFile())
+    const files = [
+      'Dockerfile',
+      'docker-compose.yml',
+      ...readdirSync(join(root, 'deploy'), { recursive: true, encoding: 'utf8' }).map((f) => `deploy/${f}`)
+    ]
+    const named = files
+      .filter((f) => statSync(join(root, f)).isFile())
       .flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/(?<![\w/])test\/[\w/.-]+\.ts/g)].map((m) => [f, m[0]] as const))
     expect(named.length).toBeGreaterThan(0)
     for (const [file, test] of named) expect(existsSync(join(root, test)), `${file} names ${test}`).toBe(true)
@@ -352,14 +456,25 @@ describe('deploy/doi-proxy.service, read', () => {
 
   it('runs node itself with the hardening an operator expects', () => {
     expect(unitValue('ExecStart')).toEqual(['/usr/bin/node /opt/doi-proxy/dist/main.js'])
-    for (const [key, value] of [['DynamicUser', 'yes'], ['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes'], ['StateDirectory', 'doi-proxy'], ['PrivateTmp', 'yes'], ['KillSignal', 'SIGTERM']]) {
+    for (const [key, value] of [
+      ['DynamicUser', 'yes'],
+      ['ProtectSystem', 'strict'],
+      ['NoNewPrivileges', 'yes'],
+      ['StateDirectory', 'doi-proxy'],
+      ['PrivateTmp', 'yes'],
+      ['KillSignal', 'SIGTERM']
+    ]) {
       expect(unitValue(key ?? ''), key).toEqual([value])
     }
   })
 
   /** The environment doi-proxy gets from the unit's Environment= lines, %S (the state root) as /var/lib. */
-  function unitEnv (): Record<string, string> {
-    return Object.fromEntries(unitValue('Environment').flatMap((v) => v.split(' ')).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1).replace('%S', '/var/lib')]))
+  function unitEnv(): Record<string, string> {
+    return Object.fromEntries(
+      unitValue('Environment')
+        .flatMap((v) => v.split(' '))
+        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1).replace('%S', '/var/lib')])
+    )
   }
 
   it('keeps the snapshot in its StateDirectory, serves no samples and listens on loopback only', () => {
@@ -382,16 +497,20 @@ describe('deploy/doi-proxy.service, read', () => {
 
   it('gives the graceful shutdown time to finish before systemd kills it', () => {
     const config = buildConfig(undefined, unitEnv())
-    expect(Number(/^(\d+)$/.exec(unitValue('TimeoutStopSec')[0] ?? '')?.[1]) * 1000).toBeGreaterThan(config.drainDelayMs + config.shutdownGraceMs)
+    expect(Number(/^(\d+)$/.exec(unitValue('TimeoutStopSec')[0] ?? '')?.[1]) * 1000).toBeGreaterThan(
+      config.drainDelayMs + config.shutdownGraceMs
+    )
   })
 })
 
 // CI installs Debian's caddy (.ci/run); a machine without it skips these.
 describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped without it: Debian package caddy)', () => {
   /** Caddy's own files (its data and config directories) in a temporary directory. */
-  function caddyEnv (): Record<string, string> {
+  function caddyEnv(): Record<string, string> {
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-'))
-    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
     return { XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir, HOME: dir }
   }
   const caddyfile = fileURLToPath(new URL('../deploy/Caddyfile', import.meta.url))
@@ -406,18 +525,22 @@ describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped with
   it('serves the domain over https only, with HSTS on every answer, from doi-proxy on 127.0.0.1:8000', () => {
     const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], caddyEnv())
     expect(adapted.code, adapted.stderr).toBe(0)
-    const config = JSON.parse(adapted.stdout) as { apps: { http: { servers: Record<string, { listen: string[], routes: unknown[] }> } } }
+    const config = JSON.parse(adapted.stdout) as { apps: { http: { servers: Record<string, { listen: string[]; routes: unknown[] }> } } }
     const servers = Object.values(config.apps.http.servers)
     // One https server: Caddy adds the http→https redirect and the certificate by itself for a domain.
     expect(servers.map((s) => s.listen)).toEqual([[':443']])
     const text = JSON.stringify(servers[0]?.routes)
     expect(text).toContain('"host":["doi.library.example"]')
-    expect(text).toMatch(/"handler":"headers","response":\{"set":\{"Strict-Transport-Security":\["max-age=63072000"\]\}\}.*"handler":"reverse_proxy","upstreams":\[\{"dial":"127\.0\.0\.1:8000"\}\]/)
+    expect(text).toMatch(
+      /"handler":"headers","response":\{"set":\{"Strict-Transport-Security":\["max-age=63072000"\]\}\}.*"handler":"reverse_proxy","upstreams":\[\{"dial":"127\.0\.0\.1:8000"\}\]/
+    )
   })
 
-  it('takes the operator\'s domain and address from docs/deployment.md\'s sed', () => {
+  it("takes the operator's domain and address from docs/deployment.md's sed", () => {
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-caddy-doc-'))
-    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
     writeFileSync(join(dir, 'Caddyfile'), docSed('/etc/caddy/Caddyfile', 'Caddyfile'))
     const adapted = run('caddy', ['adapt', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], caddyEnv())
     expect(adapted.code, adapted.stderr).toBe(0)
@@ -429,22 +552,43 @@ describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped with
    * The shipped Caddyfile run for real for `localhost` (Caddy's own CA) on free ports, in front of a
    * real doi-proxy where only `statusAllow` may see /status; stopped when the test ends.
    */
-  async function runCaddy (statusAllow = ['127.0.0.0/8']): Promise<{ http: number, https: number, ca: string }> {
+  async function runCaddy(statusAllow = ['127.0.0.0/8']): Promise<{ http: number; https: number; ca: string }> {
     const upstream = await startDoiProxy(statusAllow)
     const [http, https, admin] = [await freePort(), await freePort(), await freePort()]
     const env = caddyEnv()
     const caddy = spawn('caddy', ['run', '--config', caddyfile, '--adapter', 'caddyfile'], {
-      env: { ...process.env, ...env, DOI_PROXY_SITE: 'localhost', DOI_PROXY_UPSTREAM: `127.0.0.1:${upstream}`, CADDY_ADMIN: `localhost:${admin}`, CADDY_HTTP_PORT: String(http), CADDY_HTTPS_PORT: String(https) },
+      env: {
+        ...process.env,
+        ...env,
+        DOI_PROXY_SITE: 'localhost',
+        DOI_PROXY_UPSTREAM: `127.0.0.1:${upstream}`,
+        CADDY_ADMIN: `localhost:${admin}`,
+        CADDY_HTTP_PORT: String(http),
+        CADDY_HTTPS_PORT: String(https)
+      },
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let output = ''
-    caddy.stdout.on('data', (c: Buffer) => { output += c.toString() })
-    caddy.stderr.on('data', (c: Buffer) => { output += c.toString() })
-    onTestFinished(() => { caddy.kill('SIGTERM') })
+    caddy.stdout.on('data', (c: Buffer) => {
+      output += c.toString()
+    })
+    caddy.stderr.on('data', (c: Buffer) => {
+      output += c.toString()
+    })
+    onTestFinished(() => {
+      caddy.kill('SIGTERM')
+    })
     const root = join(env.XDG_DATA_HOME ?? '', 'caddy', 'pki', 'authorities', 'local', 'root.crt')
     // Up once doi-proxy answers through it (Caddy's own empty answer for an unknown host has no HSTS).
-    await waitFor('Caddy serving https', async () => existsSync(root) && (await ask(`https://127.0.0.1:${https}/healthz`, { ca: readFileSync(root, 'utf8'), servername: 'localhost' })).headers['strict-transport-security'] !== undefined,
-      () => caddy.exitCode !== null ? `caddy exited ${caddy.exitCode}: ${output}` : undefined)
+    await waitFor(
+      'Caddy serving https',
+      async () =>
+        existsSync(root) &&
+        (await ask(`https://127.0.0.1:${https}/healthz`, { ca: readFileSync(root, 'utf8'), servername: 'localhost' })).headers[
+          'strict-transport-security'
+        ] !== undefined,
+      () => (caddy.exitCode !== null ? `caddy exited ${caddy.exitCode}: ${output}` : undefined)
+    )
     return { http, https, ca: readFileSync(root, 'utf8') }
   }
 
@@ -464,18 +608,26 @@ describe.skipIf(!has('caddy'))('deploy/Caddyfile, checked by caddy (skipped with
     expect(answer.headers.location).toMatch(/^https:\/\/localhost(:\d+)?\/10\.5555\/plain\?noredirect=1$/)
   })
 
-  it('passes the reader\'s address on, never one the reader writes: /status for an allowed reader only, run for real', async () => {
+  it("passes the reader's address on, never one the reader writes: /status for an allowed reader only, run for real", async () => {
     const caddy = await runCaddy(['127.0.0.2/32'])
     const status = `https://127.0.0.1:${caddy.https}/status`
     const allowed = await ask(status, { ca: caddy.ca, servername: 'localhost', localAddress: '127.0.0.2' })
     expect(allowed.status).toBe(200)
     expect(allowed.body).toContain('<html')
-    const forged = await ask(status, { ca: caddy.ca, servername: 'localhost', localAddress: '127.0.0.1', headers: { 'X-Forwarded-For': '127.0.0.2' } })
+    const forged = await ask(status, {
+      ca: caddy.ca,
+      servername: 'localhost',
+      localAddress: '127.0.0.1',
+      headers: { 'X-Forwarded-For': '127.0.0.2' }
+    })
     expect(forged.status).toBe(403)
   })
 
   it('takes the domain from DOI_PROXY_SITE', () => {
-    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], { ...caddyEnv(), DOI_PROXY_SITE: 'doi.other.example' })
+    const adapted = run('caddy', ['adapt', '--config', caddyfile, '--adapter', 'caddyfile'], {
+      ...caddyEnv(),
+      DOI_PROXY_SITE: 'doi.other.example'
+    })
     expect(adapted.stdout).toContain('"host":["doi.other.example"]')
   })
 })

@@ -12,7 +12,7 @@ const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8
 const nginx = readFileSync(new URL('../deploy/nginx.conf', import.meta.url), 'utf8')
 const doiProxies = Object.entries(compose.services).filter(([, s]) => s.build !== undefined)
 
-function bytes (limit: string | undefined): number {
+function bytes(limit: string | undefined): number {
   const m = /^(\d+)([kmg])?$/i.exec(limit ?? '')
   if (m === null) return NaN
   return Number(m[1]) * ({ k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').toLowerCase()] ?? 1)
@@ -21,10 +21,19 @@ function bytes (limit: string | undefined): number {
 const deploymentDoc = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8')
 const envExample = readFileSync(new URL('../.env.example', import.meta.url), 'utf8')
 /** .env.example's settings, as compose reads the .env copied from it. */
-const envExampleVars = Object.fromEntries(envExample.split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+const envExampleVars = Object.fromEntries(
+  envExample
+    .split('\n')
+    .filter((l) => /^[A-Z_]+=/.test(l))
+    .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])
+)
 
 /** What `docker compose --profile <profile> up` starts: the services without a profile, and the profile's. */
-const started = (profile: string): string[] => Object.entries(compose.services).filter(([, s]) => s.profiles === undefined || s.profiles.includes(profile)).map(([name]) => name).sort()
+const started = (profile: string): string[] =>
+  Object.entries(compose.services)
+    .filter(([, s]) => s.profiles === undefined || s.profiles.includes(profile))
+    .map(([name]) => name)
+    .sort()
 
 describe('docker-compose.yml', () => {
   it('each profile starts exactly the services docs/deployment.md lists for it, and nothing runs without a profile', () => {
@@ -44,7 +53,7 @@ describe('docker-compose.yml', () => {
     expect(['single', 'replicas']).toContain(envExampleVars.COMPOSE_PROFILES)
   })
 
-  it('every doi-proxy starts with .env.example\'s settings, and with none set', () => {
+  it("every doi-proxy starts with .env.example's settings, and with none set", () => {
     for (const [, s] of doiProxies) {
       expect(buildConfig(undefined, envOf(s, envExampleVars)).publicBaseUrl).toBe(envExampleVars.PUBLIC_BASE_URL)
       expect(() => buildConfig(undefined, envOf(s))).not.toThrow()
@@ -77,7 +86,10 @@ describe('docker-compose.yml', () => {
     expect(nginx).toMatch(/listen 443 ssl http2;/)
     const mounted = (proxy?.volumes ?? []).map((v) => interpolate(v).split(':')[1] ?? '')
     for (const [, path] of nginx.matchAll(/^\s*(?:ssl_certificate|ssl_certificate_key|root) (\/\S+?);/gm)) {
-      expect(mounted.some((m) => path === m || (path ?? '').startsWith(m + '/')), path).toBe(true)
+      expect(
+        mounted.some((m) => path === m || (path ?? '').startsWith(m + '/')),
+        path
+      ).toBe(true)
     }
   })
 
@@ -153,7 +165,12 @@ describe('the Dockerfile', () => {
 
   it('serves no sample records unless asked (LOCAL_STORE_DIR empty in the image)', () => {
     const env = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)?.[1] ?? ''
-    const vars = Object.fromEntries(env.split(/\s*\\\n\s*|\s+/).filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]))
+    const vars = Object.fromEntries(
+      env
+        .split(/\s*\\\n\s*|\s+/)
+        .filter(Boolean)
+        .map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)])
+    )
     expect(vars.LOCAL_STORE_DIR).toBe('')
     expect(buildConfig(undefined, vars).localStoreDir).toBeUndefined()
   })

@@ -14,22 +14,43 @@ const GRACE_MS = 2000
 // Beyond SHUTDOWN_GRACE_MS: time for a busy machine to run the exit.
 const EXIT_BOUND_MS = GRACE_MS + 4000
 
-interface OnTerminal { serverPid: number, port: number, closeTerminal: () => void, stallTerminal: () => void }
+interface OnTerminal {
+  serverPid: number
+  port: number
+  closeTerminal: () => void
+  stallTerminal: () => void
+}
 
 /**
  * The server on a terminal of its own, once it listens; `shell` starts it and says "server pid N".
  * Killed by its pid when the test ends: it does not die with `script`.
  */
-async function onTerminal (shell: string, env: Record<string, string>): Promise<OnTerminal> {
+async function onTerminal(shell: string, env: Record<string, string>): Promise<OnTerminal> {
   const script = spawn('script', ['-qfc', shell, '/dev/null'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS), ...env },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOCAL_STORE_DIR: '',
+      CACHE_FILE: '',
+      CONTACT_EMAIL: 'ops@example.org',
+      OFFLINE: 'true',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      ...env
+    },
     stdio: ['pipe', 'pipe', 'pipe']
   })
   let output = ''
-  script.stdout.on('data', (c: Buffer) => { output += c.toString() })
+  script.stdout.on('data', (c: Buffer) => {
+    output += c.toString()
+  })
   onTestFinished(() => {
     const pid = /server pid (\d+)/.exec(output)?.[1]
-    if (pid !== undefined) try { process.kill(Number(pid), 'SIGKILL') } catch {}
+    if (pid !== undefined) {
+      try {
+        process.kill(Number(pid), 'SIGKILL')
+      } catch {}
+    }
     script.kill('SIGKILL')
   })
   const plain = (): string => output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
@@ -39,7 +60,12 @@ async function onTerminal (shell: string, env: Record<string, string>): Promise<
   if (port === undefined || serverPid === undefined) throw new Error(`the server did not start: ${output}`)
   // Killing `script` closes the terminal's master side: the terminal is gone.
   // Not reading `script` makes it stop reading the terminal, which fills: the server's writes wait.
-  return { serverPid: Number(serverPid), port: Number(port), closeTerminal: () => script.kill('SIGKILL'), stallTerminal: () => script.stdout.pause() }
+  return {
+    serverPid: Number(serverPid),
+    port: Number(port),
+    closeTerminal: () => script.kill('SIGKILL'),
+    stallTerminal: () => script.stdout.pause()
+  }
 }
 
 /** util-linux's `script` and `setsid`, as on any Linux with util-linux. */
@@ -58,8 +84,13 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
     it(`not hung up on, keeps answering though its log lines (LOG_FORMAT=${format}) are lost, says so once, and stops on SIGTERM`, async () => {
       // Its stderr in a file, to read what it says about the lost terminal.
       const stderr = join(mkdtempSync(join(tmpdir(), 'doi-proxy-terminal-')), 'stderr')
-      onTestFinished(() => { rmSync(dirname(stderr), { recursive: true, force: true }) })
-      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts 2>${stderr} & echo "server pid $!"; wait`, { LOG_REQUESTS: 'true', LOG_FORMAT: format })
+      onTestFinished(() => {
+        rmSync(dirname(stderr), { recursive: true, force: true })
+      })
+      const server = await onTerminal(`setsid ${process.execPath} --import tsx src/main.ts 2>${stderr} & echo "server pid $!"; wait`, {
+        LOG_REQUESTS: 'true',
+        LOG_FORMAT: format
+      })
       server.closeTerminal()
       await sleep(300)
       // Each answer writes an access log line to the lost terminal.
@@ -77,7 +108,7 @@ describe.runIf(haveTools)('a server whose terminal goes away', () => {
 // shipper that hangs, then dies. Lines wait to be written meanwhile; none of them may hold up the shutdown.
 describe('a server whose log reader stalls, then goes away', () => {
   /** The server, its output's reader stalled; `goAway` closes that reader. */
-  async function stalled (reader: 'pipe' | 'terminal', format: string): Promise<{ pid: number, port: number, goAway: () => void }> {
+  async function stalled(reader: 'pipe' | 'terminal', format: string): Promise<{ pid: number; port: number; goAway: () => void }> {
     const env = { LOG_FORMAT: format, LOG_REQUESTS: 'true', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) }
     if (reader === 'terminal') {
       // A session of its own (setsid): not hung up on, so SIGTERM is what must stop it.
@@ -93,20 +124,26 @@ describe('a server whose log reader stalls, then goes away', () => {
 
   for (const reader of ['pipe', 'terminal'] as const) {
     for (const format of ['json', 'pretty']) {
-      it.runIf(reader === 'pipe' || haveTools)(`stops on SIGTERM within the shutdown grace (a ${reader}, LOG_FORMAT=${format})`, async () => {
-        const { pid, port, goAway } = await stalled(reader, format)
-        // Each answer logs a line of about 4 KiB (the URL), so sixty of them are more than the reader's buffers hold.
-        const long = `/10.5555/${'x'.repeat(4000)}`
-        for (let i = 0; i < 60; i++) fetch(`http://127.0.0.1:${port}${long}-${i}`, { signal: AbortSignal.timeout(EXIT_BOUND_MS) }).catch(() => {})
-        await sleep(1500)
-        process.kill(pid, 'SIGTERM')
-        await sleep(300)
-        // The reader goes away, its unread lines with it.
-        goAway()
-        const started = Date.now()
-        while (isRunning(pid) && Date.now() - started < EXIT_BOUND_MS) await sleep(100)
-        expect(isRunning(pid), `pid ${pid} still runs ${Date.now() - started} ms after SIGTERM and its log reader went away`).toBe(false)
-      }, 30_000)
+      it.runIf(reader === 'pipe' || haveTools)(
+        `stops on SIGTERM within the shutdown grace (a ${reader}, LOG_FORMAT=${format})`,
+        async () => {
+          const { pid, port, goAway } = await stalled(reader, format)
+          // Each answer logs a line of about 4 KiB (the URL), so sixty of them are more than the reader's buffers hold.
+          const long = `/10.5555/${'x'.repeat(4000)}`
+          for (let i = 0; i < 60; i++) {
+            fetch(`http://127.0.0.1:${port}${long}-${i}`, { signal: AbortSignal.timeout(EXIT_BOUND_MS) }).catch(() => {})
+          }
+          await sleep(1500)
+          process.kill(pid, 'SIGTERM')
+          await sleep(300)
+          // The reader goes away, its unread lines with it.
+          goAway()
+          const started = Date.now()
+          while (isRunning(pid) && Date.now() - started < EXIT_BOUND_MS) await sleep(100)
+          expect(isRunning(pid), `pid ${pid} still runs ${Date.now() - started} ms after SIGTERM and its log reader went away`).toBe(false)
+        },
+        30_000
+      )
     }
   }
 })
@@ -119,22 +156,29 @@ describe('a server whose log reader stalls and stays stalled', () => {
   const long = `/10.5555/${'x'.repeat(4000)}`
 
   /** The server on a pipe that is never read, its reader stalled from the start. */
-  async function onStalledPipe (): Promise<{ child: ChildProcess, port: number }> {
-    const { child, port } = await startServer({ LOG_REQUESTS: 'true', LOG_FORMAT: 'json', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) })
+  async function onStalledPipe(): Promise<{ child: ChildProcess; port: number }> {
+    const { child, port } = await startServer({
+      LOG_REQUESTS: 'true',
+      LOG_FORMAT: 'json',
+      OFFLINE: 'true',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS)
+    })
     child.stdout?.pause()
     return { child, port }
   }
 
   /** `count` requests, ten at a time; the slowest one's time. */
-  async function answerAll (port: number, count: number): Promise<number> {
+  async function answerAll(port: number, count: number): Promise<number> {
     let slowest = 0
     for (let i = 0; i < count; i += 10) {
-      await Promise.all(Array.from({ length: 10 }, async (_, j) => {
-        const started = performance.now()
-        const res = await fetch(`http://127.0.0.1:${port}${long}-${i + j}`, { signal: AbortSignal.timeout(10_000) })
-        await res.arrayBuffer()
-        slowest = Math.max(slowest, performance.now() - started)
-      }))
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, j) => {
+          const started = performance.now()
+          const res = await fetch(`http://127.0.0.1:${port}${long}-${i + j}`, { signal: AbortSignal.timeout(10_000) })
+          await res.arrayBuffer()
+          slowest = Math.max(slowest, performance.now() - started)
+        })
+      )
     }
     return slowest
   }
@@ -156,7 +200,9 @@ describe('a server whose log reader stalls and stays stalled', () => {
     const { child, port } = await onStalledPipe()
     await answerAll(port, 400)
     let out = ''
-    child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString()
+    })
     child.stdout?.resume()
     // Said once the reader has caught up, without another line to carry it.
     for (let i = 0; i < 100 && !/log lines were dropped/.test(out); i++) await sleep(100)
@@ -174,26 +220,38 @@ describe('a server whose log reader stalls and stays stalled', () => {
 // A reader that keeps up: every line arrives, the last ones of the shutdown too.
 describe('a server whose log reader keeps up', () => {
   it('writes every line, from the first request to the shutdown', async () => {
-    const { child, port, output } = await startServer({ LOG_REQUESTS: 'true', LOG_FORMAT: 'json', OFFLINE: 'true', SHUTDOWN_GRACE_MS: String(GRACE_MS) })
+    const { child, port, output } = await startServer({
+      LOG_REQUESTS: 'true',
+      LOG_FORMAT: 'json',
+      OFFLINE: 'true',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS)
+    })
     const count = 2000
     for (let i = 0; i < count; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, async (_, j) => {
-        const res = await fetch(`http://127.0.0.1:${port}/10.5555/line-${i + j}`)
-        await res.arrayBuffer()
-      }))
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, j) => {
+          const res = await fetch(`http://127.0.0.1:${port}/10.5555/line-${i + j}`)
+          await res.arrayBuffer()
+        })
+      )
     }
     process.kill(child.pid ?? 0, 'SIGTERM')
     await exitOf(child)
-    const lines = output().split('\n').filter((l) => l.startsWith('{'))
+    const lines = output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
     const seen = new Set(lines.map((l) => /10\.5555\/line-(\d+)/.exec(l)?.[1]).filter((n) => n !== undefined))
     expect(seen.size, 'requests with a log line').toBe(count)
-    expect(lines.some((l) => l.includes('shutting down')), 'the shutdown\'s line').toBe(true)
+    expect(
+      lines.some((l) => l.includes('shutting down')),
+      "the shutdown's line"
+    ).toBe(true)
     expect(output()).not.toContain('dropped')
   }, 60_000)
 })
 
 /** The process stops, on SIGTERM if not by itself, within the bound; while it runs it idles. */
-async function expectStopped (pid: number): Promise<void> {
+async function expectStopped(pid: number): Promise<void> {
   const started = Date.now()
   let termSent = false
   while (isRunning(pid) && Date.now() - started < EXIT_BOUND_MS + 1000) {
@@ -211,7 +269,7 @@ async function expectStopped (pid: number): Promise<void> {
 }
 
 /** utime + stime of the process, in clock ticks. */
-function cpuTicks (pid: number): number | undefined {
+function cpuTicks(pid: number): number | undefined {
   const fields = procStat(pid)
   return fields === undefined ? undefined : Number(fields[11]) + Number(fields[12])
 }

@@ -15,26 +15,36 @@ const ROOT = new URL('../', import.meta.url)
 const dashboardText = readFileSync(new URL('deploy/grafana/doi-proxy.json', ROOT), 'utf8')
 const alertsText = readFileSync(new URL('deploy/prometheus/alerts.yml', ROOT), 'utf8')
 
-interface Panel { type: string, title: string, targets?: Array<{ expr: string }> }
-interface Rule { alert: string, expr: string, for?: string, labels?: Record<string, string>, annotations?: Record<string, string> }
+interface Panel {
+  type: string
+  title: string
+  targets?: Array<{ expr: string }>
+}
+interface Rule {
+  alert: string
+  expr: string
+  for?: string
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+}
 
 const METRIC = /\bdoi_proxy_[a-z0-9_]+/g
 
 /** The metric names /metrics declares (its # TYPE lines), with their types. */
-async function exposedMetrics (): Promise<Map<string, string>> {
+async function exposedMetrics(): Promise<Map<string, string>> {
   const { app } = await setup()
   const text = (await app.inject('/metrics')).body
   return new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] as string, m[2] as string]))
 }
 
 /** A name from an expression as /metrics declares it: a histogram's _bucket, _sum and _count are its own. */
-function declaredName (name: string, exposed: Map<string, string>): string {
+function declaredName(name: string, exposed: Map<string, string>): string {
   const base = name.replace(/_(bucket|sum|count)$/, '')
   return base !== name && exposed.get(base) === 'histogram' ? base : name
 }
 
 describe('the Grafana dashboard', () => {
-  const dashboard = JSON.parse(dashboardText) as { title: string, panels: Panel[] }
+  const dashboard = JSON.parse(dashboardText) as { title: string; panels: Panel[] }
   const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr))
 
   it('is JSON with panels that query Prometheus', () => {
@@ -51,10 +61,12 @@ describe('the Grafana dashboard', () => {
 })
 
 describe('the Prometheus alert rules', () => {
-  const rules = (parse(alertsText) as { groups: Array<{ name: string, rules: Rule[] }> }).groups.flatMap((g) => g.rules)
+  const rules = (parse(alertsText) as { groups: Array<{ name: string; rules: Rule[] }> }).groups.flatMap((g) => g.rules)
 
   it('cover an open breaker, stale answers, upstream errors and saturation', () => {
-    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['DoiProxyBreakerOpen', 'DoiProxyStaleRatioHigh', 'DoiProxyUpstreamErrors', 'DoiProxyUpstreamSaturated']))
+    expect(rules.map((r) => r.alert)).toEqual(
+      expect.arrayContaining(['DoiProxyBreakerOpen', 'DoiProxyStaleRatioHigh', 'DoiProxyUpstreamErrors', 'DoiProxyUpstreamSaturated'])
+    )
   })
 
   it('each has a duration, a severity and a summary', () => {
@@ -74,14 +86,23 @@ describe('the Prometheus alert rules', () => {
 })
 
 describe('the alert rules against a blackholed upstream (issue 45.16)', () => {
-  const rules = (parse(alertsText) as { groups: Array<{ name: string, rules: Rule[] }> }).groups.flatMap((g) => g.rules)
-  const firing = (before: Scrape, after: Scrape): string[] => rules.filter((r) => evaluate(r.expr, before, after).length > 0).map((r) => r.alert)
+  const rules = (parse(alertsText) as { groups: Array<{ name: string; rules: Rule[] }> }).groups.flatMap((g) => g.rules)
+  const firing = (before: Scrape, after: Scrape): string[] =>
+    rules.filter((r) => evaluate(r.expr, before, after).length > 0).map((r) => r.alert)
 
   it('a silent upstream (connections accepted, nothing answered) pages on what readers feel; a healthy one pages on nothing', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const fake = await FakeUpstream.start(PROBE_RECORDS)
     const hole = await Blackhole.start(fake.url)
-    const config = { ...buildConfig(undefined, {}), upstreamUrl: hole.url, upstreamTimeoutMs: 400, upstreamRetries: 0, localStoreDir: undefined, cacheFile: undefined, maxEventLoopDelayMs: 0 }
+    const config = {
+      ...buildConfig(undefined, {}),
+      upstreamUrl: hole.url,
+      upstreamTimeoutMs: 400,
+      upstreamRetries: 0,
+      localStoreDir: undefined,
+      cacheFile: undefined,
+      maxEventLoopDelayMs: 0
+    }
     const app = await buildApp(config, { now: () => now })
     await app.ready()
     onTestFinished(async () => {
@@ -103,17 +124,25 @@ describe('the alert rules against a blackholed upstream (issue 45.16)', () => {
     const deadline = Date.now() + 30_000
     // Readers keep asking (new DOIs of two prefixes, and a cached one) until the lookups have told what they found.
     for (;;) {
-      const wave = Array.from({ length: 12 }, (_, i) => i === 0 ? '/10.5555/plain' : `/${i % 2 === 0 ? '10.5555' : '10.7777'}/new-${n++}`)
-      statuses.push(...(await Promise.all(wave.map(async (url, i) => (await app.inject({ url, remoteAddress: `127.0.0.${1 + i}` })).statusCode))))
+      const wave = Array.from({ length: 12 }, (_, i) => (i === 0 ? '/10.5555/plain' : `/${i % 2 === 0 ? '10.5555' : '10.7777'}/new-${n++}`))
+      statuses.push(
+        ...(await Promise.all(wave.map(async (url, i) => (await app.inject({ url, remoteAddress: `127.0.0.${1 + i}` })).statusCode)))
+      )
       const seen = await scrape()
       const value = (name: string): number => seen.series.get(name)?.[0]?.value ?? 0
       if (value('doi_proxy_upstream_unreachable') === 1 && value('doi_proxy_prefix_circuits_open') >= 2) break
-      if (Date.now() > deadline) throw new Error(`after ${statuses.length} requests: unreachable ${value('doi_proxy_upstream_unreachable')}, prefix breakers open ${value('doi_proxy_prefix_circuits_open')}`)
+      if (Date.now() > deadline) {
+        throw new Error(
+          `after ${statuses.length} requests: unreachable ${value('doi_proxy_upstream_unreachable')}, prefix breakers open ${value('doi_proxy_prefix_circuits_open')}`
+        )
+      }
     }
     expect(statuses.filter((s) => s >= 500).length).toBeGreaterThan(statuses.length / 2)
     expect(statuses).toContain(302) // the cached DOI, stale
     const during = await scrape()
-    expect(firing(partitioned, during)).toEqual(expect.arrayContaining(['DoiProxyReaderErrors', 'DoiProxyUpstreamUnreachable', 'DoiProxyPrefixBreakersOpen']))
+    expect(firing(partitioned, during)).toEqual(
+      expect.arrayContaining(['DoiProxyReaderErrors', 'DoiProxyUpstreamUnreachable', 'DoiProxyPrefixBreakersOpen'])
+    )
   }, 60_000)
 
   it('the rules that page on what readers feel page within 5 minutes', () => {

@@ -12,26 +12,53 @@ const GRACE_MS = 2000
 
 describe('npm start and npm run start:offline stop with their children', () => {
   // WORKERS=2 too: the primary and its workers.
-  for (const { script, workers } of [{ script: 'start', workers: '1' }, { script: 'start:offline', workers: '1' }, { script: 'start', workers: '2' }]) {
+  for (const { script, workers } of [
+    { script: 'start', workers: '1' },
+    { script: 'start:offline', workers: '1' },
+    { script: 'start', workers: '2' }
+  ]) {
     for (const how of ['SIGTERM to npm', 'Ctrl-C'] as const) {
       it(`WORKERS=${workers} npm run ${script}, then ${how}: npm and everything it started exit`, async () => {
         const npm = spawn('npm', ['run', '--silent', script], {
-          env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', LOG_FORMAT: 'json', SHUTDOWN_GRACE_MS: String(GRACE_MS), WORKERS: workers },
+          env: {
+            ...process.env,
+            HOST: '127.0.0.1',
+            PORT: '0',
+            LOCAL_STORE_DIR: '',
+            CACHE_FILE: '',
+            CONTACT_EMAIL: 'ops@example.org',
+            LOG_FORMAT: 'json',
+            SHUTDOWN_GRACE_MS: String(GRACE_MS),
+            WORKERS: workers
+          },
           stdio: ['ignore', 'pipe', 'pipe'],
           // A process group of its own, as a terminal gives a command: Ctrl-C signals the whole group.
           detached: true
         })
         let output = ''
-        npm.stdout.on('data', (c: Buffer) => { output += c.toString() })
-        npm.stderr.on('data', (c: Buffer) => { output += c.toString() })
+        npm.stdout.on('data', (c: Buffer) => {
+          output += c.toString()
+        })
+        npm.stderr.on('data', (c: Buffer) => {
+          output += c.toString()
+        })
         const started = new Set<number>()
-        onTestFinished(() => { for (const pid of [npm.pid ?? 0, ...started]) try { process.kill(pid, 'SIGKILL') } catch {} })
+        onTestFinished(() => {
+          for (const pid of [npm.pid ?? 0, ...started]) {
+            try {
+              process.kill(pid, 'SIGKILL')
+            } catch {}
+          }
+        })
         // npm start builds dist/ first when src/ changed since the last build: minutes on a busy machine.
         const ready = (): number => output.split('doi-proxy is ready').length - 1
         for (let i = 0; i < 2400 && ready() < Number(workers) && npm.exitCode === null; i++) await sleep(100)
         expect(ready(), output).toBe(Number(workers))
         for (const pid of descendants(npm.pid ?? 0)) started.add(pid)
-        expect([...started].some((pid) => /dist\/main\.js/.test(commandOf(pid))), `a node dist/main.js under npm: ${[...started].map(commandOf).join('; ')}`).toBe(true)
+        expect(
+          [...started].some((pid) => /dist\/main\.js/.test(commandOf(pid))),
+          `a node dist/main.js under npm: ${[...started].map(commandOf).join('; ')}`
+        ).toBe(true)
 
         // 'close', not 'exit': by then all that npm and the server wrote (to the same pipes) has been read.
         const exited = new Promise<string>((resolve) => npm.once('close', (code, signal) => resolve(signal ?? `exit ${code}`)))
@@ -42,7 +69,10 @@ describe('npm start and npm run start:offline stop with their children', () => {
         const ended = await Promise.race([exited, sleep(GRACE_MS + 8000).then(() => 'still running')])
         expect(['exit 0', signal], output).toContain(ended)
         for (let i = 0; i < 50 && [...started].some(isRunning); i++) await sleep(100)
-        expect([...started].filter(isRunning).map((pid) => `${pid} ${commandOf(pid)}`), 'left running').toEqual([])
+        expect(
+          [...started].filter(isRunning).map((pid) => `${pid} ${commandOf(pid)}`),
+          'left running'
+        ).toEqual([])
         expect(output).toContain('shutting down: finishing in-flight requests')
       }, 300_000)
     }
@@ -50,7 +80,7 @@ describe('npm start and npm run start:offline stop with their children', () => {
 })
 
 /** Every process under `pid`, from /proc. */
-function descendants (pid: number): number[] {
+function descendants(pid: number): number[] {
   const parents = new Map<number, number[]>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -61,7 +91,7 @@ function descendants (pid: number): number[] {
   return [...children, ...children.flatMap(descendants)]
 }
 
-function commandOf (pid: number): string {
+function commandOf(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim()
   } catch {

@@ -27,29 +27,60 @@ interface Expected {
   xCache?: [string, string]
 }
 
-const CROSSREF_LOC = (base: string): string => `<locations><location weight="0" http_role="conneg" href_template="${base}/{hdl}" /></locations>`
+const CROSSREF_LOC = (base: string): string =>
+  `<locations><location weight="0" http_role="conneg" href_template="${base}/{hdl}" /></locations>`
 
 /** The README's lines, by the line as written (command and comment): what each must answer. */
 const CURL: Record<string, Expected> = {
-  '$ curl -i http://127.0.0.1:8000/10.5555/sample':
-    { on: 'offline', status: 302, location: /^https:\/\/www\.doi\.org\/$/, contentType: /^text\/html; charset=utf-8$/, body: /<a href="https:\/\/www\.doi\.org\/">/ },
-  'curl -i http://127.0.0.1:8000/10.1000/182': { on: 'online', status: 302, location: /^https:\/\/www\.doi\.org\/the-identifier\/resources\/handbook\/$/ },
+  '$ curl -i http://127.0.0.1:8000/10.5555/sample': {
+    on: 'offline',
+    status: 302,
+    location: /^https:\/\/www\.doi\.org\/$/,
+    contentType: /^text\/html; charset=utf-8$/,
+    body: /<a href="https:\/\/www\.doi\.org\/">/
+  },
+  'curl -i http://127.0.0.1:8000/10.1000/182': {
+    on: 'online',
+    status: 302,
+    location: /^https:\/\/www\.doi\.org\/the-identifier\/resources\/handbook\/$/
+  },
   "curl -LH 'Accept: application/x-bibtex' http://127.0.0.1:8000/10.5281/zenodo.3678325                 # BibTeX, from DataCite's service":
     { on: 'online', status: 302, location: /^https:\/\/data\.crosscite\.org\/10\.5281%2Fzenodo\.3678325$/ },
   "curl -LH 'Accept: application/vnd.citationstyles.csl+json' http://127.0.0.1:8000/10.1126/science.169.3946.635  # CSL-JSON, from Crossref's":
     { on: 'online', status: 302, location: /^https:\/\/data\.crossref\.org\/10\.1126%2Fscience\.169\.3946\.635$/ },
-  "curl -LH 'Accept: text/x-bibliography; style=apa' http://127.0.0.1:8000/10.1126/science.169.3946.635   # an APA citation":
-    { on: 'online', status: 302, location: /^https:\/\/data\.crossref\.org\/10\.1126%2Fscience\.169\.3946\.635$/ },
-  "curl -s 'http://127.0.0.1:8000/10.1126/science.169.3946.635?action=showurls'                          # the candidates":
-    { on: 'online', status: 200, contentType: /^text\/xml/, body: /data\.crossref\.org/ },
-  "curl -H 'Accept: application/vnd.citationstyles.csl+json' http://127.0.0.1:8000/10.5555/sample  # CSL-JSON":
-    { on: 'offline', status: 200, contentType: /^application\/vnd\.citationstyles\.csl\+json/, body: /"DOI": "10\.5555\/sample"/ },
-  "curl -H 'Accept: text/x-bibliography; style=apa' http://127.0.0.1:8000/10.5555/sample          # an APA citation":
-    { on: 'offline', status: 200, contentType: /^text\/x-bibliography/, body: /^doi-proxy\. \(2024\)\. A sample record of doi-proxy\. doi-proxy\. https:\/\/doi\.org\/10\.5555\/sample\n$/ },
-  "curl -i -H 'Accept: text/x-bibliography; style=mla' http://127.0.0.1:8000/10.5555/sample       # 406: only APA is held":
-    { on: 'offline', status: 406, body: /Held: .*text\/x-bibliography;style=apa/ },
-  "curl -i  -H 'Accept: application/x-bibtex' http://127.0.0.1:8000/10.1126/science.169.3946.635  # redirect: 302 to data.crossref.org":
-    { on: 'online', status: 302, location: /^https:\/\/data\.crossref\.org\// },
+  "curl -LH 'Accept: text/x-bibliography; style=apa' http://127.0.0.1:8000/10.1126/science.169.3946.635   # an APA citation": {
+    on: 'online',
+    status: 302,
+    location: /^https:\/\/data\.crossref\.org\/10\.1126%2Fscience\.169\.3946\.635$/
+  },
+  "curl -s 'http://127.0.0.1:8000/10.1126/science.169.3946.635?action=showurls'                          # the candidates": {
+    on: 'online',
+    status: 200,
+    contentType: /^text\/xml/,
+    body: /data\.crossref\.org/
+  },
+  "curl -H 'Accept: application/vnd.citationstyles.csl+json' http://127.0.0.1:8000/10.5555/sample  # CSL-JSON": {
+    on: 'offline',
+    status: 200,
+    contentType: /^application\/vnd\.citationstyles\.csl\+json/,
+    body: /"DOI": "10\.5555\/sample"/
+  },
+  "curl -H 'Accept: text/x-bibliography; style=apa' http://127.0.0.1:8000/10.5555/sample          # an APA citation": {
+    on: 'offline',
+    status: 200,
+    contentType: /^text\/x-bibliography/,
+    body: /^doi-proxy\. \(2024\)\. A sample record of doi-proxy\. doi-proxy\. https:\/\/doi\.org\/10\.5555\/sample\n$/
+  },
+  "curl -i -H 'Accept: text/x-bibliography; style=mla' http://127.0.0.1:8000/10.5555/sample       # 406: only APA is held": {
+    on: 'offline',
+    status: 406,
+    body: /Held: .*text\/x-bibliography;style=apa/
+  },
+  "curl -i  -H 'Accept: application/x-bibtex' http://127.0.0.1:8000/10.1126/science.169.3946.635  # redirect: 302 to data.crossref.org": {
+    on: 'online',
+    status: 302,
+    location: /^https:\/\/data\.crossref\.org\//
+  },
   "curl -i  -H 'Accept: application/x-bibtex' http://127.0.0.1:8000/10.1126/science.169.3946.635  # fetch: 200, the BibTeX, X-Cache: MISS then HIT":
     { on: 'fetch', status: 200, contentType: /^application\/x-bibtex/, body: /^@article/, xCache: ['MISS', 'HIT'] }
 }
@@ -66,11 +97,14 @@ const TABLE: Record<string, Expected> = {
 }
 
 /** Every curl command in the README: in code blocks, and in inline code. */
-function curlLines (): string[] {
+function curlLines(): string[] {
   const lines: string[] = []
   let inBlock = false
   for (const line of README.split('\n')) {
-    if (line.startsWith('```')) { inBlock = !inBlock; continue }
+    if (line.startsWith('```')) {
+      inBlock = !inBlock
+      continue
+    }
     if (inBlock && /^(\$ )?curl /.test(line)) lines.push(line.trimEnd())
     else if (!inBlock) for (const m of line.matchAll(/`(curl [^`]*http:\/\/127\.0\.0\.1:8000[^`]*)`/g)) lines.push(m[1]!)
   }
@@ -78,14 +112,16 @@ function curlLines (): string[] {
 }
 
 /** The rows of the quick start's table whose request is a DOI's: `/…` and an optional `Accept`. */
-function tableRows (): string[] {
+function tableRows(): string[] {
   const rows: string[] = []
-  for (const m of README.matchAll(/^\| `(\/[^`]*10\.\d+[^`]*)`(?: with `Accept: ([^`]+)`)? \|/gm)) rows.push(m[2] === undefined ? m[1]! : `${m[1]}|${m[2]}`)
+  for (const m of README.matchAll(/^\| `(\/[^`]*10\.\d+[^`]*)`(?: with `Accept: ([^`]+)`)? \|/gm)) {
+    rows.push(m[2] === undefined ? m[1]! : `${m[1]}|${m[2]}`)
+  }
   return rows
 }
 
 /** A curl line as a request: the path after the base URL and the -H headers. */
-function requestOf (line: string): { url: string, headers: Record<string, string> } {
+function requestOf(line: string): { url: string; headers: Record<string, string> } {
   const command = line.replace(/^\$ /, '').replace(/\s+#.*$/, '')
   const headers: Record<string, string> = { 'user-agent': 'curl/8.5.0', accept: '*/*' }
   for (const m of command.matchAll(/-\w*H '([^:']+): ([^']*)'/g)) headers[m[1]!.toLowerCase()] = m[2]!
@@ -103,10 +139,18 @@ beforeAll(async () => {
   const records: Record<string, HandleValue[]> = {
     '10.1000': [admin(), str(1, 'HS_SERV', '10.SERV/DOI')],
     '10.1000/182': [str(1, 'URL', 'https://www.doi.org/the-identifier/resources/handbook/')],
-    10.1126: [admin(), str(1, 'HS_SERV', '10.SERV/CROSSREF'), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>')],
+    10.1126: [
+      admin(),
+      str(1, 'HS_SERV', '10.SERV/CROSSREF'),
+      str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>')
+    ],
     '10.SERV/CROSSREF': [admin(), str(1, '10320/loc', CROSSREF_LOC('https://data.crossref.org'))],
     '10.1126/science.169.3946.635': [str(1, 'URL', 'https://www.science.org/doi/10.1126/science.169.3946.635')],
-    10.5281: [admin(), str(1, 'HS_SERV', '10.SERV/DATACITE'), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')],
+    10.5281: [
+      admin(),
+      str(1, 'HS_SERV', '10.SERV/DATACITE'),
+      str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')
+    ],
     '10.SERV/DATACITE': [admin(), str(1, '10320/loc', CROSSREF_LOC('https://data.crosscite.org'))],
     '10.5281/zenodo.3678325': [str(1, 'URL', 'https://zenodo.org/records/3678325')]
   }
@@ -132,7 +176,7 @@ afterAll(async () => {
   await agency?.close()
 })
 
-async function check (expected: Expected, url: string, headers: Record<string, string>): Promise<void> {
+async function check(expected: Expected, url: string, headers: Record<string, string>): Promise<void> {
   if (expected.on === 'fetch') upstream.set('10.SERV/CROSSREF', [admin(), str(1, '10320/loc', CROSSREF_LOC(agency.origin))])
   else upstream.set('10.SERV/CROSSREF', [admin(), str(1, '10320/loc', CROSSREF_LOC('https://data.crossref.org'))])
   const app = apps.get(expected.on)!
@@ -147,8 +191,8 @@ async function check (expected: Expected, url: string, headers: Record<string, s
   }
 }
 
-describe('the README\'s examples answer what it says', () => {
-  it('every curl line and every DOI request of the quick start\'s table has its expected answer here', () => {
+describe("the README's examples answer what it says", () => {
+  it("every curl line and every DOI request of the quick start's table has its expected answer here", () => {
     expect(curlLines().filter((l) => CURL[l] === undefined)).toEqual([])
     expect(tableRows().filter((r) => TABLE[r] === undefined)).toEqual([])
     expect(tableRows().length).toBeGreaterThan(5)

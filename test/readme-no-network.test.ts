@@ -14,7 +14,7 @@ const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const QUICK_START = README.slice(README.indexOf('## Quick start'), README.indexOf('## Tests'))
 
 /** The "Also try" table: each row's requests (the backticked paths of its first cell) and what it promises. */
-function exampleRows (): Array<{ paths: string[], answer: string, cell: string }> {
+function exampleRows(): Array<{ paths: string[]; answer: string; cell: string }> {
   return QUICK_START.split('\n')
     .filter((line) => /^\| `\//.test(line))
     .map((line) => {
@@ -61,15 +61,23 @@ const CHECKS: Record<string, (res: InjectResponse) => void> = {
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('https://www.doi.org/')
   },
-  '/settings': (res) => { expect(res.statusCode).toBe(200) },
+  '/settings': (res) => {
+    expect(res.statusCode).toBe(200)
+  },
   '/api/openapi.json': (res) => {
     expect(res.statusCode).toBe(200)
     expect(JSON.parse(res.body)).toHaveProperty('openapi')
   },
   // Ready while cached and local answers can be given (docs/operations.md): an outage upstream is no reason to restart.
-  '/healthz': (res) => { expect(res.statusCode).toBe(200) },
-  '/readyz': (res) => { expect(res.statusCode).toBe(200) },
-  '/metrics': (res) => { expect(res.statusCode).toBe(200) },
+  '/healthz': (res) => {
+    expect(res.statusCode).toBe(200)
+  },
+  '/readyz': (res) => {
+    expect(res.statusCode).toBe(200)
+  },
+  '/metrics': (res) => {
+    expect(res.statusCode).toBe(200)
+  },
   '/status': (res) => {
     expect(res.statusCode).toBe(200)
     expect(res.body).toContain('The registry cannot be reached')
@@ -81,13 +89,13 @@ const CHECKS: Record<string, (res: InjectResponse) => void> = {
 }
 
 /** Headers a row names besides its path (`with Accept: …`). */
-function headersOf (cell: string): Record<string, string> {
+function headersOf(cell: string): Record<string, string> {
   const accept = /with `Accept: ([^`]+)`/.exec(cell)?.[1]
   return accept === undefined ? {} : { accept }
 }
 
 /** A loopback port nothing listens on: connecting to it is refused. */
-async function refusedPort (): Promise<number> {
+async function refusedPort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
@@ -96,11 +104,13 @@ async function refusedPort (): Promise<number> {
 }
 
 /** The app as `npm start` builds it (README defaults), with the given upstream and no cache file. */
-async function newcomerApp (upstreamUrl: string, offline = false): Promise<FastifyInstance> {
+async function newcomerApp(upstreamUrl: string, offline = false): Promise<FastifyInstance> {
   // Load shedding is off: it answers to this machine's load (busy while the suite runs), not to the examples.
   const app = await buildApp({ ...buildConfig(undefined, {}), upstreamUrl, offline, cacheFile: undefined, maxEventLoopDelayMs: 0 })
   await app.ready()
-  onTestFinished(async () => { await app.close() })
+  onTestFinished(async () => {
+    await app.close()
+  })
   // A newcomer's first request, which finds whether the upstream answers (a listening server's start-up probe would).
   await app.inject({ url: '/10.5555/does-not-exist' })
   return app
@@ -111,7 +121,7 @@ const NO_NETWORK: Array<[string, () => Promise<string>]> = [
   ['a refused connection', async () => `http://127.0.0.1:${await refusedPort()}/api/handles`]
 ]
 
-describe('the README\'s quick start, on a machine without network', () => {
+describe("the README's quick start, on a machine without network", () => {
   it('has the examples this test checks, and a check for each', () => {
     const paths = exampleRows().flatMap((row) => row.paths)
     expect(paths.length).toBeGreaterThan(10)
@@ -153,7 +163,7 @@ describe('the README\'s quick start, on a machine without network', () => {
     const app = await newcomerApp('http://doi-proxy-test.invalid/api/handles', true)
     const res = await app.inject({ url: '/10.5555/does-not-exist' })
     expect(res.statusCode).toBe(404)
-    expect(QUICK_START).toContain('not in this resolver\'s local records')
+    expect(QUICK_START).toContain("not in this resolver's local records")
     expect(res.body).toContain('DOI Not in This Resolver&#39;s Local Records')
     expect((await app.inject({ url: '/10.5555/sample' })).statusCode).toBe(302)
   })

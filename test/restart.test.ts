@@ -57,7 +57,7 @@ describe('a restart', { timeout: 60_000 }, () => {
   })
 
   /** Two workers with a cache file in a directory of their own, both listening. */
-  async function twoWorkers (opts: { ownProcessGroup?: boolean } = {}): Promise<Started & { file: string }> {
+  async function twoWorkers(opts: { ownProcessGroup?: boolean } = {}): Promise<Started & { file: string }> {
     const upstream = await FakeUpstream.start(PROBE_RECORDS)
     onTestFinished(() => upstream.close())
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-workers-'))
@@ -78,9 +78,13 @@ describe('a restart', { timeout: 60_000 }, () => {
     expect(existsSync(file)).toBe(false)
   })
 
-  it('with WORKERS=2, a SIGTERM to every process at once (systemd\'s default, Ctrl-C) still drains: each worker writes its file', async () => {
+  it("with WORKERS=2, a SIGTERM to every process at once (systemd's default, Ctrl-C) still drains: each worker writes its file", async () => {
     const { child, output, file } = await twoWorkers({ ownProcessGroup: true })
-    onTestFinished(() => { try { process.kill(-(child.pid ?? 0), 'SIGKILL') } catch {} })
+    onTestFinished(() => {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL')
+      } catch {}
+    })
     process.kill(-(child.pid ?? 0), 'SIGTERM')
     expect(await exitOf(child)).toBe(0)
     expect(output()).not.toContain('second SIGTERM')
@@ -97,7 +101,9 @@ describe('a restart', { timeout: 60_000 }, () => {
     const env = { UPSTREAM_URL: upstream.url, CACHE_FILE: join(dir, 'cache.snapshot'), WORKERS: '2', UPSTREAM_RETRIES: '0' }
     const first = await startServer(env)
     await workersListening(first, 2)
-    expect((await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })).status).toBe(302)
+    expect(
+      (await fetch(`http://127.0.0.1:${first.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })).status
+    ).toBe(302)
     first.child.kill('SIGTERM')
     expect(await exitOf(first.child)).toBe(0)
 
@@ -142,13 +148,13 @@ describe('a restart', { timeout: 60_000 }, () => {
 })
 
 /** The warning comes once the server listens, before its "ready" line: wait for that line. */
-async function saidReady (output: () => string): Promise<void> {
+async function saidReady(output: () => string): Promise<void> {
   for (let i = 0; i < 600 && !output().includes('doi-proxy is ready'); i++) await new Promise((resolve) => setTimeout(resolve, 20))
   expect(output()).toContain('doi-proxy is ready')
 }
 
 describe('WORKERS=0 in a container', () => {
-  it('starts as many workers as the container\'s CPU quota allows, not the host\'s cores', () => {
+  it("starts as many workers as the container's CPU quota allows, not the host's cores", () => {
     expect(defaultWorkers('200000 100000\n', 64)).toBe(2)
     expect(defaultWorkers('150000 100000\n', 64)).toBe(1)
     expect(defaultWorkers('50000 100000\n', 64)).toBe(1)

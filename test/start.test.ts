@@ -5,7 +5,7 @@ import { BUILD_STAMP, buildIsStale } from '../scripts/build-if-stale.js'
 
 // `npm start` builds dist/ when it is missing or older than src/, and only then (scripts/build-if-stale.ts).
 
-const prestart = (): { output: string, status: number | null } => {
+const prestart = (): { output: string; status: number | null } => {
   const run = spawnSync('npm', ['run', 'prestart', '--silent'], { encoding: 'utf8', timeout: 280_000 })
   return { output: run.stdout + run.stderr, status: run.status }
 }

@@ -8,9 +8,11 @@ import { findOnPath } from './support/test-tools.js'
 // `npm test` on a machine without the programs the tests drive: it stops in seconds with the install line.
 
 /** A PATH of one directory holding node, npm and sh, and `extra` programs (each a script that exits 0). */
-function pathWith (extra: string[]): string {
+function pathWith(extra: string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-path-'))
-  onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+  onTestFinished(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
   for (const name of ['node', 'npm', 'sh']) {
     const real = name === 'node' ? process.execPath : findOnPath([name])
     if (real !== undefined) symlinkSync(real, join(dir, name))
@@ -41,16 +43,25 @@ describe('npm test checks the programs it needs before anything else', () => {
   }, 60_000)
 
   it('names redis-server and its install line when it is missing too', () => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], { env: env(pathWith([])), encoding: 'utf8' })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], {
+      env: env(pathWith([])),
+      encoding: 'utf8'
+    })
     expect(run.status).toBe(1)
     expect(run.stderr).toContain('apt-get install -y --no-install-recommends chromium')
     expect(run.stderr).toContain('apt-get install -y --no-install-recommends redis-server')
   })
 
   it('passes quietly when both are on PATH, or Chromium is named by CHROMIUM_PATH', () => {
-    const both = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], { env: env(pathWith(['chromium', 'redis-server'])), encoding: 'utf8' })
+    const both = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], {
+      env: env(pathWith(['chromium', 'redis-server'])),
+      encoding: 'utf8'
+    })
     expect([both.status, both.stderr]).toEqual([0, ''])
-    const named = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], { env: { ...env(pathWith(['redis-server'])), CHROMIUM_PATH: '/opt/chrome/chrome' }, encoding: 'utf8' })
+    const named = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-test-tools.ts'], {
+      env: { ...env(pathWith(['redis-server'])), CHROMIUM_PATH: '/opt/chrome/chrome' },
+      encoding: 'utf8'
+    })
     expect([named.status, named.stderr]).toEqual([0, ''])
   })
 })

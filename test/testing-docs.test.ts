@@ -17,13 +17,13 @@ import { exitOf, startServer } from './support/server-process.js'
 const DOC = readFileSync(new URL('../docs/testing-with-doi-proxy.md', import.meta.url), 'utf8')
 const DOI = '10.1126/science.169.3946.635'
 
-function block (language: string): string {
+function block(language: string): string {
   const m = new RegExp('```' + language + '\\n([\\s\\S]*?)```').exec(DOC)
   if (m === null) throw new Error(`no ${language} block in the doc`)
   return m[1]!
 }
 
-function hasPytest (): boolean {
+function hasPytest(): boolean {
   try {
     execFileSync('python3', ['-c', 'import pytest, requests'], { stdio: 'ignore' })
     return true
@@ -33,21 +33,25 @@ function hasPytest (): boolean {
 }
 
 /** A command run with DOI_RESOLVER set: its exit code and everything it printed. */
-async function run (command: string, args: string[], resolver: string, cwd?: string): Promise<{ code: number | null, output: string }> {
+async function run(command: string, args: string[], resolver: string, cwd?: string): Promise<{ code: number | null; output: string }> {
   const child = spawn(command, args, { cwd, env: { ...process.env, DOI_RESOLVER: resolver } })
   let output = ''
-  child.stdout.on('data', (d: Buffer) => { output += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { output += d.toString() })
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString()
+  })
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString()
+  })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   return { code, output }
 }
 
-async function pytest (file: string, resolver: string): Promise<{ code: number | null, output: string }> {
+async function pytest(file: string, resolver: string): Promise<{ code: number | null; output: string }> {
   return await run('python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', file], resolver)
 }
 
 /** A fake agency and registry holding the doc's DOI, and a directory for the example; all gone after the test. */
-async function registry (): Promise<{ agency: FakeAgency, upstream: FakeUpstream, dir: string }> {
+async function registry(): Promise<{ agency: FakeAgency; upstream: FakeUpstream; dir: string }> {
   const agency = await FakeAgency.start({
     [DOI]: {
       'application/vnd.citationstyles.csl+json': `{"type":"article-journal","DOI":"${DOI}","title":"Structure of ordinary water"}`,
@@ -56,7 +60,11 @@ async function registry (): Promise<{ agency: FakeAgency, upstream: FakeUpstream
   })
   const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}" /></locations>`
   const upstream = await FakeUpstream.start({
-    10.1126: [admin(), str(1, 'HS_SERV', '10.SERV/CROSSREF'), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>')],
+    10.1126: [
+      admin(),
+      str(1, 'HS_SERV', '10.SERV/CROSSREF'),
+      str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>')
+    ],
     '10.SERV/CROSSREF': [admin(), str(1, '10320/loc', conneg)],
     [DOI]: [str(1, 'URL', 'https://www.science.org/doi/10.1126/science.169.3946.635'), admin()]
   })
@@ -70,8 +78,13 @@ async function registry (): Promise<{ agency: FakeAgency, upstream: FakeUpstream
 }
 
 /** The doc's Node example, run by this repository's vitest in `dir` (node_modules linked in). */
-async function nodeExample (dir: string, resolver: string): Promise<{ code: number | null, output: string }> {
-  return await run(process.execPath, [fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import.meta.url)), 'run', '--root', dir], resolver, dir)
+async function nodeExample(dir: string, resolver: string): Promise<{ code: number | null; output: string }> {
+  return await run(
+    process.execPath,
+    [fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import.meta.url)), 'run', '--root', dir],
+    resolver,
+    dir
+  )
 }
 
 /**
@@ -79,10 +92,20 @@ async function nodeExample (dir: string, resolver: string): Promise<{ code: numb
  * against one replaying the recording offline: it passes both times, and the second asks nothing of the
  * registry or the agency. The recording's directory.
  */
-async function recordThenReplay (at: { agency: FakeAgency, upstream: FakeUpstream, dir: string }, example: (resolver: string) => Promise<{ code: number | null, output: string }>, passed: RegExp): Promise<string> {
+async function recordThenReplay(
+  at: { agency: FakeAgency; upstream: FakeUpstream; dir: string },
+  example: (resolver: string) => Promise<{ code: number | null; output: string }>,
+  passed: RegExp
+): Promise<string> {
   const { agency, upstream } = at
   const records = join(at.dir, 'doi-records')
-  const recording = await startServer({ RECORD_TO: records, METADATA_MODE: 'fetch', METADATA_HOSTS: agency.host, UPSTREAM_URL: upstream.url, DRAIN_DELAY_MS: '0' })
+  const recording = await startServer({
+    RECORD_TO: records,
+    METADATA_MODE: 'fetch',
+    METADATA_HOSTS: agency.host,
+    UPSTREAM_URL: upstream.url,
+    DRAIN_DELAY_MS: '0'
+  })
   const online = await example(`http://127.0.0.1:${recording.port}`)
   expect(online.output).toMatch(passed)
   expect(online.code).toBe(0)
@@ -99,14 +122,18 @@ async function recordThenReplay (at: { agency: FakeAgency, upstream: FakeUpstrea
 }
 
 describe('docs/testing-with-doi-proxy.md', () => {
-  it.skipIf(!hasPytest())('its pytest example passes online while recording, and offline from the recording, with SIGTERM flushing the file', async () => {
-    const { agency, upstream, dir } = await registry()
-    const tests = join(dir, 'test_citation.py')
-    writeFileSync(tests, block('python'))
-    const records = await recordThenReplay({ agency, upstream, dir }, async (resolver) => await pytest(tests, resolver), /2 passed/)
-    // Stopped at once: what was fetched is written at shutdown, not lost with the process.
-    expect(readFileSync(join(records, 'recorded.ndjson'), 'utf8')).toContain('text/x-bibliography;style=apa')
-  }, 180_000)
+  it.skipIf(!hasPytest())(
+    'its pytest example passes online while recording, and offline from the recording, with SIGTERM flushing the file',
+    async () => {
+      const { agency, upstream, dir } = await registry()
+      const tests = join(dir, 'test_citation.py')
+      writeFileSync(tests, block('python'))
+      const records = await recordThenReplay({ agency, upstream, dir }, async (resolver) => await pytest(tests, resolver), /2 passed/)
+      // Stopped at once: what was fetched is written at shutdown, not lost with the process.
+      expect(readFileSync(join(records, 'recorded.ndjson'), 'utf8')).toContain('text/x-bibliography;style=apa')
+    },
+    180_000
+  )
 
   it('its Node (vitest) example passes online while recording, and offline from the recording', async () => {
     const { agency, upstream, dir } = await registry()

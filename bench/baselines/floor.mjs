@@ -26,11 +26,15 @@ if (workers > 1 && cluster.isPrimary) {
   serve()
 }
 
-function serve () {
+function serve() {
   const LOCATION = 'https://publisher.example/article/10.1234/floor'
   let status = 302
   let body = Buffer.from(`<html><head><title>Handle Redirect</title></head>\n<body><a href="${LOCATION}">${LOCATION}</a></body></html>`)
-  let headers = [['location', LOCATION], ['content-type', 'text/html; charset=utf-8'], ['content-length', String(body.length)]]
+  let headers = [
+    ['location', LOCATION],
+    ['content-type', 'text/html; charset=utf-8'],
+    ['content-length', String(body.length)]
+  ]
   let keepAliveS = 5
   const byPath = new Map()
 
@@ -58,16 +62,17 @@ function serve () {
   // writeHead takes a flat [name, value, name, value, …] array and keeps that order.
   const flat = headers.flat()
 
-  const server = byPath.size === 0
-    ? createServer((_req, res) => {
-      res.writeHead(status, flat)
-      res.end(body)
-    })
-    : createServer((req, res) => {
-      const a = byPath.get(req.url) ?? byPath.values().next().value
-      res.writeHead(a.status, a.flat)
-      res.end(a.body)
-    })
+  const server =
+    byPath.size === 0
+      ? createServer((_req, res) => {
+          res.writeHead(status, flat)
+          res.end(body)
+        })
+      : createServer((req, res) => {
+          const a = byPath.get(req.url) ?? byPath.values().next().value
+          res.writeHead(a.status, a.flat)
+          res.end(a.body)
+        })
   server.keepAliveTimeout = keepAliveS * 1000
 
   const port = Number(process.env.PORT ?? 8001)

@@ -11,7 +11,13 @@ import { Pool } from 'undici'
 
 const upstream = new URL(process.env.UPSTREAM_URL)
 const basePath = upstream.pathname.replace(/\/+$/, '')
-const pool = new Pool(upstream.origin, { connections: 16, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 10_000, bodyTimeout: 10_000 })
+const pool = new Pool(upstream.origin, {
+  connections: 16,
+  pipelining: 1,
+  keepAliveTimeout: 30_000,
+  headersTimeout: 10_000,
+  bodyTimeout: 10_000
+})
 const answer = JSON.parse(readFileSync(process.env.MISS_FLOOR_ANSWER, 'utf8'))
 const page = Buffer.from(answer.body, 'base64').toString('utf8').split(answer.url)
 const escape = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -26,7 +32,10 @@ const server = createServer(async (req, res) => {
     const headers = []
     for (const [name, value] of answer.headers) {
       const lower = name.toLowerCase()
-      headers.push(name, lower === 'location' ? url : lower === 'content-length' ? String(Buffer.byteLength(body)) : lower === 'x-cache' ? 'MISS' : value)
+      headers.push(
+        name,
+        lower === 'location' ? url : lower === 'content-length' ? String(Buffer.byteLength(body)) : lower === 'x-cache' ? 'MISS' : value
+      )
     }
     res.writeHead(answer.status, headers)
     res.end(body)

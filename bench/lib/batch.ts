@@ -10,11 +10,17 @@ import type { Context } from './scenario-context.js'
 import { startOurs } from './processes.js'
 import { machine } from './results.js'
 
-interface Streamed { ms: number, firstLineMs: number, lines: number, peakRssMb: number, statuses: Record<string, number> }
+interface Streamed {
+  ms: number
+  firstLineMs: number
+  lines: number
+  peakRssMb: number
+  statuses: Record<string, number>
+}
 
 const UPSTREAM_CAP = 16 // UPSTREAM_MAX_CONCURRENT's default, which BATCH_CONCURRENCY's follows
 
-export async function batchSection (ctx: Context): Promise<string> {
+export async function batchSection(ctx: Context): Promise<string> {
   const n = ctx.settings.quick ? 2_000 : 10_000
   const big = n * 10
   const run = Date.now().toString(36)
@@ -39,7 +45,11 @@ export async function batchSection (ctx: Context): Promise<string> {
       })()
       try {
         const started = performance.now()
-        const res = await request(`${t.baseUrl}/api/batch`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: lines.join('\n') })
+        const res = await request(`${t.baseUrl}/api/batch`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain' },
+          body: lines.join('\n')
+        })
         if (res.statusCode !== 200) throw new Error(`the batch answered ${res.statusCode}: ${await res.body.text()}`)
         let firstLineMs = NaN
         let count = 0
@@ -64,22 +74,37 @@ export async function batchSection (ctx: Context): Promise<string> {
         await sampler
       }
     }
-    const note = (s: Streamed): string => Object.entries(s.statuses).map(([k, v]) => `${k}×${v}`).join(' ')
+    const note = (s: Streamed): string =>
+      Object.entries(s.statuses)
+        .map(([k, v]) => `${k}×${v}`)
+        .join(' ')
 
     // Warm-up, so neither way is measured on a cold JIT: a small uncached batch and as many single GETs.
     const warm = Math.min(500, n / 4)
     await post(Array.from({ length: warm }, (_, k) => `10.${4000 + (k % 20)}/warm.${run}.${k}`))
     let w = 0
-    await runLoad({ baseUrl: t.baseUrl, connections: UPSTREAM_CAP, amount: warm, nextPath: () => `/10.${4000 + (w % 20)}/warm-single.${run}.${w++}` })
+    await runLoad({
+      baseUrl: t.baseUrl,
+      connections: UPSTREAM_CAP,
+      amount: warm,
+      nextPath: () => `/10.${4000 + (w % 20)}/warm-single.${run}.${w++}`
+    })
 
     const upstreamBefore = await ctx.upstream.requests()
     const uncached = await post(dois)
     const upstreamAsked = (await ctx.upstream.requests()) - upstreamBefore
-    const capRate = UPSTREAM_CAP * 1000 / ctx.upstream.latencyMs
-    ctx.log(`  uncached batch of ${n}: ${(uncached.ms / 1000).toFixed(2)} s, ${(n / uncached.ms * 1000).toFixed(0)} lines/s (cap ${capRate.toFixed(0)}/s), ${upstreamAsked} upstream requests`)
+    const capRate = (UPSTREAM_CAP * 1000) / ctx.upstream.latencyMs
+    ctx.log(
+      `  uncached batch of ${n}: ${(uncached.ms / 1000).toFixed(2)} s, ${((n / uncached.ms) * 1000).toFixed(0)} lines/s (cap ${capRate.toFixed(0)}/s), ${upstreamAsked} upstream requests`
+    )
     // The same lookups one by one, as GETs on UPSTREAM_CAP connections (other DOIs, uncached too).
     let i = 0
-    const singles = await runLoad({ baseUrl: t.baseUrl, connections: UPSTREAM_CAP, amount: n, nextPath: () => `/10.${4000 + (i % 20)}/single.${run}.${i++}` })
+    const singles = await runLoad({
+      baseUrl: t.baseUrl,
+      connections: UPSTREAM_CAP,
+      amount: n,
+      nextPath: () => `/10.${4000 + (i % 20)}/single.${run}.${i++}`
+    })
     ctx.log(`  the same as ${n} single GETs: ${singles.rps.toFixed(0)} req/s`)
 
     const restingRss = await rss()
@@ -91,7 +116,9 @@ export async function batchSection (ctx: Context): Promise<string> {
     let j = 0
     const cachedSingles = await runLoad({ baseUrl: t.baseUrl, connections: 64, amount: n, nextPath: () => `/${dois[j++ % n]!}` })
     const bigBatch = await post(Array.from({ length: big }, (_, k) => dois[k % n]!))
-    ctx.log(`  cached batch of ${big}: ${bigBatch.ms.toFixed(0)} ms, peak RSS ${bigBatch.peakRssMb.toFixed(0)} MB (resting ${restingRss.toFixed(0)} MB)`)
+    ctx.log(
+      `  cached batch of ${big}: ${bigBatch.ms.toFixed(0)} ms, peak RSS ${bigBatch.peakRssMb.toFixed(0)} MB (resting ${restingRss.toFixed(0)} MB)`
+    )
     const cachedPeak = Math.max(...cached.map((c) => c.peakRssMb))
 
     return [
@@ -102,9 +129,9 @@ export async function batchSection (ctx: Context): Promise<string> {
       '',
       '| What | Time | Lines/s | Compared with | Notes |',
       '|---|--:|--:|---|---|',
-      `| ${n} uncached DOIs in one batch | ${(uncached.ms / 1000).toFixed(2)} s | ${(n / uncached.ms * 1000).toFixed(0)} | upstream cap ${UPSTREAM_CAP} × 1000 / ${ctx.upstream.latencyMs} ms = ${capRate.toFixed(0)}/s: **${(n / uncached.ms * 1000 / capRate).toFixed(2)}×**; the same lookups as ${n} single GETs on ${UPSTREAM_CAP} connections: ${singles.rps.toFixed(0)} req/s, **${(n / uncached.ms * 1000 / singles.rps).toFixed(2)}×** | ${upstreamAsked} upstream requests (one per DOI); first line after ${uncached.firstLineMs.toFixed(0)} ms; ${note(uncached)} |`,
-      `| ${n} cached DOIs in one batch (median of 5) | ${(median / 1000).toFixed(3)} s | ${(n / median * 1000).toFixed(0)} | ${n} single cached GETs on 64 connections: ${(n / cachedSingles.rps).toFixed(3)} s (${cachedSingles.rps.toFixed(0)} req/s), **${(cachedSingles.durationS * 1000 / median).toFixed(2)}×** the batch's time | worst of 5 ${times[4]!.toFixed(0)} ms; first line after ${cached[2]!.firstLineMs.toFixed(0)} ms; server RSS ${restingRss.toFixed(0)} MB at rest, peak ${cachedPeak.toFixed(0)} MB while streaming; ${note(cached[2]!)} |`,
-      `| ${big} cached lines (the ${n} DOIs ten times) | ${(bigBatch.ms / 1000).toFixed(3)} s | ${(big / bigBatch.ms * 1000).toFixed(0)} | ten times the lines of the row above | peak RSS ${bigBatch.peakRssMb.toFixed(0)} MB (+${(bigBatch.peakRssMb - restingRss).toFixed(0)} MB over rest, against +${(cachedPeak - restingRss).toFixed(0)} MB for ${n} lines): the answer streams, only the body read (${(big * 24 / 1024 / 1024).toFixed(1)} MB of text) and its parsed lines grow with it |`,
+      `| ${n} uncached DOIs in one batch | ${(uncached.ms / 1000).toFixed(2)} s | ${((n / uncached.ms) * 1000).toFixed(0)} | upstream cap ${UPSTREAM_CAP} × 1000 / ${ctx.upstream.latencyMs} ms = ${capRate.toFixed(0)}/s: **${(((n / uncached.ms) * 1000) / capRate).toFixed(2)}×**; the same lookups as ${n} single GETs on ${UPSTREAM_CAP} connections: ${singles.rps.toFixed(0)} req/s, **${(((n / uncached.ms) * 1000) / singles.rps).toFixed(2)}×** | ${upstreamAsked} upstream requests (one per DOI); first line after ${uncached.firstLineMs.toFixed(0)} ms; ${note(uncached)} |`,
+      `| ${n} cached DOIs in one batch (median of 5) | ${(median / 1000).toFixed(3)} s | ${((n / median) * 1000).toFixed(0)} | ${n} single cached GETs on 64 connections: ${(n / cachedSingles.rps).toFixed(3)} s (${cachedSingles.rps.toFixed(0)} req/s), **${((cachedSingles.durationS * 1000) / median).toFixed(2)}×** the batch's time | worst of 5 ${times[4]!.toFixed(0)} ms; first line after ${cached[2]!.firstLineMs.toFixed(0)} ms; server RSS ${restingRss.toFixed(0)} MB at rest, peak ${cachedPeak.toFixed(0)} MB while streaming; ${note(cached[2]!)} |`,
+      `| ${big} cached lines (the ${n} DOIs ten times) | ${(bigBatch.ms / 1000).toFixed(3)} s | ${((big / bigBatch.ms) * 1000).toFixed(0)} | ten times the lines of the row above | peak RSS ${bigBatch.peakRssMb.toFixed(0)} MB (+${(bigBatch.peakRssMb - restingRss).toFixed(0)} MB over rest, against +${(cachedPeak - restingRss).toFixed(0)} MB for ${n} lines): the answer streams, only the body read (${((big * 24) / 1024 / 1024).toFixed(1)} MB of text) and its parsed lines grow with it |`,
       ''
     ].join('\n')
   } finally {

@@ -19,20 +19,22 @@ export interface BeforeBuild {
   /** The server's name in the results: `doi-proxy before (<short>)`. */
   name: string
   /** Delete the directory (also done when the process exits, however it exits). */
-  remove (): void
+  remove(): void
 }
 
 /** What every "doi-proxy before (…)" row's server name starts with. */
 export const BEFORE_PREFIX = 'doi-proxy before'
 
-function git (args: string[]): string {
+function git(args: string[]): string {
   const result = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
-  if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${(result.stderr ?? '').trim() || String(result.error ?? result.status)}`)
+  if (result.status !== 0) {
+    throw new Error(`git ${args.join(' ')} failed: ${(result.stderr ?? '').trim() || String(result.error ?? result.status)}`)
+  }
   return result.stdout.trim()
 }
 
 /** Extract `ref` into bench/.tmp/before-<short> and build it there. */
-export function buildBefore (ref: string, log: (line: string) => void): BeforeBuild {
+export function buildBefore(ref: string, log: (line: string) => void): BeforeBuild {
   const sha = git(['rev-parse', '--verify', '--end-of-options', `${ref}^{commit}`])
   const short = git(['rev-parse', '--short', sha])
   const fullSubject = git(['log', '-1', '--format=%s', sha])
@@ -61,7 +63,9 @@ export function buildBefore (ref: string, log: (line: string) => void): BeforeBu
     const main = join(dir, 'dist', 'main.js')
     if (build.status !== 0) {
       if (!existsSync(main)) throw new Error(`npm run build failed for ${short} and ${main} does not exist`)
-      log(`--before ${ref}: npm run build reported errors (this commit against today's node_modules?); benchmarking the dist/ it emitted anyway`)
+      log(
+        `--before ${ref}: npm run build reported errors (this commit against today's node_modules?); benchmarking the dist/ it emitted anyway`
+      )
     }
   } catch (err) {
     remove()

@@ -18,7 +18,7 @@ export interface BenchAgency {
   stop: () => Promise<void>
 }
 
-export async function startBenchAgency (count: number): Promise<BenchAgency> {
+export async function startBenchAgency(count: number): Promise<BenchAgency> {
   let requests = 0
   const server = createServer((req, res) => {
     requests++
@@ -32,8 +32,16 @@ export async function startBenchAgency (count: number): Promise<BenchAgency> {
   const value = (index: number, type: string, v: string): object => ({ index, type, data: { format: 'string', value: v }, ttl: 86400 })
   const lines = [
     { handle: '10.7000', values: [value(1, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.7000/ns</locs></HS_NAMESPACE>')] },
-    { handle: '10.7000/ns', values: [value(1, '10320/loc', `<locations><location weight="0" http_role="conneg" href_template="http://${host}/{hdl}"/></locations>`)] },
-    ...Array.from({ length: count }, (_, i) => ({ handle: `10.7000/meta.${i}`, values: [value(1, 'URL', `https://publisher.example/meta.${i}`)] }))
+    {
+      handle: '10.7000/ns',
+      values: [
+        value(1, '10320/loc', `<locations><location weight="0" http_role="conneg" href_template="http://${host}/{hdl}"/></locations>`)
+      ]
+    },
+    ...Array.from({ length: count }, (_, i) => ({
+      handle: `10.7000/meta.${i}`,
+      values: [value(1, 'URL', `https://publisher.example/meta.${i}`)]
+    }))
   ]
   writeFileSync(join(storeDir, 'bench.ndjson'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n')
   return {

@@ -39,7 +39,7 @@ export interface CdnStats {
 
 const REASONS: Record<number, string> = { 400: 'Bad Request', 414: 'Request-URI Too Large', 431: 'Request Header Fields Too Large' }
 
-function edgePage (status: number): string {
+function edgePage(status: number): string {
   const title = `${status} ${REASONS[status] ?? ''}`
   return `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n`
 }
@@ -48,7 +48,7 @@ const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i
 const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/
 
 /** The edge's verdict on a request: a status to refuse it with, or undefined to forward it. */
-export function edgeVerdict (method: string, rawUrl: string, rawHeaders: readonly string[], rules: CdnRules): 400 | 414 | 431 | undefined {
+export function edgeVerdict(method: string, rawUrl: string, rawHeaders: readonly string[], rules: CdnRules): 400 | 414 | 431 | undefined {
   if (method.length + rawUrl.length + 10 > rules.urlLimit) return 414
   let headerBytes = 0
   for (const part of rawHeaders) headerBytes += part.length + 2
@@ -72,13 +72,20 @@ export interface CdnUpstreamOptions {
 }
 
 /** In-process: the fake upstream with the edge in front (and the hostile records, if asked). */
-export async function startCdnFakeUpstream (opts: CdnUpstreamOptions) {
-  const upstream = await startFakeUpstream({ port: opts.port, ...(opts.host === undefined ? {} : { host: opts.host }), latencyMs: opts.latencyMs })
+export async function startCdnFakeUpstream(opts: CdnUpstreamOptions) {
+  const upstream = await startFakeUpstream({
+    port: opts.port,
+    ...(opts.host === undefined ? {} : { host: opts.host }),
+    latencyMs: opts.latencyMs
+  })
   const rules = opts.rules ?? DEFAULT_RULES
   const stats: CdnStats = { forwarded: 0, rejected: {}, hostile: 0 }
   const inner = upstream.server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
   upstream.server.removeAllListeners('request')
-  const later = (fn: () => void): void => { if (opts.latencyMs > 0) setTimeout(fn, opts.latencyMs); else setImmediate(fn) }
+  const later = (fn: () => void): void => {
+    if (opts.latencyMs > 0) setTimeout(fn, opts.latencyMs)
+    else setImmediate(fn)
+  }
   const json = (res: ServerResponse, status: number, body: unknown): void => {
     if (res.destroyed) return
     const text = JSON.stringify(body)
@@ -104,7 +111,12 @@ export async function startCdnFakeUpstream (opts: CdnUpstreamOptions) {
       later(() => {
         if (res.destroyed) return
         const body = edgePage(verdict)
-        res.writeHead(verdict, { server: 'cloudflare', 'content-type': 'text/html', 'content-length': Buffer.byteLength(body), connection: 'close' })
+        res.writeHead(verdict, {
+          server: 'cloudflare',
+          'content-type': 'text/html',
+          'content-length': Buffer.byteLength(body),
+          connection: 'close'
+        })
         res.end(body)
       })
       return
@@ -113,7 +125,11 @@ export async function startCdnFakeUpstream (opts: CdnUpstreamOptions) {
     if (opts.hostile === true && url.startsWith('/api/handles/')) {
       const q = url.indexOf('?')
       let handle: string | undefined
-      try { handle = decodeURIComponent(url.slice('/api/handles/'.length, q < 0 ? undefined : q)) } catch { handle = undefined }
+      try {
+        handle = decodeURIComponent(url.slice('/api/handles/'.length, q < 0 ? undefined : q))
+      } catch {
+        handle = undefined
+      }
       const record = handle === undefined ? undefined : hostileRecord(handle)
       if (record !== undefined) {
         stats.hostile++
@@ -126,7 +142,7 @@ export async function startCdnFakeUpstream (opts: CdnUpstreamOptions) {
   return { ...upstream, stats: () => stats }
 }
 
-function argValue (name: string): string | undefined {
+function argValue(name: string): string | undefined {
   const i = process.argv.indexOf(name)
   return i === -1 ? undefined : process.argv[i + 1]
 }
@@ -137,9 +153,17 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     latencyMs: Number(argValue('--latency') ?? 30),
     cdn: !process.argv.includes('--no-cdn'),
     hostile: process.argv.includes('--hostile'),
-    rules: { urlLimit: Number(argValue('--url-limit') ?? DEFAULT_RULES.urlLimit), headerLimit: Number(argValue('--header-limit') ?? DEFAULT_RULES.headerLimit) }
+    rules: {
+      urlLimit: Number(argValue('--url-limit') ?? DEFAULT_RULES.urlLimit),
+      headerLimit: Number(argValue('--header-limit') ?? DEFAULT_RULES.headerLimit)
+    }
   })
   process.stdout.write(`listening ${upstream.port}\n`)
-  process.on('SIGTERM', () => { upstream.close().then(() => process.exit(0), () => process.exit(1)) })
+  process.on('SIGTERM', () => {
+    upstream.close().then(
+      () => process.exit(0),
+      () => process.exit(1)
+    )
+  })
   if (!process.stdin.isTTY) process.stdin.on('close', () => process.exit(0)).resume()
 }

@@ -17,47 +17,53 @@ export const P99_SVG = 'results-p99.svg'
 export interface ChartRow {
   scenario: string
   server: string
-  result?: { rps: number, p99: number } | undefined
+  result?: { rps: number; p99: number } | undefined
 }
 
-function groups (rows: readonly ChartRow[], pick: (r: { rps: number, p99: number }) => number): BarGroup[] {
+function groups(rows: readonly ChartRow[], pick: (r: { rps: number; p99: number }) => number): BarGroup[] {
   const scenarios = [...new Set(rows.map((r) => r.scenario))]
   return scenarios.map((scenario) => ({
     label: scenario,
-    bars: rows.filter((r) => r.scenario === scenario).map((r) => ({ name: r.server, value: r.result === undefined ? null : pick(r.result) }))
+    bars: rows
+      .filter((r) => r.scenario === scenario)
+      .map((r) => ({ name: r.server, value: r.result === undefined ? null : pick(r.result) }))
   }))
 }
 
-export function speedCharts (rows: readonly ChartRow[]): { throughput: string, p99: string } {
+export function speedCharts(rows: readonly ChartRow[]): { throughput: string; p99: string } {
   // With --before, an older build of ours is one more series, beside doi-proxy.
   const before = rows.find((r) => r.server.startsWith(BEFORE_PREFIX))?.server
   const also = before === undefined ? '' : ` ${before} is an older commit of doi-proxy, measured in the same run.`
   // As wide as it takes to keep the bars as wide as with four servers.
-  const width = Math.max(860, Math.round(860 * new Set(rows.map((r) => r.server)).size / 4))
+  const width = Math.max(860, Math.round((860 * new Set(rows.map((r) => r.server)).size) / 4))
   return {
-    throughput: barChart({
-      id: 'throughput',
-      title: 'Throughput per scenario (requests per second, higher is better)',
-      desc: 'For each benchmark scenario, the requests per second of doi-proxy and of the baselines measured in the same run: the bare node:http floor and nginx with proxy_cache.' + also,
-      unit: 'req/s',
-      groups: groups(rows, (r) => r.rps),
-      width,
-      standalone: true
-    }) + '\n',
-    p99: barChart({
-      id: 'p99',
-      title: 'p99 latency per scenario (milliseconds, lower is better)',
-      desc: 'For each benchmark scenario, the 99th percentile latency of doi-proxy and of the baselines measured in the same run.' + also,
-      unit: 'ms',
-      groups: groups(rows, (r) => r.p99),
-      width,
-      standalone: true
-    }) + '\n'
+    throughput:
+      barChart({
+        id: 'throughput',
+        title: 'Throughput per scenario (requests per second, higher is better)',
+        desc:
+          'For each benchmark scenario, the requests per second of doi-proxy and of the baselines measured in the same run: the bare node:http floor and nginx with proxy_cache.' +
+          also,
+        unit: 'req/s',
+        groups: groups(rows, (r) => r.rps),
+        width,
+        standalone: true
+      }) + '\n',
+    p99:
+      barChart({
+        id: 'p99',
+        title: 'p99 latency per scenario (milliseconds, lower is better)',
+        desc: 'For each benchmark scenario, the 99th percentile latency of doi-proxy and of the baselines measured in the same run.' + also,
+        unit: 'ms',
+        groups: groups(rows, (r) => r.p99),
+        width,
+        standalone: true
+      }) + '\n'
   }
 }
 
 /** Writes both charts beside RESULTS.md (bench/run.ts calls this with the rows it measured). */
-export function writeSpeedCharts (rows: readonly ChartRow[], dir = join(ROOT, 'bench')): string[] {
+export function writeSpeedCharts(rows: readonly ChartRow[], dir = join(ROOT, 'bench')): string[] {
   const charts = speedCharts(rows)
   const written = [join(dir, THROUGHPUT_SVG), join(dir, P99_SVG)]
   writeFileSync(written[0] as string, charts.throughput)
@@ -66,7 +72,7 @@ export function writeSpeedCharts (rows: readonly ChartRow[], dir = join(ROOT, 'b
 }
 
 /** The rows of a speed table as RESULTS.md holds it (to redraw the charts without measuring again), but the client's ceiling: trivial servers, not resolvers, drawn nowhere. */
-export function rowsFromResults (markdown: string): ChartRow[] {
+export function rowsFromResults(markdown: string): ChartRow[] {
   const rows: ChartRow[] = []
   const speed = /<!-- speed:start -->([\s\S]*?)<!-- speed:end -->/.exec(markdown)?.[1] ?? ''
   let inTable = false
@@ -83,7 +89,11 @@ export function rowsFromResults (markdown: string): ChartRow[] {
     if (cells.length < 7 || cells[1]?.startsWith('---') === true || cells[1] === '' || cells[1] === 'client') continue
     const rps = Number(cells[3])
     const p99 = Number(cells[5])
-    rows.push({ scenario: cells[1] as string, server: cells[2] as string, result: Number.isFinite(rps) && Number.isFinite(p99) && cells[3] !== '—' ? { rps, p99 } : undefined })
+    rows.push({
+      scenario: cells[1] as string,
+      server: cells[2] as string,
+      result: Number.isFinite(rps) && Number.isFinite(p99) && cells[3] !== '—' ? { rps, p99 } : undefined
+    })
   }
   return rows
 }

@@ -23,14 +23,29 @@ export interface Tracked {
 }
 
 /** `node [nodeArgs] --import tsx script [args]`, from the repository root. */
-export function spawnTracked (name: string, script: string, args: readonly string[], opts: { nodeArgs?: readonly string[], env?: NodeJS.ProcessEnv } = {}): Tracked {
+export function spawnTracked(
+  name: string,
+  script: string,
+  args: readonly string[],
+  opts: { nodeArgs?: readonly string[]; env?: NodeJS.ProcessEnv } = {}
+): Tracked {
   mkdirSync(TMP, { recursive: true })
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe']
-  const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], { cwd: ROOT, env: opts.env ?? process.env, stdio }))
+  const child = track(
+    spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env: opts.env ?? process.env,
+      stdio
+    })
+  )
   let err = ''
   let out = ''
-  child.stderr?.on('data', (chunk: Buffer) => { err = (err + chunk.toString()).slice(-4000) })
-  child.stdout?.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err = (err + chunk.toString()).slice(-4000)
+  })
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString()
+  })
   child.once('exit', (code, signal) => {
     if (code !== 0 && code !== null && signal === null) process.stderr.write(`[bench] ${name} exited with ${code}\n${err}`)
   })
@@ -38,13 +53,13 @@ export function spawnTracked (name: string, script: string, args: readonly strin
 }
 
 /** Resolves when the child exits (at once if it has). */
-export async function exited (child: ChildProcess): Promise<void> {
+export async function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   await new Promise<void>((resolve) => child.once('exit', () => resolve()))
 }
 
 /** Poll `url` until it answers 200; fail if the child dies or timeoutMs passes. */
-export async function waitOk (child: ChildProcess, name: string, url: string, timeoutMs = 20_000): Promise<void> {
+export async function waitOk(child: ChildProcess, name: string, url: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready`)
@@ -52,7 +67,9 @@ export async function waitOk (child: ChildProcess, name: string, url: string, ti
       const res = await fetch(url, { signal: AbortSignal.timeout(1_000) })
       await res.arrayBuffer()
       if (res.status === 200) return
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   child.kill('SIGKILL')
@@ -62,18 +79,32 @@ export async function waitOk (child: ChildProcess, name: string, url: string, ti
 // ------------------------------------------------------------------ the CDN-like upstream as a process
 
 export interface CdnUpstreamProcess extends UpstreamProcess {
-  cdnStats (): Promise<CdnStats>
+  cdnStats(): Promise<CdnStats>
   /** Handle requests the fake upstream answered (records and 404s), without the edge's refusals. */
-  answered (): Promise<number>
+  answered(): Promise<number>
 }
 
 const CDN_UPSTREAM = join(ROOT, 'bench', 'lib', 'cdn-upstream.ts')
 
 /** Start the edge + fake upstream as its own process (like bench/lib/processes.ts startUpstream). */
-export async function startCdnUpstream (opts: { latencyMs: number, cdn?: boolean, hostile?: boolean, rules?: CdnRules }): Promise<CdnUpstreamProcess> {
+export async function startCdnUpstream(opts: {
+  latencyMs: number
+  cdn?: boolean
+  hostile?: boolean
+  rules?: CdnRules
+}): Promise<CdnUpstreamProcess> {
   const port = await freePort()
   const rules = opts.rules ?? DEFAULT_RULES
-  const args = ['--port', String(port), '--latency', String(opts.latencyMs), '--url-limit', String(rules.urlLimit), '--header-limit', String(rules.headerLimit)]
+  const args = [
+    '--port',
+    String(port),
+    '--latency',
+    String(opts.latencyMs),
+    '--url-limit',
+    String(rules.urlLimit),
+    '--header-limit',
+    String(rules.headerLimit)
+  ]
   if (opts.cdn === false) args.push('--no-cdn')
   if (opts.hostile === true) args.push('--hostile')
   const { child } = spawnTracked('cdn upstream', CDN_UPSTREAM, args, { nodeArgs: ['--max-http-header-size=65536'] })
@@ -92,13 +123,15 @@ export async function startCdnUpstream (opts: { latencyMs: number, cdn?: boolean
       const s = await cdnStats()
       return s.forwarded + Object.values(s.rejected).reduce((a, b) => a + b, 0)
     },
-    reset: async () => { await (await fetch(`${origin}/__reset`)).arrayBuffer() },
+    reset: async () => {
+      await (await fetch(`${origin}/__reset`)).arrayBuffer()
+    },
     stop: async () => await stop(child)
   }
 }
 
 /** The commit under test, and whether src/ has uncommitted changes (they are built and measured too). */
-export function codeVersion (): string {
+export function codeVersion(): string {
   const git = (...args: string[]): string | undefined => {
     const r = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' })
     return r.status === 0 ? r.stdout.trim() : undefined

@@ -9,8 +9,18 @@ import type { AddressInfo, Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
 
 export type FaultMode =
-  | 'ok' | 'drip' | 'hang' | 'huge' | 'html-200' | 'invalid-json' | 'gzip'
-  | 'rate-limited' | 'status-500' | 'status-503' | 'reset' | 'refused'
+  | 'ok'
+  | 'drip'
+  | 'hang'
+  | 'huge'
+  | 'html-200'
+  | 'invalid-json'
+  | 'gzip'
+  | 'rate-limited'
+  | 'status-500'
+  | 'status-503'
+  | 'reset'
+  | 'refused'
 
 const HUGE_BYTES = 50 * 1024 * 1024
 
@@ -21,32 +31,36 @@ export class FaultUpstream {
   private server: Server | undefined
   private port = 0
 
-  static async start (): Promise<FaultUpstream> {
+  static async start(): Promise<FaultUpstream> {
     const upstream = new FaultUpstream()
     await upstream.listen()
     return upstream
   }
 
-  get apiUrl (): string { return `http://127.0.0.1:${this.port}/api/handles` }
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.port}/api/handles`
+  }
 
   /** Requests that asked for `handle` so far. */
-  requestsFor (handle: string): number { return this.counts.get(handle) ?? 0 }
+  requestsFor(handle: string): number {
+    return this.counts.get(handle) ?? 0
+  }
 
   /** 'refused': nothing listens on the port (and open connections are cut); any other mode listens again. */
-  async setMode (mode: FaultMode): Promise<void> {
+  async setMode(mode: FaultMode): Promise<void> {
     this.mode = mode
     if (mode === 'refused') await this.close()
     else if (this.server === undefined) await this.listen(this.port)
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     const server = this.server
     this.server = undefined
     for (const socket of this.sockets) socket.destroy()
     if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()))
   }
 
-  private async listen (port = 0): Promise<void> {
+  private async listen(port = 0): Promise<void> {
     const server = createServer((req, res) => {
       const handle = decodeURIComponent((req.url ?? '').split('?')[0]?.replace(/^\/api\/handles\//, '') ?? '')
       this.counts.set(handle, (this.counts.get(handle) ?? 0) + 1)
@@ -61,11 +75,19 @@ export class FaultUpstream {
     this.port = (server.address() as AddressInfo).port
   }
 
-  private answer (handle: string, res: ServerResponse): void {
+  private answer(handle: string, res: ServerResponse): void {
     const record = JSON.stringify({
       responseCode: 1,
       handle,
-      values: [{ index: 1, type: 'URL', data: { format: 'string', value: `https://example.org/${encodeURIComponent(handle)}` }, ttl: 86400, timestamp: '2026-01-01T00:00:00Z' }]
+      values: [
+        {
+          index: 1,
+          type: 'URL',
+          data: { format: 'string', value: `https://example.org/${encodeURIComponent(handle)}` },
+          ttl: 86400,
+          timestamp: '2026-01-01T00:00:00Z'
+        }
+      ]
     })
     switch (this.mode) {
       case 'ok':
@@ -77,7 +99,11 @@ export class FaultUpstream {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(record)) })
         let i = 0
         const timer = setInterval(() => {
-          if (res.destroyed || i >= record.length) { clearInterval(timer); res.end(); return }
+          if (res.destroyed || i >= record.length) {
+            clearInterval(timer)
+            res.end()
+            return
+          }
           res.write(record[i++])
         }, 200)
         res.on('close', () => clearInterval(timer))
@@ -93,7 +119,10 @@ export class FaultUpstream {
         const more = (): void => {
           while (sent < HUGE_BYTES && !res.destroyed) {
             sent += chunk.length
-            if (!res.write(chunk)) { res.once('drain', more); return }
+            if (!res.write(chunk)) {
+              res.once('drain', more)
+              return
+            }
           }
           res.end()
         }

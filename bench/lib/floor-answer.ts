@@ -20,12 +20,17 @@ export interface CapturedAnswer {
 const NODE_WRITES = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding'])
 
 /** The whole answer as received (every header but Date, in order, with its case), to check the floor against ours. */
-export async function answerBytes (baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<string> {
+export async function answerBytes(baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<string> {
   const a = await captureAnswer(baseUrl, path, headers, new Set(['date']))
   return JSON.stringify(a)
 }
 
-export async function captureAnswer (baseUrl: string, path: string, headers: Record<string, string> = {}, leaveOut = NODE_WRITES): Promise<CapturedAnswer> {
+export async function captureAnswer(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string> = {},
+  leaveOut = NODE_WRITES
+): Promise<CapturedAnswer> {
   return await new Promise((resolve, reject) => {
     const req = request(`${baseUrl}${path}`, { method: 'GET', headers }, (res) => {
       const chunks: Buffer[] = []
@@ -43,7 +48,12 @@ export async function captureAnswer (baseUrl: string, path: string, headers: Rec
           }
           if (!leaveOut.has(name.toLowerCase())) pairs.push([name, value])
         }
-        resolve({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString('base64'), ...(keepAliveTimeoutS === undefined ? {} : { keepAliveTimeoutS }) })
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: pairs,
+          body: Buffer.concat(chunks).toString('base64'),
+          ...(keepAliveTimeoutS === undefined ? {} : { keepAliveTimeoutS })
+        })
       })
     })
     req.on('error', reject)
@@ -54,7 +64,7 @@ export async function captureAnswer (baseUrl: string, path: string, headers: Rec
 let files = 0
 
 /** Write the answer where floor.mjs (FLOOR_ANSWER) or miss-floor.mjs (with `url`, the URL it replaces) reads it; returns the file. */
-export function writeAnswerFile (answer: CapturedAnswer & { url?: string }): string {
+export function writeAnswerFile(answer: CapturedAnswer & { url?: string }): string {
   const dir = join(TMP, 'floor-answers')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `answer-${process.pid}-${files++}.json`)
@@ -66,7 +76,7 @@ export function writeAnswerFile (answer: CapturedAnswer & { url?: string }): str
  * Write each path's own answer where floor.mjs (FLOOR_ANSWERS) reads them: it writes the answer of the
  * path asked for, as ours does, instead of one answer for every path. Returns the file.
  */
-export function writeAnswersFile (byPath: ReadonlyArray<readonly [string, CapturedAnswer]>): string {
+export function writeAnswersFile(byPath: ReadonlyArray<readonly [string, CapturedAnswer]>): string {
   const dir = join(TMP, 'floor-answers')
   mkdirSync(dir, { recursive: true })
   const file = join(dir, `answers-${process.pid}-${files++}.json`)
@@ -75,6 +85,6 @@ export function writeAnswersFile (byPath: ReadonlyArray<readonly [string, Captur
 }
 
 /** "302, 9 headers, 245 bytes" for the console and RESULTS.md. */
-export function describeAnswer (a: CapturedAnswer): string {
+export function describeAnswer(a: CapturedAnswer): string {
   return `${a.status}, ${a.headers.length} headers + Date/Connection/Keep-Alive, ${Buffer.from(a.body, 'base64').length} bytes of body`
 }

@@ -44,10 +44,13 @@ export interface PacedOptions {
   onAnswer: (answer: Answer, sentAt: number) => void
 }
 
-export interface PacedResult { sent: number, skipped: number }
+export interface PacedResult {
+  sent: number
+  skipped: number
+}
 
 /** Send `next()` requests at `ratePerS` from `startAt` for `durationMs`; resolves when every one has been answered or timed out. */
-export async function runPaced (opts: PacedOptions): Promise<PacedResult> {
+export async function runPaced(opts: PacedOptions): Promise<PacedResult> {
   const pool = new Pool(opts.origin, {
     connections: opts.connections,
     localAddress: opts.localAddress,
@@ -63,13 +66,18 @@ export async function runPaced (opts: PacedOptions): Promise<PacedResult> {
   const pending = new Set<Promise<void>>()
   const endAt = opts.startAt + opts.durationMs
 
-  async function one (planned: Planned): Promise<void> {
+  async function one(planned: Planned): Promise<void> {
     const signal = AbortSignal.timeout(opts.timeoutMs)
     const sentAt = Date.now()
     const t0 = performance.now()
     let answer: Answer
     try {
-      const res = await pool.request({ path: planned.path, method: 'GET', headers: { 'user-agent': 'doi-proxy-bench-hostile', ...planned.headers }, signal })
+      const res = await pool.request({
+        path: planned.path,
+        method: 'GET',
+        headers: { 'user-agent': 'doi-proxy-bench-hostile', ...planned.headers },
+        signal
+      })
       const body = res.statusCode >= 500 ? pageText(await res.body.text()) : (await res.body.dump(), undefined)
       answer = { kind: planned.kind, status: res.statusCode, ms: performance.now() - t0, ...(body === undefined ? {} : { body }) }
     } catch (err) {
@@ -83,7 +91,7 @@ export async function runPaced (opts: PacedOptions): Promise<PacedResult> {
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const now = Date.now()
-      const due = Math.floor((Math.min(now, endAt) - opts.startAt) * opts.ratePerS / 1000)
+      const due = Math.floor(((Math.min(now, endAt) - opts.startAt) * opts.ratePerS) / 1000)
       let owed = due - sent - skipped
       if (owed > opts.ratePerS / 20) {
         skipped += owed - Math.ceil(opts.ratePerS / 20)
@@ -114,13 +122,19 @@ export async function runPaced (opts: PacedOptions): Promise<PacedResult> {
 }
 
 /** What a page says: title and text without styles, scripts and tags, shortened. */
-export function pageText (html: string): string {
-  return html.replace(/<(style|script)[^>]*>[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ').replace(/&[a-z#0-9]+;/gi, ' ').replace(/\s+/g, ' ').trim().slice(0, 300)
+export function pageText(html: string): string {
+  return html
+    .replace(/<(style|script)[^>]*>[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&[a-z#0-9]+;/gi, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300)
 }
 
-function describe (err: unknown, timedOut: boolean): string {
+function describe(err: unknown, timedOut: boolean): string {
   if (timedOut) return 'client timeout'
-  const e = err as { code?: string, cause?: { code?: string }, message?: string }
+  const e = err as { code?: string; cause?: { code?: string }; message?: string }
   const code = e?.code ?? e?.cause?.code ?? ''
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'client timeout'
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset'
@@ -131,15 +145,25 @@ function describe (err: unknown, timedOut: boolean): string {
 // ------------------------------------------------------------------ request mixes
 
 /** Readers' cached DOIs: `count` DOIs over 20 prefixes, asked for before the measured phases. */
-export function cachedDoi (i: number): string {
+export function cachedDoi(i: number): string {
   return `/10.${6000 + (i % 20)}/hot.${i}`
 }
 
-export interface ReaderMix { cached: number, api: number, uncached: number }
+export interface ReaderMix {
+  cached: number
+  api: number
+  uncached: number
+}
 export const READER_MIX: ReaderMix = { cached: 85, api: 5, uncached: 10 }
 
 /** A reader: mostly cached DOIs, some through the REST API, some never seen before (a real miss). */
-export function readerPlanner (reader: number, phase: string, cachedCount: number, seed: number, mix: ReaderMix = READER_MIX): () => Planned {
+export function readerPlanner(
+  reader: number,
+  phase: string,
+  cachedCount: number,
+  seed: number,
+  mix: ReaderMix = READER_MIX
+): () => Planned {
   const random = seededRandom(seed + reader * 7919)
   const total = mix.cached + mix.api + mix.uncached
   let fresh = 0
@@ -153,17 +177,19 @@ export function readerPlanner (reader: number, phase: string, cachedCount: numbe
 }
 
 export const ATTACK_KINDS = ['miss', 'dotdot', 'long', 'huge', 'auth'] as const
-export type AttackKind = typeof ATTACK_KINDS[number]
+export type AttackKind = (typeof ATTACK_KINDS)[number]
 
 /** Share of each attack kind, in percent (any positive weights). */
 export const DEFAULT_ATTACK_MIX: Record<AttackKind, number> = { miss: 30, dotdot: 35, long: 10, huge: 5, auth: 20 }
 
 /** `miss:30,dotdot:35,…` → weights; throws on an unknown kind. */
-export function parseAttackMix (text: string): Record<AttackKind, number> {
+export function parseAttackMix(text: string): Record<AttackKind, number> {
   const mix: Record<AttackKind, number> = { miss: 0, dotdot: 0, long: 0, huge: 0, auth: 0 }
   for (const part of text.split(',')) {
     const [kind = '', weight = ''] = part.trim().split(':')
-    if (!(ATTACK_KINDS as readonly string[]).includes(kind)) throw new Error(`unknown attack kind "${kind}"; known: ${ATTACK_KINDS.join(', ')}`)
+    if (!(ATTACK_KINDS as readonly string[]).includes(kind)) {
+      throw new Error(`unknown attack kind "${kind}"; known: ${ATTACK_KINDS.join(', ')}`)
+    }
     const w = Number(weight)
     if (!Number.isFinite(w) || w < 0) throw new Error(`attack kind "${kind}" needs a weight >= 0`)
     mix[kind as AttackKind] = w
@@ -182,7 +208,7 @@ const E_ACUTE = '%C3%A9'
  * - huge: a DOI of 3,900 'é' (23 KB encoded), under MAX_HANDLE_LENGTH but over our MAX_HEADER_BYTES;
  * - auth: `?auth` on a cached DOI (bypasses the cache; limited by AUTH_RATE_LIMIT_MAX).
  */
-export function attackerPlanner (seed: number, mix: Record<AttackKind, number>, cachedCount: number): () => Planned {
+export function attackerPlanner(seed: number, mix: Record<AttackKind, number>, cachedCount: number): () => Planned {
   const random = seededRandom(seed)
   const total = ATTACK_KINDS.reduce((sum, k) => sum + mix[k], 0)
   const token = (): string => Math.floor(random() * 2 ** 48).toString(36)
@@ -199,12 +225,17 @@ export function attackerPlanner (seed: number, mix: Record<AttackKind, number>, 
     }
     const prefix = 7000 + Math.floor(random() * 100)
     switch (kind) {
-      case 'miss': return { kind, path: `/10.${prefix}/flood-${token()}` }
-      case 'dotdot': return { kind, path: random() < 0.5 ? `/10.${prefix}/${token()}/../../${token()}` : `/10.${prefix}/..%2F..%2F${token()}` }
+      case 'miss':
+        return { kind, path: `/10.${prefix}/flood-${token()}` }
+      case 'dotdot':
+        return { kind, path: random() < 0.5 ? `/10.${prefix}/${token()}/../../${token()}` : `/10.${prefix}/..%2F..%2F${token()}` }
       // Unique names: identical lookups in flight would be coalesced into one upstream request.
-      case 'long': return { kind, path: `/10.${prefix}/${token()}${long}` }
-      case 'huge': return { kind, path: `/10.${prefix}/${token()}${huge}` }
-      case 'auth': return { kind, path: `${cachedDoi(Math.floor(random() * cachedCount))}?auth` }
+      case 'long':
+        return { kind, path: `/10.${prefix}/${token()}${long}` }
+      case 'huge':
+        return { kind, path: `/10.${prefix}/${token()}${huge}` }
+      case 'auth':
+        return { kind, path: `${cachedDoi(Math.floor(random() * cachedCount))}?auth` }
     }
   }
 }
@@ -235,7 +266,7 @@ export interface AttackerReport {
   p99: number
 }
 
-export async function runAttacker (config: AttackerConfig): Promise<AttackerReport> {
+export async function runAttacker(config: AttackerConfig): Promise<AttackerReport> {
   const byKind: Record<string, Record<string, number>> = {}
   const times: number[] = []
   let answered = 0
@@ -258,7 +289,8 @@ export async function runAttacker (config: AttackerConfig): Promise<AttackerRepo
     }
   })
   const sorted = Float64Array.from(times).sort()
-  const pct = (p: number): number => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(p / 100 * sorted.length))] ?? NaN
+  const pct = (p: number): number =>
+    sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
   return { ...result, answered, byKind, p50: pct(50), p99: pct(99) }
 }
 

@@ -14,7 +14,7 @@
 export interface RecordValue {
   index: number
   type: string
-  data: { format: string, value: unknown }
+  data: { format: string; value: unknown }
   ttl: number
   timestamp: string
 }
@@ -31,22 +31,24 @@ export const HOST_HEADER_HOST = 'host-header.example'
 
 const TS = '2024-01-01T00:00:00Z'
 
-function v (index: number, type: string, value: unknown, format = 'string'): RecordValue {
+function v(index: number, type: string, value: unknown, format = 'string'): RecordValue {
   return { index, type, data: { format, value }, ttl: 86_400, timestamp: TS }
 }
 
-function admin (): RecordValue {
+function admin(): RecordValue {
   return v(100, 'HS_ADMIN', { handle: `0.NA/${HOSTILE_PREFIX}`, index: 200, permissions: '111111110010' }, 'admin')
 }
 
-const LOC_MARKUP = '<locations chooseby="locatt,country,weighted">' +
+const LOC_MARKUP =
+  '<locations chooseby="locatt,country,weighted">' +
   '<location id="1" href="http://example.org/&lt;x-rec a=&quot;1&quot;&gt;&quot;\'" weight="1" rel="alternate&quot;&#13;&#10;Set-Cookie: rec=1" title="&lt;x-rec&gt; &quot;t&quot;" />' +
   '<location id="2" href_template="https://data.example/{hdl}?q=&quot;&gt;&lt;x-rec&gt;" http_role="conneg" weight="0" type="&lt;x-rec&gt;" />' +
   '<location id="3" href="javascript:alert(2)" weight="1" country="gb" />' +
   '<location id="4" href="http://example.org/crlf&#13;&#10;Set-Cookie: rec=1" weight="0" locatt="id:4" />' +
   '</locations>'
 
-const LINKS_MARKUP = '<links><location href="http://example.org/x&quot;&gt;&lt;x-rec&gt;" rel="describedby" type="text/html&quot;&#10;X-Rec: 1" ' +
+const LINKS_MARKUP =
+  '<links><location href="http://example.org/x&quot;&gt;&lt;x-rec&gt;" rel="describedby" type="text/html&quot;&#10;X-Rec: 1" ' +
   'title="&lt;x-rec&gt;" anchor="&lt;x-rec&gt;" /></links>'
 
 /** Handle → values, as the Handle REST API would list them. */
@@ -65,14 +67,22 @@ export const HOSTILE_RECORDS: Readonly<Record<string, RecordValue[]>> = {
   [`${HOSTILE_PREFIX}/crlf-url`]: [v(1, 'URL', 'http://example.org/a\r\nSet-Cookie: rec=1'), admin()],
   [`${HOSTILE_PREFIX}/crlf-headers`]: [
     v(1, 'URL', 'http://example.org/ok'),
-    v(2, '10320/headers', 'X-Record-Ok: fine\nX-Record-Crlf: a\r\nSet-Cookie: rec=1\nLocation: http://evil.example/\n' +
-      'Bad Name: x\nX-Record-Ctl: a\u0000b\n<meta name="x-record-head" content="1">'),
+    v(
+      2,
+      '10320/headers',
+      'X-Record-Ok: fine\nX-Record-Crlf: a\r\nSet-Cookie: rec=1\nLocation: http://evil.example/\n' +
+        'Bad Name: x\nX-Record-Ctl: a\u0000b\n<meta name="x-record-head" content="1">'
+    ),
     admin()
   ],
   [`${HOSTILE_PREFIX}/loc`]: [v(1, 'URL', 'http://example.org/fallback'), v(2, '10320/loc', LOC_MARKUP), admin()],
   [`${HOSTILE_PREFIX}/loc-base64`]: [v(1, '10320/loc', Buffer.from(LOC_MARKUP).toString('base64'), 'base64'), admin()],
   [`${HOSTILE_PREFIX}/links`]: [v(1, 'URL', 'http://example.org/links'), v(2, '10320/links', LINKS_MARKUP), admin()],
-  [`${HOSTILE_PREFIX}/broken-loc`]: [v(1, 'URL', 'http://example.org/b'), v(2, '10320/loc', '<locations><location href="<x-rec>"'), admin()],
+  [`${HOSTILE_PREFIX}/broken-loc`]: [
+    v(1, 'URL', 'http://example.org/b'),
+    v(2, '10320/loc', '<locations><location href="<x-rec>"'),
+    admin()
+  ],
   [`${HOSTILE_PREFIX}/alias`]: [v(1, 'HS_ALIAS', `${HOSTILE_PREFIX}/plain`), admin()],
   [`${HOSTILE_PREFIX}/alias-markup`]: [v(1, 'HS_ALIAS', `${HOSTILE_PREFIX}/<x-rec a="1">"`), admin()],
   [`${HOSTILE_PREFIX}/alias-loop`]: [v(1, 'HS_ALIAS', `${HOSTILE_PREFIX}/alias-loop`), admin()],
@@ -85,6 +95,6 @@ export const HOSTILE_HANDLES = Object.keys(HOSTILE_RECORDS)
 const BY_KEY = new Map(Object.entries(HOSTILE_RECORDS).map(([handle, values]) => [handle.toUpperCase(), { handle, values }]))
 
 /** The hostile record for a handle (ASCII case-insensitive, like DOIs), or undefined. */
-export function hostileRecord (handle: string): { handle: string, values: RecordValue[] } | undefined {
+export function hostileRecord(handle: string): { handle: string; values: RecordValue[] } | undefined {
   return BY_KEY.get(handle.toUpperCase())
 }

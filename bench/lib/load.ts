@@ -8,16 +8,16 @@ import type { RequestSpec, Result } from 'autocannon'
 import { Pool } from 'undici'
 
 /** The p-th percentile (0–100) of `values`, nearest rank (the value at floor(p% of n)); NaN for none. */
-export function percentile (values: readonly number[], p: number): number {
+export function percentile(values: readonly number[], p: number): number {
   return nearestRank(Float64Array.from(values).sort(), p)
 }
 
-function nearestRank (sorted: Float64Array, p: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
+function nearestRank(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
 }
 
 /** mulberry32: a tiny seeded PRNG, so every server sees exactly the same request sequence. */
-export function seededRandom (seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -29,7 +29,7 @@ export function seededRandom (seed: number): () => number {
 }
 
 /** Zipf(s) over ranks 0..n-1 (rank 0 most popular), sampled by binary search in the CDF. */
-export function zipfSampler (n: number, s: number, random: () => number): () => number {
+export function zipfSampler(n: number, s: number, random: () => number): () => number {
   const cdf = new Float64Array(n)
   let sum = 0
   for (let k = 0; k < n; k++) {
@@ -92,11 +92,11 @@ export class Samples {
   length = 0
   private weighted: Array<[number, number]> = []
   /** Answers represented: `length` plus the weights pushed. */
-  get count (): number {
+  get count(): number {
     return this.length + this.weighted.reduce((n, [, w]) => n + w, 0)
   }
 
-  push (v: number): void {
+  push(v: number): void {
     if (this.length === this.data.length) {
       const bigger = new Float64Array(this.data.length * 2)
       bigger.set(this.data)
@@ -105,11 +105,11 @@ export class Samples {
     this.data[this.length++] = v
   }
 
-  pushWeighted (v: number, weight: number): void {
+  pushWeighted(v: number, weight: number): void {
     this.weighted.push([v, weight])
   }
 
-  percentiles (ps: number[]): number[] {
+  percentiles(ps: number[]): number[] {
     if (this.weighted.length === 0) {
       const sorted = this.data.slice(0, this.length).sort()
       return ps.map((p) => nearestRank(sorted, p))
@@ -131,18 +131,19 @@ export class Samples {
 }
 
 /** One autocannon run. */
-export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
+export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const samples = new Samples()
   let cacheHits = 0
   let cacheAnswers = 0
-  const onResponse = opts.countCache === true
-    ? (_status: number, _body: string, _ctx: Record<string, unknown>, headers: Record<string, string | string[]>) => {
-        const x = headers['x-cache'] ?? headers['X-Cache']
-        if (x === undefined) return
-        cacheAnswers++
-        if (String(x).toUpperCase() === 'HIT') cacheHits++
-      }
-    : undefined
+  const onResponse =
+    opts.countCache === true
+      ? (_status: number, _body: string, _ctx: Record<string, unknown>, headers: Record<string, string | string[]>) => {
+          const x = headers['x-cache'] ?? headers['X-Cache']
+          if (x === undefined) return
+          cacheAnswers++
+          if (String(x).toUpperCase() === 'HIT') cacheHits++
+        }
+      : undefined
   const request: RequestSpec = {
     method: 'GET',
     ...(opts.headers === undefined ? {} : { headers: opts.headers }),
@@ -154,20 +155,26 @@ export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
   }
   const started = performance.now()
   const result = await new Promise<Result>((resolve, reject) => {
-    const instance = autocannon({
-      url: opts.baseUrl,
-      connections: opts.connections,
-      ...(opts.amount === undefined ? { duration: opts.durationS ?? 10 } : { amount: opts.amount }),
-      timeout: 10,
-      requests: [request]
-    }, (err, res) => err === null ? resolve(res) : reject(err))
+    const instance = autocannon(
+      {
+        url: opts.baseUrl,
+        connections: opts.connections,
+        ...(opts.amount === undefined ? { duration: opts.durationS ?? 10 } : { amount: opts.amount }),
+        timeout: 10,
+        requests: [request]
+      },
+      (err, res) => (err === null ? resolve(res) : reject(err))
+    )
     const shared = opts.samples
-    instance.on('response', shared === undefined
-      ? (_client: unknown, _status: number, _bytes: number, responseTime: number) => samples.push(responseTime)
-      : (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
-          samples.push(responseTime)
-          shared.push(responseTime)
-        })
+    instance.on(
+      'response',
+      shared === undefined
+        ? (_client: unknown, _status: number, _bytes: number, responseTime: number) => samples.push(responseTime)
+        : (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+            samples.push(responseTime)
+            shared.push(responseTime)
+          }
+    )
   })
   // autocannon's own duration is whole seconds: too coarse for a run of a fixed number of requests.
   const elapsedS = (performance.now() - started) / 1000
@@ -195,7 +202,7 @@ export async function runLoad (opts: LoadOptions): Promise<LoadResult> {
  * requests ÷ total time), percentiles over `samples`, which holds the latencies of every run
  * (each given `samples` as LoadOptions.samples).
  */
-export function mergeLoads (parts: readonly LoadResult[], samples: Samples): LoadResult {
+export function mergeLoads(parts: readonly LoadResult[], samples: Samples): LoadResult {
   const requests = parts.reduce((n, p) => n + p.requests, 0)
   const durationS = parts.reduce((n, p) => n + p.durationS, 0)
   const statuses: Record<string, number> = {}
@@ -219,12 +226,16 @@ export function mergeLoads (parts: readonly LoadResult[], samples: Samples): Loa
 }
 
 /** Ask for every path once (concurrency-limited), e.g. to fill a cache; returns answers by status. */
-export async function warm (baseUrl: string, paths: readonly string[], opts: { concurrency?: number, headers?: Record<string, string> } = {}): Promise<Record<string, number>> {
+export async function warm(
+  baseUrl: string,
+  paths: readonly string[],
+  opts: { concurrency?: number; headers?: Record<string, string> } = {}
+): Promise<Record<string, number>> {
   const concurrency = opts.concurrency ?? 32
   const pool = new Pool(baseUrl, { connections: concurrency })
   const statuses: Record<string, number> = {}
   let next = 0
-  async function worker (): Promise<void> {
+  async function worker(): Promise<void> {
     while (next < paths.length) {
       const path = paths[next++] ?? '/'
       const res = await pool.request({ path, method: 'GET', ...(opts.headers === undefined ? {} : { headers: opts.headers }) })
@@ -241,7 +252,10 @@ export async function warm (baseUrl: string, paths: readonly string[], opts: { c
 }
 
 /** One request, for probing what a server supports. */
-export async function probe (url: string, headers: Record<string, string> = {}): Promise<{ status: number, headers: Headers, body: string }> {
+export async function probe(
+  url: string,
+  headers: Record<string, string> = {}
+): Promise<{ status: number; headers: Headers; body: string }> {
   const res = await fetch(url, { redirect: 'manual', headers })
   return { status: res.status, headers: res.headers, body: await res.text() }
 }

@@ -19,7 +19,7 @@ export interface Pinning {
 let current: Pinning | undefined
 
 /** Whether `taskset` (util-linux) runs here. */
-function tasksetWorks (): boolean {
+function tasksetWorks(): boolean {
   const r = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' })
   return r.error === undefined && r.status === 0
 }
@@ -29,7 +29,7 @@ function tasksetWorks (): boolean {
  * servers under test (`serverPrefix`) to the last. Returns why not when it cannot: fewer than 2 cores,
  * or no taskset.
  */
-export function pinCores (cores = availableParallelism()): Pinning | string {
+export function pinCores(cores = availableParallelism()): Pinning | string {
   if (cores < 2) return 'one core: nothing to pin'
   if (!tasksetWorks()) return 'taskset is not installed (util-linux): not pinned'
   const last = cores - 1
@@ -42,12 +42,12 @@ export function pinCores (cores = availableParallelism()): Pinning | string {
 }
 
 /** What a server under test's command runs under: `taskset -c <servers>` when pinned, nothing otherwise. */
-export function serverPrefix (): readonly string[] | undefined {
+export function serverPrefix(): readonly string[] | undefined {
   return current === undefined ? undefined : ['taskset', '-c', current.servers]
 }
 
 /** How RESULTS.md says it. */
-export function describePinning (p: Pinning | string): string {
+export function describePinning(p: Pinning | string): string {
   return typeof p === 'string'
     ? `cores not pinned (${p})`
     : `pinned cores (taskset): every server under test on core ${p.servers}, alone; the runner, the load generator and the fake upstream on core ${p.others}`

@@ -27,7 +27,7 @@ export interface Target {
   pid?: number
   /** Said in the notes of its rows in RESULTS.md (the same-bytes floor: what it writes, and that it was checked). */
   note?: string
-  stop (): Promise<void>
+  stop(): Promise<void>
 }
 
 /**
@@ -35,7 +35,7 @@ export interface Target {
  * nginx workers), from /proc; undefined where there is no /proc. Sampled around a measured run, it
  * gives CPU per answer, which moves far less than req/s when something else takes the cores.
  */
-export function cpuMs (pid: number | undefined): number | undefined {
+export function cpuMs(pid: number | undefined): number | undefined {
   if (pid === undefined || !existsSync('/proc/self/stat')) return undefined
   const parentOf = new Map<number, number>()
   const ticks = new Map<number, number>()
@@ -74,7 +74,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-export async function freePort (): Promise<number> {
+export async function freePort(): Promise<number> {
   return await new Promise((resolve, reject) => {
     const srv = createServer()
     srv.once('error', reject)
@@ -87,26 +87,28 @@ export async function freePort (): Promise<number> {
 }
 
 /** Kill `child` when this process ends, however it ends; forget it once it has exited by itself. */
-export function track (child: ChildProcess): ChildProcess {
+export function track(child: ChildProcess): ChildProcess {
   running.add(child)
   child.once('exit', () => running.delete(child))
   return child
 }
 
 /** `cmd args` run by `wrap` (its first word the command: valgrind, taskset), or as they are. */
-function wrapped (wrap: readonly string[] | undefined, cmd: string, args: string[]): [string, string[]] {
+function wrapped(wrap: readonly string[] | undefined, cmd: string, args: string[]): [string, string[]] {
   const [first, ...rest] = wrap ?? []
   return first === undefined ? [cmd, args] : [first, [...rest, cmd, ...args]]
 }
 
 /** Start a helper process; a server under test (`underTest`) runs on the servers' core when the run is pinned (bench/lib/pinning.ts). */
-function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, underTest = true): ChildProcess {
+function start(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT, underTest = true): ChildProcess {
   mkdirSync(TMP, { recursive: true })
   const [command, commandArgs] = wrapped(underTest ? serverPrefix() : undefined, cmd, args)
   // stdin is a pipe our helpers watch: if this process dies without cleaning up (e.g. out of memory), they exit too.
   const child = track(spawn(command, commandArgs, { cwd, env, stdio: ['pipe', 'ignore', 'pipe'] }))
   let stderr = ''
-  child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000)
+  })
   child.once('exit', (code, signal) => {
     if (code !== 0 && code !== null && signal === null) process.stderr.write(`[bench] ${name} exited with ${code}\n${stderr}`)
   })
@@ -114,7 +116,7 @@ function start (name: string, cmd: string, args: string[], env: NodeJS.ProcessEn
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within graceMs. */
-export async function stop (child: ChildProcess, graceMs = 5_000): Promise<void> {
+export async function stop(child: ChildProcess, graceMs = 5_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
@@ -124,7 +126,7 @@ export async function stop (child: ChildProcess, graceMs = 5_000): Promise<void>
 }
 
 /** Poll url until `ok(status)`; fail if the process dies or timeoutMs passes. */
-async function waitFor (child: ChildProcess, name: string, url: string, ok: (status: number) => boolean, timeoutMs = 60_000): Promise<void> {
+async function waitFor(child: ChildProcess, name: string, url: string, ok: (status: number) => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited before it was ready`)
@@ -132,7 +134,9 @@ async function waitFor (child: ChildProcess, name: string, url: string, ok: (sta
       const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(1_000) })
       await res.arrayBuffer()
       if (ok(res.status)) return
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   await stop(child)
@@ -140,7 +144,7 @@ async function waitFor (child: ChildProcess, name: string, url: string, ok: (sta
 }
 
 /** `npm run build` when dist/ is missing or older than src/ (scripts/build-if-stale.ts, as `npm start` does). */
-export function ensureBuilt (log: (line: string) => void): void {
+export function ensureBuilt(log: (line: string) => void): void {
   if (buildIfStale(log)) return
   if (!existsSync(join(ROOT, 'dist', 'main.js'))) throw new Error('npm run build failed and dist/main.js does not exist')
   log('npm run build reported errors; benchmarking the dist/ it emitted anyway')
@@ -154,14 +158,21 @@ export interface UpstreamProcess {
   apiUrl: string
   origin: string
   latencyMs: number
-  requests (): Promise<number>
-  reset (): Promise<void>
-  stop (): Promise<void>
+  requests(): Promise<number>
+  reset(): Promise<void>
+  stop(): Promise<void>
 }
 
-export async function startUpstream (latencyMs: number): Promise<UpstreamProcess> {
+export async function startUpstream(latencyMs: number): Promise<UpstreamProcess> {
   const port = await freePort()
-  const child = start('fake-upstream', process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'fake-upstream.ts'), '--port', String(port), '--latency', String(latencyMs)], process.env, ROOT, false)
+  const child = start(
+    'fake-upstream',
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench', 'fake-upstream.ts'), '--port', String(port), '--latency', String(latencyMs)],
+    process.env,
+    ROOT,
+    false
+  )
   const origin = `http://127.0.0.1:${port}`
   await waitFor(child, 'fake upstream', `${origin}/__stats`, (s) => s === 200)
   return {
@@ -170,7 +181,9 @@ export async function startUpstream (latencyMs: number): Promise<UpstreamProcess
     apiUrl: `${origin}/api/handles`,
     latencyMs,
     requests: async () => ((await (await fetch(`${origin}/__stats`)).json()) as { requests: number }).requests,
-    reset: async () => { await (await fetch(`${origin}/__reset`)).arrayBuffer() },
+    reset: async () => {
+      await (await fetch(`${origin}/__reset`)).arrayBuffer()
+    },
     stop: async () => await stop(child)
   }
 }
@@ -199,7 +212,7 @@ export interface OursOptions {
 }
 
 /** Our server: `node dist/main.js`, configured only through its environment. */
-export async function startOurs (opts: OursOptions): Promise<Target> {
+export async function startOurs(opts: OursOptions): Promise<Target> {
   const port = await freePort()
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -230,7 +243,7 @@ export async function startOurs (opts: OursOptions): Promise<Target> {
  * How many processes our server runs with `env`: WORKERS (default 1), or for 0 what src/main.ts works
  * out (the cores a cgroup allows, else the machine's). The same-bytes floor runs as many.
  */
-export function oursWorkers (env: Record<string, string | undefined> = {}): number {
+export function oursWorkers(env: Record<string, string | undefined> = {}): number {
   return workerCount(Number(env.WORKERS ?? OPTIONS.workers.default))
 }
 
@@ -252,7 +265,7 @@ export interface FloorOptions {
 export const TWIN_FLOOR = 'same-bytes floor again, a second process (A/A)'
 
 /** The floor: bare node:http answering one fixed answer (bench/baselines/floor.mjs). */
-export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
+export async function startFloor(opts: FloorOptions = {}): Promise<Target> {
   const port = await freePort()
   // HOST as ours has it: valgrind's gdbserver names its pipe after it, and callgrind_control must find it (bench/count.ts).
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }
@@ -271,9 +284,15 @@ export async function startFloor (opts: FloorOptions = {}): Promise<Target> {
  * every request and writing our redirect's headers and page around the record's URL. `answerFile` is a
  * captured answer of ours with a `url` field: the URL in it to replace.
  */
-export async function startMissFloor (upstream: UpstreamProcess, answerFile: string, wrap?: readonly string[]): Promise<Target> {
+export async function startMissFloor(upstream: UpstreamProcess, answerFile: string, wrap?: readonly string[]): Promise<Target> {
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstream.apiUrl, MISS_FLOOR_ANSWER: answerFile }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    UPSTREAM_URL: upstream.apiUrl,
+    MISS_FLOOR_ANSWER: answerFile
+  }
   const child = start('miss floor', ...wrapped(wrap, process.execPath, [join(ROOT, 'bench', 'baselines', 'miss-floor.mjs')]), env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, 'miss floor', `${baseUrl}/readyz`, (s) => s > 0)
@@ -281,24 +300,30 @@ export async function startMissFloor (upstream: UpstreamProcess, answerFile: str
 }
 
 /** Is nginx installed? (We never install it ourselves.) */
-export function nginxAvailable (): boolean {
+export function nginxAvailable(): boolean {
   const result = spawnSync('nginx', ['-v'], { stdio: 'ignore' })
   return result.error === undefined && result.status === 0
 }
 
-export const NGINX_MISSING = 'nginx is not on PATH: the nginx baseline is skipped. To include it: `apt-get install -y nginx` (Debian/Ubuntu), then run again.'
+export const NGINX_MISSING =
+  'nginx is not on PATH: the nginx baseline is skipped. To include it: `apt-get install -y nginx` (Debian/Ubuntu), then run again.'
 
 let nginxRuns = 0
 
 /** nginx with proxy_cache + proxy_cache_lock in front of the fake upstream's /redirect/ (a fresh, empty cache each start). */
-export async function startNginx (upstream: UpstreamProcess | 'return-204'): Promise<Target> {
+export async function startNginx(upstream: UpstreamProcess | 'return-204'): Promise<Target> {
   const port = await freePort()
   const dir = join(TMP, `nginx-${process.pid}-${nginxRuns++}`)
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   const confPath = join(dir, 'nginx.conf')
   const runAsRoot = process.getuid?.() === 0
-  writeFileSync(confPath, upstream === 'return-204' ? nginxTrivialConfig({ dir, port, runAsRoot }) : nginxConfig({ dir, port, upstreamPort: upstream.port, runAsRoot }))
+  writeFileSync(
+    confPath,
+    upstream === 'return-204'
+      ? nginxTrivialConfig({ dir, port, runAsRoot })
+      : nginxConfig({ dir, port, upstreamPort: upstream.port, runAsRoot })
+  )
   const child = start('nginx', 'nginx', ['-p', `${dir}/`, '-e', join(dir, 'error.log'), '-c', confPath, '-g', 'daemon off;'], process.env)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitFor(child, 'nginx', `${baseUrl}/readyz`, (s) => s === (upstream === 'return-204' ? 204 : 200))

@@ -20,22 +20,34 @@ export interface RawAnswer {
 }
 
 export class RawError extends Error {
-  constructor (readonly kind: 'no answer' | 'timeout' | 'malformed answer' | 'connect failed', detail: string, readonly received = 0) {
+  constructor(
+    readonly kind: 'no answer' | 'timeout' | 'malformed answer' | 'connect failed',
+    detail: string,
+    readonly received = 0
+  ) {
     super(`${kind}: ${detail}`)
   }
 }
 
-type Parsed = { answer: RawAnswer, used: number } | undefined
+type Parsed = { answer: RawAnswer; used: number } | undefined
 
 const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: [^\r\n]*)?$/
 
 /** Parse one answer from the start of `buf`; undefined when more bytes are needed. Throws RawError on nonsense. */
-export function parseAnswer (buf: Buffer, method: string, ended: boolean): Parsed {
+export function parseAnswer(buf: Buffer, method: string, ended: boolean): Parsed {
   let offset = 0
   for (;;) {
     const headEnd = buf.indexOf('\r\n\r\n', offset)
     if (headEnd < 0) {
-      if (ended) throw new RawError(buf.length === 0 ? 'no answer' : 'malformed answer', buf.length === 0 ? 'connection closed' : `connection closed inside the header block after ${JSON.stringify(buf.subarray(0, 120).toString('latin1'))}`, buf.length)
+      if (ended) {
+        throw new RawError(
+          buf.length === 0 ? 'no answer' : 'malformed answer',
+          buf.length === 0
+            ? 'connection closed'
+            : `connection closed inside the header block after ${JSON.stringify(buf.subarray(0, 120).toString('latin1'))}`,
+          buf.length
+        )
+      }
       if (buf.length - offset > 1024 * 1024) throw new RawError('malformed answer', 'header block over 1 MiB', buf.length)
       return undefined
     }
@@ -61,7 +73,10 @@ export function parseAnswer (buf: Buffer, method: string, ended: boolean): Parse
     }
     const connection = (headers.get('connection') ?? []).join(',').toLowerCase()
     const closes = connection.includes('close')
-    const done = (body: Buffer, used: number, closesToo = closes): Parsed => ({ answer: { status, head, headers, body, closes: closesToo }, used })
+    const done = (body: Buffer, used: number, closesToo = closes): Parsed => ({
+      answer: { status, head, headers, body, closes: closesToo },
+      used
+    })
     if (method === 'HEAD' || status === 204 || status === 304) return done(Buffer.alloc(0), bodyStart)
     const te = (headers.get('transfer-encoding') ?? []).join(',').toLowerCase()
     if (te.includes('chunked')) {
@@ -84,7 +99,9 @@ export function parseAnswer (buf: Buffer, method: string, ended: boolean): Parse
     }
     const cl = headers.get('content-length')
     if (cl !== undefined) {
-      if (cl.length > 1 && new Set(cl).size > 1) throw new RawError('malformed answer', `several Content-Length values ${cl.join(', ')}`, buf.length)
+      if (cl.length > 1 && new Set(cl).size > 1) {
+        throw new RawError('malformed answer', `several Content-Length values ${cl.join(', ')}`, buf.length)
+      }
       const length = Number(cl[0])
       if (!Number.isSafeInteger(length) || length < 0) throw new RawError('malformed answer', `Content-Length ${cl[0]}`, buf.length)
       if (buf.length < bodyStart + length) return needMore(ended, buf.length)
@@ -96,7 +113,7 @@ export function parseAnswer (buf: Buffer, method: string, ended: boolean): Parse
   }
 }
 
-function needMore (ended: boolean, received: number): undefined {
+function needMore(ended: boolean, received: number): undefined {
   if (ended) throw new RawError('malformed answer', 'connection closed inside the body', received)
   return undefined
 }
@@ -113,9 +130,13 @@ export class RawConnection {
   /** Answers followed at once by bytes nobody asked for (the connection was dropped). */
   extraAnswers = 0
 
-  constructor (private readonly port: number, private readonly host: string, private readonly localAddress: string) {}
+  constructor(
+    private readonly port: number,
+    private readonly host: string,
+    private readonly localAddress: string
+  ) {}
 
-  private async open (timeoutMs: number): Promise<void> {
+  private async open(timeoutMs: number): Promise<void> {
     this.close()
     this.buf = Buffer.alloc(0)
     this.ended = false
@@ -130,33 +151,57 @@ export class RawConnection {
       this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
       this.waiter?.()
     })
-    socket.on('end', () => { if (mine()) { this.ended = true; this.waiter?.() } })
-    socket.on('close', () => { if (mine()) { this.ended = true; this.waiter?.() } })
-    socket.on('error', (err) => { if (mine()) { this.error = err; this.ended = true; this.waiter?.() } })
+    socket.on('end', () => {
+      if (mine()) {
+        this.ended = true
+        this.waiter?.()
+      }
+    })
+    socket.on('close', () => {
+      if (mine()) {
+        this.ended = true
+        this.waiter?.()
+      }
+    })
+    socket.on('error', (err) => {
+      if (mine()) {
+        this.error = err
+        this.ended = true
+        this.waiter?.()
+      }
+    })
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new RawError('connect failed', 'timeout')), timeoutMs)
-      socket.once('connect', () => { clearTimeout(timer); resolve() })
-      socket.once('error', (err) => { clearTimeout(timer); reject(new RawError('connect failed', (err as NodeJS.ErrnoException).code ?? err.message)) })
+      socket.once('connect', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      socket.once('error', (err) => {
+        clearTimeout(timer)
+        reject(new RawError('connect failed', (err as NodeJS.ErrnoException).code ?? err.message))
+      })
     })
   }
 
-  close (): void {
+  close(): void {
     this.socket?.destroy()
     this.socket = undefined
   }
 
   /** Send `request` and wait for one answer. A reused connection closed before any byte came back is retried once on a new one. */
-  async send (request: Buffer, method: string, timeoutMs: number): Promise<RawAnswer> {
+  async send(request: Buffer, method: string, timeoutMs: number): Promise<RawAnswer> {
     const reused = this.socket !== undefined && !this.ended && this.answers > 0
     try {
       return await this.sendOnce(request, method, timeoutMs, reused)
     } catch (err) {
-      if (reused && err instanceof RawError && err.kind === 'no answer' && err.received === 0) return await this.sendOnce(request, method, timeoutMs, false)
+      if (reused && err instanceof RawError && err.kind === 'no answer' && err.received === 0) {
+        return await this.sendOnce(request, method, timeoutMs, false)
+      }
       throw err
     }
   }
 
-  private async sendOnce (request: Buffer, method: string, timeoutMs: number, reuse: boolean): Promise<RawAnswer> {
+  private async sendOnce(request: Buffer, method: string, timeoutMs: number, reuse: boolean): Promise<RawAnswer> {
     if (!reuse || this.socket === undefined || this.ended) await this.open(timeoutMs)
     const socket = this.socket
     if (socket === undefined) throw new RawError('connect failed', 'no socket')
@@ -179,7 +224,10 @@ export class RawConnection {
         if (left <= 0) throw new RawError('timeout', `no complete answer within ${timeoutMs} ms`, this.buf.length)
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, left)
-          this.waiter = () => { clearTimeout(timer); resolve() }
+          this.waiter = () => {
+            clearTimeout(timer)
+            resolve()
+          }
         })
         this.waiter = undefined
       }

@@ -12,29 +12,40 @@ export interface RedisProcess {
   /** The server process itself, for a benchmark that stops it with SIGSTOP as a hung Redis would be. */
   child: ChildProcess
   /** Run redis-cli with these arguments against it; resolves with its output. */
-  cli (...args: string[]): Promise<string>
-  stop (): Promise<void>
+  cli(...args: string[]): Promise<string>
+  stop(): Promise<void>
 }
 
-export function redisInstalled (): boolean {
+export function redisInstalled(): boolean {
   const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' })
   return found.error === undefined && found.status === 0
 }
 
-export async function startRedis (): Promise<RedisProcess> {
+export async function startRedis(): Promise<RedisProcess> {
   const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' })
-  if (found.error !== undefined || found.status !== 0) throw new Error('redis-server is not on PATH: `apt-get install -y redis-server` (Debian/Ubuntu), then run again')
+  if (found.error !== undefined || found.status !== 0) {
+    throw new Error('redis-server is not on PATH: `apt-get install -y redis-server` (Debian/Ubuntu), then run again')
+  }
   const port = await freePort()
-  const child = track(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: 'ignore' }))
+  const child = track(
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--enable-debug-command', 'local'],
+      { stdio: 'ignore' }
+    )
+  )
   const url = `redis://127.0.0.1:${port}`
-  const cli = async (...args: string[]): Promise<string> => await new Promise((resolve) => {
-    const c = spawn('redis-cli', ['-u', url, ...args], { stdio: ['ignore', 'pipe', 'ignore'] })
-    let out = ''
-    c.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    c.on('close', () => resolve(out.trim()))
-  })
+  const cli = async (...args: string[]): Promise<string> =>
+    await new Promise((resolve) => {
+      const c = spawn('redis-cli', ['-u', url, ...args], { stdio: ['ignore', 'pipe', 'ignore'] })
+      let out = ''
+      c.stdout.on('data', (d: Buffer) => {
+        out += d.toString()
+      })
+      c.on('close', () => resolve(out.trim()))
+    })
   for (let i = 0; i < 200; i++) {
-    if (await cli('ping') === 'PONG') break
+    if ((await cli('ping')) === 'PONG') break
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   return {

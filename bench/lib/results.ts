@@ -14,26 +14,27 @@ import { BEFORE_PREFIX } from './before.js'
 
 export const RESULTS_PATH = join(ROOT, 'bench', 'RESULTS.md')
 
-export function machine (): string {
+export function machine(): string {
   const cpu = cpus()
   return `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${process.platform}/${process.arch}`
 }
 
-function fixed (n: number | undefined, digits: number): string {
+function fixed(n: number | undefined, digits: number): string {
   return n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(digits)
 }
 
-function ratio (a: number | undefined, b: number | undefined): string {
+function ratio(a: number | undefined, b: number | undefined): string {
   return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '—' : `${(a / b).toFixed(2)}×`
 }
 
-function statusText (row: Row): string {
+function statusText(row: Row): string {
   return (row.note ?? '').replace(/\|/g, '/')
 }
 
 /** Ratios are computed against the floor and nginx rows of the same scenario. */
-export function speedTable (rows: readonly Row[]): string {
-  const header = '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | CPU µs / answer | CPU ÷ floor | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
+export function speedTable(rows: readonly Row[]): string {
+  const header =
+    '| Scenario | Server | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | req/s ÷ nginx | CPU µs / answer | CPU ÷ floor | Hit ratio | Upstream req / client req | Added latency p50 / p99 ms | Notes |'
   const rule = '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|'
   const lines = [header, rule]
   for (const row of rows) {
@@ -51,18 +52,33 @@ export function speedTable (rows: readonly Row[]): string {
     const added = row.addedP50 === undefined ? '—' : `${fixed(row.addedP50, 2)} / ${fixed(row.addedP99, 2)}`
     if (row.scenario === 'client') {
       // Trivial servers, not resolvers: no ratio to a floor or to nginx means anything here.
-      lines.push(`| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | ${fixed(row.cpuPerAnswerUs, 1)} | — | — | — | — | ${statusText(row)} |`)
+      lines.push(
+        `| client | ${row.server} | ${fixed(r.rps, 0)} | ${fixed(r.p50, 2)} | ${fixed(r.p99, 2)} | — | — | — | ${fixed(row.cpuPerAnswerUs, 1)} | — | — | — | — | ${statusText(row)} |`
+      )
       continue
     }
-    lines.push([
-      '', row.scenario, row.server, fixed(r.rps, 0), fixed(r.p50, 2), fixed(r.p99, 2),
-      isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
-      isFloor ? '1.00×' : ratio(r.p99, floor?.p99),
-      isNginx ? '1.00×' : isFloor ? '—' : ratio(r.rps, nginx?.rps),
-      fixed(row.cpuPerAnswerUs, 1),
-      isFloor ? '1.00×' : ratio(row.cpuPerAnswerUs, floorRow?.cpuPerAnswerUs),
-      fixed(row.hitRatio, 3), fixed(row.upstreamPerRequest, 4), added, (row.note ?? '').replace(/\|/g, '/'), ''
-    ].join(' | ').trim())
+    lines.push(
+      [
+        '',
+        row.scenario,
+        row.server,
+        fixed(r.rps, 0),
+        fixed(r.p50, 2),
+        fixed(r.p99, 2),
+        isFloor ? '1.00×' : ratio(r.rps, floor?.rps),
+        isFloor ? '1.00×' : ratio(r.p99, floor?.p99),
+        isNginx ? '1.00×' : isFloor ? '—' : ratio(r.rps, nginx?.rps),
+        fixed(row.cpuPerAnswerUs, 1),
+        isFloor ? '1.00×' : ratio(row.cpuPerAnswerUs, floorRow?.cpuPerAnswerUs),
+        fixed(row.hitRatio, 3),
+        fixed(row.upstreamPerRequest, 4),
+        added,
+        (row.note ?? '').replace(/\|/g, '/'),
+        ''
+      ]
+        .join(' | ')
+        .trim()
+    )
   }
   return lines.join('\n')
 }
@@ -71,7 +87,7 @@ export function speedTable (rows: readonly Row[]): string {
  * `--before`: per scenario with a floor, the --before build and ours (the work tree's build), each
  * divided by the floor of the same run. Empty when there is no --before row.
  */
-export function beforeAfterTable (rows: readonly Row[]): string {
+export function beforeAfterTable(rows: readonly Row[]): string {
   const beforeName = rows.find((r) => r.server.startsWith(BEFORE_PREFIX))?.server
   if (beforeName === undefined) return ''
   const lines = [
@@ -92,7 +108,9 @@ export function beforeAfterTable (rows: readonly Row[]): string {
     }
     const cell = (row: Row | undefined, pick: (r: NonNullable<Row['result']>) => number, base: number): string =>
       row?.result === undefined ? (row?.skipped !== undefined ? 'skipped' : '—') : ratio(pick(row.result), base)
-    lines.push(`| ${scenario} | ${cell(before, (r) => r.rps, floor.rps)} | ${cell(after, (r) => r.rps, floor.rps)} | ${cell(before, (r) => r.p99, floor.p99)} | ${cell(after, (r) => r.p99, floor.p99)} |`)
+    lines.push(
+      `| ${scenario} | ${cell(before, (r) => r.rps, floor.rps)} | ${cell(after, (r) => r.rps, floor.rps)} | ${cell(before, (r) => r.p99, floor.p99)} | ${cell(after, (r) => r.p99, floor.p99)} |`
+    )
   }
   const text = [
     '### Before → after',
@@ -104,7 +122,10 @@ export function beforeAfterTable (rows: readonly Row[]): string {
   const coldBefore = rows.find((r) => r.scenario === 'cold' && r.server === beforeName)
   const coldAfter = rows.find((r) => r.scenario === 'cold' && r.server === 'doi-proxy')
   if (coldBefore?.addedP50 !== undefined && coldAfter?.addedP50 !== undefined) {
-    text.push('', `cold, added latency on a miss (minus the upstream asked directly, same run): before ${fixed(coldBefore.addedP50, 2)} ms p50 / ${fixed(coldBefore.addedP99, 2)} ms p99, after ${fixed(coldAfter.addedP50, 2)} ms / ${fixed(coldAfter.addedP99, 2)} ms.`)
+    text.push(
+      '',
+      `cold, added latency on a miss (minus the upstream asked directly, same run): before ${fixed(coldBefore.addedP50, 2)} ms p50 / ${fixed(coldBefore.addedP99, 2)} ms p99, after ${fixed(coldAfter.addedP50, 2)} ms / ${fixed(coldAfter.addedP99, 2)} ms.`
+    )
   }
   const rest = withoutFloor.filter((n) => n !== 'cold' || coldAfter?.addedP50 === undefined)
   if (rest.length > 0) text.push('', `${new Intl.ListFormat('en').format(rest)}: no floor; compare their rows in the table above.`)
@@ -116,10 +137,11 @@ export function beforeAfterTable (rows: readonly Row[]): string {
  * the miss overhead against the upstream asked directly, zipf against nginx at the same upstream
  * concurrency; and the client's ceiling, so a reader sees no row was limited by the load generator.
  */
-export function targetsTable (rows: readonly Row[]): string {
+export function targetsTable(rows: readonly Row[]): string {
   const lines = ['| Check | Target | Measured | Met |', '|---|---|---|---|']
-  const find = (scenario: string, pred: (server: string) => boolean): Row | undefined => rows.find((r) => r.scenario === scenario && r.result !== undefined && pred(r.server))
-  const yes = (ok: boolean): string => ok ? 'yes' : '**no**'
+  const find = (scenario: string, pred: (server: string) => boolean): Row | undefined =>
+    rows.find((r) => r.scenario === scenario && r.result !== undefined && pred(r.server))
+  const yes = (ok: boolean): string => (ok ? 'yes' : '**no**')
   for (const scenario of ['hot', 'not-found', 'api']) {
     const ours = find(scenario, (n) => n === 'doi-proxy')?.result
     const floor = find(scenario, (n) => n.startsWith('floor'))?.result
@@ -129,37 +151,58 @@ export function targetsTable (rows: readonly Row[]): string {
     const paired = find(scenario, (n) => n === 'doi-proxy')?.paired
     // Judged on the merged rounds; the paired medians beside them, for a reader to weigh the noise.
     const pairedText = paired === undefined ? '' : ` (paired rounds' median: ${paired.rps.toFixed(2)}×, ${paired.p99.toFixed(2)}×)`
-    lines.push(`| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}×${pairedText} | ${yes(rps >= 0.95 && p99 <= 1.3)} |`)
+    lines.push(
+      `| ${scenario}: doi-proxy ÷ same-bytes floor | req/s ≥ 0.95×, p99 ≤ 1.3× | ${rps.toFixed(2)}×, ${p99.toFixed(2)}×${pairedText} | ${yes(rps >= 0.95 && p99 <= 1.3)} |`
+    )
     // Not a target: the same floor in a second process, divided by the first: what noise alone makes of one server in this run.
     const twin = find(scenario, (n) => n === TWIN_FLOOR)
     if (twin?.result !== undefined) {
-      const twinPaired = twin.paired === undefined ? '' : ` (paired rounds' median: ${twin.paired.rps.toFixed(2)}×, ${twin.paired.p99.toFixed(2)}×)`
-      lines.push(`| ${scenario}, for reference (A/A): the same floor in a second process ÷ the floor | — | ${(twin.result.rps / floor.rps).toFixed(2)}×, ${(twin.result.p99 / floor.p99).toFixed(2)}×${twinPaired} | — |`)
+      const twinPaired =
+        twin.paired === undefined ? '' : ` (paired rounds' median: ${twin.paired.rps.toFixed(2)}×, ${twin.paired.p99.toFixed(2)}×)`
+      lines.push(
+        `| ${scenario}, for reference (A/A): the same floor in a second process ÷ the floor | — | ${(twin.result.rps / floor.rps).toFixed(2)}×, ${(twin.result.p99 / floor.p99).toFixed(2)}×${twinPaired} | — |`
+      )
     }
   }
   const cold = find('cold', (n) => n === 'doi-proxy')
   if (cold?.addedP50 !== undefined && cold.addedP99 !== undefined && find('cold', (n) => n.startsWith('fake upstream')) !== undefined) {
-    lines.push(`| cold: doi-proxy minus the upstream asked directly | ≤ 1 ms p50, ≤ 3 ms p99 | ${cold.addedP50.toFixed(2)} ms, ${cold.addedP99.toFixed(2)} ms | ${yes(cold.addedP50 <= 1 && cold.addedP99 <= 3)} |`)
+    lines.push(
+      `| cold: doi-proxy minus the upstream asked directly | ≤ 1 ms p50, ≤ 3 ms p99 | ${cold.addedP50.toFixed(2)} ms, ${cold.addedP99.toFixed(2)} ms | ${yes(cold.addedP50 <= 1 && cold.addedP99 <= 3)} |`
+    )
     // Not a target: what bare Node adds to a miss on this machine, so a reader can tell whether the target is within reach here.
     const missFloor = find('cold', (n) => n.startsWith('floor'))
     if (missFloor?.addedP50 !== undefined && missFloor.addedP99 !== undefined) {
-      lines.push(`| cold, for reference: the miss floor (bare node:http + undici, no cache) minus the upstream asked directly | — | ${missFloor.addedP50.toFixed(2)} ms, ${missFloor.addedP99.toFixed(2)} ms | — |`)
+      lines.push(
+        `| cold, for reference: the miss floor (bare node:http + undici, no cache) minus the upstream asked directly | — | ${missFloor.addedP50.toFixed(2)} ms, ${missFloor.addedP99.toFixed(2)} ms | — |`
+      )
     }
   }
   const nginx = find('zipf', (n) => n.startsWith('nginx'))?.result
   const zipfSame = rows.find((r) => r.scenario === 'zipf' && r.result !== undefined && r.server.includes('(= nginx)'))
   if (nginx !== undefined && zipfSame?.result !== undefined) {
     const rps = zipfSame.result.rps / nginx.rps
-    lines.push(`| zipf at nginx's upstream concurrency: ${zipfSame.server} ÷ nginx | req/s ≥ 1.0×, p99 ≤ nginx's | ${rps.toFixed(2)}×, p99 ${zipfSame.result.p99.toFixed(1)} ms vs ${nginx.p99.toFixed(1)} ms | ${yes(rps >= 1 && zipfSame.result.p99 <= nginx.p99)} |`)
+    lines.push(
+      `| zipf at nginx's upstream concurrency: ${zipfSame.server} ÷ nginx | req/s ≥ 1.0×, p99 ≤ nginx's | ${rps.toFixed(2)}×, p99 ${zipfSame.result.p99.toFixed(1)} ms vs ${nginx.p99.toFixed(1)} ms | ${yes(rps >= 1 && zipfSame.result.p99 <= nginx.p99)} |`
+    )
   }
-  const ceiling = rows.filter((r) => r.scenario === 'client' && r.result !== undefined && !r.server.includes('autocannon'))
-    .reduce<Row | undefined>((a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b), undefined)
+  const ceiling = rows
+    .filter((r) => r.scenario === 'client' && r.result !== undefined && !r.server.includes('autocannon'))
+    .reduce<Row | undefined>(
+      (a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b),
+      undefined
+    )
   if (ceiling?.result !== undefined) {
-    const top = rows.filter((r) => r.scenario !== 'client' && r.result !== undefined && r.scenario !== 'storm')
-      .reduce<Row | undefined>((a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b), undefined)
+    const top = rows
+      .filter((r) => r.scenario !== 'client' && r.result !== undefined && r.scenario !== 'storm')
+      .reduce<Row | undefined>(
+        (a, b) => (a?.result !== undefined && b.result !== undefined && a.result.rps >= b.result.rps ? a : b),
+        undefined
+      )
     if (top?.result !== undefined) {
       const share = top.result.rps / ceiling.result.rps
-      lines.push(`| the client is not the limit: fastest row ÷ the client's ceiling (${ceiling.server}, ${ceiling.result.rps.toFixed(0)} req/s) | well under 1× | ${top.scenario} ${top.server}: ${top.result.rps.toFixed(0)} req/s, ${share.toFixed(2)}× | ${yes(share < 0.8)} |`)
+      lines.push(
+        `| the client is not the limit: fastest row ÷ the client's ceiling (${ceiling.server}, ${ceiling.result.rps.toFixed(0)} req/s) | well under 1× | ${top.scenario} ${top.server}: ${top.result.rps.toFixed(0)} req/s, ${share.toFixed(2)}× | ${yes(share < 0.8)} |`
+      )
     }
   }
   return lines.length > 2 ? ['### Targets (issue 22)', '', ...lines].join('\n') : ''
@@ -173,7 +216,7 @@ export interface SpeedRun {
   rows: readonly Row[]
 }
 
-export function speedSection (run: SpeedRun): string {
+export function speedSection(run: SpeedRun): string {
   const beforeAfter = beforeAfterTable(run.rows)
   const targets = targetsTable(run.rows)
   return [
@@ -198,13 +241,19 @@ export function speedSection (run: SpeedRun): string {
 }
 
 const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults'] as const
-type Section = typeof SECTIONS[number]
+type Section = (typeof SECTIONS)[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
-export function writeSection (section: Section, body: string): void {
+export function writeSection(section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
   const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '' }
-  const command: Record<Section, string> = { speed: 'bench', memory: 'bench:memory', restart: 'bench:restart', batch: 'bench:batch', faults: 'bench:faults' }
+  const command: Record<Section, string> = {
+    speed: 'bench',
+    memory: 'bench:memory',
+    restart: 'bench:restart',
+    batch: 'bench:batch',
+    faults: 'bench:faults'
+  }
   for (const name of SECTIONS) {
     const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
     parts[name] = m?.[1] ?? `_Not measured yet: run \`npm run ${command[name]}\`._\n`
@@ -222,7 +271,7 @@ export function writeSection (section: Section, body: string): void {
 }
 
 /** Print a bench script's report, and write it to `output` unless that is `-`. */
-export function writeReport (output: string, text: string, log: (line: string) => void): void {
+export function writeReport(output: string, text: string, log: (line: string) => void): void {
   process.stdout.write('\n' + text + '\n')
   if (output === '-') return
   writeFileSync(output, text)
@@ -230,7 +279,7 @@ export function writeReport (output: string, text: string, log: (line: string) =
 }
 
 /** Run a bench script's main: a failure is its stack on stderr and exit code 1. */
-export function runBench (main: () => Promise<void>): void {
+export function runBench(main: () => Promise<void>): void {
   main().catch((err: unknown) => {
     process.stderr.write(`bench failed: ${(err as Error)?.stack ?? String(err)}\n`)
     process.exit(1)
@@ -238,7 +287,10 @@ export function runBench (main: () => Promise<void>): void {
 }
 
 /** The load average as the run ended, and what it says: on 2 cores, above 1 means something else ran too. */
-function loadLine (load: number): string {
-  const verdict = load > 1 ? 'above 1 on 2 cores: something else was running; re-run before trusting a ratio' : 'at most 1 on 2 cores: nothing else to speak of'
+function loadLine(load: number): string {
+  const verdict =
+    load > 1
+      ? 'above 1 on 2 cores: something else was running; re-run before trusting a ratio'
+      : 'at most 1 on 2 cores: nothing else to speak of'
   return `Load average (1 min) when the run ended: ${load.toFixed(2)} (${verdict})  `
 }

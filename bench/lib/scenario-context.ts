@@ -8,7 +8,7 @@ import type { UpstreamProcess } from './processes.js'
 import type { GeneratorName } from './wrk.js'
 
 export const SCENARIOS = ['client', 'hot', 'zipf', 'cold', 'storm', 'not-found', 'api', 'conneg', 'metadata', 'linkout', 'batch'] as const
-export type ScenarioName = typeof SCENARIOS[number]
+export type ScenarioName = (typeof SCENARIOS)[number]
 
 export interface Settings {
   quick: boolean
@@ -31,7 +31,7 @@ export interface Settings {
   notFoundDois: number
 }
 
-export function settingsFor (quick: boolean): Settings {
+export function settingsFor(quick: boolean): Settings {
   return {
     quick,
     measureS: quick ? 3 : 10,
@@ -66,7 +66,7 @@ export interface Row {
    * The steady scenarios: each round's figure divided by the floor's in the same round, the median over
    * the rounds (a slow stretch of the machine falls on both sides of each ratio).
    */
-  paired?: { rps: number, p99: number, cpu?: number | undefined }
+  paired?: { rps: number; p99: number; cpu?: number | undefined }
   note?: string
   skipped?: string
 }
@@ -79,7 +79,7 @@ export interface Context {
   profile: boolean
   serverEnv: Record<string, string>
   /** --before: an older build of ours (bench/lib/before.ts), run wherever ours runs, started the same way. */
-  before?: { dir: string, name: string } | undefined
+  before?: { dir: string; name: string } | undefined
   /** What drives the load (bench/lib/wrk.ts): wrk, or autocannon when wrk could not be installed. */
   generator: GeneratorName
   log: (line: string) => void

@@ -32,10 +32,12 @@ import type { Context, Row, ScenarioName } from './scenario-context.js'
 type Starter = () => Promise<Target>
 
 /** Our server, and the --before build when there is one, each with the same environment. */
-function oursStarters (ctx: Context, env: Record<string, string> = ctx.serverEnv): Starter[] {
+function oursStarters(ctx: Context, env: Record<string, string> = ctx.serverEnv): Starter[] {
   const out: Starter[] = [async () => await startOurs({ upstream: ctx.upstream, profile: ctx.profile, env })]
   const before = ctx.before
-  if (before !== undefined && !ctx.profile) out.push(async () => await startOurs({ upstream: ctx.upstream, env, dir: before.dir, name: before.name }))
+  if (before !== undefined && !ctx.profile) {
+    out.push(async () => await startOurs({ upstream: ctx.upstream, env, dir: before.dir, name: before.name }))
+  }
   return out
 }
 
@@ -43,7 +45,7 @@ function oursStarters (ctx: Context, env: Record<string, string> = ctx.serverEnv
  * Servers to compare in a scenario: ours (and the --before build), then nginx where it makes sense.
  * The floor is not in it: steady() starts it once our answer is known, to write the same bytes.
  */
-function lineup (ctx: Context, withNginx: boolean, env?: Record<string, string>): Starter[] {
+function lineup(ctx: Context, withNginx: boolean, env?: Record<string, string>): Starter[] {
   const out = oursStarters(ctx, env)
   if (ctx.profile) return out
   if (withNginx && ctx.nginx) out.push(async () => await startNginx(ctx.upstream))
@@ -54,7 +56,11 @@ function lineup (ctx: Context, withNginx: boolean, env?: Record<string, string>)
 const MAX_FLOOR_PATHS = 5_000
 
 /** A same-bytes floor, with the file of answers it writes (a second process of it reads the same). */
-interface SameBytesFloor { floor: Target, answersFile: string, checkPaths: string[] }
+interface SameBytesFloor {
+  floor: Target
+  answersFile: string
+  checkPaths: string[]
+}
 
 /**
  * The same-bytes floor for a steady scenario: our server's cached answer for each of the scenario's paths
@@ -62,7 +68,12 @@ interface SameBytesFloor { floor: Target, answersFile: string, checkPaths: strin
  * path's own answer, as ours writes: a floor writing one answer for every path keeps one buffer in the
  * CPU's cache where ours writes a thousand (measured 2026-11-25: 53.6 against 55.4 µs per answer).
  */
-async function sameBytesFloor (ctx: Context, ours: Target, paths: readonly string[], headers?: Record<string, string>): Promise<SameBytesFloor> {
+async function sameBytesFloor(
+  ctx: Context,
+  ours: Target,
+  paths: readonly string[],
+  headers?: Record<string, string>
+): Promise<SameBytesFloor> {
   const captured = paths.length === 0 ? ['/'] : paths.slice(0, MAX_FLOOR_PATHS)
   const opts = headers === undefined ? {} : { headers }
   // Asked a few times first: the first hits of a DOI may be answered before its prepared answer is
@@ -77,8 +88,15 @@ async function sameBytesFloor (ctx: Context, ours: Target, paths: readonly strin
   const floor = await startFloor({ answersFile, name: 'floor (node:http, same bytes)', workers: oursWorkers(ctx.serverEnv) })
   // Checked, not assumed, on the first, a middle and the last path: both asked again, every header but Date
   // compared in order and case, and the body.
-  const checkPaths = [...new Set([captured[0], captured[Math.floor(captured.length / 2)], captured[captured.length - 1]])].filter((p) => p !== undefined)
-  const asked = headers === undefined ? '' : ` (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})`
+  const checkPaths = [...new Set([captured[0], captured[Math.floor(captured.length / 2)], captured[captured.length - 1]])].filter(
+    (p) => p !== undefined
+  )
+  const asked =
+    headers === undefined
+      ? ''
+      : ` (${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')})`
   const checked = await confirmFloor(ctx, floor, {
     ours: await bytesOf(ours, checkPaths, headers),
     floor: await bytesOf(floor, checkPaths, headers),
@@ -90,7 +108,7 @@ async function sameBytesFloor (ctx: Context, ours: Target, paths: readonly strin
 }
 
 /** The answers of a server for some paths, every header but Date, for confirmFloor. */
-async function bytesOf (t: Target, paths: readonly string[], headers?: Record<string, string>): Promise<string> {
+async function bytesOf(t: Target, paths: readonly string[], headers?: Record<string, string>): Promise<string> {
   const all: string[] = []
   for (const path of paths) all.push(await answerBytes(t.baseUrl, path, headers))
   return all.join('\n')
@@ -101,7 +119,11 @@ async function bytesOf (t: Target, paths: readonly string[], headers?: Record<st
  * with what may differ, `but`, already left out), compared whole. Its row's note says it was checked;
  * a floor that differs is stopped, and the run with it.
  */
-async function confirmFloor (ctx: Context, floor: Target, check: { ours: string, floor: string, but: string, says: string, note: string }): Promise<Target> {
+async function confirmFloor(
+  ctx: Context,
+  floor: Target,
+  check: { ours: string; floor: string; but: string; says: string; note: string }
+): Promise<Target> {
   const same = check.ours === check.floor
   ctx.log(`  ${floor.name}: ${check.says}: ${same ? `checked, identical but for ${check.but}` : 'WARNING: the answers differ'}`)
   floor.note = `${check.note}; checked before measuring, identical but for ${check.but}`
@@ -113,17 +135,17 @@ async function confirmFloor (ctx: Context, floor: Target, check: { ours: string,
 }
 
 /** A path sequence drawn uniformly (seeded) from `paths`: every server gets the same sequence. */
-function uniformSequence (paths: readonly string[], seed: number, length = 50_000): string[] {
+function uniformSequence(paths: readonly string[], seed: number, length = 50_000): string[] {
   const random = seededRandom(seed)
   return Array.from({ length }, () => paths[Math.floor(random() * paths.length)] ?? '/')
 }
 
 /** A build of our server (the current one or the --before one), as opposed to a baseline. */
-function isOurs (t: { name: string }): boolean {
+function isOurs(t: { name: string }): boolean {
   return t.name === 'doi-proxy' || t.name.startsWith(BEFORE_PREFIX)
 }
 
-async function withTarget<T> (startTarget: Starter, fn: (t: Target) => Promise<T>): Promise<T> {
+async function withTarget<T>(startTarget: Starter, fn: (t: Target) => Promise<T>): Promise<T> {
   const target = await startTarget()
   try {
     return await fn(target)
@@ -133,9 +155,9 @@ async function withTarget<T> (startTarget: Starter, fn: (t: Target) => Promise<T
 }
 
 /** Start every server at once, run `fn` with all of them, stop them all (also when one fails to start). */
-async function withTargets<T> (starts: readonly Starter[], fn: (targets: Target[]) => Promise<T>): Promise<T> {
+async function withTargets<T>(starts: readonly Starter[], fn: (targets: Target[]) => Promise<T>): Promise<T> {
   const settled = await Promise.allSettled(starts.map(async (start) => await start()))
-  const targets = settled.flatMap((r) => r.status === 'fulfilled' ? [r.value] : [])
+  const targets = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
   try {
     for (const r of settled) if (r.status === 'rejected') throw r.reason
     return await fn(targets)
@@ -144,7 +166,7 @@ async function withTargets<T> (starts: readonly Starter[], fn: (targets: Target[
   }
 }
 
-function statusNote (result: LoadResult): string {
+function statusNote(result: LoadResult): string {
   const parts = Object.entries(result.statuses).map(([code, n]) => `${code}×${n}`)
   if (result.errors > 0) parts.push(`errors ${result.errors}`)
   if (result.timeouts > 0) parts.push(`timeouts ${result.timeouts}`)
@@ -152,7 +174,7 @@ function statusNote (result: LoadResult): string {
 }
 
 /** Prefixes spread over several registrants, so prefix-level lookups are realistic too. */
-export function doiPath (kind: string, i: number, prefixBase: number, prefixes = 20): string {
+export function doiPath(kind: string, i: number, prefixBase: number, prefixes = 20): string {
   return `/10.${prefixBase + (i % prefixes)}/${kind}.${i}`
 }
 
@@ -161,7 +183,7 @@ interface SteadyOptions {
   /** Drive this target with another generator than the run's (the client-ceiling check compares both). */
   generatorOf?: (t: Target) => GeneratorName
   /** Another counter (the metadata agency's requests), summed per build of ours over its warm-up and rounds and noted in its row. */
-  extra?: { count: () => number, note: (n: number) => string }
+  extra?: { count: () => number; note: (n: number) => string }
   /** A second same-bytes floor process beside the first, measured in the same rounds: what noise alone makes of one server (A/A). */
   twin?: boolean
 }
@@ -172,7 +194,11 @@ interface SteadyOptions {
  * round's req/s printed. Not rotated: a rotation keeps who follows whom, so whatever one server leaves
  * on the core when its turn ends (closing connections, garbage) would always fall on the same next one.
  */
-async function inRounds<S extends { t: Target, parts: LoadResult[] }> (ctx: Context, servers: readonly S[], measure: (a: S, round: number) => Promise<LoadResult>): Promise<void> {
+async function inRounds<S extends { t: Target; parts: LoadResult[] }>(
+  ctx: Context,
+  servers: readonly S[],
+  measure: (a: S, round: number) => Promise<LoadResult>
+): Promise<void> {
   for (let r = 0; r < ctx.settings.rounds; r++) {
     const line: string[] = []
     for (const a of roundOrder(servers, r)) {
@@ -185,7 +211,7 @@ async function inRounds<S extends { t: Target, parts: LoadResult[] }> (ctx: Cont
 }
 
 /** The servers in round r's order: a Fisher–Yates shuffle seeded by r, the first round as listed. */
-function roundOrder<T> (servers: readonly T[], r: number): T[] {
+function roundOrder<T>(servers: readonly T[], r: number): T[] {
   const order = [...servers]
   if (r === 0) return order
   const random = seededRandom(1000 + r)
@@ -204,15 +230,31 @@ function roundOrder<T> (servers: readonly T[], r: number): T[] {
  * running every server in turn, in an order of its own (roundOrder).
  * A server's row merges its rounds: total requests ÷ total time, percentiles over all its latencies.
  */
-async function alternate (ctx: Context, scenario: ScenarioName, targets: readonly Target[], paths: string[], opts: SteadyOptions = {}): Promise<Row[]> {
+async function alternate(
+  ctx: Context,
+  scenario: ScenarioName,
+  targets: readonly Target[],
+  paths: string[],
+  opts: SteadyOptions = {}
+): Promise<Row[]> {
   const { settings: s } = ctx
   const h = opts.headers === undefined ? {} : { headers: opts.headers }
   const extraCount = opts.extra?.count ?? (() => 0)
   const gen = (t: Target): GeneratorName => opts.generatorOf?.(t) ?? ctx.generator
-  const run = async (t: Target, o: Omit<DriveOptions, 'baseUrl' | 'connections'>): Promise<LoadResult> => await drive(gen(t), { baseUrl: t.baseUrl, connections: s.connections, ...h, ...o })
+  const run = async (t: Target, o: Omit<DriveOptions, 'baseUrl' | 'connections'>): Promise<LoadResult> =>
+    await drive(gen(t), { baseUrl: t.baseUrl, connections: s.connections, ...h, ...o })
   const warmSequence = uniformSequence(paths, 7)
   const roundSequences = Array.from({ length: s.rounds }, (_, r) => uniformSequence(paths, 1 + r))
-  const servers = targets.map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, extra: 0, cpuMs: 0 as number | undefined, cpuRounds: [] as Array<number | undefined>, warmStatuses: {} as Record<string, number> }))
+  const servers = targets.map((t) => ({
+    t,
+    parts: [] as LoadResult[],
+    samples: new Samples(),
+    upstream: 0,
+    extra: 0,
+    cpuMs: 0 as number | undefined,
+    cpuRounds: [] as Array<number | undefined>,
+    warmStatuses: {} as Record<string, number>
+  }))
   for (const a of servers) {
     const extraBefore = extraCount()
     a.warmStatuses = await warm(a.t.baseUrl, paths, h)
@@ -236,26 +278,42 @@ async function alternate (ctx: Context, scenario: ScenarioName, targets: readonl
   return servers.map((a) => {
     const result = mergeLoads(a.parts, a.samples)
     const paired = floor === undefined || a === floor ? undefined : pairedRatios(a, floor)
-    const pairedNote = paired === undefined ? '' : `; paired rounds, the median of each round's ratio to the floor's: req/s ${paired.rps.toFixed(2)}×, p99 ${paired.p99.toFixed(2)}×${paired.cpu === undefined ? '' : `, CPU per answer ${paired.cpu.toFixed(2)}×`}`
+    const pairedNote =
+      paired === undefined
+        ? ''
+        : `; paired rounds, the median of each round's ratio to the floor's: req/s ${paired.rps.toFixed(2)}×, p99 ${paired.p99.toFixed(2)}×${paired.cpu === undefined ? '' : `, CPU per answer ${paired.cpu.toFixed(2)}×`}`
     const extraNote = (opts.extra !== undefined && isOurs(a.t) ? `; ${opts.extra.note(a.extra)}` : '') + pairedNote
     const targetNote = a.t.note === undefined ? '' : `; ${a.t.note}`
-    ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`)
-    const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
-    return { scenario, server: a.t.name, result, upstreamPerRequest: a.upstream / Math.max(1, result.requests), ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }), ...(paired === undefined ? {} : { paired }), note: statusNote(result) + extraNote + targetNote }
+    ctx.log(
+      `  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (${statusNote(result)}; warm-up answers ${JSON.stringify(a.warmStatuses)})`
+    )
+    const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : (a.cpuMs * 1000) / Math.max(1, result.requests)
+    return {
+      scenario,
+      server: a.t.name,
+      result,
+      upstreamPerRequest: a.upstream / Math.max(1, result.requests),
+      ...(cpuPerAnswerUs === undefined ? {} : { cpuPerAnswerUs }),
+      ...(paired === undefined ? {} : { paired }),
+      note: statusNote(result) + extraNote + targetNote
+    }
   })
 }
 
 /** Each round's req/s, p99 and CPU per answer divided by the floor's of the same round; the median of each over the rounds. */
-function pairedRatios (a: { parts: LoadResult[], cpuRounds: Array<number | undefined> }, floor: { parts: LoadResult[], cpuRounds: Array<number | undefined> }): Row['paired'] {
+function pairedRatios(
+  a: { parts: LoadResult[]; cpuRounds: Array<number | undefined> },
+  floor: { parts: LoadResult[]; cpuRounds: Array<number | undefined> }
+): Row['paired'] {
   const rounds = a.parts.map((part, r) => ({ part, base: floor.parts[r], cpu: a.cpuRounds[r], baseCpu: floor.cpuRounds[r] }))
   const median = (xs: number[]): number => {
     const sorted = [...xs].sort((x, y) => x - y)
     const mid = Math.floor(sorted.length / 2)
-    return sorted.length % 2 === 1 ? sorted[mid] ?? NaN : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2
+    return sorted.length % 2 === 1 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2
   }
   const withBase = rounds.filter((x) => x.base !== undefined)
   if (withBase.length === 0) return undefined
-  const cpus = withBase.flatMap((x) => x.cpu === undefined || x.baseCpu === undefined || x.baseCpu <= 0 ? [] : [x.cpu / x.baseCpu])
+  const cpus = withBase.flatMap((x) => (x.cpu === undefined || x.baseCpu === undefined || x.baseCpu <= 0 ? [] : [x.cpu / x.baseCpu]))
   return {
     rps: median(withBase.map((x) => x.part.rps / (x.base?.rps ?? NaN))),
     p99: median(withBase.map((x) => x.part.p99 / (x.base?.p99 ?? NaN))),
@@ -268,7 +326,12 @@ function pairedRatios (a: { parts: LoadResult[], cpuRounds: Array<number | undef
  * undefined). A build without it gets a skipped row; when no build has it, nothing is measured
  * (a floor alone compares with nothing).
  */
-async function probeOurs (ctx: Context, scenario: ScenarioName, targets: readonly Target[], check: (t: Target) => Promise<string | undefined>): Promise<{ measure: Target[], skipped: Map<Target, Row> }> {
+async function probeOurs(
+  ctx: Context,
+  scenario: ScenarioName,
+  targets: readonly Target[],
+  check: (t: Target) => Promise<string | undefined>
+): Promise<{ measure: Target[]; skipped: Map<Target, Row> }> {
   const skipped = new Map<Target, Row>()
   for (const t of targets) {
     if (!isOurs(t)) continue
@@ -285,9 +348,18 @@ async function probeOurs (ctx: Context, scenario: ScenarioName, targets: readonl
  * Start the lineup at once, probe ours, start the same-bytes floor from our answer, measure in
  * alternating rounds; rows in lineup order, the floor after ours.
  */
-async function steady (ctx: Context, scenario: ScenarioName, starts: readonly Starter[], paths: string[], opts: SteadyOptions & { check?: (t: Target) => Promise<string | undefined> } = {}): Promise<Row[]> {
+async function steady(
+  ctx: Context,
+  scenario: ScenarioName,
+  starts: readonly Starter[],
+  paths: string[],
+  opts: SteadyOptions & { check?: (t: Target) => Promise<string | undefined> } = {}
+): Promise<Row[]> {
   return await withTargets(starts, async (started) => {
-    const { measure: probed, skipped } = opts.check === undefined ? { measure: [...started], skipped: new Map<Target, Row>() } : await probeOurs(ctx, scenario, started, opts.check)
+    const { measure: probed, skipped } =
+      opts.check === undefined
+        ? { measure: [...started], skipped: new Map<Target, Row>() }
+        : await probeOurs(ctx, scenario, started, opts.check)
     const current = probed.find((t) => t.name === 'doi-proxy') ?? probed.find(isOurs)
     let floor: Target | undefined
     let twin: Target | undefined
@@ -316,14 +388,14 @@ async function steady (ctx: Context, scenario: ScenarioName, starts: readonly St
  * floor is what this run's noise alone makes of one server (four identical processes measured 0.87–1.02×
  * apart in 2 s rounds on 2026-11-25); a difference between ours and the floor smaller than that is not shown.
  */
-async function twinFloor (ctx: Context, first: SameBytesFloor, headers?: Record<string, string>): Promise<Target> {
+async function twinFloor(ctx: Context, first: SameBytesFloor, headers?: Record<string, string>): Promise<Target> {
   const twin = await startFloor({ answersFile: first.answersFile, name: TWIN_FLOOR, workers: oursWorkers(ctx.serverEnv) })
   return await confirmFloor(ctx, twin, {
     ours: await bytesOf(first.floor, first.checkPaths, headers),
     floor: await bytesOf(twin, first.checkPaths, headers),
     but: 'Date',
-    says: 'the first floor\'s answers',
-    note: 'a second process of the same floor, writing the same answers: its ratio to the floor is the run\'s own noise'
+    says: "the first floor's answers",
+    note: "a second process of the same floor, writing the same answers: its ratio to the floor is the run's own noise"
   })
 }
 
@@ -335,7 +407,7 @@ async function twinFloor (ctx: Context, first: SameBytesFloor, headers?: Record<
  * generator and, beside it, by autocannon in this process, in the same alternating rounds. A row of
  * another scenario near the ceiling was limited by the client, not by the server.
  */
-async function client (ctx: Context): Promise<Row[]> {
+async function client(ctx: Context): Promise<Row[]> {
   const starts: Starter[] = []
   if (ctx.nginx) starts.push(async () => await startNginx('return-204'))
   starts.push(async () => await startFloor({ empty: true, name: 'node:http return 204' }))
@@ -358,7 +430,7 @@ async function client (ctx: Context): Promise<Row[]> {
 
 // ------------------------------------------------------------------ hot
 
-async function hot (ctx: Context): Promise<Row[]> {
+async function hot(ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('hot', i, 1000))
   const rows = await steady(ctx, 'hot', lineup(ctx, true), paths, { twin: true })
   if (!ctx.nginx && !ctx.profile) rows.push({ scenario: 'hot', server: 'nginx proxy_cache', skipped: NGINX_MISSING })
@@ -375,7 +447,7 @@ async function hot (ctx: Context): Promise<Row[]> {
  */
 const NGINX_UPSTREAM_NOTE = 'upstream concurrency unbounded in its config (no max_conns), so up to the 64 client connections'
 
-async function zipf (ctx: Context): Promise<Row[]> {
+async function zipf(ctx: Context): Promise<Row[]> {
   const s = ctx.settings
   // A few extra: the generator may send a little more than `amount` before it stops.
   const listLength = s.zipfWarmupRequests + s.zipfMeasureRequests + 10_000
@@ -387,26 +459,50 @@ async function zipf (ctx: Context): Promise<Row[]> {
   const same = String(s.connections)
   const sameEnv = { ...ctx.serverEnv, UPSTREAM_MAX_CONCURRENT: same, UPSTREAM_CONNECTIONS: same }
   const ours = oursStarters(ctx)
-  const starts: Array<{ start: Starter, note: string }> = [
+  const starts: Array<{ start: Starter; note: string }> = [
     ...ours.map((start) => ({ start, note: 'upstream concurrency: UPSTREAM_MAX_CONCURRENT=16 (our default, polite to doi.org)' }))
   ]
   if (!ctx.profile) {
-    starts.push({ start: async () => await startOurs({ upstream: ctx.upstream, env: sameEnv, name: `doi-proxy, upstream ${same} (= nginx)` }), note: `upstream concurrency: UPSTREAM_MAX_CONCURRENT=${same} UPSTREAM_CONNECTIONS=${same}, the same as nginx's here` })
-    starts.push({ start: async () => await startFloor({ name: 'floor (node:http, fixed 302)' }), note: 'a fixed 302 for every request: not a same-bytes floor' })
+    starts.push({
+      start: async () => await startOurs({ upstream: ctx.upstream, env: sameEnv, name: `doi-proxy, upstream ${same} (= nginx)` }),
+      note: `upstream concurrency: UPSTREAM_MAX_CONCURRENT=${same} UPSTREAM_CONNECTIONS=${same}, the same as nginx's here`
+    })
+    starts.push({
+      start: async () => await startFloor({ name: 'floor (node:http, fixed 302)' }),
+      note: 'a fixed 302 for every request: not a same-bytes floor'
+    })
     if (ctx.nginx) starts.push({ start: async () => await startNginx(ctx.upstream), note: NGINX_UPSTREAM_NOTE })
   }
   const rows: Row[] = []
   for (const { start, note } of starts) {
-    rows.push(await withTarget(start, async (t) => {
-      await drive(ctx.generator, { baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfWarmupRequests, paths: sequence })
-      // Every server starts measuring at the same point of the sequence.
-      const before = await ctx.upstream.requests()
-      const result = await drive(ctx.generator, { baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfMeasureRequests, paths: sequence, startAt: s.zipfWarmupRequests, countCache: true })
-      const upstream = (await ctx.upstream.requests()) - before
-      const hitRatio = result.cacheAnswers > 0 ? result.cacheHits / result.cacheAnswers : undefined
-      ctx.log(`  ${t.name}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99.toFixed(2)} ms, hit ratio ${hitRatio?.toFixed(3) ?? '—'}, upstream/request ${(upstream / Math.max(1, result.requests)).toFixed(3)}`)
-      return { scenario: 'zipf', server: t.name, result, upstreamPerRequest: upstream / Math.max(1, result.requests), ...(hitRatio === undefined ? {} : { hitRatio }), note: `${statusNote(result)}; requests ${s.zipfWarmupRequests + 1}–${s.zipfWarmupRequests + s.zipfMeasureRequests} of the sequence; ${note}` }
-    }))
+    rows.push(
+      await withTarget(start, async (t) => {
+        await drive(ctx.generator, { baseUrl: t.baseUrl, connections: s.connections, amount: s.zipfWarmupRequests, paths: sequence })
+        // Every server starts measuring at the same point of the sequence.
+        const before = await ctx.upstream.requests()
+        const result = await drive(ctx.generator, {
+          baseUrl: t.baseUrl,
+          connections: s.connections,
+          amount: s.zipfMeasureRequests,
+          paths: sequence,
+          startAt: s.zipfWarmupRequests,
+          countCache: true
+        })
+        const upstream = (await ctx.upstream.requests()) - before
+        const hitRatio = result.cacheAnswers > 0 ? result.cacheHits / result.cacheAnswers : undefined
+        ctx.log(
+          `  ${t.name}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99.toFixed(2)} ms, hit ratio ${hitRatio?.toFixed(3) ?? '—'}, upstream/request ${(upstream / Math.max(1, result.requests)).toFixed(3)}`
+        )
+        return {
+          scenario: 'zipf',
+          server: t.name,
+          result,
+          upstreamPerRequest: upstream / Math.max(1, result.requests),
+          ...(hitRatio === undefined ? {} : { hitRatio }),
+          note: `${statusNote(result)}; requests ${s.zipfWarmupRequests + 1}–${s.zipfWarmupRequests + s.zipfMeasureRequests} of the sequence; ${note}`
+        }
+      })
+    )
   }
   if (!ctx.nginx && !ctx.profile) rows.push({ scenario: 'zipf', server: 'nginx proxy_cache', skipped: NGINX_MISSING })
   return rows
@@ -420,7 +516,7 @@ async function zipf (ctx: Context): Promise<Row[]> {
  * and the floor are each asked for a DOI neither has seen, and their answers compared (every header in
  * order and case, and the body; Date and Expires left out: both are clock readings).
  */
-async function missFloor (ctx: Context, ours: Target, path: (name: string) => string): Promise<Target> {
+async function missFloor(ctx: Context, ours: Target, path: (name: string) => string): Promise<Target> {
   const answer = await captureAnswer(ours.baseUrl, path('template'))
   const url = answer.headers.find(([name]) => name.toLowerCase() === 'location')?.[1]
   if (url === undefined) throw new Error(`${ours.name} answered a miss with ${answer.status} and no Location: no miss floor`)
@@ -441,12 +537,12 @@ async function missFloor (ctx: Context, ours: Target, path: (name: string) => st
  * of the same run; a row's "added latency" is its p50 / p99 minus the direct row's: what it adds to a
  * miss. The miss floor's is the least any server in Node adds here.
  */
-async function cold (ctx: Context): Promise<Row[]> {
+async function cold(ctx: Context): Promise<Row[]> {
   const s = ctx.settings
   const latency = ctx.upstream.latencyMs
   const run = Date.now().toString(36)
   // More new DOIs than a round can ask for (at most connections ÷ latency per second), never one twice.
-  const perRound = Math.ceil(s.coldConnections * Math.max(s.roundS, s.warmupS) * 1000 / Math.max(1, latency)) * 4 + 2_000
+  const perRound = Math.ceil((s.coldConnections * Math.max(s.roundS, s.warmupS) * 1000) / Math.max(1, latency)) * 4 + 2_000
   const sequence = (kind: string, round: string): string[] => Array.from({ length: perRound }, (_, i) => `${kind}.${run}.${round}.${i}`)
   const oursPath = (name: string): string => `/10.3000/cold.${name}`
   const directPath = (name: string): string => `/api/handles/10.3000/direct.${name}`
@@ -454,13 +550,33 @@ async function cold (ctx: Context): Promise<Row[]> {
     const direct: Target = { name: 'fake upstream (direct)', baseUrl: ctx.upstream.origin, port: ctx.upstream.port, stop: async () => {} }
     const floor = ctx.profile || ours[0] === undefined ? undefined : await missFloor(ctx, ours[0], (name) => oursPath(`${run}.${name}`))
     try {
-      const servers = [...ours, ...(floor === undefined ? [] : [floor]), ...(ctx.profile ? [] : [direct])].map((t) => ({ t, parts: [] as LoadResult[], samples: new Samples(), upstream: 0, cpuMs: 0 as number | undefined }))
-      const pathsFor = (t: Target, round: string): string[] => sequence(t === floor ? 'f' : 'x', round).map(t === direct ? directPath : oursPath)
-      for (const a of servers) await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.warmupS, paths: pathsFor(a.t, 'warm') })
+      const servers = [...ours, ...(floor === undefined ? [] : [floor]), ...(ctx.profile ? [] : [direct])].map((t) => ({
+        t,
+        parts: [] as LoadResult[],
+        samples: new Samples(),
+        upstream: 0,
+        cpuMs: 0 as number | undefined
+      }))
+      const pathsFor = (t: Target, round: string): string[] =>
+        sequence(t === floor ? 'f' : 'x', round).map(t === direct ? directPath : oursPath)
+      for (const a of servers) {
+        await drive(ctx.generator, {
+          baseUrl: a.t.baseUrl,
+          connections: s.coldConnections,
+          durationS: s.warmupS,
+          paths: pathsFor(a.t, 'warm')
+        })
+      }
       await inRounds(ctx, servers, async (a, r) => {
         const before = await ctx.upstream.requests()
         const cpuBefore = cpuMs(a.t.pid)
-        const part = await drive(ctx.generator, { baseUrl: a.t.baseUrl, connections: s.coldConnections, durationS: s.roundS, paths: pathsFor(a.t, String(r)), samples: a.samples })
+        const part = await drive(ctx.generator, {
+          baseUrl: a.t.baseUrl,
+          connections: s.coldConnections,
+          durationS: s.roundS,
+          paths: pathsFor(a.t, String(r)),
+          samples: a.samples
+        })
         const cpuAfter = cpuMs(a.t.pid)
         a.cpuMs = a.cpuMs === undefined || cpuBefore === undefined || cpuAfter === undefined ? undefined : a.cpuMs + cpuAfter - cpuBefore
         a.upstream += (await ctx.upstream.requests()) - before
@@ -471,17 +587,22 @@ async function cold (ctx: Context): Promise<Row[]> {
       const floorResult = results.find((x) => x.a.t === floor)?.result
       return results.map(({ a, result }) => {
         const isDirect = a.t === direct
-        const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : a.cpuMs * 1000 / Math.max(1, result.requests)
+        const cpuPerAnswerUs = a.cpuMs === undefined ? undefined : (a.cpuMs * 1000) / Math.max(1, result.requests)
         // Ours against the upstream asked directly; the direct row against the configured latency.
         const addedP50 = isDirect || base === undefined ? result.p50 - latency : result.p50 - base.p50
         const addedP99 = isDirect || base === undefined ? result.p99 - latency : result.p99 - base.p99
-        const against = isDirect || base === undefined
-          ? `minus the configured ${latency} ms`
-          : a.t === floor
-            ? 'minus the fake upstream asked directly in this run: the least a server in Node adds to a miss here'
-            : 'minus the fake upstream asked directly in this run (target ≤ 1 ms p50, ≤ 3 ms p99)' +
-              (floorResult === undefined ? '' : `; minus the miss floor: ${(result.p50 - floorResult.p50).toFixed(2)} / ${(result.p99 - floorResult.p99).toFixed(2)} ms`)
-        ctx.log(`  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms; added p50 ${addedP50.toFixed(2)} ms, p99 ${addedP99.toFixed(2)} ms (${against})`)
+        const against =
+          isDirect || base === undefined
+            ? `minus the configured ${latency} ms`
+            : a.t === floor
+              ? 'minus the fake upstream asked directly in this run: the least a server in Node adds to a miss here'
+              : 'minus the fake upstream asked directly in this run (target ≤ 1 ms p50, ≤ 3 ms p99)' +
+                (floorResult === undefined
+                  ? ''
+                  : `; minus the miss floor: ${(result.p50 - floorResult.p50).toFixed(2)} / ${(result.p99 - floorResult.p99).toFixed(2)} ms`)
+        ctx.log(
+          `  ${a.t.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms; added p50 ${addedP50.toFixed(2)} ms, p99 ${addedP99.toFixed(2)} ms (${against})`
+        )
         return {
           scenario: 'cold',
           server: a.t.name,
@@ -501,36 +622,42 @@ async function cold (ctx: Context): Promise<Row[]> {
 
 // ------------------------------------------------------------------ storm
 
-async function storm (ctx: Context): Promise<Row[]> {
+async function storm(ctx: Context): Promise<Row[]> {
   const rows: Row[] = []
   for (const start of oursStarters(ctx)) rows.push(await withTarget(start, async (t) => await stormOne(ctx, t)))
   return rows
 }
 
-async function stormOne (ctx: Context, t: Target): Promise<Row> {
+async function stormOne(ctx: Context, t: Target): Promise<Row> {
   const n = ctx.settings.stormSize
   // The prefix's own records (prefix, namespace locations) are fetched first, so the storm counts the DOI alone.
   await warm(t.baseUrl, ['/10.4000/storm-primer'])
   const pool = new Pool(t.baseUrl, { connections: n, pipelining: 1 })
   try {
     // Open every connection before the storm, so the requests really arrive together.
-    await Promise.all(Array.from({ length: n }, async () => { await (await pool.request({ path: '/healthz', method: 'GET' })).body.dump() }))
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        await (await pool.request({ path: '/healthz', method: 'GET' })).body.dump()
+      })
+    )
     const path = `/10.4000/storm.${Date.now().toString(36)}`
     const before = await ctx.upstream.requests()
     const started = performance.now()
     const latencies: number[] = []
     const statuses: Record<string, number> = {}
-    await Promise.all(Array.from({ length: n }, async () => {
-      const t0 = performance.now()
-      const res = await pool.request({ path, method: 'GET' })
-      await res.body.dump()
-      latencies.push(performance.now() - t0)
-      statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
-    }))
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        const t0 = performance.now()
+        const res = await pool.request({ path, method: 'GET' })
+        await res.body.dump()
+        latencies.push(performance.now() - t0)
+        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+      })
+    )
     const wallMs = performance.now() - started
     const upstream = (await ctx.upstream.requests()) - before
     latencies.sort((a, b) => a - b)
-    const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(p / 100 * latencies.length))] ?? NaN
+    const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN
     const result: LoadResult = {
       requests: n,
       durationS: wallMs / 1000,
@@ -546,8 +673,16 @@ async function stormOne (ctx: Context, t: Target): Promise<Row> {
       cacheAnswers: 0
     }
     const verdict = upstream === 1 ? 'OK: exactly 1 upstream request' : `FAIL: ${upstream} upstream requests (must be 1)`
-    ctx.log(`  ${t.name}: ${n} concurrent requests for one cold DOI → ${upstream} upstream request(s), p99 ${result.p99.toFixed(1)} ms (${statusNote(result)})`)
-    return { scenario: 'storm', server: t.name, result, upstreamPerRequest: upstream / n, note: `${verdict}; ${statusNote(result)}; ${n} requests in ${wallMs.toFixed(0)} ms` }
+    ctx.log(
+      `  ${t.name}: ${n} concurrent requests for one cold DOI → ${upstream} upstream request(s), p99 ${result.p99.toFixed(1)} ms (${statusNote(result)})`
+    )
+    return {
+      scenario: 'storm',
+      server: t.name,
+      result,
+      upstreamPerRequest: upstream / n,
+      note: `${verdict}; ${statusNote(result)}; ${n} requests in ${wallMs.toFixed(0)} ms`
+    }
   } finally {
     await pool.close()
   }
@@ -555,14 +690,14 @@ async function stormOne (ctx: Context, t: Target): Promise<Row> {
 
 // ------------------------------------------------------------------ not-found
 
-async function notFound (ctx: Context): Promise<Row[]> {
+async function notFound(ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.notFoundDois }, (_, i) => `/10.5000/missing-${i}`)
   return await steady(ctx, 'not-found', lineup(ctx, false), paths)
 }
 
 // ------------------------------------------------------------------ api and conneg: only once the server has them
 
-async function api (ctx: Context): Promise<Row[]> {
+async function api(ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => `/api/handles${doiPath('api', i, 1000)}`)
   return await steady(ctx, 'api', lineup(ctx, false), paths, {
     check: async (t) => {
@@ -575,7 +710,7 @@ async function api (ctx: Context): Promise<Row[]> {
 
 const CONNEG_ACCEPT = { accept: 'application/x-bibtex' }
 
-async function conneg (ctx: Context): Promise<Row[]> {
+async function conneg(ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('conneg', i, 1000))
   return await steady(ctx, 'conneg', lineup(ctx, false), paths, {
     headers: CONNEG_ACCEPT,
@@ -591,10 +726,16 @@ async function conneg (ctx: Context): Promise<Row[]> {
 // ------------------------------------------------------------------ metadata (docs/metadata.md)
 
 /** A cached metadata answer (METADATA_MODE=fetch, BibTeX fetched once per DOI from a local fake agency) against the floor. */
-async function metadata (ctx: Context): Promise<Row[]> {
+async function metadata(ctx: Context): Promise<Row[]> {
   const agency = await startBenchAgency(ctx.settings.hotDois)
   try {
-    const env = { ...ctx.serverEnv, LOCAL_STORE_DIR: agency.storeDir, LOCAL_STORE_WATCH: 'false', METADATA_MODE: 'fetch', METADATA_HOSTS: agency.host }
+    const env = {
+      ...ctx.serverEnv,
+      LOCAL_STORE_DIR: agency.storeDir,
+      LOCAL_STORE_WATCH: 'false',
+      METADATA_MODE: 'fetch',
+      METADATA_HOSTS: agency.host
+    }
     return await steady(ctx, 'metadata', lineup(ctx, false, env), agency.paths, {
       headers: CONNEG_ACCEPT,
       check: async (t) => {
@@ -616,19 +757,34 @@ async function metadata (ctx: Context): Promise<Row[]> {
  * (its redirects go through the router, private), ours with a catch-all chain whose open-access step
  * finds a copy (Unpaywall's data feed written for these DOIs: no call leaves the machine), the floor.
  */
-async function linkout (ctx: Context): Promise<Row[]> {
+async function linkout(ctx: Context): Promise<Row[]> {
   const paths = Array.from({ length: ctx.settings.hotDois }, (_, i) => doiPath('linkout', i, 1000))
   const dir = join(import.meta.dirname, '..', '.tmp')
   mkdirSync(dir, { recursive: true })
   const feed = join(dir, 'oa-feed.jsonl')
-  writeFileSync(feed, paths.map((p) => JSON.stringify({ doi: p.slice(1), is_oa: true, best_oa_location: { url: `https://repository.example.org${p}.pdf` } })).join('\n'))
+  writeFileSync(
+    feed,
+    paths
+      .map((p) => JSON.stringify({ doi: p.slice(1), is_oa: true, best_oa_location: { url: `https://repository.example.org${p}.pdf` } }))
+      .join('\n')
+  )
   const env = ctx.serverEnv
-  const service = JSON.stringify([{ id: 'library', name: 'Library', url: 'https://sfx.example.edu/sfx?id=doi:{doi}', networks: ['192.0.2.0/24'] }])
-  const chain = JSON.stringify([{ id: 'anywhere', name: 'Open access first', networks: ['0.0.0.0/0', '::/0'], linkout: ['open-access', 'registered'] }])
+  const service = JSON.stringify([
+    { id: 'library', name: 'Library', url: 'https://sfx.example.edu/sfx?id=doi:{doi}', networks: ['192.0.2.0/24'] }
+  ])
+  const chain = JSON.stringify([
+    { id: 'anywhere', name: 'Open access first', networks: ['0.0.0.0/0', '::/0'], linkout: ['open-access', 'registered'] }
+  ])
   const starts: Starter[] = [
     async () => await startOurs({ upstream: ctx.upstream, env }),
-    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: service }, name: 'doi-proxy, a service not the reader\'s' }),
-    async () => await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: chain, OA_PROVIDER: 'file', OA_SNAPSHOT_FILE: feed }, name: 'doi-proxy, chain: open copy' })
+    async () =>
+      await startOurs({ upstream: ctx.upstream, env: { ...env, LOCAL_SERVICES: service }, name: "doi-proxy, a service not the reader's" }),
+    async () =>
+      await startOurs({
+        upstream: ctx.upstream,
+        env: { ...env, LOCAL_SERVICES: chain, OA_PROVIDER: 'file', OA_SNAPSHOT_FILE: feed },
+        name: 'doi-proxy, chain: open copy'
+      })
   ]
   // One after the other: four Node servers starting at once on a busy machine miss the 15 s start limit.
   const targets: Target[] = []
@@ -641,7 +797,9 @@ async function linkout (ctx: Context): Promise<Row[]> {
     if (chainTarget !== undefined) {
       const res = await probe(`${chainTarget.baseUrl}${paths[0] ?? ''}`)
       const location = res.headers.get('location') ?? ''
-      if (!location.startsWith('https://repository.example.org/')) throw new Error(`the chain server did not answer with the open copy (${res.status} ${location})`)
+      if (!location.startsWith('https://repository.example.org/')) {
+        throw new Error(`the chain server did not answer with the open copy (${res.status} ${location})`)
+      }
     }
     return await alternate(ctx, 'linkout', targets, paths)
   } finally {

@@ -19,7 +19,7 @@ export type GeneratorName = 'wrk' | 'autocannon'
 const LUA = join(import.meta.dirname, 'wrk.lua')
 const PATHS_DIR = join(TMP, 'wrk')
 
-function onPath (cmd: string): boolean {
+function onPath(cmd: string): boolean {
   const r = spawnSync(cmd, ['--version'], { stdio: 'ignore' })
   return r.error === undefined
 }
@@ -28,17 +28,25 @@ function onPath (cmd: string): boolean {
  * wrk if it is on PATH or apt-get can install it (`apt-get install -y wrk`, after an `apt-get update`
  * if the first try fails); otherwise autocannon, with the reason.
  */
-export function chooseGenerator (wanted: GeneratorName | undefined, log: (line: string) => void): { name: GeneratorName, why: string } {
+export function chooseGenerator(wanted: GeneratorName | undefined, log: (line: string) => void): { name: GeneratorName; why: string } {
   if (wanted === 'autocannon') return { name: 'autocannon', why: 'autocannon chosen with --generator autocannon' }
   if (onPath('wrk')) return { name: 'wrk', why: 'wrk was installed' }
   log('wrk is not on PATH: installing it with `apt-get install -y wrk` (Debian/Ubuntu package)')
   for (const args of [['install', '-y', 'wrk'], ['update'], ['install', '-y', 'wrk']]) {
-    const r = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
+    const r = spawnSync('apt-get', args, {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+    })
     if (args[0] === 'install' && r.status === 0 && onPath('wrk')) return { name: 'wrk', why: 'wrk installed by the runner with apt-get' }
   }
   if (wanted === 'wrk') throw new Error('--generator wrk: wrk is not on PATH and `apt-get install -y wrk` failed')
-  log('could not install wrk: falling back to autocannon, which is slower than the servers it measures (ratios to the floor are squeezed towards 1.0x)')
-  return { name: 'autocannon', why: 'FALLBACK: wrk could not be installed (`apt-get install -y wrk` failed), so autocannon in the runner\'s process drove the load; it tops out below a bare node:http server here, so every ratio to the floor is squeezed towards 1.0×' }
+  log(
+    'could not install wrk: falling back to autocannon, which is slower than the servers it measures (ratios to the floor are squeezed towards 1.0x)'
+  )
+  return {
+    name: 'autocannon',
+    why: "FALLBACK: wrk could not be installed (`apt-get install -y wrk` failed), so autocannon in the runner's process drove the load; it tops out below a bare node:http server here, so every ratio to the floor is squeezed towards 1.0×"
+  }
 }
 
 export interface DriveOptions {
@@ -60,7 +68,7 @@ export interface DriveOptions {
 
 const pathFiles = new WeakMap<readonly string[], string>()
 
-function pathFile (paths: readonly string[]): string {
+function pathFile(paths: readonly string[]): string {
   const known = pathFiles.get(paths)
   if (known !== undefined) return known
   mkdirSync(PATHS_DIR, { recursive: true })
@@ -88,12 +96,25 @@ interface WrkJson {
 }
 
 /** One wrk run (`wrk -t1 -cN`), results as autocannon's runs give them. */
-export async function runWrk (opts: DriveOptions): Promise<LoadResult> {
+export async function runWrk(opts: DriveOptions): Promise<LoadResult> {
   const counting = opts.countCache === true || opts.amount !== undefined
   const headers = Object.entries(opts.headers ?? {}).map(([k, v]) => `${k}: ${v}`)
   const duration = opts.amount === undefined ? `${opts.durationS ?? 10}s` : '600s'
-  const args = ['-t1', `-c${opts.connections}`, `-d${duration}`, '--timeout', '10s', '-s', LUA, opts.baseUrl, '--',
-    pathFile(opts.paths), String(opts.startAt ?? 0), String(opts.amount ?? 0), ...headers]
+  const args = [
+    '-t1',
+    `-c${opts.connections}`,
+    `-d${duration}`,
+    '--timeout',
+    '10s',
+    '-s',
+    LUA,
+    opts.baseUrl,
+    '--',
+    pathFile(opts.paths),
+    String(opts.startAt ?? 0),
+    String(opts.amount ?? 0),
+    ...headers
+  ]
   const child = track(spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WRK_COUNT: counting ? '1' : '0' } }))
   let out = ''
   let err = ''
@@ -103,12 +124,14 @@ export async function runWrk (opts: DriveOptions): Promise<LoadResult> {
     // The script's signal that `amount` answers are in: SIGINT makes wrk stop and report the time so far.
     if (opts.amount !== undefined && out.indexOf('LIMIT\n', Math.max(0, before - 6)) >= 0) child.kill('SIGINT')
   })
-  child.stderr?.on('data', (chunk: Buffer) => { err = (err + chunk.toString()).slice(-2000) })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err = (err + chunk.toString()).slice(-2000)
+  })
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)))
   const line = out.split('\n').find((l) => l.startsWith('{"wrk":true'))
   if (line === undefined) throw new Error(`wrk ${args.join(' ')} gave no result (exit ${String(code)}): ${err.trim()}\n${out.slice(-500)}`)
   const r = JSON.parse(line) as WrkJson
-  const ms = (us: number | undefined): number => us === undefined ? NaN : us / 1000
+  const ms = (us: number | undefined): number => (us === undefined ? NaN : us / 1000)
   const samples = opts.samples
   if (samples !== undefined) {
     r.quantiles.forEach((us, k) => samples.pushWeighted(us / 1000, r.requests * (k < 990 ? 0.001 : 0.0001)))
@@ -134,7 +157,7 @@ export async function runWrk (opts: DriveOptions): Promise<LoadResult> {
 }
 
 /** One run with the chosen generator; autocannon sends the same sequence through its per-request path. */
-export async function drive (generator: GeneratorName, opts: DriveOptions): Promise<LoadResult> {
+export async function drive(generator: GeneratorName, opts: DriveOptions): Promise<LoadResult> {
   if (generator === 'wrk') return await runWrk(opts)
   let i = opts.startAt ?? 0
   const n = opts.paths.length

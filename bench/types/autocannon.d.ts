@@ -46,10 +46,10 @@ declare module 'autocannon' {
   }
 
   export interface Instance extends EventEmitter {
-    stop (): void
+    stop(): void
   }
 
-  function autocannon (opts: Options, cb: (err: Error | null, result: Result) => void): Instance
+  function autocannon(opts: Options, cb: (err: Error | null, result: Result) => void): Instance
 
   export default autocannon
 }

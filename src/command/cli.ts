@@ -99,12 +99,12 @@ interface MirrorCommand {
   metadataHosts: string[]
 }
 
-function defaultOf<K extends keyof Config> (key: K): Config[K] {
+function defaultOf<K extends keyof Config>(key: K): Config[K] {
   return OPTIONS[key].default
 }
 
 /** `mirror`'s options; `record` is mirror with the metadata citation tools ask for, by default, and --dois. */
-function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false): MirrorCommand | 'help' {
+function parseMirrorArgs(args: string[], env: NodeJS.ProcessEnv, record = false): MirrorCommand | 'help' {
   const { values, positionals } = parseArgs({
     args,
     strict: true,
@@ -123,12 +123,16 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false
     }
   })
   if (values.help === true) return 'help'
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0] ?? ''}" (the reading list is given with --input FILE)`)
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument "${positionals[0] ?? ''}" (the reading list is given with --input FILE)`)
+  }
   if (values.out === '' || values.out === '-') throw new UsageError(`--out must be a file name, got ${JSON.stringify(values.out)}`)
-  const userAgent = values['user-agent'] ?? upstreamUserAgent({
-    userAgent: nonEmpty(env.USER_AGENT) ?? String(defaultOf('userAgent')),
-    contactEmail: nonEmpty(env.CONTACT_EMAIL)
-  })
+  const userAgent =
+    values['user-agent'] ??
+    upstreamUserAgent({
+      userAgent: nonEmpty(env.USER_AGENT) ?? String(defaultOf('userAgent')),
+      contactEmail: nonEmpty(env.CONTACT_EMAIL)
+    })
   // eslint-disable-next-line no-control-regex
   if (userAgent.trim() === '' || /[\u0000-\u001f\u007f]/.test(userAgent)) {
     throw new UsageError(`--user-agent must be non-empty text without control characters, got ${JSON.stringify(userAgent)}`)
@@ -142,51 +146,65 @@ function parseMirrorArgs (args: string[], env: NodeJS.ProcessEnv, record = false
     concurrency: wholeNumber('--concurrency', values.concurrency, 1, 64),
     retries: wholeNumber('--retries', values.retries, 0, 10),
     delayMs: wholeNumber('--delay-ms', values['delay-ms'], 0, 60_000),
-    upstream: httpUrl(values.upstream !== undefined ? '--upstream' : 'UPSTREAM_URL', values.upstream ?? nonEmpty(env.UPSTREAM_URL) ?? String(defaultOf('upstreamUrl'))),
+    upstream: httpUrl(
+      values.upstream !== undefined ? '--upstream' : 'UPSTREAM_URL',
+      values.upstream ?? nonEmpty(env.UPSTREAM_URL) ?? String(defaultOf('upstreamUrl'))
+    ),
     userAgent,
     accept: mediaTypes(values.accept ?? (record ? RECORD_ACCEPT.join(',') : undefined)),
     metadataHosts: hostList(nonEmpty(env.METADATA_HOSTS))
   }
 }
 
-function mediaTypes (raw: string | undefined): string[] {
+function mediaTypes(raw: string | undefined): string[] {
   if (raw === undefined) return []
   const out: string[] = []
-  for (const item of raw.split(',').map((t) => t.trim()).filter((t) => t !== '')) {
+  for (const item of raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '')) {
     const type = normaliseMediaType(item)
-    if (type === undefined) throw new UsageError(`--accept takes media types such as application/x-bibtex, comma-separated; ${JSON.stringify(item)} is not one`)
+    if (type === undefined) {
+      throw new UsageError(`--accept takes media types such as application/x-bibtex, comma-separated; ${JSON.stringify(item)} is not one`)
+    }
     if (!out.includes(type)) out.push(type)
   }
   if (out.length === 0) throw new UsageError('--accept needs at least one media type, such as application/x-bibtex')
   return out
 }
 
-function hostList (raw: string | undefined): string[] {
+function hostList(raw: string | undefined): string[] {
   const hosts = parseAllowedHosts(raw ?? [...DEFAULT_METADATA_HOSTS])
   if (typeof hosts === 'string') throw new UsageError(`METADATA_HOSTS: ${hosts}`)
   return hosts
 }
 
-function nonEmpty (s: string | undefined): string | undefined {
+function nonEmpty(s: string | undefined): string | undefined {
   return s === undefined || s.trim() === '' ? undefined : s
 }
 
-function wholeNumber (option: string, raw: string, min: number, max: number): number {
+function wholeNumber(option: string, raw: string, min: number, max: number): number {
   const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+  }
   return n
 }
 
-function httpUrl (option: string, raw: string): string {
+function httpUrl(option: string, raw: string): string {
   let url: URL | undefined
-  try { url = new URL(raw) } catch { url = undefined }
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
   if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
     throw new UsageError(`${option} must be an http(s) URL such as https://doi.org/api/handles, got ${JSON.stringify(raw)}`)
   }
   return raw.replace(/\/+$/, '')
 }
 
-async function readInput (input: string): Promise<string> {
+async function readInput(input: string): Promise<string> {
   if (input === '-') {
     if (process.stdin.isTTY === true) throw new UsageError('no reading list: give --input FILE, or pipe DOIs into standard input')
     const chunks: Buffer[] = []
@@ -201,29 +219,33 @@ async function readInput (input: string): Promise<string> {
 }
 
 /** A one-line progress bar on a terminal, redrawn in place at most ten times a second. */
-function createProgressLine (stream: NodeJS.WriteStream): { update (p: MirrorProgress): void, end (): void } {
-  if (stream.isTTY !== true) return { update () {}, end () {} }
+function createProgressLine(stream: NodeJS.WriteStream): { update(p: MirrorProgress): void; end(): void } {
+  if (stream.isTTY !== true) return { update() {}, end() {} }
   let last = 0
   let drawn = false
   const draw = (p: MirrorProgress): void => {
     const width = 24
     const filled = p.total === 0 ? width : Math.round((p.done / p.total) * width)
     const bar = '#'.repeat(filled) + '.'.repeat(width - filled)
-    stream.write(`\r\x1b[K[${bar}] ${p.done}/${p.total}  fetched ${p.fetched}  skipped ${p.skipped}  not found ${p.notFound}  failed ${p.failed}  related ${p.related.fetched}`)
+    stream.write(
+      `\r\x1b[K[${bar}] ${p.done}/${p.total}  fetched ${p.fetched}  skipped ${p.skipped}  not found ${p.notFound}  failed ${p.failed}  related ${p.related.fetched}`
+    )
     drawn = true
   }
   return {
-    update (p) {
+    update(p) {
       const now = Date.now()
       if (now - last < 100 && p.done < p.total) return
       last = now
       draw(p)
     },
-    end () { if (drawn) stream.write('\r\x1b[K') }
+    end() {
+      if (drawn) stream.write('\r\x1b[K')
+    }
   }
 }
 
-function printSummary (summary: MirrorSummary, out: string): void {
+function printSummary(summary: MirrorSummary, out: string): void {
   const lines = [
     `Mirrored ${summary.total} DOI${summary.total === 1 ? '' : 's'} into ${out}${summary.interrupted ? ' (interrupted: run the same command again to resume)' : ''}`,
     `  fetched:    ${summary.fetched}`,
@@ -235,8 +257,12 @@ function printSummary (summary: MirrorSummary, out: string): void {
       `${summary.related.notFound} not found, ${summary.related.failed} failed`
   ]
   process.stdout.write(lines.join('\n') + '\n')
-  if (summary.repairedPartialLine) process.stderr.write(`note: the last line of ${out} was incomplete (an interrupted run) and was mended\n`)
-  for (const f of summary.failures) process.stderr.write(`failed: ${f.handle}${f.neededBy === undefined ? '' : ` (${f.neededBy})`}: ${f.message}\n`)
+  if (summary.repairedPartialLine) {
+    process.stderr.write(`note: the last line of ${out} was incomplete (an interrupted run) and was mended\n`)
+  }
+  for (const f of summary.failures) {
+    process.stderr.write(`failed: ${f.handle}${f.neededBy === undefined ? '' : ` (${f.neededBy})`}: ${f.message}\n`)
+  }
 }
 
 /**
@@ -244,16 +270,21 @@ function printSummary (summary: MirrorSummary, out: string): void {
  * resolve, the connection is refused, no route), the run stops with that reason instead of failing
  * every DOI with it after its retries. Undefined when it answered (whatever it answered).
  */
-async function cannotReach (upstream: UpstreamClient, reachability: Reachability): Promise<{ reason: UnreachableReason, detail: string } | undefined> {
+async function cannotReach(
+  upstream: UpstreamClient,
+  reachability: Reachability
+): Promise<{ reason: UnreachableReason; detail: string } | undefined> {
   await upstream.fetchRecord(PROBE_HANDLE).catch(() => {})
   const state = reachability.state()
   return state.state === 'unreachable' ? state : undefined
 }
 
-async function mirror (cmd: MirrorCommand): Promise<number> {
+async function mirror(cmd: MirrorCommand): Promise<number> {
   const list = parseReadingList(await readInput(cmd.input), { doisOnly: cmd.record })
   // Named before any request: a mistyped list is seen at once, not after the run.
-  for (const f of list.invalidLines) process.stderr.write(`not a DOI name, line ${f.line}: ${f.message} (${JSON.stringify(f.text)}); not asked for\n`)
+  for (const f of list.invalidLines) {
+    process.stderr.write(`not a DOI name, line ${f.line}: ${f.message} (${JSON.stringify(f.text)}); not asked for\n`)
+  }
   const reachability = createReachability()
   const upstream = createUpstreamClient({
     reachability,
@@ -267,8 +298,10 @@ async function mirror (cmd: MirrorCommand): Promise<number> {
   const unreachable = await cannotReach(upstream, reachability)
   if (unreachable !== undefined) {
     await upstream.close()
-    process.stderr.write(`doi-proxy: cannot reach the upstream ${cmd.upstream}: ${REASON_WORDS[unreachable.reason]} (${unreachable.detail}). ` +
-      'Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n')
+    process.stderr.write(
+      `doi-proxy: cannot reach the upstream ${cmd.upstream}: ${REASON_WORDS[unreachable.reason]} (${unreachable.detail}). ` +
+        'Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n'
+    )
     return EXIT_UNAVAILABLE
   }
   const stop = new AbortController()
@@ -301,7 +334,7 @@ async function mirror (cmd: MirrorCommand): Promise<number> {
 }
 
 /** The second pass: each DOI's metadata in the --accept types (src/command/mirror-metadata.ts). */
-async function mirrorMetadata (cmd: MirrorCommand, list: ReadingList, signal: AbortSignal): Promise<number> {
+async function mirrorMetadata(cmd: MirrorCommand, list: ReadingList, signal: AbortSignal): Promise<number> {
   const timeoutMs = Number(defaultOf('metadataTimeoutMs'))
   const fetcher = createMetadataFetcher({
     hosts: cmd.metadataHosts,
@@ -322,13 +355,15 @@ async function mirrorMetadata (cmd: MirrorCommand, list: ReadingList, signal: Ab
       types: cmd.accept,
       options: { concurrency: cmd.concurrency, retries: cmd.retries, delayMs: cmd.delayMs, timeoutMs, signal }
     })
-    process.stdout.write([
-      `Metadata (${cmd.accept.join(', ')}) for ${s.wanted} DOI × type pair${s.wanted === 1 ? '' : 's'}${s.interrupted ? ' (interrupted: run the same command again to resume)' : ''}`,
-      `  fetched:      ${s.fetched}`,
-      `  skipped:      ${s.skipped} (already there)`,
-      `  unavailable:  ${s.unavailable.length} (the agency has none of that type, or the DOI does not negotiate)`,
-      `  failed:       ${s.failed.length}`
-    ].join('\n') + '\n')
+    process.stdout.write(
+      [
+        `Metadata (${cmd.accept.join(', ')}) for ${s.wanted} DOI × type pair${s.wanted === 1 ? '' : 's'}${s.interrupted ? ' (interrupted: run the same command again to resume)' : ''}`,
+        `  fetched:      ${s.fetched}`,
+        `  skipped:      ${s.skipped} (already there)`,
+        `  unavailable:  ${s.unavailable.length} (the agency has none of that type, or the DOI does not negotiate)`,
+        `  failed:       ${s.failed.length}`
+      ].join('\n') + '\n'
+    )
     for (const u of s.unavailable) process.stderr.write(`unavailable: ${u.handle} ${u.type}: ${u.reason}\n`)
     for (const f of s.failed) process.stderr.write(`failed: ${f.handle} ${f.type}: ${f.message}\n`)
     return s.interrupted ? EXIT_INTERRUPTED : s.failed.length > 0 ? 1 : 0
@@ -337,14 +372,18 @@ async function mirrorMetadata (cmd: MirrorCommand, list: ReadingList, signal: Ab
   }
 }
 
-async function main (argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(HELP)
     return command === undefined ? EXIT_USAGE : 0
   }
-  if (command === 'check') return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
-  if (command !== 'mirror' && command !== 'record') throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check)`)
+  if (command === 'check') {
+    return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
+  }
+  if (command !== 'mirror' && command !== 'record') {
+    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check)`)
+  }
   const cmd = parseMirrorArgs(rest, process.env, command === 'record')
   if (cmd === 'help') {
     process.stdout.write(HELP)
@@ -353,17 +392,20 @@ async function main (argv: string[]): Promise<number> {
   return await mirror(cmd)
 }
 
-main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code
-}, (err: unknown) => {
-  const e = err as { code?: string, message?: string }
-  if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
-    // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
-    const message = err instanceof UsageError ? err.message : (e.message ?? '').split(/\.\s/)[0] ?? ''
-    process.stderr.write(`doi-proxy: ${message}\nRun "doi-proxy --help" for the options.\n`)
-    process.exitCode = EXIT_USAGE
-    return
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (err: unknown) => {
+    const e = err as { code?: string; message?: string }
+    if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
+      // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
+      const message = err instanceof UsageError ? err.message : ((e.message ?? '').split(/\.\s/)[0] ?? '')
+      process.stderr.write(`doi-proxy: ${message}\nRun "doi-proxy --help" for the options.\n`)
+      process.exitCode = EXIT_USAGE
+      return
+    }
+    process.stderr.write(`doi-proxy: ${(err as Error)?.stack ?? String(err)}\n`)
+    process.exitCode = 1
   }
-  process.stderr.write(`doi-proxy: ${(err as Error)?.stack ?? String(err)}\n`)
-  process.exitCode = 1
-})
+)

@@ -55,35 +55,46 @@ export interface MetadataMirrorSummary {
   /** Already held (in the output or fetched by an interrupted run). */
   skipped: number
   /** No metadata of that type: the agency answered 404/406, or the DOI does not negotiate, or is not mirrored. */
-  unavailable: Array<{ handle: string, type: string, reason: string }>
-  failed: Array<{ handle: string, type: string, message: string }>
+  unavailable: Array<{ handle: string; type: string; reason: string }>
+  failed: Array<{ handle: string; type: string; message: string }>
   interrupted: boolean
 }
 
-interface Fetched { handle: string, type: string, contentType: string, body: string }
+interface Fetched {
+  handle: string
+  type: string
+  contentType: string
+  body: string
+}
 
 const MAX_ALIAS_HOPS = 20
 const MAX_RETRY_WAIT_MS = 30_000
 
-export async function runMetadataMirror (args: MetadataMirrorArgs): Promise<MetadataMirrorSummary> {
+export async function runMetadataMirror(args: MetadataMirrorArgs): Promise<MetadataMirrorSummary> {
   const { outPath, types, options } = args
   const partialPath = join(dirname(outPath), `.${basename(outPath)}.metadata-partial`)
   const records = await readRecords(outPath)
   const partial = await readPartial(partialPath)
   const summary: MetadataMirrorSummary = { wanted: 0, fetched: 0, skipped: 0, unavailable: [], failed: [], interrupted: false }
-  const lookup = async (h: string): Promise<{ kind: 'found', values: HandleValue[], cache: 'HIT' } | { kind: 'not-found', cache: 'HIT' }> => {
+  const lookup = async (
+    h: string
+  ): Promise<{ kind: 'found'; values: HandleValue[]; cache: 'HIT' } | { kind: 'not-found'; cache: 'HIT' }> => {
     const r = records.get(cacheKey(h))
     return r === undefined ? { kind: 'not-found', cache: 'HIT' } : { kind: 'found', values: r.values, cache: 'HIT' }
   }
 
-  const tasks: Array<{ handle: string, type: string, url: URL }> = []
+  const tasks: Array<{ handle: string; type: string; url: URL }> = []
   for (const { handle: asked } of args.list.handles) {
     const handle = followAliases(asked, records)
     const record = handle === undefined ? undefined : records.get(cacheKey(handle))
     for (const type of types) {
       summary.wanted++
       if (handle === undefined || record === undefined) {
-        summary.unavailable.push({ handle: asked, type, reason: 'its record is not in the output (not found, or the record mirror failed)' })
+        summary.unavailable.push({
+          handle: asked,
+          type,
+          reason: 'its record is not in the output (not found, or the record mirror failed)'
+        })
         continue
       }
       const key = `${cacheKey(handle)}\u0000${type}`
@@ -92,7 +103,14 @@ export async function runMetadataMirror (args: MetadataMirrorArgs): Promise<Meta
         continue
       }
       const context = await loadLocationContext({ lookup }, handle, record.values, { params: PLAIN_LOOKUP })
-      const decision = chooseLocation({ handle, values: record.values, includes: context.includes, namespaceValues: context.namespaceValues, locatt: automaticLocatt({ accept: type }), random: () => 0 })
+      const decision = chooseLocation({
+        handle,
+        values: record.values,
+        includes: context.includes,
+        namespaceValues: context.namespaceValues,
+        locatt: automaticLocatt({ accept: type }),
+        random: () => 0
+      })
       if (decision.kind !== 'redirect' || !decision.negotiated) {
         summary.unavailable.push({ handle, type, reason: 'no content-negotiation location (its prefix record names none)' })
         continue
@@ -122,7 +140,11 @@ export async function runMetadataMirror (args: MetadataMirrorArgs): Promise<Meta
       } else if (got.status === 404 || got.status === 406 || got.status === 204) {
         summary.unavailable.push({ handle: task.handle, type: task.type, reason: `the agency answered ${got.status}` })
       } else {
-        summary.failed.push({ handle: task.handle, type: task.type, message: `the agency answered ${got.status} ${got.contentType ?? ''}`.trim() })
+        summary.failed.push({
+          handle: task.handle,
+          type: task.type,
+          message: `the agency answered ${got.status} ${got.contentType ?? ''}`.trim()
+        })
       }
     })
   } finally {
@@ -138,7 +160,7 @@ export async function runMetadataMirror (args: MetadataMirrorArgs): Promise<Meta
   return summary
 }
 
-function followAliases (handle: string, records: Map<string, { values: HandleValue[] }>): string | undefined {
+function followAliases(handle: string, records: Map<string, { values: HandleValue[] }>): string | undefined {
   let current = handle
   for (let hops = 0; hops <= MAX_ALIAS_HOPS; hops++) {
     const record = records.get(cacheKey(current))
@@ -151,8 +173,8 @@ function followAliases (handle: string, records: Map<string, { values: HandleVal
 }
 
 /** The records in the output, the later line of a handle winning (as the store reads them). */
-async function readRecords (path: string): Promise<Map<string, { values: HandleValue[], metadata?: Map<string, unknown> }>> {
-  const out = new Map<string, { values: HandleValue[], metadata?: Map<string, unknown> }>()
+async function readRecords(path: string): Promise<Map<string, { values: HandleValue[]; metadata?: Map<string, unknown> }>> {
+  const out = new Map<string, { values: HandleValue[]; metadata?: Map<string, unknown> }>()
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity })
   for await (const line of lines) {
     const o = parseObject(line)
@@ -163,7 +185,7 @@ async function readRecords (path: string): Promise<Map<string, { values: HandleV
   return out
 }
 
-async function readPartial (path: string): Promise<Map<string, Fetched>> {
+async function readPartial(path: string): Promise<Map<string, Fetched>> {
   const out = new Map<string, Fetched>()
   let text: string
   try {
@@ -184,7 +206,7 @@ async function readPartial (path: string): Promise<Map<string, Fetched>> {
  * Put the fetched metadata into the last line of each handle (the one the store keeps), write the result
  * to a dot-file and rename it over the output: the store sees the old file or the new, never half of one.
  */
-async function mergeInto (outPath: string, fetched: Map<string, Fetched>): Promise<void> {
+async function mergeInto(outPath: string, fetched: Map<string, Fetched>): Promise<void> {
   const byHandle = new Map<string, Fetched[]>()
   for (const f of fetched.values()) {
     const key = cacheKey(f.handle)
@@ -200,7 +222,7 @@ async function mergeInto (outPath: string, fetched: Map<string, Fetched>): Promi
     const i = last.get(key)
     if (i === undefined) continue
     const o = parseObject(lines[i] ?? '')!
-    const metadata = { ...(o.metadata !== null && typeof o.metadata === 'object' ? o.metadata as object : {}) } as Record<string, unknown>
+    const metadata = { ...(o.metadata !== null && typeof o.metadata === 'object' ? (o.metadata as object) : {}) } as Record<string, unknown>
     for (const f of items) metadata[f.type] = { contentType: f.contentType, body: f.body }
     lines[i] = JSON.stringify({ ...o, metadata })
   }
@@ -209,19 +231,24 @@ async function mergeInto (outPath: string, fetched: Map<string, Fetched>): Promi
   await rename(tmp, outPath)
 }
 
-function parseObject (line: string): Record<string, unknown> | undefined {
+function parseObject(line: string): Record<string, unknown> | undefined {
   if (line.trim() === '') return undefined
   try {
     const o = JSON.parse(line) as unknown
-    return o !== null && typeof o === 'object' && !Array.isArray(o) ? o as Record<string, unknown> : undefined
+    return o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>) : undefined
   } catch {
     return undefined
   }
 }
 
-type FetchResult = { kind: 'answer', status: number, contentType: string | undefined, body: Buffer } | { kind: 'failed', message: string }
+type FetchResult = { kind: 'answer'; status: number; contentType: string | undefined; body: Buffer } | { kind: 'failed'; message: string }
 
-async function fetchWithRetries (fetcher: MetadataMirrorArgs['fetcher'], url: URL, type: string, options: MetadataMirrorOptions): Promise<FetchResult> {
+async function fetchWithRetries(
+  fetcher: MetadataMirrorArgs['fetcher'],
+  url: URL,
+  type: string,
+  options: MetadataMirrorOptions
+): Promise<FetchResult> {
   const base = options.retryBaseMs ?? 1000
   for (let attempt = 0; ; attempt++) {
     let failure: string
@@ -229,7 +256,9 @@ async function fetchWithRetries (fetcher: MetadataMirrorArgs['fetcher'], url: UR
     let wait: number | undefined
     try {
       const got = await fetcher.fetch(url, type, performance.now() + options.timeoutMs)
-      if (got.status !== 429 && got.status < 500) return { kind: 'answer', status: got.status, contentType: got.contentType, body: got.body }
+      if (got.status !== 429 && got.status < 500) {
+        return { kind: 'answer', status: got.status, contentType: got.contentType, body: got.body }
+      }
       failure = `the agency answered ${got.status}`
       retryable = true
       wait = got.retryAfterMs
@@ -242,7 +271,7 @@ async function fetchWithRetries (fetcher: MetadataMirrorArgs['fetcher'], url: UR
   }
 }
 
-async function runPool<T> (tasks: T[], options: MetadataMirrorOptions, work: (task: T) => Promise<void>): Promise<void> {
+async function runPool<T>(tasks: T[], options: MetadataMirrorOptions, work: (task: T) => Promise<void>): Promise<void> {
   let next = 0
   const worker = async (): Promise<void> => {
     while (next < tasks.length && options.signal?.aborted !== true) {

@@ -44,7 +44,7 @@ export interface MirrorProgress {
   notFound: number
   failed: number
   /** Records fetched along with the DOIs: prefixes, <locs> handles, alias targets, 10320/loc references. */
-  related: { fetched: number, notFound: number, failed: number }
+  related: { fetched: number; notFound: number; failed: number }
 }
 
 export interface MirrorFailure {
@@ -57,7 +57,7 @@ export interface MirrorFailure {
 export interface MirrorSummary extends MirrorProgress {
   failures: MirrorFailure[]
   /** Input lines that are not a DOI name (1-based line numbers). */
-  invalidLines: Array<{ line: number, text: string, message: string }>
+  invalidLines: Array<{ line: number; text: string; message: string }>
   /** A partial last line left by an interrupted run was cut off before appending. */
   repairedPartialLine: boolean
   /** The run was stopped by the signal before the list was done. */
@@ -65,7 +65,7 @@ export interface MirrorSummary extends MirrorProgress {
 }
 
 export interface ReadingList {
-  handles: Array<{ handle: string, line: number }>
+  handles: Array<{ handle: string; line: number }>
   invalidLines: MirrorSummary['invalidLines']
 }
 
@@ -81,7 +81,7 @@ const MAX_RETRY_WAIT_MS = 30_000
  * are dropped. With `doisOnly` (`record`), a name that is neither a DOI (10.prefix/suffix) nor a shortDOI
  * is an invalid line, never asked for; `mirror` takes any handle (a local store may hold other handles).
  */
-export function parseReadingList (text: string, opts: { doisOnly?: boolean } = {}): ReadingList {
+export function parseReadingList(text: string, opts: { doisOnly?: boolean } = {}): ReadingList {
   const handles: ReadingList['handles'] = []
   const invalidLines: ReadingList['invalidLines'] = []
   const seen = new Set<string>()
@@ -98,7 +98,7 @@ export function parseReadingList (text: string, opts: { doisOnly?: boolean } = {
 }
 
 /** Exit status of the command: 1 when anything failed or an input line was not a DOI, else 0. */
-export function mirrorExitCode (summary: MirrorSummary): 0 | 1 {
+export function mirrorExitCode(summary: MirrorSummary): 0 | 1 {
   return summary.failed > 0 || summary.related.failed > 0 || summary.invalidLines.length > 0 ? 1 : 0
 }
 
@@ -121,7 +121,7 @@ export interface MirrorArgs {
 }
 
 /** Fetch every DOI of the list (and what comes with it) into outPath, appending one NDJSON line per record. */
-export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
+export async function runMirror(args: MirrorArgs): Promise<MirrorSummary> {
   const { upstream, list, outPath, options } = args
   const existing = await readExisting(outPath)
   const summary: MirrorSummary = {
@@ -170,7 +170,11 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
       if (answer.kind === 'failed') {
         if (task.input) summary.failed++
         else summary.related.failed++
-        summary.failures.push({ handle: task.handle, ...(task.neededBy === undefined ? {} : { neededBy: task.neededBy }), message: answer.message })
+        summary.failures.push({
+          handle: task.handle,
+          ...(task.neededBy === undefined ? {} : { neededBy: task.neededBy }),
+          message: answer.message
+        })
       } else if (answer.kind === 'not-found') {
         if (task.input) summary.notFound++
         else summary.related.notFound++
@@ -198,18 +202,15 @@ export async function runMirror (args: MirrorArgs): Promise<MirrorSummary> {
   return summary
 }
 
-type FetchResult =
-  | { kind: 'found', record: HandleRecord }
-  | { kind: 'not-found' }
-  | { kind: 'failed', message: string }
+type FetchResult = { kind: 'found'; record: HandleRecord } | { kind: 'not-found' } | { kind: 'failed'; message: string }
 
 /** An operator reads the summary: the reader's sentence plus what the upstream actually said. */
-function operatorMessage (err: unknown): string {
+function operatorMessage(err: unknown): string {
   if (!(err instanceof UpstreamError)) return err instanceof Error ? err.message : String(err)
   return `${err.message} (${err.upstreamStatus === undefined ? err.code : `HTTP ${err.upstreamStatus}`})`
 }
 
-async function fetchWithRetries (upstream: MirrorArgs['upstream'], handle: string, options: MirrorOptions): Promise<FetchResult> {
+async function fetchWithRetries(upstream: MirrorArgs['upstream'], handle: string, options: MirrorOptions): Promise<FetchResult> {
   const base = options.retryBaseMs ?? 1000
   for (let attempt = 0; ; attempt++) {
     try {
@@ -230,8 +231,8 @@ async function fetchWithRetries (upstream: MirrorArgs['upstream'], handle: strin
  * handles its HS_NAMESPACE <locs> names; the target of an HS_ALIAS (and that target's prefix); the
  * include/nshdl handles and override prefix of a 10320/loc.
  */
-export function needsOf (record: HandleRecord, wantsPrefix: boolean): Array<{ handle: string, wantsPrefix: boolean }> {
-  const needs: Array<{ handle: string, wantsPrefix: boolean }> = []
+export function needsOf(record: HandleRecord, wantsPrefix: boolean): Array<{ handle: string; wantsPrefix: boolean }> {
+  const needs: Array<{ handle: string; wantsPrefix: boolean }> = []
   const isPrefix = !record.handle.includes('/')
   if (wantsPrefix && !isPrefix) needs.push({ handle: prefixOf(record.handle), wantsPrefix: false })
   if (isPrefix) for (const h of namespaceLocHandles(record.values)) needs.push({ handle: h, wantsPrefix: false })
@@ -243,7 +244,7 @@ export function needsOf (record: HandleRecord, wantsPrefix: boolean): Array<{ ha
   return needs.filter((n) => n.handle !== '' && cacheKey(n.handle) !== cacheKey(record.handle))
 }
 
-function aliasTargets (values: readonly HandleValue[]): string[] {
+function aliasTargets(values: readonly HandleValue[]): string[] {
   return values
     .filter((v) => isType(v, 'HS_ALIAS'))
     .map((v) => valueString(v)?.trim() ?? '')
@@ -254,7 +255,7 @@ interface Existing {
   /** Cache key → handle, for every record already in the file. */
   handles: Map<string, string>
   /** What the records need besides their prefixes (<locs> handles, alias targets, loc references). */
-  needs: Array<{ handle: string, wantsPrefix: boolean }>
+  needs: Array<{ handle: string; wantsPrefix: boolean }>
   /** Alias targets named in the file: they want their prefix record like an input DOI. */
   aliasTargets: Set<string>
   repairedPartialLine: boolean
@@ -263,7 +264,7 @@ interface Existing {
 }
 
 /** What an earlier run already wrote (after mending a last line cut short by an interrupted run). */
-async function readExisting (outPath: string): Promise<Existing> {
+async function readExisting(outPath: string): Promise<Existing> {
   const existing: Existing = { handles: new Map(), needs: [], aliasTargets: new Set(), repairedPartialLine: false, existed: false }
   try {
     existing.repairedPartialLine = await mendLastLine(outPath)
@@ -289,7 +290,7 @@ async function readExisting (outPath: string): Promise<Existing> {
  * The records an interrupted run wrote without what they need: their missing related records, and the
  * missing prefix records of input DOIs and alias targets already in the file.
  */
-function missingFromExisting (existing: Existing, list: ReadingList): Array<{ handle: string, wantsPrefix: boolean }> {
+function missingFromExisting(existing: Existing, list: ReadingList): Array<{ handle: string; wantsPrefix: boolean }> {
   const wantsPrefix = new Set([...existing.aliasTargets, ...list.handles.map((h) => cacheKey(h.handle))])
   const prefixes = [...existing.handles]
     .filter(([key, handle]) => wantsPrefix.has(key) && handle.includes('/'))
@@ -302,18 +303,22 @@ function missingFromExisting (existing: Existing, list: ReadingList): Array<{ ha
  * either a whole record (a hand-written file: a newline is added) or a fragment left by a run killed
  * mid-write (cut off: that record is fetched again). Returns true when the file was changed.
  */
-async function mendLastLine (path: string): Promise<boolean> {
+async function mendLastLine(path: string): Promise<boolean> {
   const file = await open(path, 'r+')
   try {
     const { size } = await file.stat()
     if (size === 0 || (await readAt(file, size - 1, 1))[0] === 0x0a) return false
     let start = size
     let lastLineStart = 0
-    while (start > 0) { // search backwards for the last newline, a chunk at a time
+    while (start > 0) {
+      // search backwards for the last newline, a chunk at a time
       const from = Math.max(0, start - 65536)
       const chunk = await readAt(file, from, start - from)
       const nl = chunk.lastIndexOf(0x0a)
-      if (nl >= 0) { lastLineStart = from + nl + 1; break }
+      if (nl >= 0) {
+        lastLineStart = from + nl + 1
+        break
+      }
       start = from
     }
     const lastLine = (await readAt(file, lastLineStart, size - lastLineStart)).toString('utf8')
@@ -325,15 +330,15 @@ async function mendLastLine (path: string): Promise<boolean> {
   }
 }
 
-async function readAt (file: FileHandle, position: number, length: number): Promise<Buffer> {
+async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.alloc(length)
   const { bytesRead } = await file.read(buffer, 0, length, position)
   return buffer.subarray(0, bytesRead)
 }
 
-function parseLine (line: string): HandleRecord | undefined {
+function parseLine(line: string): HandleRecord | undefined {
   try {
-    const o = JSON.parse(line) as { handle?: unknown, values?: unknown }
+    const o = JSON.parse(line) as { handle?: unknown; values?: unknown }
     return typeof o?.handle === 'string' && Array.isArray(o.values) ? { handle: o.handle, values: o.values as HandleValue[] } : undefined
   } catch {
     return undefined
@@ -341,15 +346,19 @@ function parseLine (line: string): HandleRecord | undefined {
 }
 
 /** Appends lines one after another (never interleaved), in completion order. */
-function createLineWriter (out: FileHandle): { write (line: string): Promise<void>, flushed (): Promise<void> } {
+function createLineWriter(out: FileHandle): { write(line: string): Promise<void>; flushed(): Promise<void> } {
   let tail: Promise<unknown> = Promise.resolve()
   return {
-    async write (line) {
-      const next = tail.then(async () => { await out.write(line) })
+    async write(line) {
+      const next = tail.then(async () => {
+        await out.write(line)
+      })
       tail = next.catch(() => {})
       await next
     },
-    async flushed () { await tail }
+    async flushed() {
+      await tail
+    }
   }
 }
 
@@ -357,7 +366,7 @@ function createLineWriter (out: FileHandle): { write (line: string): Promise<voi
  * Run `work` over a queue that may grow while it runs, with at most `concurrency` tasks at once; each worker
  * pauses `delayMs` after each task. Stops taking tasks when the signal fires.
  */
-async function runPool (queue: Task[], options: MirrorOptions, work: (task: Task) => Promise<void>): Promise<void> {
+async function runPool(queue: Task[], options: MirrorOptions, work: (task: Task) => Promise<void>): Promise<void> {
   let active = 0
   await new Promise<void>((resolve, reject) => {
     const pump = (): void => {
@@ -365,16 +374,27 @@ async function runPool (queue: Task[], options: MirrorOptions, work: (task: Task
         const task = queue.shift() as Task
         active++
         work(task)
-          .then(async () => { if (options.delayMs > 0 && queue.length > 0) await sleep(options.delayMs) })
-          .then(() => { active--; pump() }, reject)
+          .then(async () => {
+            if (options.delayMs > 0 && queue.length > 0) await sleep(options.delayMs)
+          })
+          .then(() => {
+            active--
+            pump()
+          }, reject)
       }
       if (active === 0) resolve()
     }
-    options.signal?.addEventListener('abort', () => { if (active === 0) resolve() }, { once: true })
+    options.signal?.addEventListener(
+      'abort',
+      () => {
+        if (active === 0) resolve()
+      },
+      { once: true }
+    )
     pump()
   })
 }
 
-async function sleep (ms: number): Promise<void> {
+async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -3,7 +3,7 @@ import { buildConfig, ConfigError } from './schema.js'
 import type { Config } from './schema.js'
 
 /** Read CONFIG_FILE (if set) and the environment into a validated Config. Only the entry points call this (main.ts, and `doi-proxy check --upstream`). */
-export function loadConfig (env: Readonly<Record<string, string | undefined>>): Config {
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const path = env.CONFIG_FILE
   let file: Record<string, unknown> | undefined
   if (path !== undefined && path !== '') {
@@ -27,6 +27,6 @@ export function loadConfig (env: Readonly<Record<string, string | undefined>>): 
   return buildConfig(file, env)
 }
 
-function messageOf (err: unknown): string {
+function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }

@@ -22,7 +22,7 @@ export type Parse<T> = (raw: unknown, refuse: Refuse) => T
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 /** An address or CIDR as [address, prefix length, family], or undefined when it is neither. */
-export function parseCidr (text: string): [string, number, 'ipv4' | 'ipv6'] | undefined {
+export function parseCidr(text: string): [string, number, 'ipv4' | 'ipv6'] | undefined {
   const [address = '', bits] = text.split('/')
   const family = isIP(address)
   if (family === 0) return undefined
@@ -35,13 +35,13 @@ export function parseCidr (text: string): [string, number, 'ipv4' | 'ipv6'] | un
 const isCidr = (text: string): boolean => parseCidr(text) !== undefined
 
 /** The empty string means "not set" (undefined); anything else is checked by `parse`. */
-export function optional<T> (parse: Parse<T>): Parse<T | undefined> {
+export function optional<T>(parse: Parse<T>): Parse<T | undefined> {
   return (raw, refuse) => (raw === '' ? undefined : parse(raw, refuse))
 }
 
-export function integer (min: number, max: number): Parse<number> {
+export function integer(min: number, max: number): Parse<number> {
   return (raw, refuse) => {
-    const n = typeof raw === 'number' ? raw : (typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN)
+    const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN
     if (!Number.isSafeInteger(n)) return refuse.expected('an integer')
     if (n < min || n > max) return refuse.expected(`an integer from ${min} to ${max}`)
     return n
@@ -49,7 +49,7 @@ export function integer (min: number, max: number): Parse<number> {
 }
 
 /** One of `values`, spelled exactly. */
-export function oneOf<T extends string> (values: readonly T[], expected: string): Parse<T> {
+export function oneOf<T extends string>(values: readonly T[], expected: string): Parse<T> {
   return (raw, refuse) => values.find((value) => value === raw) ?? refuse.expected(expected)
 }
 
@@ -73,7 +73,11 @@ export const text: Parse<string> = (raw, refuse) => {
 export const httpUrl: Parse<string> = (raw, refuse) => {
   if (typeof raw !== 'string') return refuse.expected('an http(s) URL')
   let url: URL
-  try { url = new URL(raw) } catch { return refuse.expected('an http(s) URL') }
+  try {
+    url = new URL(raw)
+  } catch {
+    return refuse.expected('an http(s) URL')
+  }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return refuse.expected('an http(s) URL')
   if (url.search !== '' || url.hash !== '') return refuse.expected('a URL without ?query or #fragment')
   return raw.replace(/\/+$/, '')
@@ -99,7 +103,10 @@ export const names: Parse<Record<string, string>> = (raw, refuse) => {
     return out
   }
   if (typeof raw !== 'string') return refuse.expected('KEY=Name pairs')
-  for (const pair of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf('=')
     if (eq <= 0 || eq === pair.length - 1) return refuse.expected('KEY=Name pairs separated by commas')
     out[pair.slice(0, eq).trim().toUpperCase()] = pair.slice(eq + 1).trim()
@@ -108,12 +115,19 @@ export const names: Parse<Record<string, string>> = (raw, refuse) => {
 }
 
 /** A list from the file, or comma-separated items from the environment (trimmed, empty ones dropped). */
-function items (raw: unknown): unknown[] | undefined {
-  return Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((x) => x.trim()).filter(Boolean) : undefined
+function items(raw: unknown): unknown[] | undefined {
+  return Array.isArray(raw)
+    ? raw
+    : typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : undefined
 }
 
 /** The items that are strings passing `ok`, or undefined when one is not. */
-function allStrings (list: readonly unknown[], ok: (item: string) => boolean): string[] | undefined {
+function allStrings(list: readonly unknown[], ok: (item: string) => boolean): string[] | undefined {
   const out: string[] = []
   for (const item of list) {
     if (typeof item !== 'string' || !ok(item)) return undefined
@@ -130,7 +144,7 @@ export const networks: Parse<string[]> = (raw, refuse) => {
 
 /** Fastify's trustProxy: a boolean, a number of proxies, or the proxies' addresses/CIDRs. */
 export const proxyTrust: Parse<boolean | number | string[]> = (raw, refuse) => {
-  const expected = 'true, false, a number of proxies (0 to 16) or the proxies\' addresses/CIDRs'
+  const expected = "true, false, a number of proxies (0 to 16) or the proxies' addresses/CIDRs"
   if (typeof raw === 'boolean') return raw
   if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 && raw <= 16 ? raw : refuse.expected(expected)
   const lower = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined
@@ -138,7 +152,14 @@ export const proxyTrust: Parse<boolean | number | string[]> = (raw, refuse) => {
   if (lower !== undefined && /^\d+$/.test(lower)) return Number(lower) <= 16 ? Number(lower) : refuse.expected(expected)
   if (lower !== undefined && ['true', 'yes', 'on'].includes(lower)) return true
   if (lower !== undefined && ['false', 'no', 'off', ''].includes(lower)) return false
-  const list: unknown[] = Array.isArray(raw) ? raw : lower !== undefined ? lower.split(',').map((x) => x.trim()).filter(Boolean) : []
+  const list: unknown[] = Array.isArray(raw)
+    ? raw
+    : lower !== undefined
+      ? lower
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : []
   const cidrs = list.length === 0 ? undefined : allStrings(list, isCidr)
   return cidrs ?? refuse.expected(expected)
 }
@@ -151,12 +172,19 @@ export const prefixes: Parse<string[]> = (raw, refuse) => {
 
 /** A redis:// or rediss:// URL; its password is never shown in a message. */
 export const redisUrl: Parse<string> = (raw, refuse) => {
-  const bad = (expected: string): never => refuse.because(`expected ${expected}, got ${JSON.stringify(String(raw).replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@'))}`)
+  const bad = (expected: string): never =>
+    refuse.because(`expected ${expected}, got ${JSON.stringify(String(raw).replace(/\/\/([^@/]*):[^@/]*@/, '//$1:***@'))}`)
   if (typeof raw !== 'string') return bad('a redis:// or rediss:// URL')
   let url: URL
-  try { url = new URL(raw) } catch { return bad('a redis:// or rediss:// URL') }
+  try {
+    url = new URL(raw)
+  } catch {
+    return bad('a redis:// or rediss:// URL')
+  }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return bad('a redis:// or rediss:// URL')
-  if (url.hostname === '' || !/^\/?\d{0,2}$/.test(url.pathname) || url.search !== '' || url.hash !== '') return bad('a redis:// URL with a host and at most a database number, such as redis://valkey:6379/0')
+  if (url.hostname === '' || !/^\/?\d{0,2}$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
+    return bad('a redis:// URL with a host and at most a database number, such as redis://valkey:6379/0')
+  }
   return raw
 }
 
@@ -177,17 +205,24 @@ export const secret: Parse<string> = (raw, refuse) => {
 }
 
 /** A bearer token (RFC 6750's b64token characters), at least `minLength` long so it cannot be guessed: never named in a message. */
-export function bearerToken (minLength: number): Parse<string> {
+export function bearerToken(minLength: number): Parse<string> {
   return (raw, refuse) => {
-    if (typeof raw !== 'string' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(raw)) return refuse.because('expected a token of the characters A-Z a-z 0-9 - . _ ~ + / (value not shown)')
-    if (raw.length < minLength) return refuse.because(`expected at least ${minLength} characters, got ${raw.length} (value not shown); make one with: openssl rand -hex 32`)
+    if (typeof raw !== 'string' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(raw)) {
+      return refuse.because('expected a token of the characters A-Z a-z 0-9 - . _ ~ + / (value not shown)')
+    }
+    if (raw.length < minLength) {
+      return refuse.because(
+        `expected at least ${minLength} characters, got ${raw.length} (value not shown); make one with: openssl rand -hex 32`
+      )
+    }
     return raw
   }
 }
 
 /** host or host:port entries, lower-cased (src/handle/metadata-hosts.ts). */
 export const hosts: Parse<string[]> = (raw, refuse) => {
-  const parsed = typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : refuse.expected('comma-separated host or host:port entries')
+  const parsed =
+    typeof raw === 'string' || Array.isArray(raw) ? parseAllowedHosts(raw) : refuse.expected('comma-separated host or host:port entries')
   if (typeof parsed === 'string') return refuse.expected(`comma-separated host or host:port entries (${parsed})`)
   return parsed
 }

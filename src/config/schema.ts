@@ -3,7 +3,26 @@ import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS } from '../handle/metadata-hosts.js'
 import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
 import type { OpenAccessConfig } from './open-access.js'
-import { bearerToken, flag, hosts, httpUrl, integer, localServices, names, networks, oneOf, optional, prefixes, proxyTrust, redisNodes, redisUrl, schemes, secret, text, urlTemplate } from './parsers.js'
+import {
+  bearerToken,
+  flag,
+  hosts,
+  httpUrl,
+  integer,
+  localServices,
+  names,
+  networks,
+  oneOf,
+  optional,
+  prefixes,
+  proxyTrust,
+  redisNodes,
+  redisUrl,
+  schemes,
+  secret,
+  text,
+  urlTemplate
+} from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
 export { parseCidr } from './parsers.js'
@@ -254,35 +273,39 @@ export class ConfigError extends Error {
 const KEYS: ReadonlyArray<keyof Config> = Object.keys(OPTIONS).filter(isSetting)
 
 /** Whether `key` (say, from the config file) names a setting. */
-function isSetting (key: string): key is keyof Config {
+function isSetting(key: string): key is keyof Config {
   return Object.hasOwn(OPTIONS, key)
 }
 
 /** Check one raw value (from a file: any JSON type; from the environment: a string) against its setting's parser. */
-function parse<K extends keyof Config> (key: K, raw: unknown, source: string): Config[K] {
+function parse<K extends keyof Config>(key: K, raw: unknown, source: string): Config[K] {
   const where = `${key} (${source})`
   const refuse: Refuse = {
-    expected: (what) => { throw new ConfigError(`invalid setting ${where}: expected ${what}, got ${JSON.stringify(raw)}`) },
-    because: (message) => { throw new ConfigError(`invalid setting ${where}: ${message}`) }
+    expected: (what) => {
+      throw new ConfigError(`invalid setting ${where}: expected ${what}, got ${JSON.stringify(raw)}`)
+    },
+    because: (message) => {
+      throw new ConfigError(`invalid setting ${where}: ${message}`)
+    }
   }
   return OPTIONS[key].parse(raw, refuse)
 }
 
-function set<K extends keyof Config> (config: Config, key: K, raw: unknown, source: string): void {
+function set<K extends keyof Config>(config: Config, key: K, raw: unknown, source: string): void {
   config[key] = parse(key, raw, source)
 }
 
-function setDefault<K extends keyof Config> (config: Partial<Config>, key: K): void {
+function setDefault<K extends keyof Config>(config: Partial<Config>, key: K): void {
   config[key] = structuredClone(OPTIONS[key].default)
 }
 
 // TypeScript cannot follow a loop filling every key, so this checks it: KEYS are the table's keys,
 // which the compiler holds to exactly Config's, and each value was set with its own key's type.
-function isComplete (config: Partial<Config>): config is Config {
+function isComplete(config: Partial<Config>): config is Config {
   return KEYS.every((key) => Object.hasOwn(config, key))
 }
 
-export function defaultConfig (): Config {
+export function defaultConfig(): Config {
   const config: Partial<Config> = {}
   for (const key of KEYS) setDefault(config, key)
   if (!isComplete(config)) throw new Error('a setting has no default')
@@ -293,10 +316,12 @@ export function defaultConfig (): Config {
  * Built-in defaults < the config file's JSON object < environment variables.
  * Unknown keys in the file are refused, so a typo does not silently do nothing.
  */
-export function buildConfig (file: Record<string, unknown> | undefined, env: Readonly<Record<string, string | undefined>>): Config {
+export function buildConfig(file: Record<string, unknown> | undefined, env: Readonly<Record<string, string | undefined>>): Config {
   const config = defaultConfig()
   if (file !== undefined) {
-    const fail = (message: string): never => { throw new ConfigError(message) }
+    const fail = (message: string): never => {
+      throw new ConfigError(message)
+    }
     for (const [key, raw] of Object.entries(spreadOpenAccess(file, fail))) {
       if (!isSetting(key)) throw new ConfigError(`unknown setting "${key}" in the config file`)
       set(config, key, raw, 'config file')
@@ -312,53 +337,91 @@ export function buildConfig (file: Record<string, unknown> | undefined, env: Rea
 }
 
 /** The settings that depend on each other, once file and environment have had their say: derived ones first, then conflicts. */
-function checkTogether (config: Config): void {
+function checkTogether(config: Config): void {
   if (config.localServiceUrl !== undefined) {
-    const local: LocalServiceConfig = { id: 'local', name: config.localServiceName, url: config.localServiceUrl, networks: config.localServiceNetworks, prefixes: [] }
+    const local: LocalServiceConfig = {
+      id: 'local',
+      name: config.localServiceName,
+      url: config.localServiceUrl,
+      networks: config.localServiceNetworks,
+      prefixes: []
+    }
     config.localServices = [...config.localServices, local]
-    checkIds(config.localServices, { fail: (message) => { throw new ConfigError(`invalid setting localServices: ${message} (LOCAL_SERVICE_URL defines the service "local")`) } })
+    checkIds(config.localServices, {
+      fail: (message) => {
+        throw new ConfigError(`invalid setting localServices: ${message} (LOCAL_SERVICE_URL defines the service "local")`)
+      }
+    })
   }
-  checkOpenAccess(config, (message) => { throw new ConfigError(message) })
+  checkOpenAccess(config, (message) => {
+    throw new ConfigError(message)
+  })
   // Each worker would rewrite the one file from what it alone fetched.
   if (config.recordTo !== undefined && config.workers !== 1) {
-    throw new ConfigError(`invalid setting recordTo: RECORD_TO needs WORKERS=1 (one process writes the file), got workers ${config.workers}`)
+    throw new ConfigError(
+      `invalid setting recordTo: RECORD_TO needs WORKERS=1 (one process writes the file), got workers ${config.workers}`
+    )
   }
   // One bound for the slowest exchange with a client: no answer takes longer than a request may take to arrive.
   if (config.requestDeadlineMs >= config.requestTimeoutMs) {
-    throw new ConfigError(`invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}: no answer may take longer than a request may take to arrive`)
+    throw new ConfigError(
+      `invalid setting requestDeadlineMs: ${config.requestDeadlineMs} must be below requestTimeoutMs ${config.requestTimeoutMs}: no answer may take longer than a request may take to arrive`
+    )
   }
   checkRedis(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
-    throw new ConfigError(`invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`)
+    throw new ConfigError(
+      `invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`
+    )
   }
 }
 
 /** One way to reach Redis at most, and each option only where it means something. */
-function checkRedis (config: Config): void {
+function checkRedis(config: Config): void {
   const ways = [
     config.redisUrl !== undefined ? 'redisUrl (REDIS_URL)' : undefined,
     config.redisSentinels.length > 0 ? 'redisSentinels (REDIS_SENTINELS)' : undefined,
     config.redisClusterNodes.length > 0 ? 'redisClusterNodes (REDIS_CLUSTER_NODES)' : undefined
   ].filter((way) => way !== undefined)
-  if (ways.length > 1) throw new ConfigError(`invalid setting ${ways[1]}: set one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES, not ${ways.join(' and ')}`)
+  if (ways.length > 1) {
+    throw new ConfigError(
+      `invalid setting ${ways[1]}: set one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES, not ${ways.join(' and ')}`
+    )
+  }
   if (config.redisSentinels.length > 0 && config.redisSentinelMaster === undefined) {
-    throw new ConfigError('invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): needed with REDIS_SENTINELS, the master\'s name in `sentinel monitor <name> …`')
+    throw new ConfigError(
+      "invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): needed with REDIS_SENTINELS, the master's name in `sentinel monitor <name> …`"
+    )
   }
   if (config.redisSentinelMaster !== undefined && config.redisSentinels.length === 0) {
-    throw new ConfigError(`invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): ${JSON.stringify(config.redisSentinelMaster)} means something only with REDIS_SENTINELS`)
+    throw new ConfigError(
+      `invalid setting redisSentinelMaster (REDIS_SENTINEL_MASTER): ${JSON.stringify(config.redisSentinelMaster)} means something only with REDIS_SENTINELS`
+    )
   }
   const url = config.redisUrl === undefined ? undefined : new URL(config.redisUrl)
-  if (url !== undefined && (url.username !== '' || url.password !== '') && (config.redisUsername !== undefined || config.redisPassword !== undefined)) {
-    throw new ConfigError('invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): REDIS_URL holds credentials already; give them in one place')
+  if (
+    url !== undefined &&
+    (url.username !== '' || url.password !== '') &&
+    (config.redisUsername !== undefined || config.redisPassword !== undefined)
+  ) {
+    throw new ConfigError(
+      'invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): REDIS_URL holds credentials already; give them in one place'
+    )
   }
   if (config.redisUsername !== undefined && config.redisPassword === undefined) {
-    throw new ConfigError(`invalid setting redisUsername (REDIS_USERNAME): ${JSON.stringify(config.redisUsername)} needs REDIS_PASSWORD too`)
+    throw new ConfigError(
+      `invalid setting redisUsername (REDIS_USERNAME): ${JSON.stringify(config.redisUsername)} needs REDIS_PASSWORD too`
+    )
   }
   if (ways.length === 0 && (config.redisUsername !== undefined || config.redisPassword !== undefined)) {
-    throw new ConfigError('invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): means something only with REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES')
+    throw new ConfigError(
+      'invalid setting redisPassword (REDIS_USERNAME/REDIS_PASSWORD): means something only with REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES'
+    )
   }
   if (config.redisTlsCaFile !== undefined && url?.protocol !== 'rediss:') {
-    throw new ConfigError(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(config.redisTlsCaFile)} needs a rediss:// REDIS_URL (TLS to Sentinel or Cluster nodes is not supported)`)
+    throw new ConfigError(
+      `invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(config.redisTlsCaFile)} needs a rediss:// REDIS_URL (TLS to Sentinel or Cluster nodes is not supported)`
+    )
   }
 }
 
@@ -366,11 +429,11 @@ function checkRedis (config: Config): void {
  * One worker's share of a setting that bounds the whole host (WORKERS processes): 1/N rounded down, so
  * together they stay within it, and at least one. `workers` 0 or 1 is one process: the whole setting.
  */
-export function workerShareOf (setting: number, workers: number): number {
+export function workerShareOf(setting: number, workers: number): number {
   return Math.max(1, Math.floor(setting / Math.max(1, workers)))
 }
 
 /** The User-Agent actually sent: the configured one plus the contact, if any. */
-export function upstreamUserAgent (config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
+export function upstreamUserAgent(config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
   return config.contactEmail === undefined ? config.userAgent : `${config.userAgent} (mailto:${config.contactEmail})`
 }

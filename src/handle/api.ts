@@ -39,7 +39,7 @@ const JAVA_INT_MAX = 2147483647
  * `index` are all kept; `pretty`, `callback`, `auth` and `cert` take their FIRST value, as
  * `getParameter` does. Booleans are true only for '', 'yes' or 'true' (any case).
  */
-export function parseApiQuery (rawQuery: string): ApiParams {
+export function parseApiQuery(rawQuery: string): ApiParams {
   const all = new Map<string, string[]>()
   let badEncoding: string | undefined
   for (const pair of rawQuery.split('&')) {
@@ -71,19 +71,19 @@ export function parseApiQuery (rawQuery: string): ApiParams {
 }
 
 /** application/x-www-form-urlencoded decoding: '+' is a space, then one UTF-8 percent-decode. */
-function decodeFormComponent (raw: string): string | undefined {
+function decodeFormComponent(raw: string): string | undefined {
   return percentDecode(raw.replaceAll('+', ' '))
 }
 
 /** [HNS92] BaseHandleRequestProcessingServlet.getBooleanParameter. */
-function isTrueParameter (value: string | undefined): boolean {
+function isTrueParameter(value: string | undefined): boolean {
   if (value === undefined) return false
   const v = value.toLowerCase()
   return v === '' || v === 'yes' || v === 'true'
 }
 
 /** Java's Integer.parseInt on each value; the first failure fails them all, as in the reference. */
-function parseIndexes (raw: readonly string[]): { indexes: number[], badIndex?: string } {
+function parseIndexes(raw: readonly string[]): { indexes: number[]; badIndex?: string } {
   const indexes: number[] = []
   for (const s of raw) {
     const n = parseJavaInt(s)
@@ -94,7 +94,7 @@ function parseIndexes (raw: readonly string[]): { indexes: number[], badIndex?: 
 }
 
 /** An optional sign and ASCII digits within the 32-bit range (Java also takes non-ASCII digits; we do not). */
-function parseJavaInt (s: string): number | undefined {
+function parseJavaInt(s: string): number | undefined {
   if (!/^[+-]?[0-9]+$/.test(s)) return undefined
   const n = Number(s)
   return n >= JAVA_INT_MIN && n <= JAVA_INT_MAX ? n : undefined
@@ -105,7 +105,7 @@ function parseJavaInt (s: string): number | undefined {
  * the reference's exact text (`java.lang.NumberFormatException: For input string: "x"`, no handle):
  * clients of doi.org see it, and it names the bad value clearly enough.
  */
-export function apiParamsError (params: ApiParams): ApiBody | undefined {
+export function apiParamsError(params: ApiParams): ApiBody | undefined {
   if (params.badEncoding !== undefined) {
     return apiError(4, `Invalid percent-encoding (not UTF-8) in query parameter: ${params.badEncoding}`)
   }
@@ -121,14 +121,14 @@ export function apiParamsError (params: ApiParams): ApiBody | undefined {
  * BaseHandleRequestProcessingServlet.getPath). '' means the empty handle (`apiEmptyHandle`).
  * undefined when the bytes are not UTF-8 (the reference would make U+FFFD; behaviour.md §2 refuses: 400).
  */
-export function apiHandleFromPath (rawPathAfterApiHandles: string): string | undefined {
+export function apiHandleFromPath(rawPathAfterApiHandles: string): string | undefined {
   const decoded = percentDecode(rawPathAfterApiHandles)
   if (decoded === undefined) return undefined
   return decoded.startsWith('/') ? decoded.slice(1) : decoded
 }
 
 /** A REST API path's handle, or the refusal the API answers for it. */
-export type ApiHandleParse = { ok: true, handle: string } | { ok: false, status: 400 | 414, body: ApiBody }
+export type ApiHandleParse = { ok: true; handle: string } | { ok: false; status: 400 | 414; body: ApiBody }
 
 /**
  * The handle of a `/api/handles/…` path, every rule of it in this order: UTF-8 (behaviour.md §2), not
@@ -136,27 +136,29 @@ export type ApiHandleParse = { ok: true, handle: string } | { ok: false, status:
  * characters (MAX_HANDLE_LENGTH). The route answers the refusal; the prepared answers' door uses it to
  * tell a handle's path from anything else.
  */
-export function apiHandleOf (rawPathAfterApiHandles: string, opts: { maxLength: number }): ApiHandleParse {
+export function apiHandleOf(rawPathAfterApiHandles: string, opts: { maxLength: number }): ApiHandleParse {
   const handle = apiHandleFromPath(rawPathAfterApiHandles)
   if (handle === undefined) return { ok: false, status: 400, body: apiError(102, 'The handle is not valid UTF-8 once percent-decoded') }
   if (handle === '') return { ok: false, status: 400, body: apiEmptyHandle() }
   if (hasControlChar(handle)) return { ok: false, status: 400, body: apiError(102, 'The handle contains a control character', handle) }
-  if (codePointLength(handle) > opts.maxLength) return { ok: false, status: 414, body: apiError(102, `The handle is longer than ${opts.maxLength} characters`) }
+  if (codePointLength(handle) > opts.maxLength) {
+    return { ok: false, status: 414, body: apiError(102, `The handle is longer than ${opts.maxLength} characters`) }
+  }
   return { ok: true, handle }
 }
 
 /** Success: `{responseCode:1, handle, values}`, each value in the reference's key order. */
-export function apiSuccess (handle: string, values: readonly HandleValue[]): ApiBody {
+export function apiSuccess(handle: string, values: readonly HandleValue[]): ApiBody {
   return { responseCode: 1, handle, values: values.map(orderValue) }
 }
 
 /** The handle exists but no value matched `type`/`index`: HTTP 200, `values` before `handle` (behaviour.md R7). */
-export function apiValuesNotFound (handle: string): ApiBody {
+export function apiValuesNotFound(handle: string): ApiBody {
   return { responseCode: 200, values: [], handle }
 }
 
 /** Handle not found: HTTP 404, no `message` key (as doi.org answers). */
-export function apiNotFound (handle: string): ApiBody {
+export function apiNotFound(handle: string): ApiBody {
   return apiError(100, '', handle)
 }
 
@@ -165,12 +167,12 @@ export function apiNotFound (handle: string): ApiBody {
  * Handle protocol's own word for a server that does not hold it), not 100, which would say it does not exist.
  * The route sends it with HTTP 404.
  */
-export function apiNotHeldOffline (handle: string): ApiBody {
-  return apiError(301, 'Not in this resolver\'s local records: it is offline and did not ask the DOI System', handle)
+export function apiNotHeldOffline(handle: string): ApiBody {
+  return apiError(301, "Not in this resolver's local records: it is offline and did not ask the DOI System", handle)
 }
 
 /** `GET /api/handles/` with no handle: `{"responseCode":102,"message":"Empty handle invalid"}`, HTTP 400. */
-export function apiEmptyHandle (): ApiBody {
+export function apiEmptyHandle(): ApiBody {
   return apiError(102, 'Empty handle invalid')
 }
 
@@ -178,7 +180,7 @@ export function apiEmptyHandle (): ApiBody {
  * Any other `/api/...` path ([HNS92] UnknownApiServlet). `rawRequestPath` is the path as sent, still
  * encoded. The HTTP status is 404, NOT `apiHttpStatus(4)`.
  */
-export function apiUnknownEndpoint (method: string, rawRequestPath: string): ApiBody {
+export function apiUnknownEndpoint(method: string, rawRequestPath: string): ApiBody {
   return apiError(4, `Unknown HTTP API endpoint ${method} ${rawRequestPath}`)
 }
 
@@ -186,7 +188,7 @@ export function apiUnknownEndpoint (method: string, rawRequestPath: string): Api
  * An error body `{responseCode, message, handle}`. An empty message is left out, and so is a missing
  * handle, as the reference's Gson adapter does (handle is appended last).
  */
-export function apiError (responseCode: number, message: string, handle?: string): ApiBody {
+export function apiError(responseCode: number, message: string, handle?: string): ApiBody {
   const body: ApiBody = { responseCode }
   if (message !== '') body.message = message
   if (handle !== undefined && handle !== '') body.handle = handle
@@ -197,20 +199,30 @@ export function apiError (responseCode: number, message: string, handle?: string
  * The HTTP status for a responseCode, for resolution requests ([HNS92] statusCodeFromResponse; [HTM]
  * §14.4). Upstream failures (responseCode 2) are 500 here; behaviour.md §8 has the route answer 502/504.
  */
-export function apiHttpStatus (responseCode: number): number {
+export function apiHttpStatus(responseCode: number): number {
   return HTTP_STATUS_BY_RESPONSE_CODE.get(responseCode) ?? 500
 }
 
 const HTTP_STATUS_BY_RESPONSE_CODE: ReadonlyMap<number, number> = new Map([
-  [1, 200], [200, 200], // values-not-found is 200 for a resolution
+  [1, 200],
+  [200, 200], // values-not-found is 200 for a resolution
   [100, 404],
-  [101, 409], [201, 409],
-  [4, 400], [102, 400], [202, 400], [301, 400],
-  [302, 300], [303, 300],
+  [101, 409],
+  [201, 409],
+  [4, 400],
+  [102, 400],
+  [202, 400],
+  [301, 400],
+  [302, 300],
+  [303, 300],
   [5, 501],
-  [3, 503], [7, 503],
+  [3, 503],
+  [7, 503],
   [402, 403], // the code says 401 (SC_UNAUTHORIZED); the 9.2.0 probe answered 403, and the oracle wins
-  [400, 403], [401, 403], [403, 403], [404, 403]
+  [400, 403],
+  [401, 403],
+  [403, 403],
+  [404, 403]
 ])
 
 export interface SerializedApi {
@@ -224,7 +236,7 @@ export interface SerializedApi {
  * JSON.stringify(x, null, 2) writes. Gson also escapes U+2028 and U+2029; so do we (it keeps JSONP
  * valid JavaScript). With a callback (even empty): `name(<json>);` as application/javascript.
  */
-export function serializeApi (body: object, opts: { pretty: boolean, callback?: string | undefined }): SerializedApi {
+export function serializeApi(body: object, opts: { pretty: boolean; callback?: string | undefined }): SerializedApi {
   const json = escapeLineSeparators(opts.pretty ? JSON.stringify(body, null, 2) : JSON.stringify(body))
   if (opts.callback === undefined) {
     return { contentType: 'application/json;charset=utf-8', body: json }
@@ -233,7 +245,7 @@ export function serializeApi (body: object, opts: { pretty: boolean, callback?: 
 }
 
 /** U+2028/U+2029 can only occur inside JSON strings, so a global replace is safe. */
-function escapeLineSeparators (json: string): string {
+function escapeLineSeparators(json: string): string {
   return json.replaceAll('\u2028', '\\u2028').replaceAll('\u2029', '\\u2029')
 }
 
@@ -242,7 +254,7 @@ function escapeLineSeparators (json: string): string {
  * '_', '$', A-Z, a-z, a digit (not first) or a character >= U+00A0 becomes '_'. So no '(', '.', ';'
  * or quote can reach the script.
  */
-export function sanitizeCallback (name: string): string {
+export function sanitizeCallback(name: string): string {
   let out = ''
   for (let i = 0; i < name.length; i++) {
     const ch = name.charAt(i)
@@ -251,7 +263,7 @@ export function sanitizeCallback (name: string): string {
   return out
 }
 
-function isCallbackChar (ch: string, position: number): boolean {
+function isCallbackChar(ch: string, position: number): boolean {
   if (ch === '_' || ch === '$') return true
   if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) return true
   if (ch >= '0' && ch <= '9') return position > 0
@@ -263,14 +275,14 @@ function isCallbackChar (ch: string, position: number): boolean {
 type JsonObject = Record<string, unknown>
 
 /** index, type, data, permissions, ttl, timestamp, references (only if non-empty), then anything else. */
-function orderValue (value: HandleValue): JsonObject {
+function orderValue(value: HandleValue): JsonObject {
   const { index, type, data, permissions, ttl, timestamp, references, ...rest } = value
   const out: JsonObject = { index, type, data: orderData(data) }
   if (permissions !== undefined) out.permissions = permissions
   if (ttl !== undefined) out.ttl = ttl
   if (timestamp !== undefined) out.timestamp = timestamp
   if (references !== undefined && !(Array.isArray(references) && references.length === 0)) {
-    out.references = Array.isArray(references) ? references.map(ref => keysFirst(ref, VALUE_REFERENCE_KEYS)) : references
+    out.references = Array.isArray(references) ? references.map((ref) => keysFirst(ref, VALUE_REFERENCE_KEYS)) : references
   }
   for (const [k, v] of Object.entries(rest)) setOwn(out, k, v)
   return out
@@ -281,49 +293,67 @@ const ADMIN_KEYS = ['handle', 'index', 'permissions', 'legacyByteLength']
 const PUBLIC_KEY_KEYS = ['kty', 'n', 'e', 'y', 'p', 'q', 'g']
 
 /** `{format, value}`, with the value's own keys in Gson's order for the formats whose shape is fixed. */
-function orderData (data: unknown): unknown {
+function orderData(data: unknown): unknown {
   if (!isPlainObject(data)) return data
   const ordered = keysFirst(data, ['format', 'value'])
   if (!isPlainObject(ordered)) return ordered
   const value = ordered.value
   switch (ordered.format) {
-    case 'admin': ordered.value = keysFirst(value, ADMIN_KEYS); break
-    case 'key': ordered.value = keysFirst(value, PUBLIC_KEY_KEYS); break
-    case 'vlist': ordered.value = mapArray(value, ref => keysFirst(ref, VALUE_REFERENCE_KEYS)); break
-    case 'site': ordered.value = orderSite(value); break
+    case 'admin':
+      ordered.value = keysFirst(value, ADMIN_KEYS)
+      break
+    case 'key':
+      ordered.value = keysFirst(value, PUBLIC_KEY_KEYS)
+      break
+    case 'vlist':
+      ordered.value = mapArray(value, (ref) => keysFirst(ref, VALUE_REFERENCE_KEYS))
+      break
+    case 'site':
+      ordered.value = orderSite(value)
+      break
     // unknown formats keep the upstream's order
   }
   return ordered
 }
 
-const SITE_KEYS = ['version', 'protocolVersion', 'serialNumber', 'primarySite', 'multiPrimary', 'hashOption', 'hashFilter', 'attributes', 'servers']
+const SITE_KEYS = [
+  'version',
+  'protocolVersion',
+  'serialNumber',
+  'primarySite',
+  'multiPrimary',
+  'hashOption',
+  'hashFilter',
+  'attributes',
+  'servers'
+]
 const SERVER_KEYS = ['serverId', 'address', 'publicKey', 'interfaces']
 const INTERFACE_KEYS = ['query', 'admin', 'protocol', 'port']
 const ATTRIBUTE_KEYS = ['name', 'value']
 
 /** HS_SITE ([HNS92] SiteInfo/ServerInfo/InterfaceGsonTypeAdapter); the server key is `{format, value}` like data. */
-function orderSite (site: unknown): unknown {
+function orderSite(site: unknown): unknown {
   const ordered = keysFirst(site, SITE_KEYS)
   if (!isPlainObject(ordered)) return ordered
-  if (ordered.attributes !== undefined) ordered.attributes = mapArray(ordered.attributes, a => keysFirst(a, ATTRIBUTE_KEYS))
+  if (ordered.attributes !== undefined) ordered.attributes = mapArray(ordered.attributes, (a) => keysFirst(a, ATTRIBUTE_KEYS))
   if (ordered.servers !== undefined) ordered.servers = mapArray(ordered.servers, orderServer)
   return ordered
 }
 
-function orderServer (server: unknown): unknown {
+function orderServer(server: unknown): unknown {
   const ordered = keysFirst(server, SERVER_KEYS)
   if (!isPlainObject(ordered)) return ordered
   if (ordered.publicKey !== undefined) ordered.publicKey = orderData(ordered.publicKey)
-  if (ordered.interfaces !== undefined) ordered.interfaces = mapArray(ordered.interfaces, i => keysFirst(i, INTERFACE_KEYS))
+  if (ordered.interfaces !== undefined) ordered.interfaces = mapArray(ordered.interfaces, (i) => keysFirst(i, INTERFACE_KEYS))
   return ordered
 }
 
-function mapArray (x: unknown, f: (item: unknown) => unknown): unknown {
+function mapArray(x: unknown, f: (item: unknown) => unknown): unknown {
   return Array.isArray(x) ? x.map(f) : x
 }
 
 /** A copy of `obj` with `keys` (those present) first, in that order, then the rest; non-objects as they are. */
-function keysFirst (obj: unknown, keys: readonly string[]): unknown {
+function keysFirst(obj: unknown, keys: readonly string[]): unknown {
   if (!isPlainObject(obj)) return obj
   const out: JsonObject = {}
   for (const k of keys) if (Object.hasOwn(obj, k) && obj[k] !== undefined) out[k] = obj[k]
@@ -332,10 +362,10 @@ function keysFirst (obj: unknown, keys: readonly string[]): unknown {
 }
 
 /** Plain assignment of an upstream key named '__proto__' would change the prototype and lose the field. */
-function setOwn (obj: JsonObject, key: string, value: unknown): void {
+function setOwn(obj: JsonObject, key: string, value: unknown): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
-function isPlainObject (x: unknown): x is JsonObject {
+function isPlainObject(x: unknown): x is JsonObject {
   return typeof x === 'object' && x !== null && !Array.isArray(x)
 }

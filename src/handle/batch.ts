@@ -10,17 +10,15 @@ import { isDoiName } from './ra.js'
  * One entry of a batch: a name to look up, or why it is not one. Every line that is not a DOI name (empty,
  * malformed, too long, or well-formed but not a DOI) is answered alike, without any lookup.
  */
-export type BatchLine =
-  | { kind: 'doi', input: string, handle: string }
-  | { kind: 'invalid', input: string, message: string }
+export type BatchLine = { kind: 'doi'; input: string; handle: string } | { kind: 'invalid'; input: string; message: string }
 
 /**
  * The lines of a text that hold something, with their numbers (from 1): one a line (LF or CRLF), blank
  * lines and lines starting with '#' skipped. A CR anywhere but at the end stays in its line, where it is a
  * control character, refused.
  */
-export function listLines (text: string): Array<{ line: number, text: string }> {
-  const lines: Array<{ line: number, text: string }> = []
+export function listLines(text: string): Array<{ line: number; text: string }> {
+  const lines: Array<{ line: number; text: string }> = []
   text.split('\n').forEach((raw, i) => {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     const trimmed = line.trim()
@@ -31,12 +29,12 @@ export function listLines (text: string): Array<{ line: number, text: string }> 
 }
 
 /** The entries of a text/plain batch: its lines that hold something (listLines). */
-export function textEntries (body: string): string[] {
+export function textEntries(body: string): string[] {
   return listLines(body).map((l) => l.text)
 }
 
 /** A line read as a name: its handle, or why it is not one (and the name read, when it is one but not a DOI's). */
-export type LineName = { ok: true, handle: string } | { ok: false, why: string, name?: string }
+export type LineName = { ok: true; handle: string } | { ok: false; why: string; name?: string }
 
 /**
  * One line as `GET /{line}` reads its path (percent-decoding once; doi:, urn:doi:, info:doi/ and resolver
@@ -44,7 +42,7 @@ export type LineName = { ok: true, handle: string } | { ok: false, why: string, 
  * a list names the plain DOI. A name that is neither a DOI (10.prefix/suffix) nor a shortDOI (10/abc) is
  * refused, so no lookup is spent on it, unless `anyHandle` (`mirror`: a local store may hold other handles).
  */
-export function nameOfLine (input: string, maxLength: number, opts: { anyHandle?: boolean } = {}): LineName {
+export function nameOfLine(input: string, maxLength: number, opts: { anyHandle?: boolean } = {}): LineName {
   const trimmed = input.trim()
   if (trimmed === '') return { ok: false, why: 'the line is empty' }
   const path = RESOLVER_URL.test(trimmed) ? trimmed.replace(/[?#].*$/s, '') : trimmed
@@ -59,7 +57,7 @@ export function nameOfLine (input: string, maxLength: number, opts: { anyHandle?
 }
 
 /** One entry of a batch (nameOfLine), with the words its answer gives for a line that is not a DOI name. */
-export function parseBatchLine (input: string, maxLength: number): BatchLine {
+export function parseBatchLine(input: string, maxLength: number): BatchLine {
   const read = nameOfLine(input, maxLength)
   if (read.ok) return { kind: 'doi', input, handle: read.handle }
   const name = read.name === undefined ? '' : `${JSON.stringify(clip(read.name))} `
@@ -70,6 +68,6 @@ export function parseBatchLine (input: string, maxLength: number): BatchLine {
 const SHORT_DOI = /^10\/[^/]+$/
 
 /** A name quoted in a message is at most 80 characters: the message stays one short line. */
-function clip (s: string): string {
+function clip(s: string): string {
   return s.length <= 80 ? s : `${s.slice(0, 79)}…`
 }

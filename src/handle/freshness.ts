@@ -30,7 +30,7 @@ export interface FreshnessSettings {
   readonly maxStaleSeconds: number
 }
 
-export function freshnessPolicy (config: FreshnessSettings): FreshnessPolicy {
+export function freshnessPolicy(config: FreshnessSettings): FreshnessPolicy {
   return {
     minTtlSeconds: config.cacheMinTtlSeconds,
     maxTtlSeconds: config.cacheMaxTtlSeconds,
@@ -40,36 +40,40 @@ export function freshnessPolicy (config: FreshnessSettings): FreshnessPolicy {
 }
 
 /** An upstream answer as the rule sees it (src/resolve/upstream/client.ts' UpstreamAnswer is one). */
-export type FreshnessAnswer = { kind: 'found', record: { values: readonly HandleValue[] } } | { kind: 'not-found' }
+export type FreshnessAnswer = { kind: 'found'; record: { values: readonly HandleValue[] } } | { kind: 'not-found' }
 
 /** Until when (epoch ms) an answer is fresh, and until when it is kept at all (fresh or standing in). */
-export interface Lifetime { freshUntil: number, staleUntil: number }
+export interface Lifetime {
+  freshUntil: number
+  staleUntil: number
+}
 
 /**
  * The lifetime of an answer stored at `now`, or undefined when it is not kept at all: a record with a
  * value of ttl 0 ("do not cache", fresh nor stale), a not-found answer while its life is 0.
  */
-export function entryFor (answer: FreshnessAnswer, now: number, policy: FreshnessPolicy): Lifetime | undefined {
-  const seconds = answer.kind === 'found'
-    ? recordCacheSeconds(answer.record.values, now, { maxSeconds: policy.maxTtlSeconds, floorSeconds: policy.minTtlSeconds })
-    : policy.notFoundSeconds
+export function entryFor(answer: FreshnessAnswer, now: number, policy: FreshnessPolicy): Lifetime | undefined {
+  const seconds =
+    answer.kind === 'found'
+      ? recordCacheSeconds(answer.record.values, now, { maxSeconds: policy.maxTtlSeconds, floorSeconds: policy.minTtlSeconds })
+      : policy.notFoundSeconds
   if (seconds <= 0) return undefined
   const freshUntil = now + seconds * 1000
   return { freshUntil, staleUntil: staleUntil({ kind: answer.kind, freshUntil }, policy) }
 }
 
 /** Whether an entry is fresh at `at`: it answers without asking the upstream. */
-export function isFresh (entry: { freshUntil: number }, at: number): boolean {
+export function isFresh(entry: { freshUntil: number }, at: number): boolean {
   return entry.freshUntil > at
 }
 
 /** Until when an entry fresh until `freshUntil` is kept: a found record for the longest staleness more, a not-found answer no longer. */
-export function staleUntil (entry: { kind: 'found' | 'not-found', freshUntil: number }, policy: FreshnessPolicy): number {
+export function staleUntil(entry: { kind: 'found' | 'not-found'; freshUntil: number }, policy: FreshnessPolicy): number {
   return entry.kind === 'found' ? entry.freshUntil + policy.maxStaleMs : entry.freshUntil
 }
 
 /** The longest freshness (ms) entryFor gives any answer: an entry from elsewhere promising more is not believed. */
-export function freshBound (policy: FreshnessPolicy): number {
+export function freshBound(policy: FreshnessPolicy): number {
   return Math.max(policy.maxTtlSeconds, policy.notFoundSeconds) * 1000
 }
 
@@ -81,7 +85,7 @@ export const NAMESPACE_LOCATIONS_MAX_SECONDS = 3600
  * smallest ttl of the values, at most an hour, with no floor (0: not kept). Not the settings' rule: the
  * reference's own (behaviour.md R11), so a namespace's change shows within the hour whatever the cache's.
  */
-export function namespaceLocationsSeconds (values: readonly HandleValue[], now: number): number {
+export function namespaceLocationsSeconds(values: readonly HandleValue[], now: number): number {
   return recordCacheSeconds(values, now, { maxSeconds: NAMESPACE_LOCATIONS_MAX_SECONDS, floorSeconds: 0 })
 }
 
@@ -100,7 +104,7 @@ export interface MetadataFreshnessPolicy {
 }
 
 /** The metadata's policy: the records' `policy` with the metadata's own cap. */
-export function metadataFreshnessPolicy (policy: FreshnessPolicy, maxTtlSeconds: number): MetadataFreshnessPolicy {
+export function metadataFreshnessPolicy(policy: FreshnessPolicy, maxTtlSeconds: number): MetadataFreshnessPolicy {
   return { maxTtlSeconds, notFoundSeconds: policy.notFoundSeconds, maxStaleMs: policy.maxStaleMs }
 }
 
@@ -111,7 +115,10 @@ const METADATA_KEPT = new Set([200, 203, 204, 404, 406, 410])
 const METADATA_NOT_FOUND = new Set([404, 406, 410])
 
 /** An agency's answer as the rule sees it: its HTTP status and its Cache-Control header. */
-export interface MetadataFreshnessAnswer { status: number, cacheControl: string | undefined }
+export interface MetadataFreshnessAnswer {
+  status: number
+  cacheControl: string | undefined
+}
 
 /**
  * The lifetime of an agency's answer stored at `now`: fresh for what its Cache-Control says (s-maxage, else
@@ -119,8 +126,11 @@ export interface MetadataFreshnessAnswer { status: number, cacheControl: string 
  * not-found at most `notFoundSeconds`; then kept `maxStaleMs` more to stand in. `kept` is false for a status
  * not kept, or a life of 0: such an answer is not cached, and its `freshUntil` is only its Expires.
  */
-export function metadataEntryFor (answer: MetadataFreshnessAnswer, now: number, policy: MetadataFreshnessPolicy):
-Lifetime & { kept: boolean } {
+export function metadataEntryFor(
+  answer: MetadataFreshnessAnswer,
+  now: number,
+  policy: MetadataFreshnessPolicy
+): Lifetime & { kept: boolean } {
   let seconds = Math.min(policy.maxTtlSeconds, cacheControlSeconds(answer.cacheControl) ?? METADATA_DEFAULT_FRESH_SECONDS)
   if (METADATA_NOT_FOUND.has(answer.status)) seconds = Math.min(seconds, policy.notFoundSeconds)
   const freshUntil = now + seconds * 1000
@@ -128,9 +138,12 @@ Lifetime & { kept: boolean } {
 }
 
 /** Freshness in seconds from Cache-Control (s-maxage, else max-age); undefined when it says nothing; 0 for no-store/no-cache/private. */
-export function cacheControlSeconds (header: string | undefined): number | undefined {
+export function cacheControlSeconds(header: string | undefined): number | undefined {
   if (header === undefined) return undefined
-  const directives = header.toLowerCase().split(',').map((d) => d.trim())
+  const directives = header
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim())
   if (directives.some((d) => d === 'no-store' || d === 'no-cache' || d === 'private')) return 0
   const read = (name: string): number | undefined => {
     const d = directives.find((x) => x.startsWith(`${name}=`))

@@ -7,11 +7,11 @@ import { locationFor } from './redirect.js'
 
 /** The steps a link-out chain may name (docs/institutional.md); src/config/local-services.ts checks the settings against them. */
 export const LINKOUT_STEPS = ['open-access', 'service', 'ezproxy', 'registered'] as const
-export type LinkoutStep = typeof LINKOUT_STEPS[number]
+export type LinkoutStep = (typeof LINKOUT_STEPS)[number]
 
 /** What the open-access source said about a DOI, as far as the chain cares. */
 export type OpenAccessAnswer =
-  | { kind: 'found', url: string }
+  | { kind: 'found'; url: string }
   /** The provider knows no open copy, or knows nothing of the DOI. */
   | { kind: 'none' }
   /** Not answered within OA_BUDGET_MS (it is cached when it comes, for the next reader). */
@@ -32,7 +32,7 @@ export interface LinkoutFacts {
 }
 
 export type LinkoutChoice =
-  | { kind: 'go', step: LinkoutStep, location: string }
+  | { kind: 'go'; step: LinkoutStep; location: string }
   /** The chain reached "open-access": look it up, then ask again with the answer. */
   | { kind: 'ask-open-access' }
 
@@ -41,7 +41,7 @@ export type LinkoutChoice =
  * "service" unless held back; "open-access" when a copy is known. A chain that runs out ends at
  * the registered URL, as doi.org would answer.
  */
-export function chooseLinkout (facts: LinkoutFacts): LinkoutChoice {
+export function chooseLinkout(facts: LinkoutFacts): LinkoutChoice {
   for (const step of facts.steps) {
     switch (step) {
       case 'open-access':
@@ -66,7 +66,7 @@ export function chooseLinkout (facts: LinkoutFacts): LinkoutChoice {
  * unencoded, to the end (so the config check wants {url} last). The registered URL is already a safe
  * Location (no control characters, an allowed scheme, encoded).
  */
-export function ezproxyUrl (template: string, registered: string): string {
+export function ezproxyUrl(template: string, registered: string): string {
   // A function: a '$&' in the URL is text, not a replacement pattern.
   return template.replace('{url}', () => registered)
 }
@@ -79,7 +79,7 @@ export const MAX_OPEN_ACCESS_URL = 2048
  * URL (behaviour.md §4: no control characters, encoded, Punycode host), but http(s) only, with a host,
  * and bounded in length.
  */
-export function openAccessLocation (raw: unknown): string | undefined {
+export function openAccessLocation(raw: unknown): string | undefined {
   if (typeof raw !== 'string' || raw.length > MAX_OPEN_ACCESS_URL) return undefined
   const location = locationFor(raw, undefined, ['http', 'https'])
   // An authority right after the scheme: browsers forgive 'https:///host' and 'https:\\host', we do not.
@@ -95,6 +95,6 @@ export function openAccessLocation (raw: unknown): string | undefined {
 }
 
 /** `?linkout=registered`: the reader asks for the registered URL, past the chain. */
-export function bypassesChain (all: ReadonlyMap<string, readonly string[]>): boolean {
+export function bypassesChain(all: ReadonlyMap<string, readonly string[]>): boolean {
   return all.get('linkout')?.some((v) => v.toLowerCase() === 'registered') === true
 }

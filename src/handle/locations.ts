@@ -44,13 +44,16 @@ export interface ReferencedHandles {
  * (when no <locs>), overridePrefix. The same for every request of a record: the resolver keeps it with
  * the record's cache entry.
  */
-export function referencedHandles (values: readonly HandleValue[]): ReferencedHandles {
+export function referencedHandles(values: readonly HandleValue[]): ReferencedHandles {
   const roots = locRootsOf(values)
   const includes = roots.flatMap((r) => namesFor(r, 'include'))
   const includeNamespaces = roots.flatMap((r) => namesFor(r, 'includeNamespace'))
   const first = (name: string): string | undefined => roots.map((r) => attr(r, name)?.trim()).find((v) => v !== undefined && v !== '')
   const override = first('overridePrefix')
-  const noNsLocs = roots.map((r) => attr(r, 'no_nslocs')).find((v) => v !== undefined)?.toLowerCase()
+  const noNsLocs = roots
+    .map((r) => attr(r, 'no_nslocs'))
+    .find((v) => v !== undefined)
+    ?.toLowerCase()
   return {
     includes: [...new Set(includes)],
     includeNamespaces: [...new Set(includeNamespaces)],
@@ -60,7 +63,7 @@ export function referencedHandles (values: readonly HandleValue[]): ReferencedHa
   }
 }
 
-function locRootsOf (values: readonly HandleValue[]): XmlElement[] {
+function locRootsOf(values: readonly HandleValue[]): XmlElement[] {
   const roots: XmlElement[] = []
   for (const v of values) {
     if (!hasType(v, LOC_TYPE)) continue
@@ -79,7 +82,7 @@ export interface NamespaceLocs {
 }
 
 /** From a PREFIX record's values: the HS_NAMESPACE `<locs>` handles and their no_nslocs flag. A broken HS_NAMESPACE names none. */
-export function namespaceLocs (prefixValues: readonly HandleValue[]): NamespaceLocs {
+export function namespaceLocs(prefixValues: readonly HandleValue[]): NamespaceLocs {
   for (const v of prefixValues) {
     if (!isType(v, 'HS_NAMESPACE')) continue
     const root = parseXml(valueText(v) ?? '')
@@ -94,7 +97,7 @@ export function namespaceLocs (prefixValues: readonly HandleValue[]): NamespaceL
 }
 
 /** From a PREFIX record's values: the handles named in HS_NAMESPACE <locs> (behaviour.md R9 "Prefix-level locations"). */
-export function namespaceLocHandles (prefixValues: readonly HandleValue[]): string[] {
+export function namespaceLocHandles(prefixValues: readonly HandleValue[]): string[] {
   return namespaceLocs(prefixValues).handles
 }
 
@@ -119,31 +122,31 @@ export interface LocationRequest {
 
 export type LocationDecision =
   | {
-    kind: 'redirect'
-    /** The chosen URL, trimmed; the caller adds urlappend, checks the scheme and encodes it. */
-    href: string
-    status: 301 | 302 | 303 | 307 | 308
-    /** Complete Link header values, in order. */
-    linkHeaders: string[]
-    /** From 10320/headers, templates expanded; only headers a record may set (behaviour.md §9). */
-    extraHeaders: Array<[string, string]>
-    /** From 10320/headers lines starting with '<': rebuilt, escaped <link>/<meta> HTML for the redirect page's <head>. */
-    headLines: string[]
-    /** Send `Vary: Accept`. */
-    vary: boolean
-    /** The chosen location's http_role names conneg: a content-negotiated answer (never sent to a local service, behaviour.md §10). */
-    negotiated: boolean
-    /** Every request with the same locatt gets this answer: no country, address or random draw decided it. */
-    sameForEveryone: boolean
-    /** The values the answer depends on (their TTLs bound Expires). */
-    usedValues: HandleValue[]
-    /** What was skipped as broken, for one log line per record. */
-    problems: string[]
-  }
-  | { kind: 'none', vary: boolean, problems: string[] } // no usable location → values page
+      kind: 'redirect'
+      /** The chosen URL, trimmed; the caller adds urlappend, checks the scheme and encodes it. */
+      href: string
+      status: 301 | 302 | 303 | 307 | 308
+      /** Complete Link header values, in order. */
+      linkHeaders: string[]
+      /** From 10320/headers, templates expanded; only headers a record may set (behaviour.md §9). */
+      extraHeaders: Array<[string, string]>
+      /** From 10320/headers lines starting with '<': rebuilt, escaped <link>/<meta> HTML for the redirect page's <head>. */
+      headLines: string[]
+      /** Send `Vary: Accept`. */
+      vary: boolean
+      /** The chosen location's http_role names conneg: a content-negotiated answer (never sent to a local service, behaviour.md §10). */
+      negotiated: boolean
+      /** Every request with the same locatt gets this answer: no country, address or random draw decided it. */
+      sameForEveryone: boolean
+      /** The values the answer depends on (their TTLs bound Expires). */
+      usedValues: HandleValue[]
+      /** What was skipped as broken, for one log line per record. */
+      problems: string[]
+    }
+  | { kind: 'none'; vary: boolean; problems: string[] } // no usable location → values page
 
 /** The redirect for a request, or 'none' when nothing can be redirected to (the values page is shown). */
-export function chooseLocation (req: LocationRequest, plan?: LocationPlan): LocationDecision {
+export function chooseLocation(req: LocationRequest, plan?: LocationPlan): LocationDecision {
   const { ctx, derived, problems } = contextFor(req, plan)
   if (!ctx.engine) return legacyOnlyDecision(req.values, problems)
   const { chosen, sameForEveryone } = chooseFor(ctx.candidates, {
@@ -178,43 +181,57 @@ export function chooseLocation (req: LocationRequest, plan?: LocationPlan): Loca
  */
 export interface LocationPlan {
   ctx: LocContext
-  derived: { chooseBy: readonly string[], linkHeaders: string[], extraHeaders: Array<[string, string]>, headElements: HeadElement[] }
+  derived: { chooseBy: readonly string[]; linkHeaders: string[]; extraHeaders: Array<[string, string]>; headElements: HeadElement[] }
 }
 
 /** The head elements for a chosen target: a meta refresh survives only when it goes where the redirect goes. */
-function headLinesFor (elements: readonly HeadElement[], href: string): string[] {
+function headLinesFor(elements: readonly HeadElement[], href: string): string[] {
   if (elements.length === 0) return NO_LINES
   return elements.filter((e) => e.refreshTo === undefined || e.refreshTo === href.trim()).map((e) => e.html)
 }
 const NO_LINES: string[] = []
 
 /** The plan of a record for the handle as written, with its includes and namespace locations. */
-export function planLocations (req: Pick<LocationRequest, 'handle' | 'values' | 'includes' | 'namespaceValues'>): LocationPlan {
+export function planLocations(req: Pick<LocationRequest, 'handle' | 'values' | 'includes' | 'namespaceValues'>): LocationPlan {
   const ctx = buildContext(req)
   const chooseBy = parseChooseBy(rootSetting(ctx, 'choose_by') ?? rootSetting(ctx, 'chooseby'))
   const linkHeadersOf = ctx.engine ? linkHeaders(ctx.linkRoots, req.handle, ctx.problems) : []
-  const { extraHeaders, headElements } = ctx.engine ? headerLines(ctx.headerTexts, req.handle, ctx.problems) : { extraHeaders: [], headElements: [] }
+  const { extraHeaders, headElements } = ctx.engine
+    ? headerLines(ctx.headerTexts, req.handle, ctx.problems)
+    : { extraHeaders: [], headElements: [] }
   return { ctx, derived: { chooseBy, linkHeaders: linkHeadersOf, extraHeaders, headElements } }
 }
 
 /** The plan for a request (the one given, or built now), and a problems list of its own (choosing may add to it). */
-function contextFor (req: LocationRequest, plan: LocationPlan = planLocations(req)): LocationPlan & { problems: string[] } {
+function contextFor(req: LocationRequest, plan: LocationPlan = planLocations(req)): LocationPlan & { problems: string[] } {
   return { ctx: plan.ctx, derived: plan.derived, problems: plan.ctx.problems.length === 0 ? [] : [...plan.ctx.problems] }
 }
 
 /** Reference case A and behaviour.md §4: the first URL value in record order, status 302, nothing else. */
-function legacyOnlyDecision (values: readonly HandleValue[], problems: string[]): LocationDecision {
+function legacyOnlyDecision(values: readonly HandleValue[], problems: string[]): LocationDecision {
   const url = firstUrlValue(values)
   const href = url === undefined ? undefined : valueText(url)?.trim()
   if (url === undefined || href === undefined || href === '') return { kind: 'none', vary: false, problems: unique(problems) }
-  return { kind: 'redirect', href, status: 302, linkHeaders: [], extraHeaders: [], headLines: [], vary: false, negotiated: false, sameForEveryone: true, usedValues: [url], problems: unique(problems) }
+  return {
+    kind: 'redirect',
+    href,
+    status: 302,
+    linkHeaders: [],
+    extraHeaders: [],
+    headLines: [],
+    vary: false,
+    negotiated: false,
+    sameForEveryone: true,
+    usedValues: [url],
+    problems: unique(problems)
+  }
 }
 
 // `conneg` as a word of http_role (a list such as "conneg browser"); `no_conneg` is the opposite, not negotiation.
 const CONNEG_ROLE = /(?:^|[\s,])conneg(?:$|[\s,])/i
 
 /** A root attribute: the handle's own 10320/loc roots first, then the namespace ones. */
-function rootSetting (ctx: LocContext, name: string): string | undefined {
+function rootSetting(ctx: LocContext, name: string): string | undefined {
   for (const root of ctx.choiceRoots) {
     const v = attr(root, name)
     if (v !== undefined) return v
@@ -223,14 +240,14 @@ function rootSetting (ctx: LocContext, name: string): string | undefined {
 }
 
 const REDIRECT_STATUSES = [301, 302, 303, 307, 308] as const
-type RedirectStatus = typeof REDIRECT_STATUSES[number]
+type RedirectStatus = (typeof REDIRECT_STATUSES)[number]
 
 /**
  * http_sc of the location, else of the roots (own, then namespace), else 302. A value that is not one of
  * the five redirect codes is noted and skipped, so a broken location-level value does not hide a good
  * root-level one (the reference would fall back to 302).
  */
-function statusFor (chosen: Candidate, ctx: LocContext, problems: string[]): RedirectStatus {
+function statusFor(chosen: Candidate, ctx: LocContext, problems: string[]): RedirectStatus {
   for (const el of [chosen.el, ...ctx.choiceRoots]) {
     const v = attr(el, 'http_sc')?.trim()
     if (v === undefined || v === '') continue
@@ -246,15 +263,15 @@ function statusFor (chosen: Candidate, ctx: LocContext, problems: string[]): Red
  * (behaviour.md R3 "action=showurls output"), or undefined when there is no candidate. Attributes come in
  * source order; a filled-in href goes just before href_template (doi.org's own output has that order).
  */
-export function renderShowUrls (req: LocationRequest, plan?: LocationPlan): string | undefined {
+export function renderShowUrls(req: LocationRequest, plan?: LocationPlan): string | undefined {
   const { ctx } = contextFor(req, plan)
   const elements = ctx.engine ? ctx.candidates.map(withHref) : legacyOnlyList(req.values)
   if (elements.length === 0) return undefined
-  const root = xmlEscape(ctx.engine ? ctx.firstRootName ?? 'locations' : 'locations')
+  const root = xmlEscape(ctx.engine ? (ctx.firstRootName ?? 'locations') : 'locations')
   return `<${root}>\n${elements.map((el) => writeEmptyElement(el.name, el.attrs) + '\n').join('')}</${root}>\n`
 }
 
-function withHref (c: Candidate): XmlElement {
+function withHref(c: Candidate): XmlElement {
   if (attr(c.el, 'href') !== undefined) return c.el
   const attrs = [...c.el.attrs]
   const at = attrs.findIndex(([k]) => k === 'href_template')
@@ -266,13 +283,13 @@ function withHref (c: Candidate): XmlElement {
  * Legacy-only showurls ([HNS92] legacyOnlyUrlTypesDoShowLocations): the exact URL (or 0.TYPE/URL)
  * values, the first with weight 1.0 and the rest 0.0; if there is none, the URL subtypes the same way.
  */
-function legacyOnlyList (values: readonly HandleValue[]): XmlElement[] {
+function legacyOnlyList(values: readonly HandleValue[]): XmlElement[] {
   const withText = values.filter((v) => (valueText(v) ?? '').trim() !== '')
   const exact = withText.filter((v) => isType(v, 'URL') || isType(v, '0.TYPE/URL'))
   const chosen = exact.length > 0 ? exact : withText.filter((v) => hasType(v, 'URL') || hasType(v, '0.TYPE/URL'))
   return chosen.map((v, i) => legacyElement(valueText(v) ?? '', i === 0 ? 1 : 0))
 }
 
-function unique (list: readonly string[]): string[] {
+function unique(list: readonly string[]): string[] {
   return list.length === 0 ? [] : [...new Set(list)]
 }

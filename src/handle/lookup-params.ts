@@ -22,7 +22,7 @@ export interface LookupParams {
  * The lookup's parameters of a parsed query. `on` says whether a switch is on as its parser reads switches:
  * the proxy's by presence (`?auth`, even `auth=no`, behaviour.md R4), the REST API's by value (`auth=true`).
  */
-export function lookupParamsOf (on: (name: string) => boolean): LookupParams {
+export function lookupParamsOf(on: (name: string) => boolean): LookupParams {
   const auth = on('auth')
   const cert = on('cert')
   return { auth, cert, bypassCache: bypassesCache(auth, cert) }
@@ -37,6 +37,6 @@ export const PLAIN_LOOKUP: LookupParams = Object.freeze(lookupParamsOf(() => fal
  * cached record cannot give. Worked out here, once, and only read after: the resolver, the shared tier,
  * the namespace-locations cache, the admission gate (the stricter limit) and `X-Cache: BYPASS`.
  */
-function bypassesCache (auth: boolean, cert: boolean): boolean {
+function bypassesCache(auth: boolean, cert: boolean): boolean {
   return auth || cert
 }

@@ -28,19 +28,19 @@ const IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1
  * One list entry, `host` or `host:port` (an IPv6 address in brackets, `[::1]:8080`), or a message saying
  * what is wrong with it. Names are compared lower-cased; no wildcards, no scheme, no path.
  */
-export function parseAllowedHost (entry: string): AllowedHost | string {
+export function parseAllowedHost(entry: string): AllowedHost | string {
   const text = entry.trim().toLowerCase()
   const m = /^(\[[0-9a-f:.]+\]|[^:/[\]]+)(?::(\d{1,5}))?$/.exec(text)
   if (m === null) return `"${entry}" is not a host or host:port (no scheme, path or wildcard)`
   const host = m[1] ?? ''
   const port = m[2] === undefined ? undefined : Number(m[2])
   if (port !== undefined && (port < 1 || port > 65535)) return `"${entry}" has a port outside 1–65535`
-  const valid = host.startsWith('[') ? isBracketedIpv6(host) : (IPV4.test(host) || (NAME.test(host) && !/^\d+(?:\.\d+)*$/.test(host)))
+  const valid = host.startsWith('[') ? isBracketedIpv6(host) : IPV4.test(host) || (NAME.test(host) && !/^\d+(?:\.\d+)*$/.test(host))
   if (!valid) return `"${entry}" is not a host name or an IP address`
   return { host, port }
 }
 
-function isBracketedIpv6 (host: string): boolean {
+function isBracketedIpv6(host: string): boolean {
   try {
     return new URL(`http://${host}/`).hostname === host
   } catch {
@@ -53,8 +53,14 @@ function isBracketedIpv6 (host: string): boolean {
  * `host:port` (lower-cased, the port a plain number), as METADATA_HOSTS is held and allowedMetadataUrl reads
  * it; or a message naming the bad entry.
  */
-export function parseAllowedHosts (raw: string | readonly unknown[]): string[] | string {
-  const items = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw
+export function parseAllowedHosts(raw: string | readonly unknown[]): string[] | string {
+  const items =
+    typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
+      : raw
   const out: string[] = []
   for (const item of items) {
     if (typeof item !== 'string') return 'a list of host names'
@@ -70,7 +76,7 @@ export function parseAllowedHosts (raw: string | readonly unknown[]): string[] |
  * user info (never send credentials), or a host and port not on the list (entries as parseAllowedHosts
  * writes them). An entry without a port allows the scheme's default port only (80 for http, 443 for https).
  */
-export function allowedMetadataUrl (href: string, allowed: readonly string[]): URL | string {
+export function allowedMetadataUrl(href: string, allowed: readonly string[]): URL | string {
   let url: URL
   try {
     url = new URL(href)

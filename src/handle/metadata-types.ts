@@ -19,7 +19,7 @@ const MEDIA = /^([!#$%&'*+.^_`|~0-9a-z-]+)\/([!#$%&'*+.^_`|~0-9a-z-]+)$/i
  * no spaces around `;` and `=`, parameters kept in order with their values as written (a CSL style or a
  * locale is the agency's to read). Undefined when it is not one, or holds a wildcard or a q.
  */
-export function normaliseMediaType (text: string): string | undefined {
+export function normaliseMediaType(text: string): string | undefined {
   const [first = '', ...params] = text.split(';')
   const m = MEDIA.exec(first.trim())
   if (m === null || first.includes('*')) return undefined
@@ -35,7 +35,7 @@ export function normaliseMediaType (text: string): string | undefined {
   return parts.join(';')
 }
 
-function parseAccept (accept: string | readonly string[] | undefined): AcceptEntry[] {
+function parseAccept(accept: string | readonly string[] | undefined): AcceptEntry[] {
   if (accept === undefined) return []
   const out: AcceptEntry[] = []
   for (const field of typeof accept === 'string' ? [accept] : accept) {
@@ -68,13 +68,15 @@ function parseAccept (accept: string | readonly string[] | undefined): AcceptEnt
  * other spacing or case of the type shares the entry), or undefined when it is longer than `maxLength`
  * (such a request is fetched, never cached).
  */
-export function acceptCacheKey (accept: string | readonly string[] | undefined, maxLength = 512): string | undefined {
-  const key = parseAccept(accept).map((e) => (e.q === 1 ? e.full : `${e.full};q=${e.q}`)).join(',')
+export function acceptCacheKey(accept: string | readonly string[] | undefined, maxLength = 512): string | undefined {
+  const key = parseAccept(accept)
+    .map((e) => (e.q === 1 ? e.full : `${e.full};q=${e.q}`))
+    .join(',')
   return key.length > maxLength ? undefined : key
 }
 
 /** `type/subtype` of a Content-Type, lower-cased; '' when there is none. */
-export function baseType (contentType: string | undefined): string {
+export function baseType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? ''
 }
 
@@ -87,7 +89,7 @@ const PAGE_TYPES = new Set(['text/html', 'application/xhtml+xml'])
  * our name, and a web page never is, whatever the Accept: a browser is sent to pages, and an agency's
  * HTML relayed from our origin would make us a relay of its markup.
  */
-export function acceptsContentType (accept: string | readonly string[] | undefined, contentType: string | undefined): boolean {
+export function acceptsContentType(accept: string | readonly string[] | undefined, contentType: string | undefined): boolean {
   const type = baseType(contentType)
   if (!MEDIA.test(type) || PAGE_TYPES.has(type)) return false
   const major = type.split('/')[0] ?? ''
@@ -111,23 +113,35 @@ export function acceptsContentType (accept: string | readonly string[] | undefin
  * request (`text/x-bibliography; style=apa`) never gets another style nor an unstyled bibliography.
  * Undefined when nothing fits (the answer is then 406, as an agency's).
  */
-export function chooseStoredType (accept: string | readonly string[] | undefined, stored: readonly string[]): string | undefined {
+export function chooseStoredType(accept: string | readonly string[] | undefined, stored: readonly string[]): string | undefined {
   const entries = parseAccept(accept).map((e, i) => ({ ...e, order: i, params: paramKey(e.full) }))
-  let best: { key: string, q: number, specificity: number, order: number } | undefined
+  let best: { key: string; q: number; specificity: number; order: number } | undefined
   for (const key of stored) {
     const type = baseType(key)
     const params = paramKey(key)
-    let match: { q: number, specificity: number, order: number } | undefined
+    let match: { q: number; specificity: number; order: number } | undefined
     for (const e of entries) {
-      const specificity = e.type === type
-        ? (e.params === params ? 3 : e.params === '' ? 2 : -1)
-        : e.type === `${type.split('/')[0] ?? ''}/*` ? 1 : e.type === '*/*' ? 0 : -1
+      const specificity =
+        e.type === type
+          ? e.params === params
+            ? 3
+            : e.params === ''
+              ? 2
+              : -1
+          : e.type === `${type.split('/')[0] ?? ''}/*`
+            ? 1
+            : e.type === '*/*'
+              ? 0
+              : -1
       if (specificity < 0 || (match !== undefined && match.specificity >= specificity)) continue
       match = { q: e.q, specificity, order: e.order }
     }
     if (match === undefined || match.q <= 0) continue
-    if (best === undefined || match.q > best.q || (match.q === best.q && (match.specificity > best.specificity ||
-        (match.specificity === best.specificity && match.order < best.order)))) {
+    if (
+      best === undefined ||
+      match.q > best.q ||
+      (match.q === best.q && (match.specificity > best.specificity || (match.specificity === best.specificity && match.order < best.order)))
+    ) {
       best = { key, ...match }
     }
   }
@@ -135,13 +149,25 @@ export function chooseStoredType (accept: string | readonly string[] | undefined
 }
 
 /** A media type's parameters as a comparable set: `name=value` sorted, names lower-cased, quotes dropped; q left out. */
-function paramKey (type: string): string {
-  return type.split(';').slice(1).map((p) => {
-    const eq = p.indexOf('=')
-    const name = (eq < 0 ? p : p.slice(0, eq)).trim().toLowerCase()
-    const value = eq < 0 ? '' : p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1')
-    return `${name}=${value}`
-  }).filter((p) => !p.startsWith('q=') && p !== '=').sort().join(';')
+function paramKey(type: string): string {
+  return type
+    .split(';')
+    .slice(1)
+    .map((p) => {
+      const eq = p.indexOf('=')
+      const name = (eq < 0 ? p : p.slice(0, eq)).trim().toLowerCase()
+      const value =
+        eq < 0
+          ? ''
+          : p
+              .slice(eq + 1)
+              .trim()
+              .replace(/^"(.*)"$/, '$1')
+      return `${name}=${value}`
+    })
+    .filter((p) => !p.startsWith('q=') && p !== '=')
+    .sort()
+    .join(';')
 }
 
 /**
@@ -150,8 +176,10 @@ function paramKey (type: string): string {
  * type is one it cannot write, instead of falling through to the next): the acceptable (q above 0)
  * types after the first, by q (stable), parameters kept, at most `max`. Empty when there is one type.
  */
-export function fallbackTypes (accept: string | readonly string[] | undefined, max = 3): string[] {
-  const concrete = parseAccept(accept).filter((e) => e.q > 0 && !e.type.includes('*')).sort((a, b) => b.q - a.q)
+export function fallbackTypes(accept: string | readonly string[] | undefined, max = 3): string[] {
+  const concrete = parseAccept(accept)
+    .filter((e) => e.q > 0 && !e.type.includes('*'))
+    .sort((a, b) => b.q - a.q)
   return concrete.slice(1, 1 + max).map((e) => e.full)
 }
 
@@ -161,7 +189,7 @@ export function fallbackTypes (accept: string | readonly string[] | undefined, m
  * parameters (`text/x-bibliography;style=apa`), else the answer's type alone. Undefined for an answer
  * whose type is no media type.
  */
-export function recordedType (accept: string, contentType: string | undefined): string | undefined {
+export function recordedType(accept: string, contentType: string | undefined): string | undefined {
   const type = baseType(contentType)
   if (!MEDIA.test(type)) return undefined
   const entry = parseAccept(accept).find((e) => e.q > 0 && e.type === type)

@@ -18,7 +18,7 @@
  * An absolute-form target ('http://host/10.1000/x', which RFC 9112 §3.2.2 says a server must accept) is
  * reduced to its path. The returned parts are still raw (not percent-decoded); `query` is '' when absent.
  */
-export function splitRequestTarget (rawUrl: string): { path: string, query: string, fragment: string | undefined } {
+export function splitRequestTarget(rawUrl: string): { path: string; query: string; fragment: string | undefined } {
   const target = stripAbsoluteForm(rawUrl)
   const hash = target.indexOf('#')
   const beforeHash = hash < 0 ? target : target.slice(0, hash)
@@ -30,7 +30,7 @@ export function splitRequestTarget (rawUrl: string): { path: string, query: stri
 
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i
 
-function stripAbsoluteForm (rawUrl: string): string {
+function stripAbsoluteForm(rawUrl: string): string {
   if (rawUrl.startsWith('/')) return rawUrl
   const m = ABSOLUTE_FORM.exec(rawUrl)
   if (m === null) return rawUrl
@@ -39,8 +39,8 @@ function stripAbsoluteForm (rawUrl: string): string {
 }
 
 export type HandleParse =
-  | { ok: true, handle: string } // '' means: show the home page
-  | { ok: false, status: 400 | 414, message: string } // clear, user-facing message
+  | { ok: true; handle: string } // '' means: show the home page
+  | { ok: false; status: 400 | 414; message: string } // clear, user-facing message
 
 /**
  * Raw path (leading '/', before '?', '#' already split off) → handle, behaviour.md §2 steps 2–7.
@@ -59,7 +59,7 @@ export type HandleParse =
  * 6. length check on the final handle (code points) → 414.
  * No dot-segment or duplicate-slash normalisation happens anywhere.
  */
-export function handleFromPath (rawPath: string, opts: { maxLength: number }): HandleParse {
+export function handleFromPath(rawPath: string, opts: { maxLength: number }): HandleParse {
   // The common case, a plain DOI with nothing to decode, trim or strip, skips all of that.
   if (PLAIN_DOI_PATH.test(rawPath) && rawPath.length <= opts.maxLength) return { ok: true, handle: rawPath.slice(1) }
   const decoded = percentDecode(rawPath)
@@ -67,7 +67,8 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
     return {
       ok: false,
       status: 400,
-      message: 'The DOI name in this address is not valid UTF-8 after percent-decoding. ' +
+      message:
+        'The DOI name in this address is not valid UTF-8 after percent-decoding. ' +
         'Encode non-ASCII characters as UTF-8, for example é as %C3%A9.'
     }
   }
@@ -76,7 +77,8 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
     return {
       ok: false,
       status: 400,
-      message: `The DOI name contains a control character (${codePointLabel(control)}). ` +
+      message:
+        `The DOI name contains a control character (${codePointLabel(control)}). ` +
         'DOI names cannot contain control characters; check the link for a stray %0A, %0D, %00 or similar.'
     }
   }
@@ -98,7 +100,7 @@ export function handleFromPath (rawPath: string, opts: { maxLength: number }): H
  * all become `10.1000/182`, and the form's shareable URL is `/10.1000/182`, not `/https://doi.org/…`.
  * Limits and control characters are left to handleFromPath when that URL is asked for.
  */
-export function handleFromInput (typed: string): string {
+export function handleFromInput(typed: string): string {
   return trimWhitespace(stripNamePrefix(trimLeadingSlashesAndWhitespace(typed)))
 }
 
@@ -107,7 +109,7 @@ export function handleFromInput (typed: string): string {
  * literally (behaviour.md §2.2). Returns undefined when the decoded bytes are not valid UTF-8 (overlong forms,
  * surrogates and truncated sequences included), where the reference would silently produce U+FFFD.
  */
-export function percentDecode (s: string): string | undefined {
+export function percentDecode(s: string): string | undefined {
   if (!s.includes('%')) return s
   try {
     return decodeURIComponent(s.replace(LONE_PERCENT, '%25'))
@@ -123,7 +125,7 @@ const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g
 const PLAIN_DOI_PATH = /^\/10\.[0-9A-Za-z._\-/():;<>[\]+=@!$*,'~]*$/
 
 /** Cache key: ASCII a–z folded to upper case only, never other letters (behaviour.md §2.8, [DOI-HB25] §4.3.4). */
-export function cacheKey (handle: string): string {
+export function cacheKey(handle: string): string {
   // For pure ASCII, toUpperCase folds exactly a–z; only other scripts need the careful path.
   return ASCII_ONLY.test(handle) ? handle.toUpperCase() : handle.replace(/[a-z]+/g, (run) => run.toUpperCase())
 }
@@ -136,7 +138,7 @@ const ASCII_ONLY = /^[\x00-\x7f]*$/
  * a-z A-Z 0-9 - . _ ~ ! $ ( ) * , : @ / ; = + & ' ? # [ ] % and encodes every other character as UTF-8 %XX.
  * Because '%' is kept, an existing %XX (and a lone '%') passes through untouched.
  */
-export function encodeURL (url: string): string {
+export function encodeURL(url: string): string {
   return url.replace(NOT_URL_SAFE, utf8PercentEncode)
 }
 
@@ -145,7 +147,7 @@ export function encodeURL (url: string): string {
  * self-links"): keeps a-zA-Z0-9 - . _ ~ ! $ ( ) * , : @ / ; = and encodes everything else, including
  * % + & ' ? # [ ] and space, as UTF-8 %XX.
  */
-export function encodeURLPath (handle: string): string {
+export function encodeURLPath(handle: string): string {
   return handle.replace(NOT_PATH_SAFE, utf8PercentEncode)
 }
 
@@ -154,7 +156,7 @@ export function encodeURLPath (handle: string): string {
  * '..' segment as %2E, so no client, CDN or server normalises '10.1000/../x' into another handle
  * (behaviour.md §2.5: dot segments are part of the handle). The handle server decodes %2E back to '.'.
  */
-export function encodeHandlePath (handle: string): string {
+export function encodeHandlePath(handle: string): string {
   return encodeURLPath(handle).replace(DOT_SEGMENT, (dots) => dots.replace(/\./g, '%2E'))
 }
 
@@ -167,7 +169,7 @@ const DOT_SEGMENT = /(?<=^|\/)\.{1,2}(?=\/|$)/g
  * available; we keep the path set minus '/', ';' and '=', which is safe both in a path segment and in a
  * query value ('...?dois={hdl}&format=unixref' in 10.SERV/CROSSREF).
  */
-export function encodeURLComponentHdl (handle: string): string {
+export function encodeURLComponentHdl(handle: string): string {
   return handle.replace(NOT_COMPONENT_SAFE, utf8PercentEncode)
 }
 
@@ -179,7 +181,7 @@ const NOT_COMPONENT_SAFE = /[^A-Za-z0-9\-._~!$()*,:@]/gu
 const utf8 = new TextEncoder()
 
 /** One code point → its UTF-8 bytes as %XX (upper-case hex). A lone surrogate becomes U+FFFD's bytes. */
-function utf8PercentEncode (ch: string): string {
+function utf8PercentEncode(ch: string): string {
   // ASCII is one byte, its own code: most encoded characters are ('/' in every DOI, '<', '>', ' ').
   const code = ch.charCodeAt(0)
   if (code < 0x80) return code < 0x10 ? `%0${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`
@@ -189,21 +191,21 @@ function utf8PercentEncode (ch: string): string {
 }
 
 /** The part before the first '/', or the whole handle if none (a prefix such as 10.1000). */
-export function prefixOf (handle: string): string {
+export function prefixOf(handle: string): string {
   const slash = handle.indexOf('/')
   return slash < 0 ? handle : handle.slice(0, slash)
 }
 
 /** True when the string contains a control character U+0000–U+001F or U+007F–U+009F. */
-export function hasControlChar (s: string): boolean {
+export function hasControlChar(s: string): boolean {
   return firstControlChar(s) !== undefined
 }
 
-function isControl (code: number): boolean {
+function isControl(code: number): boolean {
   return code <= 0x1f || (code >= 0x7f && code <= 0x9f)
 }
 
-function firstControlChar (s: string): number | undefined {
+function firstControlChar(s: string): number | undefined {
   for (let i = 0; i < s.length; i++) {
     const code = s.charCodeAt(i)
     if (isControl(code)) return code
@@ -211,12 +213,12 @@ function firstControlChar (s: string): number | undefined {
   return undefined
 }
 
-function codePointLabel (code: number): string {
+function codePointLabel(code: number): string {
   return 'U+' + code.toString(16).toUpperCase().padStart(4, '0')
 }
 
 /** A name's length in characters as MAX_HANDLE_LENGTH counts them (code points: a surrogate pair is one). */
-export function codePointLength (s: string): number {
+export function codePointLength(s: string): number {
   return s.length - (s.match(SURROGATE_PAIR)?.length ?? 0)
 }
 
@@ -227,20 +229,31 @@ const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g
  * Java's trim() strips) plus U+0085, U+00A0, U+1680, U+180E, U+2000–U+200D, U+2028, U+2029, U+202F, U+205F,
  * U+2060, U+3000, U+FEFF, U+FFFE, U+FFFF.
  */
-function isTrimmable (code: number): boolean {
+function isTrimmable(code: number): boolean {
   if (code <= 0x20) return true
   if (code < 0x85) return false
   if (code >= 0x2000 && code <= 0x200d) return true
   switch (code) {
-    case 0x85: case 0xa0: case 0x1680: case 0x180e: case 0x2028: case 0x2029: case 0x202f:
-    case 0x205f: case 0x2060: case 0x3000: case 0xfeff: case 0xfffe: case 0xffff:
+    case 0x85:
+    case 0xa0:
+    case 0x1680:
+    case 0x180e:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
+    case 0x2060:
+    case 0x3000:
+    case 0xfeff:
+    case 0xfffe:
+    case 0xffff:
       return true
     default:
       return false
   }
 }
 
-function trimWhitespace (s: string): string {
+function trimWhitespace(s: string): string {
   let start = 0
   let end = s.length
   while (start < end && isTrimmable(s.charCodeAt(start))) start++
@@ -249,7 +262,7 @@ function trimWhitespace (s: string): string {
 }
 
 /** Leading '/' and whitespace in any mix ('/ /10.1000/x' → '10.1000/x'), then trailing whitespace. */
-function trimLeadingSlashesAndWhitespace (s: string): string {
+function trimLeadingSlashesAndWhitespace(s: string): string {
   let start = 0
   while (start < s.length && (s.charCodeAt(start) === 0x2f || isTrimmable(s.charCodeAt(start)))) start++
   return trimWhitespace(s.slice(start))
@@ -265,7 +278,7 @@ const URN_PREFIXES = ['urn:hdl:', 'urn:doi:']
 export const RESOLVER_URL = /^https?:\/\/?(?:doi\.org|dx\.doi\.org|hdl\.handle\.net)\//i
 
 /** Strip at most one scheme-like prefix (behaviour.md §2.4). */
-function stripNamePrefix (s: string): string {
+function stripNamePrefix(s: string): string {
   for (const prefix of PLAIN_PREFIXES) {
     if (startsWithAsciiCaseless(s, prefix)) return s.slice(prefix.length)
   }
@@ -278,12 +291,12 @@ function stripNamePrefix (s: string): string {
 }
 
 /** Only ASCII letters fold: 'İ' or 'K' (Kelvin) must never match 'i' or 'k'. */
-function startsWithAsciiCaseless (s: string, lowerPrefix: string): boolean {
+function startsWithAsciiCaseless(s: string, lowerPrefix: string): boolean {
   return s.length >= lowerPrefix.length && s.slice(0, lowerPrefix.length).replace(/[A-Z]/g, (c) => c.toLowerCase()) === lowerPrefix
 }
 
 /** 'urn:doi:10.123:456' → '10.123/456': the first ':' becomes '/' unless a '/' comes before it. */
-function urnColonToSlash (s: string): string {
+function urnColonToSlash(s: string): string {
   const colon = s.indexOf(':')
   if (colon < 0) return s
   const slash = s.indexOf('/')

@@ -19,16 +19,25 @@ export interface NegotiationHeaders {
   action?: string | undefined
 }
 
-interface AcceptEntry { value: string, q: number }
+interface AcceptEntry {
+  value: string
+  q: number
+}
 
 /** Types a browser asks for ([HNS92] SPECIFIC_BROWSER_CONTENT_TYPES, plus image/, audio/, video/ and any wildcard). */
 const BROWSER_TYPES = new Set([
-  'text/html', 'text/xhtml', 'application/xhtml+xml', 'application/pdf', 'application/vnd.wap.xhtml+xml', 'text/vnd.wap.wml'
+  'text/html',
+  'text/xhtml',
+  'application/xhtml+xml',
+  'application/pdf',
+  'application/vnd.wap.xhtml+xml',
+  'text/vnd.wap.wml'
 ])
 
-function isBrowserType (type: string): boolean {
-  return type.includes('*') || BROWSER_TYPES.has(type) ||
-    type.startsWith('image/') || type.startsWith('audio/') || type.startsWith('video/')
+function isBrowserType(type: string): boolean {
+  return (
+    type.includes('*') || BROWSER_TYPES.has(type) || type.startsWith('image/') || type.startsWith('audio/') || type.startsWith('video/')
+  )
 }
 
 /**
@@ -42,26 +51,33 @@ function isBrowserType (type: string): boolean {
  * `http_role:conneg`; when a browser type ties for the highest q it is a browser, with the text/html pair
  * if text/html, text/* or *\/* is listed.
  */
-export function automaticLocatt (h: NegotiationHeaders): readonly string[] {
+export function automaticLocatt(h: NegotiationHeaders): readonly string[] {
   return negotiate(h).locatt
 }
 
 /** The headers negotiation reads, taken from a request's headers (Node's names, lower case): the one place that says which. */
-export function negotiationHeadersOf (headers: { accept?: string | undefined, 'accept-language'?: string | undefined, 'user-agent'?: string | undefined }): NegotiationHeaders {
+export function negotiationHeadersOf(headers: {
+  accept?: string | undefined
+  'accept-language'?: string | undefined
+  'user-agent'?: string | undefined
+}): NegotiationHeaders {
   return { accept: headers.accept, acceptLanguage: headers['accept-language'], userAgent: headers['user-agent'] }
 }
 
-export interface Negotiation { locatt: readonly string[], key: string }
+export interface Negotiation {
+  locatt: readonly string[]
+  key: string
+}
 
 /** The automatic locatt values and a key naming them: requests with the same key get the same redirect. */
-export function negotiate (h: NegotiationHeaders): Negotiation {
+export function negotiate(h: NegotiationHeaders): Negotiation {
   // Clients send few distinct header combinations: remember the answers (bounded, least recently used dropped).
   if (typeof h.accept === 'object' || typeof h.acceptLanguage === 'object') return negotiation(computeLocatt(h))
   const key = `${h.accept ?? ''}\u0000${h.acceptLanguage ?? ''}\u0000${h.userAgent ?? ''}\u0000${h.action ?? ''}`
   return key.length > MEMO_KEY_LIMIT ? negotiation(computeLocatt(h)) : memoNegotiation(key)
 }
 
-function negotiation (locatt: readonly string[]): Negotiation {
+function negotiation(locatt: readonly string[]): Negotiation {
   return { locatt, key: locatt.join('\n') }
 }
 
@@ -71,11 +87,15 @@ const memoNegotiation = boundedMemo(2048, (key: string): Negotiation => {
   return negotiation(computeLocatt({ accept, acceptLanguage, userAgent, action: action === '' ? undefined : action }))
 })
 
-function computeLocatt (h: NegotiationHeaders): readonly string[] {
+function computeLocatt(h: NegotiationHeaders): readonly string[] {
   const withRole = h.action?.toLowerCase() !== 'metadata'
   const out: string[] = []
-  const role = (r: string): void => { if (withRole) out.push(`http_role:${r}`) }
-  const html = (): void => { out.push('ctype:text/html', 'media-type:text/html') }
+  const role = (r: string): void => {
+    if (withRole) out.push(`http_role:${r}`)
+  }
+  const html = (): void => {
+    out.push('ctype:text/html', 'media-type:text/html')
+  }
 
   const accepts = parseAcceptList(h.accept)
   if (accepts.every((a) => a.value === '*/*')) {
@@ -105,16 +125,16 @@ function computeLocatt (h: NegotiationHeaders): readonly string[] {
 }
 
 /** The highest q of a browser type, 0 when none (so a browser type at q=0 does not count). */
-function browserScore (accepts: readonly AcceptEntry[]): number {
+function browserScore(accepts: readonly AcceptEntry[]): number {
   return accepts.reduce((best, a) => (a.q > best && isBrowserType(a.value) ? a.q : best), 0)
 }
 
-function maxScore (accepts: readonly AcceptEntry[]): number {
+function maxScore(accepts: readonly AcceptEntry[]): number {
   return accepts.reduce((best, a) => (a.q > best ? a.q : best), 0)
 }
 
 /** Highest q first; equal q keep their order (Java's Collections.sort is stable). */
-function byQuality (accepts: readonly AcceptEntry[]): AcceptEntry[] {
+function byQuality(accepts: readonly AcceptEntry[]): AcceptEntry[] {
   return [...accepts].sort((a, b) => b.q - a.q)
 }
 
@@ -125,7 +145,7 @@ function byQuality (accepts: readonly AcceptEntry[]): AcceptEntry[] {
  * One difference from the reference: blank entries (an empty header, `a,,b`) are skipped, where Java
  * reads them as a non-browser type "" and so treats an empty Accept as negotiation.
  */
-function parseAcceptList (header: string | readonly string[] | undefined): AcceptEntry[] {
+function parseAcceptList(header: string | readonly string[] | undefined): AcceptEntry[] {
   if (header === undefined) return []
   const fields = typeof header === 'string' ? [header] : header
   const out: AcceptEntry[] = []
@@ -148,7 +168,7 @@ function parseAcceptList (header: string | readonly string[] | undefined): Accep
 const FLOAT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?$/
 
 /** Java's Float.parseFloat for the usual forms (trimmed, optional f/d suffix); undefined when it would throw. */
-function parseQuality (text: string): number | undefined {
+function parseQuality(text: string): number | undefined {
   const t = text.trim()
   if (!FLOAT.test(t)) return undefined
   const n = Number(t.replace(/[fFdD]$/, ''))

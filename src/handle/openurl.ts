@@ -11,8 +11,12 @@
 import { percentDecode } from './name.js'
 
 /** The keys we read, in the order we read them, as the 400 page lists them. */
-export const OPENURL_DOI_KEYS: ReadonlyArray<{ key: string, example: string, note: string }> = [
-  { key: 'rft_id', example: 'rft_id=info:doi/10.1000/182', note: 'OpenURL 1.0; the first rft_id that is a DOI counts, others (info:pmid/…) are ignored' },
+export const OPENURL_DOI_KEYS: ReadonlyArray<{ key: string; example: string; note: string }> = [
+  {
+    key: 'rft_id',
+    example: 'rft_id=info:doi/10.1000/182',
+    note: 'OpenURL 1.0; the first rft_id that is a DOI counts, others (info:pmid/…) are ignored'
+  },
   { key: 'id', example: 'id=doi:10.1000/182', note: 'OpenURL 0.1; id=info:doi/10.1000/182 works too' },
   { key: 'rft.doi', example: 'rft.doi=10.1000/182', note: 'used by some link resolvers and discovery systems' },
   { key: 'doi', example: 'doi=10.1000/182', note: 'a plain DOI' }
@@ -38,7 +42,7 @@ const ENCODED_SEPARATOR = /^\s*(?:(?:info:doi\/|doi:|urn:doi:)\s*)?10\.[^/]*%2F/
  * The DOI an OpenURL names, from its fields (each key → its values, decoded once), or undefined.
  * Order (behaviour.md §10): `rft_id`, `id`, `rft.doi`, `doi`; the first usable value wins.
  */
-export function doiFromOpenUrl (fields: ReadonlyMap<string, readonly string[]>): OpenUrlDoi | undefined {
+export function doiFromOpenUrl(fields: ReadonlyMap<string, readonly string[]>): OpenUrlDoi | undefined {
   for (const key of ['rft_id', 'id'] as const) {
     for (const raw of fields.get(key) ?? []) {
       const value = decodedOnceMore(raw)
@@ -55,21 +59,32 @@ export function doiFromOpenUrl (fields: ReadonlyMap<string, readonly string[]>):
 }
 
 /** EZproxy and some link resolvers encode a value twice: decode it once more when it plainly is. */
-export function decodedOnceMore (value: string): string {
+export function decodedOnceMore(value: string): string {
   if (!ENCODED_SCHEME.test(value) && !ENCODED_SEPARATOR.test(value)) return value
   return percentDecode(value) ?? value
 }
 
 /** The proxy's own query parameters an OpenURL may carry (behaviour.md §6), with their synonyms. */
 export const CARRIED_PARAMETERS: ReadonlySet<string> = new Set([
-  'nols', 'nosfx', 'noredirect', 'urlappend', 'type', 'index', 'locatt', 'action', 'auth', 'ignore_aliases', 'noalias', 'linkout'
+  'nols',
+  'nosfx',
+  'noredirect',
+  'urlappend',
+  'type',
+  'index',
+  'locatt',
+  'action',
+  'auth',
+  'ignore_aliases',
+  'noalias',
+  'linkout'
 ])
 
 /**
  * The proxy's own parameters among an OpenURL's fields, as a raw query string for the proxy's parser
  * (each key and value encoded once, so '+' and '%' survive as they were decoded). Other keys are dropped.
  */
-export function carriedQuery (fields: ReadonlyMap<string, readonly string[]>): string {
+export function carriedQuery(fields: ReadonlyMap<string, readonly string[]>): string {
   const out: string[] = []
   for (const [key, values] of fields) {
     if (!CARRIED_PARAMETERS.has(key)) continue
@@ -79,7 +94,7 @@ export function carriedQuery (fields: ReadonlyMap<string, readonly string[]>): s
 }
 
 /** Like encodeURIComponent, but a lone surrogate becomes U+FFFD instead of throwing. */
-export function encodeQueryPart (s: string): string {
+export function encodeQueryPart(s: string): string {
   return encodeURIComponent(s.replace(LONE_SURROGATE, '\ufffd'))
 }
 

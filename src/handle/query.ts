@@ -46,13 +46,13 @@ export interface ProxyParams extends LookupParams {
  *   before the query's own parameters, and `getParameter` returns the first), it wins over a `urlappend`
  *   parameter, and goes to the redirect with its '#', so '/10.1000/x#sec2' lands on '<url>#sec2'.
  */
-export function parseProxyQuery (rawQuery: string, fragment?: string): ProxyParams {
+export function parseProxyQuery(rawQuery: string, fragment?: string): ProxyParams {
   // Most requests have no query at all: they share one answer (nobody mutates it).
   if (rawQuery === '' && fragment === undefined) return NO_PARAMS
   return parseQuery(rawQuery, fragment)
 }
 
-function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
+function parseQuery(rawQuery: string, fragment?: string): ProxyParams {
   const all = parsePairs(rawQuery)
   const has = (key: string): boolean => all.has(key)
   const first = (key: string): string | undefined => all.get(key)?.[0]
@@ -82,11 +82,11 @@ function parseQuery (rawQuery: string, fragment?: string): ProxyParams {
 const NO_PARAMS: ProxyParams = Object.freeze(parseQuery(''))
 
 /** True when the request narrows the record with `index` or `type` (the values-not-found page applies). */
-export function hasTypeOrIndexFilter (p: ProxyParams): boolean {
+export function hasTypeOrIndexFilter(p: ProxyParams): boolean {
   return (p.indexes !== undefined && p.indexes.length > 0) || p.types.length > 0
 }
 
-function parsePairs (rawQuery: string): Map<string, string[]> {
+function parsePairs(rawQuery: string): Map<string, string[]> {
   const all = new Map<string, string[]>()
   for (const piece of rawQuery.split(/[&;]/)) {
     if (piece === '') continue
@@ -100,7 +100,7 @@ function parsePairs (rawQuery: string): Map<string, string[]> {
   return all
 }
 
-function decodeOrKeep (s: string): string {
+function decodeOrKeep(s: string): string {
   return percentDecode(s) ?? s
 }
 
@@ -108,10 +108,13 @@ function decodeOrKeep (s: string): string {
  * An explicit `action` wins; unknown actions (and 'metadata', 'toolbar', '') redirect. Without one, our
  * synonym `locs` means showurls, then `noredirect` means showvalues ("applies only if no action was given").
  */
-function chooseAction (rawAction: string | undefined, locs: boolean, noredirect: boolean): ProxyAction {
+function chooseAction(rawAction: string | undefined, locs: boolean, noredirect: boolean): ProxyAction {
   if (rawAction !== undefined) {
     switch (rawAction) {
-      case 'showvalues': case 'showurls': case 'api': case 'redirect':
+      case 'showvalues':
+      case 'showurls':
+      case 'api':
+      case 'redirect':
         return rawAction
       default:
         return 'redirect'
@@ -126,7 +129,7 @@ function chooseAction (rawAction: string | undefined, locs: boolean, noredirect:
 const JAVA_INT = /^[+-]?\d+$/
 
 /** One value that Integer.parseInt would reject drops the whole index filter ([HNS92] resolveHandle). */
-function parseIndexes (values: readonly string[] | undefined): number[] | undefined {
+function parseIndexes(values: readonly string[] | undefined): number[] | undefined {
   if (values === undefined || values.length === 0) return undefined
   const indexes: number[] = []
   for (const v of values) {

@@ -20,8 +20,8 @@ export interface DoiListItem {
  * (they answer "Invalid DOI"). `given` is the decoded part (the raw part if it is not UTF-8); `doi` is
  * it without surrounding whitespace, as the proxy trims a handle.
  */
-export function splitDoiList (raw: string): DoiListItem[] {
-  return raw.split(',').map(part => {
+export function splitDoiList(raw: string): DoiListItem[] {
+  return raw.split(',').map((part) => {
     const decoded = percentDecode(part)
     return decoded === undefined ? { given: part, doi: undefined } : { given: decoded, doi: decoded.trim() }
   })
@@ -31,7 +31,7 @@ export function splitDoiList (raw: string): DoiListItem[] {
  * A DOI name starts with '10.' and has something after it in the prefix; a prefix alone ('10.1108') is
  * fine. Control characters are never part of a DOI (behaviour.md §2). Anything else: "Invalid DOI".
  */
-export function isDoiName (doi: string): boolean {
+export function isDoiName(doi: string): boolean {
   if (!doi.startsWith('10.')) return false
   const slash = doi.indexOf('/')
   const prefix = slash < 0 ? doi : doi.slice(0, slash)
@@ -43,7 +43,7 @@ export function isDoiName (doi: string): boolean {
  * `<DOI.RA>` of HS_NAMESPACE first ([CR-GL1499]), else the HS_SERV data (behaviour.md R8). Types match
  * case-insensitively; malformed XML is ignored, never thrown.
  */
-export function raServiceHandle (prefixValues: readonly HandleValue[]): string | undefined {
+export function raServiceHandle(prefixValues: readonly HandleValue[]): string | undefined {
   for (const ns of stringsOfType(prefixValues, 'HS_NAMESPACE')) {
     const ra = doiRaOfNamespace(ns)
     if (ra !== undefined) return ra
@@ -56,7 +56,7 @@ export function raServiceHandle (prefixValues: readonly HandleValue[]): string |
 }
 
 /** The text of each value of `type` (ASCII case-insensitive) whose data is a string. */
-function stringsOfType (values: readonly HandleValue[], type: string): string[] {
+function stringsOfType(values: readonly HandleValue[], type: string): string[] {
   const out: string[] = []
   for (const v of values) {
     if (typeof v.type !== 'string' || asciiUpperCase(v.type) !== type) continue
@@ -71,7 +71,7 @@ function stringsOfType (values: readonly HandleValue[], type: string): string[] 
 const namespaceParser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: true, processEntities: false })
 
 /** The first non-empty `<DOI.RA>` child of the document's root element (`<HS_NAMESPACE>`). */
-function doiRaOfNamespace (xml: string): string | undefined {
+function doiRaOfNamespace(xml: string): string | undefined {
   let doc: unknown
   try {
     doc = namespaceParser.parse(xml)
@@ -88,7 +88,7 @@ function doiRaOfNamespace (xml: string): string | undefined {
 }
 
 /** Text of an element as the parser gives it: a string, `{'#text': …}`, or an array of those. */
-function firstText (node: unknown): string | undefined {
+function firstText(node: unknown): string | undefined {
   if (Array.isArray(node)) {
     for (const n of node) {
       const t = firstText(n)
@@ -102,7 +102,7 @@ function firstText (node: unknown): string | undefined {
   return trimmed === '' ? undefined : trimmed
 }
 
-function isObject (x: unknown): x is Record<string, unknown> {
+function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x)
 }
 
@@ -127,7 +127,7 @@ const RA_NAMES: Readonly<Record<string, string>> = {
  * case-insensitively; `extra` (keys are X in upper case; configurable) wins over the built-in table.
  * undefined when the handle is not a service handle or X is unknown: the caller answers "Unknown".
  */
-export function raDisplayName (serviceHandle: string, extra?: Readonly<Record<string, string>>): string | undefined {
+export function raDisplayName(serviceHandle: string, extra?: Readonly<Record<string, string>>): string | undefined {
   const m = /^(?:10\.SERV\/|0\.SERV\/10\.)(.+)$/i.exec(serviceHandle.trim())
   if (m?.[1] === undefined) return undefined
   const key = asciiUpperCase(m[1])
@@ -138,7 +138,7 @@ export function raDisplayName (serviceHandle: string, extra?: Readonly<Record<st
 }
 
 export type RaStatus = 'Invalid DOI' | 'DOI does not exist' | 'Unknown'
-export type RaEntry = { DOI: string, RA: string } | { DOI: string, status: RaStatus }
+export type RaEntry = { DOI: string; RA: string } | { DOI: string; status: RaStatus }
 
 /**
  * One answer of the list, from what the route found. `doiExists`: the DOI's record (or, for a prefix
@@ -146,9 +146,9 @@ export type RaEntry = { DOI: string, RA: string } | { DOI: string, status: RaSta
  * answered "Unknown" as doi.org answers a DOI it cannot look up, never "DOI does not exist". `prefixValues`: the prefix record's values, undefined if the
  * prefix could not be read.
  */
-export function raEntry (
+export function raEntry(
   item: DoiListItem,
-  found: { doiExists: boolean | undefined, prefixValues?: readonly HandleValue[] | undefined },
+  found: { doiExists: boolean | undefined; prefixValues?: readonly HandleValue[] | undefined },
   extra?: Readonly<Record<string, string>>
 ): RaEntry {
   if (item.doi === undefined || !isDoiName(item.doi)) return { DOI: item.given, status: 'Invalid DOI' }
@@ -163,7 +163,7 @@ export function raEntry (
  * The array as doi.org's documented example shows it: pretty-printed, 2-space indent, "DOI" first
  * (behaviour.md R8; the live whitespace is unconfirmed). Keys are written in a fixed order.
  */
-export function serializeRa (entries: readonly RaEntry[]): string {
-  const ordered = entries.map(e => ('RA' in e ? { DOI: e.DOI, RA: e.RA } : { DOI: e.DOI, status: e.status }))
+export function serializeRa(entries: readonly RaEntry[]): string {
+  const ordered = entries.map((e) => ('RA' in e ? { DOI: e.DOI, RA: e.RA } : { DOI: e.DOI, status: e.status }))
   return JSON.stringify(ordered, null, 2)
 }

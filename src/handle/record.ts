@@ -16,9 +16,9 @@ export const MAX_RECOGNIZED_TTL_SECONDS = 172800
  * ([HNS92] Util.isParentTypeInArray: 'URL.' matches 'URL' and 'URL.foo'). No filter → all values.
  * Keeps record order.
  */
-export function filterValues (
+export function filterValues(
   values: readonly HandleValue[],
-  filter: { indexes?: readonly number[] | undefined, types?: readonly string[] }
+  filter: { indexes?: readonly number[] | undefined; types?: readonly string[] }
 ): HandleValue[] {
   const indexes = filter.indexes ?? []
   const types = (filter.types ?? []).map(asciiUpperCase)
@@ -27,7 +27,7 @@ export function filterValues (
   return values.filter((v) => indexes.includes(v.index) || typeMatchesAny(v.type, types))
 }
 
-function typeMatchesAny (type: unknown, upperQueryTypes: readonly string[]): boolean {
+function typeMatchesAny(type: unknown, upperQueryTypes: readonly string[]): boolean {
   if (typeof type !== 'string' || type === '') return false
   const upper = asciiUpperCase(type)
   return upperQueryTypes.some((q) => {
@@ -42,7 +42,7 @@ function typeMatchesAny (type: unknown, upperQueryTypes: readonly string[]): boo
  * Seconds a value may be cached: a relative ttl as is (a negative one counts as 0, already expired);
  * an absolute ISO-8601 ttl counted from nowMs (in the past → 0); anything else → 86400, the default.
  */
-export function valueTtlSeconds (v: HandleValue, nowMs: number): number {
+export function valueTtlSeconds(v: HandleValue, nowMs: number): number {
   const expiry = absoluteExpiryMs(v.ttl)
   if (expiry !== undefined) return Math.max(0, Math.floor((expiry - nowMs) / 1000))
   if (typeof v.ttl === 'number' && Number.isFinite(v.ttl)) return Math.max(0, Math.floor(v.ttl))
@@ -54,10 +54,10 @@ export function valueTtlSeconds (v: HandleValue, nowMs: number): number {
  * below floorSeconds, except that a TTL of 0 (relative 0, or an absolute time already past) means
  * "do not cache" → 0. An empty record → maxSeconds.
  */
-export function recordCacheSeconds (
+export function recordCacheSeconds(
   values: readonly HandleValue[],
   nowMs: number,
-  opts: { maxSeconds: number, floorSeconds: number }
+  opts: { maxSeconds: number; floorSeconds: number }
 ): number {
   if (values.length === 0) return opts.maxSeconds
   // A loop, not Math.min(...values): a record of a few hundred thousand values would overflow the call stack.
@@ -72,7 +72,7 @@ export function recordCacheSeconds (
  * nowMs + relative ttl or the absolute expiry time, each capped at nowMs + 2 days. Returns epoch ms.
  * No values used → nowMs + 2 days (the cap), so callers always have a date to send.
  */
-export function expiresAt (used: readonly HandleValue[], nowMs: number): number {
+export function expiresAt(used: readonly HandleValue[], nowMs: number): number {
   return expiresFrom(expiryRule(used), nowMs)
 }
 
@@ -80,9 +80,12 @@ export function expiresAt (used: readonly HandleValue[], nowMs: number): number 
  * expiresAt taken apart, so it can be worked out once per record and applied at each request's time:
  * the shortest relative ttl (capped at 2 days) and the earliest absolute expiry (Infinity when none).
  */
-export interface ExpiryRule { relativeMs: number, until: number }
+export interface ExpiryRule {
+  relativeMs: number
+  until: number
+}
 
-export function expiryRule (used: readonly HandleValue[]): ExpiryRule {
+export function expiryRule(used: readonly HandleValue[]): ExpiryRule {
   let relativeMs = MAX_RECOGNIZED_TTL_SECONDS * 1000
   let until = Infinity
   for (const v of used) {
@@ -94,7 +97,7 @@ export function expiryRule (used: readonly HandleValue[]): ExpiryRule {
 }
 
 /** The Expires time (epoch ms) of a rule at `nowMs`: an absolute expiry already past counts as now. */
-export function expiresFrom (rule: ExpiryRule, nowMs: number): number {
+export function expiresFrom(rule: ExpiryRule, nowMs: number): number {
   return Math.min(nowMs + rule.relativeMs, Math.max(nowMs, rule.until))
 }
 
@@ -104,18 +107,18 @@ export function expiresFrom (rule: ExpiryRule, nowMs: number): number {
  */
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/i
 
-function parseIsoMs (s: string): number | undefined {
+function parseIsoMs(s: string): number | undefined {
   if (!ISO_DATE_TIME.test(s)) return undefined
   const ms = Date.parse(s)
   return Number.isNaN(ms) ? undefined : ms
 }
 
-function absoluteExpiryMs (ttl: unknown): number | undefined {
+function absoluteExpiryMs(ttl: unknown): number | undefined {
   return typeof ttl === 'string' ? parseIsoMs(ttl) : undefined
 }
 
 /** First HS_ALIAS target in record order (type compared ASCII case-insensitively), or undefined. */
-export function aliasTarget (values: readonly HandleValue[]): string | undefined {
+export function aliasTarget(values: readonly HandleValue[]): string | undefined {
   for (const v of values) {
     if (!isType(v, 'HS_ALIAS')) continue
     const target = valueString(v)
@@ -130,13 +133,12 @@ export function aliasTarget (values: readonly HandleValue[]): string | undefined
  * (case-insensitive) in record order, else the first subtype (URL.xxx or 0.TYPE/URL.xxx). Only values with
  * non-blank string data count: an empty URL can never be redirected to, so the next one is used.
  */
-export function firstUrlValue (values: readonly HandleValue[]): HandleValue | undefined {
+export function firstUrlValue(values: readonly HandleValue[]): HandleValue | undefined {
   const usable = values.filter((v) => (valueString(v) ?? '').trim() !== '')
-  return usable.find((v) => isType(v, 'URL') || isType(v, '0.TYPE/URL')) ??
-    usable.find((v) => isUrlSubtype(v.type))
+  return usable.find((v) => isType(v, 'URL') || isType(v, '0.TYPE/URL')) ?? usable.find((v) => isUrlSubtype(v.type))
 }
 
-function isUrlSubtype (type: unknown): boolean {
+function isUrlSubtype(type: unknown): boolean {
   if (typeof type !== 'string') return false
   const upper = asciiUpperCase(type)
   return (upper.startsWith('URL.') && upper.length > 4) || (upper.startsWith('0.TYPE/URL.') && upper.length > 11)
@@ -146,7 +148,7 @@ function isUrlSubtype (type: unknown): boolean {
  * The values-page timestamp 'YYYY-MM-DD HH:MM:SSZ' in UTC ([HNS92] HandleValue.getNicerTimestampAsString,
  * e.g. doi.org's '2015-04-03 21:20:03Z'); 'NA' when missing or not an ISO date-time.
  */
-export function nicerTimestamp (iso: string | undefined): string {
+export function nicerTimestamp(iso: string | undefined): string {
   const ms = iso === undefined ? undefined : parseIsoMs(iso)
   if (ms === undefined) return 'NA'
   // toISOString is 'YYYY-MM-DDTHH:MM:SS.sssZ' for years 0000–9999 (longer, with a sign, outside them)
@@ -179,11 +181,11 @@ const ADMIN_PERMISSIONS: ReadonlyArray<readonly [bit: number, name: string]> = [
  * HS_ADMIN as AdminRecord.toString (behaviour.md R5 table): 'handle=0.NA/10.5555; index=300; [create hdl,...]'
  * listing only the granted permissions. Undefined if the data is not an admin value.
  */
-export function adminText (v: HandleValue): string | undefined {
+export function adminText(v: HandleValue): string | undefined {
   if (typeof v.data?.format !== 'string' || v.data.format.toLowerCase() !== 'admin') return undefined
   const admin = v.data.value
   if (typeof admin !== 'object' || admin === null) return undefined
-  const { handle, index, permissions } = admin as { handle?: unknown, index?: unknown, permissions?: unknown }
+  const { handle, index, permissions } = admin as { handle?: unknown; index?: unknown; permissions?: unknown }
   if (typeof handle !== 'string' || typeof index !== 'number') return undefined
   const bits = permissionBits(permissions)
   const granted = ADMIN_PERMISSIONS.filter(([bit]) => bits[bit] === true).map(([, name]) => name)
@@ -194,7 +196,7 @@ export function adminText (v: HandleValue): string | undefined {
  * Permission bits (index = bit number) from any form [HNS92] GsonUtility.permsElementToArray accepts:
  * a binary string read from the right, '*' (all), a boolean, a number, or an array of truthy flags.
  */
-function permissionBits (permissions: unknown): boolean[] {
+function permissionBits(permissions: unknown): boolean[] {
   if (permissions === '*' || permissions === true) return new Array<boolean>(12).fill(true)
   if (typeof permissions === 'number' && Number.isInteger(permissions) && permissions >= 0) {
     return permissionBits(permissions.toString(2))
@@ -208,13 +210,13 @@ function permissionBits (permissions: unknown): boolean[] {
   return new Array<boolean>(12).fill(false)
 }
 
-function isTruthy (x: unknown): boolean {
+function isTruthy(x: unknown): boolean {
   if (x === undefined || x === null || x === false || x === '' || x === 0) return false
   return !(typeof x === 'number' && Number.isNaN(x))
 }
 
 /** HS_VLIST entries [{handle,index}] → 'index:handle' strings (behaviour.md R5 table); undefined if not a vlist. */
-export function vlistEntries (v: HandleValue): string[] | undefined {
+export function vlistEntries(v: HandleValue): string[] | undefined {
   const list = v.data?.value
   if (!Array.isArray(list)) return undefined
   const isVlist = (typeof v.data.format === 'string' && v.data.format.toLowerCase() === 'vlist') || isType(v, 'HS_VLIST')
@@ -222,7 +224,7 @@ export function vlistEntries (v: HandleValue): string[] | undefined {
   const entries: string[] = []
   for (const entry of list) {
     if (typeof entry !== 'object' || entry === null) continue
-    const { handle, index } = entry as { handle?: unknown, index?: unknown }
+    const { handle, index } = entry as { handle?: unknown; index?: unknown }
     if (typeof handle === 'string' && typeof index === 'number') entries.push(`${index}:${handle}`)
   }
   return entries

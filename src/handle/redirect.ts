@@ -2,7 +2,7 @@ import { domainToASCII } from 'node:url'
 import { encodeURL, hasControlChar } from './name.js'
 
 /** The scheme of an absolute URL, lower-cased, or undefined for a relative or odd one. */
-export function schemeOf (url: string): string | undefined {
+export function schemeOf(url: string): string | undefined {
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(url)
   return m?.[1]?.toLowerCase()
 }
@@ -13,7 +13,7 @@ export function schemeOf (url: string): string | undefined {
  * then encoded like the reference's encodeURL. Undefined when it must not be redirected to:
  * a scheme outside the allow-list, or a control character anywhere.
  */
-export function locationFor (url: string, urlappend: string | undefined, allowedSchemes: readonly string[]): string | undefined {
+export function locationFor(url: string, urlappend: string | undefined, allowedSchemes: readonly string[]): string | undefined {
   const target = url.trim() + (urlappend ?? '')
   const scheme = schemeOf(target)
   if (scheme === undefined || !allowedSchemes.includes(scheme)) return undefined
@@ -23,7 +23,7 @@ export function locationFor (url: string, urlappend: string | undefined, allowed
 }
 
 /** Replace a non-ASCII host with its Punycode form; leaves ASCII URLs untouched. Undefined if the host is invalid. */
-function punycodeHost (url: string): string | undefined {
+function punycodeHost(url: string): string | undefined {
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#]*)(.*)$/s.exec(url)
   if (m === null) return url
   const [, head = '', authority = '', rest = ''] = m
@@ -45,15 +45,19 @@ function punycodeHost (url: string): string | undefined {
  * (WHATWG URL). Compare what is sent, never the text before encoding: '\\@evil.example' reads as a
  * path before encoding ('\\' is '/' in http URLs) but as user info once encoded ('%5C@evil.example').
  */
-export function sameTarget (location: string, appended: string): boolean {
+export function sameTarget(location: string, appended: string): boolean {
   const before = parseUrl(location)
   const after = parseUrl(appended)
   if (before === undefined || after === undefined) return false
-  return before.protocol === after.protocol && before.host === after.host &&
-    before.username === after.username && before.password === after.password
+  return (
+    before.protocol === after.protocol &&
+    before.host === after.host &&
+    before.username === after.username &&
+    before.password === after.password
+  )
 }
 
-function parseUrl (s: string): URL | undefined {
+function parseUrl(s: string): URL | undefined {
   try {
     return new URL(s)
   } catch {

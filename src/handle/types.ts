@@ -31,7 +31,7 @@ export interface HandleRecord {
  * 'ı' (dotless i) or 'ſ' (long s) never match 'I' or 'S', as JavaScript's toUpperCase would make them.
  * The one folding every module uses for types (the cache key has its own, the same rule: name.ts cacheKey).
  */
-export function asciiUpperCase (s: string): string {
+export function asciiUpperCase(s: string): string {
   // Most types (URL, HS_ADMIN, EMAIL) have no lower-case letter: found so, the string itself is the answer.
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i)
@@ -47,7 +47,7 @@ const upperRun = (run: string): string => run.toUpperCase()
  * Exactly this type, ASCII case-insensitively (Util.equalsCI). Folding keeps a string's length, so a
  * type of another length is told apart without folding either (most values, on every miss).
  */
-export function isType (v: HandleValue, type: string): boolean {
+export function isType(v: HandleValue, type: string): boolean {
   return typeof v.type === 'string' && v.type.length === type.length && asciiUpperCase(v.type) === asciiUpperCase(type)
 }
 
@@ -56,7 +56,7 @@ export function isType (v: HandleValue, type: string): boolean {
  * case-insensitively. So `10320/LOC` (b2handle) counts as 10320/loc, and `URL.METADATA` as URL. A type
  * shorter than `type` is neither (folding keeps lengths).
  */
-export function hasType (v: HandleValue, type: string): boolean {
+export function hasType(v: HandleValue, type: string): boolean {
   if (typeof v.type !== 'string' || v.type.length < type.length) return false
   const mine = asciiUpperCase(v.type)
   const wanted = asciiUpperCase(type)
@@ -64,7 +64,7 @@ export function hasType (v: HandleValue, type: string): boolean {
 }
 
 /** The string form of a value's data, when it has one (format "string"). */
-export function valueString (value: HandleValue): string | undefined {
+export function valueString(value: HandleValue): string | undefined {
   const v = value.data?.value
   return typeof v === 'string' ? v : undefined
 }

@@ -27,14 +27,14 @@ export interface Admission {
    * The gate of one request as the resolver takes it (LookupRequest.admit): passed at most once, when its
    * first lookup must go upstream, then the same answer (who asks, until when) or the same refusal.
    */
-  gate (request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket, deadline: number }>
+  gate(request: FastifyRequest, reply: FastifyReply, bypass: boolean): () => Promise<{ client: ClientTicket; deadline: number }>
   /**
    * The gate of a request that makes many lookups (a batch): passed again at each call, each one counted
    * by the rate limit as a request of its own, so a batch costs what its lookups cost. Each call answers
    * who asks and until when, or rejects (a refusal carries its Retry-After). Only the first call, made
    * before the answer starts, sets the rate-limit headers.
    */
-  gateEach (request: FastifyRequest, reply: FastifyReply): () => Promise<{ client: ClientTicket, deadline: number }>
+  gateEach(request: FastifyRequest, reply: FastifyReply): () => Promise<{ client: ClientTicket; deadline: number }>
 }
 
 /** The gate, and the plugins it asks: `register` puts them on the app (src/plugins/admission.ts), before any route. */
@@ -43,16 +43,24 @@ export interface AdmissionControl extends Admission {
    * Registers @fastify/under-pressure and @fastify/rate-limit as configured, on the app given (the root:
    * rate-limit's onRoute hook must see every route). Until then the gate lets every request through.
    */
-  register (app: FastifyInstance): Promise<void>
+  register(app: FastifyInstance): Promise<void>
 }
 
 /** The settings of the gate: load shedding, the rate limits (their Redis keys), who is trusted, the request's deadline. */
-export type AdmissionSettings = Pick<Config,
-  'maxEventLoopDelayMs' | 'rateLimitMax' | 'authRateLimitMax' | 'rateLimitWindowMs' | 'rateLimitAllowList' | 'trustedNetworks' |
-  'redisKeyPrefix' | 'requestDeadlineMs'>
+export type AdmissionSettings = Pick<
+  Config,
+  | 'maxEventLoopDelayMs'
+  | 'rateLimitMax'
+  | 'authRateLimitMax'
+  | 'rateLimitWindowMs'
+  | 'rateLimitAllowList'
+  | 'trustedNetworks'
+  | 'redisKeyPrefix'
+  | 'requestDeadlineMs'
+>
 
 /** With `redis`, the rate-limit counters live there, shared by replicas; a Redis failure lets the request through. */
-export function createAdmission (config: AdmissionSettings, metrics: Metrics, redis?: RedisClient): AdmissionControl {
+export function createAdmission(config: AdmissionSettings, metrics: Metrics, redis?: RedisClient): AdmissionControl {
   const isTrusted = networkMatcher(config.trustedNetworks)
   const isAllowListed = networkMatcher(config.rateLimitAllowList)
   const refused = {
@@ -66,7 +74,7 @@ export function createAdmission (config: AdmissionSettings, metrics: Metrics, re
   let general: Limiter | undefined
   let auth: Limiter | undefined
 
-  async function register (root: FastifyInstance): Promise<void> {
+  async function register(root: FastifyInstance): Promise<void> {
     if (config.maxEventLoopDelayMs > 0) {
       // Registered to measure only: its own hook lets every request through, and we ask it before upstream work.
       await root.register(underPressure, {
@@ -89,34 +97,40 @@ export function createAdmission (config: AdmissionSettings, metrics: Metrics, re
   }
 
   /** Undefined when nothing applies (the common case costs no promise); rejects with a 429/503 error. */
-  function admit (request: FastifyRequest, reply: FastifyReply | undefined, bypass: boolean): Promise<void> | undefined {
+  function admit(request: FastifyRequest, reply: FastifyReply | undefined, bypass: boolean): Promise<void> | undefined {
     if (underPressureNow()) {
       refused.shed.inc()
-      return Promise.reject(new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000))
+      return Promise.reject(
+        new RefusedError(503, 'DP_OVERLOADED', 'This resolver is very busy right now. Please try again in a few seconds.', 5000)
+      )
     }
     // One limiter per request (the plugin runs once per request): the stricter one for cache-bypassing lookups.
     const limiter = bypass ? (auth ?? general) : general
     if (limiter === undefined || isAllowListed(request.ip)) return undefined
     return limiter(request, reply).catch((err: unknown) => {
-      (limiter === auth ? refused.auth : refused.general).inc()
+      ;(limiter === auth ? refused.auth : refused.general).inc()
       throw err
     })
   }
 
   /** Who asks (the fair queue's ticket) and the request's deadline on the performance.now() clock, once admitted. */
-  async function pass (request: FastifyRequest, reply: FastifyReply | undefined, bypass: boolean): Promise<{ client: ClientTicket, deadline: number }> {
+  async function pass(
+    request: FastifyRequest,
+    reply: FastifyReply | undefined,
+    bypass: boolean
+  ): Promise<{ client: ClientTicket; deadline: number }> {
     await admit(request, reply, bypass)
     return { client: ticketFor(request.ip, isTrusted), deadline: performance.now() + config.requestDeadlineMs }
   }
 
   return {
     register,
-    gate (request, reply, bypass) {
+    gate(request, reply, bypass) {
       if (onlyIfCached(request.headers['cache-control'])) return notHeld()
-      let passed: Promise<{ client: ClientTicket, deadline: number }> | undefined
+      let passed: Promise<{ client: ClientTicket; deadline: number }> | undefined
       return async () => await (passed ??= pass(request, reply, bypass))
     },
-    gateEach (request, reply) {
+    gateEach(request, reply) {
       if (onlyIfCached(request.headers['cache-control'])) return notHeld()
       let first = true
       return async () => {
@@ -129,7 +143,7 @@ export function createAdmission (config: AdmissionSettings, metrics: Metrics, re
 }
 
 // RFC 9111 §5.2.1.7: a request that may only be answered from what we hold never goes upstream.
-function notHeld (): () => Promise<never> {
+function notHeld(): () => Promise<never> {
   const refusal = Promise.reject(upstreamErrors.notHeld())
   refusal.catch(() => {})
   return async () => await refusal
@@ -139,7 +153,11 @@ function notHeld (): () => Promise<never> {
 type Limiter = (request: FastifyRequest, reply: FastifyReply | undefined) => Promise<void>
 
 /** A rate limit's name (in its key) and the refusal it answers with. */
-interface LimitWords { name: string, code: string, message: string }
+interface LimitWords {
+  name: string
+  code: string
+  message: string
+}
 const LOOKUPS: LimitWords = { name: 'lookups', code: 'DP_RATE_LIMITED', message: 'You have made too many DOI lookups in a short time.' }
 const AUTH_LOOKUPS: LimitWords = {
   name: 'auth',
@@ -152,17 +170,22 @@ const AUTH_LOOKUPS: LimitWords = {
  * (which counts a request once): a batch counts each lookup. Each count is named by its limit and the
  * client: `doi-proxy:v1:rl:lookups:203.0.113.7` in Redis.
  */
-function rateLimiter (
-  root: FastifyInstance, words: LimitWords, max: number, windowMs: number, isTrusted: (ip: string) => boolean
-): Limiter {
+function rateLimiter(root: FastifyInstance, words: LimitWords, max: number, windowMs: number, isTrusted: (ip: string) => boolean): Limiter {
   const { name, code, message } = words
-  const count = root.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}` })
+  const count = root.createRateLimit({
+    max,
+    timeWindow: windowMs,
+    keyGenerator: (request) => `${name}:${ticketFor(request.ip, isTrusted).key}`
+  })
   return async (request, reply) => {
     const limit = await count(request)
     if (limit.isAllowed) return
     // The headers @fastify/rate-limit's own hook sends, while the answer has not started.
     if (reply !== undefined && !reply.sent) {
-      reply.header('x-ratelimit-limit', limit.max).header('x-ratelimit-remaining', limit.remaining).header('x-ratelimit-reset', limit.ttlInSeconds)
+      reply
+        .header('x-ratelimit-limit', limit.max)
+        .header('x-ratelimit-remaining', limit.remaining)
+        .header('x-ratelimit-reset', limit.ttlInSeconds)
     }
     if (limit.isExceeded) {
       const seconds = Math.max(1, limit.ttlInSeconds)
@@ -171,32 +194,41 @@ function rateLimiter (
   }
 }
 
-type Incr = (key: string, done: (err: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number, max: number) => void
+type Incr = (
+  key: string,
+  done: (err: Error | null, result?: { current: number; ttl: number }) => void,
+  timeWindow: number,
+  max: number
+) => void
 // The library's own Redis store (its Lua script: INCR, and PEXPIRE on the first count), used as it is.
-const LibraryRedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as
-  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: RedisClient, nameSpace: string) => { incr: Incr }
+const LibraryRedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  redis: RedisClient,
+  nameSpace: string
+) => { incr: Incr }
 
 /**
  * @fastify/rate-limit's Redis store, keyed by `nameSpace` + our key generator's name alone. The library's
  * own would add a route to the name of a limiter made with `rateLimit(options)`, and ours have none: its
  * keys read `doi-proxy:v1:rl:undefinedundefined-127.0.0.1`, naming neither the limit nor the route.
  */
-function namedRedisStore (redis: RedisClient, nameSpace: string): FastifyRateLimitStoreCtor {
+function namedRedisStore(redis: RedisClient, nameSpace: string): FastifyRateLimitStoreCtor {
   const store = new LibraryRedisStore(false, false, redis, nameSpace)
   return class NamedRedisStore implements FastifyRateLimitStore {
-    incr (key: string, done: Parameters<Incr>[1], timeWindow?: number, max?: number): void {
+    incr(key: string, done: Parameters<Incr>[1], timeWindow?: number, max?: number): void {
       store.incr(key, done, timeWindow ?? 0, max ?? 0)
     }
 
     /** The same store: the key generator names the limit. */
-    child (): FastifyRateLimitStore {
+    child(): FastifyRateLimitStore {
       return this
     }
   }
 }
 
 /** True when a Cache-Control request header holds the `only-if-cached` directive (RFC 9111 §5.2.1.7; names are case-insensitive, §5.2). */
-export function onlyIfCached (header: string | readonly string[] | undefined): boolean {
+export function onlyIfCached(header: string | readonly string[] | undefined): boolean {
   if (header === undefined) return false
   const fields = typeof header === 'string' ? [header] : header
   return fields.some((field) => field.split(',').some((d) => (d.split('=')[0] ?? '').trim().toLowerCase() === 'only-if-cached'))

@@ -69,11 +69,12 @@ interface Answered {
 // The plain request a reader's browser sends when following a link (no query, Accept text/html).
 const PLAIN_PARAMS = parseProxyQuery('')
 const BROWSER = negotiate({ accept: 'text/html' })
-const NOT_HELD_OFFLINE = 'not in this resolver\'s records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered'
+const NOT_HELD_OFFLINE =
+  "not in this resolver's records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered"
 // Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
 const WINDOW = 1024
 
-export function createBatchAnswers (opts: BatchOptions) {
+export function createBatchAnswers(opts: BatchOptions) {
   const counted = {
     registered: opts.metrics.batchLines.labels('registered'),
     unregistered: opts.metrics.batchLines.labels('unregistered'),
@@ -82,26 +83,48 @@ export function createBatchAnswers (opts: BatchOptions) {
   }
 
   /** One name, as GET /{doi} would answer it, and how /status counts that answer. */
-  async function resolve (handle: string, req: BatchRequest): Promise<Answered> {
+  async function resolve(handle: string, req: BatchRequest): Promise<Answered> {
     let admitted: ReturnType<Admit> | undefined
     // The batch was admitted as a whole; each line gets its own deadline from when it first needs the upstream.
-    const admit: Admit = async () => await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
+    const admit: Admit = async () =>
+      await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
     try {
       const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
       const { status, location } = plainAnswer(req.ctx, outcome)
       const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
-      const source = outcome.cache === 'MISS' || outcome.cache === 'BYPASS' ? 'upstream' : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
-      if (outcome.kind !== 'not-found') return { result: { doi, registered: true, url: location, source, status }, counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from }
-      if (outcome.message !== undefined) return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
+      const source =
+        outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
+          ? 'upstream'
+          : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
+            ? 'cache'
+            : 'local'
+      if (outcome.kind !== 'not-found') {
+        return {
+          result: { doi, registered: true, url: location, source, status },
+          counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from
+        }
+      }
+      if (outcome.message !== undefined) {
+        return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
+      }
       // Offline, a name the local records do not hold may well be registered: we cannot say.
-      if (!opts.resolver.knowsAbsence(handle)) return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+      if (!opts.resolver.knowsAbsence(handle)) {
+        return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+      }
       return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
     } catch (err) {
       // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
       const notHeld = isNotHeld(err)
       if (!notHeld) req.onError?.(err)
       const { status, message } = describeError(err)
-      const result: Omit<BatchResult, 'input'> = { doi: null, registered: null, url: null, source: notHeld ? null : 'upstream', status, error: oneLine(message) }
+      const result: Omit<BatchResult, 'input'> = {
+        doi: null,
+        registered: null,
+        url: null,
+        source: notHeld ? null : 'upstream',
+        status,
+        error: oneLine(message)
+      }
       const retryAfter = retryAfterSeconds(err)
       if (retryAfter !== undefined) result.retryAfter = retryAfter
       // As the proxy counts its own: a refusal (a limit's 429) is a 4xx, a failure to find out a 5xx.
@@ -113,23 +136,35 @@ export function createBatchAnswers (opts: BatchOptions) {
    * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
    * once, whatever its record's ttl; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
-  async function * answer (lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
+  async function* answer(lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
     // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
     // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
     // (BATCH_MAX_LINES), and a small object a name.
     const once = new Map<string, Promise<Answered>>()
-    const lookup = async (line: BatchLine): Promise<{ result: BatchResult, counted: AnswerOutcome }> => {
-      if (line.kind === 'invalid') return { result: { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message }, counted: 'bad_request' }
+    const lookup = async (line: BatchLine): Promise<{ result: BatchResult; counted: AnswerOutcome }> => {
+      if (line.kind === 'invalid') {
+        return {
+          result: { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message },
+          counted: 'bad_request'
+        }
+      }
       const key = cacheKey(line.handle)
       let pending = once.get(key)
-      if (pending === undefined) once.set(key, pending = resolve(line.handle, req))
+      if (pending === undefined) once.set(key, (pending = resolve(line.handle, req)))
       const { result, counted } = await pending
       return { result: { input: line.input, ...result }, counted }
     }
     for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {
       const results: BatchResult[] = []
       for (const { result: r, counted: outcome } of chunk) {
-        (r.registered === true ? counted.registered : r.registered === false ? (r.source === null ? counted.invalid : counted.unregistered) : counted.unknown).inc()
+        ;(r.registered === true
+          ? counted.registered
+          : r.registered === false
+            ? r.source === null
+              ? counted.invalid
+              : counted.unregistered
+            : counted.unknown
+        ).inc()
         // Every line is an answer, a repeated name's too: it shows on /status as the proxy's answers do.
         opts.metrics.otherAnswers[outcome].inc()
         results.push(r)
@@ -143,6 +178,6 @@ export function createBatchAnswers (opts: BatchOptions) {
 
 export type BatchAnswers = ReturnType<typeof createBatchAnswers>
 
-function oneLine (s: string): string {
+function oneLine(s: string): string {
   return s.replace(/\s+/g, ' ').trim()
 }

@@ -8,7 +8,7 @@ import type { ClientTicket } from '../resolve/upstream/fair-queue.js'
  * address, or an IPv6 /64 (one household or host usually holds a whole /64, so per-address keys
  * would let it take any number of shares). `request.ip` already honours TRUST_PROXY.
  */
-export function clientKey (ip: string): string {
+export function clientKey(ip: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
   if (mapped?.[1] !== undefined) return mapped[1]
   if (isIP(ip) !== 6) return ip
@@ -16,7 +16,7 @@ export function clientKey (ip: string): string {
 }
 
 /** The eight hextets of an IPv6 address, lower case, without leading zeros ('2001:db8::1' → 2001,db8,0,…,1). */
-function expandIpv6 (ip: string): string[] {
+function expandIpv6(ip: string): string[] {
   const address = ip.split('%')[0] ?? ip // a zone id (fe80::1%eth0) is not part of the address
   const [head = '', tail] = address.split('::')
   const left = head === '' ? [] : head.split(':')
@@ -34,7 +34,7 @@ const MATCHED_ADDRESSES = 4096
  * remembered per address (bounded): BlockList.check builds a SocketAddress each time, and a client asks
  * from the same address again and again.
  */
-export function networkMatcher (cidrs: readonly string[]): (ip: string) => boolean {
+export function networkMatcher(cidrs: readonly string[]): (ip: string) => boolean {
   if (cidrs.length === 0) return () => false
   const list = new BlockList()
   for (const item of cidrs) {
@@ -50,6 +50,6 @@ export function networkMatcher (cidrs: readonly string[]): (ip: string) => boole
 }
 
 /** The fair-queue ticket of a client address. */
-export function ticketFor (ip: string, isTrusted: (ip: string) => boolean): ClientTicket {
+export function ticketFor(ip: string, isTrusted: (ip: string) => boolean): ClientTicket {
   return { key: clientKey(ip), trusted: isTrusted(ip) }
 }

@@ -4,7 +4,11 @@
  * list streams in constant memory; nothing new starts once `signal` is aborted (a reader who left).
  * p-map and p-limit keep every result until the end or lose the order, so this is ours.
  */
-export async function * mapInOrder<T, R> (items: readonly T[], fn: (item: T) => Promise<R>, opts: { concurrency: number, window: number, signal: AbortSignal }): AsyncGenerator<R[]> {
+export async function* mapInOrder<T, R>(
+  items: readonly T[],
+  fn: (item: T) => Promise<R>,
+  opts: { concurrency: number; window: number; signal: AbortSignal }
+): AsyncGenerator<R[]> {
   const { signal } = opts
   const window = Math.max(opts.window, opts.concurrency)
   let running = 0
@@ -51,4 +55,8 @@ export async function * mapInOrder<T, R> (items: readonly T[], fn: (item: T) => 
   }
 }
 
-interface Slot<R> { done: boolean, value: R | undefined, promise: Promise<void> }
+interface Slot<R> {
+  done: boolean
+  value: R | undefined
+  promise: Promise<void>
+}

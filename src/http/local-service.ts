@@ -36,7 +36,13 @@ export interface LocalServiceOptions {
 
 /** Why a redirect was diverted, or why not. */
 export type Diversion =
-  | { kind: 'divert', service: LocalServiceConfig, reason: 'network' | 'cookie', location: string, step: Exclude<LinkoutStep, 'registered'> }
+  | {
+      kind: 'divert'
+      service: LocalServiceConfig
+      reason: 'network' | 'cookie'
+      location: string
+      step: Exclude<LinkoutStep, 'registered'>
+    }
   | { kind: 'keep' }
 
 export interface RedirectFacts {
@@ -51,10 +57,10 @@ export interface RedirectFacts {
 
 export type LocalServices = ReturnType<typeof createLocalServices>
 
-type Chosen = { service: LocalServiceConfig, reason: 'network' | 'cookie' }
+type Chosen = { service: LocalServiceConfig; reason: 'network' | 'cookie' }
 type RecentlyDiverted = LRUCache<string, true>
 
-export function createLocalServices (opts: LocalServiceOptions) {
+export function createLocalServices(opts: LocalServiceOptions) {
   const { metrics } = opts
   const byId = new Map(opts.services.map((s) => [s.id, s]))
   const choose = serviceChooser(opts.services, byId, metrics)
@@ -83,9 +89,11 @@ export function createLocalServices (opts: LocalServiceOptions) {
      * negotiated answer, noredirect, or an action other than redirect (behaviour.md §10). A service
      * with a `linkout` chain answers by its chain; one without, by its URL, as always.
      */
-    async divert (request: FastifyRequest, facts: RedirectFacts, baseUrl: () => string): Promise<Diversion> {
+    async divert(request: FastifyRequest, facts: RedirectFacts, baseUrl: () => string): Promise<Diversion> {
       const action = facts.params.all.get('action')?.[0]
-      if (facts.negotiated || facts.params.noredirect || (action !== undefined && action.toLowerCase() !== 'redirect')) return { kind: 'keep' }
+      if (facts.negotiated || facts.params.noredirect || (action !== undefined && action.toLowerCase() !== 'redirect')) {
+        return { kind: 'keep' }
+      }
       const chosen = choose(request, facts)
       if (chosen === undefined) return { kind: 'keep' }
       if (chosen.service.linkout !== undefined) return await followChain(request, facts, chosen, baseUrl)
@@ -101,14 +109,14 @@ export function createLocalServices (opts: LocalServiceOptions) {
 }
 
 /** The service for this reader and DOI, and why, by nols, the cookie, then the networks; undefined when none applies. */
-function serviceChooser (configured: readonly LocalServiceConfig[], byId: ReadonlyMap<string, LocalServiceConfig>, metrics: Metrics) {
+function serviceChooser(configured: readonly LocalServiceConfig[], byId: ReadonlyMap<string, LocalServiceConfig>, metrics: Metrics) {
   const services = configured.map((service) => ({
     service,
     inNetworks: networkMatcher(service.networks),
     prefixes: new Set(service.prefixes.map(cacheKey))
   }))
   const bypassed = { nols: metrics.localServiceBypasses.labels('nols'), cookie_none: metrics.localServiceBypasses.labels('cookie_none') }
-  return function choose (request: FastifyRequest, facts: RedirectFacts): Chosen | undefined {
+  return function choose(request: FastifyRequest, facts: RedirectFacts): Chosen | undefined {
     if (facts.params.nols) {
       bypassed.nols.inc()
       return undefined
@@ -132,7 +140,7 @@ function serviceChooser (configured: readonly LocalServiceConfig[], byId: Readon
 }
 
 /** The loop guard's key: this client and this DOI. */
-function guardKeyOf (request: FastifyRequest, facts: RedirectFacts): string {
+function guardKeyOf(request: FastifyRequest, facts: RedirectFacts): string {
   return `${clientKey(request.ip)}\u0000${cacheKey(facts.handle)}`
 }
 
@@ -141,8 +149,11 @@ function guardKeyOf (request: FastifyRequest, facts: RedirectFacts): string {
  * service step is held back by the loop guard as a plain service is; the open-access source is
  * asked only when the chain reaches it, and never makes the reader wait past OA_BUDGET_MS.
  */
-function chainFollower (opts: LocalServiceOptions, recentlyDiverted: RecentlyDiverted,
-  divertToService: (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string) => Diversion) {
+function chainFollower(
+  opts: LocalServiceOptions,
+  recentlyDiverted: RecentlyDiverted,
+  divertToService: (chosen: Chosen, facts: RedirectFacts, guardKey: string, baseUrl: () => string) => Diversion
+) {
   const { metrics } = opts
   const bypassed = metrics.localServiceBypasses.labels('linkout_registered')
   const counts = {
@@ -158,8 +169,11 @@ function chainFollower (opts: LocalServiceOptions, recentlyDiverted: RecentlyDiv
       registered: metrics.linkout.labels('registered', 'taken')
     }
   }
-  return async function followChain (
-    request: FastifyRequest, facts: RedirectFacts, chosen: Chosen, baseUrl: () => string
+  return async function followChain(
+    request: FastifyRequest,
+    facts: RedirectFacts,
+    chosen: Chosen,
+    baseUrl: () => string
   ): Promise<Diversion> {
     const { service } = chosen
     const steps = service.linkout ?? []
@@ -196,33 +210,43 @@ function chainFollower (opts: LocalServiceOptions, recentlyDiverted: RecentlyDiv
  * The template filled in: {doi} is the DOI as a query value, {return} our own absolute URL for the DOI
  * with nols=y (so the reader can come back to the publisher's copy), as a query value.
  */
-export function fillTemplate (template: string, handle: string, baseUrl: string): string {
+export function fillTemplate(template: string, handle: string, baseUrl: string): string {
   const returnUrl = `${baseUrl}${encodeHandlePath(handle)}?nols=y`
   return template.replace(/\{doi\}|\{return\}/g, (placeholder) => queryValue(placeholder === '{doi}' ? handle : returnUrl))
 }
 
 /** Every character but RFC 3986's unreserved ones as UTF-8 %XX; a lone surrogate as U+FFFD. */
-function queryValue (s: string): string {
-  return encodeURIComponent(s.replace(LONE_SURROGATE, '\ufffd')).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+function queryValue(s: string): string {
+  return encodeURIComponent(s.replace(LONE_SURROGATE, '\ufffd')).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`
+  )
 }
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /** The diversion itself: a 302 no cache may keep, since it depends on who asks. */
-export function sendDiversion (reply: FastifyReply, location: string, body: string): FastifyReply {
-  return reply.code(302).header('location', location).header('cache-control', 'private, no-store').type('text/html; charset=utf-8').send(body)
+export function sendDiversion(reply: FastifyReply, location: string, body: string): FastifyReply {
+  return reply
+    .code(302)
+    .header('location', location)
+    .header('cache-control', 'private, no-store')
+    .type('text/html; charset=utf-8')
+    .send(body)
 }
 
 /** Set-Cookie for a reader's choice: an id, `none`, or undefined to forget it (automatic). */
-export function choiceCookie (value: string | undefined, opts: { secure: boolean, crossSite?: boolean }): string {
+export function choiceCookie(value: string | undefined, opts: { secure: boolean; crossSite?: boolean }): string {
   // A cookie set from an <img> on the library's own site is a cross-site response: browsers keep it only
   // with SameSite=None (and Secure), and then only if they allow third-party cookies at all.
   const sameSite = opts.crossSite === true && opts.secure ? 'none' : 'lax'
-  if (value === undefined) return serializeCookie(COOKIE_NAME, '', { path: '/', maxAge: 0, expires: new Date(0), httpOnly: true, sameSite, secure: opts.secure })
+  if (value === undefined) {
+    return serializeCookie(COOKIE_NAME, '', { path: '/', maxAge: 0, expires: new Date(0), httpOnly: true, sameSite, secure: opts.secure })
+  }
   return serializeCookie(COOKIE_NAME, value, { path: '/', maxAge: ONE_YEAR_SECONDS, httpOnly: true, sameSite, secure: opts.secure })
 }
 
 /** The reader's saved choice: a configured id, `none`, or undefined (automatic, or an id no longer configured). */
-export function savedChoice (request: FastifyRequest, byId: ReadonlyMap<string, LocalServiceConfig>): string | undefined {
+export function savedChoice(request: FastifyRequest, byId: ReadonlyMap<string, LocalServiceConfig>): string | undefined {
   const header = request.headers.cookie
   if (header === undefined || !header.includes(COOKIE_NAME)) return undefined
   const value = parseCookie(header)[COOKIE_NAME]

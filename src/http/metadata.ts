@@ -36,7 +36,12 @@ export interface Admitted {
 
 export interface MetadataAnswers {
   /** The answer, now or later; undefined when the route should send its redirect. */
-  answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined
+  answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    outcome: NegotiatedRedirect,
+    admitted: Admitted
+  ): FastifyReply | Promise<FastifyReply> | undefined
   /**
    * METADATA_MODE=fetch (and not offline): whether a negotiated request gets metadata or the redirect then
    * depends on its Accept header as a whole (its length, its parameters), which no variant key holds, so the
@@ -44,7 +49,7 @@ export interface MetadataAnswers {
    */
   fetching: boolean
   /** A purge: drop every metadata answer held for this handle (folded, `cacheKey`); true when one was held. */
-  forget (handleKey: string): boolean
+  forget(handleKey: string): boolean
 }
 
 export interface MetadataAnswersOptions {
@@ -66,10 +71,15 @@ const SAFE_HEADER_VALUE = /^[\x20-\x7e]*$/
 // Third-party content under our origin: never run as a page, never sniffed into one.
 const CONTENT_SECURITY_POLICY = "default-src 'none'; sandbox"
 
-export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAnswers {
+export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAnswers {
   const { service, hosts, admission, now } = opts
 
-  function answer (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted): FastifyReply | Promise<FastifyReply> | undefined {
+  function answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    outcome: NegotiatedRedirect,
+    admitted: Admitted
+  ): FastifyReply | Promise<FastifyReply> | undefined {
     // A location the reader extended with urlappend is redirected to, never fetched: otherwise a reader
     // could make us fetch any path and query on an allow-listed agency host ('/../../anything?x').
     if (!outcome.negotiated || outcome.appended) return undefined
@@ -100,13 +110,19 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
       const fresh = service.peek(tries[i]!.key)
       if (fresh === undefined) return fetchAndSend(request, reply, outcome, admitted, tries)
       if (answered(fresh) || i === tries.length - 1) {
-        return sendAnswer(reply, outcome, answered(fresh) ? fresh : service.peek(tries[0]!.key) ?? fresh, 'HIT', now)
+        return sendAnswer(reply, outcome, answered(fresh) ? fresh : (service.peek(tries[0]!.key) ?? fresh), 'HIT', now)
       }
     }
     return undefined
   }
 
-  async function fetchAndSend (request: FastifyRequest, reply: FastifyReply, outcome: NegotiatedRedirect, admitted: Admitted, tries: ReadonlyArray<{ key: string, url: URL, accept: string }>): Promise<FastifyReply> {
+  async function fetchAndSend(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    outcome: NegotiatedRedirect,
+    admitted: Admitted,
+    tries: ReadonlyArray<{ key: string; url: URL; accept: string }>
+  ): Promise<FastifyReply> {
     // Upstream-bound work passes the one gate (behaviour.md §9), once per request.
     const { client: ticket, deadline } = await (admitted.admit ?? admission.gate(request, reply, false))()
     let first: Awaited<ReturnType<MetadataService['get']>> | undefined
@@ -119,9 +135,11 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
     return sendAnswer(reply, outcome, first!.answer, first!.cache, now)
   }
 
-  function record (handle: string, accept: string, a: MetadataAnswer): void {
+  function record(handle: string, accept: string, a: MetadataAnswer): void {
     const type = opts.recorder === undefined ? undefined : recordedType(accept, a.contentType)
-    if (type !== undefined && a.contentType !== undefined) opts.recorder!.recordMetadata(handle, type, { contentType: a.contentType, body: a.body.toString('utf8') })
+    if (type !== undefined && a.contentType !== undefined) {
+      opts.recorder!.recordMetadata(handle, type, { contentType: a.contentType, body: a.body.toString('utf8') })
+    }
   }
 
   return {
@@ -131,30 +149,42 @@ export function createMetadataAnswers (opts: MetadataAnswersOptions): MetadataAn
   }
 }
 
-function sendAnswer (reply: FastifyReply, outcome: NegotiatedRedirect, a: MetadataAnswer, cache: MetadataCacheStatus, now: () => number):
-FastifyReply {
+function sendAnswer(
+  reply: FastifyReply,
+  outcome: NegotiatedRedirect,
+  a: MetadataAnswer,
+  cache: MetadataCacheStatus,
+  now: () => number
+): FastifyReply {
   if (a.status >= 200 && a.status < 300) {
     return send(reply, outcome, cache, { status: a.status, contentType: a.contentType, body: a.body, expires: a.freshUntil }, now)
   }
   // A 4xx about this DOI or type (404, 406…): the agency's status, in our own words (its page is not ours to serve).
-  const message = a.status === 406
-    ? 'The registration agency has no metadata of the type asked for (Accept) for this DOI.\n'
-    : a.status === 404
-      ? 'The registration agency has no metadata for this DOI.\n'
-      : `The registration agency refused this metadata request (HTTP ${a.status}).\n`
+  const message =
+    a.status === 406
+      ? 'The registration agency has no metadata of the type asked for (Accept) for this DOI.\n'
+      : a.status === 404
+        ? 'The registration agency has no metadata for this DOI.\n'
+        : `The registration agency refused this metadata request (HTTP ${a.status}).\n`
   const page = { status: a.status, contentType: 'text/plain; charset=utf-8', body: message, expires: a.freshUntil }
   return send(reply, outcome, cache, page, now)
 }
 
-function sendNotAcceptable (reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[], now: () => number): FastifyReply {
+function sendNotAcceptable(reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[], now: () => number): FastifyReply {
   const body = `No metadata of the type asked for (Accept) is held for this DOI. Held: ${types.join(', ')}\n`
   return send(reply, outcome, 'HIT', { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires }, now)
 }
 
 /** The answer's status, headers (Expires never in the past, by `now`) and body. */
-function send (reply: FastifyReply, outcome: NegotiatedRedirect, cache: MetadataCacheStatus,
-  a: { status: number, contentType: string | undefined, body: string | Buffer, expires: number }, now: () => number): FastifyReply {
-  reply.code(a.status)
+function send(
+  reply: FastifyReply,
+  outcome: NegotiatedRedirect,
+  cache: MetadataCacheStatus,
+  a: { status: number; contentType: string | undefined; body: string | Buffer; expires: number },
+  now: () => number
+): FastifyReply {
+  reply
+    .code(a.status)
     .header('vary', 'Accept')
     .header('x-cache', cache)
     .header('expires', new Date(Math.max(a.expires, now())).toUTCString())
@@ -168,7 +198,7 @@ function send (reply: FastifyReply, outcome: NegotiatedRedirect, cache: Metadata
 }
 
 /** An answer with the metadata in it; 406, 204 and an empty body are nothing (datacite/datacite#2448), so the next type is asked. */
-function answered (a: MetadataAnswer): boolean {
+function answered(a: MetadataAnswer): boolean {
   return !(a.status === 406 || a.status === 204 || (a.status >= 200 && a.status < 300 && a.body.length === 0))
 }
 
@@ -176,7 +206,7 @@ function answered (a: MetadataAnswer): boolean {
  * `Link: <https://doi.org/DOI>; rel="cite-as"` (RFC 8574): the DOI's persistent, canonical URL, not ours,
  * which is one resolver among many (docs/metadata.md). A handle that is not a DOI cites hdl.handle.net.
  */
-export function citeAs (handle: string): string | undefined {
+export function citeAs(handle: string): string | undefined {
   const base = /^10\./.test(handle) ? 'https://doi.org/' : 'https://hdl.handle.net/'
   const link = `<${base}${encodeHandlePath(handle)}>; rel="cite-as"`
   return SAFE_HEADER_VALUE.test(link) && !/[<>]/.test(link.slice(1, -16)) ? link : undefined

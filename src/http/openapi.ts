@@ -12,7 +12,12 @@ const handleValue = {
       properties: { format: { type: 'string', examples: ['string', 'admin', 'vlist', 'site', 'key', 'base64'] }, value: {} }
     },
     permissions: { type: 'string', description: 'Only when not the usual admin read/write, public read.' },
-    ttl: { oneOf: [{ type: 'integer', description: 'relative seconds' }, { type: 'string', format: 'date-time', description: 'absolute expiry' }] },
+    ttl: {
+      oneOf: [
+        { type: 'integer', description: 'relative seconds' },
+        { type: 'string', format: 'date-time', description: 'absolute expiry' }
+      ]
+    },
     timestamp: { type: 'string', format: 'date-time' },
     references: { type: 'array' }
   }
@@ -25,7 +30,10 @@ const purgeAnswer = {
     doi: { type: 'string' },
     held: { type: 'boolean', description: 'Whether the replica that answered held an answer for it.' },
     redis: { enum: ['deleted', 'none', 'failed'], description: 'Its copy in Redis deleted; none: no Redis configured.' },
-    told: { enum: ['redis', 'host', 'failed'], description: 'The other replicas told through Redis; host: no Redis, this host\'s workers only.' },
+    told: {
+      enum: ['redis', 'host', 'failed'],
+      description: "The other replicas told through Redis; host: no Redis, this host's workers only."
+    },
     message: { type: 'string' }
   }
 }
@@ -34,7 +42,11 @@ const apiAnswer = {
   type: 'object',
   required: ['responseCode'],
   properties: {
-    responseCode: { type: 'integer', description: '1 success, 2 error (upstream failure), 4 bad request, 100 handle not found, 102 invalid handle, 200 values not found, 301 not in an offline resolver\'s local records' },
+    responseCode: {
+      type: 'integer',
+      description:
+        "1 success, 2 error (upstream failure), 4 bad request, 100 handle not found, 102 invalid handle, 200 values not found, 301 not in an offline resolver's local records"
+    },
     handle: { type: 'string' },
     values: { type: 'array', items: handleValue },
     message: { type: 'string' }
@@ -48,21 +60,64 @@ export const OPENAPI_DOCUMENT = {
   info: {
     title: 'doi-proxy',
     version: '0.1.0',
-    description: 'A self-hosted DOI resolver. Besides `/{doi}` redirects it serves the Handle REST API and Which RA? exactly as doi.org does, from its cache.'
+    description:
+      'A self-hosted DOI resolver. Besides `/{doi}` redirects it serves the Handle REST API and Which RA? exactly as doi.org does, from its cache.'
   },
   paths: {
     '/api/handles/{handle}': {
       get: {
         summary: 'The handle record (Handle REST API)',
-        description: 'The record as the upstream Handle REST API returns it, with the reference key order. HS_ALIAS values are returned, not followed. Also answers HEAD.',
+        description:
+          'The record as the upstream Handle REST API returns it, with the reference key order. HS_ALIAS values are returned, not followed. Also answers HEAD.',
         parameters: [
-          { name: 'handle', in: 'path', required: true, schema: { type: 'string' }, description: 'The DOI or handle, percent-encoded where needed (# as %23, ? as %3F). No `doi:` prefix is stripped.' },
-          { name: 'type', in: 'query', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true, description: 'Only values of these types; a trailing `.` is a prefix match. Union with `index`.' },
-          { name: 'index', in: 'query', schema: { type: 'array', items: { type: 'integer' } }, style: 'form', explode: true, description: 'Only values with these indexes. A non-integer is a 400 with responseCode 4.' },
-          { name: 'pretty', in: 'query', schema: { type: 'string' }, description: 'Indent the JSON by 2 spaces (true when empty, `yes` or `true`).' },
-          { name: 'callback', in: 'query', schema: { type: 'string' }, description: 'JSONP: the answer is `callback(json);` as application/javascript. Characters other than letters, digits, `_` and `$` become `_`.' },
-          { name: 'auth', in: 'query', schema: { type: 'string' }, description: 'Bypass the cache and ask the upstream authoritatively (true when empty, `yes` or `true`).' },
-          { name: 'cert', in: 'query', schema: { type: 'string' }, description: 'Ask the upstream for a certified answer; bypasses the cache.' }
+          {
+            name: 'handle',
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            description: 'The DOI or handle, percent-encoded where needed (# as %23, ? as %3F). No `doi:` prefix is stripped.'
+          },
+          {
+            name: 'type',
+            in: 'query',
+            schema: { type: 'array', items: { type: 'string' } },
+            style: 'form',
+            explode: true,
+            description: 'Only values of these types; a trailing `.` is a prefix match. Union with `index`.'
+          },
+          {
+            name: 'index',
+            in: 'query',
+            schema: { type: 'array', items: { type: 'integer' } },
+            style: 'form',
+            explode: true,
+            description: 'Only values with these indexes. A non-integer is a 400 with responseCode 4.'
+          },
+          {
+            name: 'pretty',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'Indent the JSON by 2 spaces (true when empty, `yes` or `true`).'
+          },
+          {
+            name: 'callback',
+            in: 'query',
+            schema: { type: 'string' },
+            description:
+              'JSONP: the answer is `callback(json);` as application/javascript. Characters other than letters, digits, `_` and `$` become `_`.'
+          },
+          {
+            name: 'auth',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'Bypass the cache and ask the upstream authoritatively (true when empty, `yes` or `true`).'
+          },
+          {
+            name: 'cert',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'Ask the upstream for a certified answer; bypasses the cache.'
+          }
         ],
         responses: {
           200: json('Found (responseCode 1), or values not found for the filters (responseCode 200, empty `values`).', apiAnswer),
@@ -71,24 +126,34 @@ export const OPENAPI_DOCUMENT = {
           414: json('Handle too long.', apiAnswer),
           502: json('The upstream failed or is unreachable (responseCode 2).', apiAnswer),
           503: json('Too busy to ask the upstream now (responseCode 2).', apiAnswer),
-          504: json('The upstream did not answer in time, or the request said `Cache-Control: only-if-cached` and the record is not held (responseCode 2).', apiAnswer)
+          504: json(
+            'The upstream did not answer in time, or the request said `Cache-Control: only-if-cached` and the record is not held (responseCode 2).',
+            apiAnswer
+          )
         }
       }
     },
     '/api/batch': {
       post: {
         summary: 'Check many DOIs at once',
-        description: 'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
+        description:
+          'One DOI a line (text/plain; blank lines and lines starting with `#` are skipped; any other content type is read as text too) or a JSON array of strings. ' +
           'Each line is read as `GET /{doi}` reads its path (`doi:`, `urn:doi:`, `https://doi.org/…`, percent-encoding, shortDOIs such as `10/abc`) and resolved through the same cache and fair queue; ' +
-          'no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record\'s TTL. ' +
+          "no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record's TTL. " +
           'With `Cache-Control: only-if-cached`, nothing is looked up: held lines answer, each other line is `registered: null` with status 504. ' +
           'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once. ' +
-          'The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line\'s 429 or 503, with `retryAfter`. Send one batch at a time per client.',
+          "The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line's 429 or 503, with `retryAfter`. Send one batch at a time per client.",
         requestBody: {
           required: true,
           content: {
-            'text/plain': { schema: { type: 'string' }, examples: { lines: { value: '# my paper\n10.1000/182\ndoi:10.1038/nphys1170\nhttps://doi.org/10.5555/missing\n' } } },
-            'application/json': { schema: { type: 'array', items: { type: 'string' } }, examples: { array: { value: ['10.1000/182', '10/abc'] } } }
+            'text/plain': {
+              schema: { type: 'string' },
+              examples: { lines: { value: '# my paper\n10.1000/182\ndoi:10.1038/nphys1170\nhttps://doi.org/10.5555/missing\n' } }
+            },
+            'application/json': {
+              schema: { type: 'array', items: { type: 'string' } },
+              examples: { array: { value: ['10.1000/182', '10/abc'] } }
+            }
           }
         },
         responses: {
@@ -101,38 +166,91 @@ export const OPENAPI_DOCUMENT = {
                   required: ['input', 'doi', 'registered', 'url', 'source', 'status'],
                   properties: {
                     input: { type: 'string', description: 'The line as sent.' },
-                    doi: { type: ['string', 'null'], description: 'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.' },
-                    registered: { type: ['boolean', 'null'], description: 'null when we could not find out (an upstream failure; offline, a name not in the local records, which may well be registered): `error` says why.' },
-                    url: { type: ['string', 'null'], description: 'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.' },
-                    source: { enum: ['local', 'cache', 'upstream', null], description: 'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.' },
-                    status: { type: ['integer', 'null'], description: 'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.' },
-                    error: { type: 'string', description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.' },
-                    retryAfter: { type: 'integer', description: 'With a 429 or 503 line (a limit reached mid-batch, the client\'s share of the queue full, load shedding, the registry asking us to wait): seconds to wait before asking about this line again, as Retry-After says.' }
+                    doi: {
+                      type: ['string', 'null'],
+                      description:
+                        'The DOI as the registry holds it, aliases (a shortDOI) followed to their target; null when not registered or unknown.'
+                    },
+                    registered: {
+                      type: ['boolean', 'null'],
+                      description:
+                        'null when we could not find out (an upstream failure; offline, a name not in the local records, which may well be registered): `error` says why.'
+                    },
+                    url: {
+                      type: ['string', 'null'],
+                      description:
+                        'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.'
+                    },
+                    source: {
+                      enum: ['local', 'cache', 'upstream', null],
+                      description:
+                        'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.'
+                    },
+                    status: {
+                      type: ['integer', 'null'],
+                      description:
+                        'The HTTP status `GET /{doi}` answers (302, 301, 404, 200 for the values page, 502–504 for an upstream failure, 504 under `Cache-Control: only-if-cached` for a name not held); null for every line that is not a DOI name (empty, malformed, or not a DOI), which is never looked up.'
+                    },
+                    error: {
+                      type: 'string',
+                      description: 'One line: why the line is not a DOI name (`not a DOI name: …`), or why it could not be checked.'
+                    },
+                    retryAfter: {
+                      type: 'integer',
+                      description:
+                        "With a 429 or 503 line (a limit reached mid-batch, the client's share of the queue full, load shedding, the registry asking us to wait): seconds to wait before asking about this line again, as Retry-After says."
+                    }
                   }
                 }
               }
             }
           },
           400: json('The JSON body is not an array of strings.', { type: 'object', properties: { message: { type: 'string' } } }),
-          413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', { type: 'object', properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } } }),
-          429: json('Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.', { type: 'object', properties: { message: { type: 'string' } } }),
-          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', { type: 'object', properties: { message: { type: 'string' } } })
+          413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', {
+            type: 'object',
+            properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } }
+          }),
+          429: json(
+            'Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.',
+            { type: 'object', properties: { message: { type: 'string' } } }
+          ),
+          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', {
+            type: 'object',
+            properties: { message: { type: 'string' } }
+          })
         }
       }
     },
     '/doiRA/{dois}': {
       get: {
         summary: 'Which RA? — the registration agency of each DOI',
-        description: '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order. ' +
+        description:
+          '`/ra/{dois}` is a synonym. DOIs are comma-separated; encode a comma inside a DOI as %2C. The answer is in input order. ' +
           '"Unknown" when the RA cannot be told, and for a DOI we cannot look up (offline, one not in the local records): never "DOI does not exist" then.',
-        parameters: [{ name: 'dois', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' }, many: { value: '10.1000/182,10.5555/x' } } }],
+        parameters: [
+          {
+            name: 'dois',
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            examples: { one: { value: '10.1000/182' }, many: { value: '10.1000/182,10.5555/x' } }
+          }
+        ],
         responses: {
           200: json('One entry per DOI.', {
             type: 'array',
             items: {
               oneOf: [
-                { type: 'object', required: ['DOI', 'RA'], properties: { DOI: { type: 'string' }, RA: { type: 'string', examples: ['Crossref', 'DataCite', 'mEDRA'] } } },
-                { type: 'object', required: ['DOI', 'status'], properties: { DOI: { type: 'string' }, status: { enum: ['Invalid DOI', 'DOI does not exist', 'Unknown'] } } }
+                {
+                  type: 'object',
+                  required: ['DOI', 'RA'],
+                  properties: { DOI: { type: 'string' }, RA: { type: 'string', examples: ['Crossref', 'DataCite', 'mEDRA'] } }
+                },
+                {
+                  type: 'object',
+                  required: ['DOI', 'status'],
+                  properties: { DOI: { type: 'string' }, status: { enum: ['Invalid DOI', 'DOI does not exist', 'Unknown'] } }
+                }
               ]
             }
           }),
@@ -143,15 +261,22 @@ export const OPENAPI_DOCUMENT = {
     '/api/cache/{doi}': {
       delete: {
         summary: 'Purge a DOI from the cache, on every replica',
-        description: 'For the operator: drops the DOI\'s cached answer (found or not found) from every cache tier (memory, the snapshot file, Redis, open access) of every replica (told through Redis) and worker. Off unless ADMIN_TOKEN is set. A not-found is otherwise kept NEGATIVE_TTL_SECONDS (60 s by default). Never cached.',
+        description:
+          "For the operator: drops the DOI's cached answer (found or not found) from every cache tier (memory, the snapshot file, Redis, open access) of every replica (told through Redis) and worker. Off unless ADMIN_TOKEN is set. A not-found is otherwise kept NEGATIVE_TTL_SECONDS (60 s by default). Never cached.",
         security: [{ adminToken: [] }],
         parameters: [{ name: 'doi', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' } } }],
         responses: {
           200: json('Dropped everywhere we know of.', purgeAnswer),
           400: json('Not a DOI name.', { type: 'object', properties: { message: { type: 'string' } } }),
-          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', { type: 'object', properties: { message: { type: 'string' } } }),
+          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', {
+            type: 'object',
+            properties: { message: { type: 'string' } }
+          }),
           404: json('Purging is off: ADMIN_TOKEN is not set.', { type: 'object', properties: { message: { type: 'string' } } }),
-          503: json('Dropped here, but Redis did not take the delete or the message: other replicas may keep their copy until it expires. Try again.', purgeAnswer)
+          503: json(
+            'Dropped here, but Redis did not take the delete or the message: other replicas may keep their copy until it expires. Try again.',
+            purgeAnswer
+          )
         }
       }
     }

@@ -34,7 +34,7 @@ export const API_HANDLES = '/api/handles'
 const API_RECORDS = `${API_HANDLES}/`
 
 /** A path of the REST API's records, `/api/handles/…`: the door reads it as such, and so does a path the router cannot decode. */
-export function isApiRecordPath (url: string): boolean {
+export function isApiRecordPath(url: string): boolean {
   return url.startsWith(API_RECORDS)
 }
 
@@ -93,7 +93,7 @@ export interface PreparedAnswersOptions {
   fallbackHost: string
   /** Counted for every prepared answer served, and by outcome (the proxy route counts the same tallies). */
   served: Tally
-  outcomes: { redirect: Tally, values: Tally, notFound: Tally, api: { found: Tally, notFound: Tally } }
+  outcomes: { redirect: Tally; values: Tally; notFound: Tally; api: { found: Tally; notFound: Tally } }
   /** False while draining: Fastify answers, with Connection: close. */
   serving: () => boolean
   now: () => number
@@ -101,25 +101,29 @@ export interface PreparedAnswersOptions {
 
 export interface PreparedAnswers {
   /** The variant of a request, when it is plain and names a handle; undefined otherwise. */
-  variantOf (req: IncomingMessage): Variant | undefined
+  variantOf(req: IncomingMessage): Variant | undefined
   /** Keep what a route rendered for its request, for every later request of the same variant. */
-  keep (request: FastifyRequest, kind: AnswerKind, reuse: Reuse | undefined, parts: AnswerParts, renderedBase?: string): void
+  keep(request: FastifyRequest, kind: AnswerKind, reuse: Reuse | undefined, parts: AnswerParts, renderedBase?: string): void
   /** Write the prepared answer of a request on the raw response: true when it did, false to let Fastify answer. */
-  serve (req: IncomingMessage, res: ServerResponse): boolean
+  serve(req: IncomingMessage, res: ServerResponse): boolean
 }
 
 // How many request targets' parses are remembered; the parse is a pure function of the target.
 const MAX_REMEMBERED_TARGETS = 4096
 
-export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAnswers {
+export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAnswers {
   const { resolver } = opts
-  const base: RawBase = { configured: configuredBaseUrl(opts.publicBaseUrl), behindProxy: opts.behindProxy, fallbackHost: opts.fallbackHost }
+  const base: RawBase = {
+    configured: configuredBaseUrl(opts.publicBaseUrl),
+    behindProxy: opts.behindProxy,
+    fallbackHost: opts.fallbackHost
+  }
   const targets = new Map<string, PlainTarget | null>()
   // By target: the last answer served, and what chose it (the targets' own memo, bounded with them).
   const lastServed = new WeakMap<PlainTarget, LastServed>()
 
   /** The target of a request line: parsed once per distinct target (a DOI is asked for again and again). */
-  function targetOf (url: string): PlainTarget | undefined {
+  function targetOf(url: string): PlainTarget | undefined {
     let target = targets.get(url)
     if (target === undefined) {
       target = parseTarget(url, opts.maxHandleLength)
@@ -130,20 +134,22 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
   }
 
   /** The negotiation class of a request (the REST API does not negotiate). */
-  function negotiationOf (target: PlainTarget, asked: NegotiationHeaders): string {
+  function negotiationOf(target: PlainTarget, asked: NegotiationHeaders): string {
     return target.api ? '' : negotiate(asked).key
   }
 
-  function variantOf (req: IncomingMessage): Variant | undefined {
+  function variantOf(req: IncomingMessage): Variant | undefined {
     const { method, url } = req
     if ((method !== 'GET' && method !== 'HEAD') || url === undefined) return undefined
     const target = targetOf(url)
-    return target === undefined ? undefined : { ...target, negotiation: negotiationOf(target, negotiationHeadersOf(req.headers)), baseUrl: baseOf(base, req) }
+    return target === undefined
+      ? undefined
+      : { ...target, negotiation: negotiationOf(target, negotiationHeadersOf(req.headers)), baseUrl: baseOf(base, req) }
   }
 
   return {
     variantOf,
-    keep (request, kind, reuse, parts, renderedBase) {
+    keep(request, kind, reuse, parts, renderedBase) {
       if (!opts.enabled || reuse === undefined || (kind === 'negotiated-redirect' && opts.negotiatedVaries)) return
       const variant = variantOf(request.raw)
       if (variant === undefined) return
@@ -156,7 +162,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
       const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
       resolver.attach(variant.handle, reuse.entry, (work) => addAnswer(work, name, answer))
     },
-    serve (req, res) {
+    serve(req, res) {
       try {
         return serveIfPrepared(req, res)
       } catch {
@@ -169,7 +175,7 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     }
   }
 
-  function serveIfPrepared (req: IncomingMessage, res: ServerResponse): boolean {
+  function serveIfPrepared(req: IncomingMessage, res: ServerResponse): boolean {
     const { method, url } = req
     if (!opts.enabled || (method !== 'GET' && method !== 'HEAD') || url === undefined || !opts.serving()) return false
     const target = targetOf(url)
@@ -182,7 +188,13 @@ export function createPreparedAnswers (opts: PreparedAnswersOptions): PreparedAn
     const negotiation = last !== undefined && sameHeaders(last.asked, asked) ? last.negotiation : negotiationOf(target, asked)
     const now = opts.now()
     // Chosen again when anything that chose it differs, or it has run out (a newer one may be kept by now).
-    if (last === undefined || last.work !== work || last.negotiation !== negotiation || (last.host !== undefined && last.host !== req.headers.host) || last.answer.validUntil <= now) {
+    if (
+      last === undefined ||
+      last.work !== work ||
+      last.negotiation !== negotiation ||
+      (last.host !== undefined && last.host !== req.headers.host) ||
+      last.answer.validUntil <= now
+    ) {
       last = chooseAnswer(target, work, negotiation, asked, req, base, opts.outcomes)
       if (last === undefined || last.answer.validUntil <= now) return false
       lastServed.set(target, last)
@@ -203,15 +215,20 @@ interface RawBase {
   fallbackHost: string
 }
 
-function baseOf (base: RawBase, req: IncomingMessage): string | undefined {
+function baseOf(base: RawBase, req: IncomingMessage): string | undefined {
   if (base.configured !== undefined) return base.configured
   return base.behindProxy ? undefined : baseUrlOf(req.headers.host, 'http', base.fallbackHost)
 }
 
 /** The kept answer of a request's variant, looked up by name: a redirect, else the values page; not found; the REST API's. */
-function chooseAnswer (
-  target: PlainTarget, work: EntryWork, negotiation: string, asked: NegotiationHeaders, req: IncomingMessage,
-  base: RawBase, outcomes: PreparedAnswersOptions['outcomes']
+function chooseAnswer(
+  target: PlainTarget,
+  work: EntryWork,
+  negotiation: string,
+  asked: NegotiationHeaders,
+  req: IncomingMessage,
+  base: RawBase,
+  outcomes: PreparedAnswersOptions['outcomes']
 ): LastServed | undefined {
   const found = (kind: AnswerKind, baseUrl?: string): PreparedAnswer | undefined => {
     const name = answerName({ ...target, negotiation, baseUrl }, kind)
@@ -220,7 +237,7 @@ function chooseAnswer (
   const served = (answer: PreparedAnswer | undefined, outcome: Tally | undefined, page: boolean): LastServed | undefined =>
     answer === undefined
       ? undefined
-      : { work, negotiation, asked, host: page && base.configured === undefined ? req.headers.host ?? '' : undefined, answer, outcome }
+      : { work, negotiation, asked, host: page && base.configured === undefined ? (req.headers.host ?? '') : undefined, answer, outcome }
   if (target.api) {
     const api = found('api')
     return served(api, api?.status === 404 ? outcomes.api.notFound : outcomes.api.found, false)
@@ -232,12 +249,12 @@ function chooseAnswer (
   return served(found('values', pageBase), outcomes.values, true) ?? served(found('not-found', pageBase), outcomes.notFound, true)
 }
 
-function sameHeaders (a: NegotiationHeaders, b: NegotiationHeaders): boolean {
+function sameHeaders(a: NegotiationHeaders, b: NegotiationHeaders): boolean {
   return a.accept === b.accept && a.acceptLanguage === b.acceptLanguage && a.userAgent === b.userAgent
 }
 
 /** The target of a plain request line, or null: a query or fragment makes an answer of its own. */
-function parseTarget (url: string, maxHandleLength: number): PlainTarget | null {
+function parseTarget(url: string, maxHandleLength: number): PlainTarget | null {
   if (url.includes('?') || url.includes('#')) return null
   let handle: string | undefined
   let api = false
@@ -259,19 +276,23 @@ function parseTarget (url: string, maxHandleLength: number): PlainTarget | null 
  * The name an answer is kept under in its entry's work: the handle as written (pages show it), and
  * whatever else decides the answer. Undefined for a page when our base URL cannot be told.
  */
-function answerName (variant: PlainTarget & Partial<Pick<Variant, 'negotiation' | 'baseUrl'>>, kind: AnswerKind): string | undefined {
+function answerName(variant: PlainTarget & Partial<Pick<Variant, 'negotiation' | 'baseUrl'>>, kind: AnswerKind): string | undefined {
   const { handle, negotiation = '', baseUrl } = variant
   switch (kind) {
-    case 'api': return `a\u0000${handle}`
+    case 'api':
+      return `a\u0000${handle}`
     case 'redirect':
-    case 'negotiated-redirect': return `r\u0000${handle}\u0000${negotiation}`
-    case 'values': return baseUrl === undefined ? undefined : `v\u0000${handle}\u0000${negotiation}\u0000${baseUrl}`
-    case 'not-found': return baseUrl === undefined ? undefined : `n\u0000${handle}\u0000${baseUrl}`
+    case 'negotiated-redirect':
+      return `r\u0000${handle}\u0000${negotiation}`
+    case 'values':
+      return baseUrl === undefined ? undefined : `v\u0000${handle}\u0000${negotiation}\u0000${baseUrl}`
+    case 'not-found':
+      return baseUrl === undefined ? undefined : `n\u0000${handle}\u0000${baseUrl}`
   }
 }
 
 /** The parts, ready for every later request of its variant: X-Cache HIT, CORS and the length included. */
-function prepareAnswer (parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
+function prepareAnswer(parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
   // Its own memory, not a slice of Node's shared 8 KiB buffer pool, which one kept slice would pin whole.
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(parts.body))
   body.write(parts.body)
@@ -282,14 +303,14 @@ function prepareAnswer (parts: AnswerParts, validUntil: number, expires: ExpiryR
 }
 
 /** Send the parts through Fastify (the first request of a variant, and every request that is not prepared). */
-export function sendParts (reply: FastifyReply, parts: AnswerParts, cache: CacheStatus, expires: number | undefined): FastifyReply {
+export function sendParts(reply: FastifyReply, parts: AnswerParts, cache: CacheStatus, expires: number | undefined): FastifyReply {
   reply.code(parts.status).headers(parts.headers).header('x-cache', cache)
   if (expires !== undefined) reply.header('expires', httpDate(expires))
   return reply.send(parts.body)
 }
 
 /** Write a prepared answer on the raw response. HEAD gets the same headers and no body. */
-function writePrepared (res: ServerResponse, answer: PreparedAnswer, head: boolean, now: number): void {
+function writePrepared(res: ServerResponse, answer: PreparedAnswer, head: boolean, now: number): void {
   const { headers } = answer
   if (answer.expires !== undefined) {
     // Formatted once per answer and second (the answers of different records have different dates).
@@ -308,7 +329,7 @@ function writePrepared (res: ServerResponse, answer: PreparedAnswer, head: boole
 let lastMs = -1
 let lastDate = ''
 /** An HTTP date; a whole second as the header says, formatted once while it does not change. */
-export function httpDate (ms: number): string {
+export function httpDate(ms: number): string {
   const second = Math.floor(ms / 1000) * 1000
   if (second !== lastMs) {
     lastMs = second

@@ -15,7 +15,7 @@ import { renderErrorPage } from './views/pages.js'
 export const ALLOWED_METHODS = 'GET, HEAD, POST, OPTIONS'
 
 /** A 405's message; `method` is shown only when it is a plain token (it is the reader's own input). */
-export function methodNotAllowedMessage (method: string): string {
+export function methodNotAllowedMessage(method: string): string {
   const shown = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/.test(method) ? `The method ${method}` : 'This method'
   return `${shown} is not supported here; use GET or HEAD.`
 }
@@ -26,7 +26,7 @@ type EdgeConfig = Pick<Config, 'maxHeaderBytes' | 'maxHandleLength' | 'requestTi
  * How often Node looks for requests past their time: a tenth of REQUEST_TIMEOUT_MS, at most a second.
  * Node's default is 30 s, so a client dripping its headers a byte at a time was cut up to 30 s late.
  */
-export function connectionsCheckingIntervalOf (requestTimeoutMs: number): number {
+export function connectionsCheckingIntervalOf(requestTimeoutMs: number): number {
   return Math.min(1_000, Math.max(50, Math.ceil(requestTimeoutMs / 10)))
 }
 
@@ -36,7 +36,7 @@ export type FrontDoor = (req: IncomingMessage, res: ServerResponse) => boolean
 const frontDoors = new WeakMap<Server, { serve: FrontDoor | undefined }>()
 
 /** Put a door in front of a server made by createHttpServer (the prepared answers' plugin does, once). */
-export function setFrontDoor (server: Server, serve: FrontDoor): void {
+export function setFrontDoor(server: Server, serve: FrontDoor): void {
   const front = frontDoors.get(server)
   if (front === undefined) throw new Error('setFrontDoor: the server was not made by createHttpServer')
   front.serve = serve
@@ -49,16 +49,19 @@ export function setFrontDoor (server: Server, serve: FrontDoor): void {
  * cut as long after the last byte it took (cutStalledReaders); a kept-alive connection idle for
  * KEEP_ALIVE_TIMEOUT_MS is closed (by Node).
  */
-export function createHttpServer (config: EdgeConfig, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+export function createHttpServer(config: EdgeConfig, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
   const front: { serve: FrontDoor | undefined } = { serve: undefined }
-  const server = createServer({
-    maxHeaderSize: config.maxHeaderBytes,
-    headersTimeout: config.requestTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
-    connectionsCheckingInterval: connectionsCheckingIntervalOf(config.requestTimeoutMs)
-  }, (req, res) => {
-    if (front.serve?.(req, res) !== true) listener(req, res)
-  })
+  const server = createServer(
+    {
+      maxHeaderSize: config.maxHeaderBytes,
+      headersTimeout: config.requestTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: connectionsCheckingIntervalOf(config.requestTimeoutMs)
+    },
+    (req, res) => {
+      if (front.serve?.(req, res) !== true) listener(req, res)
+    }
+  )
   frontDoors.set(server, front)
   server.keepAliveTimeout = config.keepAliveTimeoutMs
   cutStalledReaders(server, config.requestTimeoutMs, connectionsCheckingIntervalOf(config.requestTimeoutMs))
@@ -76,9 +79,9 @@ export function createHttpServer (config: EdgeConfig, listener: (req: IncomingMe
  * that does not arrive, an idle kept-alive connection); this is what server.setTimeout did, without
  * re-arming a timer on every request (a tenth of a cached answer's CPU).
  */
-export function cutStalledReaders (server: Server, quietMs: number, everyMs: number): void {
+export function cutStalledReaders(server: Server, quietMs: number, everyMs: number): void {
   // Every open connection, with what the sweep last saw of a stalled answer on it (undefined: nothing waits).
-  const open = new Map<Socket, { sent: number, since: number } | undefined>()
+  const open = new Map<Socket, { sent: number; since: number } | undefined>()
   server.on('connection', (socket: Socket) => {
     open.set(socket, undefined)
     socket.once('close', () => open.delete(socket))
@@ -105,7 +108,7 @@ export function cutStalledReaders (server: Server, quietMs: number, everyMs: num
  * its parser does not know, broken HTTP): our own HTML page on the raw socket, then close, as Fastify's
  * default does with JSON.
  */
-export function answerClientError (err: NodeJS.ErrnoException, socket: Duplex, config: EdgeConfig): void {
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, config: EdgeConfig): void {
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
@@ -123,9 +126,12 @@ export function answerClientError (err: NodeJS.ErrnoException, socket: Duplex, c
     }
   }
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const message = status === 431
-    ? `The address or headers of this request are too long (the limit is ${config.maxHeaderBytes} bytes). A DOI name is at most ${config.maxHandleLength} characters; check that the link was copied whole and nothing else.`
-    : status === 408 ? 'The request took too long to arrive.' : 'The request could not be read as HTTP.'
+  const message =
+    status === 431
+      ? `The address or headers of this request are too long (the limit is ${config.maxHeaderBytes} bytes). A DOI name is at most ${config.maxHandleLength} characters; check that the link was copied whole and nothing else.`
+      : status === 408
+        ? 'The request took too long to arrive.'
+        : 'The request could not be read as HTTP.'
   writeRawAnswer(socket, config, status, message, {}, head)
 }
 
@@ -133,10 +139,21 @@ export function answerClientError (err: NodeJS.ErrnoException, socket: Duplex, c
 const LINGER_MS = 2_000
 
 /** A whole answer with our HTML error page, written on the raw socket, which is then closed. */
-function writeRawAnswer (socket: Duplex, config: EdgeConfig, status: number, message: string, headers: Record<string, string>, head: boolean): void {
+function writeRawAnswer(
+  socket: Duplex,
+  config: EdgeConfig,
+  status: number,
+  message: string,
+  headers: Record<string, string>,
+  head: boolean
+): void {
   const body = renderErrorPage({ baseUrl: configuredBaseUrl(config.publicBaseUrl) ?? '/' }, { status, message })
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\n${extra}connection: close\r\n\r\n${head ? '' : body}`)
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\naccess-control-allow-origin: *\r\n${extra}connection: close\r\n\r\n${head ? '' : body}`
+  )
   // end() waits for the client to close its side; one that never does (a CONNECT tunnel has no
   // timers of Node's left) is cut after a moment.
   const linger = setTimeout(() => socket.destroy(), LINGER_MS)

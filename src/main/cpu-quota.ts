@@ -4,7 +4,7 @@
  * container limited to 2 CPUs on a 64-core host would otherwise start 64 workers.
  * Pure: main.ts reads the file and passes its text.
  */
-export function cpusFromCgroup (cpuMax: string | undefined): number | undefined {
+export function cpusFromCgroup(cpuMax: string | undefined): number | undefined {
   if (cpuMax === undefined) return undefined
   const m = /^\s*(max|\d+)\s+(\d+)\s*$/.exec(cpuMax)
   if (m === null || m[1] === 'max') return undefined
@@ -16,6 +16,6 @@ export function cpusFromCgroup (cpuMax: string | undefined): number | undefined 
 }
 
 /** WORKERS=0: the container's quota when it has one, else the cores we may run on. */
-export function defaultWorkers (cpuMax: string | undefined, availableParallelism: number): number {
+export function defaultWorkers(cpuMax: string | undefined, availableParallelism: number): number {
   return Math.max(1, Math.min(cpusFromCgroup(cpuMax) ?? availableParallelism, availableParallelism))
 }

@@ -4,7 +4,7 @@ import { createServer } from 'node:net'
  * Why the server could not listen, as one line naming HOST and PORT and what to do (main.ts prints it and
  * exits 78, as for any other setting refused at start). Undefined for an error that is not about them.
  */
-export function listenErrorMessage (err: unknown, host: string, port: number): string | undefined {
+export function listenErrorMessage(err: unknown, host: string, port: number): string | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code
   const where = `HOST=${host} PORT=${port}`
   switch (code) {
@@ -22,7 +22,8 @@ export function listenErrorMessage (err: unknown, host: string, port: number): s
     case 'EAFNOSUPPORT':
       return `cannot listen on ${where}: this machine has no network of that address family (EAFNOSUPPORT); use 0.0.0.0 instead of an IPv6 address, or the reverse`
     default:
-      return typeof code === 'string' && ((err as NodeJS.ErrnoException).syscall === 'listen' || (err as NodeJS.ErrnoException).syscall === 'getaddrinfo')
+      return typeof code === 'string' &&
+        ((err as NodeJS.ErrnoException).syscall === 'listen' || (err as NodeJS.ErrnoException).syscall === 'getaddrinfo')
         ? `cannot listen on ${where}: ${(err as Error).message}`
         : undefined
   }
@@ -33,7 +34,7 @@ export function listenErrorMessage (err: unknown, host: string, port: number): s
  * it forks, so a port in use is one line from it rather than one from each worker and its own.
  * The message as listenErrorMessage words it, or undefined when the listen worked.
  */
-export async function listenProblem (host: string, port: number): Promise<string | undefined> {
+export async function listenProblem(host: string, port: number): Promise<string | undefined> {
   const server = createServer()
   try {
     await new Promise<void>((resolve, reject) => {

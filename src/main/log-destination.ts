@@ -18,7 +18,7 @@ const EXIT_FLUSH_MS = 500
  * EXIT_FLUSH_MS, and not at all once stdout is gone: pino's own flush at exit (sonic-boom's flushSync)
  * retries a failed write forever (EIO from a terminal gone, EPIPE from a reader gone).
  */
-export async function logDestination (format: Config['logFormat']): Promise<pino.DestinationStream> {
+export async function logDestination(format: Config['logFormat']): Promise<pino.DestinationStream> {
   if (format === 'json' || (format === 'auto' && process.stdout.isTTY !== true)) return boundedOutput(nonBlockingStdout())
   const { prettyFactory } = await import('pino-pretty')
   const pretty = prettyFactory({ colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
@@ -33,7 +33,7 @@ export async function logDestination (format: Config['logFormat']): Promise<pino
  * not fd 1 made non-blocking: that one is shared with the parent (the shell, npm, a `| tee`'s other
  * writers). Where stdout cannot be opened again (a socket, as systemd's journal gives), fd 1 as it is.
  */
-function nonBlockingStdout (): number {
+function nonBlockingStdout(): number {
   try {
     return openSync('/proc/self/fd/1', constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK | constants.O_NOCTTY)
   } catch {
@@ -49,13 +49,15 @@ type Output = ReturnType<typeof pino.destination>
  * then every later line is dropped: pino would emit it as an 'error' nobody handles, thrown from
  * whatever logged (a request's log line, the shutdown).
  */
-function boundedOutput (fd: number, format: (line: string) => string = (line) => line): pino.DestinationStream {
+function boundedOutput(fd: number, format: (line: string) => string = (line) => line): pino.DestinationStream {
   const out = pino.destination({ dest: fd, sync: false, maxLength: MAX_BUFFERED_LOG_BYTES })
   let lost = false
   // Counted while the reader stalls; said once it has taken everything that waited (sonic-boom's
   // 'drain'), so the line saying it always fits.
   let dropped = 0
-  out.on('drop', () => { dropped++ })
+  out.on('drop', () => {
+    dropped++
+  })
   out.on('drain', () => {
     if (dropped === 0 || lost) return
     out.write(format(droppedLine(dropped)))
@@ -70,15 +72,19 @@ function boundedOutput (fd: number, format: (line: string) => string = (line) =>
     out.end = () => {}
     try {
       writeSync(2, `doi-proxy: writing the log failed (${err.code ?? err.message}); no more log lines\n`)
-    } catch { /* stderr is often the same lost terminal */ }
+    } catch {
+      /* stderr is often the same lost terminal */
+    }
   })
   // pino calls this at exit (its on-exit hook): bounded, and nothing once stdout is gone.
-  out.flushSync = () => { if (!lost) flushWithin(out, fd, EXIT_FLUSH_MS) }
+  out.flushSync = () => {
+    if (!lost) flushWithin(out, fd, EXIT_FLUSH_MS)
+  }
   return { write: (line: string) => out.write(format(line)) }
 }
 
 /** pino's shape, so a log shipper reads it like the others. */
-function droppedLine (count: number): string {
+function droppedLine(count: number): string {
   return `${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg: `${count} log lines were dropped: the log reader was not taking them (more than ${MAX_BUFFERED_LOG_BYTES} bytes waited)` })}\n`
 }
 
@@ -87,11 +93,11 @@ function droppedLine (count: number): string {
  * EAGAIN (a full pipe or terminal), never retried forever. A write in flight is left to finish on its own,
  * as sonic-boom's flushSync leaves it.
  */
-function flushWithin (out: Output, fd: number, ms: number): void {
-  const held = out as unknown as { _bufs?: unknown, _writingBuf?: unknown, _writing?: unknown }
+function flushWithin(out: Output, fd: number, ms: number): void {
+  const held = out as unknown as { _bufs?: unknown; _writingBuf?: unknown; _writing?: unknown }
   if (!Array.isArray(held._bufs)) return
   const parts = [...(held._writing !== true ? [held._writingBuf] : []), ...held._bufs]
-  let pending = Buffer.concat(parts.map((p) => Buffer.isBuffer(p) ? p : Buffer.from(typeof p === 'string' ? p : '')))
+  let pending = Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(typeof p === 'string' ? p : ''))))
   held._bufs = []
   if (held._writing !== true) held._writingBuf = ''
   const deadline = performance.now() + ms

@@ -9,7 +9,7 @@ import type { Config, PathUse } from '../config/schema.js'
  * start: a mistake stops the start with one line naming the setting and the path (main.ts: exit 78),
  * before the file is opened and a failure would be a stack trace. A file's content is its reader's to judge.
  */
-export function checkPaths (config: Config): void {
+export function checkPaths(config: Config): void {
   for (const [key, option] of Object.entries(OPTIONS) as Array<[keyof Config, (typeof OPTIONS)[keyof Config]]>) {
     const use = option.path
     const value = config[key]
@@ -30,7 +30,7 @@ const WANTED: Record<PathUse, string> = {
 }
 
 /** What is wrong with `path` for `use`, or undefined when nothing is. */
-export function pathProblem (path: string, use: PathUse): string | undefined {
+export function pathProblem(path: string, use: PathUse): string | undefined {
   const found = statOf(path)
   if (typeof found === 'string') {
     // ENOTDIR: a file where a directory on the way should be; nothing there either.
@@ -40,31 +40,47 @@ export function pathProblem (path: string, use: PathUse): string | undefined {
   switch (use) {
     case 'file to read':
       if (found.isDirectory()) return 'is a directory, not a file'
-      return failure(() => { closeSync(openSync(path, 'r')) }, 'cannot be read')
+      return failure(() => {
+        closeSync(openSync(path, 'r'))
+      }, 'cannot be read')
     case 'directory to read':
       if (!found.isDirectory()) return 'is not a directory'
-      return failure(() => { opendirSync(path).closeSync() }, 'cannot be read')
+      return failure(() => {
+        opendirSync(path).closeSync()
+      }, 'cannot be read')
     case 'file to write': {
       if (found.isDirectory()) return 'is a directory, not a file'
       // Written as a temporary file renamed over it (the cache snapshot): its directory is what must be
       // writable; the file itself may well be read-only.
       const directory = dirname(resolve(path))
-      return failure(() => { accessSync(directory, constants.W_OK | constants.X_OK) }, `cannot be replaced: its directory ${JSON.stringify(directory)} cannot be written into`)
+      return failure(
+        () => {
+          accessSync(directory, constants.W_OK | constants.X_OK)
+        },
+        `cannot be replaced: its directory ${JSON.stringify(directory)} cannot be written into`
+      )
     }
     case 'directory to write':
       if (!found.isDirectory()) return 'is an existing file, not a directory'
-      return failure(() => { accessSync(path, constants.W_OK) }, 'cannot be written into')
+      return failure(() => {
+        accessSync(path, constants.W_OK)
+      }, 'cannot be written into')
   }
 }
 
 /** A path that does not exist yet can be made when its nearest existing ancestor is a directory we may write. */
-function creatable (path: string): string | undefined {
+function creatable(path: string): string | undefined {
   let ancestor = dirname(resolve(path))
   for (;;) {
     const found = statOf(ancestor)
     if (typeof found !== 'string') {
       if (!found.isDirectory()) return `cannot be created: ${JSON.stringify(ancestor)} is a file, not a directory`
-      return failure(() => { accessSync(ancestor, constants.W_OK | constants.X_OK) }, `cannot be created in ${JSON.stringify(ancestor)}`)
+      return failure(
+        () => {
+          accessSync(ancestor, constants.W_OK | constants.X_OK)
+        },
+        `cannot be created in ${JSON.stringify(ancestor)}`
+      )
     }
     if (found !== 'ENOENT' && found !== 'ENOTDIR') return `cannot be created: ${JSON.stringify(ancestor)} cannot be looked at (${found})`
     const up = dirname(ancestor)
@@ -73,7 +89,7 @@ function creatable (path: string): string | undefined {
   }
 }
 
-function statOf (path: string): Stats | string {
+function statOf(path: string): Stats | string {
   try {
     return statSync(path)
   } catch (err) {
@@ -82,7 +98,7 @@ function statOf (path: string): Stats | string {
 }
 
 /** `what` and the error's code when `attempt` throws. */
-function failure (attempt: () => void, what: string): string | undefined {
+function failure(attempt: () => void, what: string): string | undefined {
   try {
     attempt()
     return undefined

@@ -11,7 +11,7 @@ export const DOUBLED_SIGNAL_MS = 1000
  * Ctrl-C landing in that moment (close-with-grace's once-listener leaves it open) killed the server
  * before its drain and last snapshot.
  */
-export function onStopSignals (first: (signal: NodeJS.Signals) => void, again: (signal: NodeJS.Signals) => void): void {
+export function onStopSignals(first: (signal: NodeJS.Signals) => void, again: (signal: NodeJS.Signals) => void): void {
   let firstAt: number | undefined
   const heard = (signal: NodeJS.Signals): void => {
     if (firstAt === undefined) {

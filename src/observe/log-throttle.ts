@@ -4,9 +4,9 @@
  * a second that say nothing new and cost memory and CPU exactly when the service is busiest.
  * Keys are small fixed sets (error codes), so the map stays small.
  */
-export function createLogThrottle (intervalMs: number, now: () => number = Date.now) {
-  const last = new Map<string, { at: number, suppressed: number }>()
-  return function throttled (key: string, emit: (suppressed: number) => void): void {
+export function createLogThrottle(intervalMs: number, now: () => number = Date.now) {
+  const last = new Map<string, { at: number; suppressed: number }>()
+  return function throttled(key: string, emit: (suppressed: number) => void): void {
     const at = now()
     const entry = last.get(key)
     if (entry !== undefined && at - entry.at < intervalMs) {
@@ -24,11 +24,15 @@ export function createLogThrottle (intervalMs: number, now: () => number = Date.
  * (`summary`: how many of each kind). So every change is logged at least once, however close the next
  * one comes, and a connection that flaps costs a few lines per interval, not one per flap.
  */
-export function createChangeLog<K extends string> (intervalMs: number, summary: (held: Partial<Record<K, number>>) => void, now: () => number = Date.now) {
+export function createChangeLog<K extends string>(
+  intervalMs: number,
+  summary: (held: Partial<Record<K, number>>) => void,
+  now: () => number = Date.now
+) {
   const lastAt = new Map<K, number>()
   let held: Partial<Record<K, number>> = {}
   let timer: NodeJS.Timeout | undefined
-  function flush (): void {
+  function flush(): void {
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
     const told = held
@@ -36,7 +40,7 @@ export function createChangeLog<K extends string> (intervalMs: number, summary: 
     if (Object.keys(told).length > 0) summary(told)
   }
   return {
-    change (kind: K, emit: () => void): void {
+    change(kind: K, emit: () => void): void {
       const at = now()
       const last = lastAt.get(kind)
       if (last === undefined || at - last >= intervalMs) {

@@ -4,17 +4,19 @@ import type { CounterConfiguration, LabelValues, RegistryContentType } from 'pro
 import type { Config } from '../config/schema.js'
 
 /** One thing counted. */
-export interface Tally { inc: () => void }
+export interface Tally {
+  inc: () => void
+}
 
 /**
  * A counter whose tallies are plain additions, handed to prom-client when the counter is read (a scrape,
  * /status): the hot path counts with an increment of a number, not a label lookup and a hash per request.
  */
-function talliedCounter<T extends string> (config: CounterConfiguration<T>): Counter<T> & { tally: (labels?: LabelValues<T>) => Tally } {
-  const pending: Array<{ labels: LabelValues<T> | undefined, n: number }> = []
+function talliedCounter<T extends string>(config: CounterConfiguration<T>): Counter<T> & { tally: (labels?: LabelValues<T>) => Tally } {
+  const pending: Array<{ labels: LabelValues<T> | undefined; n: number }> = []
   const counter = new Counter<T>({
     ...config,
-    collect () {
+    collect() {
       for (const one of pending) {
         if (one.n === 0) continue
         if (one.labels === undefined) this.inc(one.n)
@@ -24,10 +26,14 @@ function talliedCounter<T extends string> (config: CounterConfiguration<T>): Cou
     }
   })
   return Object.assign(counter, {
-    tally (labels?: LabelValues<T>): Tally {
+    tally(labels?: LabelValues<T>): Tally {
       const one = { labels, n: 0 }
       pending.push(one)
-      return { inc: () => { one.n++ } }
+      return {
+        inc: () => {
+          one.n++
+        }
+      }
     }
   })
 }
@@ -44,14 +50,18 @@ export type AnsweredFrom = 'local' | 'hit' | 'miss' | 'stale'
  * record: not found, a bad request or refusal (4xx), an error (5xx).
  */
 export const ANSWERS = ['local', 'hit', 'miss', 'stale', 'not_found', 'bad_request', 'error'] as const
-export type AnswerOutcome = typeof ANSWERS[number]
+export type AnswerOutcome = (typeof ANSWERS)[number]
 
-function answerOutcome (resolution: Resolution, from: AnsweredFrom): AnswerOutcome {
+function answerOutcome(resolution: Resolution, from: AnsweredFrom): AnswerOutcome {
   switch (resolution) {
-    case 'not_found': return 'not_found'
-    case 'bad_request': return 'bad_request'
-    case 'upstream_error': return 'error'
-    default: return from
+    case 'not_found':
+      return 'not_found'
+    case 'bad_request':
+      return 'bad_request'
+    case 'upstream_error':
+      return 'error'
+    default:
+      return from
   }
 }
 
@@ -59,17 +69,23 @@ function answerOutcome (resolution: Resolution, from: AnsweredFrom): AnswerOutco
  * The proxy's answers, counted once each: a tally per (resolution, source) is a plain number, and both
  * counters add what it grew by since they last read it. They cannot disagree, whoever reads first.
  */
-function answerCounters (registry: Registry) {
-  interface One { resolution: Resolution, outcome: AnswerOutcome, n: number, resolved: number, answered: number }
+function answerCounters(registry: Registry) {
+  interface One {
+    resolution: Resolution
+    outcome: AnswerOutcome
+    n: number
+    resolved: number
+    answered: number
+  }
   const all = new Map<string, One>()
   // Answers that are not the proxy's (the REST API, a batch's lines): in answers_total only.
-  const only = new Map<AnswerOutcome, { outcome: AnswerOutcome, n: number, answered: number }>()
+  const only = new Map<AnswerOutcome, { outcome: AnswerOutcome; n: number; answered: number }>()
   const resolutions = new Counter({
     name: 'doi_proxy_resolutions_total',
     help: 'Proxy answers by what was answered: redirect, alias, values, showurls, not_found, bad_request, upstream_error',
     labelNames: ['outcome'] as const,
     registers: [registry],
-    collect () {
+    collect() {
       for (const one of all.values()) {
         if (one.n > one.resolved) this.inc({ outcome: one.resolution }, one.n - one.resolved)
         one.resolved = one.n
@@ -81,7 +97,7 @@ function answerCounters (registry: Registry) {
     help: 'Answers (proxy, REST API, batch lines) as /status shows them: local, hit, miss, stale (where the record came from), not_found, bad_request, error',
     labelNames: ['outcome'] as const,
     registers: [registry],
-    collect () {
+    collect() {
       for (const one of [...all.values(), ...only.values()]) {
         if (one.n > one.answered) this.inc({ outcome: one.outcome }, one.n - one.answered)
         one.answered = one.n
@@ -91,20 +107,28 @@ function answerCounters (registry: Registry) {
   // Every outcome shows from the start, at 0: a rate over a series that appears later misses its first answers.
   for (const outcome of ANSWERS) answers.inc({ outcome }, 0)
   /** The tally of one kind of answer: bound once by its callers, so the hot path only increments. */
-  function tally (resolution: Resolution, from: AnsweredFrom = 'hit'): Tally {
+  function tally(resolution: Resolution, from: AnsweredFrom = 'hit'): Tally {
     const outcome = answerOutcome(resolution, from)
     const key = `${resolution}|${outcome}`
     let one = all.get(key)
-    if (one === undefined) all.set(key, one = { resolution, outcome, n: 0, resolved: 0, answered: 0 })
+    if (one === undefined) all.set(key, (one = { resolution, outcome, n: 0, resolved: 0, answered: 0 }))
     const counted = one
-    return { inc: () => { counted.n++ } }
+    return {
+      inc: () => {
+        counted.n++
+      }
+    }
   }
   /** The tally of an answer counted in answers_total only, never in resolutions_total. */
-  function tallyOnly (outcome: AnswerOutcome): Tally {
+  function tallyOnly(outcome: AnswerOutcome): Tally {
     let one = only.get(outcome)
-    if (one === undefined) only.set(outcome, one = { outcome, n: 0, answered: 0 })
+    if (one === undefined) only.set(outcome, (one = { outcome, n: 0, answered: 0 }))
     const counted = one
-    return { inc: () => { counted.n++ } }
+    return {
+      inc: () => {
+        counted.n++
+      }
+    }
   }
   return { resolutions, answers, tally, tallyOnly }
 }
@@ -117,7 +141,7 @@ function answerCounters (registry: Registry) {
  * and the bounds' join the registry (and /metrics) only when there is a shared tier (`observeSharedTier`)
  * or a status page (`showBounds`).
  */
-export function createMetrics (opts: MetricsOptions = {}) {
+export function createMetrics(opts: MetricsOptions = {}) {
   const registry = new Registry()
   // Under node:cluster every series carries its worker's number: the host's /metrics holds each worker's
   // own series, which Prometheus adds up (sum by …) and whose restarts it sees as one series' reset.
@@ -135,7 +159,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
     ...linkoutInstruments(registry),
     ...batchInstruments(registry),
     /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
-    async exposition (): Promise<string> {
+    async exposition(): Promise<string> {
       return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
     },
     ...sharedTierInstruments(registry),
@@ -144,7 +168,7 @@ export function createMetrics (opts: MetricsOptions = {}) {
 }
 
 /** The answers: the hot path's tallies (prepared answers, cache lookups) and the one count per answer. */
-function answerInstruments (registry: Registry) {
+function answerInstruments(registry: Registry) {
   const answers = answerCounters(registry)
   return {
     preparedAnswers: talliedCounter({
@@ -175,7 +199,7 @@ function answerInstruments (registry: Registry) {
 }
 
 /** The upstream: its requests, retries and errors, its breakers, whether it answers, the fair queue. */
-function upstreamInstruments (registry: Registry) {
+function upstreamInstruments(registry: Registry) {
   let upstreamSeen = { unreachable: (): boolean => false, openPrefixes: (): number => 0 }
   return {
     upstreamDuration: new Histogram({
@@ -210,16 +234,20 @@ function upstreamInstruments (registry: Registry) {
       help: '1 while lookups find the upstream unreachable (refused, DNS, TLS, no route, or 3 timeouts or cut connections in a row with no answer between; /status says which), else 0',
       registers: [registry],
       aggregator: 'max', // a state, never a sum (see breakerOpen)
-      collect () { this.set(upstreamSeen.unreachable() ? 1 : 0) }
+      collect() {
+        this.set(upstreamSeen.unreachable() ? 1 : 0)
+      }
     }),
     prefixBreakersOpen: new Gauge({
       name: 'doi_proxy_prefix_circuits_open',
       help: 'Prefixes whose circuit breaker is open or half-open now: their uncached DOIs get 503',
       registers: [registry],
-      collect () { this.set(upstreamSeen.openPrefixes()) }
+      collect() {
+        this.set(upstreamSeen.openPrefixes())
+      }
     }),
     /** The guarded upstream is built after the metrics; it tells them how to read what it knows. */
-    observeUpstream (seen: typeof upstreamSeen): void {
+    observeUpstream(seen: typeof upstreamSeen): void {
       upstreamSeen = seen
     },
     upstreamWaiting: new Gauge({
@@ -242,8 +270,8 @@ function upstreamInstruments (registry: Registry) {
 }
 
 /** What the cache and the local store hold, and the stale records used when the upstream failed. */
-function cacheInstruments (registry: Registry) {
-  let cacheStats = (): { entries: number, bytes: number } => ({ entries: 0, bytes: 0 })
+function cacheInstruments(registry: Registry) {
+  let cacheStats = (): { entries: number; bytes: number } => ({ entries: 0, bytes: 0 })
   let localRecords = (): number => 0
   return {
     staleServed: new Counter({
@@ -255,32 +283,38 @@ function cacheInstruments (registry: Registry) {
       name: 'doi_proxy_cache_entries',
       help: 'Records and not-found answers held in the cache',
       registers: [registry],
-      collect () { this.set(cacheStats().entries) }
+      collect() {
+        this.set(cacheStats().entries)
+      }
     }),
     cacheBytes: new Gauge({
       name: 'doi_proxy_cache_bytes',
       help: 'Estimated bytes of records held in the cache, their prepared answers included',
       registers: [registry],
-      collect () { this.set(cacheStats().bytes) }
+      collect() {
+        this.set(cacheStats().bytes)
+      }
     }),
     localRecords: new Gauge({
       name: 'doi_proxy_local_records',
       help: 'Records held in the local store',
       registers: [registry],
-      collect () { this.set(localRecords()) }
+      collect() {
+        this.set(localRecords())
+      }
     }),
-    observeLocalStore (records: () => number): void {
+    observeLocalStore(records: () => number): void {
       localRecords = records
     },
     /** The cache is built after the metrics; it tells them how to read its size. */
-    observeCache (stats: () => { entries: number, bytes: number }): void {
+    observeCache(stats: () => { entries: number; bytes: number }): void {
       cacheStats = stats
     }
   }
 }
 
 /** Requests refused to protect the service (behaviour.md §9). */
-function protectionInstruments (registry: Registry) {
+function protectionInstruments(registry: Registry) {
   return {
     refusals: new Counter({
       name: 'doi_proxy_refusals_total',
@@ -292,12 +326,12 @@ function protectionInstruments (registry: Registry) {
 }
 
 /** The local service (behaviour.md §10), the link-out chains and the open-access source (docs/institutional.md). */
-function linkoutInstruments (registry: Registry) {
+function linkoutInstruments(registry: Registry) {
   return {
     // Service ids come from the configuration, so labels stay few.
     localServiceDiversions: new Counter({
       name: 'doi_proxy_local_service_diversions_total',
-      help: 'Redirects sent to a local service instead of the DOI\'s URL, by service and reason',
+      help: "Redirects sent to a local service instead of the DOI's URL, by service and reason",
       labelNames: ['service', 'reason'] as const, // reason: network, cookie
       registers: [registry]
     }),
@@ -309,7 +343,7 @@ function linkoutInstruments (registry: Registry) {
     }),
     localServiceLoopGuard: new Counter({
       name: 'doi_proxy_local_service_loop_guard_total',
-      help: 'Diversions not made because the same client was sent to the same DOI\'s local service within 10 s',
+      help: "Diversions not made because the same client was sent to the same DOI's local service within 10 s",
       registers: [registry]
     }),
     linkout: new Counter({
@@ -338,7 +372,7 @@ function linkoutInstruments (registry: Registry) {
 }
 
 /** The batch API (POST /api/batch, docs/checking-dois.md). */
-function batchInstruments (registry: Registry) {
+function batchInstruments(registry: Registry) {
   return {
     batchRequests: new Counter({
       name: 'doi_proxy_batch_requests_total',
@@ -356,7 +390,7 @@ function batchInstruments (registry: Registry) {
 }
 
 /** The shared tier (Redis, src/resolve/cache/shared-tier.ts): registered by observeSharedTier. */
-function sharedTierInstruments (registry: Registry) {
+function sharedTierInstruments(registry: Registry) {
   let sharedTierUp = (): boolean => false
   const sharedCache = {
     lookups: new Counter({
@@ -376,13 +410,15 @@ function sharedTierInstruments (registry: Registry) {
       help: '1 while lookups use the shared tier (Redis): connected, and not paused after a failure; else 0',
       registers: [],
       aggregator: 'min', // a state, never a sum (see breakerOpen)
-      collect () { this.set(sharedTierUp() ? 1 : 0) }
+      collect() {
+        this.set(sharedTierUp() ? 1 : 0)
+      }
     })
   }
   return {
     sharedCache,
     /** The shared tier exists: its instruments join /metrics, and `up` says whether it is connected. */
-    observeSharedTier (up: () => boolean): void {
+    observeSharedTier(up: () => boolean): void {
       sharedTierUp = up
       registry.registerMetric(sharedCache.lookups)
       registry.registerMetric(sharedCache.errors)
@@ -398,18 +434,34 @@ export type Bounds = Pick<Config, 'cacheMaxEntries' | 'cacheMaxBytes' | 'upstrea
  * The bounds in force, so a dashboard or an alert can set what is used against what is allowed (cache
  * bytes against CACHE_MAX_BYTES, in-flight lookups against UPSTREAM_MAX_CONCURRENT): registered by showBounds.
  */
-function boundInstruments (registry: Registry) {
+function boundInstruments(registry: Registry) {
   let boundsShown = false
   const bounds = {
-    cacheMaxEntries: new Gauge({ name: 'doi_proxy_cache_max_entries', help: 'CACHE_MAX_ENTRIES: most records the cache holds', registers: [] }),
-    cacheMaxBytes: new Gauge({ name: 'doi_proxy_cache_max_bytes', help: 'CACHE_MAX_BYTES: most bytes of records the cache holds', registers: [] }),
-    upstreamMaxConcurrent: new Gauge({ name: 'doi_proxy_upstream_max_concurrent', help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight', registers: [] }),
-    upstreamQueueSize: new Gauge({ name: 'doi_proxy_upstream_queue_max', help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot', registers: [] })
+    cacheMaxEntries: new Gauge({
+      name: 'doi_proxy_cache_max_entries',
+      help: 'CACHE_MAX_ENTRIES: most records the cache holds',
+      registers: []
+    }),
+    cacheMaxBytes: new Gauge({
+      name: 'doi_proxy_cache_max_bytes',
+      help: 'CACHE_MAX_BYTES: most bytes of records the cache holds',
+      registers: []
+    }),
+    upstreamMaxConcurrent: new Gauge({
+      name: 'doi_proxy_upstream_max_concurrent',
+      help: 'UPSTREAM_MAX_CONCURRENT: most upstream requests in flight',
+      registers: []
+    }),
+    upstreamQueueSize: new Gauge({
+      name: 'doi_proxy_upstream_queue_max',
+      help: 'UPSTREAM_QUEUE_SIZE: most lookups waiting for an upstream slot',
+      registers: []
+    })
   }
   return {
     bounds,
     /** The bounds beside the figures they bound; set once, they change only with the configuration, at a restart. */
-    showBounds (config: Bounds): void {
+    showBounds(config: Bounds): void {
       if (boundsShown) return
       boundsShown = true
       const values = [
@@ -440,7 +492,12 @@ const ANSWER = 'doi-proxy:host-metrics-answer'
 /** As long as a worker waits for the primary's answer before it answers with its own figures. */
 const HOST_METRICS_WAIT_MS = 5_000
 
-interface HostMetricsAnswer { type: typeof ANSWER, id: number, text?: string, error?: string }
+interface HostMetricsAnswer {
+  type: typeof ANSWER
+  id: number
+  text?: string
+  error?: string
+}
 const waiting = new Map<number, (answer: HostMetricsAnswer) => void>()
 let asked = 0
 // Kept for the process's life: constructing it starts prom-client's listener for the primary's asks.
@@ -450,7 +507,7 @@ let primaryAsks: AggregatorRegistry<RegistryContentType> | undefined
  * In a node:cluster worker, as soon as it starts (main.ts): answer the primary's asks, with nothing until
  * the app's registry joins (createMetrics), so a scrape during a worker's start does not wait for it.
  */
-export function answerPrimaryAsks (): void {
+export function answerPrimaryAsks(): void {
   if (primaryAsks !== undefined || process.send === undefined) return
   AggregatorRegistry.setRegistries([])
   primaryAsks = new AggregatorRegistry()
@@ -460,35 +517,48 @@ export function answerPrimaryAsks (): void {
 }
 
 /** The worker's registry is what it reports when the primary asks. */
-function joinHost (registry: Registry): void {
+function joinHost(registry: Registry): void {
   answerPrimaryAsks()
   if (primaryAsks !== undefined) AggregatorRegistry.setRegistries(registry)
 }
 
 /** The host's figures, from the primary; this worker's own when the primary does not answer in time (or there is none). */
-async function hostMetrics (registry: Registry): Promise<string> {
+async function hostMetrics(registry: Registry): Promise<string> {
   if (primaryAsks === undefined) return await registry.metrics()
   const id = ++asked
   const answer = await new Promise<HostMetricsAnswer | undefined>((resolve) => {
-    const timer = setTimeout(() => { waiting.delete(id); resolve(undefined) }, HOST_METRICS_WAIT_MS)
-    waiting.set(id, (got) => { clearTimeout(timer); waiting.delete(id); resolve(got) })
+    const timer = setTimeout(() => {
+      waiting.delete(id)
+      resolve(undefined)
+    }, HOST_METRICS_WAIT_MS)
+    waiting.set(id, (got) => {
+      clearTimeout(timer)
+      waiting.delete(id)
+      resolve(got)
+    })
     process.send?.({ type: ASK, id })
   })
-  return answer?.text ?? await registry.metrics()
+  return answer?.text ?? (await registry.metrics())
 }
 
 /** In the node:cluster primary: answer each worker's ask with every worker's series. */
-export function answerHostMetrics (): void {
+export function answerHostMetrics(): void {
   const aggregator = new AggregatorRegistry()
   // Scrapes at the same moment share one round of asks: /metrics is open to anyone who can reach it.
   let round: Promise<string> | undefined
-  cluster.on('message', (worker, message: { type?: unknown, id?: unknown }) => {
+  cluster.on('message', (worker, message: { type?: unknown; id?: unknown }) => {
     if (message?.type !== ASK || typeof message.id !== 'number') return
     const id = message.id
-    round ??= aggregator.clusterMetrics().finally(() => { round = undefined })
+    round ??= aggregator.clusterMetrics().finally(() => {
+      round = undefined
+    })
     round.then(
-      (text) => { if (worker.isConnected()) worker.send({ type: ANSWER, id, text }) },
-      (err: unknown) => { if (worker.isConnected()) worker.send({ type: ANSWER, id, error: (err as Error).message }) }
+      (text) => {
+        if (worker.isConnected()) worker.send({ type: ANSWER, id, text })
+      },
+      (err: unknown) => {
+        if (worker.isConnected()) worker.send({ type: ANSWER, id, error: (err as Error).message })
+      }
     )
   })
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AppContext } from '../services.js'
 
-async function admission (app: FastifyInstance, { services }: AppContext): Promise<void> {
+async function admission(app: FastifyInstance, { services }: AppContext): Promise<void> {
   await services.admission.register(app)
 }
 

@@ -4,7 +4,7 @@ import cors from '@fastify/cors'
 import fp from 'fastify-plugin'
 import { CORS_HEADERS, EXPOSED_HEADERS } from '../http/prepared-answers.js'
 
-async function corsHeaders (app: FastifyInstance): Promise<void> {
+async function corsHeaders(app: FastifyInstance): Promise<void> {
   // A simple request's two headers are the same on every answer, so one plain hook sets them (a route
   // may remove them, as /status does). Registered before the routes, it runs before any hook of theirs.
   app.addHook('onRequest', (_request, reply, done) => {

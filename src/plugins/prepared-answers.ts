@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { setFrontDoor } from '../http/server-edge.js'
 import type { AppContext } from '../services.js'
 
-async function preparedAnswers (app: FastifyInstance, { services }: AppContext): Promise<void> {
+async function preparedAnswers(app: FastifyInstance, { services }: AppContext): Promise<void> {
   const { prepared } = services
   setFrontDoor(app.server, (req, res) => prepared.serve(req, res))
 }

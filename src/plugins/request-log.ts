@@ -2,9 +2,12 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 
-async function requestLog (app: FastifyInstance): Promise<void> {
+async function requestLog(app: FastifyInstance): Promise<void> {
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip }, 'request')
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip },
+      'request'
+    )
   })
 }
 

@@ -15,11 +15,14 @@ export type FleetSettings = Pick<Config, 'redisKeyPrefix' | 'upstreamUrl' | 'off
  * /api/cache/{doi}, src/http/routes/cache.ts): the key leaves this process's memory (`dropHere`: true when
  * it held it), then the snapshot and Redis, and the other processes are told to drop it too.
  */
-export function joinFleet (settings: FleetSettings, parts: {
-  tiers: Pick<CacheTiers, 'redis' | 'forget'>
-  upstream: GuardedUpstream | undefined
-  dropHere: (key: string) => boolean
-}): { fleet: Fleet, purge: (key: string) => Promise<PurgeResult> } {
+export function joinFleet(
+  settings: FleetSettings,
+  parts: {
+    tiers: Pick<CacheTiers, 'redis' | 'forget'>
+    upstream: GuardedUpstream | undefined
+    dropHere: (key: string) => boolean
+  }
+): { fleet: Fleet; purge: (key: string) => Promise<PurgeResult> } {
   const { tiers, upstream, dropHere } = parts
   const fleet = createFleet({ redis: tiers.redis, channel: `${settings.redisKeyPrefix}v1:fleet:${sourceId(cacheSourceOf(settings))}` })
   fleet.onMessage((message) => {

@@ -41,7 +41,7 @@ export interface LookupParts {
  * queue, the upstream) and the proxy service on it, with their logs: a stale answer and a failed refresh,
  * throttled; broken 10320/loc data, once per record.
  */
-export function createLookup (settings: LookupSettings, parts: LookupParts): { resolver: Resolver, proxyService: ProxyService } {
+export function createLookup(settings: LookupSettings, parts: LookupParts): { resolver: Resolver; proxyService: ProxyService } {
   const { fetcher, local, recorder, metrics, log, now } = parts
   const throttleStale = createLogThrottle(1000, now)
   const resolver = createResolver({
@@ -79,8 +79,10 @@ export function createLookup (settings: LookupSettings, parts: LookupParts): { r
 export type LocalStoreSettings = Pick<Config, 'localStoreDir' | 'localAuthoritativePrefixes' | 'localStoreWatch' | 'localStorePollMs'>
 
 /** The local records (behaviour.md §3, §9), read now and watched; undefined without LOCAL_STORE_DIR. Its count goes to /metrics. */
-export async function openLocalRecords (settings: LocalStoreSettings, ctx: { log: FastifyBaseLogger, metrics: Metrics }):
-Promise<LocalStore | undefined> {
+export async function openLocalRecords(
+  settings: LocalStoreSettings,
+  ctx: { log: FastifyBaseLogger; metrics: Metrics }
+): Promise<LocalStore | undefined> {
   if (settings.localStoreDir === undefined) return undefined
   const local = await openLocalStore({
     dir: settings.localStoreDir,

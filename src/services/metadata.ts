@@ -7,11 +7,28 @@ import type { MetadataAnswers, MetadataAnswersOptions } from '../http/metadata.j
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata/agencies.js'
 
 /** The settings the metadata answers read (docs/metadata.md); the agencies' queue takes the upstream's per-client limits. */
-export type MetadataSettings = Pick<Config,
-  'metadataMode' | 'offline' | 'metadataHosts' | 'metadataTimeoutMs' | 'metadataMaxBodyBytes' | 'metadataAgencyConcurrency' |
-  'metadataMaxRedirects' | 'metadataCacheMaxBytes' | 'metadataMaxTtlSeconds' | 'userAgent' | 'contactEmail' |
-  'upstreamConnectTimeoutMs' | 'upstreamRetries' | 'upstreamRetryBaseMs' | 'upstreamRetryMaxMs' |
-  'upstreamPerClient' | 'upstreamClientQueue' | 'upstreamQueueSize' | 'upstreamQueueTimeoutMs'>
+export type MetadataSettings = Pick<
+  Config,
+  | 'metadataMode'
+  | 'offline'
+  | 'metadataHosts'
+  | 'metadataTimeoutMs'
+  | 'metadataMaxBodyBytes'
+  | 'metadataAgencyConcurrency'
+  | 'metadataMaxRedirects'
+  | 'metadataCacheMaxBytes'
+  | 'metadataMaxTtlSeconds'
+  | 'userAgent'
+  | 'contactEmail'
+  | 'upstreamConnectTimeoutMs'
+  | 'upstreamRetries'
+  | 'upstreamRetryBaseMs'
+  | 'upstreamRetryMaxMs'
+  | 'upstreamPerClient'
+  | 'upstreamClientQueue'
+  | 'upstreamQueueSize'
+  | 'upstreamQueueTimeoutMs'
+>
 
 /** What the metadata answers are given: the gate, the stored metadata, the recorder, the clock, and the records' freshness. */
 export type MetadataParts = Omit<MetadataAnswersOptions, 'service' | 'hosts'> & { freshness: FreshnessPolicy }
@@ -22,39 +39,43 @@ export type MetadataParts = Omit<MetadataAnswersOptions, 'service' | 'hosts'> & 
  * `close`) and the cache and queues in front of it, fresh and kept by the records' rule (`freshness`) with
  * METADATA_MAX_TTL_SECONDS as its cap.
  */
-export function setUpMetadata (settings: MetadataSettings, deps: MetadataParts): { answers: MetadataAnswers, close: () => Promise<void> } {
+export function setUpMetadata(settings: MetadataSettings, deps: MetadataParts): { answers: MetadataAnswers; close: () => Promise<void> } {
   const { freshness, ...answering } = deps
   const hosts = settings.metadataHosts
-  const fetcher = settings.metadataMode === 'fetch' && !settings.offline
-    ? createMetadataFetcher({
-      hosts,
-      userAgent: upstreamUserAgent(settings),
-      timeoutMs: settings.metadataTimeoutMs,
-      connectTimeoutMs: settings.upstreamConnectTimeoutMs,
-      maxBodyBytes: settings.metadataMaxBodyBytes,
-      connectionsPerHost: settings.metadataAgencyConcurrency,
-      maxRedirects: settings.metadataMaxRedirects,
-      retry: { retries: settings.upstreamRetries, baseMs: settings.upstreamRetryBaseMs, maxMs: settings.upstreamRetryMaxMs }
-    })
-    : undefined
-  const service = fetcher === undefined
-    ? undefined
-    : createMetadataService({
-      fetcher,
-      now: deps.now,
-      cacheMaxBytes: settings.metadataCacheMaxBytes,
-      freshness: metadataFreshnessPolicy(freshness, settings.metadataMaxTtlSeconds),
-      queue: {
-        maxActive: settings.metadataAgencyConcurrency,
-        perClient: settings.upstreamPerClient,
-        perClientQueue: settings.upstreamClientQueue,
-        maxWaiting: settings.upstreamQueueSize,
-        waitTimeoutMs: settings.upstreamQueueTimeoutMs,
-        retryAfterMs: 5000
-      }
-    })
+  const fetcher =
+    settings.metadataMode === 'fetch' && !settings.offline
+      ? createMetadataFetcher({
+          hosts,
+          userAgent: upstreamUserAgent(settings),
+          timeoutMs: settings.metadataTimeoutMs,
+          connectTimeoutMs: settings.upstreamConnectTimeoutMs,
+          maxBodyBytes: settings.metadataMaxBodyBytes,
+          connectionsPerHost: settings.metadataAgencyConcurrency,
+          maxRedirects: settings.metadataMaxRedirects,
+          retry: { retries: settings.upstreamRetries, baseMs: settings.upstreamRetryBaseMs, maxMs: settings.upstreamRetryMaxMs }
+        })
+      : undefined
+  const service =
+    fetcher === undefined
+      ? undefined
+      : createMetadataService({
+          fetcher,
+          now: deps.now,
+          cacheMaxBytes: settings.metadataCacheMaxBytes,
+          freshness: metadataFreshnessPolicy(freshness, settings.metadataMaxTtlSeconds),
+          queue: {
+            maxActive: settings.metadataAgencyConcurrency,
+            perClient: settings.upstreamPerClient,
+            perClientQueue: settings.upstreamClientQueue,
+            maxWaiting: settings.upstreamQueueSize,
+            waitTimeoutMs: settings.upstreamQueueTimeoutMs,
+            retryAfterMs: 5000
+          }
+        })
   return {
     answers: createMetadataAnswers({ ...answering, service, hosts }),
-    close: async () => { await fetcher?.close() }
+    close: async () => {
+      await fetcher?.close()
+    }
   }
 }

@@ -12,15 +12,29 @@ import { fileProvider, openAlexProvider, unpaywallProvider } from '../resolve/op
 import type { OpenAccessProviderClient } from '../resolve/open-access/providers.js'
 
 /** The settings of the provider in force: which, where, and how it is asked over the network. */
-export type ProviderSettings = Pick<Config,
-  'oaProvider' | 'offline' | 'unpaywallUrl' | 'unpaywallEmail' | 'openalexUrl' | 'oaSnapshotFile' | 'oaSnapshotMaxEntries' |
-  'oaTimeoutMs' | 'oaConnections' | 'oaMaxBodyBytes' | 'upstreamConnectTimeoutMs' | 'userAgent' | 'contactEmail'>
+export type ProviderSettings = Pick<
+  Config,
+  | 'oaProvider'
+  | 'offline'
+  | 'unpaywallUrl'
+  | 'unpaywallEmail'
+  | 'openalexUrl'
+  | 'oaSnapshotFile'
+  | 'oaSnapshotMaxEntries'
+  | 'oaTimeoutMs'
+  | 'oaConnections'
+  | 'oaMaxBodyBytes'
+  | 'upstreamConnectTimeoutMs'
+  | 'userAgent'
+  | 'contactEmail'
+>
 
 /** The settings of the answers' memory. */
 export type OpenAccessCacheSettings = Pick<Config, 'oaProvider' | 'oaCacheMaxEntries' | 'oaTtlSeconds' | 'oaNegativeTtlSeconds'>
 
 /** The settings of the open-access source: its provider, its memory, its day and its share of Redis. */
-export type OpenAccessSettings = ProviderSettings & OpenAccessCacheSettings &
+export type OpenAccessSettings = ProviderSettings &
+  OpenAccessCacheSettings &
   Pick<Config, 'oaBudgetMs' | 'oaDailyLimit' | 'workers' | 'redisKeyPrefix' | 'redisWaitPollMs'>
 
 /**
@@ -28,13 +42,17 @@ export type OpenAccessSettings = ProviderSettings & OpenAccessCacheSettings &
  * (a file is read now), its cache and shared tier; its `close` is for the app's close. Undefined
  * without OA_PROVIDER, and offline for a provider over the network (never built: no connection).
  */
-export async function setUpOpenAccess (log: FastifyBaseLogger, config: OpenAccessSettings, deps: {
-  metrics: Metrics
-  now: () => number
-  redis: RedisClient | undefined
-  dispatcher?: Dispatcher | undefined
-  cache?: OpenAccessCache | undefined
-}): Promise<OpenAccess | undefined> {
+export async function setUpOpenAccess(
+  log: FastifyBaseLogger,
+  config: OpenAccessSettings,
+  deps: {
+    metrics: Metrics
+    now: () => number
+    redis: RedisClient | undefined
+    dispatcher?: Dispatcher | undefined
+    cache?: OpenAccessCache | undefined
+  }
+): Promise<OpenAccess | undefined> {
   const provider = await providerOf(log, config, deps.dispatcher)
   if (provider === undefined) return undefined
   const throttle = createLogThrottle(10_000)
@@ -54,7 +72,13 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: OpenAcces
     lockMs: config.oaTimeoutMs,
     pollMs: config.redisWaitPollMs,
     ...(deps.cache === undefined ? {} : { cache: deps.cache }),
-    onError: (doi, err) => throttle(provider.name, (suppressed) => log.warn({ doi, provider: provider.name, err: (err as Error).message, suppressed }, 'the open-access provider failed; the chain went on to its next step'))
+    onError: (doi, err) =>
+      throttle(provider.name, (suppressed) =>
+        log.warn(
+          { doi, provider: provider.name, err: (err as Error).message, suppressed },
+          'the open-access provider failed; the chain went on to its next step'
+        )
+      )
   })
   return openAccess
 }
@@ -64,7 +88,7 @@ export async function setUpOpenAccess (log: FastifyBaseLogger, config: OpenAcces
  * the cache snapshot loads its answers and writes them back; undefined for none or OA_PROVIDER=file
  * (read from its file at each start).
  */
-export function openAccessCacheOf (config: OpenAccessCacheSettings): OpenAccessCache | undefined {
+export function openAccessCacheOf(config: OpenAccessCacheSettings): OpenAccessCache | undefined {
   if (config.oaProvider !== 'unpaywall' && config.oaProvider !== 'openalex') return undefined
   return createOpenAccessCache({
     maxEntries: config.oaCacheMaxEntries,
@@ -73,7 +97,11 @@ export function openAccessCacheOf (config: OpenAccessCacheSettings): OpenAccessC
   })
 }
 
-async function providerOf (log: FastifyBaseLogger, config: ProviderSettings, dispatcher: Dispatcher | undefined): Promise<OpenAccessProviderClient | undefined> {
+async function providerOf(
+  log: FastifyBaseLogger,
+  config: ProviderSettings,
+  dispatcher: Dispatcher | undefined
+): Promise<OpenAccessProviderClient | undefined> {
   const http = {
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.oaTimeoutMs,
@@ -84,7 +112,12 @@ async function providerOf (log: FastifyBaseLogger, config: ProviderSettings, dis
   }
   const provider = openAccessProviderInForce(config)
   // Said once at start, so the operator knows why the open-access step is skipped offline.
-  if (provider !== config.oaProvider) log.warn({ oaProvider: config.oaProvider }, 'offline (OFFLINE=true): the open-access provider is not asked, no connection is made; the chains go on to their next step (OA_PROVIDER=file answers offline)')
+  if (provider !== config.oaProvider) {
+    log.warn(
+      { oaProvider: config.oaProvider },
+      'offline (OFFLINE=true): the open-access provider is not asked, no connection is made; the chains go on to their next step (OA_PROVIDER=file answers offline)'
+    )
+  }
   switch (provider) {
     case undefined:
       return undefined
@@ -93,6 +126,8 @@ async function providerOf (log: FastifyBaseLogger, config: ProviderSettings, dis
     case 'openalex':
       return openAlexProvider(config.openalexUrl, config.contactEmail, http)
     case 'file':
-      return await fileProvider(config.oaSnapshotFile as string, config.oaSnapshotMaxEntries, (fields, message) => log.info(fields, message))
+      return await fileProvider(config.oaSnapshotFile as string, config.oaSnapshotMaxEntries, (fields, message) =>
+        log.info(fields, message)
+      )
   }
 }

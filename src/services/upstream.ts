@@ -11,11 +11,30 @@ import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/upstr
 import type { Reachability, UpstreamState } from '../resolve/upstream/reachability.js'
 
 /** The settings of the upstream client, its breakers and its fair queue. */
-export type UpstreamSettings = Pick<Config,
-  'offline' | 'recordTo' | 'upstreamUrl' | 'userAgent' | 'contactEmail' | 'upstreamTimeoutMs' | 'upstreamConnectTimeoutMs' |
-  'upstreamConnections' | 'upstreamMaxBodyBytes' | 'upstreamRetries' | 'upstreamRetryBaseMs' | 'upstreamRetryMaxMs' |
-  'breakerErrorThresholdPercent' | 'breakerVolumeThreshold' | 'breakerResetMs' | 'breakerWindowMs' |
-  'upstreamMaxConcurrent' | 'upstreamPerClient' | 'upstreamClientQueue' | 'upstreamQueueSize' | 'upstreamQueueTimeoutMs'>
+export type UpstreamSettings = Pick<
+  Config,
+  | 'offline'
+  | 'recordTo'
+  | 'upstreamUrl'
+  | 'userAgent'
+  | 'contactEmail'
+  | 'upstreamTimeoutMs'
+  | 'upstreamConnectTimeoutMs'
+  | 'upstreamConnections'
+  | 'upstreamMaxBodyBytes'
+  | 'upstreamRetries'
+  | 'upstreamRetryBaseMs'
+  | 'upstreamRetryMaxMs'
+  | 'breakerErrorThresholdPercent'
+  | 'breakerVolumeThreshold'
+  | 'breakerResetMs'
+  | 'breakerWindowMs'
+  | 'upstreamMaxConcurrent'
+  | 'upstreamPerClient'
+  | 'upstreamClientQueue'
+  | 'upstreamQueueSize'
+  | 'upstreamQueueTimeoutMs'
+>
 
 export interface UpstreamParts {
   /** Whether the upstream answers, as the last lookups found it (logged as it changes). */
@@ -35,20 +54,25 @@ const BREAKER_LEVEL = { closed: 0, 'half-open': 1, open: 2 } as const
  * OFFLINE: no client to the upstream is built at all, so nothing can open a connection to it (nor probe it
  * at start); only the local records answer. `onWait`: the registry asked us to wait (its 429), until then.
  */
-export function setUpUpstream (settings: UpstreamSettings, ctx: {
-  metrics: Metrics
-  log: FastifyBaseLogger
-  dispatcher?: Dispatcher | undefined
-  onWait: (until: number) => void
-}): UpstreamParts {
+export function setUpUpstream(
+  settings: UpstreamSettings,
+  ctx: {
+    metrics: Metrics
+    log: FastifyBaseLogger
+    dispatcher?: Dispatcher | undefined
+    onWait: (until: number) => void
+  }
+): UpstreamParts {
   const { metrics, log } = ctx
   const recording = settings.recordTo !== undefined && !settings.offline
   const reachability = createReachability({
     onChange: (state) => {
       logReachability(log, settings.upstreamUrl, state)
       if (recording && state.state === 'unreachable') {
-        log.warn({ dir: settings.recordTo, upstream: settings.upstreamUrl },
-          'RECORD_TO: the upstream cannot be reached, so nothing new is being recorded')
+        log.warn(
+          { dir: settings.recordTo, upstream: settings.upstreamUrl },
+          'RECORD_TO: the upstream cannot be reached, so nothing new is being recorded'
+        )
       }
     }
   })
@@ -73,13 +97,16 @@ export function setUpUpstream (settings: UpstreamSettings, ctx: {
  * The upstream client (a bounded Pool to UPSTREAM_URL's origin, or the dispatcher a test gives) behind its
  * circuit breakers: what the resolver fetches through, the probe at start, and its close. Never built offline.
  */
-function createGuardedUpstream (settings: UpstreamSettings, ctx: {
-  metrics: Metrics
-  log: FastifyBaseLogger
-  reachability: Reachability
-  dispatcher?: Dispatcher | undefined
-  onWait: (until: number) => void
-}) {
+function createGuardedUpstream(
+  settings: UpstreamSettings,
+  ctx: {
+    metrics: Metrics
+    log: FastifyBaseLogger
+    reachability: Reachability
+    dispatcher?: Dispatcher | undefined
+    onWait: (until: number) => void
+  }
+) {
   const { metrics, log, reachability } = ctx
   const raw = createUpstreamClient({
     baseUrl: settings.upstreamUrl,
@@ -124,16 +151,22 @@ function createGuardedUpstream (settings: UpstreamSettings, ctx: {
   return {
     guarded,
     /** One request whose outcome the reachability tracker logs. */
-    probe: (): void => { raw.fetchRecord(PROBE_HANDLE).catch(() => {}) },
-    close: async (): Promise<void> => { await guarded.close() }
+    probe: (): void => {
+      raw.fetchRecord(PROBE_HANDLE).catch(() => {})
+    },
+    close: async (): Promise<void> => {
+      await guarded.close()
+    }
   }
 }
 
 /** One line each time the upstream starts or stops answering, naming the cause and what an operator can do. */
-function logReachability (log: FastifyBaseLogger, upstream: string, state: UpstreamState): void {
+function logReachability(log: FastifyBaseLogger, upstream: string, state: UpstreamState): void {
   if (state.state === 'answers') log.info({ upstream }, 'the upstream answers')
   if (state.state === 'unreachable') {
-    log.warn({ upstream, reason: state.reason, detail: state.detail, why: REASON_WORDS[state.reason] },
-      'the upstream cannot be reached: cached and local records are still answered; check the network and UPSTREAM_URL, or run offline (OFFLINE=true, npm run start:offline)')
+    log.warn(
+      { upstream, reason: state.reason, detail: state.detail, why: REASON_WORDS[state.reason] },
+      'the upstream cannot be reached: cached and local records are still answered; check the network and UPSTREAM_URL, or run offline (OFFLINE=true, npm run start:offline)'
+    )
   }
 }

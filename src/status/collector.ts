@@ -32,7 +32,7 @@ export interface CollectorOptions {
 const BREAKER_NAMES: readonly BreakerName[] = ['closed', 'half-open', 'open']
 
 /** The version in package.json (beside src/ and dist/ alike). */
-export function packageVersion (): string {
+export function packageVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown }
     return typeof pkg.version === 'string' ? pkg.version : 'unknown'
@@ -41,7 +41,7 @@ export function packageVersion (): string {
   }
 }
 
-export function createStatusCollector (opts: CollectorOptions) {
+export function createStatusCollector(opts: CollectorOptions) {
   const now = opts.now ?? Date.now
   const stepMs = opts.stepMs ?? 10_000
   const { metrics, settings } = opts
@@ -50,11 +50,14 @@ export function createStatusCollector (opts: CollectorOptions) {
   const iso = (ms: number): string => new Date(ms).toISOString()
   let timer: NodeJS.Timeout | undefined
 
-  async function snapshot (): Promise<StatusSnapshot> {
+  async function snapshot(): Promise<StatusSnapshot> {
     await history.sample()
     const t = now()
     const [entries, bytes, inFlight, queued] = await Promise.all([
-      gauge(metrics.cacheEntries), gauge(metrics.cacheBytes), gauge(metrics.upstreamActive), gauge(metrics.upstreamWaiting)
+      gauge(metrics.cacheEntries),
+      gauge(metrics.cacheBytes),
+      gauge(metrics.upstreamActive),
+      gauge(metrics.upstreamWaiting)
     ])
     const lookups = history.sum('lookups')
     const loop = history.rowsOf('loop_guard')[0]
@@ -103,12 +106,14 @@ export function createStatusCollector (opts: CollectorOptions) {
     sample: history.sample,
     snapshot,
     /** Sample once a second until stop(); the timer never keeps the process alive. */
-    start (intervalMs = 1000): void {
+    start(intervalMs = 1000): void {
       if (timer !== undefined) return
-      timer = setInterval(() => { history.sample().catch(() => {}) }, intervalMs)
+      timer = setInterval(() => {
+        history.sample().catch(() => {})
+      }, intervalMs)
       timer.unref()
     },
-    stop (): void {
+    stop(): void {
       if (timer !== undefined) clearInterval(timer)
       timer = undefined
     }
@@ -118,13 +123,13 @@ export function createStatusCollector (opts: CollectorOptions) {
 export type StatusCollector = ReturnType<typeof createStatusCollector>
 
 /** A gauge's one value (0 before it is set). */
-async function gauge (metric: Parameters<typeof read>[0]): Promise<number> {
+async function gauge(metric: Parameters<typeof read>[0]): Promise<number> {
   return (await read(metric))[0]?.value ?? 0
 }
 
 /** Every answer by its outcome: per second in each step, over the period, and since start. */
-function requestsOf (history: History): StatusSnapshot['requests'] {
-  const byOutcome = <T> (f: (o: Outcome) => T): Record<Outcome, T> =>
+function requestsOf(history: History): StatusSnapshot['requests'] {
+  const byOutcome = <T>(f: (o: Outcome) => T): Record<Outcome, T> =>
     Object.fromEntries(OUTCOMES.map((o) => [o, f(o)])) as Record<Outcome, T>
   return {
     perSecond: byOutcome((o) => history.perSecond(o)),
@@ -134,14 +139,14 @@ function requestsOf (history: History): StatusSnapshot['requests'] {
 }
 
 /** Latency and failures of upstream requests, per step and over the period. */
-function upstreamOf (history: History): Omit<StatusSnapshot['upstream'], 'inFlight' | 'queued' | 'reachability'> {
+function upstreamOf(history: History): Omit<StatusSnapshot['upstream'], 'inFlight' | 'queued' | 'reachability'> {
   const steps = history.latencySteps()
   const whole = mergeLatency(steps)
   const failures = history.series('upstream_errors')
   return {
     p50Ms: steps.map((s) => toMs(quantile(s, 0.5))),
     p99Ms: steps.map((s) => toMs(quantile(s, 0.99))),
-    errorRate: history.series('upstream').map((c, i) => c === 0 ? null : (failures[i] ?? 0) / c),
+    errorRate: history.series('upstream').map((c, i) => (c === 0 ? null : (failures[i] ?? 0) / c)),
     lastHour: {
       requests: history.sum('upstream'),
       errors: history.sum('upstream_errors'),
@@ -152,7 +157,7 @@ function upstreamOf (history: History): Omit<StatusSnapshot['upstream'], 'inFlig
   }
 }
 
-function reachable (offline: boolean, known: UpstreamState): Reachable {
+function reachable(offline: boolean, known: UpstreamState): Reachable {
   if (offline) return { state: 'offline' }
   if (known.state === 'unknown') return known
   const since = new Date(known.since).toISOString()
@@ -161,7 +166,7 @@ function reachable (offline: boolean, known: UpstreamState): Reachable {
 }
 
 /** The open-access source in force, its calls today and its lookups; null without one. */
-async function openAccessOf (history: History, metrics: Metrics, settings: StatusSettings): Promise<StatusSnapshot['openAccess']> {
+async function openAccessOf(history: History, metrics: Metrics, settings: StatusSettings): Promise<StatusSnapshot['openAccess']> {
   // Offline, a provider over the network is never asked (src/config/open-access.ts): none is shown.
   const provider = openAccessProviderInForce(settings)
   if (provider === undefined) return null
@@ -169,7 +174,7 @@ async function openAccessOf (history: History, metrics: Metrics, settings: Statu
     provider,
     callsToday: (await read(metrics.openAccessCallsToday))[0]?.value ?? 0,
     // The limit in force here (a worker's share without Redis), as the metric says.
-    dailyLimit: provider === 'file' ? null : (await read(metrics.openAccessDailyLimit))[0]?.value ?? settings.oaDailyLimit,
+    dailyLimit: provider === 'file' ? null : ((await read(metrics.openAccessDailyLimit))[0]?.value ?? settings.oaDailyLimit),
     lookups: history.rowsOf('oa_lookups')
   }
 }

@@ -14,19 +14,24 @@ import { OUTCOMES } from './snapshot.js'
 import type { CountRow, Outcome, UpstreamErrorEntry } from './snapshot.js'
 
 const SERIES = [...OUTCOMES, 'lookup_hit', 'lookups', 'upstream', 'upstream_errors', 'breaker', 'prefix_openings', 'retries'] as const
-export type SeriesName = typeof SERIES[number]
+export type SeriesName = (typeof SERIES)[number]
 
-type Sample = { labels: Partial<Record<string, string | number>>, value: number, metricName?: string }
+type Sample = { labels: Partial<Record<string, string | number>>; value: number; metricName?: string }
 
 /** What every prom-client instrument gives when read: its samples, a histogram's named by series. */
-interface Readable { get (): Promise<{ values: Sample[] }> }
+interface Readable {
+  get(): Promise<{ values: Sample[] }>
+}
 
-export async function read (metric: Readable): Promise<Sample[]> {
+export async function read(metric: Readable): Promise<Sample[]> {
   return (await metric.get()).values
 }
 
-function keyOf (name: string, labels: Sample['labels']): string {
-  return `${name}|${Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',')}`
+function keyOf(name: string, labels: Sample['labels']): string {
+  return `${name}|${Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(',')}`
 }
 
 export interface HistoryOptions {
@@ -39,7 +44,7 @@ export interface HistoryOptions {
 export type History = ReturnType<typeof createHistory>
 
 /** The rings, and what each counter read last (its growth since is what the current step gets). */
-export function createHistory (opts: HistoryOptions) {
+export function createHistory(opts: HistoryOptions) {
   const { now, stepMs, slots } = opts
   const startedAt = now()
   const rings = new SlotRings<SeriesName>(SERIES, slots)
@@ -58,13 +63,13 @@ export function createHistory (opts: HistoryOptions) {
   latency.push({ bounds: [], counts: [] })
 
   /** What a counter grew by since the last sample (a counter that went back is read as new). */
-  function delta (key: string, value: number): number {
+  function delta(key: string, value: number): number {
     const before = previous.get(key) ?? 0
     previous.set(key, value)
     return value >= before ? value - before : value
   }
 
-  function moveTo (t: number): void {
+  function moveTo(t: number): void {
     const target = Math.floor(t / stepMs)
     if (target <= clock.step) return
     const count = Math.min(target - clock.step, slots)
@@ -76,7 +81,7 @@ export function createHistory (opts: HistoryOptions) {
     clock.firstStep = Math.max(clock.firstStep, clock.step - slots + 1)
   }
 
-  async function sampleOnce (): Promise<void> {
+  async function sampleOnce(): Promise<void> {
     const t = now()
     moveTo(t)
     clock.lastSampleAt = t
@@ -105,14 +110,17 @@ export function createHistory (opts: HistoryOptions) {
   return {
     startedAt,
     /** Reads the counters now. Samples never overlap: a call while one runs waits for it. */
-    async sample (): Promise<void> {
+    async sample(): Promise<void> {
       if (sampling !== undefined) return await sampling
-      sampling = sampleOnce().finally(() => { sampling = undefined })
+      sampling = sampleOnce().finally(() => {
+        sampling = undefined
+      })
       return await sampling
     },
     /** When the first point of every series starts. */
     seriesStart: (): number => Math.max(clock.firstStep * stepMs, startedAt),
-    perSecond: (name: SeriesName): number[] => rings.series(name).map((v, i, all) => v / secondsOf(i, all.length, clock, stepMs, startedAt)),
+    perSecond: (name: SeriesName): number[] =>
+      rings.series(name).map((v, i, all) => v / secondsOf(i, all.length, clock, stepMs, startedAt)),
     series: (name: SeriesName): number[] => rings.series(name),
     sum: (name: SeriesName): number => rings.sum(name),
     answersSinceStart: (outcome: Outcome): number => previous.get(keyOf('answers', { outcome })) ?? 0,
@@ -121,23 +129,37 @@ export function createHistory (opts: HistoryOptions) {
     /** When the breaker opened, newest first. */
     openings: (): number[] => openings.toArray().reverse(),
     refusalReasons: (): string[] => [...refusals.keys()],
-    refused: (reason: string): { lastHour: number, sinceStart: number } =>
-      ({ lastHour: refusals.sumOf(reason) ?? 0, sinceStart: previous.get(keyOf('refusals', { reason })) ?? 0 }),
+    refused: (reason: string): { lastHour: number; sinceStart: number } => ({
+      lastHour: refusals.sumOf(reason) ?? 0,
+      sinceStart: previous.get(keyOf('refusals', { reason })) ?? 0
+    }),
     /** A counter shown by label: a row per label set, sorted by its labels. */
     rowsOf: (name: string): CountRow[] => labelled.rowsOf(name),
     /** The runs of upstream errors, newest first. */
-    upstreamErrors: (): UpstreamErrorEntry[] => errors.toArray().reverse()
-      .map((e) => ({ from: new Date(e.from).toISOString(), to: new Date(e.to).toISOString(), code: e.code, count: e.count }))
+    upstreamErrors: (): UpstreamErrorEntry[] =>
+      errors
+        .toArray()
+        .reverse()
+        .map((e) => ({ from: new Date(e.from).toISOString(), to: new Date(e.to).toISOString(), code: e.code, count: e.count }))
   }
 }
 
 /** A run of one upstream error code: first and last time seen (ms), and how many. */
-interface ErrorRun { from: number, to: number, code: string, count: number }
+interface ErrorRun {
+  from: number
+  to: number
+  code: string
+  count: number
+}
 
-interface Clock { step: number, firstStep: number, lastSampleAt: number }
+interface Clock {
+  step: number
+  firstStep: number
+  lastSampleAt: number
+}
 
 /** The seconds point i of n stands for: the newest step is still running, and the first may have begun before the start. */
-function secondsOf (i: number, n: number, clock: Clock, stepMs: number, startedAt: number): number {
+function secondsOf(i: number, n: number, clock: Clock, stepMs: number, startedAt: number): number {
   const stepSeconds = stepMs / 1000
   if (i === n - 1) {
     return Math.min(Math.max(1, (clock.lastSampleAt - Math.max(clock.step * stepMs, startedAt)) / 1000), stepSeconds)
@@ -148,34 +170,49 @@ function secondsOf (i: number, n: number, clock: Clock, stepMs: number, startedA
   return stepSeconds
 }
 
-interface Counting { rings: SlotRings<SeriesName>, delta: (key: string, value: number) => number, length: number }
+interface Counting {
+  rings: SlotRings<SeriesName>
+  delta: (key: string, value: number) => number
+  length: number
+}
 
 type Counters = Awaited<ReturnType<typeof readCounters>>
 
-async function readCounters (metrics: Metrics) {
-  const [
-    cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard
-  ] = await Promise.all([
-    read(metrics.cache),
-    read(metrics.answers),
-    read(metrics.upstreamDuration),
-    read(metrics.upstreamErrors),
-    read(metrics.upstreamRetries),
-    read(metrics.breakerOpen),
-    read(metrics.prefixBreakerOpenings),
-    read(metrics.refusals),
-    read(metrics.localServiceDiversions),
-    read(metrics.localServiceBypasses),
-    read(metrics.localServiceLoopGuard)
-  ])
+async function readCounters(metrics: Metrics) {
+  const [cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard] =
+    await Promise.all([
+      read(metrics.cache),
+      read(metrics.answers),
+      read(metrics.upstreamDuration),
+      read(metrics.upstreamErrors),
+      read(metrics.upstreamRetries),
+      read(metrics.breakerOpen),
+      read(metrics.prefixBreakerOpenings),
+      read(metrics.refusals),
+      read(metrics.localServiceDiversions),
+      read(metrics.localServiceBypasses),
+      read(metrics.localServiceLoopGuard)
+    ])
   const [linkout, oaLookups] = await Promise.all([read(metrics.linkout), read(metrics.openAccessLookups)])
   return {
-    cache, answers, histogram, upstreamErrors, retries, breaker, prefixOpenings, refused, diversions, bypasses, loopGuard, linkout, oaLookups
+    cache,
+    answers,
+    histogram,
+    upstreamErrors,
+    retries,
+    breaker,
+    prefixOpenings,
+    refused,
+    diversions,
+    bypasses,
+    loopGuard,
+    linkout,
+    oaLookups
   }
 }
 
 /** Cache lookups (and hits among them), and every answer by its outcome. */
-function countAnswers (counters: Counters, { rings, delta }: Counting): void {
+function countAnswers(counters: Counters, { rings, delta }: Counting): void {
   for (const s of counters.cache) {
     const d = delta(keyOf('cache', s.labels), s.value)
     rings.add('lookups', d)
@@ -192,7 +229,7 @@ function countAnswers (counters: Counters, { rings, delta }: Counting): void {
  * Upstream requests, failures, retries and prefix breakers' openings; the latency histogram's growth per
  * bucket bound (summed over outcomes) is returned, cumulative as Prometheus gives it.
  */
-function countUpstream (counters: Counters, { rings, delta }: Counting): Map<number, number> {
+function countUpstream(counters: Counters, { rings, delta }: Counting): Map<number, number> {
   const cumulative = new Map<number, number>()
   for (const s of counters.histogram) {
     if (s.metricName?.endsWith('_bucket') === true) {
@@ -211,10 +248,10 @@ function countUpstream (counters: Counters, { rings, delta }: Counting): Map<num
 }
 
 /** The histogram's growth (cumulative by bound) added to the current step, as counts per bucket. */
-function addLatency (current: LatencyStep | undefined, cumulative: Map<number, number>): void {
+function addLatency(current: LatencyStep | undefined, cumulative: Map<number, number>): void {
   if (cumulative.size === 0) return
   const bounds = [...cumulative.keys()].sort((a, b) => a - b)
-  const counts = bounds.map((b, i) => (cumulative.get(b) ?? 0) - (i === 0 ? 0 : cumulative.get(bounds[i - 1] as number) ?? 0))
+  const counts = bounds.map((b, i) => (cumulative.get(b) ?? 0) - (i === 0 ? 0 : (cumulative.get(bounds[i - 1] as number) ?? 0)))
   if (current === undefined) return
   if (current.bounds.length !== bounds.length) {
     current.bounds = bounds
@@ -225,7 +262,7 @@ function addLatency (current: LatencyStep | undefined, cumulative: Map<number, n
 }
 
 /** A run of the same error is one entry while it lasts (gaps shorter than a step). */
-function addError (errors: ItemRing<ErrorRun>, t: number, stepMs: number, code: string, d: number): void {
+function addError(errors: ItemRing<ErrorRun>, t: number, stepMs: number, code: string, d: number): void {
   if (d === 0) return
   const last = errors.last()
   if (last !== undefined && last.code === code && t - last.to <= stepMs) {
@@ -238,49 +275,52 @@ function addError (errors: ItemRing<ErrorRun>, t: number, stepMs: number, code: 
 
 /** Rings by key, each with its labels and its counter's last value; at most `max` of them. */
 class KeyedRings {
-  private readonly entries = new Map<string, { labels: Record<string, string>, ring: NumberRing, total: number }>()
+  private readonly entries = new Map<string, { labels: Record<string, string>; ring: NumberRing; total: number }>()
 
-  constructor (private readonly slots: number, private readonly max: number) {}
+  constructor(
+    private readonly slots: number,
+    private readonly max: number
+  ) {}
 
-  keys (): IterableIterator<string> {
+  keys(): IterableIterator<string> {
     return this.entries.keys()
   }
 
   /** Whether a key has a ring, or may get one. */
-  accepts (key: string): boolean {
+  accepts(key: string): boolean {
     return this.entries.has(key) || this.entries.size < this.max
   }
 
   /** Adds to the key's current slot; a new ring starts with as many empty slots as the others have. */
-  add (key: string, labels: Sample['labels'], d: number, total: number, length: number): void {
+  add(key: string, labels: Sample['labels'], d: number, total: number, length: number): void {
     let entry = this.entries.get(key)
     if (entry === undefined) {
       if (this.entries.size >= this.max) return
       const ring = new NumberRing(this.slots)
       for (let i = 0; i < length; i++) ring.push(0)
-      this.entries.set(key, entry = { labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])), ring, total })
+      this.entries.set(key, (entry = { labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])), ring, total }))
     }
     entry.ring.addToLast(d)
     entry.total = total
   }
 
   /** Every sample of a counter, by its labels. */
-  count (name: string, samples: Sample[], { delta, length }: Counting): void {
+  count(name: string, samples: Sample[], { delta, length }: Counting): void {
     for (const s of samples) {
       const key = keyOf(name, s.labels)
       this.add(key, s.labels, delta(key, s.value), s.value, length)
     }
   }
 
-  advance (count: number): void {
+  advance(count: number): void {
     for (const { ring } of this.entries.values()) for (let i = 0; i < count; i++) ring.push(0)
   }
 
-  sumOf (key: string): number | undefined {
+  sumOf(key: string): number | undefined {
     return this.entries.get(key)?.ring.sum()
   }
 
-  rowsOf (name: string): CountRow[] {
+  rowsOf(name: string): CountRow[] {
     return [...this.entries.entries()]
       .filter(([key]) => key.startsWith(`${name}|`))
       .map(([, e]) => ({ labels: e.labels, lastHour: e.ring.sum(), sinceStart: e.total }))

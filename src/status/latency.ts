@@ -4,10 +4,13 @@
  */
 
 /** One step's histogram: each bucket's upper bound (seconds) and how many requests ended in it. */
-export interface LatencyStep { bounds: number[], counts: number[] }
+export interface LatencyStep {
+  bounds: number[]
+  counts: number[]
+}
 
 /** The steps added up; a step whose buckets differ from the first one's is left out. */
-export function mergeLatency (steps: readonly LatencyStep[]): LatencyStep {
+export function mergeLatency(steps: readonly LatencyStep[]): LatencyStep {
   const out: LatencyStep = { bounds: [], counts: [] }
   for (const s of steps) {
     if (s.bounds.length === 0) continue
@@ -25,7 +28,7 @@ export function mergeLatency (steps: readonly LatencyStep[]): LatencyStep {
  * A quantile from histogram bucket counts (not cumulative), interpolated inside its bucket as
  * Prometheus's histogram_quantile does; in the +Inf bucket, the largest finite bound.
  */
-export function quantile (step: LatencyStep, q: number): number | null {
+export function quantile(step: LatencyStep, q: number): number | null {
   const total = step.counts.reduce((a, b) => a + b, 0)
   if (total === 0) return null
   const rank = q * total
@@ -33,7 +36,7 @@ export function quantile (step: LatencyStep, q: number): number | null {
   for (let i = 0; i < step.counts.length; i++) {
     const count = step.counts[i] ?? 0
     const upper = step.bounds[i] ?? Infinity
-    const lower = i === 0 ? 0 : step.bounds[i - 1] ?? 0
+    const lower = i === 0 ? 0 : (step.bounds[i - 1] ?? 0)
     if (below + count >= rank && count > 0) {
       if (upper === Infinity) return lower
       return lower + (upper - lower) * ((rank - below) / count)
@@ -44,6 +47,6 @@ export function quantile (step: LatencyStep, q: number): number | null {
 }
 
 /** Seconds as milliseconds, to a tenth. */
-export function toMs (seconds: number | null): number | null {
+export function toMs(seconds: number | null): number | null {
   return seconds === null ? null : Math.round(seconds * 10_000) / 10
 }

@@ -9,17 +9,17 @@ export class NumberRing {
   private start = 0
   private count = 0
 
-  constructor (readonly capacity: number) {
+  constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('a ring holds at least one value')
     this.data = new Float64Array(capacity)
   }
 
-  get length (): number {
+  get length(): number {
     return this.count
   }
 
   /** Adds a value; when full, the oldest one is dropped. */
-  push (value: number): void {
+  push(value: number): void {
     if (this.count < this.capacity) {
       this.data[(this.start + this.count) % this.capacity] = value
       this.count++
@@ -30,7 +30,7 @@ export class NumberRing {
   }
 
   /** Adds to the newest value (pushes one when the ring is empty). */
-  addToLast (delta: number): void {
+  addToLast(delta: number): void {
     if (this.count === 0) {
       this.push(delta)
       return
@@ -40,7 +40,7 @@ export class NumberRing {
   }
 
   /** Raises the newest value to at least `value`. */
-  maxIntoLast (value: number): void {
+  maxIntoLast(value: number): void {
     if (this.count === 0) {
       this.push(value)
       return
@@ -50,18 +50,18 @@ export class NumberRing {
   }
 
   /** The i-th value, oldest first. */
-  at (i: number): number | undefined {
+  at(i: number): number | undefined {
     if (i < 0 || i >= this.count) return undefined
     return this.data[(this.start + i) % this.capacity]
   }
 
-  toArray (): number[] {
+  toArray(): number[] {
     const out = new Array<number>(this.count)
     for (let i = 0; i < this.count; i++) out[i] = this.data[(this.start + i) % this.capacity] ?? 0
     return out
   }
 
-  sum (): number {
+  sum(): number {
     let total = 0
     for (let i = 0; i < this.count; i++) total += this.data[(this.start + i) % this.capacity] ?? 0
     return total
@@ -73,15 +73,15 @@ export class ItemRing<T> {
   private readonly items: T[] = []
   private start = 0
 
-  constructor (readonly capacity: number) {
+  constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('a ring holds at least one item')
   }
 
-  get length (): number {
+  get length(): number {
     return this.items.length
   }
 
-  push (item: T): void {
+  push(item: T): void {
     if (this.items.length < this.capacity) {
       this.items.push(item)
     } else {
@@ -91,12 +91,12 @@ export class ItemRing<T> {
   }
 
   /** The newest item. */
-  last (): T | undefined {
+  last(): T | undefined {
     if (this.items.length === 0) return undefined
     return this.items[(this.start + this.items.length - 1) % this.items.length]
   }
 
-  toArray (): T[] {
+  toArray(): T[] {
     return [...this.items.slice(this.start), ...this.items.slice(0, this.start)]
   }
 }
@@ -108,33 +108,36 @@ export class ItemRing<T> {
 export class SlotRings<Name extends string> {
   private readonly rings: Map<Name, NumberRing>
 
-  constructor (readonly names: readonly Name[], readonly capacity: number) {
+  constructor(
+    readonly names: readonly Name[],
+    readonly capacity: number
+  ) {
     this.rings = new Map(names.map((n) => [n, new NumberRing(capacity)]))
   }
 
-  get length (): number {
+  get length(): number {
     return this.rings.values().next().value?.length ?? 0
   }
 
   /** Starts `count` new slots at zero in every series (at most a ring's capacity). */
-  advance (count: number): void {
+  advance(count: number): void {
     const n = Math.min(Math.max(0, Math.floor(count)), this.capacity)
     for (const ring of this.rings.values()) for (let i = 0; i < n; i++) ring.push(0)
   }
 
-  add (name: Name, delta: number): void {
+  add(name: Name, delta: number): void {
     this.rings.get(name)?.addToLast(delta)
   }
 
-  max (name: Name, value: number): void {
+  max(name: Name, value: number): void {
     this.rings.get(name)?.maxIntoLast(value)
   }
 
-  series (name: Name): number[] {
+  series(name: Name): number[] {
     return this.rings.get(name)?.toArray() ?? []
   }
 
-  sum (name: Name): number {
+  sum(name: Name): number {
     return this.rings.get(name)?.sum() ?? 0
   }
 }

@@ -6,12 +6,26 @@
 import type { Config } from '../config/schema.js'
 import type { LimitRow } from './snapshot.js'
 
-export type StatusSettings = Pick<Config,
+export type StatusSettings = Pick<
+  Config,
   // Beside the figures they bound, or what the page says of the process and its upstream.
-  | 'cacheMaxEntries' | 'cacheMaxBytes' | 'workers' | 'offline' | 'localServices' | 'oaProvider' | 'oaDailyLimit'
+  | 'cacheMaxEntries'
+  | 'cacheMaxBytes'
+  | 'workers'
+  | 'offline'
+  | 'localServices'
+  | 'oaProvider'
+  | 'oaDailyLimit'
   // The limits (LIMITS).
-  | 'maxEventLoopDelayMs' | 'rateLimitMax' | 'rateLimitWindowMs' | 'authRateLimitMax' | 'upstreamPerClient' | 'upstreamClientQueue'
-  | 'upstreamMaxConcurrent' | 'upstreamQueueSize' | 'upstreamQueueTimeoutMs'
+  | 'maxEventLoopDelayMs'
+  | 'rateLimitMax'
+  | 'rateLimitWindowMs'
+  | 'authRateLimitMax'
+  | 'upstreamPerClient'
+  | 'upstreamClientQueue'
+  | 'upstreamMaxConcurrent'
+  | 'upstreamQueueSize'
+  | 'upstreamQueueTimeoutMs'
 >
 
 /** One row of "Limits in force": what it protects and the settings in force, in words. */
@@ -27,33 +41,35 @@ const LIMITS: readonly Limit[] = [
   {
     reason: 'load_shed',
     limit: 'Load shedding (event-loop delay)',
-    setting: (s) => s.maxEventLoopDelayMs === 0
-      ? 'off (MAX_EVENT_LOOP_DELAY_MS=0)'
-      : `above ${ms(s.maxEventLoopDelayMs)} (MAX_EVENT_LOOP_DELAY_MS)`
+    setting: (s) =>
+      s.maxEventLoopDelayMs === 0 ? 'off (MAX_EVENT_LOOP_DELAY_MS=0)' : `above ${ms(s.maxEventLoopDelayMs)} (MAX_EVENT_LOOP_DELAY_MS)`
   },
   {
     reason: 'rate_limit',
     limit: 'Lookups per client',
-    setting: (s) => s.rateLimitMax === 0
-      ? 'off (RATE_LIMIT_MAX=0)'
-      : `${s.rateLimitMax} per ${ms(s.rateLimitWindowMs)} (RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_MS)`
+    setting: (s) =>
+      s.rateLimitMax === 0
+        ? 'off (RATE_LIMIT_MAX=0)'
+        : `${s.rateLimitMax} per ${ms(s.rateLimitWindowMs)} (RATE_LIMIT_MAX, RATE_LIMIT_WINDOW_MS)`
   },
   {
     reason: 'auth_rate_limit',
     limit: 'Cache-bypassing lookups (auth, cert) per client',
-    setting: (s) => s.authRateLimitMax === 0
-      ? 'off (AUTH_RATE_LIMIT_MAX=0)'
-      : `${s.authRateLimitMax} per ${ms(s.rateLimitWindowMs)} (AUTH_RATE_LIMIT_MAX)`
+    setting: (s) =>
+      s.authRateLimitMax === 0
+        ? 'off (AUTH_RATE_LIMIT_MAX=0)'
+        : `${s.authRateLimitMax} per ${ms(s.rateLimitWindowMs)} (AUTH_RATE_LIMIT_MAX)`
   },
   {
     reason: 'client_share',
-    limit: 'One client\'s share of the upstream',
+    limit: "One client's share of the upstream",
     setting: (s) => `${s.upstreamPerClient} in flight, ${s.upstreamClientQueue} waiting (UPSTREAM_PER_CLIENT, UPSTREAM_CLIENT_QUEUE)`
   },
   {
     reason: 'queue_full',
     limit: 'Lookups waiting for the upstream',
-    setting: (s) => `${s.upstreamMaxConcurrent} in flight` +
+    setting: (s) =>
+      `${s.upstreamMaxConcurrent} in flight` +
       (s.workers > 1 ? ` in this worker (its share of UPSTREAM_MAX_CONCURRENT over ${s.workers} workers)` : '') +
       `, ${s.upstreamQueueSize} waiting, at most ${ms(s.upstreamQueueTimeoutMs)}` +
       ' (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)'
@@ -64,8 +80,10 @@ const LIMITS: readonly Limit[] = [
  * The rows of "Limits in force": every limit above with its refusals, then any other reason a request was
  * refused under (`seen`), named by its label alone.
  */
-export function limitRows (
-  settings: StatusSettings, seen: Iterable<string>, refused: (reason: string) => { lastHour: number, sinceStart: number }
+export function limitRows(
+  settings: StatusSettings,
+  seen: Iterable<string>,
+  refused: (reason: string) => { lastHour: number; sinceStart: number }
 ): LimitRow[] {
   const known = new Set(LIMITS.map((l) => l.reason))
   const others = [...new Set(seen)].filter((reason) => !known.has(reason)).map((reason) => ({ reason, limit: reason, setting: () => '' }))
@@ -76,6 +94,6 @@ export function limitRows (
   })
 }
 
-function ms (n: number): string {
+function ms(n: number): string {
   return n % 1000 === 0 ? `${n / 1000} s` : `${n} ms`
 }

@@ -40,8 +40,8 @@ export type BreakerName = 'closed' | 'half-open' | 'open'
 /** The upstream's state for operators: `offline` when there is none (OFFLINE). */
 export type Reachable =
   | { state: 'offline' | 'unknown' }
-  | { state: 'answers', since: string }
-  | { state: 'unreachable', reason: UnreachableReason, why: string, detail: string, since: string }
+  | { state: 'answers'; since: string }
+  | { state: 'unreachable'; reason: UnreachableReason; why: string; detail: string; since: string }
 
 export interface StatusSnapshot {
   version: string
@@ -49,7 +49,7 @@ export interface StatusSnapshot {
    * Under node:cluster, the worker whose figures these are (of `of` workers): each counts its own answers,
    * cache and breakers, and another request may reach another worker. Null with one process.
    */
-  worker: { index: number, of: number } | null
+  worker: { index: number; of: number } | null
   startedAt: string
   at: string
   uptimeSeconds: number
@@ -77,7 +77,7 @@ export interface StatusSnapshot {
     p99Ms: Array<number | null>
     /** Share of upstream requests that failed, per step. */
     errorRate: Array<number | null>
-    lastHour: { requests: number, errors: number, retries: number, p50Ms: number | null, p99Ms: number | null }
+    lastHour: { requests: number; errors: number; retries: number; p50Ms: number | null; p99Ms: number | null }
     inFlight: number
     queued: number
     /** Whether the upstream answers, as the last lookups (or the start-up probe) found it. */
@@ -94,15 +94,15 @@ export interface StatusSnapshot {
   /** The limits and other settings in force, a row each (src/status/settings.ts). */
   limits: LimitRow[]
   localServices: {
-    configured: Array<{ id: string, name: string }>
+    configured: Array<{ id: string; name: string }>
     diversions: CountRow[]
     bypasses: CountRow[]
-    loopGuard: { lastHour: number, sinceStart: number }
+    loopGuard: { lastHour: number; sinceStart: number }
   }
   /** Link-out chains: each step's count (docs/institutional.md). */
   linkout: CountRow[]
   /** The open-access source; null without OA_PROVIDER. dailyLimit null: a file, no limit. */
-  openAccess: { provider: string, callsToday: number, dailyLimit: number | null, lookups: CountRow[] } | null
+  openAccess: { provider: string; callsToday: number; dailyLimit: number | null; lookups: CountRow[] } | null
   /** Newest first, at most 20. */
   upstreamErrors: UpstreamErrorEntry[]
 }

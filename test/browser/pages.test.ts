@@ -12,7 +12,9 @@ beforeAll(async () => {
   browser = await launchBrowser()
   served = await serve({
     upstreamRetries: 0,
-    localServices: [{ id: 'library', name: 'Our Library', url: 'https://resolver.example/openurl?rft_id=info:doi/{doi}', networks: [], prefixes: [] }]
+    localServices: [
+      { id: 'library', name: 'Our Library', url: 'https://resolver.example/openurl?rft_id=info:doi/{doi}', networks: [], prefixes: [] }
+    ]
   })
 }, 30_000)
 
@@ -22,7 +24,7 @@ afterAll(async () => {
 })
 
 /** Pages by what a reader or an operator sees, with how to reach each. */
-const PAGES: ReadonlyArray<{ name: string, path: string, status: number, before?: () => void, after?: () => void }> = [
+const PAGES: ReadonlyArray<{ name: string; path: string; status: number; before?: () => void; after?: () => void }> = [
   { name: 'the home page', path: '/', status: 200 },
   { name: 'the values page', path: '/10.5555/multi?noredirect', status: 200 },
   { name: 'the not-found page', path: '/10.5555/does-not-exist', status: 404 },
@@ -32,35 +34,42 @@ const PAGES: ReadonlyArray<{ name: string, path: string, status: number, before?
     name: 'the upstream-error page',
     path: '/10.5555/registry-is-failing',
     status: 502,
-    before: () => { served.upstream.mode = { kind: 'status', status: 500 } },
-    after: () => { served.upstream.mode = { kind: 'ok' } }
+    before: () => {
+      served.upstream.mode = { kind: 'status', status: 500 }
+    },
+    after: () => {
+      served.upstream.mode = { kind: 'ok' }
+    }
   },
   { name: 'the settings page', path: '/settings', status: 200 },
   { name: 'the status page', path: '/status', status: 200 }
 ]
 
 describe.each(['light', 'dark'] as const)('in the %s colour scheme', (colorScheme) => {
-  it.each(PAGES)('$name has no serious or critical accessibility problem and loads nothing from elsewhere', async ({ path, status, before, after }) => {
-    before?.()
-    try {
-      const opened = await openPage(browser, served.origin, path, { colorScheme })
+  it.each(PAGES)(
+    '$name has no serious or critical accessibility problem and loads nothing from elsewhere',
+    async ({ path, status, before, after }) => {
+      before?.()
       try {
-        expect(opened.status).toBe(status)
-        expect(await seriousViolations(opened.page)).toEqual([])
-        expect(opened.offOrigin).toEqual([])
-        expect(await opened.page.getAttribute('html', 'lang')).toBe('en')
-        expect(await opened.page.title()).not.toBe('')
+        const opened = await openPage(browser, served.origin, path, { colorScheme })
+        try {
+          expect(opened.status).toBe(status)
+          expect(await seriousViolations(opened.page)).toEqual([])
+          expect(opened.offOrigin).toEqual([])
+          expect(await opened.page.getAttribute('html', 'lang')).toBe('en')
+          expect(await opened.page.title()).not.toBe('')
+        } finally {
+          await opened.context.close()
+        }
       } finally {
-        await opened.context.close()
+        after?.()
       }
-    } finally {
-      after?.()
     }
-  })
+  )
 })
 
 describe('without JavaScript', () => {
-  it('the home form takes a reader to the DOI\'s values', async () => {
+  it("the home form takes a reader to the DOI's values", async () => {
     const { page, context, offOrigin } = await openPage(browser, served.origin, '/', { javaScriptEnabled: false })
     try {
       await page.getByLabel('DOI', { exact: true }).fill('10.5555/multi')
@@ -74,12 +83,15 @@ describe('without JavaScript', () => {
     }
   })
 
-  it('a doi.org URL pasted into the home form lands on the DOI\'s own URL', async () => {
+  it("a doi.org URL pasted into the home form lands on the DOI's own URL", async () => {
     const { page, context } = await openPage(browser, served.origin, '/', { javaScriptEnabled: false })
     try {
       await page.getByLabel('DOI', { exact: true }).fill('https://doi.org/10.5555/multi')
       await page.getByLabel('Show the record instead of redirecting').check()
-      await Promise.all([page.waitForURL(`${served.origin}/10.5555/multi?noredirect=on`), page.getByRole('button', { name: 'Resolve' }).click()])
+      await Promise.all([
+        page.waitForURL(`${served.origin}/10.5555/multi?noredirect=on`),
+        page.getByRole('button', { name: 'Resolve' }).click()
+      ])
       expect(await page.locator('h1').textContent()).toBe('DOI: 10.5555/multi')
     } finally {
       await context.close()
@@ -110,12 +122,15 @@ describe('with JavaScript', () => {
 })
 
 /** WCAG's contrast ratio of two computed CSS colours (rgb or rgba, opaque). */
-function contrast (a: string, b: string): number {
+function contrast(a: string, b: string): number {
   const luminance = (css: string): number => {
-    const [r = 0, g = 0, bl = 0] = (css.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number).map((v) => {
-      const c = v / 255
-      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
-    })
+    const [r = 0, g = 0, bl = 0] = (css.match(/[\d.]+/g) ?? [])
+      .slice(0, 3)
+      .map(Number)
+      .map((v) => {
+        const c = v / 255
+        return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
+      })
     return 0.2126 * r + 0.7152 * g + 0.0722 * bl
   }
   const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number]
@@ -123,7 +138,7 @@ function contrast (a: string, b: string): number {
 }
 
 describe('form controls', () => {
-  it.each(['light', 'dark'] as const)('the DOI field\'s border stands out from the page, 3:1 at least (%s)', async (colorScheme) => {
+  it.each(['light', 'dark'] as const)("the DOI field's border stands out from the page, 3:1 at least (%s)", async (colorScheme) => {
     const { page, context } = await openPage(browser, served.origin, '/', { colorScheme })
     try {
       const colours = await page.evaluate(() => ({

@@ -17,7 +17,7 @@ import { admin, str } from '../support/records.js'
 const BIBTEX = '@article{paper, title = {A paper}}\n'
 const CSL = '{"title":"A paper"}'
 
-async function world (opts: { hosts?: (agency: FakeAgency) => string } = {}) {
+async function world(opts: { hosts?: (agency: FakeAgency) => string } = {}) {
   const agency = await FakeAgency.start({
     '10.9999/paper': { 'application/x-bibtex': BIBTEX, 'application/vnd.citationstyles.csl+json': CSL },
     '10.9999/bibtex-only': { 'application/x-bibtex': '@misc{b}\n' }
@@ -30,9 +30,25 @@ async function world (opts: { hosts?: (agency: FakeAgency) => string } = {}) {
     '10.9999/bibtex-only': [str(1, 'URL', 'https://publisher.example/b')],
     '10.9999/alias': [str(1, 'HS_ALIAS', '10.9999/paper')]
   })
-  const client = createUpstreamClient({ baseUrl: upstream.url, userAgent: 'doi-proxy-test', timeoutMs: 5000, connectTimeoutMs: 2000, connections: 4, maxBodyBytes: 1 << 20 })
+  const client = createUpstreamClient({
+    baseUrl: upstream.url,
+    userAgent: 'doi-proxy-test',
+    timeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    connections: 4,
+    maxBodyBytes: 1 << 20
+  })
   const hosts = parseAllowedHosts(opts.hosts?.(agency) ?? agency.host) as string[]
-  const fetcher = createMetadataFetcher({ hosts, userAgent: 'doi-proxy-test', timeoutMs: 5000, connectTimeoutMs: 2000, maxBodyBytes: 1 << 20, connectionsPerHost: 2, maxRedirects: 3, retry: { retries: 0, baseMs: 1, maxMs: 1 } })
+  const fetcher = createMetadataFetcher({
+    hosts,
+    userAgent: 'doi-proxy-test',
+    timeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    maxBodyBytes: 1 << 20,
+    connectionsPerHost: 2,
+    maxRedirects: 3,
+    retry: { retries: 0, baseMs: 1, maxMs: 1 }
+  })
   const dir = await mkdtemp(join(tmpdir(), 'doi-proxy-mirror-metadata-'))
   const out = join(dir, 'records', 'list.ndjson')
   onTestFinished(async () => {
@@ -45,7 +61,14 @@ async function world (opts: { hosts?: (agency: FakeAgency) => string } = {}) {
   const mirror = async (dois: string[], types: string[]): Promise<MetadataMirrorSummary> => {
     const list = parseReadingList(dois.join('\n'))
     await runMirror({ upstream: client, list, outPath: out, options: { concurrency: 2, retries: 0, delayMs: 0 } })
-    return await runMetadataMirror({ fetcher, hosts, list, outPath: out, types, options: { concurrency: 2, retries: 0, delayMs: 0, timeoutMs: 5000 } })
+    return await runMetadataMirror({
+      fetcher,
+      hosts,
+      list,
+      outPath: out,
+      types,
+      options: { concurrency: 2, retries: 0, delayMs: 0, timeoutMs: 5000 }
+    })
   }
   return { agency, upstream, out, mirror }
 }
@@ -77,10 +100,12 @@ describe('mirror --accept', () => {
     const { mirror } = await world()
     const summary = await mirror(['10.9999/bibtex-only'], ['application/vnd.citationstyles.csl+json'])
     expect(summary.failed).toEqual([])
-    expect(summary.unavailable).toEqual([{ handle: '10.9999/bibtex-only', type: 'application/vnd.citationstyles.csl+json', reason: 'the agency answered 406' }])
+    expect(summary.unavailable).toEqual([
+      { handle: '10.9999/bibtex-only', type: 'application/vnd.citationstyles.csl+json', reason: 'the agency answered 406' }
+    ])
   })
 
-  it('an alias brings its target\'s metadata: the alias answers its 301, the target the BibTeX', async () => {
+  it("an alias brings its target's metadata: the alias answers its 301, the target the BibTeX", async () => {
     const { out, mirror } = await world()
     const summary = await mirror(['10.9999/alias'], ['application/x-bibtex'])
     expect(summary.fetched).toBe(1)
@@ -100,6 +125,8 @@ describe('mirror --accept', () => {
     const { out, mirror } = await world()
     await mirror(['10.9999/paper'], ['application/x-bibtex'])
     expect(await readdir(dirname(out))).toEqual(['list.ndjson'])
-    expect(JSON.parse((await readFile(out, 'utf8')).split('\n').find((l) => l.includes('"10.9999/paper"'))!).metadata).toEqual({ 'application/x-bibtex': { contentType: 'application/x-bibtex; charset=utf-8', body: BIBTEX } })
+    expect(JSON.parse((await readFile(out, 'utf8')).split('\n').find((l) => l.includes('"10.9999/paper"'))!).metadata).toEqual({
+      'application/x-bibtex': { contentType: 'application/x-bibtex; charset=utf-8', body: BIBTEX }
+    })
   })
 })

@@ -20,7 +20,8 @@ import type { Run } from '../support/server-process.js'
 const REPO = join(import.meta.dirname, '../..')
 
 const NAMESPACE = '<HS_NAMESPACE><DOI.RA>10.SERV/CROSSREF</DOI.RA><locs>10.SERV/TESTLOCS</locs></HS_NAMESPACE>'
-const CONNEG_LOC = '<locations><location id="1" href="https://data.example.org/{hdl}" http_role="conneg" mime_type="application/json" /></locations>'
+const CONNEG_LOC =
+  '<locations><location id="1" href="https://data.example.org/{hdl}" http_role="conneg" mime_type="application/json" /></locations>'
 
 /** The upstream's world: a prefix with namespace locations, DOIs, an alias into another prefix. */
 const RECORDS: Record<string, HandleValue[]> = {
@@ -43,25 +44,31 @@ class FailingFront {
   readonly failures = new Map<string, number>()
   readonly seen: string[] = []
   private readonly server: Server
-  private constructor (private readonly target: string) {
-    this.server = createServer((req, res) => { this.answer(req.url ?? '/', res).catch(() => res.destroy()) })
+  private constructor(private readonly target: string) {
+    this.server = createServer((req, res) => {
+      this.answer(req.url ?? '/', res).catch(() => res.destroy())
+    })
   }
 
-  static async start (target: FakeUpstream): Promise<FailingFront> {
+  static async start(target: FakeUpstream): Promise<FailingFront> {
     const front = new FailingFront(target.url.replace(/\/api\/handles$/, ''))
     await new Promise<void>((resolve) => front.server.listen(0, '127.0.0.1', resolve))
     return front
   }
 
-  get url (): string {
+  get url(): string {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api/handles`
   }
 
-  failFor (handle: string, times = Infinity): void { this.failures.set(handle.toUpperCase(), times) }
+  failFor(handle: string, times = Infinity): void {
+    this.failures.set(handle.toUpperCase(), times)
+  }
 
-  count (handle: string): number { return this.seen.filter((h) => h.toUpperCase() === handle.toUpperCase()).length }
+  count(handle: string): number {
+    return this.seen.filter((h) => h.toUpperCase() === handle.toUpperCase()).length
+  }
 
-  private async answer (url: string, res: import('node:http').ServerResponse): Promise<void> {
+  private async answer(url: string, res: import('node:http').ServerResponse): Promise<void> {
     const handle = decodeURIComponent(url.split('?')[0]?.replace(/^\/api\/handles\//, '') ?? '')
     this.seen.push(handle)
     const left = this.failures.get(handle.toUpperCase()) ?? 0
@@ -74,7 +81,7 @@ class FailingFront {
     res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text())
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     this.server.closeAllConnections()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
@@ -82,15 +89,22 @@ class FailingFront {
 
 const OPTIONS: MirrorOptions = { concurrency: 3, retries: 2, delayMs: 0, retryBaseMs: 1 }
 
-function clientFor (baseUrl: string): UpstreamClient {
-  return createUpstreamClient({ baseUrl, userAgent: 'doi-proxy-test', timeoutMs: 5000, connectTimeoutMs: 2000, connections: 4, maxBodyBytes: 1 << 20 })
+function clientFor(baseUrl: string): UpstreamClient {
+  return createUpstreamClient({
+    baseUrl,
+    userAgent: 'doi-proxy-test',
+    timeoutMs: 5000,
+    connectTimeoutMs: 2000,
+    connections: 4,
+    maxBodyBytes: 1 << 20
+  })
 }
 
-function list (...handles: string[]): ReadingList {
+function list(...handles: string[]): ReadingList {
   return parseReadingList(handles.join('\n'))
 }
 
-async function storedHandles (path: string): Promise<string[]> {
+async function storedHandles(path: string): Promise<string[]> {
   const { records, problems } = parseStoreFile('out.ndjson', await readFile(path, 'utf8'))
   expect(problems).toEqual([])
   return records.map((r) => r.handle)
@@ -136,7 +150,7 @@ describe('runMirror against a real (fake) Handle REST API', () => {
     expect(summary.related).toEqual({ fetched: 2, notFound: 0, failed: 0 })
   })
 
-  it('an HS_ALIAS brings its target, and the target\'s prefix', async () => {
+  it("an HS_ALIAS brings its target, and the target's prefix", async () => {
     await mirror(list('10.5555/alias'))
     expect((await storedHandles(out)).sort()).toEqual(['10.5555', '10.5555/alias', '10.6666', '10.6666/target', '10.SERV/TESTLOCS'])
   })
@@ -162,7 +176,14 @@ describe('runMirror against a real (fake) Handle REST API', () => {
     front.failFor('10.5555/broken')
     const summary = await mirror(list('10.5555/plain', '10.5555/broken', '10.5555/loc'), { retries: 2 })
     expect(summary).toMatchObject({ fetched: 2, failed: 1 })
-    expect(summary.failures).toEqual([{ handle: '10.5555/broken', neededBy: 'line 2', message: 'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)' }])
+    expect(summary.failures).toEqual([
+      {
+        handle: '10.5555/broken',
+        neededBy: 'line 2',
+        message:
+          'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)'
+      }
+    ])
     expect(front.count('10.5555/broken')).toBe(3) // one try and two retries
     expect(await storedHandles(out)).toEqual(expect.arrayContaining(['10.5555/plain', '10.5555/loc']))
     expect(mirrorExitCode(summary)).toBe(1)
@@ -237,11 +258,27 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
   it.each([
     { why: 'a bare DOI', text: '10.5555/a', handles: ['10.5555/a'] },
     { why: 'blank lines and # comments are skipped', text: '# my list\n\n  10.5555/a  \n# 10.5555/b\n', handles: ['10.5555/a'] },
-    { why: 'doi:, hdl: and resolver URLs are stripped (behaviour.md §2.4)', text: 'doi:10.5555/a\nhttps://doi.org/10.5555/b\nhttp://dx.doi.org/10.5555/c\nhdl:10.5555/d', handles: ['10.5555/a', '10.5555/b', '10.5555/c', '10.5555/d'] },
-    { why: 'a percent-encoded link pasted from a browser is decoded like a request path', text: 'https://doi.org/10.5555/a%20b', handles: ['10.5555/a b'] },
-    { why: 'a repeat (ASCII case folded, behaviour.md §2.8) is fetched once', text: '10.5555/a\n10.5555/A\ndoi:10.5555/a', handles: ['10.5555/a'] },
+    {
+      why: 'doi:, hdl: and resolver URLs are stripped (behaviour.md §2.4)',
+      text: 'doi:10.5555/a\nhttps://doi.org/10.5555/b\nhttp://dx.doi.org/10.5555/c\nhdl:10.5555/d',
+      handles: ['10.5555/a', '10.5555/b', '10.5555/c', '10.5555/d']
+    },
+    {
+      why: 'a percent-encoded link pasted from a browser is decoded like a request path',
+      text: 'https://doi.org/10.5555/a%20b',
+      handles: ['10.5555/a b']
+    },
+    {
+      why: 'a repeat (ASCII case folded, behaviour.md §2.8) is fetched once',
+      text: '10.5555/a\n10.5555/A\ndoi:10.5555/a',
+      handles: ['10.5555/a']
+    },
     { why: 'CRLF line ends', text: '10.5555/a\r\n10.5555/b\r\n', handles: ['10.5555/a', '10.5555/b'] },
-    { why: 'a pasted link\'s ?query and #fragment are dropped, as in a batch', text: 'https://doi.org/10.5555/a?utm_source=x\nhttps://doi.org/10.5555/b#top', handles: ['10.5555/a', '10.5555/b'] }
+    {
+      why: "a pasted link's ?query and #fragment are dropped, as in a batch",
+      text: 'https://doi.org/10.5555/a?utm_source=x\nhttps://doi.org/10.5555/b#top',
+      handles: ['10.5555/a', '10.5555/b']
+    }
   ])('$why', ({ text, handles }) => {
     const parsed = parseReadingList(text)
     expect(parsed.handles.map((h) => h.handle)).toEqual(handles)
@@ -262,12 +299,48 @@ describe('parseReadingList: one DOI per line (issue 7 §3)', () => {
 
 describe('needsOf: the records the resolver reads besides the DOI (behaviour.md R9, behaviour.md §3)', () => {
   it.each([
-    { why: 'a DOI needs its prefix record', handle: '10.5555/plain', values: RECORDS['10.5555/plain'], wantsPrefix: true, needs: ['10.5555'] },
-    { why: 'a related record does not bring its prefix', handle: '10.SERV/TESTLOCS', values: RECORDS['10.SERV/TESTLOCS'], wantsPrefix: false, needs: [] },
-    { why: 'a prefix record needs the handles its HS_NAMESPACE <locs> names', handle: '10.5555', values: RECORDS['10.5555'], wantsPrefix: false, needs: ['10.SERV/TESTLOCS'] },
-    { why: 'an alias needs its target', handle: '10.5555/alias', values: RECORDS['10.5555/alias'], wantsPrefix: true, needs: ['10.5555', '10.6666/target'] },
-    { why: 'a 10320/loc include needs its target', handle: '10.5555/inc', values: [str(1, '10320/loc', '<locations><include>10.5555/shared</include></locations>')], wantsPrefix: false, needs: ['10.5555/shared'] },
-    { why: 'a 10320/loc overridePrefix needs that prefix', handle: '10.5555/ov', values: [str(1, '10320/loc', '<locations overridePrefix="10.7777"><location href="http://x/" /></locations>')], wantsPrefix: false, needs: ['10.7777'] }
+    {
+      why: 'a DOI needs its prefix record',
+      handle: '10.5555/plain',
+      values: RECORDS['10.5555/plain'],
+      wantsPrefix: true,
+      needs: ['10.5555']
+    },
+    {
+      why: 'a related record does not bring its prefix',
+      handle: '10.SERV/TESTLOCS',
+      values: RECORDS['10.SERV/TESTLOCS'],
+      wantsPrefix: false,
+      needs: []
+    },
+    {
+      why: 'a prefix record needs the handles its HS_NAMESPACE <locs> names',
+      handle: '10.5555',
+      values: RECORDS['10.5555'],
+      wantsPrefix: false,
+      needs: ['10.SERV/TESTLOCS']
+    },
+    {
+      why: 'an alias needs its target',
+      handle: '10.5555/alias',
+      values: RECORDS['10.5555/alias'],
+      wantsPrefix: true,
+      needs: ['10.5555', '10.6666/target']
+    },
+    {
+      why: 'a 10320/loc include needs its target',
+      handle: '10.5555/inc',
+      values: [str(1, '10320/loc', '<locations><include>10.5555/shared</include></locations>')],
+      wantsPrefix: false,
+      needs: ['10.5555/shared']
+    },
+    {
+      why: 'a 10320/loc overridePrefix needs that prefix',
+      handle: '10.5555/ov',
+      values: [str(1, '10320/loc', '<locations overridePrefix="10.7777"><location href="http://x/" /></locations>')],
+      wantsPrefix: false,
+      needs: ['10.7777']
+    }
   ])('$why', ({ handle, values, wantsPrefix, needs }) => {
     expect(needsOf({ handle, values: values ?? [] }, wantsPrefix).map((n) => n.handle)).toEqual(needs)
   })
@@ -276,8 +349,11 @@ describe('needsOf: the records the resolver reads besides the DOI (behaviour.md 
 // ---------------------------------------------------------------------------------------------------------
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
-async function doiProxy (args: string[], stdin = ''): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', ...args], { cwd: REPO, env: { ...process.env, UPSTREAM_URL: '' } })
+async function doiProxy(args: string[], stdin = ''): Promise<Run> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', ...args], {
+    cwd: REPO,
+    env: { ...process.env, UPSTREAM_URL: '' }
+  })
   child.stdin.end(stdin)
   return await ranToEnd(child)
 }
@@ -319,10 +395,15 @@ describe('the doi-proxy command', () => {
     try {
       front.failFor('10.5555/broken')
       const out = join(dir, 'mirror.ndjson')
-      const run = await doiProxy(['mirror', '--out', out, '--upstream', front.url, '--delay-ms', '0', '--retries', '0'], '10.5555/plain\n10.5555/broken\n')
+      const run = await doiProxy(
+        ['mirror', '--out', out, '--upstream', front.url, '--delay-ms', '0', '--retries', '0'],
+        '10.5555/plain\n10.5555/broken\n'
+      )
       expect(run.code).toBe(1)
       expect(run.stdout).toMatch(/failed: +1\n/)
-      expect(run.stderr).toContain('failed: 10.5555/broken (line 2): The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)')
+      expect(run.stderr).toContain(
+        'failed: 10.5555/broken (line 2): The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute. (HTTP 500)'
+      )
       expect(await storedHandles(out)).toContain('10.5555/plain')
     } finally {
       await front.close()
@@ -331,19 +412,30 @@ describe('the doi-proxy command', () => {
 
   it('an upstream whose host name does not resolve: one line naming the DNS failure, exit 69, and no file', async () => {
     const out = join(dir, 'mirror.ndjson')
-    const run = await doiProxy(['mirror', '--out', out, '--upstream', 'http://doi-proxy-test.invalid/api/handles', '--delay-ms', '0'], '10.5555/plain\n10.5555/loc\n')
+    const run = await doiProxy(
+      ['mirror', '--out', out, '--upstream', 'http://doi-proxy-test.invalid/api/handles', '--delay-ms', '0'],
+      '10.5555/plain\n10.5555/loc\n'
+    )
     expect(run.code).toBe(69)
-    expect(run.stderr).toBe('doi-proxy: cannot reach the upstream http://doi-proxy-test.invalid/api/handles: DNS failure: its host name does not resolve ' +
-      '(no network, or DNS failing) (getaddrinfo ENOTFOUND doi-proxy-test.invalid). Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n')
+    expect(run.stderr).toBe(
+      'doi-proxy: cannot reach the upstream http://doi-proxy-test.invalid/api/handles: DNS failure: its host name does not resolve ' +
+        '(no network, or DNS failing) (getaddrinfo ENOTFOUND doi-proxy-test.invalid). Nothing was fetched or written; check the network and --upstream (or UPSTREAM_URL), then run the same command again.\n'
+    )
     await expect(readFile(out, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' })
   })
 
   it.each([
     { args: ['mirror', '--concurrency', '0'], message: 'doi-proxy: --concurrency must be a whole number from 1 to 64, got "0"' },
     { args: ['mirror', '--retries', 'many'], message: 'doi-proxy: --retries must be a whole number from 0 to 10, got "many"' },
-    { args: ['mirror', '--upstream', 'doi.org'], message: 'doi-proxy: --upstream must be an http(s) URL such as https://doi.org/api/handles, got "doi.org"' },
-    { args: ['mirror', '--colour'], message: 'doi-proxy: Unknown option \'--colour\'' },
-    { args: ['mirror', '--accept', 'bibtex'], message: 'doi-proxy: --accept takes media types such as application/x-bibtex, comma-separated; "bibtex" is not one' },
+    {
+      args: ['mirror', '--upstream', 'doi.org'],
+      message: 'doi-proxy: --upstream must be an http(s) URL such as https://doi.org/api/handles, got "doi.org"'
+    },
+    { args: ['mirror', '--colour'], message: "doi-proxy: Unknown option '--colour'" },
+    {
+      args: ['mirror', '--accept', 'bibtex'],
+      message: 'doi-proxy: --accept takes media types such as application/x-bibtex, comma-separated; "bibtex" is not one'
+    },
     { args: ['mirror', '--input', '/nonexistent/list.txt'], message: 'doi-proxy: cannot read --input "/nonexistent/list.txt" (ENOENT)' },
     { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror, record, check)' },
     { args: ['record', '--dois', 'a.txt', '--input', 'b.txt'], message: 'doi-proxy: give the list once: --dois FILE or --input FILE' }

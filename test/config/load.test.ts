@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/load.js'
 const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-config-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-function file (name: string, text: string): string {
+function file(name: string, text: string): string {
   const path = join(dir, name)
   writeFileSync(path, text)
   return path

@@ -6,7 +6,7 @@ import type { Config, Option, OptionTable } from '../../src/config/schema.js'
 // `tsc -p tsconfig.json` (npm run typecheck), which fails if any of them compiles.
 
 describe('the settings table', () => {
-  it('has exactly one row per Config field, each of its field\'s type', () => {
+  it("has exactly one row per Config field, each of its field's type", () => {
     expectTypeOf<keyof typeof OPTIONS>().toEqualTypeOf<keyof Config>()
     expectTypeOf(OPTIONS.port).toEqualTypeOf<Option<number>>()
     expectTypeOf(OPTIONS.logFormat.parse).returns.toEqualTypeOf<'auto' | 'json' | 'pretty'>()
@@ -14,7 +14,9 @@ describe('the settings table', () => {
   })
 
   it('does not compile with a Config field that has no row', () => {
-    interface Wider extends Config { newSetting: number }
+    interface Wider extends Config {
+      newSetting: number
+    }
     // @ts-expect-error: newSetting has no row
     const table: OptionTable<Wider> = OPTIONS
     expect(table).toBe(OPTIONS)

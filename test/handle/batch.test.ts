@@ -25,11 +25,15 @@ describe('parseBatchLine: a line read as GET /{line} reads its path', () => {
     ['info:doi/10.1000/182', '10.1000/182', 'D§2.4'],
     ['https://doi.org/10.1000/182', '10.1000/182', 'D§2.4 resolver URL'],
     ['http://dx.doi.org/10.1000/182', '10.1000/182', 'D§2.4 old resolver host'],
-    ['https://doi.org/10.1000/182?x=1#y', '10.1000/182', 'a pasted link\'s query and fragment are not part of the name'],
+    ['https://doi.org/10.1000/182?x=1#y', '10.1000/182', "a pasted link's query and fragment are not part of the name"],
     ['10.1000%2F182', '10.1000/182', 'D§2.2 percent-decoded once'],
     ['10.1000/a%2520b', '10.1000/a%20b', 'D§2.2 decoded once only'],
     ['10.1000/a?b', '10.1000/a?b', 'a bare name keeps its ? (it is part of the name)'],
-    ['10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0', '10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0', 'SICI as written'],
+    [
+      '10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0',
+      '10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0',
+      'SICI as written'
+    ],
     ['10/abc', '10/abc', 'shortdoi.org: a shortDOI, looked up and followed'],
     ['10.1000', '10.1000', 'a prefix alone is a handle, as on Which RA?']
   ])('%j is %j (%s)', (line, handle) => {

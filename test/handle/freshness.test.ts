@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import {
-  cacheControlSeconds, entryFor, freshBound, freshnessPolicy, isFresh, metadataEntryFor, metadataFreshnessPolicy, namespaceLocationsSeconds, staleUntil
+  cacheControlSeconds,
+  entryFor,
+  freshBound,
+  freshnessPolicy,
+  isFresh,
+  metadataEntryFor,
+  metadataFreshnessPolicy,
+  namespaceLocationsSeconds,
+  staleUntil
 } from '../../src/handle/freshness.js'
 import type { FreshnessAnswer, FreshnessPolicy, MetadataFreshnessPolicy } from '../../src/handle/freshness.js'
 import type { HandleValue } from '../../src/handle/types.js'
@@ -13,16 +21,33 @@ const S = 1000
 const DAY = 86_400 * S
 
 // The defaults: CACHE_MIN_TTL_SECONDS 60, CACHE_MAX_TTL_SECONDS 86400, NEGATIVE_TTL_SECONDS 60, MAX_STALE_SECONDS 7 days.
-const DEFAULTS: FreshnessPolicy = freshnessPolicy({ cacheMinTtlSeconds: 60, cacheMaxTtlSeconds: 86_400, negativeTtlSeconds: 60, maxStaleSeconds: 7 * 86_400 })
+const DEFAULTS: FreshnessPolicy = freshnessPolicy({
+  cacheMinTtlSeconds: 60,
+  cacheMaxTtlSeconds: 86_400,
+  negativeTtlSeconds: 60,
+  maxStaleSeconds: 7 * 86_400
+})
 
-function found (...ttls: Array<number | string>): FreshnessAnswer {
-  const values: HandleValue[] = ttls.map((ttl, i) => ({ index: i + 1, type: 'URL', data: { format: 'string', value: 'http://example.org/' }, ttl, timestamp: '2026-11-22T10:39:19Z' }))
+function found(...ttls: Array<number | string>): FreshnessAnswer {
+  const values: HandleValue[] = ttls.map((ttl, i) => ({
+    index: i + 1,
+    type: 'URL',
+    data: { format: 'string', value: 'http://example.org/' },
+    ttl,
+    timestamp: '2026-11-22T10:39:19Z'
+  }))
   return { kind: 'found', record: { values } }
 }
 const NOT_FOUND: FreshnessAnswer = { kind: 'not-found' }
 
 describe('entryFor: how long an answer is fresh, and kept to stand in when the upstream fails', () => {
-  const rows: Array<{ why: string, answer: FreshnessAnswer, policy?: Partial<FreshnessPolicy>, fresh: number | undefined, stale?: number }> = [
+  const rows: Array<{
+    why: string
+    answer: FreshnessAnswer
+    policy?: Partial<FreshnessPolicy>
+    fresh: number | undefined
+    stale?: number
+  }> = [
     { why: 'D§3: the smallest ttl of the values', answer: found(86_400, 3600), fresh: 3600 * S, stale: 3600 * S + 7 * DAY },
     { why: 'D§3: capped by the maximum (24 h)', answer: found(172_800), fresh: DAY, stale: DAY + 7 * DAY },
     { why: 'D§3: never below the floor (60 s)', answer: found(5), fresh: 60 * S, stale: 60 * S + 7 * DAY },
@@ -31,9 +56,25 @@ describe('entryFor: how long an answer is fresh, and kept to stand in when the u
     { why: 'D§3: an absolute ttl already past is a ttl of 0', answer: found('2026-11-01T00:00:00Z'), fresh: undefined },
     { why: 'D§3: an empty record is fresh for the maximum', answer: found(), fresh: DAY, stale: DAY + 7 * DAY },
     { why: 'D§3: not found is cached a short time (60 s), and never stands in', answer: NOT_FOUND, fresh: 60 * S, stale: 60 * S },
-    { why: 'D§3: NEGATIVE_TTL_SECONDS=0 turns the not-found cache off', answer: NOT_FOUND, policy: { notFoundSeconds: 0 }, fresh: undefined },
-    { why: 'D§3: MAX_STALE_SECONDS=0: a found record is kept only while fresh', answer: found(3600), policy: { maxStaleMs: 0 }, fresh: 3600 * S, stale: 3600 * S },
-    { why: 'CACHE_MAX_TTL_SECONDS=0 keeps no found record', answer: found(3600), policy: { maxTtlSeconds: 0, minTtlSeconds: 0 }, fresh: undefined }
+    {
+      why: 'D§3: NEGATIVE_TTL_SECONDS=0 turns the not-found cache off',
+      answer: NOT_FOUND,
+      policy: { notFoundSeconds: 0 },
+      fresh: undefined
+    },
+    {
+      why: 'D§3: MAX_STALE_SECONDS=0: a found record is kept only while fresh',
+      answer: found(3600),
+      policy: { maxStaleMs: 0 },
+      fresh: 3600 * S,
+      stale: 3600 * S
+    },
+    {
+      why: 'CACHE_MAX_TTL_SECONDS=0 keeps no found record',
+      answer: found(3600),
+      policy: { maxTtlSeconds: 0, minTtlSeconds: 0 },
+      fresh: undefined
+    }
   ]
   it.each(rows)('$why', ({ answer, policy, fresh, stale }) => {
     const life = entryFor(answer, NOW, { ...DEFAULTS, ...policy })
@@ -66,12 +107,12 @@ describe('the other questions every tier asks', () => {
   })
 })
 
-describe('namespaceLocationsSeconds: how long a prefix\'s namespace locations are kept apart', () => {
-  const valuesOf = (answer: FreshnessAnswer): readonly HandleValue[] => answer.kind === 'found' ? answer.record.values : []
+describe("namespaceLocationsSeconds: how long a prefix's namespace locations are kept apart", () => {
+  const valuesOf = (answer: FreshnessAnswer): readonly HandleValue[] => (answer.kind === 'found' ? answer.record.values : [])
   it.each([
     ['R§11: the smallest ttl of the values', found(86_400, 600), 600],
     ['R§11: at most an hour, whatever the values say', found(86_400), 3600],
-    ['R§11: no floor (the settings\' CACHE_MIN_TTL_SECONDS is not this rule\'s)', found(5), 5],
+    ["R§11: no floor (the settings' CACHE_MIN_TTL_SECONDS is not this rule's)", found(5), 5],
     ['R§11: a ttl of 0 keeps nothing', found(0, 3600), 0],
     ['R§11: an absolute ttl counts from now', found('2026-11-22T10:49:28Z'), 600],
     ['R§11: no values (a prefix with no namespace locations): an hour', found(), 3600]
@@ -80,15 +121,22 @@ describe('namespaceLocationsSeconds: how long a prefix\'s namespace locations ar
   })
 })
 
-describe('metadataEntryFor: how long an agency\'s metadata is fresh, and kept to stand in when the agency fails', () => {
+describe("metadataEntryFor: how long an agency's metadata is fresh, and kept to stand in when the agency fails", () => {
   // docs/metadata.md: METADATA_MAX_TTL_SECONDS 86400 by default; NEGATIVE_TTL_SECONDS and MAX_STALE_SECONDS as above.
   const METADATA: MetadataFreshnessPolicy = metadataFreshnessPolicy(DEFAULTS, 86_400)
-  type Row = { why: string, status: number, cacheControl?: string, policy?: Partial<MetadataFreshnessPolicy>, fresh: number, kept: boolean }
+  type Row = { why: string; status: number; cacheControl?: string; policy?: Partial<MetadataFreshnessPolicy>; fresh: number; kept: boolean }
   const rows: Row[] = [
     { why: 'an agency that says nothing: an hour', status: 200, fresh: 3600 * S, kept: true },
     { why: 'its max-age', status: 200, cacheControl: 'public, max-age=600', fresh: 600 * S, kept: true },
     { why: 's-maxage before max-age', status: 200, cacheControl: 'max-age=600, s-maxage=120', fresh: 120 * S, kept: true },
-    { why: 'capped by METADATA_MAX_TTL_SECONDS', status: 200, cacheControl: 'max-age=600', policy: { maxTtlSeconds: 60 }, fresh: 60 * S, kept: true },
+    {
+      why: 'capped by METADATA_MAX_TTL_SECONDS',
+      status: 200,
+      cacheControl: 'max-age=600',
+      policy: { maxTtlSeconds: 60 },
+      fresh: 60 * S,
+      kept: true
+    },
     { why: 'no-store: not kept', status: 200, cacheControl: 'no-store', fresh: 0, kept: false },
     { why: 'private: not kept', status: 200, cacheControl: 'max-age=600, private', fresh: 0, kept: false },
     { why: 'a 204 is kept (nothing of that type)', status: 204, fresh: 3600 * S, kept: true },
@@ -96,7 +144,13 @@ describe('metadataEntryFor: how long an agency\'s metadata is fresh, and kept to
     { why: 'a 406 at most NEGATIVE_TTL_SECONDS', status: 406, fresh: 60 * S, kept: true },
     { why: 'a 410 below NEGATIVE_TTL_SECONDS keeps its own', status: 410, cacheControl: 'max-age=30', fresh: 30 * S, kept: true },
     { why: 'NEGATIVE_TTL_SECONDS=0: a 404 is not kept', status: 404, policy: { notFoundSeconds: 0 }, fresh: 0, kept: false },
-    { why: 'a status not kept (403) still has its life, for Expires', status: 403, cacheControl: 'max-age=600', fresh: 600 * S, kept: false },
+    {
+      why: 'a status not kept (403) still has its life, for Expires',
+      status: 403,
+      cacheControl: 'max-age=600',
+      fresh: 600 * S,
+      kept: false
+    },
     { why: 'a 201 is not kept', status: 201, fresh: 3600 * S, kept: false }
   ]
   it.each(rows)('$why', ({ status, cacheControl, policy, fresh, kept }) => {
@@ -111,7 +165,7 @@ describe('metadataEntryFor: how long an agency\'s metadata is fresh, and kept to
     expect(metadataEntryFor({ status: 200, cacheControl: undefined }, NOW, { ...METADATA, maxStaleMs: 0 }).staleUntil - NOW).toBe(3600 * S)
   })
 
-  it('the metadata\'s policy is the records\' not-found life and staleness with its own cap', () => {
+  it("the metadata's policy is the records' not-found life and staleness with its own cap", () => {
     expect(METADATA).toEqual({ maxTtlSeconds: 86_400, notFoundSeconds: 60, maxStaleMs: 7 * DAY })
   })
 

@@ -8,7 +8,7 @@ const SERVICE = 'https://sfx.example.edu/sfx?id=doi:10.1000%2F1'
 const EZPROXY = 'https://login.ezproxy.example.edu/login?url={url}'
 const OA = 'https://repository.example.org/1.pdf'
 
-function facts (over: Partial<LinkoutFacts>): LinkoutFacts {
+function facts(over: Partial<LinkoutFacts>): LinkoutFacts {
   return { steps: [], registered: REGISTERED, service: SERVICE, ezproxy: EZPROXY, openAccess: undefined, ...over }
 }
 
@@ -18,17 +18,49 @@ describe('chooseLinkout', () => {
     ['service first gives the service', { steps: ['service', 'registered'] }, { kind: 'go', step: 'service', location: SERVICE }],
     // off campus: open access first, then EZproxy
     ['open access not looked up yet: ask', { steps: ['open-access', 'ezproxy'] }, { kind: 'ask-open-access' }],
-    ['an open copy found goes there', { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'found', url: OA } }, { kind: 'go', step: 'open-access', location: OA }],
-    ['no open copy: EZproxy around the registered URL', { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'none' } }, { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }],
-    ['the provider late: next step', { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'late' } }, { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }],
-    ['the provider unavailable: next step', { steps: ['open-access', 'registered'], openAccess: { kind: 'unavailable' } }, { kind: 'go', step: 'registered', location: REGISTERED }],
+    [
+      'an open copy found goes there',
+      { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'found', url: OA } },
+      { kind: 'go', step: 'open-access', location: OA }
+    ],
+    [
+      'no open copy: EZproxy around the registered URL',
+      { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'none' } },
+      { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }
+    ],
+    [
+      'the provider late: next step',
+      { steps: ['open-access', 'ezproxy'], openAccess: { kind: 'late' } },
+      { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }
+    ],
+    [
+      'the provider unavailable: next step',
+      { steps: ['open-access', 'registered'], openAccess: { kind: 'unavailable' } },
+      { kind: 'go', step: 'registered', location: REGISTERED }
+    ],
     // open access after a step that always answers is never asked for
-    ['registered first: open access never asked', { steps: ['registered', 'open-access'] }, { kind: 'go', step: 'registered', location: REGISTERED }],
-    ['EZproxy first: open access never asked', { steps: ['ezproxy', 'open-access'] }, { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }],
+    [
+      'registered first: open access never asked',
+      { steps: ['registered', 'open-access'] },
+      { kind: 'go', step: 'registered', location: REGISTERED }
+    ],
+    [
+      'EZproxy first: open access never asked',
+      { steps: ['ezproxy', 'open-access'] },
+      { kind: 'go', step: 'ezproxy', location: `https://login.ezproxy.example.edu/login?url=${REGISTERED}` }
+    ],
     // the service held back (loop guard) or absent: on to the next step
     ['service held back: open access is asked', { steps: ['service', 'open-access'], service: undefined }, { kind: 'ask-open-access' }],
-    ['a chain that runs out ends at the registered URL', { steps: ['service', 'open-access'], service: undefined, openAccess: { kind: 'none' } }, { kind: 'go', step: 'registered', location: REGISTERED }],
-    ['no EZproxy template: the step gives nothing', { steps: ['ezproxy'], ezproxy: undefined }, { kind: 'go', step: 'registered', location: REGISTERED }]
+    [
+      'a chain that runs out ends at the registered URL',
+      { steps: ['service', 'open-access'], service: undefined, openAccess: { kind: 'none' } },
+      { kind: 'go', step: 'registered', location: REGISTERED }
+    ],
+    [
+      'no EZproxy template: the step gives nothing',
+      { steps: ['ezproxy'], ezproxy: undefined },
+      { kind: 'go', step: 'registered', location: REGISTERED }
+    ]
   ])('%s', (_name, over, expected) => {
     expect(chooseLinkout(facts(over))).toEqual(expected)
   })
@@ -36,7 +68,9 @@ describe('chooseLinkout', () => {
 
 describe('ezproxyUrl', () => {
   it('puts the registered URL after url= as it is (OCLC starting point URLs)', () => {
-    expect(ezproxyUrl(EZPROXY, 'https://pub.example/a?b=1&c=2')).toBe('https://login.ezproxy.example.edu/login?url=https://pub.example/a?b=1&c=2')
+    expect(ezproxyUrl(EZPROXY, 'https://pub.example/a?b=1&c=2')).toBe(
+      'https://login.ezproxy.example.edu/login?url=https://pub.example/a?b=1&c=2'
+    )
   })
 
   it('a $ pattern in the URL is inserted literally, never read as a replacement pattern', () => {

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { allowedMetadataUrl, DEFAULT_METADATA_HOSTS, parseAllowedHost, parseAllowedHosts } from '../../src/handle/metadata-hosts.js'
 
 // docs/metadata.md "The allow-list": a record chooses the location, so it must not make us fetch anything else.
-const LIST = parseAllowedHosts('data.crossref.org, api.crossref.org, 127.0.0.1:8081, [::1]:9000') as Exclude<ReturnType<typeof parseAllowedHosts>, string>
+const LIST = parseAllowedHosts('data.crossref.org, api.crossref.org, 127.0.0.1:8081, [::1]:9000') as Exclude<
+  ReturnType<typeof parseAllowedHosts>,
+  string
+>
 
 describe('which URLs a metadata fetch may go to', () => {
   it.each([
@@ -46,13 +49,25 @@ describe('METADATA_HOSTS entries', () => {
     expect(parseAllowedHost(entry)).toEqual(expected)
   })
 
-  it.each(['https://data.crossref.org', 'data.crossref.org/path', '*.crossref.org', 'host:0', 'host:70000', '', '-bad-.example', '[not-ipv6]', '1.2.3'])('%j is refused', (entry) => {
+  it.each([
+    'https://data.crossref.org',
+    'data.crossref.org/path',
+    '*.crossref.org',
+    'host:0',
+    'host:70000',
+    '',
+    '-bad-.example',
+    '[not-ipv6]',
+    '1.2.3'
+  ])('%j is refused', (entry) => {
     expect(typeof parseAllowedHost(entry)).toBe('string')
   })
 
-  it('the default list holds the agencies\' public metadata services, each a valid entry', () => {
+  it("the default list holds the agencies' public metadata services, each a valid entry", () => {
     const parsed = parseAllowedHosts([...DEFAULT_METADATA_HOSTS])
     expect(Array.isArray(parsed)).toBe(true)
-    expect(DEFAULT_METADATA_HOSTS).toEqual(expect.arrayContaining(['data.crossref.org', 'api.crossref.org', 'data.crosscite.org', 'data.medra.org']))
+    expect(DEFAULT_METADATA_HOSTS).toEqual(
+      expect.arrayContaining(['data.crossref.org', 'api.crossref.org', 'data.crosscite.org', 'data.medra.org'])
+    )
   })
 })

@@ -16,7 +16,7 @@ describe('the cache key of an Accept header', () => {
   })
 })
 
-describe('whether an agency\'s answer is of a type that was asked for', () => {
+describe("whether an agency's answer is of a type that was asked for", () => {
   it.each([
     ['application/x-bibtex', 'application/x-bibtex; charset=utf-8', true],
     ['application/x-bibtex', 'text/html; charset=utf-8', false],
@@ -57,7 +57,10 @@ describe('which stored metadata a request gets', () => {
     ['text/*', 'text/x-bibliography;style=apa'],
     ['image/*', undefined],
     // q orders; a type not held falls through to the next acceptable one (datacite/datacite#2448)
-    ['application/vnd.crossref.unixref+xml;q=0.9, application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7', 'application/x-bibtex'],
+    [
+      'application/vnd.crossref.unixref+xml;q=0.9, application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7',
+      'application/x-bibtex'
+    ],
     // equal q: the earlier entry (RFC 9110 leaves ties to the server)
     ['application/vnd.citationstyles.csl+json, application/x-bibtex', 'application/vnd.citationstyles.csl+json'],
     // parameters: a set (order and spacing do not matter, names case-insensitive, quotes dropped) …
@@ -100,11 +103,16 @@ describe('media types for --accept and stored keys', () => {
 describe('the types asked for one by one when an agency answers nothing for the whole Accept', () => {
   it.each<[string, string[]]>([
     // datacite/datacite#2448: unixref is not written for DataCite DOIs; the next types are asked in q order (RFC 9110 §12.5.1)
-    ['application/vnd.crossref.unixref+xml;q=0.9,application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7',
-      ['application/vnd.datacite.datacite+xml', 'application/x-bibtex']],
+    [
+      'application/vnd.crossref.unixref+xml;q=0.9,application/vnd.datacite.datacite+xml;q=0.8, application/x-bibtex;q=0.7',
+      ['application/vnd.datacite.datacite+xml', 'application/x-bibtex']
+    ],
     ['application/x-bibtex', []],
     // RFC 9110 §12.4.2: q=0 is never asked for; ranges are the agency's to read, not ours to ask one by one
-    ['application/rdf+xml, application/x-bibtex;q=0, text/*;q=0.5, text/x-bibliography; style=apa;q=0.2', ['text/x-bibliography;style=apa']],
+    [
+      'application/rdf+xml, application/x-bibtex;q=0, text/*;q=0.5, text/x-bibliography; style=apa;q=0.2',
+      ['text/x-bibliography;style=apa']
+    ],
     ['a/a, b/b, c/c, d/d, e/e, f/f', ['b/b', 'c/c', 'd/d']]
   ])('Accept %j → %j', (accept, types) => {
     expect(fallbackTypes(accept)).toEqual(types)

@@ -24,10 +24,10 @@ const wire = (s: string): string => s.replace(/[^\x20-\x7e]/gu, (c) => encodeURI
 const opts = { maxLength: 4096 }
 
 describe('handleFromPath: the DOI name a request path asks for', () => {
-  const resolves: Array<{ path: string, handle: string, why: string }> = [
+  const resolves: Array<{ path: string; handle: string; why: string }> = [
     // probe transcript
     { path: '/10.5555/plain', handle: '10.5555/plain', why: 'probe' },
-    { path: '/10.5555/PLAIN', handle: '10.5555/PLAIN', why: 'probe: case is kept, folding is the cache key\'s job' },
+    { path: '/10.5555/PLAIN', handle: '10.5555/PLAIN', why: "probe: case is kept, folding is the cache key's job" },
     { path: '/10.5555%2Fplain', handle: '10.5555/plain', why: 'probe: %2F decodes to /' },
     { path: '/urn:doi:10.5555:plain', handle: '10.5555/plain', why: 'probe: URN colon becomes slash' },
     { path: '/doi:10.5555/plain', handle: '10.5555/plain', why: 'probe' },
@@ -40,8 +40,16 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     { path: '/10.5555/with%20space', handle: '10.5555/with space', why: 'probe: inner space kept' },
     { path: '/10.5555/caf%C3%A9', handle: '10.5555/café', why: 'probe: UTF-8' },
     { path: '/10.5555/query%3Fx=1', handle: '10.5555/query?x=1', why: 'probe: encoded ?' },
-    { path: '/10.5555/(SICI)1097-4571(199806)49:8%3C693::AID-ASI4%3E3.0.CO;2-0', handle: '10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0', why: 'probe: SICI encoded' },
-    { path: '/10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0', handle: '10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0', why: 'probe: SICI raw' },
+    {
+      path: '/10.5555/(SICI)1097-4571(199806)49:8%3C693::AID-ASI4%3E3.0.CO;2-0',
+      handle: '10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0',
+      why: 'probe: SICI encoded'
+    },
+    {
+      path: '/10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0',
+      handle: '10.5555/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-0',
+      why: 'probe: SICI raw'
+    },
     { path: '/10.5555', handle: '10.5555', why: 'probe + D§2.6: a prefix alone is resolved' },
     { path: '/', handle: '', why: 'probe + D§2.6: home page' },
     { path: '', handle: '', why: 'D§2.6: home page' },
@@ -52,13 +60,41 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     { path: '/10.1000/res%23test', handle: '10.1000/res#test', why: 'norm: doi.org factsheet' },
     { path: '/https://doi.org/10.1850', handle: '10.1850', why: 'R§1: stored page doi.org/https://doi.org/10.1850' },
     // tricky real DOIs
-    { path: '/10.1002/(sici)1099-050x(199823/24)37:3/4%3C197::aid-hrm2%3E3.0.co;2-%23', handle: '10.1002/(sici)1099-050x(199823/24)37:3/4<197::aid-hrm2>3.0.co;2-#', why: 'tricky: SICI ending in #' },
-    { path: '/10.1002/(SICI)1097-0274(199909)36:1+<1::AID-AJIM2>3.0.CO;2-0', handle: '10.1002/(SICI)1097-0274(199909)36:1+<1::AID-AJIM2>3.0.CO;2-0', why: 'tricky: + is never a space' },
-    { path: '/10.1175%2F1520-0477%281996%29077%3C0935%3AWOTWSM%3E2.0.CO%3B2', handle: '10.1175/1520-0477(1996)077<0935:WOTWSM>2.0.CO;2', why: 'tricky: fully encoded SICI' },
-    { path: '/10.1175/1520-0493(1972)100%3C0081%3AOTAOSH%3E2.3.CO%3B2', handle: '10.1175/1520-0493(1972)100<0081:OTAOSH>2.3.CO;2', why: 'tricky + norm doi-utils note: a resolver decodes' },
-    { path: '/10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U', handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U', why: 'tricky: html-proofer#629' },
-    { path: '/10.1002/(sici)1097-0185(19990415)257:2%3C50::aid-ar4%3E3.3.co;2-n', handle: '10.1002/(sici)1097-0185(19990415)257:2<50::aid-ar4>3.3.co;2-n', why: 'tricky: pandoc#1640' },
-    { path: '/10.1002/(SICI)1521-3978(199806)46:4/5%3C493::AID-PROP493%3E3.0.CO;2-P', handle: '10.1002/(SICI)1521-3978(199806)46:4/5<493::AID-PROP493>3.0.CO;2-P', why: 'tricky: / inside the suffix' },
+    {
+      path: '/10.1002/(sici)1099-050x(199823/24)37:3/4%3C197::aid-hrm2%3E3.0.co;2-%23',
+      handle: '10.1002/(sici)1099-050x(199823/24)37:3/4<197::aid-hrm2>3.0.co;2-#',
+      why: 'tricky: SICI ending in #'
+    },
+    {
+      path: '/10.1002/(SICI)1097-0274(199909)36:1+<1::AID-AJIM2>3.0.CO;2-0',
+      handle: '10.1002/(SICI)1097-0274(199909)36:1+<1::AID-AJIM2>3.0.CO;2-0',
+      why: 'tricky: + is never a space'
+    },
+    {
+      path: '/10.1175%2F1520-0477%281996%29077%3C0935%3AWOTWSM%3E2.0.CO%3B2',
+      handle: '10.1175/1520-0477(1996)077<0935:WOTWSM>2.0.CO;2',
+      why: 'tricky: fully encoded SICI'
+    },
+    {
+      path: '/10.1175/1520-0493(1972)100%3C0081%3AOTAOSH%3E2.3.CO%3B2',
+      handle: '10.1175/1520-0493(1972)100<0081:OTAOSH>2.3.CO;2',
+      why: 'tricky + norm doi-utils note: a resolver decodes'
+    },
+    {
+      path: '/10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U',
+      handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U',
+      why: 'tricky: html-proofer#629'
+    },
+    {
+      path: '/10.1002/(sici)1097-0185(19990415)257:2%3C50::aid-ar4%3E3.3.co;2-n',
+      handle: '10.1002/(sici)1097-0185(19990415)257:2<50::aid-ar4>3.3.co;2-n',
+      why: 'tricky: pandoc#1640'
+    },
+    {
+      path: '/10.1002/(SICI)1521-3978(199806)46:4/5%3C493::AID-PROP493%3E3.0.CO;2-P',
+      handle: '10.1002/(SICI)1521-3978(199806)46:4/5<493::AID-PROP493>3.0.CO;2-P',
+      why: 'tricky: / inside the suffix'
+    },
     { path: '/10.18653/v1%2F2022.acl-long.568', handle: '10.18653/v1/2022.acl-long.568', why: 'tricky: %2F form resolves the same' },
     { path: '/10.2307%2F1990888', handle: '10.2307/1990888', why: 'tricky: encoded first slash' },
     { path: '/10/b6vnmd', handle: '10/b6vnmd', why: 'tricky: shortDOI' },
@@ -66,7 +102,11 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     { path: wire('/10.1016/སྦ་བཞེད་'), handle: '10.1016/སྦ་བཞེད་', why: 'tricky + norm idutils: Tibetan suffix' },
     // idutils, where pasted free text meets our path rules
     { path: '/doi:10.1016/j.epsl.2011.11.037', handle: '10.1016/j.epsl.2011.11.037', why: 'norm idutils' },
-    { path: '/doi:%2010.1016/j.epsl.2011.11.037', handle: '10.1016/j.epsl.2011.11.037', why: 'norm idutils "doi: " with a space: we trim again after the prefix' },
+    {
+      path: '/doi:%2010.1016/j.epsl.2011.11.037',
+      handle: '10.1016/j.epsl.2011.11.037',
+      why: 'norm idutils "doi: " with a space: we trim again after the prefix'
+    },
     { path: '/DOI:10.1016/j.epsl.2011.11.037', handle: '10.1016/j.epsl.2011.11.037', why: 'norm idutils: prefix is case-insensitive' },
     { path: '/http://dx.doi.org/10.1016/j.epsl.2011.11.037', handle: '10.1016/j.epsl.2011.11.037', why: 'norm idutils + D§2.4' },
     { path: '/https://doi.org/10.1016/j.epsl.2011.11.037', handle: '10.1016/j.epsl.2011.11.037', why: 'norm idutils + D§2.4' },
@@ -76,10 +116,22 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     { path: '/http://hdl.handle.net/10013/epic.10033', handle: '10013/epic.10033', why: 'norm idutils + D§2.4' },
     { path: '/https://hdl.handle.net/10013/epic.10033', handle: '10013/epic.10033', why: 'norm idutils + D§2.4' },
     // where we legitimately differ from free-text normalisers: only the D§2.4 prefixes are stripped
-    { path: '/doi.org/10.1016/j.epsl.2011.11.037', handle: 'doi.org/10.1016/j.epsl.2011.11.037', why: 'norm idutils strips it, D§2.4 has no scheme-less form' },
+    {
+      path: '/doi.org/10.1016/j.epsl.2011.11.037',
+      handle: 'doi.org/10.1016/j.epsl.2011.11.037',
+      why: 'norm idutils strips it, D§2.4 has no scheme-less form'
+    },
     { path: '/hdl.handle.net/10013/epic.10033', handle: 'hdl.handle.net/10013/epic.10033', why: 'norm idutils strips it, D§2.4 does not' },
-    { path: '/http://www.doi.org/10.1234/56789', handle: 'http://www.doi.org/10.1234/56789', why: 'norm doi-utils strips it, D§2.4 lists no www.doi.org' },
-    { path: '/https://doi.org/10.1175/1520-0493(1972)100%3C0081%3AOTAOSH%3E2.3.CO%3B2', handle: '10.1175/1520-0493(1972)100<0081:OTAOSH>2.3.CO;2', why: 'norm doi-utils keeps it encoded; a path is decoded once' },
+    {
+      path: '/http://www.doi.org/10.1234/56789',
+      handle: 'http://www.doi.org/10.1234/56789',
+      why: 'norm doi-utils strips it, D§2.4 lists no www.doi.org'
+    },
+    {
+      path: '/https://doi.org/10.1175/1520-0493(1972)100%3C0081%3AOTAOSH%3E2.3.CO%3B2',
+      handle: '10.1175/1520-0493(1972)100<0081:OTAOSH>2.3.CO;2',
+      why: 'norm doi-utils keeps it encoded; a path is decoded once'
+    },
     { path: '/https://doi.org/', handle: '', why: 'norm doi-utils not_dois: nothing left, home page' },
     { path: '/ftp://doi.org/10.1000/x', handle: 'ftp://doi.org/10.1000/x', why: 'norm doi-regex resolver_path_invalid' },
     { path: '/urn:eidr:10.5240:B1FA', handle: 'urn:eidr:10.5240:B1FA', why: 'R§1 strips urn:eidr:, D§2.4 does not list it' },
@@ -120,16 +172,26 @@ describe('handleFromPath: the DOI name a request path asks for', () => {
     expect(handleFromPath(path, opts)).toEqual({ ok: true, handle })
   })
 
-  const refused: Array<{ path: string, status: 400 | 414, message: RegExp, why: string }> = [
+  const refused: Array<{ path: string; status: 400 | 414; message: RegExp; why: string }> = [
     { path: '/10.1000/%C3%28', status: 400, message: /UTF-8/, why: 'D§2.2: invalid continuation byte' },
     { path: '/10.1000/%FF', status: 400, message: /UTF-8/, why: 'D§2.2: byte never valid in UTF-8' },
     { path: '/10.1000/%C0%AF', status: 400, message: /UTF-8/, why: 'D§2.2: overlong encoding of /' },
     { path: '/10.1000/%ED%A0%80', status: 400, message: /UTF-8/, why: 'D§2.2: encoded surrogate' },
     { path: '/10.1000/caf%C3', status: 400, message: /UTF-8/, why: 'D§2.2: truncated sequence' },
     { path: '/10.1000/x%00', status: 400, message: /control character \(U\+0000\)/, why: 'D§2.2: NUL' },
-    { path: '/10.1000/x%0A', status: 400, message: /control character \(U\+000A\)/, why: 'D§2.2: a trailing newline is refused, not trimmed' },
+    {
+      path: '/10.1000/x%0A',
+      status: 400,
+      message: /control character \(U\+000A\)/,
+      why: 'D§2.2: a trailing newline is refused, not trimmed'
+    },
     { path: '/%0A10.1000/x', status: 400, message: /control character/, why: 'D§2.2: leading newline' },
-    { path: '/10.1000/x%0D%0ASet-Cookie:%20a=b', status: 400, message: /control character \(U\+000D\)/, why: 'D§2.2: header injection attempt' },
+    {
+      path: '/10.1000/x%0D%0ASet-Cookie:%20a=b',
+      status: 400,
+      message: /control character \(U\+000D\)/,
+      why: 'D§2.2: header injection attempt'
+    },
     { path: '/10.1000/%09x', status: 400, message: /control character \(U\+0009\)/, why: 'D§2.2: tab' },
     { path: '/10.1000/x%7F', status: 400, message: /control character \(U\+007F\)/, why: 'D§2.2: DEL' },
     { path: '/10.1000/x%C2%85', status: 400, message: /control character \(U\+0085\)/, why: 'D§2.2: NEL is C1, 400 wins over trimBetter' },
@@ -169,19 +231,25 @@ describe('handleFromInput: the DOI name in what a reader pasted into a form', ()
     { typed: 'urn:doi:10.123:456', handle: '10.123/456', why: 'D§2.4: urn: form, first colon a slash' },
     { typed: '  /10.1000/182\u00a0', handle: '10.1000/182', why: 'R§1 step 4: slashes and whitespace pasted around it' },
     { typed: 'https://doi.org/https://doi.org/10.1000/182', handle: 'https://doi.org/10.1000/182', why: 'D§2.4: at most one prefix' },
-    { typed: 'https://example.org/10.1000/182', handle: 'https://example.org/10.1000/182', why: 'another site\'s URL is no resolver URL' }
+    { typed: 'https://example.org/10.1000/182', handle: 'https://example.org/10.1000/182', why: "another site's URL is no resolver URL" }
   ])('$typed → $handle ($why)', ({ typed, handle }) => {
     expect(handleFromInput(typed)).toBe(handle)
   })
 })
 
 describe('splitRequestTarget: path, query and fragment as they came on the wire', () => {
-  const rows: Array<{ raw: string, path: string, query: string, fragment: string | undefined, why: string }> = [
+  const rows: Array<{ raw: string; path: string; query: string; fragment: string | undefined; why: string }> = [
     { raw: '/10.5555/plain', path: '/10.5555/plain', query: '', fragment: undefined, why: 'probe' },
     { raw: '/10.5555/plain?', path: '/10.5555/plain', query: '', fragment: undefined, why: 'probe: empty query resolves' },
     { raw: '/10.5555/plain?noredirect', path: '/10.5555/plain', query: 'noredirect', fragment: undefined, why: 'probe' },
     { raw: '/10.5555/hash#frag', path: '/10.5555/hash', query: '', fragment: '#frag', why: 'probe + R§1 step 1: raw # cut off' },
-    { raw: '/10.5555/hash%23frag', path: '/10.5555/hash%23frag', query: '', fragment: undefined, why: 'probe: encoded # stays in the path' },
+    {
+      raw: '/10.5555/hash%23frag',
+      path: '/10.5555/hash%23frag',
+      query: '',
+      fragment: undefined,
+      why: 'probe: encoded # stays in the path'
+    },
     { raw: '/10.1000/x?urlappend=a#sec2', path: '/10.1000/x', query: 'urlappend=a', fragment: '#sec2', why: 'R§1 step 1: # in the query' },
     { raw: '/a#b?c', path: '/a', query: '', fragment: '#b?c', why: 'ours, RFC 3986: the first # starts the fragment' },
     { raw: '/x#', path: '/x', query: '', fragment: '#', why: 'an empty fragment is still a fragment' },
@@ -197,7 +265,7 @@ describe('splitRequestTarget: path, query and fragment as they came on the wire'
 })
 
 describe('percentDecode', () => {
-  const rows: Array<{ input: string, output: string | undefined, why: string }> = [
+  const rows: Array<{ input: string; output: string | undefined; why: string }> = [
     { input: 'a+b', output: 'a+b', why: 'R§4: decodeURLIgnorePlus' },
     { input: '%3Fa%3Db', output: '?a=b', why: 'probe: urlappend=%3Fa%3Db' },
     { input: '%26x%3D1', output: '&x=1', why: 'probe: urlappend=%26x%3D1' },
@@ -213,7 +281,7 @@ describe('percentDecode', () => {
 })
 
 describe('cacheKey: which spellings share one cache entry', () => {
-  const rows: Array<{ handle: string, key: string, why: string }> = [
+  const rows: Array<{ handle: string; key: string; why: string }> = [
     { handle: '10.5555/plain', key: '10.5555/PLAIN', why: 'probe: /10.5555/PLAIN resolves the same' },
     { handle: '10.1021/jacs.5c01100', key: '10.1021/JACS.5C01100', why: 'captured shortDOI 10/p54k alias target is upper-case' },
     { handle: '10.5555/café', key: '10.5555/CAFé', why: 'D§2.8: only ASCII folds, é stays' },
@@ -227,7 +295,7 @@ describe('cacheKey: which spellings share one cache entry', () => {
 })
 
 describe('encodeURL: the Location header', () => {
-  const rows: Array<{ url: string, encoded: string, why: string }> = [
+  const rows: Array<{ url: string; encoded: string; why: string }> = [
     {
       url: 'https://onlinelibrary.wiley.com/doi/10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U',
       encoded: 'https://onlinelibrary.wiley.com/doi/10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U',
@@ -252,16 +320,20 @@ describe('encodeURL: the Location header', () => {
 })
 
 describe('encodeURLPath: self-links and upstream paths', () => {
-  const rows: Array<{ handle: string, encoded: string, why: string }> = [
+  const rows: Array<{ handle: string; encoded: string; why: string }> = [
     { handle: '10.5555/hash#frag', encoded: '10.5555/hash%23frag', why: 'probe: the form that resolves' },
     { handle: '10.5555/percent%20x', encoded: '10.5555/percent%2520x', why: 'probe: the form that resolves' },
     { handle: '10.5555/query?x=1', encoded: '10.5555/query%3Fx=1', why: 'probe: the form that resolves' },
     { handle: '10.5555/with space', encoded: '10.5555/with%20space', why: 'probe' },
     { handle: '10.5555/café', encoded: '10.5555/caf%C3%A9', why: 'probe' },
     { handle: '10.1000/x+y', encoded: '10.1000/x%2By', why: 'R§2: + encoded' },
-    { handle: "10.1000/a&b'c[d]", encoded: '10.1000/a%26b%27c%5Bd%5D', why: 'R§2: & \' [ ] encoded' },
+    { handle: "10.1000/a&b'c[d]", encoded: '10.1000/a%26b%27c%5Bd%5D', why: "R§2: & ' [ ] encoded" },
     { handle: '10.1000/100%', encoded: '10.1000/100%25', why: 'R§2: % encoded' },
-    { handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U', encoded: '10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U', why: 'tricky: SICI' },
+    {
+      handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U',
+      encoded: '10.1002/(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO;2-U',
+      why: 'tricky: SICI'
+    },
     { handle: '10.5555//plain/', encoded: '10.5555//plain/', why: 'slashes kept as they are' }
   ]
   it.each(rows)('$handle → $encoded ($why)', ({ handle, encoded }) => {
@@ -270,9 +342,16 @@ describe('encodeURLPath: self-links and upstream paths', () => {
 
   // every self-link we write must lead back to the same handle
   const roundTrip = [
-    '10.5555/hash#frag', '10.5555/percent%20x', '10.5555/query?x=1', '10.1000/x+y', '10.1000/100%',
-    '10.1002/(sici)1099-050x(199823/24)37:3/4<197::aid-hrm2>3.0.co;2-#', '10.1016/üникóδé-дôΐ',
-    '10.1016/སྦ་བཞེད་', '10.5555//plain/', '10.1000/a b'
+    '10.5555/hash#frag',
+    '10.5555/percent%20x',
+    '10.5555/query?x=1',
+    '10.1000/x+y',
+    '10.1000/100%',
+    '10.1002/(sici)1099-050x(199823/24)37:3/4<197::aid-hrm2>3.0.co;2-#',
+    '10.1016/üникóδé-дôΐ',
+    '10.1016/སྦ་བཞེད་',
+    '10.5555//plain/',
+    '10.1000/a b'
   ]
   it.each(roundTrip)('a link to %s resolves back to it', (handle) => {
     expect(handleFromPath('/' + encodeURLPath(handle), opts)).toEqual({ ok: true, handle })
@@ -280,12 +359,20 @@ describe('encodeURLPath: self-links and upstream paths', () => {
 })
 
 describe('encodeURLComponentHdl: {hdl} in href_template', () => {
-  const rows: Array<{ handle: string, encoded: string, why: string }> = [
+  const rows: Array<{ handle: string; encoded: string; why: string }> = [
     { handle: '10.17879/91968401496', encoded: '10.17879%2F91968401496', why: 'R§3 [OBS-MS] showurls output' },
     { handle: '10.5281/zenodo.1005176', encoded: '10.5281%2Fzenodo.1005176', why: 'R§9 datacite#213' },
     { handle: '10.5555/with space', encoded: '10.5555%2Fwith%20space', why: 'R§3: space → %20' },
-    { handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U', encoded: '10.1002%2F(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO%3B2-U', why: 'tricky: SICI' },
-    { handle: '10.1000/a&b=c?d#e+f%g', encoded: '10.1000%2Fa%26b%3Dc%3Fd%23e%2Bf%25g', why: 'safe inside ?dois={hdl}&format=… (10.SERV/CROSSREF)' },
+    {
+      handle: '10.1002/(SICI)1098-2418(199807)12:4<335::AID-RSA2>3.0.CO;2-U',
+      encoded: '10.1002%2F(SICI)1098-2418(199807)12:4%3C335::AID-RSA2%3E3.0.CO%3B2-U',
+      why: 'tricky: SICI'
+    },
+    {
+      handle: '10.1000/a&b=c?d#e+f%g',
+      encoded: '10.1000%2Fa%26b%3Dc%3Fd%23e%2Bf%25g',
+      why: 'safe inside ?dois={hdl}&format=… (10.SERV/CROSSREF)'
+    },
     { handle: '10.1000/é', encoded: '10.1000%2F%C3%A9', why: 'UTF-8' }
   ]
   it.each(rows)('$handle → $encoded ($why)', ({ handle, encoded }) => {
@@ -306,7 +393,7 @@ describe('prefixOf', () => {
 })
 
 describe('hasControlChar: C0 and C1 controls (D§2.2)', () => {
-  const rows: Array<{ label: string, s: string, has: boolean }> = [
+  const rows: Array<{ label: string; s: string; has: boolean }> = [
     { label: 'NUL', s: 'a\u0000', has: true },
     { label: 'U+001F', s: '\u001f', has: true },
     { label: 'DEL', s: '\u007f', has: true },

@@ -7,10 +7,13 @@ import { parseProxyQuery } from '../../src/handle/query.js'
 // §2 path rules strip its prefix afterwards). The comment on each row says where the shape comes from.
 const fieldsOf = (query: string): ReadonlyMap<string, readonly string[]> => parseProxyQuery(query).all
 
-const VECTORS: Array<[query: string, expected: { doi: string, key: string } | undefined]> = [
+const VECTORS: Array<[query: string, expected: { doi: string; key: string } | undefined]> = [
   // Z39.88-2004 (OpenURL 1.0) KEV: the DOI is an rft_id in the info:doi/ namespace. OCLC, "Idiot's guide to
   // implementing OpenURL 1.0 for journal articles", http://nj.oclc.org/1cate/ig.html
-  ['url_ver=Z39.88-2004&rft_val_fmt=info:ofi/fmt:kev:mtx:journal&rft_id=info:doi/10.1000/182', { doi: 'info:doi/10.1000/182', key: 'rft_id' }],
+  [
+    'url_ver=Z39.88-2004&rft_val_fmt=info:ofi/fmt:kev:mtx:journal&rft_id=info:doi/10.1000/182',
+    { doi: 'info:doi/10.1000/182', key: 'rft_id' }
+  ],
   // The same with the value encoded once, as the standard asks ("values must be URL-encoded"): same source.
   ['url_ver=Z39.88-2004&rft_id=info%3Adoi%2F10.1000%2F182', { doi: 'info:doi/10.1000/182', key: 'rft_id' }],
   // rft_id repeats: a PubMed id first, the DOI second (Z39.88-2004 Part 1, an Entity may have several Identifiers).
@@ -73,9 +76,11 @@ describe('decoding once more', () => {
   })
 })
 
-describe('the proxy\'s own parameters carried over', () => {
+describe("the proxy's own parameters carried over", () => {
   it('keeps nols, noredirect, type, index, urlappend and drops OpenURL keys', () => {
-    const fields = fieldsOf('rft_id=info:doi/10.1000/182&nols=y&noredirect&type=URL&index=1&index=2&urlappend=%3Fa%3D1%26b%3D2&rft.atitle=x&sid=google')
+    const fields = fieldsOf(
+      'rft_id=info:doi/10.1000/182&nols=y&noredirect&type=URL&index=1&index=2&urlappend=%3Fa%3D1%26b%3D2&rft.atitle=x&sid=google'
+    )
     const query = carriedQuery(fields)
     const params = parseProxyQuery(query)
     expect([...params.all.keys()].sort()).toEqual(['index', 'nols', 'noredirect', 'type', 'urlappend'])

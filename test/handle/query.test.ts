@@ -22,14 +22,14 @@ const NONE: Omit<ProxyParams, 'all'> = {
 }
 
 /** What a query means, without the raw key/value map (checked on its own below). */
-function meaning (query: string, fragment?: string): Omit<ProxyParams, 'all'> {
+function meaning(query: string, fragment?: string): Omit<ProxyParams, 'all'> {
   const { all, ...rest } = parseProxyQuery(query, fragment)
   expect(all).toBeInstanceOf(Map)
   return rest
 }
 
 describe('parseProxyQuery: what each query parameter does', () => {
-  const rows: Array<{ query: string, fragment?: string, expected: Partial<ProxyParams>, why: string }> = [
+  const rows: Array<{ query: string; fragment?: string; expected: Partial<ProxyParams>; why: string }> = [
     { query: '', expected: {}, why: 'no query: redirect' },
     // presence semantics
     { query: 'noredirect', expected: { noredirect: true, action: 'showvalues' }, why: 'probe ?noredirect' },
@@ -59,7 +59,11 @@ describe('parseProxyQuery: what each query parameter does', () => {
     // urlappend
     { query: 'urlappend=%3Fa%3Db', expected: { urlappend: '?a=b' }, why: 'probe: Location http://example.org/first?a=b' },
     { query: 'urlappend=%26x%3D1&locatt=id:2', expected: { urlappend: '&x=1', locatt: ['id:2'] }, why: 'probe' },
-    { query: 'urlappend=%3Fa=1%26b=2', expected: { urlappend: '?a=1&b=2' }, why: '[DOI-HB25] §6.4.3 example: %26 keeps the & in the value' },
+    {
+      query: 'urlappend=%3Fa=1%26b=2',
+      expected: { urlappend: '?a=1&b=2' },
+      why: '[DOI-HB25] §6.4.3 example: %26 keeps the & in the value'
+    },
     { query: 'urlappend=a+b', expected: { urlappend: 'a+b' }, why: 'R§4: + stays +' },
     { query: 'urlappend=1&urlappend=2', expected: { urlappend: '1' }, why: 'R§4: getParameter returns the first' },
     { query: '', fragment: '#sec2', expected: { urlappend: '#sec2' }, why: 'R§1 step 1: a raw #fragment becomes urlappend, # included' },
@@ -76,11 +80,23 @@ describe('parseProxyQuery: what each query parameter does', () => {
     { query: 'action=toolbar', expected: { action: 'redirect' }, why: 'R§4: unknown → redirect' },
     { query: 'action=', expected: { action: 'redirect' }, why: 'R§4: unknown → redirect' },
     { query: 'action=metadata', expected: { action: 'redirect', locatt: ['role:metadata'] }, why: 'R§4: metadata = redirect + locatt' },
-    { query: 'locatt=id:1&action=Metadata', expected: { action: 'redirect', locatt: ['id:1', 'role:metadata'] }, why: '[HNS92]: role:metadata is added after the user\'s' },
-    { query: 'noredirect&action=redirect', expected: { noredirect: true, action: 'redirect' }, why: 'R§4: noredirect only applies without an action' },
+    {
+      query: 'locatt=id:1&action=Metadata',
+      expected: { action: 'redirect', locatt: ['id:1', 'role:metadata'] },
+      why: "[HNS92]: role:metadata is added after the user's"
+    },
+    {
+      query: 'noredirect&action=redirect',
+      expected: { noredirect: true, action: 'redirect' },
+      why: 'R§4: noredirect only applies without an action'
+    },
     { query: 'noredirect&action=bogus', expected: { noredirect: true, action: 'redirect' }, why: 'R§4: an unknown action was still given' },
     { query: 'locs', expected: { action: 'showurls' }, why: 'D§6 synonym for action=showurls' },
-    { query: 'locs&noredirect', expected: { noredirect: true, action: 'showurls' }, why: 'locs is an action, so noredirect does not apply' },
+    {
+      query: 'locs&noredirect',
+      expected: { noredirect: true, action: 'showurls' },
+      why: 'locs is an action, so noredirect does not apply'
+    },
     { query: 'locs&action=showvalues', expected: { action: 'showvalues' }, why: 'an explicit action wins over the synonym' },
     // country, nols
     { query: 'country=gb', expected: { country: 'gb' }, why: 'R§4' },

@@ -19,12 +19,18 @@ import {
 
 const TS = '2026-11-22T10:39:19Z'
 
-function str (index: number, type: string, value: string, ttl: number | string = 86400): HandleValue {
+function str(index: number, type: string, value: string, ttl: number | string = 86400): HandleValue {
   return { index, type, data: { format: 'string', value }, ttl, timestamp: TS }
 }
 
-function admin (index: number, handle: string, adminIndex: number, permissions: unknown): HandleValue {
-  return { index, type: 'HS_ADMIN', data: { format: 'admin', value: { handle, index: adminIndex, permissions } }, ttl: 86400, timestamp: TS }
+function admin(index: number, handle: string, adminIndex: number, permissions: unknown): HandleValue {
+  return {
+    index,
+    type: 'HS_ADMIN',
+    data: { format: 'admin', value: { handle, index: adminIndex, permissions } },
+    ttl: 86400,
+    timestamp: TS
+  }
 }
 
 const ttl = (t: number | string): HandleValue => str(1, 'URL', 'http://example.org/', t)
@@ -57,14 +63,19 @@ const SUBTYPES = [
 const indexes = (values: readonly HandleValue[]): number[] => values.map((v) => v.index)
 
 describe('filterValues: which values ?type= and ?index= keep', () => {
-  const rows: Array<{ record: HandleValue[], filter: { indexes?: number[], types?: string[] }, kept: number[], why: string }> = [
+  const rows: Array<{ record: HandleValue[]; filter: { indexes?: number[]; types?: string[] }; kept: number[]; why: string }> = [
     { record: MULTI, filter: {}, kept: [100, 1, 2, 3, 4], why: 'no filter: all values' },
     { record: MULTI, filter: { indexes: [], types: [] }, kept: [100, 1, 2, 3, 4], why: 'empty filters: all values' },
     { record: MULTI, filter: { types: ['URL'] }, kept: [1, 2], why: 'probe ?type=URL' },
     { record: MULTI, filter: { types: ['url'] }, kept: [1, 2], why: 'R§4: case-insensitive' },
     { record: MULTI, filter: { indexes: [2] }, kept: [2], why: 'probe ?index=2' },
     { record: MULTI, filter: { types: ['URL', 'EMAIL'] }, kept: [1, 2, 3], why: 'probe /api ?type=URL&type=EMAIL' },
-    { record: PLAIN, filter: { indexes: [1], types: ['HS_ADMIN'] }, kept: [100, 1], why: 'probe /api ?index=1&type=HS_ADMIN: union, record order' },
+    {
+      record: PLAIN,
+      filter: { indexes: [1], types: ['HS_ADMIN'] },
+      kept: [100, 1],
+      why: 'probe /api ?index=1&type=HS_ADMIN: union, record order'
+    },
     { record: MULTI, filter: { indexes: [4, 100] }, kept: [100, 4], why: 'record order, not filter order' },
     { record: PLAIN, filter: { indexes: [999] }, kept: [], why: 'probe /api ?index=999: values not found' },
     { record: PLAIN, filter: { types: ['EMAIL'] }, kept: [], why: 'probe ?type=EMAIL: values not found' },
@@ -73,7 +84,12 @@ describe('filterValues: which values ?type= and ?index= keep', () => {
     { record: SUBTYPES, filter: { types: ['URL.foo'] }, kept: [5], why: 'R§4: exact subtype, case-insensitive' },
     { record: SUBTYPES, filter: { types: ['url.alt.'] }, kept: [1], why: 'R§4: the bare type of a prefix form' },
     { record: SUBTYPES, filter: { types: [''] }, kept: [], why: 'an empty type matches nothing' },
-    { record: [str(2, '10320/loc', '<locations/>')], filter: { types: ['10320/LOC'] }, kept: [2], why: 'R§3: 10320/LOC and 10320/loc are one type' }
+    {
+      record: [str(2, '10320/loc', '<locations/>')],
+      filter: { types: ['10320/LOC'] },
+      kept: [2],
+      why: 'R§3: 10320/LOC and 10320/loc are one type'
+    }
   ]
   it.each(rows)('$filter keeps $kept ($why)', ({ record, filter, kept }) => {
     expect(indexes(filterValues(record, filter))).toEqual(kept)
@@ -83,7 +99,7 @@ describe('filterValues: which values ?type= and ?index= keep', () => {
 const NOW = Date.parse('2026-11-22T10:39:28Z')
 
 describe('valueTtlSeconds: how long one value may be cached', () => {
-  const rows: Array<{ ttl: number | string, seconds: number, why: string }> = [
+  const rows: Array<{ ttl: number | string; seconds: number; why: string }> = [
     { ttl: 86400, seconds: 86400, why: 'probe: every value has ttl 86400' },
     { ttl: 3600, seconds: 3600, why: 'relative' },
     { ttl: 0, seconds: 0, why: 'R§11: 0 means do not cache' },
@@ -103,7 +119,7 @@ describe('valueTtlSeconds: how long one value may be cached', () => {
 
 describe('recordCacheSeconds: how long a whole record stays in our cache (D§3)', () => {
   const opts = { maxSeconds: 86400, floorSeconds: 60 }
-  const rows: Array<{ ttls: Array<number | string>, seconds: number, why: string }> = [
+  const rows: Array<{ ttls: Array<number | string>; seconds: number; why: string }> = [
     { ttls: [], seconds: 86400, why: 'empty record: the maximum' },
     { ttls: [86400, 86400], seconds: 86400, why: 'probe record' },
     { ttls: [86400, 3600], seconds: 3600, why: 'the smallest ttl' },
@@ -130,7 +146,7 @@ describe('recordCacheSeconds: how long a whole record stays in our cache (D§3)'
 
 describe('expiresAt: the Expires header of a redirect (D§4)', () => {
   const hour = 3600_000
-  const rows: Array<{ ttls: Array<number | string>, expires: string, why: string }> = [
+  const rows: Array<{ ttls: Array<number | string>; expires: string; why: string }> = [
     { ttls: [86400], expires: '2026-11-23T10:39:28.000Z', why: 'probe: Expires Mon, 23 Nov 2026 10:39:28 GMT' },
     { ttls: [86400, 3600], expires: new Date(NOW + hour).toISOString(), why: 'the smallest ttl of the values used' },
     { ttls: [604800], expires: '2026-11-24T10:39:28.000Z', why: 'R§2: capped at 2 days' },
@@ -164,14 +180,18 @@ describe('expiryRule: Expires worked out once per record, applied at each reques
 })
 
 describe('aliasTarget: where HS_ALIAS points', () => {
-  const rows: Array<{ record: HandleValue[], target: string | undefined, why: string }> = [
+  const rows: Array<{ record: HandleValue[]; target: string | undefined; why: string }> = [
     { record: ALIAS, target: '10.5555/plain', why: 'probe 10.5555/alias' },
     { record: SHORTDOI, target: '10.1021/JACS.5C01100', why: 'captured shortDOI 10/p54k' },
     { record: PLAIN, target: undefined, why: 'no alias' },
     { record: [str(1, 'HS_ALIAS', '10.1/a'), str(2, 'HS_ALIAS', '10.1/b')], target: '10.1/a', why: 'R§2: the first in record order' },
     { record: [str(1, 'hs_alias', '10.1/a')], target: '10.1/a', why: 'types are case-insensitive' },
     { record: [str(1, 'HS_ALIAS', ''), str(2, 'HS_ALIAS', '10.1/b')], target: '10.1/b', why: 'an empty target is no target' },
-    { record: [admin(1, '0.NA/10', 200, '1')].map((v) => ({ ...v, type: 'HS_ALIAS' })), target: undefined, why: 'data that is not a string' }
+    {
+      record: [admin(1, '0.NA/10', 200, '1')].map((v) => ({ ...v, type: 'HS_ALIAS' })),
+      target: undefined,
+      why: 'data that is not a string'
+    }
   ]
   it.each(rows)('→ $target ($why)', ({ record, target }) => {
     expect(aliasTarget(record)).toBe(target)
@@ -180,7 +200,7 @@ describe('aliasTarget: where HS_ALIAS points', () => {
 
 describe('firstUrlValue: the URL a legacy-only record redirects to (R§2 case A)', () => {
   const base64Url: HandleValue = { index: 1, type: 'URL', data: { format: 'base64', value: 'aHR0cDovL3g=' }, ttl: 86400 }
-  const rows: Array<{ record: HandleValue[], index: number | undefined, why: string }> = [
+  const rows: Array<{ record: HandleValue[]; index: number | undefined; why: string }> = [
     { record: MULTI, index: 1, why: 'probe 10.5555/multi → http://example.org/first' },
     { record: [MULTI[2]!, MULTI[1]!], index: 2, why: 'R§2: record order, not index order' },
     { record: JACS, index: 1, why: 'captured 10.1021/jacs.5c01100' },
@@ -202,7 +222,7 @@ describe('firstUrlValue: the URL a legacy-only record redirects to (R§2 case A)
 })
 
 describe('nicerTimestamp: the values-page timestamp', () => {
-  const rows: Array<{ iso: string | undefined, shown: string, why: string }> = [
+  const rows: Array<{ iso: string | undefined; shown: string; why: string }> = [
     { iso: TS, shown: '2026-11-22 10:39:19Z', why: 'probe: 2026-11-22&nbsp;10:39:19Z' },
     { iso: '2015-04-03T21:20:03Z', shown: '2015-04-03 21:20:03Z', why: 'R§5: doi.org shows the same' },
     { iso: '2020-09-25T16:02:07.123Z', shown: '2020-09-25 16:02:07Z', why: 'milliseconds dropped' },
@@ -219,16 +239,49 @@ describe('nicerTimestamp: the values-page timestamp', () => {
 })
 
 describe('adminText: HS_ADMIN as the values page shows it (AdminRecord.toString)', () => {
-  const ALL = 'create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin,list'
-  const rows: Array<{ value: HandleValue, text: string | undefined, why: string }> = [
-    { value: admin(100, '0.NA/10.5555', 300, '111111111111'), text: `handle=0.NA/10.5555; index=300; [${ALL}]`, why: 'probe values page, exact text' },
-    { value: SHORTDOI[0]!, text: 'handle=0.NA/10; index=200; [delete hdl,read val,modify val,del val,add val,modify admin,del admin,add admin]', why: 'captured 10/p54k 011111110010' },
-    { value: JACS[2]!, text: 'handle=0.na/10.1021; index=200; [delete hdl,read val,modify val,del val,add val,modify admin,del admin,add admin,list]', why: 'captured Crossref 111111110010' },
-    { value: admin(100, '0.NA/4263537', 200, '011111111111'), text: 'handle=0.NA/4263537; index=200; [create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin]', why: 'R§12 REST-API.txt: everything but list' },
-    { value: admin(1, 'X/1', 300, '100000000000'), text: 'handle=X/1; index=300; [list]', why: '[HNS92] GsonUtility: the leftmost character is bit 11, list' },
-    { value: admin(1, 'X/1', 300, '000000000001'), text: 'handle=X/1; index=300; [create hdl]', why: 'the rightmost character is bit 0, create hdl' },
-    { value: admin(1, 'X/1', 300, '010000000000'), text: 'handle=X/1; index=300; [read val]', why: 'bit 10 is read val, listed after the prefix rights' },
-    { value: admin(1, 'X/1', 300, '11'), text: 'handle=X/1; index=300; [create hdl,delete hdl]', why: 'a short string is read from the right' },
+  const ALL =
+    'create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin,list'
+  const rows: Array<{ value: HandleValue; text: string | undefined; why: string }> = [
+    {
+      value: admin(100, '0.NA/10.5555', 300, '111111111111'),
+      text: `handle=0.NA/10.5555; index=300; [${ALL}]`,
+      why: 'probe values page, exact text'
+    },
+    {
+      value: SHORTDOI[0]!,
+      text: 'handle=0.NA/10; index=200; [delete hdl,read val,modify val,del val,add val,modify admin,del admin,add admin]',
+      why: 'captured 10/p54k 011111110010'
+    },
+    {
+      value: JACS[2]!,
+      text: 'handle=0.na/10.1021; index=200; [delete hdl,read val,modify val,del val,add val,modify admin,del admin,add admin,list]',
+      why: 'captured Crossref 111111110010'
+    },
+    {
+      value: admin(100, '0.NA/4263537', 200, '011111111111'),
+      text: 'handle=0.NA/4263537; index=200; [create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin]',
+      why: 'R§12 REST-API.txt: everything but list'
+    },
+    {
+      value: admin(1, 'X/1', 300, '100000000000'),
+      text: 'handle=X/1; index=300; [list]',
+      why: '[HNS92] GsonUtility: the leftmost character is bit 11, list'
+    },
+    {
+      value: admin(1, 'X/1', 300, '000000000001'),
+      text: 'handle=X/1; index=300; [create hdl]',
+      why: 'the rightmost character is bit 0, create hdl'
+    },
+    {
+      value: admin(1, 'X/1', 300, '010000000000'),
+      text: 'handle=X/1; index=300; [read val]',
+      why: 'bit 10 is read val, listed after the prefix rights'
+    },
+    {
+      value: admin(1, 'X/1', 300, '11'),
+      text: 'handle=X/1; index=300; [create hdl,delete hdl]',
+      why: 'a short string is read from the right'
+    },
     { value: admin(1, 'X/1', 300, '000000000000'), text: 'handle=X/1; index=300; []', why: 'nothing granted' },
     { value: admin(1, 'X/1', 300, '*'), text: `handle=X/1; index=300; [${ALL}]`, why: '[HNS92] permsStringToArray: * is all' },
     { value: admin(1, 'X/1', 300, 4095), text: `handle=X/1; index=300; [${ALL}]`, why: '[HNS92]: a number is read as bits' },
@@ -236,7 +289,11 @@ describe('adminText: HS_ADMIN as the values page shows it (AdminRecord.toString)
     { value: admin(1, 'X/1', 300, [false, true]), text: 'handle=X/1; index=300; [delete hdl]', why: '[HNS92]: an array is indexed by bit' },
     { value: admin(1, 'X/1', 300, undefined), text: 'handle=X/1; index=300; []', why: 'no permissions' },
     { value: str(1, 'URL', 'http://example.org/'), text: undefined, why: 'not an admin value' },
-    { value: { index: 100, type: 'HS_ADMIN', data: { format: 'admin', value: { index: 200 } }, ttl: 86400 }, text: undefined, why: 'admin data without a handle' }
+    {
+      value: { index: 100, type: 'HS_ADMIN', data: { format: 'admin', value: { index: 200 } }, ttl: 86400 },
+      text: undefined,
+      why: 'admin data without a handle'
+    }
   ]
   it.each(rows)('→ $text ($why)', ({ value, text }) => {
     expect(adminText(value)).toBe(text)
@@ -244,16 +301,32 @@ describe('adminText: HS_ADMIN as the values page shows it (AdminRecord.toString)
 })
 
 describe('vlistEntries: HS_VLIST as the values page shows it', () => {
-  const vlist = (value: unknown, type = 'HS_VLIST', format = 'vlist'): HandleValue =>
-    ({ index: 200, type, data: { format, value }, ttl: 86400 })
+  const vlist = (value: unknown, type = 'HS_VLIST', format = 'vlist'): HandleValue => ({
+    index: 200,
+    type,
+    data: { format, value },
+    ttl: 86400
+  })
   // crossref: the HS_VLIST of 10.SERV/CROSSREF (index 200)
   const crossref = [
-    ['200/1', 300], ['200/4', 300], ['200/23', 300], ['200/27', 300], ['0.SERV/10.crossref', 311],
-    ['10.cradmin/cruser', 300], ['10.SERV/CROSSREF', 303], ['10.SERV/CROSSREF', 305], ['10.SERV/CROSSREF', 307],
-    ['10.SERV/CROSSREF', 311], ['10.SERV/CROSSREF', 312], ['10.SERV/CROSSREF', 313], ['10.SERV/CROSSREF', 314],
-    ['10.SERV/CROSSREF', 315], ['10.SERV/CROSSREF', 316], ['200/28', 300]
+    ['200/1', 300],
+    ['200/4', 300],
+    ['200/23', 300],
+    ['200/27', 300],
+    ['0.SERV/10.crossref', 311],
+    ['10.cradmin/cruser', 300],
+    ['10.SERV/CROSSREF', 303],
+    ['10.SERV/CROSSREF', 305],
+    ['10.SERV/CROSSREF', 307],
+    ['10.SERV/CROSSREF', 311],
+    ['10.SERV/CROSSREF', 312],
+    ['10.SERV/CROSSREF', 313],
+    ['10.SERV/CROSSREF', 314],
+    ['10.SERV/CROSSREF', 315],
+    ['10.SERV/CROSSREF', 316],
+    ['200/28', 300]
   ] as const
-  const rows: Array<{ value: HandleValue, entries: string[] | undefined, why: string }> = [
+  const rows: Array<{ value: HandleValue; entries: string[] | undefined; why: string }> = [
     {
       value: vlist(crossref.map(([handle, index]) => ({ handle, index }))),
       entries: crossref.map(([handle, index]) => `${index}:${handle}`),

@@ -20,7 +20,7 @@ describe('asciiUpperCase: handle types fold ASCII letters only', () => {
 })
 
 // [HNS92] HandleValue.hasType: equal, or a subtype (`type.xxx`), case-insensitively.
-describe('hasType and isType: a value\'s type against a wanted type', () => {
+describe("hasType and isType: a value's type against a wanted type", () => {
   it.each([
     ['URL', 'URL', true, true],
     ['url', 'URL', true, true],

@@ -4,19 +4,37 @@ import { admin, str } from '../support/records.js'
 import { rawRequest } from '../support/raw-http.js'
 
 // Expected bodies are byte-for-byte the reference's (test/fixtures/cnri_hdlproxy_9.2.0_probe.txt, first probe).
-const ADMIN = '{"index":100,"type":"HS_ADMIN","data":{"format":"admin","value":{"handle":"0.NA/10.5555","index":300,"permissions":"111111111111"}},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
-const PLAIN_URL = '{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
+const ADMIN =
+  '{"index":100,"type":"HS_ADMIN","data":{"format":"admin","value":{"handle":"0.NA/10.5555","index":300,"permissions":"111111111111"}},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
+const PLAIN_URL =
+  '{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}'
 const JSON_TYPE = 'application/json;charset=utf-8'
 
 describe('/api/handles (behaviour.md §7)', () => {
   it.each([
     ['/api/handles/10.5555/plain', 200, `{"responseCode":1,"handle":"10.5555/plain","values":[${ADMIN},${PLAIN_URL}]}`],
-    ['/api/handles/10.5555/PLAIN?type=URL', 200, '{"responseCode":1,"handle":"10.5555/PLAIN","values":[{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'],
-    ['/api/handles/10.5555/multi?index=2', 200, '{"responseCode":1,"handle":"10.5555/multi","values":[{"index":2,"type":"URL","data":{"format":"string","value":"http://example.org/second"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'],
+    [
+      '/api/handles/10.5555/PLAIN?type=URL',
+      200,
+      '{"responseCode":1,"handle":"10.5555/PLAIN","values":[{"index":1,"type":"URL","data":{"format":"string","value":"http://example.org/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'
+    ],
+    [
+      '/api/handles/10.5555/multi?index=2',
+      200,
+      '{"responseCode":1,"handle":"10.5555/multi","values":[{"index":2,"type":"URL","data":{"format":"string","value":"http://example.org/second"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}'
+    ],
     ['/api/handles/10.5555/nonexistent', 404, '{"responseCode":100,"handle":"10.5555/nonexistent"}'],
-    ['/api/handles/10.5555/alias', 200, `{"responseCode":1,"handle":"10.5555/alias","values":[${ADMIN},{"index":1,"type":"HS_ALIAS","data":{"format":"string","value":"10.5555/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}`],
+    [
+      '/api/handles/10.5555/alias',
+      200,
+      `{"responseCode":1,"handle":"10.5555/alias","values":[${ADMIN},{"index":1,"type":"HS_ALIAS","data":{"format":"string","value":"10.5555/plain"},"ttl":86400,"timestamp":"2026-11-22T10:39:19Z"}]}`
+    ],
     ['/api/handles/10.5555%2Fplain', 200, `{"responseCode":1,"handle":"10.5555/plain","values":[${ADMIN},${PLAIN_URL}]}`],
-    ['/api/handles/10.5555/plain?index=1&type=HS_ADMIN', 200, `{"responseCode":1,"handle":"10.5555/plain","values":[${ADMIN},${PLAIN_URL}]}`],
+    [
+      '/api/handles/10.5555/plain?index=1&type=HS_ADMIN',
+      200,
+      `{"responseCode":1,"handle":"10.5555/plain","values":[${ADMIN},${PLAIN_URL}]}`
+    ],
     ['/api/handles/10.5555/plain?index=999', 200, '{"responseCode":200,"values":[],"handle":"10.5555/plain"}'],
     ['/api/handles/10.5555/plain?type=EMAIL', 200, '{"responseCode":200,"values":[],"handle":"10.5555/plain"}'],
     ['/api/handles/', 400, '{"responseCode":102,"message":"Empty handle invalid"}'],
@@ -36,7 +54,9 @@ describe('/api/handles (behaviour.md §7)', () => {
   })
 
   it('a trailing dot in type is a prefix match', async () => {
-    const { app } = await setup({ records: { '10.1/t': [str(1, 'URL', 'http://a'), str(2, 'URL.mobile', 'http://m'), str(3, 'EMAIL', 'x@y')] } })
+    const { app } = await setup({
+      records: { '10.1/t': [str(1, 'URL', 'http://a'), str(2, 'URL.mobile', 'http://m'), str(3, 'EMAIL', 'x@y')] }
+    })
     const res = await app.inject({ url: '/api/handles/10.1/t?type=URL.' })
     expect(res.json().values.map((v: { index: number }) => v.index)).toEqual([1, 2])
   })
@@ -44,11 +64,26 @@ describe('/api/handles (behaviour.md §7)', () => {
   it('?pretty indents by two spaces as the reference does', async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/api/handles/10.5555/hash%23frag?pretty' })
-    expect(res.body).toBe(JSON.stringify({
-      responseCode: 1,
-      handle: '10.5555/hash#frag',
-      values: [JSON.parse(ADMIN), { index: 1, type: 'URL', data: { format: 'string', value: 'http://example.org/hash' }, ttl: 86400, timestamp: '2026-11-22T10:39:19Z' }]
-    }, null, 2))
+    expect(res.body).toBe(
+      JSON.stringify(
+        {
+          responseCode: 1,
+          handle: '10.5555/hash#frag',
+          values: [
+            JSON.parse(ADMIN),
+            {
+              index: 1,
+              type: 'URL',
+              data: { format: 'string', value: 'http://example.org/hash' },
+              ttl: 86400,
+              timestamp: '2026-11-22T10:39:19Z'
+            }
+          ]
+        },
+        null,
+        2
+      )
+    )
   })
 
   it('?callback answers JSONP as application/javascript', async () => {
@@ -103,7 +138,14 @@ describe('/api/handles (behaviour.md §7)', () => {
   })
 
   it('fields the upstream sends that we do not know pass through untouched', async () => {
-    const value = { index: 1, type: 'URL', data: { format: 'string', value: 'http://a' }, ttl: 86400, timestamp: '2026-01-01T00:00:00Z', futureField: { x: [1, 2] } }
+    const value = {
+      index: 1,
+      type: 'URL',
+      data: { format: 'string', value: 'http://a' },
+      ttl: 86400,
+      timestamp: '2026-01-01T00:00:00Z',
+      futureField: { x: [1, 2] }
+    }
     const { app } = await setup({ records: { '10.1/f': [value] } })
     const res = await app.inject({ url: '/api/handles/10.1/f' })
     expect(res.json().values[0].futureField).toEqual({ x: [1, 2] })
@@ -114,7 +156,12 @@ describe('/api/handles (behaviour.md §7)', () => {
     upstream.mode = { kind: 'status', status: 500 }
     const res = await app.inject({ url: '/api/handles/10.5555/plain' })
     expect(res.statusCode).toBe(502)
-    expect(res.json()).toEqual({ responseCode: 2, message: 'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute.', handle: '10.5555/plain' })
+    expect(res.json()).toEqual({
+      responseCode: 2,
+      message:
+        'The DOI registry is having trouble right now and answered with an error. This is usually brief: please try again in a minute.',
+      handle: '10.5555/plain'
+    })
   })
 
   it('an upstream timeout is responseCode 2 and 504', async () => {
@@ -167,12 +214,16 @@ describe('Which RA? (behaviour.md R8)', () => {
     '10.5555/plain': [str(1, 'URL', 'http://example.org/plain')],
     10.5555: [admin(), str(2, 'HS_SERV', '10.SERV/CROSSREF')],
     '10.5281/zenodo.1': [str(1, 'URL', 'https://zenodo.org/record/1')],
-    10.5281: [admin(), str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA></HS_NAMESPACE>'), str(2, 'HS_SERV', '10.SERV/DEFAULT')],
+    10.5281: [
+      admin(),
+      str(1, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA></HS_NAMESPACE>'),
+      str(2, 'HS_SERV', '10.SERV/DEFAULT')
+    ],
     '10.7777/x': [str(1, 'URL', 'http://example.org/x')],
     10.7777: [admin(), str(2, 'HS_SERV', '10.SERV/NEWRA')]
   }
 
-  it('answers each DOI\'s RA in input order, pretty-printed', async () => {
+  it("answers each DOI's RA in input order, pretty-printed", async () => {
     const { app } = await setup({ records })
     const res = await app.inject({ url: '/doiRA/10.5555/plain,10.5281/zenodo.1,notADoi,10.5555/missing,10.7777/x' })
     expect(res.statusCode).toBe(200)
@@ -215,7 +266,10 @@ describe('Which RA? (behaviour.md R8)', () => {
     await app.inject({ url: '/doiRA/10.5555/plain' })
     upstream.mode = { kind: 'status', status: 500 }
     const res = await app.inject({ url: '/doiRA/10.5555/plain,10.5281/zenodo.1' })
-    expect(res.json()).toEqual([{ DOI: '10.5555/plain', RA: 'Crossref' }, { DOI: '10.5281/zenodo.1', status: 'Unknown' }])
+    expect(res.json()).toEqual([
+      { DOI: '10.5555/plain', RA: 'Crossref' },
+      { DOI: '10.5281/zenodo.1', status: 'Unknown' }
+    ])
   })
 
   it('CORS is open on Which RA?', async () => {

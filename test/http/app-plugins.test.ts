@@ -17,7 +17,7 @@ const ANSWERS = [
 ] as const
 
 describe('how buildApp is put together', () => {
-  it('every plugin\'s answers carry the CORS headers and, while draining, close their connection', async () => {
+  it("every plugin's answers carry the CORS headers and, while draining, close their connection", async () => {
     const { app } = await setup()
     for (const draining of [false, true]) {
       if (draining) beginDrain(app)
@@ -30,9 +30,14 @@ describe('how buildApp is put together', () => {
     }
   })
 
-  it('errors thrown on the way to a route plugin\'s handler get the root\'s error page, HTML or API JSON', async () => {
+  it("errors thrown on the way to a route plugin's handler get the root's error page, HTML or API JSON", async () => {
     const { app } = await setup()
-    const tooLarge = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `hdl=${'a'.repeat(20_000)}` })
+    const tooLarge = await app.inject({
+      method: 'POST',
+      url: '/',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `hdl=${'a'.repeat(20_000)}`
+    })
     expect(tooLarge.statusCode).toBe(413)
     expect(tooLarge.headers['content-type']).toBe('text/html; charset=utf-8')
     const badJson = await app.inject({ method: 'POST', url: '/openurl', headers: { 'content-type': 'application/json' }, payload: '{' })
@@ -45,16 +50,30 @@ describe('how buildApp is put together', () => {
 
   it('/openurl and /settings read a posted form as the proxy does', async () => {
     const { app } = await setup()
-    const openurl = await app.inject({ method: 'POST', url: '/openurl', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'rft_id=info:doi/10.5555/plain' })
+    const openurl = await app.inject({
+      method: 'POST',
+      url: '/openurl',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'rft_id=info:doi/10.5555/plain'
+    })
     expect(openurl.statusCode).toBe(302)
     expect(openurl.headers.location).toBe('http://example.org/plain')
-    const settings = await app.inject({ method: 'POST', url: '/settings', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'service=none' })
+    const settings = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'service=none'
+    })
     expect(settings.statusCode).not.toBe(415)
   })
 
   it('answers a preflight request', async () => {
     const { app } = await setup()
-    const res = await app.inject({ method: 'OPTIONS', url: '/10.5555/plain', headers: { origin: 'https://example.com', 'access-control-request-method': 'GET' } })
+    const res = await app.inject({
+      method: 'OPTIONS',
+      url: '/10.5555/plain',
+      headers: { origin: 'https://example.com', 'access-control-request-method': 'GET' }
+    })
     expect(res.statusCode).toBe(204)
     expect(res.headers['access-control-allow-methods']).toBe('GET, HEAD, POST')
     expect(res.headers['access-control-max-age']).toBe('86400')

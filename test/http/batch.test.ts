@@ -9,19 +9,31 @@ import { OPENAPI_DOCUMENT } from '../../src/http/openapi.js'
 const NDJSON = 'application/x-ndjson; charset=utf-8'
 
 /** The DOIs the upstream was asked for (not the prefix records a redirect reads its namespace from). */
-function doisAsked (upstream: Awaited<ReturnType<typeof setup>>['upstream']): string[] {
+function doisAsked(upstream: Awaited<ReturnType<typeof setup>>['upstream']): string[] {
   return upstream.seen.map((r) => r.handle).filter((h) => h.includes('/'))
 }
 
-function lines (body: string): BatchResult[] {
+function lines(body: string): BatchResult[] {
   expect(body.endsWith('\n') || body === '').toBe(true)
-  return body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as BatchResult)
+  return body
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as BatchResult)
 }
 
-async function batch (app: Awaited<ReturnType<typeof setup>>['app'], body: string, type = 'text/plain'): Promise<{ status: number, type: string | undefined, results: BatchResult[], raw: string }> {
+async function batch(
+  app: Awaited<ReturnType<typeof setup>>['app'],
+  body: string,
+  type = 'text/plain'
+): Promise<{ status: number; type: string | undefined; results: BatchResult[]; raw: string }> {
   const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': type }, payload: body })
   if (res.statusCode !== 200 && !/BATCH_MAX|JSON/.test(res.body)) throw new Error(`unexpected ${res.statusCode}: ${res.body}`)
-  return { status: res.statusCode, type: res.headers['content-type'] as string | undefined, results: res.statusCode === 200 ? lines(res.body) : [], raw: res.body }
+  return {
+    status: res.statusCode,
+    type: res.headers['content-type'] as string | undefined,
+    results: res.statusCode === 200 ? lines(res.body) : [],
+    raw: res.body
+  }
 }
 
 describe('POST /api/batch: one NDJSON line per input line', () => {
@@ -61,13 +73,18 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
   it('follows a shortDOI (an HS_ALIAS) to the DOI the registry holds, reporting the 301 GET /{doi} answers', async () => {
     const { app } = await setup({ records: { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] } })
     const { results } = await batch(app, '10/abc')
-    expect(results).toEqual([{ input: '10/abc', doi: '10.5555/plain', registered: true, url: 'http://localhost:80/10.5555/plain', source: 'upstream', status: 301 }])
+    expect(results).toEqual([
+      { input: '10/abc', doi: '10.5555/plain', registered: true, url: 'http://localhost:80/10.5555/plain', source: 'upstream', status: 301 }
+    ])
   })
 
   it('takes a JSON array of strings', async () => {
     const { app } = await setup()
     const { results } = await batch(app, JSON.stringify(['10.5555/plain', 'doi:10.5555/missing']), 'application/json')
-    expect(results.map((r) => [r.input, r.registered])).toEqual([['10.5555/plain', true], ['doi:10.5555/missing', false]])
+    expect(results.map((r) => [r.input, r.registered])).toEqual([
+      ['10.5555/plain', true],
+      ['doi:10.5555/missing', false]
+    ])
   })
 
   it('refuses a JSON body that is not an array of strings, saying what is wrong', async () => {
@@ -82,7 +99,15 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
   it('answers a line that is not a DOI without a lookup, and goes on', async () => {
     const { app, upstream } = await setup()
     const { results } = await batch(app, 'hello world\n10.5555/plain\n')
-    expect(results[0]).toEqual({ input: 'hello world', doi: null, registered: false, url: null, source: null, status: null, error: expect.stringMatching(/^not a DOI name: /) })
+    expect(results[0]).toEqual({
+      input: 'hello world',
+      doi: null,
+      registered: false,
+      url: null,
+      source: null,
+      status: null,
+      error: expect.stringMatching(/^not a DOI name: /)
+    })
     expect(results[1]).toEqual(expect.objectContaining({ registered: true }))
     expect(doisAsked(upstream)).toEqual(['10.5555/plain'])
   })
@@ -90,8 +115,17 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
   it('answers every line that is not a DOI name alike, with status null: an empty string, a malformed name, a non-DOI', async () => {
     const { app, upstream } = await setup()
     const { results } = await batch(app, JSON.stringify(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi']), 'application/json')
-    expect(results).toEqual(['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi'].map((input) =>
-      ({ input, doi: null, registered: false, url: null, source: null, status: null, error: expect.stringMatching(/^not a DOI name: /) })))
+    expect(results).toEqual(
+      ['', '  ', 'doi:', '10.5555/pl\u0000ain', 'not a doi'].map((input) => ({
+        input,
+        doi: null,
+        registered: false,
+        url: null,
+        source: null,
+        status: null,
+        error: expect.stringMatching(/^not a DOI name: /)
+      }))
+    )
     expect(results[0]!.error).toBe('not a DOI name: the line is empty')
     expect(upstream.seen).toEqual([])
   })
@@ -101,7 +135,12 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const long = `10.5555/${'a'.repeat(64 * 1024)}`
     const { status, results } = await batch(app, [long, '10.5555/pl\u0000ain', '10.5555/pl\rain', '10.5555/plain'].join('\n'))
     expect(status).toBe(200)
-    expect(results.map((r) => [r.registered, r.status])).toEqual([[false, null], [false, null], [false, null], [true, 302]])
+    expect(results.map((r) => [r.registered, r.status])).toEqual([
+      [false, null],
+      [false, null],
+      [false, null],
+      [true, 302]
+    ])
     expect(results[0]!.error).toMatch(/^not a DOI name: The DOI name is too long/)
     expect(results[1]!.error).toMatch(/control character \(U\+0000\)/)
     expect(results[2]!.error).toMatch(/control character \(U\+000D\)/)
@@ -110,7 +149,10 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
 
   it('looks a DOI up once however often the batch names it', async () => {
     const { app, upstream } = await setup({ overrides: { negativeTtlSeconds: 0 } })
-    const { results } = await batch(app, ['10.5555/missing', 'doi:10.5555/MISSING', '10.5555/plain', 'https://doi.org/10.5555/missing'].join('\n'))
+    const { results } = await batch(
+      app,
+      ['10.5555/missing', 'doi:10.5555/MISSING', '10.5555/plain', 'https://doi.org/10.5555/missing'].join('\n')
+    )
     expect(results.map((r) => r.registered)).toEqual([false, false, true, false])
     expect(upstream.count('10.5555/missing')).toBe(1)
   })
@@ -131,7 +173,9 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     // The first lines answer last: the order of the answer is the input's, not the upstream's.
     upstream.script = Array.from({ length: 8 }, (_, i) => ({ kind: 'slow' as const, delayMs: 200 - i * 20 }))
     let peak = 0
-    const timer = setInterval(() => { peak = Math.max(peak, upstream.inFlight) }, 2)
+    const timer = setInterval(() => {
+      peak = Math.max(peak, upstream.inFlight)
+    }, 2)
     const names = Object.keys(records)
     const { results } = await batch(app, names.join('\n'))
     clearInterval(timer)
@@ -148,7 +192,15 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const { results } = await batch(app, '10.5555/plain\n10.5555/multi\n10.5555/loc\n')
     expect(upstream.seen.map((r) => r.handle).slice(0, 3)).toEqual(['10.5555/plain', '10.5555', '10.5555/multi'])
     expect(results.map((r) => r.registered)).toEqual([true, null, true])
-    expect(results[1]).toEqual({ input: '10.5555/multi', doi: null, registered: null, url: null, source: 'upstream', status: expect.any(Number), error: expect.any(String) })
+    expect(results[1]).toEqual({
+      input: '10.5555/multi',
+      doi: null,
+      registered: null,
+      url: null,
+      source: 'upstream',
+      status: expect.any(Number),
+      error: expect.any(String)
+    })
     expect(results[1]!.status).toBeGreaterThanOrEqual(502)
     expect(results[1]!.error).not.toMatch(/\n/)
   })
@@ -174,12 +226,15 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const { port } = app.server.address() as AddressInfo
     const body = Object.keys(records).join('\n')
     await new Promise<void>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/api/batch', headers: { 'content-type': 'text/plain' } }, (res) => {
-        res.once('data', () => {
-          req.destroy()
-          resolve()
-        })
-      })
+      const req = httpRequest(
+        { host: '127.0.0.1', port, method: 'POST', path: '/api/batch', headers: { 'content-type': 'text/plain' } },
+        (res) => {
+          res.once('data', () => {
+            req.destroy()
+            resolve()
+          })
+        }
+      )
       req.on('error', () => {})
       req.end(body)
       setTimeout(() => reject(new Error('no answer')), 5000)
@@ -198,7 +253,10 @@ describe('POST /api/batch: limits', () => {
     const { app, upstream } = await setup({ overrides: { batchMaxLines: 3 } })
     const res = await batch(app, '# a comment does not count\n10.5555/a\n10.5555/b\n\n10.5555/c\n10.5555/d\n')
     expect(res.status).toBe(413)
-    expect(JSON.parse(res.raw)).toEqual({ message: expect.stringContaining('At most 3 lines in one batch (BATCH_MAX_LINES); this one has 4.'), limit: 'BATCH_MAX_LINES' })
+    expect(JSON.parse(res.raw)).toEqual({
+      message: expect.stringContaining('At most 3 lines in one batch (BATCH_MAX_LINES); this one has 4.'),
+      limit: 'BATCH_MAX_LINES'
+    })
     expect(upstream.seen).toEqual([])
     expect((await batch(app, '10.5555/a\n10.5555/b\n10.5555/c\n')).status).toBe(200)
   })
@@ -243,7 +301,12 @@ describe('the OpenAPI description', () => {
   it('documents POST /api/batch with its NDJSON answer and its limits', async () => {
     const { app } = await setup()
     const doc = (await app.inject({ url: '/api/openapi.json' })).json() as typeof OPENAPI_DOCUMENT
-    const op = (doc.paths as Record<string, { post?: { requestBody: { content: Record<string, unknown> }, responses: Record<string, { content?: Record<string, unknown> }> } }>)['/api/batch']?.post
+    const op = (
+      doc.paths as Record<
+        string,
+        { post?: { requestBody: { content: Record<string, unknown> }; responses: Record<string, { content?: Record<string, unknown> }> } }
+      >
+    )['/api/batch']?.post
     expect(op).toBeDefined()
     expect(Object.keys(op!.requestBody.content).sort()).toEqual(['application/json', 'text/plain'])
     expect(Object.keys(op!.responses[200]!.content!)).toEqual(['application/x-ndjson'])
@@ -259,20 +322,36 @@ describe('POST /api/batch: the rate limit counts a batch by its lookups', () => 
     return records
   }
   const post = async (app: Awaited<ReturnType<typeof setup>>['app'], body: string): Promise<BatchResult[]> => {
-    const res = await app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: body })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      remoteAddress: '192.0.2.1',
+      headers: { 'content-type': 'text/plain' },
+      payload: body
+    })
     expect(res.statusCode).toBe(200)
     return lines(res.body)
   }
 
   it('each distinct DOI that needs the registry counts as one lookup; past the limit a line gets 429 with retryAfter', async () => {
     const records = distinct(8)
-    const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: 60_000, rateLimitAllowList: [], batchConcurrency: 1 } })
+    const { app, upstream } = await setup({
+      records,
+      overrides: { rateLimitMax: 3, rateLimitWindowMs: 60_000, rateLimitAllowList: [], batchConcurrency: 1 }
+    })
     const names = Object.keys(records)
     // A repeat costs nothing: it takes its first line's answer.
     const results = await post(app, [...names, names[0]].join('\n'))
     expect(results.map((r) => r.registered)).toEqual([true, true, true, null, null, null, null, null, true])
     for (const r of results.slice(3, 8)) {
-      expect(r).toEqual(expect.objectContaining({ doi: null, url: null, status: 429, error: expect.stringMatching(/too many DOI lookups.*try again in \d+ s/) }))
+      expect(r).toEqual(
+        expect.objectContaining({
+          doi: null,
+          url: null,
+          status: 429,
+          error: expect.stringMatching(/too many DOI lookups.*try again in \d+ s/)
+        })
+      )
       expect(r.retryAfter).toBeGreaterThan(0)
       expect(r.retryAfter).toBeLessThanOrEqual(60)
     }
@@ -288,10 +367,14 @@ describe('POST /api/batch: the rate limit counts a batch by its lookups', () => 
     const { app } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitAllowList: [] } })
     const body = Object.keys(records).join('\n')
     expect((await post(app, body)).map((r) => r.registered)).toEqual([true, true, true])
-    expect((await post(app, body)).map((r) => [r.registered, r.source])).toEqual([[true, 'cache'], [true, 'cache'], [true, 'cache']])
+    expect((await post(app, body)).map((r) => [r.registered, r.source])).toEqual([
+      [true, 'cache'],
+      [true, 'cache'],
+      [true, 'cache']
+    ])
   })
 
-  it('a line over the client\'s share of the fair queue (batches sent at once) says when to come back', async () => {
+  it("a line over the client's share of the fair queue (batches sent at once) says when to come back", async () => {
     const records = distinct(12)
     const { app, upstream } = await setup({ records, overrides: { upstreamPerClient: 1, upstreamClientQueue: 0, batchConcurrency: 4 } })
     upstream.mode = { kind: 'slow', delayMs: 100 }
@@ -304,13 +387,19 @@ describe('POST /api/batch: the rate limit counts a batch by its lookups', () => 
 })
 
 describe('POST /api/batch: fairness', () => {
-  it('a batch of misses waits its turn in the fair queue: another reader\'s single DOI is not stuck behind it', async () => {
+  it("a batch of misses waits its turn in the fair queue: another reader's single DOI is not stuck behind it", async () => {
     const records: Record<string, ReturnType<typeof admin>[]> = { '10.6666/single': [admin(), str(1, 'URL', 'http://example.org/single')] }
     for (let i = 0; i < 60; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
     const { app, upstream } = await setup({ records, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 2, batchConcurrency: 8 } })
     upstream.mode = { kind: 'slow', delayMs: 100 }
     const names = Object.keys(records).filter((n) => n.startsWith('10.5555/'))
-    const batchDone = app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: names.join('\n') })
+    const batchDone = app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      remoteAddress: '192.0.2.1',
+      headers: { 'content-type': 'text/plain' },
+      payload: names.join('\n')
+    })
     await new Promise((resolve) => setTimeout(resolve, 250))
     const started = performance.now()
     const single = await app.inject({ url: '/10.6666/single', remoteAddress: '198.51.100.7' })

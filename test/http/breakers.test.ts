@@ -9,7 +9,9 @@ import { setup } from '../support/app.js'
 describe('the circuit breakers', () => {
   it('after 20,000 lookups in the window, a failing lookup costs about what a successful one does', async () => {
     // The breaker must not open during the test (it would refuse at once): it judges no window here.
-    const { app, upstream } = await setup({ overrides: { breakerVolumeThreshold: 1_000_000, upstreamRetries: 0, trustedNetworks: ['127.0.0.0/8'] } })
+    const { app, upstream } = await setup({
+      overrides: { breakerVolumeThreshold: 1_000_000, upstreamRetries: 0, trustedNetworks: ['127.0.0.0/8'] }
+    })
     let n = 0
     // Not-found answers are answers, not failures: they fill the window as any lookup does.
     const lookups = async (count: number): Promise<number> => {

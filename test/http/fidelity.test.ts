@@ -15,30 +15,45 @@ const RECORDS = {
 }
 
 describe('the query form posted to / (behaviour.md R1 step 5)', () => {
-  it('POST / with a form field hdl redirects to the DOI\'s URL', async () => {
+  it("POST / with a form field hdl redirects to the DOI's URL", async () => {
     const { app } = await setup({ records: RECORDS })
-    const res = await app.inject({ method: 'POST', url: '/', payload: 'hdl=10.5555%2Fplain', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/',
+      payload: 'hdl=10.5555%2Fplain',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' }
+    })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/plain')
   })
 
-  it('a posted alias goes to its target\'s URL, not to a 301 (behaviour.md R2)', async () => {
+  it("a posted alias goes to its target's URL, not to a 301 (behaviour.md R2)", async () => {
     const { app } = await setup({ records: RECORDS })
-    const res = await app.inject({ method: 'POST', url: '/', payload: 'hdl=10.5555/alias', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/',
+      payload: 'hdl=10.5555/alias',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' }
+    })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/plain')
   })
 
-  it('the form\'s other fields are the proxy\'s parameters: noredirect shows the values', async () => {
+  it("the form's other fields are the proxy's parameters: noredirect shows the values", async () => {
     const { app } = await setup({ records: RECORDS })
-    const res = await app.inject({ method: 'POST', url: '/', payload: 'hdl=10.5555/plain&noredirect=', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/',
+      payload: 'hdl=10.5555/plain&noredirect=',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' }
+    })
     expect(res.statusCode).toBe(200)
     expect(res.body).toContain('http://example.org/plain')
   })
 })
 
 describe('?action=api (behaviour.md R4)', () => {
-  it('answers the REST API\'s JSON, as /api/handles does', async () => {
+  it("answers the REST API's JSON, as /api/handles does", async () => {
     const { app } = await setup({ records: RECORDS })
     const viaProxy = await app.inject({ url: '/10.5555/plain?action=api&type=URL' })
     const viaApi = await app.inject({ url: '/api/handles/10.5555/plain?type=URL' })
@@ -51,11 +66,18 @@ describe('?action=api (behaviour.md R4)', () => {
 describe('Expires with namespace locations (behaviour.md R11)', () => {
   const NS_RECORDS = {
     10.17879: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')],
-    '10.SERV/DATACITE': [admin(), str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>')],
+    '10.SERV/DATACITE': [
+      admin(),
+      str(
+        1,
+        '10320/loc',
+        '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>'
+      )
+    ],
     '10.17879/x': [str(1, 'URL', 'https://example.org/x')]
   }
 
-  it('is the kept namespace entry\'s remaining life, not a fresh hour on every request', async () => {
+  it("is the kept namespace entry's remaining life, not a fresh hour on every request", async () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const { app } = await setup({ records: NS_RECORDS, deps: { now: () => now } })
     expect((await app.inject({ url: '/10.17879/x' })).headers.expires).toBe('Sun, 22 Nov 2026 13:00:00 GMT')
@@ -63,9 +85,12 @@ describe('Expires with namespace locations (behaviour.md R11)', () => {
     expect((await app.inject({ url: '/10.17879/x' })).headers.expires).toBe('Sun, 22 Nov 2026 13:00:00 GMT')
   })
 
-  it('is the record\'s own TTL when that ends first', async () => {
+  it("is the record's own TTL when that ends first", async () => {
     const now = Date.parse('2026-11-22T12:00:00Z')
-    const { app } = await setup({ records: { ...NS_RECORDS, '10.17879/x': [str(1, 'URL', 'https://example.org/x', 600)] }, deps: { now: () => now } })
+    const { app } = await setup({
+      records: { ...NS_RECORDS, '10.17879/x': [str(1, 'URL', 'https://example.org/x', 600)] },
+      deps: { now: () => now }
+    })
     expect((await app.inject({ url: '/10.17879/x' })).headers.expires).toBe('Sun, 22 Nov 2026 12:10:00 GMT')
   })
 })
@@ -74,7 +99,10 @@ describe('the shipped sample store never shadows real DOIs (behaviour.md §9)', 
   const SAMPLES = fileURLToPath(new URL('../../config/sample-records', import.meta.url))
 
   it('a real DOI under 10.5555 goes upstream while the samples are loaded', async () => {
-    const { app, upstream } = await setup({ records: { '10.5555/12345678': [str(1, 'URL', 'https://example.org/real')] }, overrides: { localStoreDir: SAMPLES } })
+    const { app, upstream } = await setup({
+      records: { '10.5555/12345678': [str(1, 'URL', 'https://example.org/real')] },
+      overrides: { localStoreDir: SAMPLES }
+    })
     const res = await app.inject({ url: '/10.5555/12345678' })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('https://example.org/real')
@@ -90,7 +118,9 @@ describe('the shipped sample store never shadows real DOIs (behaviour.md §9)', 
 
 describe('handle types fold ASCII letters only (behaviour.md §2.8)', () => {
   it('a type spelled with a dotless ı is not an HS_ALIAS, though JavaScript would upper-case it to one', async () => {
-    const { app } = await setup({ records: { ...RECORDS, '10.5555/dotless': [str(1, 'HS_ALıAS', '10.5555/plain'), str(2, 'URL', 'http://example.org/own')] } })
+    const { app } = await setup({
+      records: { ...RECORDS, '10.5555/dotless': [str(1, 'HS_ALıAS', '10.5555/plain'), str(2, 'URL', 'http://example.org/own')] }
+    })
     const res = await app.inject({ url: '/10.5555/dotless' })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/own')
@@ -100,7 +130,10 @@ describe('handle types fold ASCII letters only (behaviour.md §2.8)', () => {
 describe('handle types fold ASCII letters only: the alias behind a 301', () => {
   it('the Expires of an alias redirect comes from the real HS_ALIAS value, not from a dotless-ı look-alike before it', async () => {
     const now = Date.parse('2026-11-22T12:00:00Z')
-    const records = { ...RECORDS, '10.5555/two-alias': [str(1, 'HS_ALıAS', '10.5555/other', 60), str(2, 'HS_ALIAS', '10.5555/plain', 3600)] }
+    const records = {
+      ...RECORDS,
+      '10.5555/two-alias': [str(1, 'HS_ALıAS', '10.5555/other', 60), str(2, 'HS_ALIAS', '10.5555/plain', 3600)]
+    }
     const { app } = await setup({ records, deps: { now: () => now } })
     const res = await app.inject({ url: '/10.5555/two-alias' })
     expect(res.statusCode).toBe(301)
@@ -111,7 +144,14 @@ describe('handle types fold ASCII letters only: the alias behind a 301', () => {
 
 describe('legacy URL candidates (behaviour.md R3)', () => {
   it('a 0.TYPE/URL value is a candidate next to a 10320/loc without locations', async () => {
-    const { app } = await setup({ records: { '10.5555/typed': [str(1, '10320/loc', '<locations chooseby="locatt"></locations>'), str(2, '0.TYPE/URL', 'http://example.org/typed')] } })
+    const { app } = await setup({
+      records: {
+        '10.5555/typed': [
+          str(1, '10320/loc', '<locations chooseby="locatt"></locations>'),
+          str(2, '0.TYPE/URL', 'http://example.org/typed')
+        ]
+      }
+    })
     const res = await app.inject({ url: '/10.5555/typed' })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/typed')
@@ -137,7 +177,7 @@ describe('error answers', () => {
     expect(res.headers['x-cache']).toBe('MISS')
   })
 
-  it('a 20,000-character path answers our HTML 431 page, not Fastify\'s JSON', async () => {
+  it("a 20,000-character path answers our HTML 431 page, not Fastify's JSON", async () => {
     const { app } = await setup({ records: RECORDS })
     const res = await rawRequest(app, `/10.5555/${'x'.repeat(20_000)}`)
     expect(res.status).toBe(431)
@@ -160,8 +200,23 @@ describe('error answers', () => {
 
   it('an expected upstream failure is logged as a warning without a stack trace', async () => {
     const lines: Array<Record<string, unknown>> = []
-    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(...chunk.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)); done() } })
-    const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamRetries: 0 }, deps: { logger: pino({ level: 'info' }, sink) } })
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(
+          ...chunk
+            .toString()
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+        )
+        done()
+      }
+    })
+    const { app, upstream } = await setup({
+      records: RECORDS,
+      overrides: { upstreamRetries: 0 },
+      deps: { logger: pino({ level: 'info' }, sink) }
+    })
     await upstream.close()
     await app.inject({ url: '/10.5555/plain' })
     const failure = lines.find((l) => l.msg === 'upstream lookup failed')

@@ -14,7 +14,7 @@ const RECORDS = {
 const BREAKER = { breakerVolumeThreshold: 5, breakerErrorThresholdPercent: 50, breakerResetMs: 15_000 }
 
 describe('the circuit breaker counts upstream faults only', () => {
-  it('eighty junk DOIs the CDN refuses as too long never stop other readers\' DOIs', async () => {
+  it("eighty junk DOIs the CDN refuses as too long never stop other readers' DOIs", async () => {
     const { app } = await setup({ records: RECORDS, overrides: BREAKER })
     const junk = `/10.5555/${'%C3%A9'.repeat(3900)}`
     for (let i = 0; i < 80; i++) {
@@ -44,9 +44,13 @@ describe('the circuit breaker counts upstream faults only', () => {
     expect(upstream.seen.map((r) => r.path)).toContain('/api/handles/10.5555/%2E%2E/x')
   })
 
-  it('a broken handle server (JSON 500s for its prefix) pauses only that prefix, not other readers\' DOIs', async () => {
+  it("a broken handle server (JSON 500s for its prefix) pauses only that prefix, not other readers' DOIs", async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { ...BREAKER, upstreamRetries: 0 } })
-    upstream.mode = { kind: 'status', status: 500, body: JSON.stringify({ responseCode: 2, message: 'Error resolving handle: server not reachable' }) }
+    upstream.mode = {
+      kind: 'status',
+      status: 500,
+      body: JSON.stringify({ responseCode: 2, message: 'Error resolving handle: server not reachable' })
+    }
     for (let i = 0; i < 12; i++) await app.inject({ url: `/10.9999/broken-${i}`, remoteAddress: '192.0.2.66' })
     const paused = await app.inject({ url: '/10.9999/broken-99', remoteAddress: '192.0.2.66' })
     expect(paused.statusCode).toBe(503)
@@ -72,7 +76,7 @@ describe('upstream-bound work is shared fairly between clients', () => {
    * A flooding client queues ten misses (the last one `lastFlood`), then a reader asks for `readerUrl`.
    * Returns the reader's status and its place among the answers, in the order they finished.
    */
-  async function readerAfterFlood (lastFlood: string, readerUrl: string): Promise<{ status: number, place: number }> {
+  async function readerAfterFlood(lastFlood: string, readerUrl: string): Promise<{ status: number; place: number }> {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamMaxConcurrent: 2, upstreamPerClient: 1 } })
     // Long enough that a busy machine's delays stay well inside one lookup: the reader's two round trips
     // must end before the flood's third lookup does.
@@ -90,13 +94,13 @@ describe('upstream-bound work is shared fairly between clients', () => {
     return { status, place: finished.indexOf('reader') }
   }
 
-  it('a reader\'s uncached DOI is answered before a flooding client\'s queue drains', async () => {
+  it("a reader's uncached DOI is answered before a flooding client's queue drains", async () => {
     const { status, place } = await readerAfterFlood('/10.5555/flood-9', '/10.5555/plain')
     expect(status).toBe(302)
     expect(place).toBeLessThan(3)
   })
 
-  it('a reader asking for a DOI that a flooding client has queued does not wait in that client\'s queue', async () => {
+  it("a reader asking for a DOI that a flooding client has queued does not wait in that client's queue", async () => {
     const { status, place } = await readerAfterFlood('/10.5555/plain', '/10.5555/plain')
     expect(status).toBe(302)
     expect(place).toBeLessThan(3)
@@ -105,7 +109,9 @@ describe('upstream-bound work is shared fairly between clients', () => {
   it('a client with more lookups waiting than its share gets 429 with Retry-After', async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamPerClient: 1, upstreamClientQueue: 2 } })
     upstream.mode = { kind: 'slow', delayMs: 50 }
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => app.inject({ url: `/10.5555/many-${i}`, remoteAddress: '192.0.2.66' })))
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => app.inject({ url: `/10.5555/many-${i}`, remoteAddress: '192.0.2.66' }))
+    )
     const refused = answers.filter((r) => r.statusCode === 429)
     expect(refused).toHaveLength(2)
     expect(refused[0]?.headers['retry-after']).toBe('5')
@@ -113,13 +119,18 @@ describe('upstream-bound work is shared fairly between clients', () => {
   })
 
   it('a trusted network (a campus link resolver) is not bounded per client', async () => {
-    const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamPerClient: 1, upstreamClientQueue: 2, trustedNetworks: ['192.0.2.0/24'] } })
+    const { app, upstream } = await setup({
+      records: RECORDS,
+      overrides: { upstreamPerClient: 1, upstreamClientQueue: 2, trustedNetworks: ['192.0.2.0/24'] }
+    })
     upstream.mode = { kind: 'slow', delayMs: 20 }
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => app.inject({ url: `/10.5555/many-${i}`, remoteAddress: '192.0.2.66' })))
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => app.inject({ url: `/10.5555/many-${i}`, remoteAddress: '192.0.2.66' }))
+    )
     expect(answers.map((r) => r.statusCode)).toEqual([404, 404, 404, 404, 404])
   })
 
-  it('the addresses of one IPv6 /64 share one client\'s share', async () => {
+  it("the addresses of one IPv6 /64 share one client's share", async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamPerClient: 1, upstreamClientQueue: 0 } })
     upstream.mode = { kind: 'slow', delayMs: 50 }
     const [first, second] = await Promise.all([
@@ -129,7 +140,7 @@ describe('upstream-bound work is shared fairly between clients', () => {
     expect([first?.statusCode, second?.statusCode].sort()).toEqual([404, 429])
   })
 
-  it('a cached DOI is answered while the client\'s share is exhausted', async () => {
+  it("a cached DOI is answered while the client's share is exhausted", async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamPerClient: 1, upstreamClientQueue: 0 } })
     expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.66' })).statusCode).toBe(302)
     upstream.mode = { kind: 'hang' }
@@ -171,7 +182,7 @@ describe('one deadline per request', () => {
     expect(upstream.count('10.5555/plain')).toBe(1)
   })
 
-  it('a 503 followed by an answer is retried through undici\'s retry interceptor', async () => {
+  it("a 503 followed by an answer is retried through undici's retry interceptor", async () => {
     const { app, upstream } = await setup({ records: RECORDS, overrides: { upstreamRetryBaseMs: 10 } })
     upstream.script = [{ kind: 'status', status: 503 }]
     const res = await app.inject({ url: '/10.5555/plain' })
@@ -233,7 +244,14 @@ describe('records cannot speak for us', () => {
     '<link rel="cite-as" href="javascript:alert(1)">',
     '<meta name="citation_title" content="A &lt;b&gt; title">'
   ].join('\n')
-  const HOSTILE = { ...RECORDS, '10.5555/h': [str(1, 'URL', 'http://example.org/plain'), str(2, '10320/loc', '<locations><location href="http://example.org/plain"/></locations>'), str(3, '10320/headers', HEADERS)] }
+  const HOSTILE = {
+    ...RECORDS,
+    '10.5555/h': [
+      str(1, 'URL', 'http://example.org/plain'),
+      str(2, '10320/loc', '<locations><location href="http://example.org/plain"/></locations>'),
+      str(3, '10320/headers', HEADERS)
+    ]
+  }
 
   it('only Link and unreserved X- headers from a record reach the client', async () => {
     const { app } = await setup({ records: HOSTILE })
@@ -256,10 +274,12 @@ describe('records cannot speak for us', () => {
     const { app } = await setup({ records: HOSTILE })
     const { body } = await app.inject({ url: '/10.5555/h' })
     const head = body.slice(body.indexOf('<head>'), body.indexOf('</head>'))
-    expect(head).toBe('<head><title>Handle Redirect</title>\n' +
-      '<meta http-equiv="refresh" content="0; url=http://example.org/plain">\n' +
-      '<link rel="alternate" type="application/json" href="https://example.org/a?b=1&amp;c=&quot;2&quot;">\n' +
-      '<meta name="citation_title" content="A &lt;b&gt; title">\n')
+    expect(head).toBe(
+      '<head><title>Handle Redirect</title>\n' +
+        '<meta http-equiv="refresh" content="0; url=http://example.org/plain">\n' +
+        '<link rel="alternate" type="application/json" href="https://example.org/a?b=1&amp;c=&quot;2&quot;">\n' +
+        '<meta name="citation_title" content="A &lt;b&gt; title">\n'
+    )
   })
 })
 
@@ -296,14 +316,18 @@ describe('findings of the security review', () => {
     const { app } = await setup({ records: RECORDS, overrides: { trustProxy: 1, rateLimitMax: 1, rateLimitAllowList: [] } })
     // Every request comes through the one proxy (127.0.0.1), which appends the address it saw.
     const ask = async (forwardedFor: string, i: number): Promise<number> =>
-      (await app.inject({ url: `/10.5555/uncached-${i}`, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwardedFor } })).statusCode
+      (await app.inject({ url: `/10.5555/uncached-${i}`, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': forwardedFor } }))
+        .statusCode
     expect(await ask('198.51.100.1, 203.0.113.9', 1)).toBe(404)
     expect(await ask('198.51.100.2, 203.0.113.9', 2)).toBe(429) // the same reader, whatever it wrote first
     expect(await ask('198.51.100.1, 203.0.113.10', 3)).toBe(404) // another reader has its own limit
   })
 
   it('a forwarded scheme other than http or https never reaches a Location', async () => {
-    const { app } = await setup({ records: { ...RECORDS, '10.5555/alias': [str(1, 'HS_ALIAS', '10.5555/plain')] }, overrides: { trustProxy: true } })
+    const { app } = await setup({
+      records: { ...RECORDS, '10.5555/alias': [str(1, 'HS_ALIAS', '10.5555/plain')] },
+      overrides: { trustProxy: true }
+    })
     const res = await app.inject({ url: '/10.5555/alias', headers: { 'x-forwarded-proto': 'javascript', host: 'resolver.example' } })
     expect(res.statusCode).toBe(301)
     expect(res.headers.location).toBe('http://resolver.example/10.5555/plain')
@@ -311,7 +335,14 @@ describe('findings of the security review', () => {
 
   it('a record cannot steer a reverse proxy with X-Accel-Redirect or X-Sendfile', async () => {
     const headers = 'X-Accel-Redirect: /internal/secret\nX-Accel-Expires: 0\nX-Sendfile: /etc/passwd\nX-Kept: yes'
-    const { app } = await setup({ records: { '10.5555/accel': [str(1, '10320/loc', '<locations><location href="http://example.org/a"/></locations>'), str(2, '10320/headers', headers)] } })
+    const { app } = await setup({
+      records: {
+        '10.5555/accel': [
+          str(1, '10320/loc', '<locations><location href="http://example.org/a"/></locations>'),
+          str(2, '10320/headers', headers)
+        ]
+      }
+    })
     const res = await app.inject({ url: '/10.5555/accel' })
     expect(res.statusCode).toBe(302)
     expect(res.headers['x-accel-redirect']).toBeUndefined()
@@ -320,8 +351,9 @@ describe('findings of the security review', () => {
     expect(res.headers['x-kept']).toBe('yes')
   })
 
-  it('showurls XML, which repeats a record\'s attributes, is sandboxed and never sniffed as a page', async () => {
-    const xhtml = '<locations><location xmlns="http://www.w3.org/1999/xhtml" href="http://example.org/a" onmouseover="alert(1)"/></locations>'
+  it("showurls XML, which repeats a record's attributes, is sandboxed and never sniffed as a page", async () => {
+    const xhtml =
+      '<locations><location xmlns="http://www.w3.org/1999/xhtml" href="http://example.org/a" onmouseover="alert(1)"/></locations>'
     const { app } = await setup({ records: { '10.5555/xml': [str(1, '10320/loc', xhtml)] } })
     const res = await app.inject({ url: '/10.5555/xml?action=showurls' })
     expect(res.statusCode).toBe(200)

@@ -19,16 +19,29 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefo
 /** A prefix whose namespace location is conneg only (like Crossref's), and a DOI under it. */
 const CONNEG_RECORDS: Record<string, HandleValue[]> = {
   '10.7000': [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/TEST</locs></HS_NAMESPACE>')],
-  '10.SERV/TEST': [admin(), str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.example/{hdl}"/></locations>')],
+  '10.SERV/TEST': [
+    admin(),
+    str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.example/{hdl}"/></locations>')
+  ],
   '10.7000/article': [admin(), str(1, 'URL', 'https://publisher.example/article')]
 }
 
-interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
 
-async function serve (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup & { get: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
+async function serve(
+  opts: { overrides?: Partial<Config>; records?: Record<string, HandleValue[]>; deps?: AppDeps } = {}
+): Promise<TestSetup & { get: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
   // A fixed clock unless a test moves its own: two answers a moment apart would otherwise differ in Expires
   // across a second's boundary.
-  const s = await setup({ ...opts, records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS }, deps: { now: () => NOW, ...opts.deps } })
+  const s = await setup({
+    ...opts,
+    records: opts.records ?? { ...PROBE_RECORDS, ...CONNEG_RECORDS },
+    deps: { now: () => NOW, ...opts.deps }
+  })
   await s.app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = s.app.server.address() as { port: number }
   const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {
@@ -41,7 +54,7 @@ async function serve (opts: { overrides?: Partial<Config>, records?: Record<stri
 }
 
 /** A Prometheus counter or gauge read from /metrics. */
-async function metric (app: FastifyInstance, name: string): Promise<number> {
+async function metric(app: FastifyInstance, name: string): Promise<number> {
   const text = (await app.inject({ url: '/metrics' })).body
   const line = text.split('\n').find((l) => l.startsWith(`${name} `))
   // A labelled counter shows no line before its first increment.
@@ -107,13 +120,19 @@ describe('the hot path: prepared answers of cached records', () => {
 
   it('a browser, a tool and a BibTeX client each get their own answer', async () => {
     const { app, get } = await serve()
-    const clients = { browser: { 'user-agent': FIREFOX, accept: 'text/html' }, tool: { 'user-agent': 'curl/8.5.0' }, bibtex: { accept: 'application/x-bibtex' } }
+    const clients = {
+      browser: { 'user-agent': FIREFOX, accept: 'text/html' },
+      tool: { 'user-agent': 'curl/8.5.0' },
+      bibtex: { accept: 'application/x-bibtex' }
+    }
     for (const headers of Object.values(clients)) {
       await get('/10.7000/article', headers)
       await get('/10.7000/article', headers)
     }
     const before = await prepared(app)
-    const hot = Object.fromEntries(await Promise.all(Object.entries(clients).map(async ([name, headers]) => [name, await get('/10.7000/article', headers)] as const)))
+    const hot = Object.fromEntries(
+      await Promise.all(Object.entries(clients).map(async ([name, headers]) => [name, await get('/10.7000/article', headers)] as const))
+    )
     expect(await prepared(app)).toBe(before + 3)
     expect(hot.browser?.headers.location).toBe('https://publisher.example/article')
     expect(hot.tool?.headers.location).toBe('https://publisher.example/article')
@@ -123,7 +142,13 @@ describe('the hot path: prepared answers of cached records', () => {
 
   it('a record whose 10320/loc draws at random is never frozen into one answer', async () => {
     let flip = 0
-    const records = { ...PROBE_RECORDS, '10.5555/draw': [admin(), str(1, '10320/loc', '<locations><location href="http://a.example/"/><location href="http://b.example/"/></locations>')] }
+    const records = {
+      ...PROBE_RECORDS,
+      '10.5555/draw': [
+        admin(),
+        str(1, '10320/loc', '<locations><location href="http://a.example/"/><location href="http://b.example/"/></locations>')
+      ]
+    }
     const { app, get } = await serve({ records, deps: { random: () => (flip++ % 2 === 0 ? 0.1 : 0.9) } })
     const seen = new Set<string>()
     for (let i = 0; i < 6; i++) seen.add(String((await get('/10.5555/draw')).headers.location))
@@ -133,7 +158,13 @@ describe('the hot path: prepared answers of cached records', () => {
 
   it('a record whose 10320/loc draws at random keeps its candidate set with its cache entry, built once', async () => {
     let flip = 0
-    const records = { ...CONNEG_RECORDS, '10.7000/draw': [admin(), str(1, '10320/loc', '<locations><location href="http://a.example/"/><location href="http://b.example/"/></locations>')] }
+    const records = {
+      ...CONNEG_RECORDS,
+      '10.7000/draw': [
+        admin(),
+        str(1, '10320/loc', '<locations><location href="http://a.example/"/><location href="http://b.example/"/></locations>')
+      ]
+    }
     const { app, get } = await serve({ records, deps: { random: () => (flip++ % 2 === 0 ? 0.1 : 0.9) } })
     // The record, its prefix and the namespace locations, cached; a type filter keeps the record's own work off its entry.
     await get('/10.7000/draw?type=10320/loc')
@@ -214,7 +245,7 @@ describe('the hot path: prepared answers of cached records', () => {
     expect(await metric(app, 'doi_proxy_resolutions_total{outcome="values"}')).toBe(4)
   })
 
-  it('the REST API gives the route\'s JSON from the hot path', async () => {
+  it("the REST API gives the route's JSON from the hot path", async () => {
     const { app, get } = await serve()
     await get('/api/handles/10.5555/plain')
     const route = await get('/api/handles/10.5555/plain')
@@ -269,7 +300,7 @@ describe('the hot path: prepared answers of cached records', () => {
     expect(metrics.body).toContain('doi_proxy_resolutions_total')
   })
 
-  it('prepared answers count against the cache\'s byte budget', async () => {
+  it("prepared answers count against the cache's byte budget", async () => {
     const { app, get } = await serve()
     await get('/10.5555/plain?x=1')
     const before = await metric(app, 'doi_proxy_cache_bytes')

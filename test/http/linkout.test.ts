@@ -23,7 +23,7 @@ const LIBRARY: LocalServiceConfig = {
 }
 const EVERYONE: LocalServiceConfig = {
   id: 'anywhere',
-  name: 'Open access, then the library\'s EZproxy',
+  name: "Open access, then the library's EZproxy",
   networks: ['0.0.0.0/0', '::/0'],
   prefixes: [],
   linkout: ['open-access', 'ezproxy'],
@@ -56,23 +56,30 @@ const EZPROXIED = (url: string): string => `https://login.ezproxy.example.edu/lo
 // Generous, so a busy test machine never makes a quick provider late; the tests of lateness set their own.
 const BUDGET_MS = 2000
 
-async function fakeProvider (kind: 'unpaywall' | 'openalex' = 'unpaywall'): Promise<FakeOpenAccess> {
+async function fakeProvider(kind: 'unpaywall' | 'openalex' = 'unpaywall'): Promise<FakeOpenAccess> {
   const fake = await FakeOpenAccess.start(kind, COPIES)
-  onTestFinished(async () => { await fake.close() })
+  onTestFinished(async () => {
+    await fake.close()
+  })
   return fake
 }
 
-function oaSettings (fake: FakeOpenAccess, over: Partial<Config> = {}): Partial<Config> {
+function oaSettings(fake: FakeOpenAccess, over: Partial<Config> = {}): Partial<Config> {
   return fake.kind === 'unpaywall'
     ? { oaProvider: 'unpaywall', unpaywallUrl: fake.url, unpaywallEmail: 'library@example.edu', oaBudgetMs: BUDGET_MS, ...over }
     : { oaProvider: 'openalex', openalexUrl: fake.url, oaBudgetMs: BUDGET_MS, ...over }
 }
 
-async function chainApp (fake: FakeOpenAccess, over: Partial<Config> = {}, services: LocalServiceConfig[] = [LIBRARY, EVERYONE]) {
-  return await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: 'https://doi.library.example', ...oaSettings(fake, over) } })
+async function chainApp(fake: FakeOpenAccess, over: Partial<Config> = {}, services: LocalServiceConfig[] = [LIBRARY, EVERYONE]) {
+  return await setup({
+    records: RECORDS,
+    overrides: { localServices: services, publicBaseUrl: 'https://doi.library.example', ...oaSettings(fake, over) }
+  })
 }
 
-const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+const sleep = async (ms: number): Promise<void> => {
+  await new Promise((resolve) => setTimeout(resolve, ms))
+}
 
 describe('campus to the link resolver, off campus open access first then EZproxy', () => {
   it('on campus, the reader goes to the link resolver and Unpaywall is not asked', async () => {
@@ -84,7 +91,7 @@ describe('campus to the link resolver, off campus open access first then EZproxy
     expect(fake.seen).toHaveLength(0)
   })
 
-  it('off campus, a DOI with an open copy goes to the open copy (Unpaywall\'s best_oa_location)', async () => {
+  it("off campus, a DOI with an open copy goes to the open copy (Unpaywall's best_oa_location)", async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake)
     const res = await app.inject({ url: '/10.5555/open', remoteAddress: HOME })
@@ -104,7 +111,9 @@ describe('campus to the link resolver, off campus open access first then EZproxy
   it('a DOI Unpaywall does not know (404) goes through EZproxy too', async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake)
-    expect((await app.inject({ url: '/10.5555/unknown', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/unknown'))
+    expect((await app.inject({ url: '/10.5555/unknown', remoteAddress: HOME })).headers.location).toBe(
+      EZPROXIED('https://publisher.example/unknown')
+    )
   })
 
   it('OpenAlex: the copy is open_access.oa_url, asked with mailto= when CONTACT_EMAIL is set', async () => {
@@ -126,12 +135,18 @@ describe('campus to the link resolver, off campus open access first then EZproxy
 
   it('readers on different networks each get their own answer for the same cached DOI, in any order', async () => {
     const fake = await fakeProvider()
-    const { app } = await chainApp(fake, {}, [LIBRARY, { ...EVERYONE, id: 'elsewhere', networks: ['198.51.100.0/24'], linkout: ['registered'] }, EVERYONE])
+    const { app } = await chainApp(fake, {}, [
+      LIBRARY,
+      { ...EVERYONE, id: 'elsewhere', networks: ['198.51.100.0/24'], linkout: ['registered'] },
+      EVERYONE
+    ])
     for (let round = 0; round < 3; round++) {
       expect((await app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
       const campus = await app.inject({ url: '/10.5555/open', remoteAddress: CAMPUS })
       // The loop guard lets a campus reader through to the publisher on the second try within 10 s.
-      expect(campus.headers.location).toBe(round === 0 ? 'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.5555%2Fopen' : 'https://publisher.example/open')
+      expect(campus.headers.location).toBe(
+        round === 0 ? 'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.5555%2Fopen' : 'https://publisher.example/open'
+      )
       const other = await app.inject({ url: '/10.5555/open', remoteAddress: OTHER_HOME })
       expect(other.headers.location).toBe('https://publisher.example/open')
       expect(other.headers['cache-control']).toBe('private')
@@ -167,8 +182,12 @@ describe('the reader still decides', () => {
   it('?linkout=registered bypasses the chain, also through /openurl', async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake)
-    expect((await app.inject({ url: '/10.5555/open?linkout=registered', remoteAddress: HOME })).headers.location).toBe('https://publisher.example/open')
-    expect((await app.inject({ url: '/openurl?rft_id=info:doi/10.5555/open&linkout=registered', remoteAddress: HOME })).headers.location).toBe('https://publisher.example/open')
+    expect((await app.inject({ url: '/10.5555/open?linkout=registered', remoteAddress: HOME })).headers.location).toBe(
+      'https://publisher.example/open'
+    )
+    expect(
+      (await app.inject({ url: '/openurl?rft_id=info:doi/10.5555/open&linkout=registered', remoteAddress: HOME })).headers.location
+    ).toBe('https://publisher.example/open')
     expect(fake.seen).toHaveLength(0)
   })
 })
@@ -184,9 +203,12 @@ describe('never slower than it must be', () => {
     expect(first.headers.location).toBe(EZPROXIED('https://publisher.example/open'))
     expect(waited).toBeLessThan(1200)
     // The answer arrives (1.5 s after it was asked) and is kept.
-    await vi.waitFor(async () => {
-      expect((await app.inject('/metrics')).body).toContain('doi_proxy_open_access_lookups_total{provider="unpaywall",result="found"} 1')
-    }, { timeout: 10_000, interval: 50 })
+    await vi.waitFor(
+      async () => {
+        expect((await app.inject('/metrics')).body).toContain('doi_proxy_open_access_lookups_total{provider="unpaywall",result="found"} 1')
+      },
+      { timeout: 10_000, interval: 50 }
+    )
     fake.mode = 'fail'
     expect((await app.inject({ url: '/10.5555/open', remoteAddress: OTHER_HOME })).headers.location).toBe(OPEN_COPY)
     expect(fake.seen).toHaveLength(1)
@@ -196,7 +218,9 @@ describe('never slower than it must be', () => {
     const fake = await fakeProvider()
     fake.mode = { slowMs: 100 }
     const { app } = await chainApp(fake, { oaBudgetMs: 2000 })
-    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` }))
+    )
     expect(answers.map((a) => a.headers.location)).toEqual(Array(20).fill(OPEN_COPY))
     expect(fake.seen).toHaveLength(1)
   })
@@ -210,7 +234,7 @@ describe('never slower than it must be', () => {
     expect(fake.seen).toHaveLength(1)
   })
 
-  it('the daily limit stops calls before the provider\'s own, and says so in the metrics and on /status', async () => {
+  it("the daily limit stops calls before the provider's own, and says so in the metrics and on /status", async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake, { oaDailyLimit: 2 })
     for (const doi of ['n0', 'n1', 'n2']) await app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
@@ -219,7 +243,7 @@ describe('never slower than it must be', () => {
     const metrics = (await app.inject('/metrics')).body
     expect(metrics).toContain('doi_proxy_open_access_lookups_total{provider="unpaywall",result="daily_limit"} 2')
     expect(metrics).toContain('doi_proxy_open_access_daily_limit 2')
-    const status = (await app.inject('/status.json')).json() as { openAccess: { provider: string, callsToday: number, dailyLimit: number } }
+    const status = (await app.inject('/status.json')).json() as { openAccess: { provider: string; callsToday: number; dailyLimit: number } }
     expect(status.openAccess).toMatchObject({ provider: 'unpaywall', dailyLimit: 2 })
     expect(status.openAccess.callsToday).toBeGreaterThanOrEqual(2)
     expect((await app.inject('/status')).body).toContain('daily limit')
@@ -235,7 +259,7 @@ describe('never slower than it must be', () => {
   })
 })
 
-describe('a failing or hostile provider is never the reader\'s problem', () => {
+describe("a failing or hostile provider is never the reader's problem", () => {
   it.each<[string, FakeOpenAccess['mode']]>([
     ['HTTP 500 with an HTML page', 'fail'],
     ['a dropped connection', 'reset'],
@@ -267,7 +291,10 @@ describe('a failing or hostile provider is never the reader\'s problem', () => {
   })
 
   it('an unreachable provider: EZproxy, and the failure counted', async () => {
-    const { app } = await setup({ records: RECORDS, overrides: { localServices: [EVERYONE], oaProvider: 'openalex', openalexUrl: 'http://127.0.0.1:9', oaBudgetMs: 1000 } })
+    const { app } = await setup({
+      records: RECORDS,
+      overrides: { localServices: [EVERYONE], oaProvider: 'openalex', openalexUrl: 'http://127.0.0.1:9', oaBudgetMs: 1000 }
+    })
     const res = await app.inject({ url: '/10.5555/open', remoteAddress: HOME })
     expect(res.headers.location).toBe(EZPROXIED('https://publisher.example/open'))
     expect((await app.inject('/metrics')).body).toContain('doi_proxy_open_access_lookups_total{provider="openalex",result="error"} 1')
@@ -295,7 +322,7 @@ describe('metrics per step, on /metrics and /status', () => {
   })
 })
 
-describe('OA_PROVIDER=file: Unpaywall\'s data feed, offline', () => {
+describe("OA_PROVIDER=file: Unpaywall's data feed, offline", () => {
   it('a gzipped JSONL feed answers without any call', async () => {
     const { mkdtemp, writeFile } = await import('node:fs/promises')
     const { gzipSync } = await import('node:zlib')
@@ -312,19 +339,25 @@ describe('OA_PROVIDER=file: Unpaywall\'s data feed, offline', () => {
     await writeFile(file, gzipSync(lines.join('\n')))
     const { app } = await setup({ records: RECORDS, overrides: { localServices: [EVERYONE], oaProvider: 'file', oaSnapshotFile: file } })
     expect((await app.inject({ url: '/10.5555/OPEN', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
-    expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
-    expect((await app.inject({ url: '/10.5555/hostile', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/hostile'))
+    expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(
+      EZPROXIED('https://publisher.example/closed?a=1&b=2')
+    )
+    expect((await app.inject({ url: '/10.5555/hostile', remoteAddress: HOME })).headers.location).toBe(
+      EZPROXIED('https://publisher.example/hostile')
+    )
   })
 })
 
 describe('kept across a restart', () => {
   /** A cache snapshot's path in a directory of its own, removed when the test ends. */
-  async function snapshotFile (): Promise<string> {
+  async function snapshotFile(): Promise<string> {
     const { mkdtemp, rm } = await import('node:fs/promises')
     const { join } = await import('node:path')
     const { tmpdir } = await import('node:os')
     const dir = await mkdtemp(join(tmpdir(), 'oa-snapshot-'))
-    onTestFinished(async () => { await rm(dir, { recursive: true, force: true }) })
+    onTestFinished(async () => {
+      await rm(dir, { recursive: true, force: true })
+    })
     return join(dir, 'cache.snapshot')
   }
 
@@ -333,17 +366,21 @@ describe('kept across a restart', () => {
     const cacheFile = await snapshotFile()
     const before = await chainApp(fake, { cacheFile })
     expect((await before.app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
-    expect((await before.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
+    expect((await before.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(
+      EZPROXIED('https://publisher.example/closed?a=1&b=2')
+    )
     expect(fake.seen).toHaveLength(2)
     await before.app.close() // writes the snapshot
     // The same upstream: a snapshot made from another is set aside.
     const after = await chainApp(fake, { cacheFile, upstreamUrl: before.upstream.url })
     expect((await after.app.inject({ url: '/10.5555/open', remoteAddress: OTHER_HOME })).headers.location).toBe(OPEN_COPY)
-    expect((await after.app.inject({ url: '/10.5555/closed', remoteAddress: OTHER_HOME })).headers.location).toBe(EZPROXIED('https://publisher.example/closed?a=1&b=2'))
+    expect((await after.app.inject({ url: '/10.5555/closed', remoteAddress: OTHER_HOME })).headers.location).toBe(
+      EZPROXIED('https://publisher.example/closed?a=1&b=2')
+    )
     expect(fake.seen).toHaveLength(2)
   })
 
-  it('another provider\'s answers in the snapshot are not taken for this one\'s', async () => {
+  it("another provider's answers in the snapshot are not taken for this one's", async () => {
     const cacheFile = await snapshotFile()
     const unpaywall = await fakeProvider()
     const before = await chainApp(unpaywall, { cacheFile })
@@ -359,7 +396,7 @@ describe('kept across a restart', () => {
 describe('shared by replicas through Redis', () => {
   const redis = useTestRedis()
 
-  it('an answer one replica got is the other\'s without a call; the day\'s calls are counted together', async () => {
+  it("an answer one replica got is the other's without a call; the day's calls are counted together", async () => {
     const fake = await fakeProvider()
     const one = await chainApp(fake, { redisUrl: redis().url })
     const two = await chainApp(fake, { redisUrl: redis().url })
@@ -370,7 +407,9 @@ describe('shared by replicas through Redis', () => {
     expect(fake.seen).toHaveLength(1)
     await two.app.inject({ url: '/10.5555/closed', remoteAddress: HOME })
     const client = redis().client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     const keys = await client.keys('*oa:1:calls:*')
     expect(keys).toHaveLength(1)
     expect(await client.get(keys[0] as string)).toBe('2')
@@ -381,34 +420,46 @@ describe('shared by replicas through Redis', () => {
     fake.mode = { slowMs: 300 }
     const one = await chainApp(fake, { redisUrl: redis().url, redisWaitPollMs: 20 })
     const two = await chainApp(fake, { redisUrl: redis().url, redisWaitPollMs: 20 })
-    const answers = await Promise.all([one.app, two.app, one.app, two.app].map(async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })))
+    const answers = await Promise.all(
+      [one.app, two.app, one.app, two.app].map(
+        async (app, i) => await app.inject({ url: '/10.5555/open', remoteAddress: `203.0.113.${i + 1}` })
+      )
+    )
     expect(answers.map((a) => a.headers.location)).toEqual(Array(4).fill(OPEN_COPY))
     expect(fake.seen).toHaveLength(1)
   })
 
-  it('workers count the whole day together in Redis; when it stops answering, each keeps to its share of its own calls', { timeout: 30_000 }, async () => {
-    const fake = await fakeProvider()
-    // Two workers of one host: a day of 4 calls, 2 each while Redis cannot count for both.
-    const settings = { redisUrl: redis().url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 }
-    const one = await chainApp(fake, settings)
-    const two = await chainApp(fake, settings)
-    for (const doi of ['n0', 'n1']) await one.app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
-    await two.app.inject({ url: '/10.5555/n2', remoteAddress: HOME })
-    expect(fake.seen).toHaveLength(3) // 3 of the day's 4, counted in Redis: more than one worker's share
-    await redis().kill()
-    onTestFinished(async () => { await redis().run() })
-    await two.app.inject({ url: '/10.5555/n3', remoteAddress: HOME })
-    expect(fake.seen).toHaveLength(4) // the second worker's own second call: within its share
-    await two.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
-    await one.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
-    expect(fake.seen).toHaveLength(4) // both shares spent: the host made 4 calls, the day's limit
-  })
+  it(
+    'workers count the whole day together in Redis; when it stops answering, each keeps to its share of its own calls',
+    { timeout: 30_000 },
+    async () => {
+      const fake = await fakeProvider()
+      // Two workers of one host: a day of 4 calls, 2 each while Redis cannot count for both.
+      const settings = { redisUrl: redis().url, oaDailyLimit: 4, workers: 2, redisCommandTimeoutMs: 200 }
+      const one = await chainApp(fake, settings)
+      const two = await chainApp(fake, settings)
+      for (const doi of ['n0', 'n1']) await one.app.inject({ url: `/10.5555/${doi}`, remoteAddress: HOME })
+      await two.app.inject({ url: '/10.5555/n2', remoteAddress: HOME })
+      expect(fake.seen).toHaveLength(3) // 3 of the day's 4, counted in Redis: more than one worker's share
+      await redis().kill()
+      onTestFinished(async () => {
+        await redis().run()
+      })
+      await two.app.inject({ url: '/10.5555/n3', remoteAddress: HOME })
+      expect(fake.seen).toHaveLength(4) // the second worker's own second call: within its share
+      await two.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
+      await one.app.inject({ url: '/10.5555/n4', remoteAddress: HOME })
+      expect(fake.seen).toHaveLength(4) // both shares spent: the host made 4 calls, the day's limit
+    }
+  )
 
   it('a hostile value planted in Redis is never a Location', async () => {
     const fake = await fakeProvider()
     const { app } = await chainApp(fake, { redisUrl: redis().url })
     const client = redis().client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     await client.set('doi-proxy:oa:1:10.5555/OPEN', JSON.stringify({ url: 'javascript:alert(1)' }), 'PX', 60_000)
     expect((await app.inject({ url: '/10.5555/open', remoteAddress: HOME })).headers.location).toBe(OPEN_COPY)
   })
@@ -423,14 +474,25 @@ describe('docs/institutional.md §8: the worked configuration', () => {
     expect(block).toBeDefined()
     const example = buildConfig(JSON.parse(block as string) as Record<string, unknown>, {})
     const fake = await FakeOpenAccess.start('unpaywall', { '10.1000/182': 'https://repository.example.org/182.pdf' })
-    onTestFinished(async () => { await fake.close() })
+    onTestFinished(async () => {
+      await fake.close()
+    })
     const records = { ...RECORDS, '10.1000/182': [str(1, 'URL', 'https://publisher.example/182')] }
     const { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl } = example
-    const { app } = await setup({ records, overrides: { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl, unpaywallUrl: fake.url, oaBudgetMs: BUDGET_MS } })
-    expect((await app.inject({ url: '/10.1000/182', remoteAddress: CAMPUS })).headers.location).toBe('https://sfx.library.example.edu/sfxlcl41?url_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/10.1000%2F182')
+    const { app } = await setup({
+      records,
+      overrides: { localServices, oaProvider, unpaywallEmail, trustProxy, publicBaseUrl, unpaywallUrl: fake.url, oaBudgetMs: BUDGET_MS }
+    })
+    expect((await app.inject({ url: '/10.1000/182', remoteAddress: CAMPUS })).headers.location).toBe(
+      'https://sfx.library.example.edu/sfxlcl41?url_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/10.1000%2F182'
+    )
     expect((await app.inject({ url: '/10.1000/182', remoteAddress: HOME })).headers.location).toBe('https://repository.example.org/182.pdf')
-    expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe('https://login.ezproxy.library.example.edu/login?url=https://publisher.example/closed?a=1&b=2')
-    expect((await app.inject({ url: '/10.1000/182?linkout=registered', remoteAddress: HOME })).headers.location).toBe('https://publisher.example/182')
+    expect((await app.inject({ url: '/10.5555/closed', remoteAddress: HOME })).headers.location).toBe(
+      'https://login.ezproxy.library.example.edu/login?url=https://publisher.example/closed?a=1&b=2'
+    )
+    expect((await app.inject({ url: '/10.1000/182?linkout=registered', remoteAddress: HOME })).headers.location).toBe(
+      'https://publisher.example/182'
+    )
     expect(fake.seen[0]?.query.get('email')).toBe('library-systems@university.example')
   })
 })
@@ -439,14 +501,17 @@ describe('docs/institutional.md: the example data feed (config/open-access-feed.
   const FEED = 'config/open-access-feed.example.jsonl'
 
   /** The doc's example feed, and its trial run: the environment it sets and each curl line's path and answer. */
-  async function theDoc (): Promise<{ feed: string, env: Record<string, string>, curls: Array<{ path: string, location: string }> }> {
+  async function theDoc(): Promise<{ feed: string; env: Record<string, string>; curls: Array<{ path: string; location: string }> }> {
     const { readFileSync } = await import('node:fs')
     const doc = readFileSync(new URL('../../docs/institutional.md', import.meta.url), 'utf8')
     const feed = /<!-- open-access-feed-example -->\n```json\n([\s\S]*?)```/.exec(doc)?.[1]
     const run = /<!-- open-access-feed-run -->\n```sh\n([\s\S]*?)```/.exec(doc)?.[1]
     expect(feed).toBeDefined()
     expect(run).toBeDefined()
-    const [start, ...rest] = (run as string).replace(/\\\n\s*/g, ' ').trim().split('\n')
+    const [start, ...rest] = (run as string)
+      .replace(/\\\n\s*/g, ' ')
+      .trim()
+      .split('\n')
     expect(start).toMatch(/ npm run start:offline$/)
     const env = Object.fromEntries([...(start as string).matchAll(/(\w+)=(?:'([^']*)'|(\S+))/g)].map((m) => [m[1]!, m[2] ?? m[3]!]))
     const curls = rest.map((line) => {
@@ -461,7 +526,10 @@ describe('docs/institutional.md: the example data feed (config/open-access-feed.
     const { readFileSync } = await import('node:fs')
     const { feed } = await theDoc()
     expect(feed).toBe(readFileSync(FEED, 'utf8'))
-    const works = feed.trim().split('\n').map((line) => JSON.parse(line) as { is_oa: boolean })
+    const works = feed
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { is_oa: boolean })
     expect(works.map((w) => w.is_oa)).toEqual([true, false])
   })
 

@@ -6,21 +6,32 @@ import { overloadEventLoop, setup } from '../support/app.js'
 import { admin, str } from '../support/records.js'
 import type { HandleValue } from '../../src/handle/types.js'
 
-function storeDir (records: Record<string, HandleValue[]>): string {
+function storeDir(records: Record<string, HandleValue[]>): string {
   const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-store-'))
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
   writeRecords(dir, 'records.ndjson', records)
   return dir
 }
 
-function writeRecords (dir: string, name: string, records: Record<string, HandleValue[]>): void {
-  writeFileSync(join(dir, name), Object.entries(records).map(([handle, values]) => JSON.stringify({ handle, values })).join('\n') + '\n')
+function writeRecords(dir: string, name: string, records: Record<string, HandleValue[]>): void {
+  writeFileSync(
+    join(dir, name),
+    Object.entries(records)
+      .map(([handle, values]) => JSON.stringify({ handle, values }))
+      .join('\n') + '\n'
+  )
 }
 
 const LOCAL = {
   10.9999: [admin(), str(2, 'HS_SERV', '10.SERV/DATACITE')],
   '10.9999/local': [str(1, 'URL', 'https://library.example/local')],
-  '10.9999/loc': [str(1, '10320/loc', '<locations><location href="https://a.example/" weight="1"/><location id="uk" href="https://uk.example/" country="gb" weight="0"/></locations>')],
+  '10.9999/loc': [
+    str(
+      1,
+      '10320/loc',
+      '<locations><location href="https://a.example/" weight="1"/><location id="uk" href="https://uk.example/" country="gb" weight="0"/></locations>'
+    )
+  ],
   '10.5555/override': [str(1, 'URL', 'https://library.example/override')]
 }
 
@@ -62,9 +73,12 @@ describe('local records (issue 7)', () => {
     const { app } = await setup({ overrides: { localStoreDir: dir, localAuthoritativePrefixes: ['10.9999'] } })
     expect((await app.inject({ url: '/10.9999/local' })).headers.location).toBe('https://library.example/local')
     writeRecords(dir, 'records.ndjson', { ...LOCAL, '10.9999/local': [str(1, 'URL', 'https://library.example/moved')] })
-    await vi.waitFor(async () => {
-      expect((await app.inject({ url: '/10.9999/local' })).headers.location).toBe('https://library.example/moved')
-    }, { timeout: 5000, interval: 50 })
+    await vi.waitFor(
+      async () => {
+        expect((await app.inject({ url: '/10.9999/local' })).headers.location).toBe('https://library.example/moved')
+      },
+      { timeout: 5000, interval: 50 }
+    )
   })
 
   it('a bad file does not stop the good ones, nor the server', async () => {
@@ -111,7 +125,12 @@ describe('offline mode (issue 7)', () => {
     expect(app.isUnderPressure()).toBe(true)
     expect((await app.inject({ url: '/10.1000/elsewhere' })).statusCode).toBe(404)
     expect((await app.inject({ url: '/api/handles/10.1000/elsewhere' })).statusCode).toBe(404)
-    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.1000/elsewhere\n10.5555/sample-values\n' })
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.1000/elsewhere\n10.5555/sample-values\n'
+    })
     expect(batch.statusCode).toBe(200)
     expect(batch.body.trim().split('\n')).toHaveLength(2)
   })
@@ -120,25 +139,58 @@ describe('offline mode (issue 7)', () => {
     const { app, upstream } = await setup({ overrides: { localStoreDir: 'config/sample-records', maxEventLoopDelayMs: 50 } })
     await overloadEventLoop()
     expect(app.isUnderPressure()).toBe(true)
-    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/sample\n10.5555/sample-values\n' })
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.5555/sample\n10.5555/sample-values\n'
+    })
     expect(batch.statusCode).toBe(200)
-    expect(batch.body.trim().split('\n').map((l) => (JSON.parse(l) as { source: string }).source)).toEqual(['local', 'local'])
+    expect(
+      batch.body
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { source: string }).source)
+    ).toEqual(['local', 'local'])
     expect(upstream.seen).toHaveLength(0)
   })
 
   it('the batch API answers a DOI not in the local records registered: null (it may well exist), never registered: false', async () => {
     const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
-    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.1000/182\n10.5555/sample\n' })
-    const [real, sample] = res.body.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
-    expect(real).toEqual({ input: '10.1000/182', doi: null, registered: null, url: null, source: 'local', status: 404, error: expect.stringContaining('not in this resolver\'s records') })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.1000/182\n10.5555/sample\n'
+    })
+    const [real, sample] = res.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(real).toEqual({
+      input: '10.1000/182',
+      doi: null,
+      registered: null,
+      url: null,
+      source: 'local',
+      status: 404,
+      error: expect.stringContaining("not in this resolver's records")
+    })
     expect(sample).toEqual(expect.objectContaining({ registered: true, status: 302 }))
     expect((await app.inject({ url: '/metrics' })).body).toContain('doi_proxy_batch_lines_total{answer="unknown"} 1')
     expect(upstream.seen).toHaveLength(0)
   })
 
   it('a prefix served only locally (LOCAL_AUTHORITATIVE_PREFIXES) still answers registered: false offline: its absence is known', async () => {
-    const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records', localAuthoritativePrefixes: ['10.5555'] } })
-    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/absent\n' })
+    const { app } = await setup({
+      overrides: { offline: true, localStoreDir: 'config/sample-records', localAuthoritativePrefixes: ['10.5555'] }
+    })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.5555/absent\n'
+    })
     expect(JSON.parse(res.body)).toEqual({ input: '10.5555/absent', doi: null, registered: false, url: null, source: 'local', status: 404 })
   })
 
@@ -146,7 +198,11 @@ describe('offline mode (issue 7)', () => {
     const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
     const res = await app.inject({ url: '/doiRA/10.1000/182,10.1000,10.5555/sample' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toEqual([{ DOI: '10.1000/182', status: 'Unknown' }, { DOI: '10.1000', status: 'Unknown' }, { DOI: '10.5555/sample', RA: 'Crossref' }])
+    expect(res.json()).toEqual([
+      { DOI: '10.1000/182', status: 'Unknown' },
+      { DOI: '10.1000', status: 'Unknown' },
+      { DOI: '10.5555/sample', RA: 'Crossref' }
+    ])
     expect(upstream.seen).toHaveLength(0)
   })
 
@@ -154,7 +210,11 @@ describe('offline mode (issue 7)', () => {
     const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
     const res = await app.inject({ url: '/api/handles/10.1000/elsewhere' })
     expect(res.statusCode).toBe(404)
-    expect(res.json()).toEqual({ responseCode: 301, message: 'Not in this resolver\'s local records: it is offline and did not ask the DOI System', handle: '10.1000/elsewhere' })
+    expect(res.json()).toEqual({
+      responseCode: 301,
+      message: "Not in this resolver's local records: it is offline and did not ask the DOI System",
+      handle: '10.1000/elsewhere'
+    })
   })
 
   it('online, a DOI the upstream does not know is still "DOI Not Found" with responseCode 100', async () => {
@@ -166,7 +226,9 @@ describe('offline mode (issue 7)', () => {
   it('the default configuration loads the sample store', async () => {
     const { buildConfig } = await import('../../src/config/schema.js')
     const defaults = buildConfig(undefined, {})
-    const { app, upstream } = await setup({ overrides: { localStoreDir: defaults.localStoreDir, localAuthoritativePrefixes: defaults.localAuthoritativePrefixes } })
+    const { app, upstream } = await setup({
+      overrides: { localStoreDir: defaults.localStoreDir, localAuthoritativePrefixes: defaults.localAuthoritativePrefixes }
+    })
     expect((await app.inject({ url: '/10.5555/sample' })).headers.location).toBe('https://www.doi.org/')
     expect(upstream.seen).toHaveLength(0)
   })

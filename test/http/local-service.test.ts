@@ -29,18 +29,21 @@ const RECORDS = {
   '10.1000/x': [str(1, 'URL', 'http://example.org/x')],
   // A DataCite-like prefix whose namespace location answers content negotiation (behaviour.md R9).
   10.17879: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')],
-  '10.SERV/DATACITE': [admin(), str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>')],
+  '10.SERV/DATACITE': [
+    admin(),
+    str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>')
+  ],
   '10.17879/x': [str(1, 'URL', 'https://example.org/landing')]
 }
 
 const SFX_PLAIN = 'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.5555%2Fplain'
 
-async function withServices (services: LocalServiceConfig[] = [SFX], deps = {}) {
+async function withServices(services: LocalServiceConfig[] = [SFX], deps = {}) {
   return await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: 'https://doi.library.example' }, deps })
 }
 
-describe('a reader on the library\'s network (behaviour.md §10)', () => {
-  it('on the campus IPv4 network is sent to the library\'s link resolver', async () => {
+describe("a reader on the library's network (behaviour.md §10)", () => {
+  it("on the campus IPv4 network is sent to the library's link resolver", async () => {
     const { app } = await withServices()
     const res = await app.inject({ url: '/10.5555/plain', remoteAddress: CAMPUS_V4 })
     expect(res.statusCode).toBe(302)
@@ -69,13 +72,23 @@ describe('a reader on the library\'s network (behaviour.md §10)', () => {
   it('a service with prefixes is used only for DOIs under them', async () => {
     const { app } = await withServices([{ ...SFX, prefixes: ['10.1000'] }])
     expect((await app.inject({ url: '/10.5555/plain', remoteAddress: CAMPUS_V4 })).headers.location).toBe('http://example.org/plain')
-    expect((await app.inject({ url: '/10.1000/x', remoteAddress: CAMPUS_V4 })).headers.location).toBe('https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.1000%2Fx')
+    expect((await app.inject({ url: '/10.1000/x', remoteAddress: CAMPUS_V4 })).headers.location).toBe(
+      'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.1000%2Fx'
+    )
   })
 
   it('the first service whose networks hold the reader wins', async () => {
-    const law = { ...SFX, id: 'law', name: 'Law Library', url: 'https://law.example.edu/openurl?rft_id=info:doi/{doi}', networks: ['192.0.2.0/28'] }
+    const law = {
+      ...SFX,
+      id: 'law',
+      name: 'Law Library',
+      url: 'https://law.example.edu/openurl?rft_id=info:doi/{doi}',
+      networks: ['192.0.2.0/28']
+    }
     const { app } = await withServices([law, SFX])
-    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.3' })).headers.location).toBe('https://law.example.edu/openurl?rft_id=info:doi/10.5555%2Fplain')
+    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.3' })).headers.location).toBe(
+      'https://law.example.edu/openurl?rft_id=info:doi/10.5555%2Fplain'
+    )
     expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.200' })).headers.location).toBe(SFX_PLAIN)
   })
 
@@ -91,7 +104,7 @@ describe('a reader on the library\'s network (behaviour.md §10)', () => {
   })
 })
 
-describe('a reader\'s own choice (the doi_proxy_ls cookie)', () => {
+describe("a reader's own choice (the doi_proxy_ls cookie)", () => {
   it('off campus, a reader who chose the library is sent there', async () => {
     const { app } = await withServices()
     const res = await app.inject({ url: '/10.5555/plain', remoteAddress: OFF_CAMPUS, headers: { cookie: 'other=1; doi_proxy_ls=sfx' } })
@@ -106,8 +119,12 @@ describe('a reader\'s own choice (the doi_proxy_ls cookie)', () => {
 
   it('a cookie naming a service that is not configured is ignored: the network decides', async () => {
     const { app } = await withServices()
-    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: CAMPUS_V4, headers: { cookie: 'doi_proxy_ls=gone' } })).headers.location).toBe(SFX_PLAIN)
-    expect((await app.inject({ url: '/10.5555/plain', remoteAddress: OFF_CAMPUS, headers: { cookie: 'doi_proxy_ls=gone' } })).headers.location).toBe('http://example.org/plain')
+    expect(
+      (await app.inject({ url: '/10.5555/plain', remoteAddress: CAMPUS_V4, headers: { cookie: 'doi_proxy_ls=gone' } })).headers.location
+    ).toBe(SFX_PLAIN)
+    expect(
+      (await app.inject({ url: '/10.5555/plain', remoteAddress: OFF_CAMPUS, headers: { cookie: 'doi_proxy_ls=gone' } })).headers.location
+    ).toBe('http://example.org/plain')
   })
 
   it('the chosen service of several is the one used, whatever the network', async () => {
@@ -163,7 +180,9 @@ describe('answers that are never diverted', () => {
 
   it('action=metadata goes where the record says', async () => {
     const { app } = await withServices()
-    expect((await app.inject({ url: '/10.5555/plain?action=metadata', remoteAddress: CAMPUS_V4 })).headers.location).toBe('http://example.org/plain')
+    expect((await app.inject({ url: '/10.5555/plain?action=metadata', remoteAddress: CAMPUS_V4 })).headers.location).toBe(
+      'http://example.org/plain'
+    )
   })
 
   it('the REST API and Which RA? answer their JSON', async () => {
@@ -177,7 +196,7 @@ describe('answers that are never diverted', () => {
     expect(ra.body).toContain('"DOI"')
   })
 
-  it('a citation tool asking for BibTeX gets the registration agency\'s metadata service', async () => {
+  it("a citation tool asking for BibTeX gets the registration agency's metadata service", async () => {
     const { app } = await withServices()
     const res = await app.inject({ url: '/10.17879/x', remoteAddress: CAMPUS_V4, headers: { accept: 'application/x-bibtex' } })
     expect(res.statusCode).toBe(302)
@@ -186,7 +205,11 @@ describe('answers that are never diverted', () => {
 
   it('a browser asking for the same DOI is sent to the library', async () => {
     const { app } = await withServices()
-    const res = await app.inject({ url: '/10.17879/x', remoteAddress: CAMPUS_V4, headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0' } })
+    const res = await app.inject({
+      url: '/10.17879/x',
+      remoteAddress: CAMPUS_V4,
+      headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0' }
+    })
     expect(res.headers.location).toBe('https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.17879%2Fx')
   })
 })
@@ -226,7 +249,9 @@ describe('the URL template', () => {
     const service = { ...SFX, url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}&back={return}' }
     const { app } = await withServices([service])
     const res = await app.inject({ url: '/10.5555/a%26b%20c', remoteAddress: CAMPUS_V4 })
-    expect(res.headers.location).toBe('https://sfx.example.edu/sfxlcl41?id=doi:10.5555%2Fa%26b%20c&back=https%3A%2F%2Fdoi.library.example%2F10.5555%2Fa%2526b%2520c%3Fnols%3Dy')
+    expect(res.headers.location).toBe(
+      'https://sfx.example.edu/sfxlcl41?id=doi:10.5555%2Fa%26b%20c&back=https%3A%2F%2Fdoi.library.example%2F10.5555%2Fa%2526b%2520c%3Fnols%3Dy'
+    )
   })
 
   it('the {return} URL brings the reader to the publisher', async () => {
@@ -260,7 +285,9 @@ describe('the loop guard', () => {
     const { app } = await withServices()
     await app.inject({ url: '/10.5555/plain', remoteAddress: CAMPUS_V4 })
     expect((await app.inject({ url: '/10.5555/plain', remoteAddress: '192.0.2.11' })).headers.location).toBe(SFX_PLAIN)
-    expect((await app.inject({ url: '/10.1000/x', remoteAddress: CAMPUS_V4 })).headers.location).toBe('https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.1000%2Fx')
+    expect((await app.inject({ url: '/10.1000/x', remoteAddress: CAMPUS_V4 })).headers.location).toBe(
+      'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:10.1000%2Fx'
+    )
   })
 })
 
@@ -282,13 +309,27 @@ describe('metrics', () => {
 })
 
 describe('privacy', () => {
-  it('the reader\'s cookie is never logged, not even in the access log or a failure\'s warning', async () => {
+  it("the reader's cookie is never logged, not even in the access log or a failure's warning", async () => {
     const lines: string[] = []
-    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(...chunk.toString().trim().split('\n')); done() } })
-    const { app, upstream } = await setup({ records: RECORDS, overrides: { localServices: [SFX], logRequests: true, upstreamRetries: 0 }, deps: { logger: pino({ level: 'info' }, sink) } })
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString().trim().split('\n'))
+        done()
+      }
+    })
+    const { app, upstream } = await setup({
+      records: RECORDS,
+      overrides: { localServices: [SFX], logRequests: true, upstreamRetries: 0 },
+      deps: { logger: pino({ level: 'info' }, sink) }
+    })
     const cookie = 'doi_proxy_ls=sfx; session=secret-value'
     await app.inject({ url: '/10.5555/plain', remoteAddress: OFF_CAMPUS, headers: { cookie } })
-    await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' } })
+    await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=sfx',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }
+    })
     upstream.mode = { kind: 'status', status: 500 }
     await app.inject({ url: '/10.5555/uncached', remoteAddress: OFF_CAMPUS, headers: { cookie } })
     expect(lines.length).toBeGreaterThanOrEqual(3)

@@ -13,7 +13,7 @@ const BIBTEX = '@article{paper, title = {A paper}}\n'
 const CSL = '{"type":"article-journal","title":"A paper"}'
 const BIB = { accept: 'application/x-bibtex' }
 
-function recordsFor (agency: FakeAgency, extra: Record<string, HandleValue[]> = {}): Record<string, HandleValue[]> {
+function recordsFor(agency: FakeAgency, extra: Record<string, HandleValue[]> = {}): Record<string, HandleValue[]> {
   const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
   return {
     10.9999: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/FAKE</locs></HS_NAMESPACE>')],
@@ -25,15 +25,29 @@ function recordsFor (agency: FakeAgency, extra: Record<string, HandleValue[]> = 
   }
 }
 
-async function withAgency (opts: { overrides?: Partial<Config>, extra?: (agency: FakeAgency) => Record<string, HandleValue[]>, hosts?: (agency: FakeAgency) => string[], now?: () => number } = {}) {
+async function withAgency(
+  opts: {
+    overrides?: Partial<Config>
+    extra?: (agency: FakeAgency) => Record<string, HandleValue[]>
+    hosts?: (agency: FakeAgency) => string[]
+    now?: () => number
+  } = {}
+) {
   const agency = await FakeAgency.start({
     [DOI]: { 'application/x-bibtex': BIBTEX, 'application/vnd.citationstyles.csl+json': CSL },
     '10.9999/other': { 'application/x-bibtex': '@misc{other}\n' }
   })
-  onTestFinished(async () => { await agency.close() })
+  onTestFinished(async () => {
+    await agency.close()
+  })
   const { app, upstream } = await setup({
     records: recordsFor(agency, opts.extra?.(agency)),
-    overrides: { metadataMode: 'fetch', upstreamRetries: 0, ...opts.overrides, metadataHosts: opts.hosts?.(agency) ?? opts.overrides?.metadataHosts ?? [agency.host] },
+    overrides: {
+      metadataMode: 'fetch',
+      upstreamRetries: 0,
+      ...opts.overrides,
+      metadataHosts: opts.hosts?.(agency) ?? opts.overrides?.metadataHosts ?? [agency.host]
+    },
     ...(opts.now === undefined ? {} : { deps: { now: opts.now } })
   })
   return { app, agency, upstream }
@@ -50,7 +64,7 @@ describe('METADATA_MODE=redirect (the default): as doi.org', () => {
 })
 
 describe('METADATA_MODE=fetch: the metadata itself', () => {
-  it('a BibTeX request gets the BibTeX, with the agency\'s status and Content-Type, Vary: Accept, a cite-as Link, CORS and X-Cache: MISS', async () => {
+  it("a BibTeX request gets the BibTeX, with the agency's status and Content-Type, Vary: Accept, a cite-as Link, CORS and X-Cache: MISS", async () => {
     const { app } = await withAgency()
     const res = await app.inject({ url: `/${DOI}`, headers: BIB })
     expect(res.statusCode).toBe(200)
@@ -74,7 +88,7 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(agency.seen.at(-1)?.headers['accept-encoding']).toBe('gzip, deflate, br')
   })
 
-  it('a reader\'s urlappend never steers what we fetch from an agency: such a request is redirected, as doi.org does (found in review)', async () => {
+  it("a reader's urlappend never steers what we fetch from an agency: such a request is redirected, as doi.org does (found in review)", async () => {
     const { app, agency } = await withAgency()
     const res = await app.inject({ url: `/${DOI}?urlappend=%2F..%2F..%2Fsomething%3Fx%3D1`, headers: BIB })
     expect(res.statusCode).toBe(302)
@@ -105,8 +119,11 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
   it('readers missing the same DOI in different cases at once make one request to the agency', async () => {
     const { app, agency } = await withAgency()
     agency.mode = { kind: 'slow', delayMs: 100 }
-    const answers = await Promise.all(['/10.9999/paper', '/10.9999/PAPER', '/10.9999/Paper'].map(async (url, i) =>
-      await app.inject({ url, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })))
+    const answers = await Promise.all(
+      ['/10.9999/paper', '/10.9999/PAPER', '/10.9999/Paper'].map(
+        async (url, i) => await app.inject({ url, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })
+      )
+    )
     expect(answers.map((r) => r.body)).toEqual([BIBTEX, BIBTEX, BIBTEX])
     expect(agency.count(DOI)).toBe(1)
   })
@@ -125,8 +142,9 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
   it('many readers missing the same DOI and type at once make one request to the agency', async () => {
     const { app, agency } = await withAgency()
     agency.mode = { kind: 'slow', delayMs: 100 }
-    const answers = await Promise.all(Array.from({ length: 8 }, async (_, i) =>
-      await app.inject({ url: `/${DOI}`, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })))
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => await app.inject({ url: `/${DOI}`, headers: BIB, remoteAddress: `192.0.2.${i + 1}` }))
+    )
     expect(answers.map((r) => r.statusCode)).toEqual(Array(8).fill(200))
     expect(agency.count(DOI)).toBe(1)
   })
@@ -134,8 +152,9 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
   it('readers queued behind a one-at-a-time agency take the outcome of the fetch that ended while they waited, even a failure (found in review)', async () => {
     const { app, agency } = await withAgency({ overrides: { metadataAgencyConcurrency: 1 } })
     agency.mode = { kind: 'status', status: 500 }
-    const answers = await Promise.all(Array.from({ length: 6 }, async (_, i) =>
-      await app.inject({ url: `/${DOI}`, headers: BIB, remoteAddress: `192.0.2.${i + 1}` })))
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => await app.inject({ url: `/${DOI}`, headers: BIB, remoteAddress: `192.0.2.${i + 1}` }))
+    )
     expect(answers.map((r) => r.statusCode)).toEqual(Array(6).fill(502))
     expect(agency.count(DOI)).toBe(1)
   })
@@ -155,9 +174,18 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(res.body).not.toContain('<html')
   })
 
-  it('the agency sees the reader\'s Accept and our User-Agent, and none of the reader\'s other headers', async () => {
+  it("the agency sees the reader's Accept and our User-Agent, and none of the reader's other headers", async () => {
     const { app, agency } = await withAgency()
-    await app.inject({ url: `/${DOI}`, headers: { accept: 'application/x-bibtex', cookie: 'session=secret', authorization: 'Bearer secret', 'x-forwarded-for': '203.0.113.9', referer: 'https://reader.example/' } })
+    await app.inject({
+      url: `/${DOI}`,
+      headers: {
+        accept: 'application/x-bibtex',
+        cookie: 'session=secret',
+        authorization: 'Bearer secret',
+        'x-forwarded-for': '203.0.113.9',
+        referer: 'https://reader.example/'
+      }
+    })
     const seen = agency.seen[0]!.headers
     expect(seen.accept).toBe('application/x-bibtex')
     expect(seen['user-agent']).toMatch(/^doi-proxy\//)
@@ -167,7 +195,7 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
     expect(seen.referer).toBeUndefined()
   })
 
-  it('HEAD answers the metadata\'s headers without the body', async () => {
+  it("HEAD answers the metadata's headers without the body", async () => {
     const { app } = await withAgency()
     const res = await app.inject({ method: 'HEAD', url: `/${DOI}`, headers: BIB })
     expect(res.statusCode).toBe(200)
@@ -187,7 +215,10 @@ describe('METADATA_MODE=fetch: the metadata itself', () => {
 describe('negotiation as RFC 9110 says, in fetch mode', () => {
   it('style= and locale= are passed on to the agency, and each style is its own answer', async () => {
     const { app, agency } = await withAgency()
-    agency.records.set(DOI, { 'text/x-bibliography;style=apa;locale=fr-FR': 'Paper, A. (2020). Un article.\n', 'text/x-bibliography;style=mla': 'Paper, A. "A paper." 2020.\n' })
+    agency.records.set(DOI, {
+      'text/x-bibliography;style=apa;locale=fr-FR': 'Paper, A. (2020). Un article.\n',
+      'text/x-bibliography;style=mla': 'Paper, A. "A paper." 2020.\n'
+    })
     const apa = await app.inject({ url: `/${DOI}`, headers: { accept: 'text/x-bibliography; style=apa; locale=fr-FR' } })
     expect(apa.statusCode).toBe(200)
     expect(apa.body).toBe('Paper, A. (2020). Un article.\n')
@@ -241,8 +272,8 @@ describe('negotiation as RFC 9110 says, in fetch mode', () => {
   })
 })
 
-describe('freshness: the agency\'s Cache-Control, capped, and stale answers when it fails', () => {
-  it('an answer is fresh for the agency\'s max-age at most METADATA_MAX_TTL_SECONDS; then the agency is asked again', async () => {
+describe("freshness: the agency's Cache-Control, capped, and stale answers when it fails", () => {
+  it("an answer is fresh for the agency's max-age at most METADATA_MAX_TTL_SECONDS; then the agency is asked again", async () => {
     let t = Date.parse('2026-11-23T12:00:00Z')
     const { app, agency } = await withAgency({ overrides: { metadataMaxTtlSeconds: 60 }, now: () => t })
     agency.cacheControl = 'public, max-age=600'
@@ -275,7 +306,7 @@ describe('freshness: the agency\'s Cache-Control, capped, and stale answers when
     expect(res.headers['x-cache']).toBe('STALE')
   })
 
-  it('with nothing to stand in, the agency\'s 5xx is our 502 page', async () => {
+  it("with nothing to stand in, the agency's 5xx is our 502 page", async () => {
     const { app, agency } = await withAgency()
     agency.mode = { kind: 'status', status: 502 }
     const res = await app.inject({ url: `/${DOI}`, headers: BIB })
@@ -334,9 +365,11 @@ describe('a failing, slow or lying agency', () => {
 })
 
 describe('redirects from the agency and the allow-list (METADATA_HOSTS)', () => {
-  it('a redirect to a host on the list is followed, as data.crossref.org\'s to api.crossref.org', async () => {
+  it("a redirect to a host on the list is followed, as data.crossref.org's to api.crossref.org", async () => {
     const api = await FakeAgency.start({ [DOI]: { 'application/x-bibtex': BIBTEX } })
-    onTestFinished(async () => { await api.close() })
+    onTestFinished(async () => {
+      await api.close()
+    })
     const { app, agency } = await withAgency({ hosts: (data) => [data.host, api.host] })
     agency.mode = { kind: 'redirect', status: 303, location: `${api.origin}/works/10.9999%2Fpaper/transform` }
     const res = await app.inject({ url: `/${DOI}`, headers: BIB })
@@ -347,7 +380,9 @@ describe('redirects from the agency and the allow-list (METADATA_HOSTS)', () => 
 
   it('a redirect to a host off the list is never followed: 502, and that host is never asked', async () => {
     const elsewhere = await FakeAgency.start({ [DOI]: { 'application/x-bibtex': BIBTEX } })
-    onTestFinished(async () => { await elsewhere.close() })
+    onTestFinished(async () => {
+      await elsewhere.close()
+    })
     const { app, agency } = await withAgency()
     agency.mode = { kind: 'redirect', status: 302, location: `${elsewhere.origin}/${DOI}` }
     const res = await app.inject({ url: `/${DOI}`, headers: BIB })

@@ -10,15 +10,28 @@ import { admin, LOC_XML, str } from '../support/records.js'
 // A DataCite-like prefix whose HS_NAMESPACE names a conneg handle (behaviour.md R9 "Prefix-level locations").
 const CONNEG_LOC = '<locations><location weight="0" http_role="conneg" href_template="https://data.crosscite.org/{hdl}"/></locations>'
 const RECORDS = {
-  10.17879: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')],
+  10.17879: [
+    admin(),
+    str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><DOI.RA>10.SERV/DATACITE</DOI.RA><locs>10.SERV/DATACITE</locs></HS_NAMESPACE>')
+  ],
   '10.SERV/DATACITE': [admin(), str(1, '10320/loc', CONNEG_LOC)],
   '10.17879/91968401496': [str(1, 'URL', 'https://datastore.uni-muenster.de/doi/10.17879/91968401496')],
   10.5555: [admin()],
   '10.5555/loc': [admin(), str(1, 'URL', 'http://example.org/loc-url'), str(2, '10320/loc', LOC_XML)],
-  '10.5555/sc': [str(1, '10320/loc', '<locations http_sc="303"><location href="http://example.org/a" /><location href="http://example.org/b" http_sc="307" weight="0" id="b"/></locations>')],
+  '10.5555/sc': [
+    str(
+      1,
+      '10320/loc',
+      '<locations http_sc="303"><location href="http://example.org/a" /><location href="http://example.org/b" http_sc="307" weight="0" id="b"/></locations>'
+    )
+  ],
   '10.5555/links': [
     str(1, 'URL', 'http://example.org/landing'),
-    str(2, '10320/loc', '<locations><location href="http://example.org/landing"/><location href="http://example.org/paper.pdf" rel="item" media-type="application/pdf" weight="0"/></locations>')
+    str(
+      2,
+      '10320/loc',
+      '<locations><location href="http://example.org/landing"/><location href="http://example.org/paper.pdf" rel="item" media-type="application/pdf" weight="0"/></locations>'
+    )
   ],
   '10.5555/broken': [str(1, 'URL', 'http://example.org/fallback'), str(2, '10320/loc', '<locations><location href="http://x" weight=')]
 }
@@ -31,9 +44,20 @@ describe('content negotiation through namespace locations (issue 3)', () => {
     ['BibTeX from doi2bib', { accept: 'application/x-bibtex; charset=utf-8' }, CONNEG],
     ['CSL-JSON from citation.js', { accept: 'application/vnd.citationstyles.csl+json' }, CONNEG],
     ['a formatted APA citation', { accept: 'text/x-bibliography; style=apa' }, CONNEG],
-    ['Zotero\'s three-type list', { accept: 'application/vnd.datacite.datacite+json, application/vnd.crossref.unixref+xml, application/vnd.citationstyles.csl+json' }, CONNEG],
-    ['a browser', { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0' }, LANDING],
-    ['curl\'s */*', { accept: '*/*', 'user-agent': 'curl/8.5.0' }, LANDING],
+    [
+      "Zotero's three-type list",
+      { accept: 'application/vnd.datacite.datacite+json, application/vnd.crossref.unixref+xml, application/vnd.citationstyles.csl+json' },
+      CONNEG
+    ],
+    [
+      'a browser',
+      {
+        accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
+        'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0'
+      },
+      LANDING
+    ],
+    ["curl's */*", { accept: '*/*', 'user-agent': 'curl/8.5.0' }, LANDING],
     ['no Accept at all', {}, LANDING]
   ])('%s is redirected to the right place, with Vary: Accept', async (_name, headers, location) => {
     const { app } = await setup({ records: RECORDS })
@@ -72,10 +96,12 @@ describe('content negotiation through namespace locations (issue 3)', () => {
     const res = await app.inject({ url: '/10.17879/91968401496?action=showurls' })
     expect(res.statusCode).toBe(200)
     expect(res.headers['content-type']).toBe('text/xml; charset=utf-8')
-    expect(res.body).toBe('<locations>\n' +
-      `<location mode="legacy" weight="1.0" href="${LANDING}"/>\n` +
-      `<location weight="0" http_role="conneg" href="${CONNEG}" href_template="https://data.crosscite.org/{hdl}"/>\n` +
-      '</locations>\n')
+    expect(res.body).toBe(
+      '<locations>\n' +
+        `<location mode="legacy" weight="1.0" href="${LANDING}"/>\n` +
+        `<location weight="0" http_role="conneg" href="${CONNEG}" href_template="https://data.crosscite.org/{hdl}"/>\n` +
+        '</locations>\n'
+    )
   })
 
   it('locs is a synonym of action=showurls', async () => {
@@ -85,7 +111,7 @@ describe('content negotiation through namespace locations (issue 3)', () => {
   })
 })
 
-describe('the record\'s own 10320/loc (reference transcript, second probe)', () => {
+describe("the record's own 10320/loc (reference transcript, second probe)", () => {
   it.each([
     ['/10.5555/loc', 'http://example.org/loc-a'],
     ['/10.5555/loc?locatt=country:gb', 'http://example.org/loc-b'],
@@ -129,7 +155,11 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
       10.5555: [admin()],
       '10.5555/linked': [
         str(1, 'URL', 'http://example.org/landing'),
-        str(2, '10320/links', '<links><location rel="describedby" href="http://example.org/meta.json" media-type="application/json"/></links>'),
+        str(
+          2,
+          '10320/links',
+          '<links><location rel="describedby" href="http://example.org/meta.json" media-type="application/json"/></links>'
+        ),
         str(3, '10320/headers', 'X-Robots-Tag: noindex\n<link rel="canonical" href="http://example.org/landing">')
       ]
     }
@@ -150,7 +180,7 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
     expect(res.headers.location).toBe('http://example.org/fallback')
   })
 
-  it('without a country parameter or header, the GeoIP database names the client\'s country', async () => {
+  it("without a country parameter or header, the GeoIP database names the client's country", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-geoip-'))
     const path = join(dir, 'country.mmdb')
     writeFileSync(path, buildMmdb([{ cidr: '192.0.2.0/24', value: { country: { iso_code: 'GB' } } }]))
@@ -158,12 +188,21 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
     const { app } = await setup({ records: RECORDS, overrides: { geoipDatabase: path } })
     expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-b')
     expect((await app.inject({ url: '/10.5555/loc', remoteAddress: '198.51.100.1' })).headers.location).toBe('http://example.org/loc-a')
-    expect((await app.inject({ url: '/10.5555/loc?country=us', remoteAddress: '192.0.2.10' })).headers.location).toBe('http://example.org/loc-a')
+    expect((await app.inject({ url: '/10.5555/loc?country=us', remoteAddress: '192.0.2.10' })).headers.location).toBe(
+      'http://example.org/loc-a'
+    )
   })
 
   it('a broken record is logged once, not on every request', async () => {
     const lines: Array<Record<string, unknown>> = []
-    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+    const logger = pino(
+      { level: 'warn' },
+      {
+        write: (line: string) => {
+          lines.push(JSON.parse(line) as Record<string, unknown>)
+        }
+      }
+    )
     const { app } = await setup({ records: RECORDS, deps: { logger } })
     for (let i = 0; i < 3; i++) expect((await app.inject({ url: '/10.5555/broken' })).statusCode).toBe(302)
     expect(lines.filter((l) => l.msg === 'skipped broken 10320/loc data')).toHaveLength(1)
@@ -172,18 +211,35 @@ describe('the record\'s own 10320/loc (reference transcript, second probe)', () 
   it('behind a trusted proxy, the address chooser reads the client from X-Forwarded-For', async () => {
     const records = {
       10.5555: [admin()],
-      '10.5555/campus': [str(1, '10320/loc', '<locations><location href="http://public.example/" weight="1"/><location href="http://campus.example/" addresses="203.0.113.0/24" weight="0"/></locations>')]
+      '10.5555/campus': [
+        str(
+          1,
+          '10320/loc',
+          '<locations><location href="http://public.example/" weight="1"/><location href="http://campus.example/" addresses="203.0.113.0/24" weight="0"/></locations>'
+        )
+      ]
     }
     const trusted = await setup({ records, overrides: { trustProxy: true } })
     const headers = { 'x-forwarded-for': '203.0.113.9' }
     expect((await trusted.app.inject({ url: '/10.5555/campus', headers })).headers.location).toBe('http://campus.example/')
     const untrusted = await setup({ records })
     expect((await untrusted.app.inject({ url: '/10.5555/campus', headers })).headers.location).toBe('http://public.example/')
-    expect((await untrusted.app.inject({ url: '/10.5555/campus', remoteAddress: '203.0.113.9' })).headers.location).toBe('http://campus.example/')
+    expect((await untrusted.app.inject({ url: '/10.5555/campus', remoteAddress: '203.0.113.9' })).headers.location).toBe(
+      'http://campus.example/'
+    )
   })
 
   it('the weighted choice uses the injected random source', async () => {
-    const records = { 10.5555: [admin()], '10.5555/w': [str(1, '10320/loc', '<locations><location href="http://a.example/" weight="1"/><location href="http://b.example/" weight="1"/></locations>')] }
+    const records = {
+      10.5555: [admin()],
+      '10.5555/w': [
+        str(
+          1,
+          '10320/loc',
+          '<locations><location href="http://a.example/" weight="1"/><location href="http://b.example/" weight="1"/></locations>'
+        )
+      ]
+    }
     const low = await setup({ records, deps: { random: () => 0.1 } })
     const high = await setup({ records, deps: { random: () => 0.9 } })
     const a = (await low.app.inject({ url: '/10.5555/w' })).headers.location

@@ -28,7 +28,13 @@ describe('Cache-Control: only-if-cached', () => {
     const { app, upstream } = await setup()
     upstream.mode = { kind: 'hang' }
     await app.inject({ url: '/healthz' })
-    for (const url of ['/10.5555/plain', '/api/handles/10.5555/plain', '/10.5555/plain?noredirect', '/openurl?rft_id=info:doi/10.5555/plain', '/10.5555/plain?auth']) {
+    for (const url of [
+      '/10.5555/plain',
+      '/api/handles/10.5555/plain',
+      '/10.5555/plain?noredirect',
+      '/openurl?rft_id=info:doi/10.5555/plain',
+      '/10.5555/plain?auth'
+    ]) {
       const started = performance.now()
       const res = await app.inject({ url, headers: ONLY })
       // Under the 2 s a lookup of the hanging upstream would take (the machine is busy: the 100 ms goal is for bench/).
@@ -68,7 +74,9 @@ describe('Cache-Control: only-if-cached', () => {
 
   it('metadata not held is a 504 and the agency is not asked; the same metadata once held answers', async () => {
     const agency = await FakeAgency.start({ '10.9999/paper': { 'application/x-bibtex': '@article{paper}\n' } })
-    onTestFinished(async () => { await agency.close() })
+    onTestFinished(async () => {
+      await agency.close()
+    })
     const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
     const { app } = await setup({
       records: {
@@ -96,9 +104,17 @@ describe('Cache-Control: only-if-cached on POST /api/batch', () => {
     const { app, upstream } = await setup({ overrides: { localStoreDir: 'config/sample-records' } })
     expect((await app.inject({ url: '/10.6666/cached' })).statusCode).toBe(404)
     const asked = upstream.seen.length
-    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { ...ONLY, 'content-type': 'text/plain' }, payload: '10.5555/sample\n10.6666/cached\n10.6666/elsewhere\nnot a doi\n' })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { ...ONLY, 'content-type': 'text/plain' },
+      payload: '10.5555/sample\n10.6666/cached\n10.6666/elsewhere\nnot a doi\n'
+    })
     expect(res.statusCode).toBe(200)
-    const results = res.body.trim().split('\n').map((l) => JSON.parse(l) as BatchResult)
+    const results = res.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as BatchResult)
     expect(results.map((r) => [r.input, r.registered, r.status, r.source])).toEqual([
       ['10.5555/sample', true, 302, 'local'],
       ['10.6666/cached', false, 404, 'cache'],
@@ -113,11 +129,27 @@ describe('Cache-Control: only-if-cached on POST /api/batch', () => {
 describe('Cache-Control: only-if-cached in the log', () => {
   it('a DOI not held logs no warning: nothing was looked up, so no lookup failed', async () => {
     const lines: Array<Record<string, unknown>> = []
-    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(...chunk.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)); done() } })
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(
+          ...chunk
+            .toString()
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+        )
+        done()
+      }
+    })
     const { app } = await setup({ deps: { logger: pino({ level: 'info' }, sink) } })
     expect((await app.inject({ url: '/10.5555/plain', headers: ONLY })).statusCode).toBe(504)
     expect((await app.inject({ url: '/api/handles/10.5555/plain', headers: ONLY })).statusCode).toBe(504)
-    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { ...ONLY, 'content-type': 'text/plain' }, payload: '10.5555/plain\n10.5555/multi\n' })
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { ...ONLY, 'content-type': 'text/plain' },
+      payload: '10.5555/plain\n10.5555/multi\n'
+    })
     expect(batch.body).toContain('"status":504')
     expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([])
     expect(lines.map((l) => l.msg)).not.toContain('upstream lookup failed')

@@ -20,12 +20,12 @@ const RECORDS = {
   '10.5555/u1': [str(1, 'URL', 'http://example.org/u1')],
   '10.5555/u2': [str(1, 'URL', 'http://example.org/u2')],
   '10.5555/u3': [str(1, 'URL', 'http://example.org/u3')],
-  10.1000: [admin()],
+  10.1: [admin()],
   '10.1000/demo_DOI': [str(1, 'URL', 'https://www.doi.org/demo')]
 }
 const PLAIN = 'http://example.org/plain'
 
-async function app (services: LocalServiceConfig[] = []) {
+async function app(services: LocalServiceConfig[] = []) {
   return (await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: BASE } })).app
 }
 
@@ -33,14 +33,20 @@ describe('OpenURLs that link resolvers and discovery systems send (behaviour.md 
   it.each([
     // Primo/Alma forwarding a full 1.0 KEV context: keys from Ex Libris "OpenURL Resolving",
     // https://developers.exlibrisgroup.com/alma/integrations/discovery/openurl_resolving/ (ctx_enc, ctx_ver, url_ver, rfr_id)
-    ['Alma/Primo 1.0 KEV', '/openurl?ctx_enc=info:ofi/enc:UTF-8&ctx_ver=Z39.88-2004&url_ver=Z39.88-2004&rfr_id=info:sid/primo.exlibrisgroup.com&rft_val_fmt=info:ofi/fmt:kev:mtx:journal&rft.genre=article&rft.atitle=A+title&rft_id=info:pmid/12345&rft_id=info:doi/10.5555%2Fplain'],
+    [
+      'Alma/Primo 1.0 KEV',
+      '/openurl?ctx_enc=info:ofi/enc:UTF-8&ctx_ver=Z39.88-2004&url_ver=Z39.88-2004&rfr_id=info:sid/primo.exlibrisgroup.com&rft_val_fmt=info:ofi/fmt:kev:mtx:journal&rft.genre=article&rft.atitle=A+title&rft_id=info:pmid/12345&rft_id=info:doi/10.5555%2Fplain'
+    ],
     // SFX's OpenURL 0.1 parser ("Local Source Configuration", SFX Advanced User's Guide,
     // https://knowledge.exlibrisgroup.com/SFX/Product_Documentation/01_Version_4.0/SFX_Advanced_User's_Guide/17_Local_Source_Configuration)
     ['SFX 0.1', '/openurl?sid=SilverPlatter:MX&genre=article&id=doi:10.5555/plain&aulast=Smith'],
     // A minimal 360 Link DOI request, as public scripts send to <hash>.search.serialssolutions.com (observed, not vendor-documented)
     ['360 Link minimal', '/openurl?rft_id=info:doi/10.5555/plain'],
     // Summon-generated context keys, encoded (observed links from summon.serialssolutions.com)
-    ['360 Link / Summon', '/openurl?ctx_ver=Z39.88-2004&ctx_enc=info%3Aofi%2Fenc%3AUTF-8&rfr_id=info%3Asid%2Fsummon.serialssolutions.com&rft_val_fmt=info%3Aofi%2Ffmt%3Akev%3Amtx%3Ajournal&rft.genre=article&rft_id=info%3Adoi%2F10.5555%2Fplain'],
+    [
+      '360 Link / Summon',
+      '/openurl?ctx_ver=Z39.88-2004&ctx_enc=info%3Aofi%2Fenc%3AUTF-8&rfr_id=info%3Asid%2Fsummon.serialssolutions.com&rft_val_fmt=info%3Aofi%2Ffmt%3Akev%3Amtx%3Ajournal&rft.genre=article&rft_id=info%3Adoi%2F10.5555%2Fplain'
+    ],
     // Google Scholar → EBSCO Full Text Finder (resolver.ebscohost.com/openurl): 0.1 id=doi: with lower-case hex (observed public links)
     ['EBSCO Full Text Finder', '/openurl?sid=google&auinit=RE&aulast=Marx&atitle=A+title&id=doi%3a10.5555%2fplain&site=ftf-live'],
     // doi.org's own redirect to a library's local service ("DOI Handbook" §3.8.4.1, …/openurl?doi=10.1000/demo_DOI)
@@ -49,14 +55,16 @@ describe('OpenURLs that link resolvers and discovery systems send (behaviour.md 
     ['rft.doi', '/openurl?url_ver=Z39.88-2004&rft.doi=10.5555/plain'],
     // doi.org's legacy 1.0 form (DOI Handbook §3.8.4.2: rft_id=doi:…, url_ver=z39.88-2003, rfr_id=ori:rid:crossref.org)
     ['doi.org legacy 1.0', '/openurl?url_ver=z39.88-2003&rfr_id=ori:rid:crossref.org&rft_id=doi:10.5555/plain&rfr_dat=cr_pub%2B%2Bcr_aut']
-  ])('%s: redirects to the DOI\'s URL', async (_name, url) => {
+  ])("%s: redirects to the DOI's URL", async (_name, url) => {
     const res = await (await app()).inject({ url })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe(PLAIN)
   })
 
-  it('the handbook\'s return URL /openurl?id=doi:10.1000/demo_DOI&nols=y resolves normally, even on campus', async () => {
-    const a = await app([{ id: 'sfx', name: 'Library', url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}', networks: ['192.0.2.0/24'], prefixes: [] }])
+  it("the handbook's return URL /openurl?id=doi:10.1000/demo_DOI&nols=y resolves normally, even on campus", async () => {
+    const a = await app([
+      { id: 'sfx', name: 'Library', url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}', networks: ['192.0.2.0/24'], prefixes: [] }
+    ])
     const res = await a.inject({ url: '/openurl?id=doi:10.1000/demo_DOI&nols=y', remoteAddress: CAMPUS })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('https://www.doi.org/demo')
@@ -65,8 +73,19 @@ describe('OpenURLs that link resolvers and discovery systems send (behaviour.md 
   it('a form POST works as the GET does; its "+" is a space, as browsers encode forms', async () => {
     const a = await app()
     const form = { 'content-type': 'application/x-www-form-urlencoded' }
-    expect((await a.inject({ method: 'POST', url: '/openurl', payload: 'url_ver=Z39.88-2004&rft_id=info%3Adoi%2F10.5555%2Fplain', headers: form })).headers.location).toBe(PLAIN)
-    expect((await a.inject({ method: 'POST', url: '/openurl', payload: 'doi=10.5555/a+b', headers: form })).headers.location).toBe('http://example.org/space')
+    expect(
+      (
+        await a.inject({
+          method: 'POST',
+          url: '/openurl',
+          payload: 'url_ver=Z39.88-2004&rft_id=info%3Adoi%2F10.5555%2Fplain',
+          headers: form
+        })
+      ).headers.location
+    ).toBe(PLAIN)
+    expect((await a.inject({ method: 'POST', url: '/openurl', payload: 'doi=10.5555/a+b', headers: form })).headers.location).toBe(
+      'http://example.org/space'
+    )
   })
 
   it('in a GET query "+" is a plus, as in /{doi}', async () => {
@@ -84,7 +103,7 @@ describe('EZproxy-wrapped requests', () => {
   // EZproxy's qurl= carries a percent-encoded target, decoded once before the redirect (OCLC, "Create search widgets to
   // proxied resources", https://help.oclc.org/Library_Management/EZproxy/Manage_EZproxy/Create_search_widgets_to_proxied_resources);
   // a link built from an already encoded OpenURL arrives encoded twice (nested %25xx in real qurls: tom5760/ezproxy-db#78).
-  function throughEzproxyQurl (target: string): string {
+  function throughEzproxyQurl(target: string): string {
     const login = `https://login.ezproxy.example.edu/login?qurl=${encodeURIComponent(target)}`
     const qurl = new URL(login).searchParams.get('qurl') ?? '' // what EZproxy redirects the reader to
     return qurl.replace(BASE, '')
@@ -114,7 +133,7 @@ describe('EZproxy-wrapped requests', () => {
 })
 
 describe('what /openurl carries over and refuses', () => {
-  it('the proxy\'s own parameters come along: noredirect shows the values', async () => {
+  it("the proxy's own parameters come along: noredirect shows the values", async () => {
     const res = await (await app()).inject({ url: '/openurl?rft_id=info:doi/10.5555/plain&noredirect' })
     expect(res.statusCode).toBe(200)
     expect(res.body).toContain('DOI Name Values')
@@ -125,7 +144,7 @@ describe('what /openurl carries over and refuses', () => {
     expect(res.headers.location).toBe(`${PLAIN}#sec2`)
   })
 
-  it('an alias answers its 301 to our own URL with the proxy\'s parameters only', async () => {
+  it("an alias answers its 301 to our own URL with the proxy's parameters only", async () => {
     const res = await (await app()).inject({ url: '/openurl?sid=x&rft.atitle=T&id=doi:10.5555/alias&nols=y' })
     expect(res.statusCode).toBe(301)
     expect(res.headers.location).toBe(`${BASE}/10.5555/plain?nols=y`)
@@ -143,7 +162,9 @@ describe('what /openurl carries over and refuses', () => {
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
     expect(res.body).toContain('<html lang="en">')
     expect(res.body).toContain('<title>No DOI in this OpenURL</title>')
-    for (const example of ['rft_id=info:doi/10.1000/182', 'id=doi:10.1000/182', 'rft.doi=10.1000/182', 'doi=10.1000/182']) expect(res.body).toContain(example)
+    for (const example of ['rft_id=info:doi/10.1000/182', 'id=doi:10.1000/182', 'rft.doi=10.1000/182', 'doi=10.1000/182']) {
+      expect(res.body).toContain(example)
+    }
   })
 
   it('a DOI with a control character is refused with 400, as in a path (behaviour.md §2.2)', async () => {
@@ -163,24 +184,49 @@ describe('what /openurl carries over and refuses', () => {
   })
 })
 
-describe('the local service with real link resolvers\' URL templates', () => {
+describe("the local service with real link resolvers' URL templates", () => {
   // Each template is what the library would configure; the check is what the link resolver reads back
   // from the query after its own (single) decoding.
   it.each([
     // Alma through Primo VE, patron-facing Services page: https://<Primo_domain>/openurl/<inst>/<view>? ("Base URL for the
     // Services Page", https://knowledge.exlibrisgroup.com/Alma/Product_Documentation/010Alma_Online_Help_(English)/060Alma-Primo_Integration/050Configuring_the_Primo_Front_End_for_Alma_Link_Resolver/020Base_URL_for_the_Services_Page)
-    ['Alma (Primo VE)', 'https://example.primo.exlibrisgroup.com/openurl/01EXAMPLE_INST/01EXAMPLE_INST:VIEW?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}', 'rft_id', 'info:doi/10.5555/a&b'],
+    [
+      'Alma (Primo VE)',
+      'https://example.primo.exlibrisgroup.com/openurl/01EXAMPLE_INST/01EXAMPLE_INST:VIEW?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}',
+      'rft_id',
+      'info:doi/10.5555/a&b'
+    ],
     // Alma uresolver: <Alma domain>/view/uresolver/<institution>/openurl? ("Fulfillment services",
     // https://developers.exlibrisgroup.com/alma/integrations/discovery/fulfillment_services)
-    ['Alma (uresolver)', 'https://eu03.alma.exlibrisgroup.com/view/uresolver/01EXAMPLE_INST/openurl?ctx_enc=info:ofi/enc:UTF-8&ctx_ver=Z39.88-2004&url_ver=Z39.88-2004&rft_id=info:doi/{doi}&svc_dat=viewit', 'rft_id', 'info:doi/10.5555/a&b'],
+    [
+      'Alma (uresolver)',
+      'https://eu03.alma.exlibrisgroup.com/view/uresolver/01EXAMPLE_INST/openurl?ctx_enc=info:ofi/enc:UTF-8&ctx_ver=Z39.88-2004&url_ver=Z39.88-2004&rft_id=info:doi/{doi}&svc_dat=viewit',
+      'rft_id',
+      'info:doi/10.5555/a&b'
+    ],
     // SFX, 1.0: /sfxlcl41?url_ver=Z39.88-2004&rft_id=info:doi/… (SFX Advanced User's Guide, base; DOI form observed in public scripts)
-    ['SFX (1.0)', 'https://sfx.example.edu/sfxlcl41?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}', 'rft_id', 'info:doi/10.5555/a&b'],
+    [
+      'SFX (1.0)',
+      'https://sfx.example.edu/sfxlcl41?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}',
+      'rft_id',
+      'info:doi/10.5555/a&b'
+    ],
     // SFX, 0.1: /sfxlcl41?sid=…&id=doi:… ("OpenURL Syntax Description" 0.1, http://www.exlibrisgroup.com/sfx_openurl_syntax.htm)
     ['SFX (0.1)', 'https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:{doi}', 'id', 'doi:10.5555/a&b'],
     // 360 Link: LIBHASH.search.serialssolutions.com ("360 Link: Google Scholar Setup", https://knowledge.exlibrisgroup.com/360_Services/360_Link/0Product_Documentation/Configuring_360_Link_and_Setting_Up_Sources_and_Targets/Setting_Up_Linking_Sources/Google_and_Google_Scholar/360_Link%3A_Google_Scholar_Setup)
-    ['360 Link', 'https://ab1cd2ef3g.search.serialssolutions.com/?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}', 'rft_id', 'info:doi/10.5555/a&b'],
+    [
+      '360 Link',
+      'https://ab1cd2ef3g.search.serialssolutions.com/?url_ver=Z39.88-2004&ctx_ver=Z39.88-2004&rfr_id=info:sid/doi-proxy&rft_id=info:doi/{doi}',
+      'rft_id',
+      'info:doi/10.5555/a&b'
+    ],
     // EBSCO Full Text Finder: resolver.ebscohost.com/openurl?custid=…&id=doi:… (observed public links; EBSCO documents no base URL publicly)
-    ['EBSCO Full Text Finder', 'https://resolver.ebscohost.com/openurl?custid=s1234567&groupid=main&profile=ftf&sid=doi-proxy&id=doi:{doi}', 'id', 'doi:10.5555/a&b'],
+    [
+      'EBSCO Full Text Finder',
+      'https://resolver.ebscohost.com/openurl?custid=s1234567&groupid=main&profile=ftf&sid=doi-proxy&id=doi:{doi}',
+      'id',
+      'doi:10.5555/a&b'
+    ],
     // doi.org's own shape for a local service (DOI Handbook §3.8.4.1: <resolver>/openurl?doi=…)
     ['doi.org local service', 'https://resolver.example.edu/openurl?doi={doi}', 'doi', '10.5555/a&b']
   ])('%s: the resolver reads the DOI back exactly', async (_name, template, key, expected) => {
@@ -188,11 +234,13 @@ describe('the local service with real link resolvers\' URL templates', () => {
     const res = await a.inject({ url: '/10.5555/a%26b', remoteAddress: CAMPUS })
     expect(res.statusCode).toBe(302)
     const location = new URL(res.headers.location as string)
-    expect(`${location.origin}${location.pathname}`).toBe(`${new URL(template.replace('{doi}', 'x')).origin}${new URL(template.replace('{doi}', 'x')).pathname}`)
+    expect(`${location.origin}${location.pathname}`).toBe(
+      `${new URL(template.replace('{doi}', 'x')).origin}${new URL(template.replace('{doi}', 'x')).pathname}`
+    )
     expect(location.searchParams.get(key)).toBe(expected)
   })
 
-  it('EZproxy-wrapped (url=): EZproxy passes the resolver\'s URL on as it is, the DOI encoded once inside it', async () => {
+  it("EZproxy-wrapped (url=): EZproxy passes the resolver's URL on as it is, the DOI encoded once inside it", async () => {
     // "Starting point URLs and config.txt" (OCLC): login?url=<target, unencoded>
     const template = 'https://login.ezproxy.example.edu/login?url=https://sfx.example.edu/sfxlcl41?sid=doi-proxy&id=doi:{doi}'
     const a = await app([{ id: 'lib', name: 'Library', url: template, networks: ['192.0.2.0/24'], prefixes: [] }])
@@ -202,7 +250,9 @@ describe('the local service with real link resolvers\' URL templates', () => {
   })
 
   it('an /openurl request from a reader on campus is diverted as /{doi} is', async () => {
-    const a = await app([{ id: 'sfx', name: 'Library', url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}', networks: ['192.0.2.0/24'], prefixes: [] }])
+    const a = await app([
+      { id: 'sfx', name: 'Library', url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}', networks: ['192.0.2.0/24'], prefixes: [] }
+    ])
     const res = await a.inject({ url: '/openurl?rft_id=info:doi/10.5555/plain', remoteAddress: CAMPUS })
     expect(res.headers.location).toBe('https://sfx.example.edu/sfxlcl41?id=doi:10.5555%2Fplain')
     expect(res.headers['cache-control']).toBe('private, no-store')

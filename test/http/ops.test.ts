@@ -23,9 +23,19 @@ describe('operations routes', () => {
     const inflight = client.request({ path: '/10.5555/plain', method: 'GET' })
     // Waits on state, not on sleeps a busy machine may outlast: the request is at the upstream, then the
     // server has stopped listening.
-    await vi.waitFor(() => { expect(upstream.count('10.5555/plain')).toBe(1) }, { timeout: 5000, interval: 5 })
+    await vi.waitFor(
+      () => {
+        expect(upstream.count('10.5555/plain')).toBe(1)
+      },
+      { timeout: 5000, interval: 5 }
+    )
     const closing = app.close()
-    await vi.waitFor(() => { expect(app.server.listening).toBe(false) }, { timeout: 5000, interval: 5 })
+    await vi.waitFor(
+      () => {
+        expect(app.server.listening).toBe(false)
+      },
+      { timeout: 5000, interval: 5 }
+    )
     const during = await keepAlive.request({ path: '/readyz', method: 'GET' }).catch(() => ({ statusCode: 'connection closed' }))
     expect(during.statusCode).toBe('connection closed')
     expect((await inflight).statusCode).toBe(302)
@@ -84,14 +94,15 @@ describe('operations routes', () => {
 })
 
 describe('CORS (behaviour.md §7)', () => {
-  it.each([
-    ['/10.5555/plain'], ['/10.5555/nonexistent'], ['/10.5555/plain?noredirect'], ['/'], ['/healthz']
-  ])('%s allows any origin and exposes Location, Vary, Link and X-Cache', async (url) => {
-    const { app } = await setup()
-    const res = await app.inject({ url, headers: { origin: 'https://tool.example' } })
-    expect(res.headers['access-control-allow-origin']).toBe('*')
-    expect(res.headers['access-control-expose-headers']).toMatch(/Location, Vary, Link, X-Cache/)
-  })
+  it.each([['/10.5555/plain'], ['/10.5555/nonexistent'], ['/10.5555/plain?noredirect'], ['/'], ['/healthz']])(
+    '%s allows any origin and exposes Location, Vary, Link and X-Cache',
+    async (url) => {
+      const { app } = await setup()
+      const res = await app.inject({ url, headers: { origin: 'https://tool.example' } })
+      expect(res.headers['access-control-allow-origin']).toBe('*')
+      expect(res.headers['access-control-expose-headers']).toMatch(/Location, Vary, Link, X-Cache/)
+    }
+  )
 
   it('a preflight from a browser tool is answered', async () => {
     const { app } = await setup()
@@ -107,7 +118,7 @@ describe('CORS (behaviour.md §7)', () => {
 })
 
 describe('static routes', () => {
-  it('/robots.txt is the reference\'s', async () => {
+  it("/robots.txt is the reference's", async () => {
     const { app, upstream } = await setup()
     const res = await app.inject({ url: '/robots.txt' })
     expect(res.body).toBe('User-agent: *\nCrawl-delay: 1\nRequest-rate: 1/1\n')
@@ -134,7 +145,12 @@ describe('static routes', () => {
 
   it('a method the JSON API does not serve is a JSON 405, not an HTML page', async () => {
     const { app } = await setup()
-    const res = await app.inject({ method: 'PUT', url: '/api/handles/10.5555/plain', payload: '{}', headers: { 'content-type': 'application/json' } })
+    const res = await app.inject({
+      method: 'PUT',
+      url: '/api/handles/10.5555/plain',
+      payload: '{}',
+      headers: { 'content-type': 'application/json' }
+    })
     expect(res.statusCode).toBe(405)
     expect(res.headers['content-type']).toBe('application/json;charset=utf-8')
     expect(res.json()).toEqual({ responseCode: 2, message: 'The method PUT is not supported here; use GET or HEAD.' })

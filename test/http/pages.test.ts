@@ -11,7 +11,7 @@ describe('pages (issue 2 item 7)', () => {
     expect(res.body).toContain('name="hdl"')
   })
 
-  it('the home form\'s answer redirects to the shareable /{doi} URL with the chosen options', async () => {
+  it("the home form's answer redirects to the shareable /{doi} URL with the chosen options", async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/?hdl=10.5555%2Fplain&noredirect=on', headers: { host: 'resolver.example' } })
     expect(res.statusCode).toBe(302)
@@ -22,7 +22,10 @@ describe('pages (issue 2 item 7)', () => {
     const { app } = await setup()
     const space = await app.inject({ url: '/?hdl=10.5555%2Fwith+space', headers: { host: 'resolver.example' } })
     expect(space.headers.location).toBe('http://resolver.example/10.5555/with%20space')
-    const plus = await app.inject({ url: '/?hdl=10.1002%2F(SICI)1097-0274(199909)36%3A1%2B%3C1%3A%3AAID-AJIM2%3E3.0.CO%3B2-0', headers: { host: 'resolver.example' } })
+    const plus = await app.inject({
+      url: '/?hdl=10.1002%2F(SICI)1097-0274(199909)36%3A1%2B%3C1%3A%3AAID-AJIM2%3E3.0.CO%3B2-0',
+      headers: { host: 'resolver.example' }
+    })
     expect(plus.headers.location).toBe('http://resolver.example/10.1002/(SICI)1097-0274(199909)36:1%2B%3C1::AID-AJIM2%3E3.0.CO;2-0')
   })
 
@@ -31,7 +34,7 @@ describe('pages (issue 2 item 7)', () => {
     ['http://dx.doi.org/10.5555/plain', 'a pasted dx.doi.org URL'],
     ['doi:10.5555/plain', 'a doi: name'],
     [' 10.5555/plain ', 'spaces around it']
-  ])('the home form sends %s (%s) to the DOI\'s own URL', async (typed) => {
+  ])("the home form sends %s (%s) to the DOI's own URL", async (typed) => {
     const { app } = await setup()
     const res = await app.inject({ url: `/?${new URLSearchParams({ hdl: typed }).toString()}`, headers: { host: 'resolver.example' } })
     expect(res.statusCode).toBe(302)
@@ -44,16 +47,18 @@ describe('pages (issue 2 item 7)', () => {
     expect(res.headers.location).toBe('http://resolver.example/10.5555/hash%23frag')
   })
 
-  it('the values page lists Index, Type, Timestamp and Data with the reference\'s HS_ADMIN text', async () => {
+  it("the values page lists Index, Type, Timestamp and Data with the reference's HS_ADMIN text", async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/10.5555/plain?noredirect' })
     expect(res.statusCode).toBe(200)
     for (const heading of ['Index', 'Type', 'Timestamp', 'Data']) expect(res.body).toContain(heading)
-    expect(res.body).toContain('handle=0.NA/10.5555; index=300; [create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin,list]')
+    expect(res.body).toContain(
+      'handle=0.NA/10.5555; index=300; [create hdl,delete hdl,create derived prefix,delete derived prefix,read val,modify val,del val,add val,modify admin,del admin,add admin,list]'
+    )
     expect(res.body).toContain('2026-11-22 10:39:19Z')
   })
 
-  it('a prefix alone shows the prefix record\'s values', async () => {
+  it("a prefix alone shows the prefix record's values", async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/10.5555' })
     expect(res.statusCode).toBe(200)

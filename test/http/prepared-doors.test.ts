@@ -18,13 +18,22 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefo
 const RECORDS: Record<string, HandleValue[]> = {
   ...PROBE_RECORDS,
   '10.7000': [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/TEST</locs></HS_NAMESPACE>')],
-  '10.SERV/TEST': [admin(), str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.example/{hdl}"/></locations>')],
+  '10.SERV/TEST': [
+    admin(),
+    str(1, '10320/loc', '<locations><location weight="0" http_role="conneg" href_template="https://data.example/{hdl}"/></locations>')
+  ],
   '10.7000/article': [admin(), str(1, 'URL', 'https://publisher.example/article')]
 }
 
-interface Answer { status: number, headers: Record<string, string | string[] | undefined>, body: string }
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
 
-async function listening (overrides: Partial<Config> = {}): Promise<{ app: FastifyInstance, ask: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
+async function listening(
+  overrides: Partial<Config> = {}
+): Promise<{ app: FastifyInstance; ask: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer> }> {
   // A fixed clock: the Expires of two answers a moment apart would differ by a second across a second's boundary.
   const { app } = await setup({ overrides, records: RECORDS, deps: { now: () => NOW } })
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -38,14 +47,20 @@ async function listening (overrides: Partial<Config> = {}): Promise<{ app: Fasti
   return { app, ask }
 }
 
-async function preparedServed (app: FastifyInstance): Promise<number> {
+async function preparedServed(app: FastifyInstance): Promise<number> {
   const text = (await app.inject({ url: '/metrics' })).body
   const line = text.split('\n').find((l) => l.startsWith('doi_proxy_prepared_answers_total '))
   return Number(line?.split(' ')[1] ?? 0)
 }
 
 /** Ask three times: the first may fetch, the second is the route's cached answer (kept), the third the listener's. */
-async function throughBothDoors (app: FastifyInstance, ask: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer>, path: string, headers: Record<string, string>, method: 'GET' | 'HEAD' = 'GET'): Promise<{ route: Answer, listener: Answer, served: number }> {
+async function throughBothDoors(
+  app: FastifyInstance,
+  ask: (path: string, headers?: Record<string, string>, method?: 'GET' | 'HEAD') => Promise<Answer>,
+  path: string,
+  headers: Record<string, string>,
+  method: 'GET' | 'HEAD' = 'GET'
+): Promise<{ route: Answer; listener: Answer; served: number }> {
   await ask(path, headers, method)
   const route = await ask(path, headers, method)
   const before = await preparedServed(app)
@@ -53,9 +68,13 @@ async function throughBothDoors (app: FastifyInstance, ask: (path: string, heade
   return { route, listener, served: (await preparedServed(app)) - before }
 }
 
-const VARIANTS: Array<{ name: string, path: string, headers: Record<string, string>, method?: 'HEAD' }> = [
+const VARIANTS: Array<{ name: string; path: string; headers: Record<string, string>; method?: 'HEAD' }> = [
   { name: 'a tool with no headers', path: '/10.5555/plain', headers: {} },
-  { name: 'a browser', path: '/10.5555/plain', headers: { 'user-agent': FIREFOX, accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8' } },
+  {
+    name: 'a browser',
+    path: '/10.5555/plain',
+    headers: { 'user-agent': FIREFOX, accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8' }
+  },
   { name: 'a BibTeX client (content negotiation)', path: '/10.7000/article', headers: { accept: 'application/x-bibtex' } },
   { name: 'a reader with a language', path: '/10.5555/plain', headers: { 'accept-language': 'fr-CH, fr;q=0.9' } },
   { name: 'a page in another origin (CORS)', path: '/10.5555/plain', headers: { origin: 'https://app.example' } },
@@ -95,7 +114,7 @@ describe('either door gives the same answer', () => {
     expect(listener).toEqual(route)
   })
 
-  it('with a local service, every answer is the route\'s: who asks decides it', async () => {
+  it("with a local service, every answer is the route's: who asks decides it", async () => {
     const campus = { id: 'sfx', name: 'Library', url: 'https://sfx.example.edu/?id=doi:{doi}', networks: ['127.0.0.0/8'], prefixes: [] }
     const { app, ask } = await listening({ localServices: [campus] })
     const browser = { 'user-agent': FIREFOX, accept: 'text/html' }
@@ -106,7 +125,7 @@ describe('either door gives the same answer', () => {
     expect(listener.headers['cache-control']).toBe('private')
   })
 
-  it('behind a trusted proxy, a page is the route\'s (it reads X-Forwarded-Host), a redirect may be the listener\'s', async () => {
+  it("behind a trusted proxy, a page is the route's (it reads X-Forwarded-Host), a redirect may be the listener's", async () => {
     const { app, ask } = await listening({ trustProxy: true })
     const page = await throughBothDoors(app, ask, '/10.5555/nothing-here', { 'x-forwarded-host': 'doi.library.example' })
     expect(page.served).toBe(0)

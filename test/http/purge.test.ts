@@ -19,29 +19,33 @@ const BEARER = { authorization: `Bearer ${TOKEN}` }
 
 const redis = useTestRedis()
 
-async function fakeUpstream (): Promise<FakeUpstream> {
+async function fakeUpstream(): Promise<FakeUpstream> {
   const upstream = await FakeUpstream.start({ ...PROBE_RECORDS })
   onTestFinished(() => upstream.close())
   return upstream
 }
 
 /** Both replicas listen on the fleet's channel (their subscription is made as they connect). */
-async function subscribed (count: number): Promise<void> {
+async function subscribed(count: number): Promise<void> {
   const client = redis().client()
   try {
     await waitFor(async () => {
-      const channels = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
+      const channels = (await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*')) as string[]
       if (channels.length === 0) return false
-      const [, n] = await client.pubsub('NUMSUB', channels[0] as string) as [string, number]
+      const [, n] = (await client.pubsub('NUMSUB', channels[0] as string)) as [string, number]
       return n >= count
     })
-  } finally { client.disconnect() }
+  } finally {
+    client.disconnect()
+  }
 }
 
 describe('DELETE /api/cache/{doi}', () => {
   it('a cached "not found" of a DOI registered since is dropped from every tier of every replica: the next request finds it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'purge-'))
-    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
     const cacheFile = join(dir, 'cache.snapshot')
     const upstream = await fakeUpstream()
     const a = await replicaApp(upstream, { redisUrl: redis().url, adminToken: TOKEN, cacheFile })
@@ -64,16 +68,27 @@ describe('DELETE /api/cache/{doi}', () => {
     await waitFor(async () => (await b.inject({ url: '/10.5555/new' })).statusCode === 302)
   })
 
-  it('purges asked at once share the snapshot\'s writes, and none of their DOIs is left in it', async () => {
+  it("purges asked at once share the snapshot's writes, and none of their DOIs is left in it", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'purge-'))
-    onTestFinished(() => { rmSync(dir, { recursive: true, force: true }) })
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
     const cacheFile = join(dir, 'cache.snapshot')
     const writes: string[] = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => { if (line.includes('wrote the cache snapshot')) writes.push(line) } })
+    const logger = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          if (line.includes('wrote the cache snapshot')) writes.push(line)
+        }
+      }
+    )
     const upstream = await fakeUpstream()
     const a = await replicaApp(upstream, { adminToken: TOKEN, cacheFile }, { logger })
     for (let i = 0; i < 20; i++) expect((await a.inject({ url: `/10.5555/gone-${i}` })).statusCode).toBe(404)
-    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => await a.inject({ method: 'DELETE', url: `/api/cache/10.5555/gone-${i}`, headers: BEARER })))
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => await a.inject({ method: 'DELETE', url: `/api/cache/10.5555/gone-${i}`, headers: BEARER }))
+    )
     expect(answers.map((res) => res.statusCode)).toEqual(Array(20).fill(200))
     expect(writes.length).toBeLessThanOrEqual(3)
     expect(readFileSync(cacheFile, 'utf8')).not.toContain('GONE-')
@@ -85,10 +100,17 @@ describe('DELETE /api/cache/{doi}', () => {
     const a = await replicaApp(upstream, { redisUrl: redis().url })
     await subscribed(1)
     const client = redis().client()
-    onTestFinished(() => { client.disconnect() })
-    const [channel] = await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*') as string[]
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    const [channel] = (await client.pubsub('CHANNELS', 'doi-proxy:v1:fleet:*')) as string[]
     // As the fleet's own messages are written (src/resolve/fleet/messages.ts), a minute's wait.
-    expect(await client.publish(channel as string, JSON.stringify({ from: 'someone', message: { kind: 'upstream-wait', until: Date.now() + 60_000 } }))).toBe(1)
+    expect(
+      await client.publish(
+        channel as string,
+        JSON.stringify({ from: 'someone', message: { kind: 'upstream-wait', until: Date.now() + 60_000 } })
+      )
+    ).toBe(1)
     // Redis has sent it to the replica's subscription (publish answered 1); a moment for the replica to read it
     // (without the check, the lookup below was refused with 503 after this wait).
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -107,7 +129,9 @@ describe('DELETE /api/cache/{doi}', () => {
 
   it('an agency\'s cached "not found" for the DOI\'s metadata is dropped too: the next negotiated request gets the metadata', async () => {
     const agency = await FakeAgency.start()
-    onTestFinished(async () => { await agency.close() })
+    onTestFinished(async () => {
+      await agency.close()
+    })
     const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
     const upstream = await FakeUpstream.start({
       ...PROBE_RECORDS,
@@ -116,7 +140,12 @@ describe('DELETE /api/cache/{doi}', () => {
       '10.9999/paper': [str(1, 'URL', 'https://publisher.example/paper')]
     })
     onTestFinished(() => upstream.close())
-    const a = await replicaApp(upstream, { adminToken: TOKEN, metadataMode: 'fetch', metadataHosts: [agency.host], negativeTtlSeconds: 3600 })
+    const a = await replicaApp(upstream, {
+      adminToken: TOKEN,
+      metadataMode: 'fetch',
+      metadataHosts: [agency.host],
+      negativeTtlSeconds: 3600
+    })
     const bib = { accept: 'application/x-bibtex' }
     // The agency has no metadata for it yet: its 404 is held (NEGATIVE_TTL_SECONDS), then it has some.
     expect((await a.inject({ url: '/10.9999/paper', headers: bib })).statusCode).toBe(404)
@@ -153,7 +182,11 @@ describe('ADMIN_TOKEN', () => {
     ['with a space', `${TOKEN} x`, 'A-Z a-z 0-9']
   ])('%s is refused at start, naming the setting and never the value', (_name, value, says) => {
     let error: unknown
-    try { buildConfig(undefined, { ADMIN_TOKEN: value }) } catch (err) { error = err }
+    try {
+      buildConfig(undefined, { ADMIN_TOKEN: value })
+    } catch (err) {
+      error = err
+    }
     expect(error).toBeInstanceOf(ConfigError)
     expect((error as Error).message).toContain('ADMIN_TOKEN')
     expect((error as Error).message).toContain(says)

@@ -9,14 +9,21 @@ const UNRESOLVABLE = 'http://doi-proxy-test.invalid/api/handles' // RFC 6761: .i
 const OFFLINE_HINT = 'npm run start:offline'
 const EXPIRED = 2 * 86_400_000
 
-function captureLogs (level = 'info') {
+function captureLogs(level = 'info') {
   const lines: Array<Record<string, unknown>> = []
-  const logger = pino({ level }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+  const logger = pino(
+    { level },
+    {
+      write: (line: string) => {
+        lines.push(JSON.parse(line) as Record<string, unknown>)
+      }
+    }
+  )
   const about = (start: string) => lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(start))
   return { logger, lines, about }
 }
 
-async function retriesMade (app: Awaited<ReturnType<typeof setup>>['app']): Promise<string | undefined> {
+async function retriesMade(app: Awaited<ReturnType<typeof setup>>['app']): Promise<string | undefined> {
   return /doi_proxy_upstream_retries_total (\d+)/.exec((await app.inject({ url: '/metrics' })).body)?.[1]
 }
 
@@ -31,7 +38,7 @@ describe('a registry that cannot be reached is said to be so', () => {
     expect(await retriesMade(app)).toBe('0')
   })
 
-  it('a refused connection: the API\'s JSON says so and how to run offline, not retried', async () => {
+  it("a refused connection: the API's JSON says so and how to run offline, not retried", async () => {
     const { app, upstream } = await setup({ overrides: { upstreamRetryBaseMs: 200 } })
     await upstream.close()
     const res = await app.inject({ url: '/api/handles/10.5555/plain' })
@@ -74,7 +81,7 @@ describe('a registry that cannot be reached is said to be so', () => {
   })
 })
 
-describe('the upstream\'s state in the logs and on /status', () => {
+describe("the upstream's state in the logs and on /status", () => {
   it('one warning when the registry stops answering and one line when it answers again, however many lookups fail between', async () => {
     const logs = captureLogs()
     const { app, upstream } = await setup({ deps: { logger: logs.logger } })
@@ -117,13 +124,21 @@ describe('the upstream\'s state in the logs and on /status', () => {
 
   it('/status.json and /status show whether the registry answers, and why not', async () => {
     const { app, upstream } = await setup()
-    expect((JSON.parse((await app.inject({ url: '/status.json' })).body) as { upstream: { reachability: unknown } }).upstream.reachability).toEqual({ state: 'unknown' })
+    expect(
+      (JSON.parse((await app.inject({ url: '/status.json' })).body) as { upstream: { reachability: unknown } }).upstream.reachability
+    ).toEqual({ state: 'unknown' })
     await app.inject({ url: '/10.5555/plain' })
-    expect((JSON.parse((await app.inject({ url: '/status.json' })).body) as { upstream: { reachability: unknown } }).upstream.reachability).toMatchObject({ state: 'answers' })
+    expect(
+      (JSON.parse((await app.inject({ url: '/status.json' })).body) as { upstream: { reachability: unknown } }).upstream.reachability
+    ).toMatchObject({ state: 'answers' })
     await upstream.close()
     await app.inject({ url: '/10.5555/other' })
     const json = JSON.parse((await app.inject({ url: '/status.json' })).body) as { upstream: { reachability: unknown } }
-    expect(json.upstream.reachability).toMatchObject({ state: 'unreachable', reason: 'refused', why: expect.stringContaining('connection refused') })
+    expect(json.upstream.reachability).toMatchObject({
+      state: 'unreachable',
+      reason: 'refused',
+      why: expect.stringContaining('connection refused')
+    })
     const page = (await app.inject({ url: '/status' })).body
     expect(page).toContain('The registry cannot be reached')
     expect(page).toContain('connection refused')

@@ -126,19 +126,17 @@ describe('redirects', () => {
 })
 
 describe('redirect safety (behaviour.md §4)', () => {
-  it.each([
-    ['javascript:alert(1)'],
-    ['data:text/html,<script>alert(1)</script>'],
-    ['vbscript:msgbox(1)'],
-    ['/relative/path']
-  ])('a stored %s URL is not redirected to: the values page shows it escaped', async (url) => {
-    const { app } = await setup({ records: { '10.1/evil': [str(1, 'URL', url)] } })
-    const res = await app.inject({ url: '/10.1/evil' })
-    expect(res.statusCode).toBe(200)
-    expect(res.headers.location).toBeUndefined()
-    expect(res.body).not.toContain('<script>alert')
-    expect(res.body).not.toContain('href="javascript:')
-  })
+  it.each([['javascript:alert(1)'], ['data:text/html,<script>alert(1)</script>'], ['vbscript:msgbox(1)'], ['/relative/path']])(
+    'a stored %s URL is not redirected to: the values page shows it escaped',
+    async (url) => {
+      const { app } = await setup({ records: { '10.1/evil': [str(1, 'URL', url)] } })
+      const res = await app.inject({ url: '/10.1/evil' })
+      expect(res.statusCode).toBe(200)
+      expect(res.headers.location).toBeUndefined()
+      expect(res.body).not.toContain('<script>alert')
+      expect(res.body).not.toContain('href="javascript:')
+    }
+  )
 
   it('a stored URL with CR LF is not redirected to and injects no header', async () => {
     const { app } = await setup({ records: { '10.1/crlf': [str(1, 'URL', 'http://example.org/\r\nSet-Cookie: x=1')] } })
@@ -157,7 +155,10 @@ describe('redirect safety (behaviour.md §4)', () => {
   })
 
   it('an allowed scheme list from the config is honoured', async () => {
-    const { app } = await setup({ records: { '10.1/ftp': [str(1, 'URL', 'ftp://example.org/file')] }, overrides: { allowedSchemes: ['https'] } })
+    const { app } = await setup({
+      records: { '10.1/ftp': [str(1, 'URL', 'ftp://example.org/file')] },
+      overrides: { allowedSchemes: ['https'] }
+    })
     const res = await app.inject({ url: '/10.1/ftp' })
     expect(res.statusCode).toBe(200)
   })
@@ -181,7 +182,10 @@ describe('aliases (behaviour.md §3)', () => {
 
   it('a shortDOI alias target is path-encoded in the 301', async () => {
     const { app } = await setup({
-      records: { '10/p54k': [admin(), str(1, 'HS_ALIAS', '10.1021/JACS 5C#1')], '10.1021/JACS 5C#1': [str(1, 'URL', 'https://example.org/')] }
+      records: {
+        '10/p54k': [admin(), str(1, 'HS_ALIAS', '10.1021/JACS 5C#1')],
+        '10.1021/JACS 5C#1': [str(1, 'URL', 'https://example.org/')]
+      }
     })
     const res = await app.inject({ url: '/10/p54k' })
     expect(res.headers.location).toBe('http://localhost:80/10.1021/JACS%205C%231')
@@ -201,7 +205,7 @@ describe('aliases (behaviour.md §3)', () => {
     expect(res.body).toContain('HS_ALIAS')
   })
 
-  it('noredirect on an alias shows the target\'s values', async () => {
+  it("noredirect on an alias shows the target's values", async () => {
     const { app } = await setup()
     const res = await app.inject({ url: '/10.5555/alias?noredirect' })
     expect(res.statusCode).toBe(200)
@@ -217,10 +221,11 @@ describe('aliases (behaviour.md §3)', () => {
   })
 
   it('a chain of 20 aliases still resolves, 21 is too long', async () => {
-    const chain = (n: number) => Object.fromEntries([
-      ...Array.from({ length: n }, (_, i) => [`10.1/h${i}`, [str(1, 'HS_ALIAS', `10.1/h${i + 1}`)]]),
-      [`10.1/h${n}`, [str(1, 'URL', 'http://example.org/end')]]
-    ])
+    const chain = (n: number) =>
+      Object.fromEntries([
+        ...Array.from({ length: n }, (_, i) => [`10.1/h${i}`, [str(1, 'HS_ALIAS', `10.1/h${i + 1}`)]]),
+        [`10.1/h${n}`, [str(1, 'URL', 'http://example.org/end')]]
+      ])
     const ok = await setup({ records: chain(20) })
     expect((await ok.app.inject({ url: '/10.1/h0' })).statusCode).toBe(301)
     const tooLong = await setup({ records: chain(21) })

@@ -14,23 +14,34 @@ const ROUND_TRIP_MS = 300
 
 const redis = useTestRedis()
 
-interface Rig { apps: FastifyInstance[], upstream: FakeUpstream, logs: Array<{ level: number, msg: string }> }
+interface Rig {
+  apps: FastifyInstance[]
+  upstream: FakeUpstream
+  logs: Array<{ level: number; msg: string }>
+}
 
 /** Two replicas on one upstream, their Redis ROUND_TRIP_MS away. */
-async function rig (overrides: Partial<Config>): Promise<Rig> {
+async function rig(overrides: Partial<Config>): Promise<Rig> {
   const upstream = await FakeUpstream.start(TOPOLOGY_RECORDS)
   onTestFinished(() => upstream.close())
   const proxy = await DelayProxy.start(Number(new URL(redis().url).port), ROUND_TRIP_MS / 2)
   onTestFinished(() => proxy.close())
-  const logs: Array<{ level: number, msg: string }> = []
-  const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })
+  const logs: Array<{ level: number; msg: string }> = []
+  const logger = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        logs.push(JSON.parse(line) as { level: number; msg: string })
+      }
+    }
+  )
   const apps: FastifyInstance[] = []
   for (let i = 0; i < 2; i++) apps.push(await replicaApp(upstream, { redisUrl: proxy.url, ...overrides }, { logger }))
   return { apps, upstream, logs }
 }
 
 /** Both replicas ask each DOI at once; how long each pair took. */
-async function bothAsk (apps: FastifyInstance[], dois: string[]): Promise<number[]> {
+async function bothAsk(apps: FastifyInstance[], dois: string[]): Promise<number[]> {
   const took: number[] = []
   for (const doi of dois) {
     const started = performance.now()
@@ -44,7 +55,9 @@ async function bothAsk (apps: FastifyInstance[], dois: string[]): Promise<number
 describe('Redis answering steadily slower than REDIS_COMMAND_TIMEOUT_MS', () => {
   it('the log says it answers too slowly, not that it cannot be reached, and each replica resolves on its own', async () => {
     const { apps, upstream, logs } = await rig({ redisCommandTimeoutMs: 100, redisConnectTimeoutMs: 2000 })
-    const warning = logs.filter((l) => l.msg.startsWith('the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (100 ms)'))
+    const warning = logs.filter((l) =>
+      l.msg.startsWith('the shared cache (Redis) accepts connections but answers slower than REDIS_COMMAND_TIMEOUT_MS (100 ms)')
+    )
     expect(warning).toHaveLength(2) // one per replica
     expect(logs.filter((l) => l.msg.includes('is not reachable'))).toEqual([])
     const dois = ['10.5555/topo-1', '10.5555/topo-2', '10.5555/topo-3']

@@ -22,8 +22,12 @@ for (let i = 0; i < 4; i++) RECORDS[`10.5555/zero-${i}`] = [admin(), str(1, 'URL
 
 let redis: TestRedis
 
-beforeAll(async () => { redis = await TestRedis.start() })
-afterAll(async () => { await redis?.close() })
+beforeAll(async () => {
+  redis = await TestRedis.start()
+})
+afterAll(async () => {
+  await redis?.close()
+})
 beforeEach(async () => {
   await redis.run() // a test may have killed it
   const client = redis.client()
@@ -31,19 +35,19 @@ beforeEach(async () => {
   client.disconnect()
 })
 
-async function fakeUpstream (): Promise<FakeUpstream> {
+async function fakeUpstream(): Promise<FakeUpstream> {
   const upstream = await FakeUpstream.start(RECORDS)
   onTestFinished(() => upstream.close())
   return upstream
 }
 
 /** One replica: a whole app on the shared upstream and Redis. */
-async function replica (upstream: FakeUpstream, overrides: Partial<Config> = {}, deps: AppDeps = {}): Promise<FastifyInstance> {
+async function replica(upstream: FakeUpstream, overrides: Partial<Config> = {}, deps: AppDeps = {}): Promise<FastifyInstance> {
   return await replicaApp(upstream, { redisUrl: redis.url, ...overrides }, deps)
 }
 
 /** The Redis key of a record as replicas on this upstream name it: the prefix, the key version and the source. */
-function recordKey (upstream: FakeUpstream, key: string): string {
+function recordKey(upstream: FakeUpstream, key: string): string {
   return `doi-proxy:v2:${sourceId(cacheSourceOf({ upstreamUrl: upstream.url, offline: false }))}:r:${key}`
 }
 
@@ -92,7 +96,7 @@ describe('replicas sharing one Redis', () => {
     expect(upstream.count('10.5555')).toBe(1)
   })
 
-  it('deployments with different upstreams on one Redis, with the same REDIS_KEY_PREFIX, never answer with each other\'s records', async () => {
+  it("deployments with different upstreams on one Redis, with the same REDIS_KEY_PREFIX, never answer with each other's records", async () => {
     const upstream = await fakeUpstream()
     const mirror = await FakeUpstream.start({ ...RECORDS, '10.5555/plain': [admin(), str(1, 'URL', 'http://mirror.example/plain')] })
     onTestFinished(() => mirror.close())
@@ -114,10 +118,10 @@ describe('replicas sharing one Redis', () => {
     expect(upstream.count('10.5555/nowhere')).toBe(1)
   })
 
-  it('a record with a ttl 0 value is kept alike by the process\'s own cache and the shared tier: not at all, fresh or stale', async () => {
+  it("a record with a ttl 0 value is kept alike by the process's own cache and the shared tier: not at all, fresh or stale", async () => {
     const upstream = await fakeUpstream()
     /** A record asked for by `first`, then again by `second`, the upstream failing meanwhile or not: status and X-Cache. */
-    async function askedAgain (first: FastifyInstance, second: FastifyInstance, doi: string, failing: boolean): Promise<string> {
+    async function askedAgain(first: FastifyInstance, second: FastifyInstance, doi: string, failing: boolean): Promise<string> {
       upstream.mode = { kind: 'ok' }
       expect((await first.inject({ url: `/${doi}` })).statusCode).toBe(302)
       if (failing) upstream.mode = { kind: 'status', status: 503 }
@@ -127,7 +131,10 @@ describe('replicas sharing one Redis', () => {
     // The local cache: one process without Redis asks twice. The shared tier: one replica asks, another one after it.
     const alone = await replicaApp(upstream, {})
     const [a, b, c, d] = [await replica(upstream), await replica(upstream), await replica(upstream), await replica(upstream)]
-    const local = { fresh: await askedAgain(alone, alone, '10.5555/zero-0', false), failing: await askedAgain(alone, alone, '10.5555/zero-1', true) }
+    const local = {
+      fresh: await askedAgain(alone, alone, '10.5555/zero-0', false),
+      failing: await askedAgain(alone, alone, '10.5555/zero-1', true)
+    }
     const shared = { fresh: await askedAgain(a, b, '10.5555/zero-2', false), failing: await askedAgain(c, d, '10.5555/zero-3', true) }
     expect(shared).toEqual(local)
     // Asked of the upstream every time, and no copy stands in when it fails.
@@ -135,7 +142,9 @@ describe('replicas sharing one Redis', () => {
     expect(local.failing).not.toMatch(/^302/)
     for (let i = 0; i < 4; i++) expect(upstream.count(`10.5555/zero-${i}`)).toBe(2)
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     expect(await client.exists(recordKey(upstream, '10.5555/ZERO-2'), recordKey(upstream, '10.5555/ZERO-3'))).toBe(0)
   })
 
@@ -144,7 +153,9 @@ describe('replicas sharing one Redis', () => {
     const a = await replica(upstream, { cacheMaxTtlSeconds: 3600, maxStaleSeconds: 7200 })
     await a.inject({ url: '/10.5555/plain' })
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     const ttl = await client.pttl(recordKey(upstream, '10.5555/PLAIN'))
     expect(ttl).toBeGreaterThan(3600_000)
     expect(ttl).toBeLessThanOrEqual(3600_000 + 7200_000)
@@ -165,8 +176,13 @@ describe('replicas sharing one Redis', () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream)
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
-    await client.set(recordKey(upstream, '10.5555/PLAIN'), '[1,1,2,1,[{"index":1,"type":"URL","data":{"format":"string","value":"javascript:alert(1)"}}]]')
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    await client.set(
+      recordKey(upstream, '10.5555/PLAIN'),
+      '[1,1,2,1,[{"index":1,"type":"URL","data":{"format":"string","value":"javascript:alert(1)"}}]]'
+    )
     await client.set(recordKey(upstream, '10.5555/MULTI'), '\u0000not json')
     const plain = await a.inject({ url: '/10.5555/plain' })
     expect(plain.statusCode).toBe(302)
@@ -179,9 +195,17 @@ describe('replicas sharing one Redis', () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { cacheMaxTtlSeconds: 60 }, { now: () => T0 })
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     const planted = (storedAt: number, freshUntil: number): string =>
-      JSON.stringify([1, storedAt, freshUntil, 1, [{ index: 1, type: 'URL', data: { format: 'string', value: 'http://planted.example/' }, ttl: 86400 }]])
+      JSON.stringify([
+        1,
+        storedAt,
+        freshUntil,
+        1,
+        [{ index: 1, type: 'URL', data: { format: 'string', value: 'http://planted.example/' }, ttl: 86400 }]
+      ])
     await client.set(recordKey(upstream, '10.5555/PLAIN'), planted(T0, T0 + 100 * 365 * DAY))
     await client.set(recordKey(upstream, '10.5555/MULTI'), planted(T0 + DAY, T0 + DAY + 30_000))
     expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
@@ -193,8 +217,15 @@ describe('replicas sharing one Redis', () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { upstreamMaxBodyBytes: 1024 }, { now: () => T0 })
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
-    const values = Array.from({ length: 2000 }, (_, i) => ({ index: i + 1, type: 'DESC', data: { format: 'string', value: 'x'.repeat(40) }, ttl: 86400 }))
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    const values = Array.from({ length: 2000 }, (_, i) => ({
+      index: i + 1,
+      type: 'DESC',
+      data: { format: 'string', value: 'x'.repeat(40) },
+      ttl: 86400
+    }))
     await client.set(recordKey(upstream, '10.5555/PLAIN'), JSON.stringify([1, T0, T0 + 30_000, 1, values]))
     expect((await a.inject({ url: '/10.5555/plain' })).headers.location).toBe('http://example.org/plain')
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="bad_value"\} (\d+)/m)).toBeGreaterThanOrEqual(1)
@@ -218,8 +249,13 @@ describe('replicas sharing one Redis', () => {
     expect((await a.inject({ url: '/10.5555/shared-8', ...from })).statusCode).toBe(302)
     expect((await a.inject({ url: '/10.5555/shared-9?auth', ...from })).statusCode).toBe(302)
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
-    expect((await client.keys('doi-proxy:v1:rl:*')).sort()).toEqual(['doi-proxy:v1:rl:auth:203.0.113.8', 'doi-proxy:v1:rl:lookups:203.0.113.8'])
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    expect((await client.keys('doi-proxy:v1:rl:*')).sort()).toEqual([
+      'doi-proxy:v1:rl:auth:203.0.113.8',
+      'doi-proxy:v1:rl:lookups:203.0.113.8'
+    ])
   })
 })
 
@@ -245,7 +281,7 @@ describe('when Redis fails', () => {
     expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m)).toBeGreaterThan(0)
 
     await redis.run()
-    await waitFor(async () => await sharedUp(a) && await sharedUp(b))
+    await waitFor(async () => (await sharedUp(a)) && (await sharedUp(b)))
     expect((await a.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect((await b.inject({ url: '/10.5555/shared-7' })).statusCode).toBe(302)
     expect(upstream.count('10.5555/shared-7')).toBe(1)
@@ -253,8 +289,15 @@ describe('when Redis fails', () => {
 
   it('Redis going away while the replica is idle is one warning, and its return one info line', async () => {
     const upstream = await fakeUpstream()
-    const logs: Array<{ level: number, msg: string }> = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })
+    const logs: Array<{ level: number; msg: string }> = []
+    const logger = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          logs.push(JSON.parse(line) as { level: number; msg: string })
+        }
+      }
+    )
     await replica(upstream, {}, { logger })
     const lost = (): number => logs.filter((l) => l.msg.startsWith('lost the connection to the shared cache (Redis)')).length
     const back = (): number => logs.filter((l) => l.msg === 'reconnected to the shared cache (Redis)').length
@@ -273,16 +316,27 @@ describe('when Redis fails', () => {
 
   it('two Redis outages back to back: the start and end of each is logged, the second counted within 10 s', async () => {
     const upstream = await fakeUpstream()
-    const logs: Array<{ level: number, msg: string, lost?: number, regained?: number }> = []
-    const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as { level: number, msg: string }) } })
+    const logs: Array<{ level: number; msg: string; lost?: number; regained?: number }> = []
+    const logger = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          logs.push(JSON.parse(line) as { level: number; msg: string })
+        }
+      }
+    )
     const a = await replica(upstream, {}, { logger })
     // Outages told: a line each, or counted in the line that sums up those held back.
     const summaries = (): typeof logs => logs.filter((l) => l.msg.startsWith('the connection to the shared cache (Redis) was lost'))
-    const lost = (): number => logs.filter((l) => l.msg.startsWith('lost the connection to the shared cache (Redis)')).length + summaries().reduce((n, l) => n + (l.lost ?? 0), 0)
-    const back = (): number => logs.filter((l) => l.msg === 'reconnected to the shared cache (Redis)').length + summaries().reduce((n, l) => n + (l.regained ?? 0), 0)
+    const lost = (): number =>
+      logs.filter((l) => l.msg.startsWith('lost the connection to the shared cache (Redis)')).length +
+      summaries().reduce((n, l) => n + (l.lost ?? 0), 0)
+    const back = (): number =>
+      logs.filter((l) => l.msg === 'reconnected to the shared cache (Redis)').length +
+      summaries().reduce((n, l) => n + (l.regained ?? 0), 0)
     for (let outage = 1; outage <= 2; outage++) {
       await redis.kill()
-      await waitFor(async () => !await sharedUp(a))
+      await waitFor(async () => !(await sharedUp(a)))
       await redis.run()
       await waitFor(async () => await sharedUp(a))
     }
@@ -307,14 +361,16 @@ describe('when Redis fails', () => {
     const res = await a.inject({ url: '/10.5555/shared-9' })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('http://example.org/shared-9')
-    await waitFor(async () => await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="full"\} (\d+)/m) > 0)
+    await waitFor(async () => (await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="full"\} (\d+)/m)) > 0)
   })
 
   it('a slow Redis is given up after its command timeout and the lookup goes on without it', async () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     await client.ping() // connected: the sleep starts now, not after a connect
     const sleeping = client.call('DEBUG', 'SLEEP', '1.5')
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -329,7 +385,9 @@ describe('when Redis fails', () => {
     const upstream = await fakeUpstream()
     const a = await replica(upstream, { redisCommandTimeoutMs: 50 })
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     await client.ping() // connected: the sleep starts now, not after a connect
     const sleeping = client.call('DEBUG', 'SLEEP', '3')
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -352,18 +410,23 @@ describe('when Redis fails', () => {
     const b = await replica(upstream, { redisCommandTimeoutMs: 200 })
     upstream.mode = { kind: 'slow', delayMs: 1000 }
     const client = redis.client()
-    onTestFinished(() => { client.disconnect() })
+    onTestFinished(() => {
+      client.disconnect()
+    })
     await client.ping()
     const dois = Array.from({ length: 10 }, (_, i) => `10.5555/shared-${i}`)
-    const answers = Promise.all(dois.flatMap((doi) => [a, b, a, b].map(async (app, i) =>
-      await app.inject({ url: `/${doi}`, remoteAddress: `192.0.2.${i + 1}` }))))
+    const answers = Promise.all(
+      dois.flatMap((doi) => [a, b, a, b].map(async (app, i) => await app.inject({ url: `/${doi}`, remoteAddress: `192.0.2.${i + 1}` })))
+    )
     // While replica A fetches (its locks taken), B polls for the records: Redis stops answering for 500 ms.
     await new Promise((resolve) => setTimeout(resolve, 150))
     await client.call('DEBUG', 'SLEEP', '0.5')
     const res = await answers
     expect(res.map((r) => r.statusCode)).toEqual(Array(res.length).fill(302))
-    expect(await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m) +
-      await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)).toBeGreaterThan(0)
+    expect(
+      (await metric(a, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)) +
+        (await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m))
+    ).toBeGreaterThan(0)
     for (const doi of dois) expect(upstream.count(doi)).toBe(1)
   })
 })

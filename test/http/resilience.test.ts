@@ -47,7 +47,14 @@ describe('serving stale records when the upstream fails', () => {
   it('during an outage the stale warning is logged once a second, not once per request', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
     const lines: Array<Record<string, unknown>> = []
-    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>) } })
+    const logger = pino(
+      { level: 'warn' },
+      {
+        write: (line: string) => {
+          lines.push(JSON.parse(line) as Record<string, unknown>)
+        }
+      }
+    )
     const { app, upstream } = await setup({ deps: { now: () => now, logger }, overrides: { upstreamRetries: 0 } })
     await app.inject({ url: '/10.5555/plain' })
     now += EXPIRED
@@ -154,11 +161,13 @@ describe('politeness to the upstream', () => {
     const res = await app.inject({ url: '/10.5555/plain' })
     expect(res.statusCode).toBe(503)
     // An HTTP date has whole seconds: it may read one second less by the time it arrives.
-    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(Number(expected) - (headers['retry-after']?.includes('GMT') === true ? 1 : 0))
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(
+      Number(expected) - (headers['retry-after']?.includes('GMT') === true ? 1 : 0)
+    )
     expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(Number(expected))
   })
 
-  it('while the registry\'s Retry-After runs, no request is sent: other uncached DOIs get 503 with the time left', async () => {
+  it("while the registry's Retry-After runs, no request is sent: other uncached DOIs get 503 with the time left", async () => {
     const { app, upstream } = await setup({ overrides: { upstreamRetries: 0 } })
     upstream.script = [{ kind: 'status', status: 429, headers: { 'retry-after': '2' } }]
     expect((await app.inject({ url: '/10.5555/plain' })).statusCode).toBe(503)
@@ -181,7 +190,9 @@ describe('politeness to the upstream', () => {
     const { app, upstream } = await setup({ overrides: { upstreamMaxConcurrent: 2, negativeTtlSeconds: 0 } })
     upstream.mode = { kind: 'slow', delayMs: 50 }
     let peak = 0
-    const timer = setInterval(() => { peak = Math.max(peak, upstream.inFlight) }, 2)
+    const timer = setInterval(() => {
+      peak = Math.max(peak, upstream.inFlight)
+    }, 2)
     await Promise.all(Array.from({ length: 12 }, (_, i) => app.inject({ url: `/10.5555/n${i}?noredirect` })))
     clearInterval(timer)
     expect(peak).toBeGreaterThan(0)

@@ -7,7 +7,9 @@ import { str } from '../support/records.js'
 
 // What the HTTP server answers before Fastify routes anything (src/http/server-edge.ts), over real sockets.
 
-async function listening (options: Parameters<typeof setup>[0] = {}): Promise<{ port: number, app: Awaited<ReturnType<typeof setup>>['app'] }> {
+async function listening(
+  options: Parameters<typeof setup>[0] = {}
+): Promise<{ port: number; app: Awaited<ReturnType<typeof setup>>['app'] }> {
   const { app } = await setup(options)
   await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, port: (app.server.address() as AddressInfo).port }
@@ -19,7 +21,11 @@ describe('a slow client is cut at REQUEST_TIMEOUT_MS', () => {
 
   it('headers dripped a byte every 100 ms get a 408 about a second after the first byte, not 30 s later', async () => {
     const { port } = await listening({ overrides })
-    const res = await dripRequest(port, { drip: 'GET /10.5555/plain HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(200), intervalMs: 100, giveUpMs: 8_000 })
+    const res = await dripRequest(port, {
+      drip: 'GET /10.5555/plain HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(200),
+      intervalMs: 100,
+      giveUpMs: 8_000
+    })
     expect(res.status).toBe(408)
     expect(res.closedAfterMs).toBeGreaterThanOrEqual(900)
     expect(res.closedAfterMs).toBeLessThan(2_500)
@@ -73,7 +79,7 @@ describe('methods we do not serve are a 405 with Allow, never a silent close', (
     expect(res.body).toContain('The method CONNECT is not supported here')
   })
 
-  it.each(['FOO', 'get', 'BREW'])('%s, a method Node\'s parser does not know, is a 405 with Allow', async (method) => {
+  it.each(['FOO', 'get', 'BREW'])("%s, a method Node's parser does not know, is a 405 with Allow", async (method) => {
     const { app } = await setup()
     const res = await rawRequest(app, '/10.5555/plain', method)
     expect(res.status).toBe(405)

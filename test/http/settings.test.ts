@@ -6,16 +6,28 @@ import type { LocalServiceConfig } from '../../src/config/local-services.js'
 // /settings and /settings/set (behaviour.md §10): a reader picks a library service or none.
 
 const BASE = 'https://doi.library.example'
-const SFX: LocalServiceConfig = { id: 'sfx', name: 'University Library', url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}', networks: ['192.0.2.0/24'], prefixes: [] }
-const LAW: LocalServiceConfig = { id: 'law', name: 'Law <Library> & Archive', url: 'https://law.example.edu/openurl?rft_id=info:doi/{doi}', networks: [], prefixes: [] }
+const SFX: LocalServiceConfig = {
+  id: 'sfx',
+  name: 'University Library',
+  url: 'https://sfx.example.edu/sfxlcl41?id=doi:{doi}',
+  networks: ['192.0.2.0/24'],
+  prefixes: []
+}
+const LAW: LocalServiceConfig = {
+  id: 'law',
+  name: 'Law <Library> & Archive',
+  url: 'https://law.example.edu/openurl?rft_id=info:doi/{doi}',
+  networks: [],
+  prefixes: []
+}
 const RECORDS = { 10.5555: [admin()], '10.5555/plain': [admin(), str(1, 'URL', 'http://example.org/plain')] }
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
-async function withServices (services: LocalServiceConfig[] = [SFX, LAW]) {
+async function withServices(services: LocalServiceConfig[] = [SFX, LAW]) {
   return await setup({ records: RECORDS, overrides: { localServices: services, publicBaseUrl: BASE } })
 }
 
-function cookieOf (setCookie: string | string[] | undefined): string {
+function cookieOf(setCookie: string | string[] | undefined): string {
   return (Array.isArray(setCookie) ? setCookie[0] : setCookie)?.split(';')[0] ?? ''
 }
 
@@ -68,7 +80,12 @@ describe('the settings page', () => {
 describe('saving a choice from the page', () => {
   it('a same-origin post saves the cookie for a year and comes back to the page, which shows it saved', async () => {
     const { app } = await withServices()
-    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { ...FORM, origin: BASE, 'sec-fetch-site': 'same-origin' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=sfx',
+      headers: { ...FORM, origin: BASE, 'sec-fetch-site': 'same-origin' }
+    })
     expect(res.statusCode).toBe(303)
     expect(res.headers.location).toBe(`${BASE}/settings?saved`)
     const setCookie = String(res.headers['set-cookie'])
@@ -84,7 +101,11 @@ describe('saving a choice from the page', () => {
   it('after saving, the reader off campus is sent to the chosen library', async () => {
     const { app } = await withServices()
     const saved = await app.inject({ method: 'POST', url: '/settings', payload: 'service=law', headers: { ...FORM, origin: BASE } })
-    const res = await app.inject({ url: '/10.5555/plain', remoteAddress: '203.0.113.9', headers: { cookie: cookieOf(saved.headers['set-cookie']) } })
+    const res = await app.inject({
+      url: '/10.5555/plain',
+      remoteAddress: '203.0.113.9',
+      headers: { cookie: cookieOf(saved.headers['set-cookie']) }
+    })
     expect(res.headers.location).toBe('https://law.example.edu/openurl?rft_id=info:doi/10.5555%2Fplain')
   })
 
@@ -104,7 +125,12 @@ describe('saving a choice from the page', () => {
 
   it('a post from another site is refused with 403 and saves nothing', async () => {
     const { app } = await withServices()
-    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=none', headers: { ...FORM, origin: 'https://evil.example' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=none',
+      headers: { ...FORM, origin: 'https://evil.example' }
+    })
     expect(res.statusCode).toBe(403)
     expect(res.headers['set-cookie']).toBeUndefined()
     expect(res.body).toContain('settings page')
@@ -112,7 +138,12 @@ describe('saving a choice from the page', () => {
 
   it('a post the browser marks cross-site is refused even without Origin', async () => {
     const { app } = await withServices()
-    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=none', headers: { ...FORM, 'sec-fetch-site': 'cross-site' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=none',
+      headers: { ...FORM, 'sec-fetch-site': 'cross-site' }
+    })
     expect(res.statusCode).toBe(403)
     expect(res.headers['set-cookie']).toBeUndefined()
   })
@@ -136,20 +167,30 @@ describe('saving a choice from the page', () => {
 
   it('over plain http the cookie is not marked Secure (it could not be sent back)', async () => {
     const { app } = await setup({ records: RECORDS, overrides: { localServices: [SFX] } })
-    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { ...FORM, origin: 'http://localhost' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=sfx',
+      headers: { ...FORM, origin: 'http://localhost' }
+    })
     expect(res.statusCode).toBe(303)
     expect(String(res.headers['set-cookie'])).not.toContain('Secure')
   })
 
   it('behind an https reverse proxy (TRUST_PROXY) it is', async () => {
     const { app } = await setup({ records: RECORDS, overrides: { localServices: [SFX], trustProxy: true } })
-    const res = await app.inject({ method: 'POST', url: '/settings', payload: 'service=sfx', headers: { ...FORM, 'x-forwarded-proto': 'https', 'x-forwarded-host': 'doi.library.example', origin: BASE } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/settings',
+      payload: 'service=sfx',
+      headers: { ...FORM, 'x-forwarded-proto': 'https', 'x-forwarded-host': 'doi.library.example', origin: BASE }
+    })
     expect(res.statusCode).toBe(303)
     expect(String(res.headers['set-cookie'])).toContain('Secure')
   })
 })
 
-describe('the cookie setter for a library\'s login page (/settings/set)', () => {
+describe("the cookie setter for a library's login page (/settings/set)", () => {
   it('answers a 1×1 GIF that nobody caches and sets the choice', async () => {
     const { app } = await withServices()
     const res = await app.inject({ url: '/settings/set?service=sfx' })
@@ -162,7 +203,7 @@ describe('the cookie setter for a library\'s login page (/settings/set)', () => 
     expect(cookieOf(res.headers['set-cookie'])).toBe('doi_proxy_ls=sfx')
   })
 
-  it('over https the cookie is SameSite=None and Secure, so a browser may keep it from an <img> on the library\'s site', async () => {
+  it("over https the cookie is SameSite=None and Secure, so a browser may keep it from an <img> on the library's site", async () => {
     const { app } = await withServices()
     const setCookie = String((await app.inject({ url: '/settings/set?service=sfx' })).headers['set-cookie'])
     expect(setCookie).toContain('SameSite=None')

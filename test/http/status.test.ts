@@ -46,7 +46,7 @@ describe('/status (issue 15)', () => {
     expect((await app.inject({ url: '/status', remoteAddress: '127.0.0.1' })).statusCode).toBe(403)
   })
 
-  it('behind a trusted proxy, the reader\'s forwarded address decides, not the proxy\'s', async () => {
+  it("behind a trusted proxy, the reader's forwarded address decides, not the proxy's", async () => {
     const { app } = await setup({ overrides: { trustProxy: ['127.0.0.1'] } })
     const res = await app.inject({ url: '/status', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': '198.51.100.4' } })
     expect(res.statusCode).toBe(403)
@@ -109,7 +109,13 @@ describe('/status (issue 15)', () => {
   })
 
   it('shows the configured local services, escaped', async () => {
-    const { app } = await setup({ overrides: { localServices: [{ id: 'lib', name: 'Lib <script>alert(1)</script>', url: 'https://r.example/?id={doi}', networks: [], prefixes: [] }] } })
+    const { app } = await setup({
+      overrides: {
+        localServices: [
+          { id: 'lib', name: 'Lib <script>alert(1)</script>', url: 'https://r.example/?id={doi}', networks: [], prefixes: [] }
+        ]
+      }
+    })
     const page = (await app.inject('/status')).body
     expect(page).toContain('Lib &lt;script&gt;alert(1)&lt;/script&gt; (<code>lib</code>)')
   })
@@ -122,8 +128,10 @@ describe('/status (issue 15)', () => {
 })
 
 /** doi_proxy_answers_total by outcome, and the sum of doi_proxy_resolutions_total, as /metrics shows them. */
-function answersIn (text: string): { answers: Record<string, number>, resolutions: number } {
-  const answers = Object.fromEntries([...text.matchAll(/^doi_proxy_answers_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]))
+function answersIn(text: string): { answers: Record<string, number>; resolutions: number } {
+  const answers = Object.fromEntries(
+    [...text.matchAll(/^doi_proxy_answers_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])])
+  )
   const resolutions = [...text.matchAll(/^doi_proxy_resolutions_total\{outcome="\w+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
   return { answers, resolutions }
 }
@@ -144,7 +152,12 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
   it('an offline mirror that answered 5 REST API requests and a batch of 4 lines shows 9 local answers', async () => {
     const { app } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
     for (let i = 0; i < 5; i++) expect((await app.inject('/api/handles/10.5555/sample')).statusCode).toBe(200)
-    const batch = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload: '10.5555/sample\n'.repeat(4) })
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.5555/sample\n'.repeat(4)
+    })
     expect(batch.statusCode).toBe(200)
     expect(batch.body.trim().split('\n')).toHaveLength(4)
     const s = (await app.inject('/status.json')).json()
@@ -180,15 +193,23 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
     let now = Date.parse('2026-11-22T12:00:00Z')
     const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-store-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
-    writeFileSync(join(dir, 'records.ndjson'), [
-      { handle: '10.9999', values: [admin()] },
-      { handle: '10.9999/local', values: [str(1, 'URL', 'https://library.example/local')] }
-    ].map((r) => JSON.stringify(r)).join('\n') + '\n')
+    writeFileSync(
+      join(dir, 'records.ndjson'),
+      [
+        { handle: '10.9999', values: [admin()] },
+        { handle: '10.9999/local', values: [str(1, 'URL', 'https://library.example/local')] }
+      ]
+        .map((r) => JSON.stringify(r))
+        .join('\n') + '\n'
+    )
     const { app, upstream } = await setup({ deps: { now: () => now }, overrides: { localStoreDir: dir, upstreamRetries: 0 } })
     const asked: Array<[string, number]> = [
-      ['/10.9999/local', 302], ['/10.9999/local', 302], ['/10.9999/local', 302], // local
+      ['/10.9999/local', 302],
+      ['/10.9999/local', 302],
+      ['/10.9999/local', 302], // local
       ['/10.5555/plain', 302], // miss
-      ['/10.5555/plain', 302], ['/10.5555/plain', 302], // hit (the second from its prepared answer)
+      ['/10.5555/plain', 302],
+      ['/10.5555/plain', 302], // hit (the second from its prepared answer)
       ['/10.5555/nothing-here', 404], // not found
       ['/10.5555/plain?urlappend=%0A', 400] // bad request
     ]
@@ -196,7 +217,9 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
     // The REST API and a batch's lines count too, under the same outcomes (and not as the proxy's resolutions).
     const api: Array<[string, number]> = [
       ['/api/handles/10.9999/local', 200], // local
-      ['/api/handles/10.5555/plain', 200], ['/api/handles/10.5555/plain', 200], ['/api/handles/10.5555/plain', 200], // hit
+      ['/api/handles/10.5555/plain', 200],
+      ['/api/handles/10.5555/plain', 200],
+      ['/api/handles/10.5555/plain', 200], // hit
       ['/10.5555/plain?action=api', 200], // hit
       ['/api/handles/10.5555/nothing-here', 404] // not found
     ]
@@ -204,10 +227,18 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
     const batch = async (payload: string): Promise<Array<{ status: number | null }>> => {
       const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain' }, payload })
       expect(res.statusCode).toBe(200)
-      return res.body.trim().split('\n').map((line) => JSON.parse(line))
+      return res.body
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
     }
     // local, hit, bad request (not a DOI), not found
-    expect((await batch('10.9999/local\n10.5555/plain\nnot a doi\n10.5555/nothing-here\n')).map((r) => r.status)).toEqual([302, 302, null, 404])
+    expect((await batch('10.9999/local\n10.5555/plain\nnot a doi\n10.5555/nothing-here\n')).map((r) => r.status)).toEqual([
+      302,
+      302,
+      null,
+      404
+    ])
     now += 2 * 86_400_000 // every record is stale
     upstream.mode = { kind: 'status', status: 500 }
     const stale = await app.inject('/10.5555/plain')
@@ -222,13 +253,21 @@ describe('/status counts every answer once, as /metrics does (issue 44.7)', () =
     expect(answers).toEqual(expected)
     expect(resolutions).toBe(10)
     const page = (await app.inject('/status')).body
-    for (const [name, n] of [['local record', 5], ['cache hit', 7], ['miss (asked upstream)', 1], ['stale', 2], ['not found', 3], ['bad request or refused', 2], ['error', 2]] as const) {
+    for (const [name, n] of [
+      ['local record', 5],
+      ['cache hit', 7],
+      ['miss (asked upstream)', 1],
+      ['stale', 2],
+      ['not found', 3],
+      ['bad request or refused', 2],
+      ['error', 2]
+    ] as const) {
       expect(page).toMatch(new RegExp(`<td>${escapeRegExp(name)}</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td[^>]*>${n}</td>`))
     }
   })
 })
 
-function escapeRegExp (text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 

@@ -88,7 +88,10 @@ describe('the cache (behaviour.md §3)', () => {
 
   it('a record asked for in the last tenth of its lifetime is refreshed in the background', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z')
-    const { app, upstream } = await setup({ deps: { now: () => now }, records: { '10.1/hot': [str(1, 'URL', 'http://example.org/old', 1000)] } })
+    const { app, upstream } = await setup({
+      deps: { now: () => now },
+      records: { '10.1/hot': [str(1, 'URL', 'http://example.org/old', 1000)] }
+    })
     await app.inject({ url: '/10.1/hot' })
     upstream.set('10.1/hot', [str(1, 'URL', 'http://example.org/new', 1000)])
     now += 500_000
@@ -100,7 +103,9 @@ describe('the cache (behaviour.md §3)', () => {
     expect(hit.headers.location).toBe('http://example.org/old')
     await vi.waitFor(() => expect(upstream.count('10.1/hot')).toBe(2), { timeout: 5000 })
     // Stored once its answer is read, a moment after the upstream saw it: until then the old record answers.
-    await vi.waitFor(async () => expect((await app.inject({ url: '/10.1/hot' })).headers.location).toBe('http://example.org/new'), { timeout: 5000 })
+    await vi.waitFor(async () => expect((await app.inject({ url: '/10.1/hot' })).headers.location).toBe('http://example.org/new'), {
+      timeout: 5000
+    })
     now += 100_000 // past the first lifetime: the refreshed record answers
     const after = await app.inject({ url: '/10.1/hot' })
     expect(after.headers['x-cache']).toBe('HIT')
@@ -267,7 +272,11 @@ describe('upstream failures (behaviour.md §8)', () => {
 
   it('a prefix the upstream does not hold (responseCode 301) is a 404', async () => {
     const { app, upstream } = await setup()
-    upstream.mode = { kind: 'status', status: 400, body: '{"responseCode":301,"message":"That prefix doesn\'t live here","handle":"10.9999/x"}' }
+    upstream.mode = {
+      kind: 'status',
+      status: 400,
+      body: '{"responseCode":301,"message":"That prefix doesn\'t live here","handle":"10.9999/x"}'
+    }
     expect((await app.inject({ url: '/10.9999/x' })).statusCode).toBe(404)
   })
 

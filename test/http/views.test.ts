@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest'
 import type { HandleValue } from '../../src/handle/types.js'
 import { escapeHtml } from '../../src/http/views/html.js'
 import {
-  renderErrorPage, renderHomePage, renderNoValuesPage, renderNotFoundPage, renderRedirectBody, renderValuesPage
+  renderErrorPage,
+  renderHomePage,
+  renderNoValuesPage,
+  renderNotFoundPage,
+  renderRedirectBody,
+  renderValuesPage
 } from '../../src/http/views/pages.js'
 import type { PageContext } from '../../src/http/views/pages.js'
 
@@ -14,8 +19,8 @@ const B = ctx.baseUrl
 const PROBE = readFileSync(new URL('../fixtures/cnri_hdlproxy_9.2.0_probe.txt', import.meta.url), 'utf8')
 
 /** The probe's sections: the '=== request' line and the lines up to the next one. */
-function probeSections (): Array<{ request: string, lines: string[] }> {
-  const sections: Array<{ request: string, lines: string[] }> = []
+function probeSections(): Array<{ request: string; lines: string[] }> {
+  const sections: Array<{ request: string; lines: string[] }> = []
   for (const line of PROBE.split('\n')) {
     if (line.startsWith('=== ')) sections.push({ request: line.slice(4).trim(), lines: [] })
     else sections.at(-1)?.lines.push(line)
@@ -25,34 +30,34 @@ function probeSections (): Array<{ request: string, lines: string[] }> {
 
 /** Every redirect in the probe: the URL it went to and the exact two-line body the reference sent. */
 const probeRedirects = probeSections().flatMap(({ request, lines }) => {
-  const location = lines.find(l => l.startsWith('Location: '))?.slice('Location: '.length)
-  const start = lines.findIndex(l => l.startsWith('<html><head><title>Handle Redirect</title>'))
+  const location = lines.find((l) => l.startsWith('Location: '))?.slice('Location: '.length)
+  const start = lines.findIndex((l) => l.startsWith('<html><head><title>Handle Redirect</title>'))
   if (location === undefined || start < 0) return []
   return [{ request, location, body: `${lines[start]}\n${lines[start + 1]}` }]
 })
 
 /** The probe's JSON answer for a REST request, e.g. '/api/handles/10.5555/plain'. */
-function probeJson (request: string): { handle: string, values: HandleValue[] } {
-  const section = probeSections().find(s => s.request === request)
-  const json = section?.lines.find(l => l.startsWith('{'))
+function probeJson(request: string): { handle: string; values: HandleValue[] } {
+  const section = probeSections().find((s) => s.request === request)
+  const json = section?.lines.find((l) => l.startsWith('{'))
   if (json === undefined) throw new Error(`no JSON for ${request} in the probe`)
   return JSON.parse(json)
 }
 
-function value (type: string, data: unknown, format = 'string', extra: Partial<HandleValue> = {}): HandleValue {
+function value(type: string, data: unknown, format = 'string', extra: Partial<HandleValue> = {}): HandleValue {
   return { index: 1, type, data: { format, value: data }, ttl: 86400, timestamp: '2026-11-22T10:39:19Z', ...extra }
 }
 
 /** The <td> cells of the single value row of a one-value page. */
-function rowOf (v: HandleValue): string {
+function rowOf(v: HandleValue): string {
   const page = renderValuesPage(ctx, '10.5555/x', [v])
-  const row = page.split('\n').find(l => l.startsWith('<tr><td>'))
+  const row = page.split('\n').find((l) => l.startsWith('<tr><td>'))
   if (row === undefined) throw new Error('no value row')
   return row
 }
 
 /** The data cell of the single value row: the last <td>, up to the end of the row. */
-function dataCellOf (v: HandleValue): string {
+function dataCellOf(v: HandleValue): string {
   const row = rowOf(v)
   return row.slice(row.lastIndexOf('<td>'))
 }
@@ -84,16 +89,32 @@ describe('redirect body', () => {
 
   it.each([
     // probe: GET /10.5555/loc?urlappend=%26x%3D1&locatt=id:2
-    ['an & in the URL is escaped as &amp;', 'http://example.org/loc-b&x=1', undefined,
-      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://example.org/loc-b&amp;x=1">http://example.org/loc-b&amp;x=1</a></body></html>'],
+    [
+      'an & in the URL is escaped as &amp;',
+      'http://example.org/loc-b&x=1',
+      undefined,
+      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://example.org/loc-b&amp;x=1">http://example.org/loc-b&amp;x=1</a></body></html>'
+    ],
     // cgiEscape: a quote cannot close the href attribute
-    ['quotes and brackets cannot break out of the link', 'http://e.org/"><script>x</script>\'', undefined,
-      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://e.org/&quot;&gt;&lt;script&gt;x&lt;/script&gt;&#39;">http://e.org/&quot;&gt;&lt;script&gt;x&lt;/script&gt;&#39;</a></body></html>'],
+    [
+      'quotes and brackets cannot break out of the link',
+      'http://e.org/"><script>x</script>\'',
+      undefined,
+      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://e.org/&quot;&gt;&lt;script&gt;x&lt;/script&gt;&#39;">http://e.org/&quot;&gt;&lt;script&gt;x&lt;/script&gt;&#39;</a></body></html>'
+    ],
     // [HNS92] Location.writeHtmlHeaders: a newline, then each '<' line and a newline, before </head>
-    ['10320/headers lines go into the head, verbatim', 'http://e.org/', ['<link rel="a" href="b">', '  <meta name="c" content="d">'],
-      '<html><head><title>Handle Redirect</title>\n<link rel="a" href="b">\n  <meta name="c" content="d">\n</head>\n<body><a href="http://e.org/">http://e.org/</a></body></html>'],
-    ['no header lines: the plain body', 'http://e.org/', [],
-      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://e.org/">http://e.org/</a></body></html>']
+    [
+      '10320/headers lines go into the head, verbatim',
+      'http://e.org/',
+      ['<link rel="a" href="b">', '  <meta name="c" content="d">'],
+      '<html><head><title>Handle Redirect</title>\n<link rel="a" href="b">\n  <meta name="c" content="d">\n</head>\n<body><a href="http://e.org/">http://e.org/</a></body></html>'
+    ],
+    [
+      'no header lines: the plain body',
+      'http://e.org/',
+      [],
+      '<html><head><title>Handle Redirect</title></head>\n<body><a href="http://e.org/">http://e.org/</a></body></html>'
+    ]
   ])('%s', (_, url, headLines, expected) => {
     expect(renderRedirectBody(url, headLines)).toBe(expected)
   })
@@ -102,7 +123,7 @@ describe('redirect body', () => {
 describe('values page of the probe record 10.5555/plain', () => {
   const record = probeJson('/api/handles/10.5555/plain')
   const page = renderValuesPage(ctx, record.handle, record.values)
-  const adminLine = PROBE.split('\n').find(l => l.startsWith('<td>handle=0.NA/10.5555; index=300;'))
+  const adminLine = PROBE.split('\n').find((l) => l.startsWith('<td>handle=0.NA/10.5555; index=300;'))
 
   it('shows the HS_ADMIN value exactly as the reference does', () => {
     // probe: /10.5555/plain?noredirect, the HS_ADMIN data cell
@@ -114,7 +135,10 @@ describe('values page of the probe record 10.5555/plain', () => {
     ['the DOI title', '<title>DOI Name Values</title>'],
     ['the DOI in the heading', '<h1>DOI: 10.5555/plain</h1>'],
     ['the table caption', 'DOI Values for: 10.5555/plain'],
-    ['the four column headings', '<th scope="col">Index</th><th scope="col">Type</th><th scope="col">Timestamp</th><th scope="col">Data</th>'],
+    [
+      'the four column headings',
+      '<th scope="col">Index</th><th scope="col">Type</th><th scope="col">Timestamp</th><th scope="col">Data</th>'
+    ],
     // probe: href="http://127.0.0.1:18000/0.TYPE/HS_ADMIN"
     ['the type links to its type record', `<a href="${B}0.TYPE/HS_ADMIN">HS_ADMIN</a>`],
     // probe: 2026-11-22&nbsp;10:39:19Z, [HNS92] getNicerTimestampAsString
@@ -154,10 +178,12 @@ describe('values page type column', () => {
 describe('values page data column', () => {
   // behaviour.md R5 "DATA formatting" and behaviour.md §4 (only web schemes become links)
   it.each([
-    ['a URL value is a link', value('URL', 'https://example.org/a?b=1&c=2'),
-      '<a href="https://example.org/a?b=1&amp;c=2">https://example.org/a?b=1&amp;c=2</a>'],
-    ['a URL with a space links to its encoded form', value('URL', 'http://e.org/a b'),
-      '<a href="http://e.org/a%20b">http://e.org/a b</a>'],
+    [
+      'a URL value is a link',
+      value('URL', 'https://example.org/a?b=1&c=2'),
+      '<a href="https://example.org/a?b=1&amp;c=2">https://example.org/a?b=1&amp;c=2</a>'
+    ],
+    ['a URL with a space links to its encoded form', value('URL', 'http://e.org/a b'), '<a href="http://e.org/a%20b">http://e.org/a b</a>'],
     ['an ftp URL is a link', value('URL', 'ftp://e.org/f'), '<a href="ftp://e.org/f">ftp://e.org/f</a>'],
     ['a URL subtype is a link', value('URL.en', 'http://e.org/en'), '<a href="http://e.org/en">http://e.org/en</a>'],
     ['a javascript: URL is text, not a link', value('URL', 'javascript:alert(1)'), 'javascript:alert(1)'],
@@ -165,20 +191,38 @@ describe('values page data column', () => {
     ['a javascript: URL after a blank is text', value('URL', ' javascript:alert(1)'), ' javascript:alert(1)'],
     ['a data: URL is escaped text', value('URL', 'data:text/html,<b>x</b>'), 'data:text/html,&lt;b&gt;x&lt;/b&gt;'],
     ['a DESC that is a web URL is a link', value('DESC', 'https://e.org/d'), '<a href="https://e.org/d">https://e.org/d</a>'],
-    ['an EMAIL is a mailto link', value('EMAIL', 'someone@example.org'),
-      '<a href="mailto:someone@example.org">someone@example.org</a>'],
+    ['an EMAIL is a mailto link', value('EMAIL', 'someone@example.org'), '<a href="mailto:someone@example.org">someone@example.org</a>'],
     ['text keeps its line breaks', value('DESC', 'line one\nline two\r\nthree'), 'line one<br>line two<br>three'],
     // a public scraper depends on `10.SERV/([\w]+)</td></tr>` (behaviour.md R5)
     ['an HS_SERV is plain text', value('HS_SERV', '10.SERV/CROSSREF'), '10.SERV/CROSSREF'],
     ['an HS_ALIAS is plain text', value('HS_ALIAS', '10.5555/plain'), '10.5555/plain'],
-    ['HS_VLIST entries come one per line', value('HS_VLIST', [{ handle: '10.admin/TSODOI', index: 300 }, { handle: '0.NA/10.1', index: 200 }], 'vlist'),
-      '300:10.admin/TSODOI<br>200:0.NA/10.1'],
-    ['a key is shown as compact JSON', value('HS_PUBKEY', { kty: 'RSA', e: 'AQAB' }, 'key'),
-      '{&quot;format&quot;:&quot;key&quot;,&quot;value&quot;:{&quot;kty&quot;:&quot;RSA&quot;,&quot;e&quot;:&quot;AQAB&quot;}}'],
-    ['base64 data is shown as compact JSON, not decoded', value('BIN', 'PHNjcmlwdD4=', 'base64'),
-      '{&quot;format&quot;:&quot;base64&quot;,&quot;value&quot;:&quot;PHNjcmlwdD4=&quot;}'],
-    ['a 10320/loc value is escaped XML', value('10320/loc', '<locations>\n<location href="http://e.org/"/>\n</locations>'),
-      '&lt;locations&gt;<br>&lt;location href=&quot;http://e.org/&quot;/&gt;<br>&lt;/locations&gt;']
+    [
+      'HS_VLIST entries come one per line',
+      value(
+        'HS_VLIST',
+        [
+          { handle: '10.admin/TSODOI', index: 300 },
+          { handle: '0.NA/10.1', index: 200 }
+        ],
+        'vlist'
+      ),
+      '300:10.admin/TSODOI<br>200:0.NA/10.1'
+    ],
+    [
+      'a key is shown as compact JSON',
+      value('HS_PUBKEY', { kty: 'RSA', e: 'AQAB' }, 'key'),
+      '{&quot;format&quot;:&quot;key&quot;,&quot;value&quot;:{&quot;kty&quot;:&quot;RSA&quot;,&quot;e&quot;:&quot;AQAB&quot;}}'
+    ],
+    [
+      'base64 data is shown as compact JSON, not decoded',
+      value('BIN', 'PHNjcmlwdD4=', 'base64'),
+      '{&quot;format&quot;:&quot;base64&quot;,&quot;value&quot;:&quot;PHNjcmlwdD4=&quot;}'
+    ],
+    [
+      'a 10320/loc value is escaped XML',
+      value('10320/loc', '<locations>\n<location href="http://e.org/"/>\n</locations>'),
+      '&lt;locations&gt;<br>&lt;location href=&quot;http://e.org/&quot;/&gt;<br>&lt;/locations&gt;'
+    ]
   ])('%s', (_, v, cell) => {
     expect(dataCellOf(v)).toBe(`<td>${cell}</td></tr>`)
   })
@@ -188,12 +232,18 @@ describe('values page data column', () => {
     expect(/10\.SERV\/([\w]+)<\/td><\/tr>/.exec(page)?.[1]).toBe('CROSSREF')
   })
 
-  it.each(['javascript:alert(1)', 'JAVASCRIPT:alert(1)', ' javascript:alert(1)', 'java\tscript:alert(1)', 'vbscript:x', 'data:text/html,x'])(
-    'a URL value %j never becomes an href', (url) => {
-      const cell = dataCellOf(value('URL', url))
-      expect(cell).toContain(escapeHtml(url))
-      expect(cell).not.toContain('href')
-    })
+  it.each([
+    'javascript:alert(1)',
+    'JAVASCRIPT:alert(1)',
+    ' javascript:alert(1)',
+    'java\tscript:alert(1)',
+    'vbscript:x',
+    'data:text/html,x'
+  ])('a URL value %j never becomes an href', (url) => {
+    const cell = dataCellOf(value('URL', url))
+    expect(cell).toContain(escapeHtml(url))
+    expect(cell).not.toContain('href')
+  })
 
   it('a missing timestamp is shown as NA', () => {
     expect(rowOf(value('URL', 'http://e.org/', 'string', { timestamp: undefined }))).toContain('<td class="ts">NA</td>')
@@ -320,7 +370,11 @@ describe('error pages', () => {
   })
 
   it('a 502 page never names the failure in HTTP jargon, and says what to try once', () => {
-    const page = renderErrorPage(ctx, { status: 502, message: 'We could not reach the DOI registry to look this DOI up. This is usually brief: please try again in a minute.', handle: '10.1/x' })
+    const page = renderErrorPage(ctx, {
+      status: 502,
+      message: 'We could not reach the DOI registry to look this DOI up. This is usually brief: please try again in a minute.',
+      handle: '10.1/x'
+    })
     expect(page).not.toMatch(/Bad Gateway|Gateway|upstream/i)
     expect(page.match(/DOI registry/g)).toHaveLength(1)
     expect(page).toContain('<h2>What you can do</h2>')
@@ -328,11 +382,15 @@ describe('error pages', () => {
   })
 
   it('a bad-request page shows what a DOI looks like', () => {
-    expect(renderErrorPage(ctx, { status: 400, message: 'Control character', handle: '10.1/x' })).toContain('A DOI looks like <code>10.1000/182</code>')
+    expect(renderErrorPage(ctx, { status: 400, message: 'Control character', handle: '10.1/x' })).toContain(
+      'A DOI looks like <code>10.1000/182</code>'
+    )
   })
 
   it('the search form holds the DOI that failed, ready to correct', () => {
-    expect(renderErrorPage(ctx, { status: 502, message: 'Down', handle: '10.1/a"<b>' })).toContain('name="hdl" value="10.1/a&quot;&lt;b&gt;"')
+    expect(renderErrorPage(ctx, { status: 502, message: 'Down', handle: '10.1/a"<b>' })).toContain(
+      'name="hdl" value="10.1/a&quot;&lt;b&gt;"'
+    )
   })
 
   it('a DOI with a control character is shown, but never put in the field', () => {

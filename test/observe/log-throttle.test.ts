@@ -10,6 +10,10 @@ describe('log throttle', () => {
     throttled('DP_UPSTREAM_TIMEOUT', (n) => emitted.push(['timeout', n]))
     now = 1000
     throttled('DP_UPSTREAM_STATUS', (n) => emitted.push(['status', n]))
-    expect(emitted).toEqual([['status', 0], ['timeout', 0], ['status', 4]])
+    expect(emitted).toEqual([
+      ['status', 0],
+      ['timeout', 0],
+      ['status', 4]
+    ])
   })
 })

@@ -10,7 +10,9 @@ import { metric, replicaApp, sharedUp, topologyUpstream, waitFor } from '../supp
 
 // The least a doi-proxy user needs, as docs/deployment.md gives it (its own keys, reads, writes, the rate
 // limiter's script, naming its connection and the INFO of ioredis' ready check), with our password.
-const DOCUMENTED = /^user (doi-proxy on >change-me .*)$/m.exec(readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8'))?.[1]
+const DOCUMENTED = /^user (doi-proxy on >change-me .*)$/m.exec(
+  readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8')
+)?.[1]
 const ACL_USER = (DOCUMENTED ?? 'docs/deployment.md has no ACL line').replace('>change-me', '>doi-secret-1')
 
 let secured: TestRedis
@@ -19,10 +21,7 @@ let tls: TestRedis
 
 beforeAll(async () => {
   ca = await makeTestCa()
-  ;[secured, tls] = await Promise.all([
-    TestRedis.start({ password: 'admin-secret-9', users: [ACL_USER] }),
-    TestRedis.start({ tls: ca })
-  ])
+  ;[secured, tls] = await Promise.all([TestRedis.start({ password: 'admin-secret-9', users: [ACL_USER] }), TestRedis.start({ tls: ca })])
 })
 afterAll(async () => {
   await Promise.all([secured?.close(), tls?.close()])
@@ -33,7 +32,11 @@ describe('a Redis that asks for a password', () => {
   it('replicas share records through an ACL user, given in REDIS_URL or in REDIS_USERNAME and REDIS_PASSWORD', async () => {
     const upstream = await topologyUpstream()
     const a = await replicaApp(upstream, { redisUrl: `redis://doi-proxy:doi-secret-1@127.0.0.1:${secured.port}` })
-    const b = await replicaApp(upstream, { redisUrl: `redis://127.0.0.1:${secured.port}`, redisUsername: 'doi-proxy', redisPassword: 'doi-secret-1' })
+    const b = await replicaApp(upstream, {
+      redisUrl: `redis://127.0.0.1:${secured.port}`,
+      redisUsername: 'doi-proxy',
+      redisPassword: 'doi-secret-1'
+    })
     expect((await a.inject({ url: '/10.5555/topo-1' })).statusCode).toBe(302)
     const res = await b.inject({ url: '/10.5555/topo-1' })
     expect(res.headers.location).toBe('http://example.org/topo-1')
@@ -43,7 +46,7 @@ describe('a Redis that asks for a password', () => {
     expect(await metric(b, /^doi_proxy_shared_cache_total\{result="hit"\} (\d+)/m)).toBe(2)
   })
 
-  it('a purge reaches the other replica through the documented ACL user\'s channels', async () => {
+  it("a purge reaches the other replica through the documented ACL user's channels", async () => {
     const upstream = await topologyUpstream()
     const token = 'd'.repeat(40)
     const viaUser = { redisUrl: `redis://doi-proxy:doi-secret-1@127.0.0.1:${secured.port}`, adminToken: token, negativeTtlSeconds: 3600 }
@@ -59,7 +62,7 @@ describe('a Redis that asks for a password', () => {
     })
   })
 
-  it('replicas share records through requirepass\'s password alone (redis://:password@…)', async () => {
+  it("replicas share records through requirepass's password alone (redis://:password@…)", async () => {
     const upstream = await topologyUpstream()
     const a = await replicaApp(upstream, { redisUrl: `redis://:admin-secret-9@127.0.0.1:${secured.port}` })
     const b = await replicaApp(upstream, { redisUrl: `redis://127.0.0.1:${secured.port}`, redisPassword: 'admin-secret-9' })
@@ -71,8 +74,19 @@ describe('a Redis that asks for a password', () => {
   it('with a wrong password the replica resolves on its own, and no log line shows the password', async () => {
     const upstream = await topologyUpstream()
     const lines: string[] = []
-    const logger = pino({ level: 'debug' }, { write: (line: string) => { lines.push(line) } })
-    const a = await replicaApp(upstream, { redisUrl: `redis://doi-proxy:not-the-password-7@127.0.0.1:${secured.port}`, redisConnectTimeoutMs: 300 }, { logger })
+    const logger = pino(
+      { level: 'debug' },
+      {
+        write: (line: string) => {
+          lines.push(line)
+        }
+      }
+    )
+    const a = await replicaApp(
+      upstream,
+      { redisUrl: `redis://doi-proxy:not-the-password-7@127.0.0.1:${secured.port}`, redisConnectTimeoutMs: 300 },
+      { logger }
+    )
     expect((await a.inject({ url: '/readyz' })).statusCode).toBe(200)
     expect((await a.inject({ url: '/10.5555/topo-3' })).statusCode).toBe(302)
     expect(await sharedUp(a)).toBe(false)
@@ -83,7 +97,7 @@ describe('a Redis that asks for a password', () => {
 })
 
 describe('a Redis over TLS (rediss://)', () => {
-  it('replicas share records through a server whose certificate REDIS_TLS_CA_FILE\'s CA signed', async () => {
+  it("replicas share records through a server whose certificate REDIS_TLS_CA_FILE's CA signed", async () => {
     const upstream = await topologyUpstream()
     const a = await replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: ca.caFile })
     const b = await replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: ca.caFile })
@@ -102,16 +116,22 @@ describe('a Redis over TLS (rediss://)', () => {
     const client = tls.client()
     try {
       expect(await client.keys('*TOPO-5*')).toEqual([])
-    } finally { client.disconnect() }
+    } finally {
+      client.disconnect()
+    }
   })
 
   it('a CA file that cannot be read stops the start, naming REDIS_TLS_CA_FILE and the file', async () => {
     const upstream = await topologyUpstream()
-    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: '/nonexistent/ca.pem' })).rejects.toThrow(/invalid setting redisTlsCaFile \(REDIS_TLS_CA_FILE\): "\/nonexistent\/ca.pem" cannot be read/)
+    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: '/nonexistent/ca.pem' })).rejects.toThrow(
+      /invalid setting redisTlsCaFile \(REDIS_TLS_CA_FILE\): "\/nonexistent\/ca.pem" cannot be read/
+    )
   })
 
   it('a CA file that holds no certificate stops the start, naming REDIS_TLS_CA_FILE and the file', async () => {
     const upstream = await topologyUpstream()
-    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: ca.keyFile })).rejects.toThrow(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(ca.keyFile)} holds no PEM certificate`)
+    await expect(replicaApp(upstream, { redisUrl: tls.url, redisTlsCaFile: ca.keyFile })).rejects.toThrow(
+      `invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(ca.keyFile)} holds no PEM certificate`
+    )
   })
 })

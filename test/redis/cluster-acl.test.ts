@@ -7,15 +7,21 @@ import { metric, replicaApp, sharedUp, topologyUpstream, waitFor } from '../supp
 
 // A Redis Cluster reached as the ACL user docs/deployment.md gives for a Cluster (its line with
 // `+cluster|…`), with our password: records shared, purges told, and the cluster's own word heard.
-const DOCUMENTED = /^user (doi-proxy on >change-me .*\+cluster\|.*)$/m.exec(readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8'))?.[1]
+const DOCUMENTED = /^user (doi-proxy on >change-me .*\+cluster\|.*)$/m.exec(
+  readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8')
+)?.[1]
 const ACL_USER = (DOCUMENTED ?? 'docs/deployment.md has no ACL line for a Cluster').replace('>change-me', '>doi-secret-1')
 
 let cluster: TestCluster
 
-beforeAll(async () => { cluster = await TestCluster.start({ users: [ACL_USER] }) }, 30_000)
-afterAll(async () => { await cluster?.close() })
+beforeAll(async () => {
+  cluster = await TestCluster.start({ users: [ACL_USER] })
+}, 30_000)
+afterAll(async () => {
+  await cluster?.close()
+})
 
-function asUser (overrides: Partial<Config> = {}): Partial<Config> {
+function asUser(overrides: Partial<Config> = {}): Partial<Config> {
   return { redisClusterNodes: [cluster.masters[0]?.address ?? ''], redisUsername: 'doi-proxy', redisPassword: 'doi-secret-1', ...overrides }
 }
 
@@ -46,7 +52,7 @@ describe('a Redis Cluster through the documented ACL user', () => {
     const sleeper = cluster.masters[2]?.client()
     const sleeping = sleeper?.call('DEBUG', 'SLEEP', '5').catch(() => {})
     try {
-      await waitFor(async () => !await sharedUp(a))
+      await waitFor(async () => !(await sharedUp(a)))
     } finally {
       await sleeping
       sleeper?.disconnect()

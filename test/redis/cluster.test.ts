@@ -7,10 +7,14 @@ import { metric, replicaApp, sharedUp, topologyUpstream, waitFor } from '../supp
 
 let cluster: TestCluster
 
-beforeAll(async () => { cluster = await TestCluster.start() }, 30_000)
-afterAll(async () => { await cluster?.close() })
+beforeAll(async () => {
+  cluster = await TestCluster.start()
+}, 30_000)
+afterAll(async () => {
+  await cluster?.close()
+})
 
-function viaCluster (overrides: Partial<Config> = {}): Partial<Config> {
+function viaCluster(overrides: Partial<Config> = {}): Partial<Config> {
   // One node named is enough: the others are found from it. (replicaApp's command timeout is one a busy
   // test machine keeps to: a first request compiles much code.)
   return { redisClusterNodes: [cluster.masters[0]?.address ?? ''], ...overrides }
@@ -22,19 +26,31 @@ describe('a Redis Cluster', () => {
     const a = await replicaApp(upstream, viaCluster())
     const b = await replicaApp(upstream, viaCluster())
     for (let i = 0; i < 30; i++) expect((await a.inject({ url: `/10.5555/topo-${i}` })).statusCode).toBe(302)
-    for (let i = 0; i < 30; i++) expect((await b.inject({ url: `/10.5555/topo-${i}` })).headers.location).toBe(`http://example.org/topo-${i}`)
+    for (let i = 0; i < 30; i++) {
+      expect((await b.inject({ url: `/10.5555/topo-${i}` })).headers.location).toBe(`http://example.org/topo-${i}`)
+    }
     for (let i = 0; i < 30; i++) expect(upstream.count(`10.5555/topo-${i}`)).toBe(1)
     expect(await metric(b, /^doi_proxy_shared_cache_total\{result="hit"\} (\d+)/m)).toBeGreaterThanOrEqual(30)
-    const sizes = await Promise.all(cluster.masters.map(async (master) => {
-      const client = master.client()
-      try { return await client.dbsize() } finally { client.disconnect() }
-    }))
+    const sizes = await Promise.all(
+      cluster.masters.map(async (master) => {
+        const client = master.client()
+        try {
+          return await client.dbsize()
+        } finally {
+          client.disconnect()
+        }
+      })
+    )
     expect(sizes.every((size) => size >= 3)).toBe(true)
   })
 
   it('replicas that miss the same DOIs at once make one upstream request per DOI between them', async () => {
     const upstream = await topologyUpstream()
-    const apps = [await replicaApp(upstream, viaCluster()), await replicaApp(upstream, viaCluster()), await replicaApp(upstream, viaCluster())]
+    const apps = [
+      await replicaApp(upstream, viaCluster()),
+      await replicaApp(upstream, viaCluster()),
+      await replicaApp(upstream, viaCluster())
+    ]
     upstream.mode = { kind: 'slow', delayMs: 300 }
     const dois = [30, 31, 32, 33, 34, 35].map((i) => `10.5555/topo-${i}`)
     const answers = await Promise.all(dois.flatMap((doi) => apps.map(async (app) => [doi, await app.inject({ url: `/${doi}` })] as const)))
@@ -64,9 +80,13 @@ describe('a Redis Cluster', () => {
     try {
       await waitFor(async () => {
         const client = cluster.masters[0]?.client()
-        try { return /cluster_state:fail/.test(String(await client?.cluster('INFO'))) } finally { client?.disconnect() }
+        try {
+          return /cluster_state:fail/.test(String(await client?.cluster('INFO')))
+        } finally {
+          client?.disconnect()
+        }
       })
-      await waitFor(async () => !await sharedUp(a))
+      await waitFor(async () => !(await sharedUp(a)))
     } finally {
       await sleeping
       sleeper?.disconnect()
@@ -75,7 +95,7 @@ describe('a Redis Cluster', () => {
   }, 30_000)
 
   // Last: it takes a master away for good.
-  it('a master lost: answers keep coming, from each replica\'s own cache for what it holds', async () => {
+  it("a master lost: answers keep coming, from each replica's own cache for what it holds", async () => {
     const upstream = await topologyUpstream()
     const a = await replicaApp(upstream, viaCluster({ redisCommandTimeoutMs: 200 }))
     const b = await replicaApp(upstream, viaCluster({ redisCommandTimeoutMs: 200 }))
@@ -98,15 +118,16 @@ describe('a Redis Cluster', () => {
       expect(performance.now() - started).toBeLessThan(1500)
     }
     expect((await b.inject({ url: '/readyz' })).statusCode).toBe(200)
-    const errors = await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m) +
-      await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m) +
-      await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="error"\} (\d+)/m)
+    const errors =
+      (await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="timeout"\} (\d+)/m)) +
+      (await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="unavailable"\} (\d+)/m)) +
+      (await metric(b, /^doi_proxy_shared_cache_errors_total\{reason="error"\} (\d+)/m))
     expect(errors).toBeGreaterThan(0)
   })
 
   // After the one above: the master stays gone. The cluster client still says 'ready'; the metric says
   // what lookups do (it said 1 here before).
-  it('a master lost: doi_proxy_shared_cache_up says 0 once a replica\'s lookups find the cluster failing', async () => {
+  it("a master lost: doi_proxy_shared_cache_up says 0 once a replica's lookups find the cluster failing", async () => {
     const upstream = await topologyUpstream()
     const c = await replicaApp(upstream, viaCluster({ redisCommandTimeoutMs: 200 }))
     // A new replica: each DOI is a miss for it, and a miss asks the shared tier first.
@@ -114,7 +135,7 @@ describe('a Redis Cluster', () => {
     await waitFor(async () => {
       expect((await c.inject({ url: `/10.5555/topo-${i}` })).headers.location).toBe(`http://example.org/topo-${i}`)
       i = (i + 1) % 60
-      return await metric(c, /^doi_proxy_shared_cache_up (\d+)/m) === 0
+      return (await metric(c, /^doi_proxy_shared_cache_up (\d+)/m)) === 0
     })
   })
 })

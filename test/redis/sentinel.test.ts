@@ -10,19 +10,25 @@ import { metric, replicaApp, sharedUp, topologyUpstream, waitFor } from '../supp
 
 let group: TestSentinels
 
-beforeAll(async () => { group = await TestSentinels.start({ password: 'sentinel-data-pw' }) }, 30_000)
-afterAll(async () => { await group?.close() })
+beforeAll(async () => {
+  group = await TestSentinels.start({ password: 'sentinel-data-pw' })
+}, 30_000)
+afterAll(async () => {
+  await group?.close()
+})
 
-function viaSentinels (): Partial<Config> {
+function viaSentinels(): Partial<Config> {
   return { redisSentinels: group.sentinelList.split(','), redisSentinelMaster: group.masterName, redisPassword: 'sentinel-data-pw' }
 }
 
 /** How many connections named doi-proxy a server has (CLIENT LIST). */
-async function ourConnections (server: TestRedis): Promise<number> {
+async function ourConnections(server: TestRedis): Promise<number> {
   const client = server.client()
   try {
-    return (await client.client('LIST') as string).split('\n').filter((line) => / name=doi-proxy /.test(line)).length
-  } finally { client.disconnect() }
+    return ((await client.client('LIST')) as string).split('\n').filter((line) => / name=doi-proxy /.test(line)).length
+  } finally {
+    client.disconnect()
+  }
 }
 
 describe('Redis behind Sentinels', () => {
@@ -37,7 +43,9 @@ describe('Redis behind Sentinels', () => {
     const client = master.client()
     try {
       expect(await client.keys('*TOPO-1*')).toHaveLength(1)
-    } finally { client.disconnect() }
+    } finally {
+      client.disconnect()
+    }
   })
 
   it('a failover during traffic loses no answer, and the replicas follow the new master', async () => {
@@ -70,12 +78,12 @@ describe('Redis behind Sentinels', () => {
     expect(statuses.filter((status) => status !== 302)).toEqual([])
 
     // Both replicas are connected to the new master, none to the old one (now its replica) …
-    await waitFor(async () => await ourConnections(after) >= 2 && (await Promise.all(apps.map(sharedUp))).every(Boolean))
+    await waitFor(async () => (await ourConnections(after)) >= 2 && (await Promise.all(apps.map(sharedUp))).every(Boolean))
     expect(await ourConnections(before)).toBe(0)
     // … and share records through it again.
     const [a, b] = apps as [FastifyInstance, FastifyInstance]
     await waitFor(async () => {
-      const url = `/10.5555/topo-${40 + n++ % 20}`
+      const url = `/10.5555/topo-${40 + (n++ % 20)}`
       const asked = upstream.count(url.slice(1))
       await a.inject({ url })
       await b.inject({ url })

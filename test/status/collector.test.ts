@@ -4,18 +4,27 @@ import { buildConfig } from '../../src/config/schema.js'
 import { createStatusCollector } from '../../src/status/collector.js'
 import { quantile } from '../../src/status/latency.js'
 
-function rig (opts: { slots?: number } = {}) {
+function rig(opts: { slots?: number } = {}) {
   let t = Date.UTC(2026, 10, 23, 12, 0, 0)
   const metrics = createMetrics()
   const config = buildConfig(undefined, {})
   const collector = createStatusCollector({ metrics, settings: config, now: () => t, stepMs: 10_000, slots: opts.slots ?? 360 })
-  return { metrics, config, collector, tick: (ms: number) => { t += ms } }
+  return {
+    metrics,
+    config,
+    collector,
+    tick: (ms: number) => {
+      t += ms
+    }
+  }
 }
 
 describe('status collector', () => {
   it('counts each answer once in the current step, by where its record came from or why there was none', async () => {
     const { metrics, collector, tick } = rig()
-    const times = (n: number, tally: { inc: () => void }): void => { for (let i = 0; i < n; i++) tally.inc() }
+    const times = (n: number, tally: { inc: () => void }): void => {
+      for (let i = 0; i < n; i++) tally.inc()
+    }
     times(4, metrics.answer('redirect', 'local'))
     times(1, metrics.answer('values', 'local'))
     times(7, metrics.answer('redirect', 'hit'))
@@ -111,7 +120,9 @@ describe('status collector', () => {
     tick(1000)
     metrics.upstreamErrors.inc({ code: 'DP_UPSTREAM_TIMEOUT' }, 2)
     await collector.sample()
-    expect((await collector.snapshot()).upstreamErrors).toEqual([{ from: '2026-11-23T12:00:00.000Z', to: '2026-11-23T12:00:01.000Z', code: 'DP_UPSTREAM_TIMEOUT', count: 3 }])
+    expect((await collector.snapshot()).upstreamErrors).toEqual([
+      { from: '2026-11-23T12:00:00.000Z', to: '2026-11-23T12:00:01.000Z', code: 'DP_UPSTREAM_TIMEOUT', count: 3 }
+    ])
     for (let i = 0; i < 30; i++) {
       tick(60_000)
       metrics.upstreamErrors.inc({ code: i % 2 === 0 ? 'DP_UPSTREAM_STATUS' : 'DP_UPSTREAM_UNREACHABLE' })

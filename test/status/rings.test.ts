@@ -41,7 +41,7 @@ describe('item ring', () => {
 })
 
 describe('slot rings', () => {
-  it('advance together, at most a ring\'s capacity at once', () => {
+  it("advance together, at most a ring's capacity at once", () => {
     const rings = new SlotRings(['a', 'b'] as const, 4)
     rings.advance(1)
     rings.add('a', 2)

@@ -43,7 +43,11 @@ describe('the settings /status shows (src/status/settings.ts)', () => {
     metrics.refusals.inc({ reason: 'something_new' }, 2)
     const s = await createStatusCollector({ metrics, settings: SETTINGS }).snapshot()
     expect(s.limits.at(-1)).toEqual({
-      reason: 'something_new', limit: 'something_new', setting: '', refusedLastHour: 2, refusedSinceStart: 2
+      reason: 'something_new',
+      limit: 'something_new',
+      setting: '',
+      refusedLastHour: 2,
+      refusedSinceStart: 2
     })
   })
 

@@ -6,7 +6,10 @@ describe('line chart', () => {
     id: 'c',
     title: 'Requests <per> second',
     desc: 'What "it" shows & why',
-    series: [{ name: 'hit <b>', values: [1, 2, null, 4] }, { name: 'miss', values: [0, 0, 0, 0] }],
+    series: [
+      { name: 'hit <b>', values: [1, 2, null, 4] },
+      { name: 'miss', values: [0, 0, 0, 0] }
+    ],
     startLabel: '12:00',
     endLabel: '13:00',
     unit: 'per second'
@@ -47,7 +50,22 @@ describe('bar chart', () => {
       title: 'Throughput',
       desc: 'req/s',
       unit: 'req/s',
-      groups: [{ label: 'hot', bars: [{ name: 'doi-proxy', value: 31159 }, { name: 'floor', value: 47455 }] }, { label: 'cold', bars: [{ name: 'doi-proxy', value: 223 }, { name: 'floor', value: null }] }]
+      groups: [
+        {
+          label: 'hot',
+          bars: [
+            { name: 'doi-proxy', value: 31159 },
+            { name: 'floor', value: 47455 }
+          ]
+        },
+        {
+          label: 'cold',
+          bars: [
+            { name: 'doi-proxy', value: 223 },
+            { name: 'floor', value: null }
+          ]
+        }
+      ]
     })
     expect(chart.match(/<rect class="bar"/g)).toHaveLength(3)
     expect(chart).toContain('>31.2k</text>')
@@ -56,11 +74,26 @@ describe('bar chart', () => {
 })
 
 describe('axis numbers', () => {
-  it.each([[0, 1], [0.3, 0.3], [0.31, 0.4], [7, 8], [31159, 40000], [50729, 60000], [101, 120]])('a maximum of %d rounds up to %d', (value, max) => {
+  it.each([
+    [0, 1],
+    [0.3, 0.3],
+    [0.31, 0.4],
+    [7, 8],
+    [31159, 40000],
+    [50729, 60000],
+    [101, 120]
+  ])('a maximum of %d rounds up to %d', (value, max) => {
     expect(niceMax(value)).toBe(max)
   })
 
-  it.each([[0, '0'], [0.123, '0.12'], [12.34, '12.3'], [250, '250'], [31159, '31.2k'], [2_500_000, '2.5M']])('%d reads as %s', (n, text) => {
+  it.each([
+    [0, '0'],
+    [0.123, '0.12'],
+    [12.34, '12.3'],
+    [250, '250'],
+    [31159, '31.2k'],
+    [2_500_000, '2.5M']
+  ])('%d reads as %s', (n, text) => {
     expect(formatNumber(n)).toBe(text)
   })
 })

@@ -18,13 +18,23 @@ export interface TestSetup {
  * A real fake upstream on 127.0.0.1 and our app pointed at it, both closed when the test ends.
  * `overrides` are config settings; `records` replace the probe records.
  */
-export async function setup (opts: { overrides?: Partial<Config>, records?: Record<string, HandleValue[]>, deps?: AppDeps } = {}): Promise<TestSetup> {
+export async function setup(
+  opts: { overrides?: Partial<Config>; records?: Record<string, HandleValue[]>; deps?: AppDeps } = {}
+): Promise<TestSetup> {
   const upstream = await FakeUpstream.start(opts.records ?? PROBE_RECORDS)
   // No local store unless a test asks for one: the sample store would answer for 10.5555 itself.
   // No cache file either (the default would write data/cache.snapshot under the repository).
   // No load shedding unless a test asks for it (test/http/protection.test.ts): on a busy machine an
   // event-loop delay over a second turned an expected answer into DP_OVERLOADED's 503.
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, maxEventLoopDelayMs: 0, ...opts.overrides }
+  const config: Config = {
+    ...buildConfig(undefined, {}),
+    upstreamUrl: upstream.url,
+    upstreamTimeoutMs: 2000,
+    localStoreDir: undefined,
+    cacheFile: undefined,
+    maxEventLoopDelayMs: 0,
+    ...opts.overrides
+  }
   const app = await buildApp(config, opts.deps)
   await app.ready()
   onTestFinished(async () => {
@@ -40,8 +50,10 @@ export async function setup (opts: { overrides?: Partial<Config>, records?: Reco
  * up to 25 quick samples and this one of 2 s average well over 50 ms, wherever the window began (600 ms
  * did not, when the window had begun 150 ms before).
  */
-export async function overloadEventLoop (): Promise<void> {
+export async function overloadEventLoop(): Promise<void> {
   const until = Date.now() + 2000
-  while (Date.now() < until) { /* busy */ }
+  while (Date.now() < until) {
+    /* busy */
+  }
   await new Promise((resolve) => setTimeout(resolve, 1))
 }

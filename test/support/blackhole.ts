@@ -11,11 +11,13 @@ export class Blackhole {
   /** The target's URL at the relay's address, its path kept. */
   url = ''
   private readonly sockets = new Set<Socket>()
-  private readonly server = createServer((client) => { this.relay(client) })
+  private readonly server = createServer((client) => {
+    this.relay(client)
+  })
 
-  private constructor (private readonly target: URL) {}
+  private constructor(private readonly target: URL) {}
 
-  static async start (target: string): Promise<Blackhole> {
+  static async start(target: string): Promise<Blackhole> {
     const hole = new Blackhole(new URL(target))
     await new Promise<void>((resolve) => hole.server.listen(0, '127.0.0.1', resolve))
     const { pathname } = hole.target
@@ -24,27 +26,35 @@ export class Blackhole {
   }
 
   /** From now on nothing is answered, on new connections or open ones. */
-  silence (): void {
+  silence(): void {
     this.silent = true
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     for (const s of this.sockets) s.destroy()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 
-  private relay (client: Socket): void {
+  private relay(client: Socket): void {
     this.track(client)
     if (this.silent) return // accepted, never read, never answered
     const upstream = connect(Number(this.target.port), this.target.hostname)
     this.track(upstream)
-    client.on('data', (chunk) => { if (!this.silent) upstream.write(chunk) })
-    upstream.on('data', (chunk) => { if (!this.silent) client.write(chunk) })
-    client.on('close', () => { if (!this.silent) upstream.destroy() })
-    upstream.on('close', () => { if (!this.silent) client.destroy() })
+    client.on('data', (chunk) => {
+      if (!this.silent) upstream.write(chunk)
+    })
+    upstream.on('data', (chunk) => {
+      if (!this.silent) client.write(chunk)
+    })
+    client.on('close', () => {
+      if (!this.silent) upstream.destroy()
+    })
+    upstream.on('close', () => {
+      if (!this.silent) client.destroy()
+    })
   }
 
-  private track (socket: Socket): void {
+  private track(socket: Socket): void {
     socket.on('error', () => {})
     this.sockets.add(socket)
     socket.on('close', () => this.sockets.delete(socket))

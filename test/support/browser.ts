@@ -14,13 +14,17 @@ import { TEST_TOOLS } from './test-tools.js'
  * Debian's chromium, driven by playwright-core (behaviour.md §12). CI installs it (.ci/run); without it
  * the browser tests fail with this message rather than skip, so a missing browser is never a pass.
  */
-export function chromiumPath (): string {
+export function chromiumPath(): string {
   const found = TEST_TOOLS.find((tool) => tool.name === 'Chromium')?.find(process.env)
-  if (found === undefined) throw new Error('The browser tests need Chromium and found none: install Debian\'s package (apt-get install -y --no-install-recommends chromium; .ci/run does) or set CHROMIUM_PATH.')
+  if (found === undefined) {
+    throw new Error(
+      "The browser tests need Chromium and found none: install Debian's package (apt-get install -y --no-install-recommends chromium; .ci/run does) or set CHROMIUM_PATH."
+    )
+  }
   return found
 }
 
-export async function launchBrowser (): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
   return await chromium.launch({ executablePath: chromiumPath(), headless: true })
 }
 
@@ -33,9 +37,18 @@ export interface Served {
 }
 
 /** Our app listening on 127.0.0.1 (a real socket, as a browser needs), in front of the fake upstream. */
-export async function serve (overrides: Partial<Config> = {}): Promise<Served> {
+export async function serve(overrides: Partial<Config> = {}): Promise<Served> {
   const upstream = await FakeUpstream.start(PROBE_RECORDS)
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, localStoreDir: undefined, cacheFile: undefined, port: 0, maxEventLoopDelayMs: 0, ...overrides }
+  const config: Config = {
+    ...buildConfig(undefined, {}),
+    upstreamUrl: upstream.url,
+    upstreamTimeoutMs: 2000,
+    localStoreDir: undefined,
+    cacheFile: undefined,
+    port: 0,
+    maxEventLoopDelayMs: 0,
+    ...overrides
+  }
   const app = await buildApp(config)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
@@ -62,7 +75,12 @@ export interface OpenedPage {
  * A page in a fresh context. Every request is intercepted: one to another origin is aborted and
  * remembered, so a test can say that a page needs nothing from elsewhere.
  */
-export async function openPage (browser: Browser, origin: string, path: string, opts: { colorScheme?: 'light' | 'dark', javaScriptEnabled?: boolean } = {}): Promise<OpenedPage> {
+export async function openPage(
+  browser: Browser,
+  origin: string,
+  path: string,
+  opts: { colorScheme?: 'light' | 'dark'; javaScriptEnabled?: boolean } = {}
+): Promise<OpenedPage> {
   const context = await browser.newContext({ colorScheme: opts.colorScheme ?? 'light', javaScriptEnabled: opts.javaScriptEnabled ?? true })
   const offOrigin: string[] = []
   await context.route('**/*', async (route) => {
@@ -77,7 +95,7 @@ export async function openPage (browser: Browser, origin: string, path: string, 
 }
 
 /** axe-core's serious and critical findings on the page, one line each (empty when there are none). */
-export async function seriousViolations (page: Page): Promise<string[]> {
+export async function seriousViolations(page: Page): Promise<string[]> {
   const results = await new AxeBuilder({ page }).analyze()
   return results.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')

@@ -6,16 +6,16 @@ import type { AddressInfo, Socket } from 'node:net'
 /** How the fake agency answers right now. */
 export type AgencyMode =
   | { kind: 'ok' }
-  | { kind: 'slow', delayMs: number }
-  | { kind: 'status', status: number, headers?: Record<string, string>, body?: string }
+  | { kind: 'slow'; delayMs: number }
+  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: string }
   /** 200 with a body of this many bytes, streamed without Content-Length. */
-  | { kind: 'huge', bytes: number }
+  | { kind: 'huge'; bytes: number }
   /** 200 with an HTML page, whatever was asked for. */
   | { kind: 'wrong-type' }
   /** Reads only the first type of the Accept: 406 when it does not hold it, as DataCite did (datacite/datacite#2448). */
   | { kind: 'first-type-only' }
   /** A redirect to this URL (absolute or relative), as data.crossref.org sends to api.crossref.org. */
-  | { kind: 'redirect', status: number, location: string }
+  | { kind: 'redirect'; status: number; location: string }
 
 export interface AgencyRequest {
   doi: string
@@ -46,11 +46,13 @@ export class FakeAgency {
   private readonly sockets = new Set<Socket>()
   private port = 0
 
-  static async start (records: Record<string, Record<string, string>> = {}): Promise<FakeAgency> {
+  static async start(records: Record<string, Record<string, string>> = {}): Promise<FakeAgency> {
     const fake = new FakeAgency()
     for (const [doi, types] of Object.entries(records)) fake.records.set(doi.toLowerCase(), types)
     await new Promise<void>((resolve) => {
-      fake.server = createServer((req, res) => { fake.handle(req, res) })
+      fake.server = createServer((req, res) => {
+        fake.handle(req, res)
+      })
       fake.server.on('connection', (socket) => {
         fake.sockets.add(socket)
         socket.on('close', () => fake.sockets.delete(socket))
@@ -62,32 +64,34 @@ export class FakeAgency {
   }
 
   /** `127.0.0.1:port`, as METADATA_HOSTS lists it. */
-  get host (): string {
+  get host(): string {
     return `127.0.0.1:${this.port}`
   }
 
   /** The origin, `http://127.0.0.1:port`. */
-  get origin (): string {
+  get origin(): string {
     return `http://${this.host}`
   }
 
-  count (doi: string): number {
+  count(doi: string): number {
     return this.seen.filter((r) => r.doi.toLowerCase() === doi.toLowerCase()).length
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy()
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())))
   }
 
-  private handle (req: IncomingMessage, res: ServerResponse): void {
+  private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
     const transform = /^\/works\/(.+)\/transform$/.exec(path)
     const doi = decodeURIComponent(transform?.[1] ?? path.slice(1))
     this.seen.push({ doi, path: req.url ?? '/', headers: req.headers })
     this.inFlight++
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
-    res.on('close', () => { this.inFlight-- })
+    res.on('close', () => {
+      this.inFlight--
+    })
     const mode = this.script.shift() ?? this.mode
     switch (mode.kind) {
       case 'status':
@@ -102,7 +106,10 @@ export class FakeAgency {
           while (left > 0 && !res.destroyed) {
             const n = Math.min(left, chunk.length)
             left -= n
-            if (!res.write(chunk.subarray(0, n))) { res.once('drain', pump); return }
+            if (!res.write(chunk.subarray(0, n))) {
+              res.once('drain', pump)
+              return
+            }
           }
           if (!res.destroyed) res.end()
         }
@@ -128,21 +135,24 @@ export class FakeAgency {
     }
   }
 
-  private answer (req: IncomingMessage, res: ServerResponse, doi: string, read = Infinity): void {
+  private answer(req: IncomingMessage, res: ServerResponse, doi: string, read = Infinity): void {
     if (res.destroyed) return
     const types = this.records.get(doi.toLowerCase())
     if (types === undefined) {
       res.writeHead(404, { 'content-type': 'text/html' })
-      res.end('<html><body>The resource you are looking for doesn\'t exist.</body></html>')
+      res.end("<html><body>The resource you are looking for doesn't exist.</body></html>")
       return
     }
     // Each Accept entry as written without q (`text/x-bibliography;style=apa`), then its type alone: a record
     // keyed by a type with parameters answers only requests with those parameters, as a CSL style does.
-    const asked = (req.headers.accept ?? '').split(',').slice(0, read).flatMap((t) => {
-      const [first = '', ...params] = t.split(';').map((p) => p.trim())
-      const kept = params.filter((p) => !p.toLowerCase().startsWith('q=') && p !== '')
-      return kept.length > 0 ? [[first.toLowerCase(), ...kept].join(';'), first.toLowerCase()] : [first.toLowerCase()]
-    })
+    const asked = (req.headers.accept ?? '')
+      .split(',')
+      .slice(0, read)
+      .flatMap((t) => {
+        const [first = '', ...params] = t.split(';').map((p) => p.trim())
+        const kept = params.filter((p) => !p.toLowerCase().startsWith('q=') && p !== '')
+        return kept.length > 0 ? [[first.toLowerCase(), ...kept].join(';'), first.toLowerCase()] : [first.toLowerCase()]
+      })
     const key = asked.find((t) => types[t] !== undefined)
     const type = key?.split(';')[0]
     if (type === undefined) {

@@ -16,20 +16,30 @@ export type FakeOaMode =
   | 'reset' // the connection dropped without an answer
   | 'stall' // headers, then a body that never ends (a trickle)
 
-export interface SeenOaRequest { path: string, query: URLSearchParams, userAgent: string | undefined }
+export interface SeenOaRequest {
+  path: string
+  query: URLSearchParams
+  userAgent: string | undefined
+}
 
 export class FakeOpenAccess {
   readonly seen: SeenOaRequest[] = []
   mode: FakeOaMode = 'normal'
   private readonly sockets = new Set<Socket>()
 
-  private constructor (private readonly server: Server, readonly kind: 'unpaywall' | 'openalex', private readonly copies: Map<string, string | null>) {}
+  private constructor(
+    private readonly server: Server,
+    readonly kind: 'unpaywall' | 'openalex',
+    private readonly copies: Map<string, string | null>
+  ) {}
 
   /** `copies`: DOI (lower case) → its open copy's URL, or null (known, not open); other DOIs are unknown (404). */
-  static async start (kind: 'unpaywall' | 'openalex', copies: Record<string, string | null>): Promise<FakeOpenAccess> {
+  static async start(kind: 'unpaywall' | 'openalex', copies: Record<string, string | null>): Promise<FakeOpenAccess> {
     const server = createServer()
     const fake = new FakeOpenAccess(server, kind, new Map(Object.entries(copies).map(([k, v]) => [k.toLowerCase(), v])))
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => { fake.answer(req, res) })
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      fake.answer(req, res)
+    })
     server.on('connection', (socket: Socket) => {
       fake.sockets.add(socket)
       socket.on('close', () => fake.sockets.delete(socket))
@@ -39,17 +49,17 @@ export class FakeOpenAccess {
   }
 
   /** The base URL to configure: UNPAYWALL_URL (with its /v2) or OPENALEX_URL. */
-  get url (): string {
+  get url(): string {
     const { port } = this.server.address() as AddressInfo
     return `http://127.0.0.1:${port}${this.kind === 'unpaywall' ? '/v2' : ''}`
   }
 
   /** Requests for DOIs (the path), in order. */
-  get paths (): string[] {
+  get paths(): string[] {
     return this.seen.map((s) => s.path)
   }
 
-  private answer (req: IncomingMessage, res: ServerResponse): void {
+  private answer(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://fake')
     this.seen.push({ path: url.pathname, query: url.searchParams, userAgent: req.headers['user-agent'] })
     const mode = this.mode
@@ -69,7 +79,9 @@ export class FakeOpenAccess {
       res.writeHead(200, { 'content-type': 'application/json' })
       const chunk = Buffer.alloc(64 * 1024, 0x20)
       const pump = (): void => {
-        while (!res.destroyed && res.write(chunk)) { /* fill the socket */ }
+        while (!res.destroyed && res.write(chunk)) {
+          /* fill the socket */
+        }
         if (!res.destroyed) res.once('drain', pump)
       }
       res.write('{"is_oa": true, "pad": "')
@@ -86,7 +98,7 @@ export class FakeOpenAccess {
     else send()
   }
 
-  private answerNormally (url: URL, res: ServerResponse): void {
+  private answerNormally(url: URL, res: ServerResponse): void {
     const prefix = this.kind === 'unpaywall' ? '/v2/' : '/works/doi:'
     if (!url.pathname.startsWith(prefix)) {
       res.writeHead(404).end()
@@ -94,17 +106,24 @@ export class FakeOpenAccess {
     }
     const doi = decodeURIComponent(url.pathname.slice(prefix.length)).toLowerCase()
     if (!this.copies.has(doi)) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: true, message: `'${doi}' is not a valid doi` }))
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: true, message: `'${doi}' is not a valid doi` }))
       return
     }
     const copy = this.copies.get(doi) ?? null
-    const body = this.kind === 'unpaywall'
-      ? { doi, is_oa: copy !== null, best_oa_location: copy === null ? null : { url: copy, host_type: 'repository' }, oa_locations: [] }
-      : { id: 'https://openalex.org/W1', doi: `https://doi.org/${doi}`, open_access: { is_oa: copy !== null, oa_status: copy === null ? 'closed' : 'green', oa_url: copy } }
+    const body =
+      this.kind === 'unpaywall'
+        ? { doi, is_oa: copy !== null, best_oa_location: copy === null ? null : { url: copy, host_type: 'repository' }, oa_locations: [] }
+        : {
+            id: 'https://openalex.org/W1',
+            doi: `https://doi.org/${doi}`,
+            open_access: { is_oa: copy !== null, oa_status: copy === null ? 'closed' : 'green', oa_url: copy }
+          }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
   }
 
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }

@@ -7,20 +7,20 @@ import type { HandleValue } from '../../src/handle/types.js'
 /** How the fake upstream behaves right now. */
 export type UpstreamMode =
   | { kind: 'ok' }
-  | { kind: 'slow', delayMs: number }
+  | { kind: 'slow'; delayMs: number }
   | { kind: 'hang' }
-  | { kind: 'status', status: number, body?: string, headers?: Record<string, string> }
+  | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> }
   | { kind: 'broken-json' }
   /** An error page in HTML, as a CDN or WAF in front of the registry sends (400, 403, 414, 431…). */
-  | { kind: 'html', status: number }
+  | { kind: 'html'; status: number }
   /** The connection is cut before any answer. */
   | { kind: 'reset' }
   /** A 200 whose Content-Length promises more than comes: the connection is cut halfway through the body. */
   | { kind: 'cut-body' }
   /** The usual answers, compressed with this Content-Encoding whatever the request asked for. */
-  | { kind: 'encoded', encoding: Encoding }
+  | { kind: 'encoded'; encoding: Encoding }
   /** A 200 JSON answer of `bytes` bytes (after decoding), sent in chunks; compressed when `encoding` says. */
-  | { kind: 'huge', bytes: number, encoding?: Encoding }
+  | { kind: 'huge'; bytes: number; encoding?: Encoding }
 
 export type Encoding = 'gzip' | 'deflate' | 'br'
 
@@ -53,7 +53,7 @@ export class FakeUpstream {
   private readonly sockets = new Set<Socket>()
   private port = 0
 
-  static async start (records: Record<string, HandleValue[]> = {}): Promise<FakeUpstream> {
+  static async start(records: Record<string, HandleValue[]> = {}): Promise<FakeUpstream> {
     const fake = new FakeUpstream()
     for (const [handle, values] of Object.entries(records)) fake.set(handle, values)
     await fake.listen()
@@ -61,30 +61,32 @@ export class FakeUpstream {
   }
 
   /** Base URL to use as UPSTREAM_URL. */
-  get url (): string {
+  get url(): string {
     return `http://127.0.0.1:${this.port}/api/handles`
   }
 
-  set (handle: string, values: HandleValue[]): void {
+  set(handle: string, values: HandleValue[]): void {
     this.records.set(fold(handle), values)
   }
 
-  delete (handle: string): void {
+  delete(handle: string): void {
     this.records.delete(fold(handle))
   }
 
   /** How many requests asked for this handle (ASCII case folded). */
-  count (handle: string): number {
+  count(handle: string): number {
     return this.seen.filter((r) => fold(r.handle) === fold(handle)).length
   }
 
   /** The requests that asked for this handle (ASCII case folded), oldest first. */
-  requestsFor (handle: string): SeenRequest[] {
+  requestsFor(handle: string): SeenRequest[] {
     return this.seen.filter((r) => fold(r.handle) === fold(handle))
   }
 
-  async listen (port = 0): Promise<void> {
-    this.server = createServer((req, res) => { this.handle(req, res) })
+  async listen(port = 0): Promise<void> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res)
+    })
     this.server.on('connection', (socket) => {
       this.sockets.add(socket)
       socket.on('close', () => this.sockets.delete(socket))
@@ -94,17 +96,17 @@ export class FakeUpstream {
   }
 
   /** Stop listening and cut every connection: the upstream is down (connection refused). */
-  async close (): Promise<void> {
+  async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy()
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())))
   }
 
   /** Come back on the same port after close(). */
-  async restart (): Promise<void> {
+  async restart(): Promise<void> {
     await this.listen(this.port)
   }
 
-  private handle (req: IncomingMessage, res: ServerResponse): void {
+  private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/'
     const path = url.split('?')[0] ?? ''
     const prefix = '/api/handles/'
@@ -114,7 +116,12 @@ export class FakeUpstream {
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight)
     // Done once the answer is handed to the kernel ('finish'), before the client can have it; or cut ('close').
     let done = false
-    const finished = (): void => { if (!done) { done = true; this.inFlight-- } }
+    const finished = (): void => {
+      if (!done) {
+        done = true
+        this.inFlight--
+      }
+    }
     res.once('finish', finished)
     res.once('close', finished)
     if (url.length > CDN_MAX_TARGET) return htmlError(res, 414)
@@ -155,14 +162,15 @@ export class FakeUpstream {
     }
   }
 
-  private answer (res: ServerResponse, handle: string, encoding?: Encoding): void {
+  private answer(res: ServerResponse, handle: string, encoding?: Encoding): void {
     if (res.destroyed) return
     const values = this.records.get(fold(handle))
-    const [status, body] = values === undefined
-      ? [404, { responseCode: 100, handle }]
-      : [200, { responseCode: 1, handle, values }]
+    const [status, body] = values === undefined ? [404, { responseCode: 100, handle }] : [200, { responseCode: 1, handle, values }]
     const json = Buffer.from(JSON.stringify(body))
-    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
+    res.writeHead(status, {
+      'content-type': 'application/json;charset=utf-8',
+      ...(encoding === undefined ? {} : { 'content-encoding': encoding })
+    })
     res.end(encoding === undefined ? json : COMPRESS[encoding](json))
   }
 }
@@ -174,7 +182,7 @@ const COMPRESS: Record<Encoding, (data: Buffer) => Buffer> = { gzip: gzipSync, d
  * bound can refuse it). Compressed at once when asked: megabytes of spaces are a few kilobytes of
  * gzip, a decompression bomb.
  */
-function sendHuge (res: ServerResponse, bytes: number, encoding?: Encoding): void {
+function sendHuge(res: ServerResponse, bytes: number, encoding?: Encoding): void {
   const body = Buffer.alloc(bytes, ' ')
   body.write('{"responseCode":1,"values":[')
   body.write(']}', bytes - 2)
@@ -198,11 +206,13 @@ function sendHuge (res: ServerResponse, bytes: number, encoding?: Encoding): voi
   write()
 }
 
-function htmlError (res: ServerResponse, status: number): void {
+function htmlError(res: ServerResponse, status: number): void {
   res.writeHead(status, { 'content-type': 'text/html', server: 'cloudflare' })
-  res.end(`<html><head><title>${status}</title></head><body><center><h1>${status}</h1></center><hr><center>cloudflare</center></body></html>`)
+  res.end(
+    `<html><head><title>${status}</title></head><body><center><h1>${status}</h1></center><hr><center>cloudflare</center></body></html>`
+  )
 }
 
-function fold (handle: string): string {
+function fold(handle: string): string {
   return handle.replace(/[a-z]/g, (c) => c.toUpperCase())
 }

@@ -12,7 +12,10 @@ import { isIPv4, isIPv6 } from 'node:net'
 
 /** A value with an explicit MaxMind type, for fields whose type the spec fixes (the metadata, for example). */
 export class Typed {
-  constructor (readonly type: 'uint16' | 'uint32' | 'uint64' | 'uint128' | 'int32' | 'double' | 'float', readonly value: number | bigint) {}
+  constructor(
+    readonly type: 'uint16' | 'uint32' | 'uint64' | 'uint128' | 'int32' | 'double' | 'float',
+    readonly value: number | bigint
+  ) {}
 }
 
 /**
@@ -57,7 +60,7 @@ const DATA_SECTION_SEPARATOR = Buffer.alloc(16)
 const METADATA_MARKER = Buffer.concat([Buffer.from([0xab, 0xcd, 0xef]), Buffer.from('MaxMind.com')])
 
 /** Build a whole .mmdb file in memory. Later, more specific networks win over the ones they sit inside. */
-export function buildMmdb (networks: MmdbNetwork[], options: MmdbOptions = {}): Buffer {
+export function buildMmdb(networks: MmdbNetwork[], options: MmdbOptions = {}): Buffer {
   const ipVersion = options.ipVersion ?? 6
   const data = new DataSection()
   const root = buildTrie(networks, ipVersion, data)
@@ -79,12 +82,14 @@ export function buildMmdb (networks: MmdbNetwork[], options: MmdbOptions = {}): 
 // --- search tree ---
 
 /** A trie node; a side is another node, a data-section offset, or nothing (no data for that network). */
-interface TrieNode { children: [Side, Side] }
+interface TrieNode {
+  children: [Side, Side]
+}
 type Side = TrieNode | { dataOffset: number } | undefined
 
-function buildTrie (networks: MmdbNetwork[], ipVersion: 4 | 6, data: DataSection): TrieNode {
+function buildTrie(networks: MmdbNetwork[], ipVersion: 4 | 6, data: DataSection): TrieNode {
   const root: TrieNode = { children: [undefined, undefined] }
-  const parsed = networks.map(network => ({ ...parseCidr(network.cidr, ipVersion), value: network.value }))
+  const parsed = networks.map((network) => ({ ...parseCidr(network.cidr, ipVersion), value: network.value }))
   // Shorter prefixes first, so a more specific network splits the broader one instead of being overwritten by it.
   parsed.sort((a, b) => a.prefixLength - b.prefixLength)
   for (const { bits, prefixLength, value } of parsed) {
@@ -93,7 +98,7 @@ function buildTrie (networks: MmdbNetwork[], ipVersion: 4 | 6, data: DataSection
   return root
 }
 
-function insert (root: TrieNode, bits: number[], prefixLength: number, leaf: { dataOffset: number }): void {
+function insert(root: TrieNode, bits: number[], prefixLength: number, leaf: { dataOffset: number }): void {
   if (prefixLength === 0) throw new Error('a /0 network cannot be stored: the root is a node, not a record')
   let node = root
   for (let depth = 0; depth < prefixLength - 1; depth++) {
@@ -112,7 +117,7 @@ function insert (root: TrieNode, bits: number[], prefixLength: number, leaf: { d
 }
 
 /** Number the nodes breadth first (the root must be node 0) and write each as two big-endian 24-bit records. */
-function serialiseTree (root: TrieNode): { bytes: Buffer, nodeCount: number } {
+function serialiseTree(root: TrieNode): { bytes: Buffer; nodeCount: number } {
   const order: TrieNode[] = [root]
   const numbers = new Map<TrieNode, number>([[root, 0]])
   for (let i = 0; i < order.length; i++) {
@@ -141,7 +146,7 @@ function serialiseTree (root: TrieNode): { bytes: Buffer, nodeCount: number } {
 }
 
 /** The bits of a network's address in tree order; IPv4 in an IPv6 tree lives under 96 zero bits. */
-function parseCidr (cidr: string, ipVersion: 4 | 6): { bits: number[], prefixLength: number } {
+function parseCidr(cidr: string, ipVersion: 4 | 6): { bits: number[]; prefixLength: number } {
   const [address = '', lengthText = ''] = cidr.split('/')
   const prefixLength = Number(lengthText)
   if (isIPv4(address)) {
@@ -156,19 +161,19 @@ function parseCidr (cidr: string, ipVersion: 4 | 6): { bits: number[], prefixLen
   throw new Error(`cannot store ${cidr} in an IPv${ipVersion} tree`)
 }
 
-function bytesToBits (bytes: number[]): number[] {
-  return bytes.flatMap(byte => Array.from({ length: 8 }, (_, i) => (byte >> (7 - i)) & 1))
+function bytesToBits(bytes: number[]): number[] {
+  return bytes.flatMap((byte) => Array.from({ length: 8 }, (_, i) => (byte >> (7 - i)) & 1))
 }
 
 /** The 16 bytes of an IPv6 address (the URL parser canonicalises it to hex groups, embedded IPv4 included). */
-function ipv6Bytes (address: string): number[] {
+function ipv6Bytes(address: string): number[] {
   const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1)
   const [head = '', tail] = canonical.split('::')
-  const groups = (text: string | undefined): number[] => text ? text.split(':').map(g => parseInt(g, 16)) : []
+  const groups = (text: string | undefined): number[] => (text ? text.split(':').map((g) => parseInt(g, 16)) : [])
   const left = groups(head)
   const right = groups(tail)
   const all = [...left, ...Array(8 - left.length - right.length).fill(0), ...right]
-  return all.flatMap(group => [group >> 8, group & 0xff])
+  return all.flatMap((group) => [group >> 8, group & 0xff])
 }
 
 // --- data section ---
@@ -179,7 +184,7 @@ class DataSection {
   private readonly offsets = new Map<string, number>()
   private size = 0
 
-  add (value: MmdbValue): number {
+  add(value: MmdbValue): number {
     const encoded = encodeValue(value)
     const key = encoded.toString('hex')
     const known = this.offsets.get(key)
@@ -191,12 +196,12 @@ class DataSection {
     return offset
   }
 
-  bytes (): Buffer {
+  bytes(): Buffer {
     return Buffer.concat(this.chunks)
   }
 }
 
-export function encodeValue (value: MmdbValue): Buffer {
+export function encodeValue(value: MmdbValue): Buffer {
   if (value instanceof Typed) return encodeTyped(value)
   if (typeof value === 'string') return field(TYPE.utf8String, Buffer.from(value, 'utf8'))
   if (typeof value === 'boolean') return controlBytes(TYPE.boolean, value ? 1 : 0) // the size IS the value
@@ -209,7 +214,7 @@ export function encodeValue (value: MmdbValue): Buffer {
   return Buffer.concat([controlBytes(TYPE.map, entries.length), ...entries.flatMap(([k, v]) => [encodeValue(k), encodeValue(v)])])
 }
 
-function naturalNumberType (value: number): Typed['type'] {
+function naturalNumberType(value: number): Typed['type'] {
   if (!Number.isInteger(value)) return 'double'
   if (value >= 0 && value <= 0xffff) return 'uint16'
   if (value >= 0 && value <= 0xffffffff) return 'uint32'
@@ -217,28 +222,38 @@ function naturalNumberType (value: number): Typed['type'] {
   return 'double'
 }
 
-function encodeTyped ({ type, value }: Typed): Buffer {
+function encodeTyped({ type, value }: Typed): Buffer {
   switch (type) {
-    case 'double': { const b = Buffer.alloc(8); b.writeDoubleBE(Number(value)); return field(TYPE.double, b) }
-    case 'float': { const b = Buffer.alloc(4); b.writeFloatBE(Number(value)); return field(TYPE.float, b) }
+    case 'double': {
+      const b = Buffer.alloc(8)
+      b.writeDoubleBE(Number(value))
+      return field(TYPE.double, b)
+    }
+    case 'float': {
+      const b = Buffer.alloc(4)
+      b.writeFloatBE(Number(value))
+      return field(TYPE.float, b)
+    }
     case 'int32': {
       // Negative numbers need all four bytes (two's complement); readers zero-pad shorter payloads.
-      const b = Buffer.alloc(4); b.writeInt32BE(Number(value))
+      const b = Buffer.alloc(4)
+      b.writeInt32BE(Number(value))
       return field(TYPE.int32, Number(value) < 0 ? b : minimalUnsigned(BigInt(value)))
     }
-    default: return field(TYPE[type], minimalUnsigned(BigInt(value)))
+    default:
+      return field(TYPE[type], minimalUnsigned(BigInt(value)))
   }
 }
 
 /** Unsigned integers are big-endian with leading zero bytes dropped (0 has an empty payload). */
-function minimalUnsigned (value: bigint): Buffer {
+function minimalUnsigned(value: bigint): Buffer {
   if (value < 0n) throw new Error(`unsigned value is negative: ${value}`)
   const bytes: number[] = []
   for (let v = value; v > 0n; v >>= 8n) bytes.unshift(Number(v & 0xffn))
   return Buffer.from(bytes)
 }
 
-function field (type: number, payload: Buffer): Buffer {
+function field(type: number, payload: Buffer): Buffer {
   return Buffer.concat([controlBytes(type, payload.length), payload])
 }
 
@@ -246,20 +261,24 @@ function field (type: number, payload: Buffer): Buffer {
  * The control byte: type in the top 3 bits (0 = "extended", the real type − 7 in the next byte), size in the low 5
  * bits, with sizes 29, 285 and 65,821 and up spilling into 1, 2 or 3 following bytes.
  */
-function controlBytes (type: number, size: number): Buffer {
+function controlBytes(type: number, size: number): Buffer {
   const typeBits = type <= 7 ? type : 0
   const extended = type <= 7 ? [] : [type - 7]
   let sizeBits: number
   let sizeBytes: number[]
   if (size < 29) {
-    sizeBits = size; sizeBytes = []
+    sizeBits = size
+    sizeBytes = []
   } else if (size < 285) {
-    sizeBits = 29; sizeBytes = [size - 29]
+    sizeBits = 29
+    sizeBytes = [size - 29]
   } else if (size < 65_821) {
-    sizeBits = 30; sizeBytes = [(size - 285) >> 8, (size - 285) & 0xff]
+    sizeBits = 30
+    sizeBytes = [(size - 285) >> 8, (size - 285) & 0xff]
   } else {
     const rest = size - 65_821
-    sizeBits = 31; sizeBytes = [(rest >> 16) & 0xff, (rest >> 8) & 0xff, rest & 0xff]
+    sizeBits = 31
+    sizeBytes = [(rest >> 16) & 0xff, (rest >> 8) & 0xff, rest & 0xff]
   }
   return Buffer.from([(typeBits << 5) | sizeBits, ...extended, ...sizeBytes])
 }

@@ -8,14 +8,20 @@
  */
 
 /** One series: its labels (without the name) and value. */
-export interface Sample { labels: Record<string, string>, value: number }
-type Value = { kind: 'scalar', value: number } | { kind: 'vector', samples: Sample[] }
+export interface Sample {
+  labels: Record<string, string>
+  value: number
+}
+type Value = { kind: 'scalar'; value: number } | { kind: 'vector'; samples: Sample[] }
 
-export interface Scrape { at: number, series: Map<string, Array<{ labels: Record<string, string>, value: number }>> }
+export interface Scrape {
+  at: number
+  series: Map<string, Array<{ labels: Record<string, string>; value: number }>>
+}
 
 /** Prometheus text format as /metrics answers it: `name{label="v",…} value` lines. */
-export function parseScrape (text: string, at: number): Scrape {
-  const series = new Map<string, Array<{ labels: Record<string, string>, value: number }>>()
+export function parseScrape(text: string, at: number): Scrape {
+  const series = new Map<string, Array<{ labels: Record<string, string>; value: number }>>()
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
     if (m === null) continue
@@ -29,17 +35,19 @@ export function parseScrape (text: string, at: number): Scrape {
 }
 
 /** The samples of an expression between two scrapes; empty when a comparison filters everything out. */
-export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[] {
+export function evaluate(expr: string, before: Scrape, after: Scrape): Sample[] {
   const tokens = tokenize(expr)
   let i = 0
   const peek = (): string | undefined => tokens[i]
   const take = (want?: string): string => {
     const t = tokens[i++]
-    if (t === undefined || (want !== undefined && t !== want)) throw new Error(`PromQL: expected ${want ?? 'a token'} at ${i} in ${expr}, got ${t}`)
+    if (t === undefined || (want !== undefined && t !== want)) {
+      throw new Error(`PromQL: expected ${want ?? 'a token'} at ${i} in ${expr}, got ${t}`)
+    }
     return t
   }
 
-  function selector (name: string): { name: string, match: (labels: Record<string, string>) => boolean } {
+  function selector(name: string): { name: string; match: (labels: Record<string, string>) => boolean } {
     const tests: Array<(labels: Record<string, string>) => boolean> = []
     if (peek() === '{') {
       take('{')
@@ -60,11 +68,11 @@ export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[]
     return { name, match: (labels) => tests.every((t) => t(labels)) }
   }
 
-  function seriesOf (scrape: Scrape, name: string, match: (labels: Record<string, string>) => boolean): Sample[] {
+  function seriesOf(scrape: Scrape, name: string, match: (labels: Record<string, string>) => boolean): Sample[] {
     return (scrape.series.get(name) ?? []).filter((s) => match(s.labels)).map((s) => ({ labels: s.labels, value: s.value }))
   }
 
-  function primary (): Value {
+  function primary(): Value {
     const t = take()
     if (t === '(') {
       const v = or()
@@ -75,7 +83,9 @@ export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[]
     if (t === 'rate' || t === 'increase') {
       take('(')
       const sel = selector(take())
-      take('['); take(); take(']')
+      take('[')
+      take()
+      take(']')
       take(')')
       const seconds = (after.at - before.at) / 1000
       const earlier = new Map(seriesOf(before, sel.name, sel.match).map((s) => [key(s.labels), s.value]))
@@ -98,8 +108,12 @@ export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[]
     if (t === 'sum' || t === 'max' || t === 'min') {
       let by: string[] = []
       if (peek() === 'by') {
-        take('by'); take('(')
-        while (peek() !== ')') { by.push(take()); if (peek() === ',') take(',') }
+        take('by')
+        take('(')
+        while (peek() !== ')') {
+          by.push(take())
+          if (peek() === ',') take(',')
+        }
         take(')')
       }
       take('(')
@@ -123,26 +137,26 @@ export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[]
     throw new Error(`PromQL: unexpected ${t} in ${expr}`)
   }
 
-  function product (): Value {
+  function product(): Value {
     let left = primary()
     while (peek() === '*' || peek() === '/') {
       const op = take()
-      left = binary(left, primary(), (a, b) => op === '*' ? a * b : a / b, false)
+      left = binary(left, primary(), (a, b) => (op === '*' ? a * b : a / b), false)
     }
     return left
   }
 
-  function comparison (): Value {
+  function comparison(): Value {
     let left = product()
     while (peek() !== undefined && ['>', '>=', '<', '<=', '==', '!='].includes(peek() as string)) {
       const op = take()
       const test = COMPARE[op] as (a: number, b: number) => boolean
-      left = binary(left, product(), (a, b) => test(a, b) ? a : NaN, true)
+      left = binary(left, product(), (a, b) => (test(a, b) ? a : NaN), true)
     }
     return left
   }
 
-  function or (): Value {
+  function or(): Value {
     let left = comparison()
     while (peek() === 'and') {
       take('and')
@@ -158,11 +172,16 @@ export function evaluate (expr: string, before: Scrape, after: Scrape): Sample[]
 }
 
 const COMPARE: Record<string, (a: number, b: number) => boolean> = {
-  '>': (a, b) => a > b, '>=': (a, b) => a >= b, '<': (a, b) => a < b, '<=': (a, b) => a <= b, '==': (a, b) => a === b, '!=': (a, b) => a !== b
+  '>': (a, b) => a > b,
+  '>=': (a, b) => a >= b,
+  '<': (a, b) => a < b,
+  '<=': (a, b) => a <= b,
+  '==': (a, b) => a === b,
+  '!=': (a, b) => a !== b
 }
 
 /** One-to-one matching on identical label sets; a filter drops what fails (NaN). */
-function binary (left: Value, right: Value, op: (a: number, b: number) => number, filter: boolean): Value {
+function binary(left: Value, right: Value, op: (a: number, b: number) => number, filter: boolean): Value {
   if (left.kind === 'scalar' && right.kind === 'scalar') return { kind: 'scalar', value: op(left.value, right.value) }
   const out: Sample[] = []
   if (right.kind === 'scalar') for (const s of vector(left)) out.push({ labels: s.labels, value: op(s.value, right.value) })
@@ -177,15 +196,15 @@ function binary (left: Value, right: Value, op: (a: number, b: number) => number
   return { kind: 'vector', samples: filter ? out.filter((s) => !Number.isNaN(s.value)) : out }
 }
 
-function vector (v: Value): Sample[] {
+function vector(v: Value): Sample[] {
   return v.kind === 'vector' ? v.samples : [{ labels: {}, value: v.value }]
 }
 
-function key (labels: Record<string, string>): string {
+function key(labels: Record<string, string>): string {
   return JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)))
 }
 
-function tokenize (expr: string): string[] {
+function tokenize(expr: string): string[] {
   const tokens: string[] = []
   const re = /\s*("(?:[^"\\]|\\.)*"|[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?[smhd]?|[a-zA-Z_:][a-zA-Z0-9_:]*|=~|!~|!=|==|>=|<=|[{}()[\],=<>*/])/y
   let m: RegExpExecArray | null

@@ -12,11 +12,12 @@ export interface RawResponse {
  * Send one request exactly as written (request target included) over a real socket: for what HTTP
  * libraries would clean up first, such as a raw '#' in the path or bytes that are not UTF-8.
  */
-export async function rawRequest (app: FastifyInstance, target: string | Buffer, method = 'GET'): Promise<RawResponse> {
+export async function rawRequest(app: FastifyInstance, target: string | Buffer, method = 'GET'): Promise<RawResponse> {
   if (app.server.listening === false) await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
   const head = Buffer.concat([
-    Buffer.from(`${method} `), Buffer.isBuffer(target) ? target : Buffer.from(target, 'latin1'),
+    Buffer.from(`${method} `),
+    Buffer.isBuffer(target) ? target : Buffer.from(target, 'latin1'),
     Buffer.from(` HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
   ])
   const raw = await new Promise<Buffer>((resolve, reject) => {
@@ -39,25 +40,38 @@ export async function rawRequest (app: FastifyInstance, target: string | Buffer,
 }
 
 /** What a client that sends its request slowly got: the status line's code (0: none), and when the socket closed. */
-export interface DripResult { status: number, closedAfterMs: number, bytesSent: number }
+export interface DripResult {
+  status: number
+  closedAfterMs: number
+  bytesSent: number
+}
 
 /**
  * Over a real socket, send `head` at once, then `drip` one byte every `intervalMs` (a slow client, or a
  * slowloris), repeating it until the server answers or closes, and at most `giveUpMs`.
  */
-export async function dripRequest (port: number, opts: { head?: string, drip: string, intervalMs: number, giveUpMs: number }): Promise<DripResult> {
+export async function dripRequest(
+  port: number,
+  opts: { head?: string; drip: string; intervalMs: number; giveUpMs: number }
+): Promise<DripResult> {
   const started = Date.now()
   const bytes = opts.drip
   return await new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => { if (opts.head !== undefined) socket.write(opts.head) })
+    const socket = connect(port, '127.0.0.1', () => {
+      if (opts.head !== undefined) socket.write(opts.head)
+    })
     let answer = ''
     let sent = 0
     const timer = setInterval(() => {
       if (socket.writable) socket.write(bytes[sent++ % bytes.length] ?? '')
     }, opts.intervalMs)
     const giveUp = setTimeout(() => socket.destroy(), opts.giveUpMs)
-    socket.on('data', (c: Buffer) => { answer += c.toString('latin1') })
-    socket.on('error', () => { /* a reset ends it as a close does */ })
+    socket.on('data', (c: Buffer) => {
+      answer += c.toString('latin1')
+    })
+    socket.on('error', () => {
+      /* a reset ends it as a close does */
+    })
     socket.on('close', () => {
       clearInterval(timer)
       clearTimeout(giveUp)

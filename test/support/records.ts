@@ -6,22 +6,34 @@ import type { HandleValue } from '../../src/handle/types.js'
  */
 const TS = '2026-11-22T10:39:19Z'
 
-export function admin (index = 100): HandleValue {
-  return { index, type: 'HS_ADMIN', data: { format: 'admin', value: { handle: '0.NA/10.5555', index: 300, permissions: '111111111111' } }, ttl: 86400, timestamp: TS }
+export function admin(index = 100): HandleValue {
+  return {
+    index,
+    type: 'HS_ADMIN',
+    data: { format: 'admin', value: { handle: '0.NA/10.5555', index: 300, permissions: '111111111111' } },
+    ttl: 86400,
+    timestamp: TS
+  }
 }
 
-export function str (index: number, type: string, value: string, ttl: number | string = 86400): HandleValue {
+export function str(index: number, type: string, value: string, ttl: number | string = 86400): HandleValue {
   return { index, type, data: { format: 'string', value }, ttl, timestamp: TS }
 }
 
-export const LOC_XML = '<locations>\n<location id="1" href="http://example.org/loc-a" weight="1" />\n' +
+export const LOC_XML =
+  '<locations>\n<location id="1" href="http://example.org/loc-a" weight="1" />\n' +
   '<location id="2" href="http://example.org/loc-b" weight="0" country="gb" />\n' +
   '<location id="3" href="http://example.org/meta" weight="0" view="metadata" />\n</locations>'
 
 export const PROBE_RECORDS: Record<string, HandleValue[]> = {
   '10.5555/plain': [admin(), str(1, 'URL', 'http://example.org/plain')],
-  '10.5555/multi': [admin(), str(1, 'URL', 'http://example.org/first'), str(2, 'URL', 'http://example.org/second'),
-    str(3, 'EMAIL', 'someone@example.org'), str(4, 'DESC', 'A record with several values')],
+  '10.5555/multi': [
+    admin(),
+    str(1, 'URL', 'http://example.org/first'),
+    str(2, 'URL', 'http://example.org/second'),
+    str(3, 'EMAIL', 'someone@example.org'),
+    str(4, 'DESC', 'A record with several values')
+  ],
   '10.5555/loc': [admin(), str(1, 'URL', 'http://example.org/loc-url'), str(2, '10320/loc', LOC_XML)],
   '10.5555/alias': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')],
   '10.5555/novalues': [admin()],

@@ -13,14 +13,14 @@ export const TOPOLOGY_RECORDS: Record<string, HandleValue[]> = { ...PROBE_RECORD
 for (let i = 0; i < 60; i++) TOPOLOGY_RECORDS[`10.5555/topo-${i}`] = [admin(), str(1, 'URL', `http://example.org/topo-${i}`)]
 
 /** A fake upstream with TOPOLOGY_RECORDS, closed when the test ends. */
-export async function topologyUpstream (): Promise<FakeUpstream> {
+export async function topologyUpstream(): Promise<FakeUpstream> {
   const upstream = await FakeUpstream.start(TOPOLOGY_RECORDS)
   onTestFinished(() => upstream.close())
   return upstream
 }
 
 /** One replica: a whole app on the shared upstream, with the Redis settings in `overrides`; closed when the test ends. */
-export async function replicaApp (upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<FastifyInstance> {
+export async function replicaApp(upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<FastifyInstance> {
   const config: Config = {
     ...buildConfig(undefined, {}),
     upstreamUrl: upstream.url,
@@ -38,18 +38,20 @@ export async function replicaApp (upstream: FakeUpstream, overrides: Partial<Con
   }
   const app = await buildApp(config, deps)
   await app.ready()
-  onTestFinished(async () => { await app.close() })
+  onTestFinished(async () => {
+    await app.close()
+  })
   return app
 }
 
-export async function metric (app: FastifyInstance, pattern: RegExp): Promise<number> {
+export async function metric(app: FastifyInstance, pattern: RegExp): Promise<number> {
   const m = pattern.exec((await app.inject({ url: '/metrics' })).body)
   return m === null ? 0 : Number(m[1])
 }
 
-export const sharedUp = async (app: FastifyInstance): Promise<boolean> => await metric(app, /^doi_proxy_shared_cache_up (\d+)/m) === 1
+export const sharedUp = async (app: FastifyInstance): Promise<boolean> => (await metric(app, /^doi_proxy_shared_cache_up (\d+)/m)) === 1
 
-export async function waitFor (check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+export async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
   while (Date.now() < end) {
     if (await check()) return

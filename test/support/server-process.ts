@@ -4,36 +4,61 @@ import { readFileSync } from 'node:fs'
 import { expect, onTestFinished } from 'vitest'
 
 /** src/main.ts as a real process: its output so far, and the port it said it listens on. */
-export interface Started { child: ChildProcess, port: number, output: () => string }
+export interface Started {
+  child: ChildProcess
+  port: number
+  output: () => string
+}
 
 /**
  * Start `src/main.ts` on a free loopback port with `env` over a quiet base (no local store, no cache
  * file, a contact address, and no load shedding: a process just started on a busy machine can see an
  * event-loop delay over the default second), and resolve once it says it listens; killed when the test ends.
  */
-export async function startServer (env: Record<string, string>, opts: { ownProcessGroup?: boolean } = {}): Promise<Started> {
+export async function startServer(env: Record<string, string>, opts: { ownProcessGroup?: boolean } = {}): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOCAL_STORE_DIR: '',
+      CACHE_FILE: '',
+      CONTACT_EMAIL: 'ops@example.org',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      ...env
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so a test can signal every process of it at once, as systemd and a terminal do.
     detached: opts.ownProcessGroup === true
   })
   let out = ''
-  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
-  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
-  onTestFinished(() => { child.kill('SIGKILL') })
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString()
+  })
+  child.stderr?.on('data', (c: Buffer) => {
+    out += c.toString()
+  })
+  onTestFinished(() => {
+    child.kill('SIGKILL')
+  })
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setInterval(() => {
       const m = /listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m !== null) { clearInterval(timer); resolve(Number(m[1])) }
-      if (child.exitCode !== null) { clearInterval(timer); reject(new Error(`exited ${child.exitCode}: ${out}`)) }
+      if (m !== null) {
+        clearInterval(timer)
+        resolve(Number(m[1]))
+      }
+      if (child.exitCode !== null) {
+        clearInterval(timer)
+        reject(new Error(`exited ${child.exitCode}: ${out}`))
+      }
     }, 20)
   })
   return { child, port, output: () => out }
 }
 
 /** The process's exit code, once it has exited. */
-export async function exitOf (child: ChildProcess): Promise<number | null> {
+export async function exitOf(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode
   return await new Promise((resolve) => child.on('exit', (code) => resolve(code)))
 }
@@ -42,39 +67,73 @@ export async function exitOf (child: ChildProcess): Promise<number | null> {
  * Wait until `count` processes (WORKERS' workers) say they listen, each by its pid: up to 30 s, as a
  * loaded machine starts them slowly; then fail, naming how many did, rather than go on with fewer.
  */
-export async function workersListening ({ output }: Pick<Started, 'output'>, count: number): Promise<void> {
-  const listening = (): number => new Set(output().split('\n').filter((l) => l.includes('listening at')).map((l) => (JSON.parse(l) as { pid: number }).pid)).size
+export async function workersListening({ output }: Pick<Started, 'output'>, count: number): Promise<void> {
+  const listening = (): number =>
+    new Set(
+      output()
+        .split('\n')
+        .filter((l) => l.includes('listening at'))
+        .map((l) => (JSON.parse(l) as { pid: number }).pid)
+    ).size
   for (let i = 0; i < 600 && listening() < count; i++) await new Promise((resolve) => setTimeout(resolve, 50))
   expect(listening(), 'processes listening').toBe(count)
 }
 
 /** A user without root's rights (nobody), for a test of permissions run by root, as CI runs them. */
-export interface AnotherUser { uid: number, gid: number }
+export interface AnotherUser {
+  uid: number
+  gid: number
+}
 export const NOBODY: AnotherUser = { uid: 65534, gid: 65534 }
 
 /** How a start of `src/main.ts` ended: its exit code and everything it wrote, or `listened` when it started after all. */
-export interface StartOutcome { code: number | null, output: string, listened: boolean }
+export interface StartOutcome {
+  code: number | null
+  output: string
+  listened: boolean
+}
 
 /**
  * Run `src/main.ts` with `env` over the quiet base of startServer until it exits, or until it says it
  * listens (then it is killed: a start that should have been refused went on): for start-up errors.
  */
-export async function startOutcome (env: Record<string, string>, opts: { user?: AnotherUser } = {}): Promise<StartOutcome> {
+export async function startOutcome(env: Record<string, string>, opts: { user?: AnotherUser } = {}): Promise<StartOutcome> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOCAL_STORE_DIR: '', CACHE_FILE: '', CONTACT_EMAIL: 'ops@example.org', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOCAL_STORE_DIR: '',
+      CACHE_FILE: '',
+      CONTACT_EMAIL: 'ops@example.org',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      ...env
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...opts.user
   })
-  onTestFinished(() => { child.kill('SIGKILL') })
+  onTestFinished(() => {
+    child.kill('SIGKILL')
+  })
   let output = ''
-  child.stdout.on('data', (c: Buffer) => { output += c.toString() })
-  child.stderr.on('data', (c: Buffer) => { output += c.toString() })
+  child.stdout.on('data', (c: Buffer) => {
+    output += c.toString()
+  })
+  child.stderr.on('data', (c: Buffer) => {
+    output += c.toString()
+  })
   const listened = await new Promise<boolean>((resolve) => {
     const timer = setInterval(() => {
-      if (/listening at http:/.test(output)) { clearInterval(timer); resolve(true) }
+      if (/listening at http:/.test(output)) {
+        clearInterval(timer)
+        resolve(true)
+      }
     }, 20)
     // 'close', not 'exit': all it wrote has been read by then.
-    child.once('close', () => { clearInterval(timer); resolve(false) })
+    child.once('close', () => {
+      clearInterval(timer)
+      resolve(false)
+    })
   })
   if (listened) child.kill('SIGKILL')
   const code = await exitOf(child)
@@ -82,7 +141,7 @@ export async function startOutcome (env: Record<string, string>, opts: { user?: 
 }
 
 /** /proc/<pid>/stat after the command name: the state first, then the parent (undefined once it is gone). */
-export function procStat (pid: number): string[] | undefined {
+export function procStat(pid: number): string[] | undefined {
   try {
     return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')
   } catch {
@@ -91,24 +150,32 @@ export function procStat (pid: number): string[] | undefined {
 }
 
 /** The process exists and is not a zombie. */
-export function isRunning (pid: number): boolean {
+export function isRunning(pid: number): boolean {
   const state = procStat(pid)?.[0]
   return state !== undefined && state !== 'Z'
 }
 
-export async function sleep (ms: number): Promise<void> {
+export async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** What a command printed and how it ended. */
-export interface Run { code: number | null, stdout: string, stderr: string }
+export interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
 
 /** Everything a spawned command prints, once it has ended (its stdout and stderr must be pipes). */
-export async function ranToEnd (child: ChildProcess): Promise<Run> {
+export async function ranToEnd(child: ChildProcess): Promise<Run> {
   let stdout = ''
   let stderr = ''
-  child.stdout?.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr?.on('data', (d: Buffer) => { stderr += d.toString() })
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString()
+  })
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString()
+  })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   return { code, stdout, stderr }
 }

@@ -16,7 +16,7 @@ export interface TestTool {
 }
 
 /** The first executable called one of `names` on PATH. */
-export function findOnPath (names: readonly string[], env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function findOnPath(names: readonly string[], env: NodeJS.ProcessEnv = process.env): string | undefined {
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir === '') continue
     for (const name of names) {
@@ -24,7 +24,9 @@ export function findOnPath (names: readonly string[], env: NodeJS.ProcessEnv = p
       try {
         accessSync(path, constants.X_OK)
         return path
-      } catch { /* not here */ }
+      } catch {
+        /* not here */
+      }
     }
   }
   return undefined
@@ -34,7 +36,8 @@ export const TEST_TOOLS: readonly TestTool[] = [
   {
     name: 'Chromium',
     why: 'the browser tests open every page in a real headless Chromium (playwright-core downloads none)',
-    find: (env) => (env.CHROMIUM_PATH !== undefined && env.CHROMIUM_PATH !== '' ? env.CHROMIUM_PATH : findOnPath(['chromium', 'chromium-browser'], env)),
+    find: (env) =>
+      env.CHROMIUM_PATH !== undefined && env.CHROMIUM_PATH !== '' ? env.CHROMIUM_PATH : findOnPath(['chromium', 'chromium-browser'], env),
     install: 'apt-get install -y --no-install-recommends chromium   (or set CHROMIUM_PATH to a Chromium or Chrome binary)'
   },
   {
@@ -46,7 +49,6 @@ export const TEST_TOOLS: readonly TestTool[] = [
 ]
 
 /** The tools missing from this machine, each as the lines that say what it is for and how to install it. */
-export function missingTestTools (env: NodeJS.ProcessEnv = process.env): string[] {
-  return TEST_TOOLS.filter((tool) => tool.find(env) === undefined)
-    .map((tool) => `  - ${tool.name}: ${tool.why}.\n      ${tool.install}`)
+export function missingTestTools(env: NodeJS.ProcessEnv = process.env): string[] {
+  return TEST_TOOLS.filter((tool) => tool.find(env) === undefined).map((tool) => `  - ${tool.name}: ${tool.why}.\n      ${tool.install}`)
 }

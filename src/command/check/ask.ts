@@ -22,11 +22,16 @@ export class AskError extends Error {}
 
 /** The whole batch was refused (429 or 503) with Retry-After: it may be sent again after `seconds`. */
 export class RetryLater extends AskError {
-  constructor (message: string, readonly seconds: number) { super(message) }
+  constructor(
+    message: string,
+    readonly seconds: number
+  ) {
+    super(message)
+  }
 }
 
 /** A batch line's answer; `retryAfter` (seconds) when a limit refused the line and it may be asked again then. */
-export type Answer = Verdict & { input: string, retryAfter?: number }
+export type Answer = Verdict & { input: string; retryAfter?: number }
 
 /** Ask about some lines; `onLine` after each line answered. */
 export type Asker = (lines: readonly string[], onLine: (answer: Answer) => void) => Promise<Answer[]>
@@ -43,12 +48,19 @@ export interface AskOptions {
  * Lines a limit refused with `retryAfter` are asked again after the longest such wait, as the batch API's
  * sizing advice says (docs/checking-dois.md), while the run's waits stay within maxWaitSeconds in all.
  */
-export async function askAll (dois: readonly string[], ask: Asker, onProgress: (done: number, total: number) => void, options: AskOptions = {}): Promise<Map<string, Verdict>> {
+export async function askAll(
+  dois: readonly string[],
+  ask: Asker,
+  onProgress: (done: number, total: number) => void,
+  options: AskOptions = {}
+): Promise<Map<string, Verdict>> {
   const distinct = [...new Map(dois.map((d) => [cacheKey(d), d])).values()]
   const verdicts = new Map<string, Verdict>()
   let done = 0
   let waitLeft = options.maxWaitSeconds ?? MAX_RETRY_WAIT_SECONDS
-  const onLine = (answer: Answer): void => { if (refusedFor(answer) === undefined) onProgress(++done, distinct.length) }
+  const onLine = (answer: Answer): void => {
+    if (refusedFor(answer) === undefined) onProgress(++done, distinct.length)
+  }
   /** Whether to ask again after `seconds` (at least 1, so a server answering 0 cannot make us spin); waits if so. */
   const waitFor = async (seconds: number, count: number): Promise<boolean> => {
     const wait = Math.max(1, Math.ceil(seconds))
@@ -65,7 +77,7 @@ export async function askAll (dois: readonly string[], ask: Asker, onProgress: (
       try {
         answers = await ask(pending.map(asLine), onLine)
       } catch (err) {
-        if (err instanceof RetryLater && await waitFor(err.seconds, pending.length)) continue
+        if (err instanceof RetryLater && (await waitFor(err.seconds, pending.length))) continue
         throw err
       }
       if (answers.length !== pending.length) throw new AskError(`the server answered ${answers.length} lines for ${pending.length} DOIs`)
@@ -80,7 +92,7 @@ export async function askAll (dois: readonly string[], ask: Asker, onProgress: (
           longest = Math.max(longest, seconds)
         }
       })
-      if (refused.length > 0 && await waitFor(longest, refused.length)) {
+      if (refused.length > 0 && (await waitFor(longest, refused.length))) {
         pending = refused
       } else {
         // Still refused: reported as could not be checked, with the server's own reason.
@@ -94,7 +106,7 @@ export async function askAll (dois: readonly string[], ask: Asker, onProgress: (
 }
 
 /** The seconds a refused line may be asked again after; undefined for a line answered for good. */
-function refusedFor (answer: Answer): number | undefined {
+function refusedFor(answer: Answer): number | undefined {
   const seconds = answer.retryAfter
   return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined
 }
@@ -108,17 +120,29 @@ function refusedFor (answer: Answer): number | undefined {
 const asLine = (doi: string): string => doi.replace(/[%\u0000-\u001f\u007f-\u009f]/g, encodeURIComponent)
 
 /** A running doi-proxy at `server` (http://127.0.0.1:8000). */
-export function httpAsker (server: string): Asker {
+export function httpAsker(server: string): Asker {
   const url = `${server.replace(/\/+$/, '')}/api/batch`
   return async (lines, onLine) => {
     let res: Response
     try {
-      res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8', accept: 'application/x-ndjson' }, body: lines.join('\n') })
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain; charset=utf-8', accept: 'application/x-ndjson' },
+        body: lines.join('\n')
+      })
     } catch (err) {
-      const cause = (err as { cause?: { code?: string, message?: string } }).cause
-      throw new AskError(`cannot reach doi-proxy at ${server} (${cause?.code ?? cause?.message ?? String(err)}); start it, or pass --server URL or --upstream`)
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause
+      throw new AskError(
+        `cannot reach doi-proxy at ${server} (${cause?.code ?? cause?.message ?? String(err)}); start it, or pass --server URL or --upstream`
+      )
     }
-    if (res.status !== 200 || res.body === null) throw refusal(`doi-proxy at ${server} answered ${res.status}: ${(await res.text()).slice(0, 300)}`, res.status, res.headers.get('retry-after'))
+    if (res.status !== 200 || res.body === null) {
+      throw refusal(
+        `doi-proxy at ${server} answered ${res.status}: ${(await res.text()).slice(0, 300)}`,
+        res.status,
+        res.headers.get('retry-after')
+      )
+    }
     const answers: Answer[] = []
     let rest = ''
     const decoder = new TextDecoder()
@@ -136,20 +160,30 @@ export function httpAsker (server: string): Asker {
 }
 
 /** An app built in this process (--upstream): the same batch code, resolving through its own upstream client. */
-export function injectAsker (app: FastifyInstance): Asker {
+export function injectAsker(app: FastifyInstance): Asker {
   return async (lines, onLine) => {
-    const res = await app.inject({ method: 'POST', url: '/api/batch', headers: { 'content-type': 'text/plain; charset=utf-8' }, payload: lines.join('\n') })
-    if (res.statusCode !== 200) throw refusal(`the batch answered ${res.statusCode}: ${res.body.slice(0, 300)}`, res.statusCode, res.headers['retry-after'])
-    return res.body.split('\n').filter((l) => l !== '').map((l) => {
-      const answer = JSON.parse(l) as Answer
-      onLine(answer)
-      return answer
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      payload: lines.join('\n')
     })
+    if (res.statusCode !== 200) {
+      throw refusal(`the batch answered ${res.statusCode}: ${res.body.slice(0, 300)}`, res.statusCode, res.headers['retry-after'])
+    }
+    return res.body
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const answer = JSON.parse(l) as Answer
+        onLine(answer)
+        return answer
+      })
   }
 }
 
 /** A batch not answered: one to send again later when a 429 or 503 says when (Retry-After, in seconds). */
-function refusal (message: string, status: number, retryAfter: unknown): AskError {
+function refusal(message: string, status: number, retryAfter: unknown): AskError {
   const seconds = typeof retryAfter === 'string' && /^\d{1,9}$/.test(retryAfter.trim()) ? Number(retryAfter) : undefined
   return (status === 429 || status === 503) && seconds !== undefined ? new RetryLater(message, seconds) : new AskError(message)
 }

@@ -62,7 +62,10 @@ interface CheckCommand {
 }
 
 /** Run the command; returns the exit status. Usage errors are printed here. */
-export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.ProcessEnv, stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream }): Promise<number> {
+export async function runCheck(
+  args: string[],
+  io: { cwd: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream }
+): Promise<number> {
   let cmd: CheckCommand | 'help'
   try {
     cmd = parseCheckArgs(args)
@@ -98,13 +101,20 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
   }
   try {
     const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
-    const verdicts = await askAll(collected.occurrences.map((o) => o.doi), ask, progress.update, {
-      onWait (seconds, dois) {
-        progress.end()
-        io.stderr.write(`note: the server asked to wait: asking again about ${dois} DOI${dois === 1 ? '' : 's'} in ${seconds} s (--max-wait ${cmd.maxWait} s in all)\n`)
-      },
-      maxWaitSeconds: cmd.maxWait
-    })
+    const verdicts = await askAll(
+      collected.occurrences.map((o) => o.doi),
+      ask,
+      progress.update,
+      {
+        onWait(seconds, dois) {
+          progress.end()
+          io.stderr.write(
+            `note: the server asked to wait: asking again about ${dois} DOI${dois === 1 ? '' : 's'} in ${seconds} s (--max-wait ${cmd.maxWait} s in all)\n`
+          )
+        },
+        maxWaitSeconds: cmd.maxWait
+      }
+    )
     progress.end()
     const checked: Checked[] = collected.occurrences.map((o) => ({ ...o, verdict: verdicts.get(cacheKey(o.doi))! }))
     const summary = summarise(collected.files, checked, verdicts.size)
@@ -126,14 +136,14 @@ export async function runCheck (args: string[], io: { cwd: string, env: NodeJS.P
  * local store, config/sample-records, is used only where it exists (a server elsewhere would need
  * LOCAL_STORE_DIR= to start at all; check runs from any project).
  */
-async function inProcessApp (env: NodeJS.ProcessEnv, cwd: string): Promise<FastifyInstance> {
+async function inProcessApp(env: NodeJS.ProcessEnv, cwd: string): Promise<FastifyInstance> {
   const config = loadConfig(env)
   const dir = config.localStoreDir === undefined ? undefined : resolve(cwd, config.localStoreDir)
   const absentDefault = config.localStoreDir === OPTIONS.localStoreDir.default && dir !== undefined && !existsSync(dir)
   return await buildApp({ ...config, cacheFile: undefined, localStoreDir: absentDefault ? undefined : dir })
 }
 
-function parseCheckArgs (args: string[]): CheckCommand | 'help' {
+function parseCheckArgs(args: string[]): CheckCommand | 'help' {
   const { values, positionals } = parseArgs({
     args,
     strict: true,
@@ -154,14 +164,22 @@ function parseCheckArgs (args: string[]): CheckCommand | 'help' {
   const failOn = values['fail-on'] as FailOn
   if (!FAIL_ON.includes(failOn)) throw new Error(`--fail-on must be unregistered or unknown, got ${JSON.stringify(values['fail-on'])}`)
   const maxWait = values['max-wait']
-  if (!/^\d{1,6}$/.test(maxWait)) throw new Error(`--max-wait must be a whole number of seconds (0 to 999999), got ${JSON.stringify(maxWait)}`)
+  if (!/^\d{1,6}$/.test(maxWait)) {
+    throw new Error(`--max-wait must be a whole number of seconds (0 to 999999), got ${JSON.stringify(maxWait)}`)
+  }
   let server: URL | undefined
-  try { server = new URL(values.server) } catch { server = undefined }
-  if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
+  try {
+    server = new URL(values.server)
+  } catch {
+    server = undefined
+  }
+  if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) {
+    throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
+  }
   return { paths: positionals, server: values.server, upstream: values.upstream, format, failOn, maxWait: Number(maxWait) }
 }
 
-function usage (stderr: NodeJS.WriteStream, err: unknown): number {
+function usage(stderr: NodeJS.WriteStream, err: unknown): number {
   // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.
   const message = (err as Error).message.split(/\.\s/)[0] ?? ''
   stderr.write(`doi-proxy check: ${visible(message)}\nRun "doi-proxy check --help" for the options.\n`)
@@ -169,12 +187,12 @@ function usage (stderr: NodeJS.WriteStream, err: unknown): number {
 }
 
 /** A one-line progress bar on a terminal, redrawn at most ten times a second; nothing when not a TTY (CI logs). */
-function progressLine (stream: NodeJS.WriteStream): { update: (done: number, total: number) => void, end: () => void } {
-  if (stream.isTTY !== true) return { update () {}, end () {} }
+function progressLine(stream: NodeJS.WriteStream): { update: (done: number, total: number) => void; end: () => void } {
+  if (stream.isTTY !== true) return { update() {}, end() {} }
   let last = 0
   let drawn = false
   return {
-    update (done, total) {
+    update(done, total) {
       const now = Date.now()
       if (now - last < 100 && done < total) return
       last = now
@@ -183,6 +201,8 @@ function progressLine (stream: NodeJS.WriteStream): { update: (done: number, tot
       stream.write(`\r\x1b[K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} DOIs checked`)
       drawn = true
     },
-    end () { if (drawn) stream.write('\r\x1b[K') }
+    end() {
+      if (drawn) stream.write('\r\x1b[K')
+    }
   }
 }

@@ -20,7 +20,7 @@ export interface FoundDoi {
 }
 
 /** Which files a directory walk reads, and how: by extension, or by name (R's DESCRIPTION and CITATION). */
-export function fileKind (path: string): FileKind | undefined {
+export function fileKind(path: string): FileKind | undefined {
   const name = path.slice(path.lastIndexOf('/') + 1)
   if (name === 'DESCRIPTION' || name === 'CITATION' || name === 'CITATION.cff') return 'text'
   const dot = name.lastIndexOf('.')
@@ -66,7 +66,7 @@ const DOI_SHAPE = /^10(?:\.\d{4,9}(?:\.\d+)*)?\/\S/
  * Every DOI written in a file's text, in order of appearance (repeats kept: each is a place to report).
  * Linear in the text's length, whatever it holds: one small hostile file must not hang a CI job.
  */
-export function findDois (text: string, kind: FileKind): FoundDoi[] {
+export function findDois(text: string, kind: FileKind): FoundDoi[] {
   const source = prepare(text, kind)
   const lineOf = lineIndex(source)
   const found: Array<FoundDoi & { at: number }> = []
@@ -92,14 +92,14 @@ export function findDois (text: string, kind: FileKind): FoundDoi[] {
 }
 
 /** Undo the escapes a format puts inside a DOI, keeping every line where it was. */
-function prepare (text: string, kind: FileKind): string {
+function prepare(text: string, kind: FileKind): string {
   if (kind === 'json') return text.replace(/\\\//g, '/')
   if (kind === 'latex') return text.replace(/\\([_%#&])/g, '$1')
   return text
 }
 
 /** A DOI as written, to the name: entities decoded, trailing punctuation dropped, a link's path percent-decoded. */
-function clean (raw: string, kind: FileKind, link: boolean): string | undefined {
+function clean(raw: string, kind: FileKind, link: boolean): string | undefined {
   // An entity may spell a control character (&#27;, &#x9b;): it ends the DOI as the character itself would.
   let s = trimTrailing(cutAtControl(kind === 'html' || kind === 'markdown' ? decodeEntities(raw) : raw))
   if (link) {
@@ -114,13 +114,13 @@ function clean (raw: string, kind: FileKind, link: boolean): string | undefined 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 /** The text before its first control character (C0, DEL, C1). */
-function cutAtControl (s: string): string {
+function cutAtControl(s: string): string {
   const at = s.search(CONTROL)
   return at < 0 ? s : s.slice(0, at)
 }
 
 /** Trailing sentence punctuation, and closing brackets that close nothing inside the DOI. */
-function trimTrailing (s: string): string {
+function trimTrailing(s: string): string {
   let opens = 0
   let closes = 0
   for (const c of s) {
@@ -144,7 +144,7 @@ function trimTrailing (s: string): string {
 const TRAILING_PUNCTUATION = '.,;:!?\'"*_~'
 
 /** Whether an offset lies in one of the spans (in order, apart); offsets must be asked in increasing order. */
-function insideSpans (spans: ReadonlyArray<readonly [number, number]>): (at: number) => boolean {
+function insideSpans(spans: ReadonlyArray<readonly [number, number]>): (at: number) => boolean {
   let i = 0
   return (at) => {
     while (i < spans.length && spans[i]![1] <= at) i++
@@ -157,7 +157,7 @@ function insideSpans (spans: ReadonlyArray<readonly [number, number]>): (at: num
  * path rather than a DOI reference: the text since the last URL boundary holds '://' or starts with 'www.'.
  * Offsets must be asked in increasing order: the text is read once, forward, whatever the number of DOIs.
  */
-function otherUrlAt (text: string): (at: number) => boolean {
+function otherUrlAt(text: string): (at: number) => boolean {
   let read = 0
   let tokenStart = 0
   let hasScheme = false
@@ -176,9 +176,9 @@ function otherUrlAt (text: string): (at: number) => boolean {
 
 const URL_BOUNDARY = /[\s"'<>()[\]{}`|]/
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: '\'' }
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
 
-function decodeEntities (s: string): string {
+function decodeEntities(s: string): string {
   return s.replace(/&(?:#(\d+)|#x([0-9a-f]+)|(amp|lt|gt|quot|apos));/gi, (whole, dec?: string, hex?: string, name?: string) => {
     if (name !== undefined) return ENTITIES[name.toLowerCase()] ?? whole
     const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16)
@@ -187,7 +187,7 @@ function decodeEntities (s: string): string {
 }
 
 /** Offset → 1-based line number, by binary search over the line starts. */
-function lineIndex (text: string): (offset: number) => number {
+function lineIndex(text: string): (offset: number) => number {
   const starts = [0]
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1)
   return (offset) => {

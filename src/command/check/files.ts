@@ -31,16 +31,23 @@ export interface Collected {
   files: number
   occurrences: Occurrence[]
   /** Paths not read, and why (too large, binary, unreadable). */
-  skipped: Array<{ file: string, reason: string }>
+  skipped: Array<{ file: string; reason: string }>
 }
 
-interface Rules { base: string, rules: Ignore }
+interface Rules {
+  base: string
+  rules: Ignore
+}
 
 /** What a run has read so far, shared by every directory it walks. */
-interface Run { out: Collected, cwd: string, gitignoreBytes: number }
+interface Run {
+  out: Collected
+  cwd: string
+  gitignoreBytes: number
+}
 
 /** Every DOI written in the paths, with file (as given, relative to cwd when under it) and line. */
-export async function collectDois (paths: readonly string[], cwd: string): Promise<Collected> {
+export async function collectDois(paths: readonly string[], cwd: string): Promise<Collected> {
   const out: Collected = { files: 0, occurrences: [], skipped: [] }
   const run: Run = { out, cwd, gitignoreBytes: 0 }
   for (const path of paths) {
@@ -56,7 +63,7 @@ export async function collectDois (paths: readonly string[], cwd: string): Promi
 /** A path named on the command line that does not exist: a usage error. */
 export class PathError extends Error {}
 
-async function walk (dir: string, rules: Rules[], run: Run): Promise<void> {
+async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
   const { out, cwd } = run
   const here = await rulesIn(dir, run)
   const active = here === undefined ? rules : [...rules, here]
@@ -74,7 +81,7 @@ async function walk (dir: string, rules: Rules[], run: Run): Promise<void> {
   }
 }
 
-function ignored (rules: readonly Rules[], full: string, isDir: boolean): boolean {
+function ignored(rules: readonly Rules[], full: string, isDir: boolean): boolean {
   return rules.some(({ base, rules: r }) => {
     const rel = relative(base, full).split(sep).join('/')
     return rel !== '' && !rel.startsWith('..') && r.ignores(isDir ? `${rel}/` : rel)
@@ -82,7 +89,7 @@ function ignored (rules: readonly Rules[], full: string, isDir: boolean): boolea
 }
 
 /** A directory's .gitignore rules; one that cannot be applied is noted in `out.skipped`, as git warns and goes on. */
-async function rulesIn (dir: string, run: Run): Promise<Rules | undefined> {
+async function rulesIn(dir: string, run: Run): Promise<Rules | undefined> {
   const path = join(dir, '.gitignore')
   const skip = (reason: string): undefined => {
     run.out.skipped.push({ file: display(path, run.cwd), reason: `${reason}; its rules are not applied` })
@@ -99,7 +106,7 @@ async function rulesIn (dir: string, run: Run): Promise<Rules | undefined> {
 }
 
 /** The .gitignore files above a directory, up to the repository's top (the folder holding .git). */
-async function inheritedRules (dir: string, run: Run): Promise<Rules[]> {
+async function inheritedRules(dir: string, run: Run): Promise<Rules[]> {
   const above: Rules[] = []
   let current = dir
   while (!(await exists(join(current, '.git')))) {
@@ -112,11 +119,14 @@ async function inheritedRules (dir: string, run: Run): Promise<Rules[]> {
   return above
 }
 
-async function exists (path: string): Promise<boolean> {
-  return await stat(path).then(() => true, () => false)
+async function exists(path: string): Promise<boolean> {
+  return await stat(path).then(
+    () => true,
+    () => false
+  )
 }
 
-async function readOne (full: string, out: Collected, cwd: string, named: boolean): Promise<void> {
+async function readOne(full: string, out: Collected, cwd: string, named: boolean): Promise<void> {
   // A path named on the command line is read through a symbolic link; a walk lists links as links and reads none.
   const read = await readBounded(full, MAX_FILE_BYTES, named)
   if (read === undefined) return
@@ -125,7 +135,9 @@ async function readOne (full: string, out: Collected, cwd: string, named: boolea
     return
   }
   out.files++
-  for (const found of findDois(read.bytes.toString('utf8'), fileKind(full) ?? 'text')) out.occurrences.push({ file: display(full, cwd), ...found })
+  for (const found of findDois(read.bytes.toString('utf8'), fileKind(full) ?? 'text')) {
+    out.occurrences.push({ file: display(full, cwd), ...found })
+  }
 }
 
 /**
@@ -134,7 +146,11 @@ async function readOne (full: string, out: Collected, cwd: string, named: boolea
  * grow after its size was asked), and no NUL early on (binary). Undefined when there is no such file;
  * otherwise the reason it is not read.
  */
-async function readBounded (path: string, maxBytes: number, followLink: boolean): Promise<{ bytes: Buffer } | { reason: string } | undefined> {
+async function readBounded(
+  path: string,
+  maxBytes: number,
+  followLink: boolean
+): Promise<{ bytes: Buffer } | { reason: string } | undefined> {
   let file
   try {
     // O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
@@ -168,7 +184,7 @@ async function readBounded (path: string, maxBytes: number, followLink: boolean)
 }
 
 /** A path as reported: relative to the working directory when under it (what CI annotations need), else absolute. */
-function display (full: string, cwd: string): string {
+function display(full: string, cwd: string): string {
   const rel = relative(cwd, full)
   return rel.startsWith('..') || rel === '' ? full : rel.split(sep).join('/')
 }

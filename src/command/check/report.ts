@@ -26,7 +26,9 @@ export interface Verdict {
 export type Format = 'text' | 'json' | 'junit' | 'github'
 export type FailOn = 'unregistered' | 'unknown'
 
-export interface Checked extends Occurrence { verdict: Verdict }
+export interface Checked extends Occurrence {
+  verdict: Verdict
+}
 
 export interface Summary {
   files: number
@@ -38,7 +40,7 @@ export interface Summary {
 }
 
 /** Counts over the DOIs found (each place counts; `distinct` counts names). */
-export function summarise (files: number, checked: readonly Checked[], distinct: number): Summary {
+export function summarise(files: number, checked: readonly Checked[], distinct: number): Summary {
   let registered = 0
   let unregistered = 0
   let unknown = 0
@@ -51,20 +53,24 @@ export function summarise (files: number, checked: readonly Checked[], distinct:
 }
 
 /** 1 when a DOI is unregistered, or with --fail-on unknown also when one could not be checked; else 0. */
-export function exitCode (summary: Summary, failOn: FailOn): 0 | 1 {
+export function exitCode(summary: Summary, failOn: FailOn): 0 | 1 {
   return summary.unregistered > 0 || (failOn === 'unknown' && summary.unknown > 0) ? 1 : 0
 }
 
-export function formatReport (format: Format, checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
+export function formatReport(format: Format, checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   switch (format) {
-    case 'json': return json({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) })
-    case 'junit': return junit(checked, summary, failOn)
-    case 'github': return github(checked, summary, failOn)
-    case 'text': return text(checked, summary)
+    case 'json':
+      return json({ summary, results: checked.map(({ file, line, doi, verdict }) => ({ file, line, written: doi, ...verdict })) })
+    case 'junit':
+      return junit(checked, summary, failOn)
+    case 'github':
+      return github(checked, summary, failOn)
+    case 'text':
+      return text(checked, summary)
   }
 }
 
-function problem (c: Checked): string | undefined {
+function problem(c: Checked): string | undefined {
   if (c.verdict.registered === false) return `${c.doi} is not registered${c.verdict.error === undefined ? '' : ` (${c.verdict.error})`}`
   if (c.verdict.registered === null) return `${c.doi} could not be checked: ${reasonOf(c.verdict.error)[0]}`
   return undefined
@@ -74,24 +80,26 @@ function problem (c: Checked): string | undefined {
  * A failure's message split into its first sentence, the reason said on the DOI's line, and the rest
  * (what an operator can do), said once under the summary: an outage must not repeat a paragraph per DOI.
  */
-function reasonOf (error: string | undefined): [string, ...string[]] {
+function reasonOf(error: string | undefined): [string, ...string[]] {
   const [first, ...rest] = (error ?? 'no answer').split(/(?<=[.!?])\s+(?=[A-Z(])/)
   return [first ?? '', ...rest]
 }
 
 /** The sentences past the first of every unchecked DOI's message, each once, in the order met. */
-function operatorNotes (checked: readonly Checked[]): string[] {
+function operatorNotes(checked: readonly Checked[]): string[] {
   const notes = new Set<string>()
   for (const c of checked) if (c.verdict.registered === null) for (const sentence of reasonOf(c.verdict.error).slice(1)) notes.add(sentence)
   return notes.size === 0 ? [] : [`Why some could not be checked: ${[...notes].join(' ')}`]
 }
 
-function summaryLine (s: Summary): string {
-  return `Checked ${s.found} DOI${s.found === 1 ? '' : 's'} (${s.distinct} distinct) in ${s.files} file${s.files === 1 ? '' : 's'}: ` +
+function summaryLine(s: Summary): string {
+  return (
+    `Checked ${s.found} DOI${s.found === 1 ? '' : 's'} (${s.distinct} distinct) in ${s.files} file${s.files === 1 ? '' : 's'}: ` +
     `${s.registered} registered, ${s.unregistered} not registered, ${s.unknown} could not be checked.`
+  )
 }
 
-function text (checked: readonly Checked[], summary: Summary): string {
+function text(checked: readonly Checked[], summary: Summary): string {
   const lines = checked.flatMap((c) => {
     const p = problem(c)
     return p === undefined ? [] : [`${lineStart(visible(c.file))}:${c.line}: ${visible(p)}`]
@@ -103,12 +111,12 @@ function text (checked: readonly Checked[], summary: Summary): string {
  * A file name that starts a line: './' before one that does not start with a letter, digit, '.', '_' or '/',
  * the same file, so that a file named '::error::x' (or ' ::error::x') cannot open a line with a workflow command.
  */
-function lineStart (file: string): string {
+function lineStart(file: string): string {
   return /^[\p{L}\p{N}._/]/u.test(file) ? file : `./${file}`
 }
 
 /** JSON as JSON.stringify writes it, with the characters visible() escapes in strings written \uXXXX too (the same string). */
-function json (value: unknown): string {
+function json(value: unknown): string {
   // JSON.stringify escapes a newline inside a string, so every raw newline is its own layout.
   return JSON.stringify(value, null, 2).split('\n').map(visible).join('\n') + '\n'
 }
@@ -118,7 +126,7 @@ function json (value: unknown): string {
  * an error with --fail-on unknown), shown on the line of the pull request's diff.
  * Escaping: https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts
  */
-function github (checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
+function github(checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   const lines = checked.flatMap((c) => {
     const p = problem(c)
     if (p === undefined) return []
@@ -129,11 +137,11 @@ function github (checked: readonly Checked[], summary: Summary, failOn: FailOn):
   return [...lines, summaryLine(summary), ...operatorNotes(checked).map(visible)].join('\n') + '\n'
 }
 
-function data (s: string): string {
+function data(s: string): string {
   return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
 }
 
-function property (s: string): string {
+function property(s: string): string {
   return data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
 }
 
@@ -142,7 +150,7 @@ function property (s: string): string {
  * could not be checked is an error with --fail-on unknown and skipped without, so the report fails the
  * build exactly when the exit status does. The summary and what an operator can do in <system-out>.
  */
-function junit (checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
+function junit(checked: readonly Checked[], summary: Summary, failOn: FailOn): string {
   const cases = checked.map((c) => {
     const name = `${c.file}:${c.line} ${c.doi}`
     const open = `    <testcase classname="${xml(c.file)}" name="${xml(name)}" file="${xml(c.file)}" line="${c.line}"`
@@ -156,7 +164,7 @@ function junit (checked: readonly Checked[], summary: Summary, failOn: FailOn): 
   return junitDocument(counts, cases, [summaryLine(summary), ...operatorNotes(checked)])
 }
 
-function junitDocument (counts: string, cases: readonly string[], out: readonly string[]): string {
+function junitDocument(counts: string, cases: readonly string[], out: readonly string[]): string {
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="doi-proxy check" ${counts}>`,
@@ -174,20 +182,30 @@ function junitDocument (counts: string, cases: readonly string[], out: readonly 
  * for the formats a CI job saves or reads, a valid report naming the failure, never an empty file.
  * Undefined for text, whose reader sees the message on standard error.
  */
-export function formatFailure (format: Format, message: string): string | undefined {
+export function formatFailure(format: Format, message: string): string | undefined {
   switch (format) {
-    case 'json': return json({ error: message, summary: null, results: [] })
-    case 'github': return `::error title=doi-proxy check::${data(visible(message))}\n`
-    case 'junit': return junitDocument('tests="1" failures="0" errors="1" skipped="0"', [
-      '    <testcase classname="doi-proxy check" name="ask about the DOIs">',
-      `      <error message="${xml(message)}" type="not-checked"/>`,
-      '    </testcase>'
-    ], [message])
-    case 'text': return undefined
+    case 'json':
+      return json({ error: message, summary: null, results: [] })
+    case 'github':
+      return `::error title=doi-proxy check::${data(visible(message))}\n`
+    case 'junit':
+      return junitDocument(
+        'tests="1" failures="0" errors="1" skipped="0"',
+        [
+          '    <testcase classname="doi-proxy check" name="ask about the DOIs">',
+          `      <error message="${xml(message)}" type="not-checked"/>`,
+          '    </testcase>'
+        ],
+        [message]
+      )
+    case 'text':
+      return undefined
   }
 }
 
 /** Text in an XML attribute: control characters made visible, markup escaped, and the noncharacters XML 1.0 cannot hold dropped. */
-function xml (s: string): string {
-  return visible(s).replace(/[\ufffe\uffff]/g, '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+function xml(s: string): string {
+  return visible(s)
+    .replace(/[\ufffe\uffff]/g, '')
+    .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }

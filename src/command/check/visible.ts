@@ -15,6 +15,6 @@
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|(?<=##)\[/g
 
 /** `s` with every character a terminal or CI runner would obey rather than show written as `\uXXXX`. */
-export function visible (s: string): string {
+export function visible(s: string): string {
   return s.replace(UNSAFE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
 }

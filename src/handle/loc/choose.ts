@@ -29,16 +29,19 @@ export interface ChooserInput {
 export const DEFAULT_CHOOSE_BY: readonly string[] = ['locatt', 'address', 'country', 'score', 'weighted']
 
 /** `chooseby` text → chooser names: split on ',', trimmed, lower-cased, blanks skipped; default when absent. */
-export function parseChooseBy (text: string | undefined): readonly string[] {
+export function parseChooseBy(text: string | undefined): readonly string[] {
   if (text === undefined) return DEFAULT_CHOOSE_BY
-  return text.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '')
+  return text
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '')
 }
 
 /**
  * Run the choosers in order, then the weighted draw. Before each chooser, a single remaining candidate
  * wins at once. A filter that would leave nothing is ignored. Unknown chooser names are noted and skipped.
  */
-export function choose<T extends Choosable> (candidates: readonly T[], input: ChooserInput): T | undefined {
+export function choose<T extends Choosable>(candidates: readonly T[], input: ChooserInput): T | undefined {
   return chooseFor(candidates, input).chosen
 }
 
@@ -47,14 +50,21 @@ export function choose<T extends Choosable> (candidates: readonly T[], input: Ch
  * a country or address chooser could tell clients apart, or the weighted draw has more than one to pick
  * from. Only then may the answer be prepared once and given to everyone (one prepared answer per record).
  */
-export function chooseFor<T extends Choosable> (candidates: readonly T[], input: ChooserInput): { chosen: T | undefined, sameForEveryone: boolean } {
+export function chooseFor<T extends Choosable>(
+  candidates: readonly T[],
+  input: ChooserInput
+): { chosen: T | undefined; sameForEveryone: boolean } {
   let list = candidates
   let sameForEveryone = true
   for (const name of input.chooseBy) {
     if (list.length <= 1) break
     if (name === 'weighted') break
-    if ((name === 'country' && list.some((c) => attr(c.el, 'country') !== undefined)) ||
-      (name === 'address' && list.some((c) => attr(c.el, 'addresses') !== undefined))) sameForEveryone = false
+    if (
+      (name === 'country' && list.some((c) => attr(c.el, 'country') !== undefined)) ||
+      (name === 'address' && list.some((c) => attr(c.el, 'addresses') !== undefined))
+    ) {
+      sameForEveryone = false
+    }
     const filtered = applyFilter(name, list, input)
     if (filtered !== undefined && filtered.length > 0) list = filtered
   }
@@ -63,18 +73,22 @@ export function chooseFor<T extends Choosable> (candidates: readonly T[], input:
 }
 
 /** How many candidates the weighted draw can land on: those of positive weight, or all when none has one. */
-function drawable (list: readonly Choosable[]): number {
+function drawable(list: readonly Choosable[]): number {
   let positive = 0
   for (const c of list) if (weightOf(c) > 0) positive++
   return positive === 0 ? list.length : positive
 }
 
-function applyFilter<T extends Choosable> (name: string, list: readonly T[], input: ChooserInput): readonly T[] | undefined {
+function applyFilter<T extends Choosable>(name: string, list: readonly T[], input: ChooserInput): readonly T[] | undefined {
   switch (name) {
-    case 'locatt': return byLocatt(list, input.locatt)
-    case 'country': return input.country === undefined ? undefined : byCountry(list, input.country)
-    case 'address': return input.clientAddress === undefined ? undefined : byAddress(list, input.clientAddress, input.problems)
-    case 'score': return byScore(list)
+    case 'locatt':
+      return byLocatt(list, input.locatt)
+    case 'country':
+      return input.country === undefined ? undefined : byCountry(list, input.country)
+    case 'address':
+      return input.clientAddress === undefined ? undefined : byAddress(list, input.clientAddress, input.problems)
+    case 'score':
+      return byScore(list)
     default:
       input.problems.push(`unknown 10320/loc chooser ${JSON.stringify(name)} ignored`)
       return undefined
@@ -86,7 +100,7 @@ function applyFilter<T extends Choosable> (name: string, list: readonly T[], inp
  * attribute, `key:value` those whose attribute equals value exactly (case-sensitive). The key is trimmed,
  * the value is not ([HNS92] filterBasedOnLinkParam).
  */
-function byLocatt<T extends Choosable> (list: readonly T[], locatts: readonly string[]): readonly T[] {
+function byLocatt<T extends Choosable>(list: readonly T[], locatts: readonly string[]): readonly T[] {
   let current = list
   for (const locatt of locatts) {
     const colon = locatt.indexOf(':')
@@ -102,13 +116,13 @@ function byLocatt<T extends Choosable> (list: readonly T[], locatts: readonly st
 }
 
 /** Candidates whose `country` equals the client's, case-insensitively (the list is kept when none does). */
-function byCountry<T extends Choosable> (list: readonly T[], country: string): readonly T[] {
+function byCountry<T extends Choosable>(list: readonly T[], country: string): readonly T[] {
   const mine = country.trim().toLowerCase()
   return list.filter((c) => attr(c.el, 'country')?.trim().toLowerCase() === mine)
 }
 
 /** Candidates whose comma-separated `addresses` CIDR list contains the client address. */
-function byAddress<T extends Choosable> (list: readonly T[], clientAddress: string, problems: string[]): readonly T[] {
+function byAddress<T extends Choosable>(list: readonly T[], clientAddress: string, problems: string[]): readonly T[] {
   const client = normaliseAddress(clientAddress)
   if (client === undefined) return list
   return list.filter((c) => {
@@ -117,9 +131,12 @@ function byAddress<T extends Choosable> (list: readonly T[], clientAddress: stri
   })
 }
 
-interface Address { ip: string, family: 'ipv4' | 'ipv6' }
+interface Address {
+  ip: string
+  family: 'ipv4' | 'ipv6'
+}
 
-function normaliseAddress (raw: string): Address | undefined {
+function normaliseAddress(raw: string): Address | undefined {
   let ip = raw.trim()
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
   if (mapped?.[1] !== undefined) ip = mapped[1] // an IPv4 client seen through an IPv6 socket
@@ -129,7 +146,7 @@ function normaliseAddress (raw: string): Address | undefined {
 }
 
 /** Is `client` inside `range` (`a.b.c.d/n`, `x::/n`, or a single address)? A broken range is noted and matches nothing. */
-function inRange (client: Address, range: string, problems: string[]): boolean {
+function inRange(client: Address, range: string, problems: string[]): boolean {
   if (range === '') return false
   const m = /^([^/]+)(?:\/(\d{1,3}))?$/.exec(range)
   const version = m?.[1] === undefined ? 0 : isIP(m[1])
@@ -150,7 +167,7 @@ function inRange (client: Address, range: string, problems: string[]): boolean {
  * The candidates with the highest `score` (default 0, non-numeric 0). As in [HNS92] the best score
  * starts at 0, so when every score is negative nothing is kept and the filter is ignored.
  */
-function byScore<T extends Choosable> (list: readonly T[]): readonly T[] {
+function byScore<T extends Choosable>(list: readonly T[]): readonly T[] {
   const scores = list.map((c) => parseNumber(attr(c.el, 'score'), 0))
   const best = scores.reduce((a, b) => Math.max(a, b), 0) // no spread: a huge candidate list must not overflow the stack
   return list.filter((_c, i) => scores[i] === best)
@@ -164,7 +181,7 @@ function byScore<T extends Choosable> (list: readonly T[]): readonly T[] {
  *   is never drawn unless all are 0" holds for every random value;
  * - when every weight is 0 the pick is uniform (Java's Math.round gives the two ends half a share).
  */
-export function weightedPick<T extends Choosable> (list: readonly T[], random: () => number): T | undefined {
+export function weightedPick<T extends Choosable>(list: readonly T[], random: () => number): T | undefined {
   if (list.length === 0) return undefined
   const weights = list.map((c) => weightOf(c))
   const total = weights.reduce((a, b) => a + b, 0)
@@ -186,14 +203,14 @@ export function weightedPick<T extends Choosable> (list: readonly T[], random: (
 }
 
 /** The draw weight: `weight` as a number, default 1, negative → 0, non-numeric → the default 1. */
-export function weightOf (c: Choosable): number {
+export function weightOf(c: Choosable): number {
   return Math.max(0, parseNumber(attr(c.el, 'weight'), 1))
 }
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
 
 /** A decimal number as Java's Double.parseDouble reads the usual forms (trimmed); `fallback` for anything else, NaN and infinities included. */
-export function parseNumber (text: string | undefined, fallback: number): number {
+export function parseNumber(text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback
   const t = text.trim()
   if (!DECIMAL.test(t)) return fallback
@@ -201,7 +218,7 @@ export function parseNumber (text: string | undefined, fallback: number): number
   return Number.isFinite(n) ? n : fallback
 }
 
-function clampUnit (u: number): number {
+function clampUnit(u: number): number {
   if (!(u >= 0)) return 0
   return u >= 1 ? 1 - Number.EPSILON : u
 }

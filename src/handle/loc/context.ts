@@ -53,8 +53,10 @@ const MAX_INCLUDE_DEPTH = 20
 /** Root settings: the first root (in the order added) that has the attribute decides. */
 class Settings {
   readonly roots: XmlElement[] = []
-  add (roots: readonly XmlElement[]): void { this.roots.push(...roots) }
-  raw (name: string): string | undefined {
+  add(roots: readonly XmlElement[]): void {
+    this.roots.push(...roots)
+  }
+  raw(name: string): string | undefined {
     for (const root of this.roots) {
       const v = attr(root, name)
       if (v !== undefined) return v
@@ -63,13 +65,13 @@ class Settings {
   }
 
   /** XTag.getBoolAttribute: yes/true/1 and no/false/0, anything else false. */
-  bool (name: string): boolean {
+  bool(name: string): boolean {
     const v = this.raw(name)?.toLowerCase()
     return v === 'yes' || v === 'true' || v === '1'
   }
 
   /** XTag.getDoubleAttribute(name, 0); undefined when no root has it. */
-  number (name: string): number | undefined {
+  number(name: string): number | undefined {
     const v = this.raw(name)
     return v === undefined ? undefined : parseNumber(v, 0)
   }
@@ -84,19 +86,19 @@ interface Gathered {
   used: HandleValue[]
 }
 
-function emptyGathered (): Gathered {
+function emptyGathered(): Gathered {
   return { locations: [], locRoots: [], linkRoots: [], headers: [], used: [] }
 }
 
 /** The names a root gives for `key` (`include` or `includeNamespace`): the attribute, then child elements. */
-export function namesFor (root: XmlElement, key: 'include' | 'includeNamespace'): string[] {
+export function namesFor(root: XmlElement, key: 'include' | 'includeNamespace'): string[] {
   const a = attr(root, key)?.trim()
   const kids = root.children.filter((c) => c.name === key).map((c) => c.text)
   return [...(a === undefined ? [] : [a]), ...kids].filter((n) => n !== '')
 }
 
 /** The names a root includes, in the reference's order: `includeNamespace` first, then `include`. */
-function includeNames (root: XmlElement): string[] {
+function includeNames(root: XmlElement): string[] {
   return [...namesFor(root, 'includeNamespace'), ...namesFor(root, 'include')]
 }
 
@@ -105,9 +107,14 @@ function includeNames (root: XmlElement): string[] {
  * level's, whose links and headers come before this level's. A name seen before is not included again
  * (so loops end), and a name the resolver could not fetch is skipped; both are noted.
  */
-function processIncludes (
-  roots: readonly XmlElement[], input: ContextInput, settings: Settings, seen: Set<string>,
-  out: Gathered, problems: string[], depth: number
+function processIncludes(
+  roots: readonly XmlElement[],
+  input: ContextInput,
+  settings: Settings,
+  seen: Set<string>,
+  out: Gathered,
+  problems: string[],
+  depth: number
 ): void {
   const names = roots.flatMap(includeNames)
   if (names.length === 0) return
@@ -143,7 +150,7 @@ function processIncludes (
 }
 
 /** Build the engine's view of a request's records. Never throws: what is broken is skipped and noted in `problems`. */
-export function buildContext (input: ContextInput): LocContext {
+export function buildContext(input: ContextInput): LocContext {
   const problems: string[] = []
   const own = readLocationSet(input.values, 'record', problems)
   const settings = new Settings()
@@ -158,7 +165,7 @@ export function buildContext (input: ContextInput): LocContext {
   const engine = input.values.some(isLocationType) || (ns !== undefined && ns.locations.length > 0)
   const legacy = engine && !settings.bool('no_legacy') ? legacyCandidates(input.values, own.locRoots.length > 0, settings) : []
 
-  const elements: Array<{ el: XmlElement, source: CandidateSource }> = [
+  const elements: Array<{ el: XmlElement; source: CandidateSource }> = [
     ...locationElements(own.locRoots).map((el) => ({ el, source: 'own' as const })),
     ...included.locations.map((el) => ({ el, source: 'include' as const })),
     ...legacy.map((el) => ({ el, source: 'legacy' as const })),
@@ -172,14 +179,15 @@ export function buildContext (input: ContextInput): LocContext {
     choiceRoots: [...own.locRoots, ...(ns?.ownRoots ?? [])],
     firstRootName: own.locRoots[0]?.name,
     linkRoots: [
-      ...own.linkRoots, ...included.linkRoots, ...(nsHeadersUsed ? ns.linkRoots : []),
-      ...own.locRoots, ...included.locRoots, ...(nsHeadersUsed ? ns.locRoots : [])
+      ...own.linkRoots,
+      ...included.linkRoots,
+      ...(nsHeadersUsed ? ns.linkRoots : []),
+      ...own.locRoots,
+      ...included.locRoots,
+      ...(nsHeadersUsed ? ns.locRoots : [])
     ],
     headerTexts: [...own.headers, ...included.headers, ...(nsHeadersUsed ? ns.headers : [])],
-    usedValues: [
-      ...own.used, ...input.values.filter((v) => legacy.length > 0 && isLegacyUrl(v)),
-      ...included.used, ...(ns?.used ?? [])
-    ],
+    usedValues: [...own.used, ...input.values.filter((v) => legacy.length > 0 && isLegacyUrl(v)), ...included.used, ...(ns?.used ?? [])],
     problems: [...new Set(problems)]
   }
 }
@@ -192,10 +200,10 @@ interface NamespacePart extends Gathered {
 // Every record under a prefix shares its namespace locations: with no includes fetched, the part depends
 // on the namespace values alone, and the loader keeps one list of them per prefix (src/resolve/lookup/locations-loader.ts).
 // So it is read once per list, not once per record (weakly held: gone with the list).
-const namespaceParts = new WeakMap<readonly HandleValue[], { part: NamespacePart, problems: string[] }>()
+const namespaceParts = new WeakMap<readonly HandleValue[], { part: NamespacePart; problems: string[] }>()
 
 /** namespacePart, read once per namespace values list when no includes are involved. */
-function namespacePartOf (input: ContextInput, settings: Settings, problems: string[]): NamespacePart {
+function namespacePartOf(input: ContextInput, settings: Settings, problems: string[]): NamespacePart {
   if (input.includes.size > 0) return namespacePart(input, settings, problems)
   let known = namespaceParts.get(input.namespaceValues)
   if (known === undefined) {
@@ -210,7 +218,7 @@ function namespacePartOf (input: ContextInput, settings: Settings, problems: str
 }
 
 /** Namespace locations: the namespace handles' 10320/loc etc., then their includes. */
-function namespacePart (input: ContextInput, settings: Settings, problems: string[]): NamespacePart {
+function namespacePart(input: ContextInput, settings: Settings, problems: string[]): NamespacePart {
   const set = readLocationSet(input.namespaceValues, 'namespace', problems)
   settings.add(set.locRoots)
   const included = emptyGathered()
@@ -231,7 +239,7 @@ function namespacePart (input: ContextInput, settings: Settings, problems: strin
  * urlSubtypeWeight (default 0), or urlWeight when there is no plain URL. Attribute order mode, weight,
  * href is the order the reference's showurls output shows.
  */
-function legacyCandidates (values: readonly HandleValue[], hasOwnLoc: boolean, settings: Settings): XmlElement[] {
+function legacyCandidates(values: readonly HandleValue[], hasOwnLoc: boolean, settings: Settings): XmlElement[] {
   const urlWeight = settings.number('urlWeight') ?? (hasOwnLoc ? 0 : 1)
   const hasPlainUrl = values.some((v) => isPlainUrl(v))
   const subtypeWeight = hasPlainUrl ? (settings.number('urlSubtypeWeight') ?? 0) : urlWeight
@@ -245,21 +253,30 @@ function legacyCandidates (values: readonly HandleValue[], hasOwnLoc: boolean, s
 }
 
 /** URL or 0.TYPE/URL exactly; their subtypes (URL.xxx) weigh as subtypes ([HNS92] Location, behaviour.md R3). */
-function isPlainUrl (v: HandleValue): boolean {
+function isPlainUrl(v: HandleValue): boolean {
   return isType(v, 'URL') || isType(v, '0.TYPE/URL')
 }
 
 /** A legacy URL value: URL or 0.TYPE/URL, or a subtype of either. */
-function isLegacyUrl (v: HandleValue): boolean {
+function isLegacyUrl(v: HandleValue): boolean {
   return hasType(v, 'URL') || hasType(v, '0.TYPE/URL')
 }
 
 /** A synthetic legacy location, weight written as a Java double ("1.0", "0.0"). */
-export function legacyElement (href: string, weight: number): XmlElement {
-  return { name: 'location', attrs: [['mode', 'legacy'], ['weight', javaDouble(weight)], ['href', href]], children: [], text: '' }
+export function legacyElement(href: string, weight: number): XmlElement {
+  return {
+    name: 'location',
+    attrs: [
+      ['mode', 'legacy'],
+      ['weight', javaDouble(weight)],
+      ['href', href]
+    ],
+    children: [],
+    text: ''
+  }
 }
 
-function javaDouble (n: number): string {
+function javaDouble(n: number): string {
   // The two weights nearly every record gets, without a toFixed each time.
   if (n === 1) return '1.0'
   if (n === 0) return '0.0'
@@ -267,7 +284,11 @@ function javaDouble (n: number): string {
 }
 
 /** Candidates with an href (template expanded, trimmed); one with neither href nor href_template, or a blank one, is dropped and noted. */
-function usableCandidates (elements: ReadonlyArray<{ el: XmlElement, source: CandidateSource }>, handle: string, problems: string[]): Candidate[] {
+function usableCandidates(
+  elements: ReadonlyArray<{ el: XmlElement; source: CandidateSource }>,
+  handle: string,
+  problems: string[]
+): Candidate[] {
   const out: Candidate[] = []
   for (const { el, source } of elements) {
     const href = hrefOf(el, handle)?.trim()

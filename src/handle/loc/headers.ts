@@ -9,13 +9,14 @@ import type { XmlElement } from './xml.js'
 import { locationElements } from './values.js'
 
 /** `{hdl}` → the handle as one URL component ('/' → %2F); `{hdl:path}` → the handle path-encoded (behaviour.md R3). */
-export function expandTemplate (template: string, handle: string): string {
+export function expandTemplate(template: string, handle: string): string {
   return template.replace(/\{hdl(:path)?\}/g, (_m, path?: string) =>
-    path === undefined ? encodeURLComponentHdl(handle) : encodeURLPath(handle))
+    path === undefined ? encodeURLComponentHdl(handle) : encodeURLPath(handle)
+  )
 }
 
 /** The href of a location element: `href` as written, else `href_template` expanded; undefined when it has neither. */
-export function hrefOf (el: XmlElement, handle: string): string | undefined {
+export function hrefOf(el: XmlElement, handle: string): string | undefined {
   const href = attr(el, 'href')
   if (href !== undefined) return href
   const template = attr(el, 'href_template')
@@ -27,10 +28,18 @@ const HEADER_VALUE_OK = /^[\t\x20-\x7e\x80-\xff]*$/
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // X- headers that we or the browsers' security model use: a record never sets these (behaviour.md §9).
 const RESERVED_X_HEADERS = new Set([
-  'x-cache', 'x-frame-options', 'x-content-type-options', 'x-xss-protection', 'x-request-id', 'x-powered-by',
-  'x-dns-prefetch-control', 'x-permitted-cross-domain-policies', 'x-download-options',
+  'x-cache',
+  'x-frame-options',
+  'x-content-type-options',
+  'x-xss-protection',
+  'x-request-id',
+  'x-powered-by',
+  'x-dns-prefetch-control',
+  'x-permitted-cross-domain-policies',
+  'x-download-options',
   // Reverse proxies act on these (nginx X-Accel-Redirect, Apache/lighttpd X-Sendfile): a record must not steer ours.
-  'x-sendfile', 'x-lighttpd-send-file'
+  'x-sendfile',
+  'x-lighttpd-send-file'
 ])
 const RESERVED_X_PREFIXES = ['x-forwarded-', 'x-ratelimit-', 'x-accel-']
 
@@ -39,7 +48,7 @@ const RESERVED_X_PREFIXES = ['x-forwarded-', 'x-ratelimit-', 'x-accel-']
  * `X-…` headers other than ours and the browsers' security headers; nothing else (Set-Cookie,
  * Access-Control-*, Strict-Transport-Security, Cache-Control, Refresh, Content-*…) ever does.
  */
-export function recordMaySetHeader (name: string): boolean {
+export function recordMaySetHeader(name: string): boolean {
   const lower = name.toLowerCase()
   if (lower === 'link') return true
   return lower.startsWith('x-') && !RESERVED_X_HEADERS.has(lower) && !RESERVED_X_PREFIXES.some((p) => lower.startsWith(p))
@@ -50,10 +59,10 @@ export function recordMaySetHeader (name: string): boolean {
  * another link's `id` in the same root and becomes its href. A link whose header value Node would refuse
  * is dropped and noted.
  */
-export function linkHeaders (roots: readonly XmlElement[], handle: string, problems: string[]): string[] {
+export function linkHeaders(roots: readonly XmlElement[], handle: string, problems: string[]): string[] {
   const out: string[] = []
   for (const root of roots) {
-    const links: Array<{ el: XmlElement, href: string }> = []
+    const links: Array<{ el: XmlElement; href: string }> = []
     const anchors = new Map<string, string>()
     for (const el of locationElements([root])) {
       if (attr(el, 'rel') === undefined) continue
@@ -74,11 +83,15 @@ export function linkHeaders (roots: readonly XmlElement[], handle: string, probl
   return out
 }
 
-function linkValue (el: XmlElement, href: string, anchor: string | undefined): string {
+function linkValue(el: XmlElement, href: string, anchor: string | undefined): string {
   let v = `<${encodeURL(href)}>`
   if (anchor !== undefined) v += `; anchor="${encodeURL(anchor)}"`
   const params: Array<[string, string]> = [
-    ['rel', 'rel'], ['type', 'media-type'], ['target-type', 'target-type'], ['media', 'media'], ['hreflang', 'hreflang']
+    ['rel', 'rel'],
+    ['type', 'media-type'],
+    ['target-type', 'target-type'],
+    ['media', 'media'],
+    ['hreflang', 'hreflang']
   ]
   for (const [param, attribute] of params) {
     const value = attr(el, attribute)
@@ -117,7 +130,7 @@ export interface HeaderLines {
  * or value, or one a record may not set, is dropped and noted; so is a '<' line that is not a plain
  * <link> or <meta> element.
  */
-export function headerLines (texts: readonly string[], handle: string, problems: string[]): HeaderLines {
+export function headerLines(texts: readonly string[], handle: string, problems: string[]): HeaderLines {
   const result: HeaderLines = { extraHeaders: [], headElements: [] }
   for (const text of texts) {
     for (const raw of text.split('\n')) {
@@ -125,8 +138,9 @@ export function headerLines (texts: readonly string[], handle: string, problems:
       if (line === '') continue
       if (line.startsWith('<')) {
         const element = headElement(expandTemplate(line, handle))
-        if (element === undefined) problems.push(`10320/headers line dropped (only plain <link> and <meta> elements are kept): ${JSON.stringify(line)}`)
-        else result.headElements.push(element)
+        if (element === undefined) {
+          problems.push(`10320/headers line dropped (only plain <link> and <meta> elements are kept): ${JSON.stringify(line)}`)
+        } else result.headElements.push(element)
         continue
       }
       const colon = line.indexOf(':')
@@ -152,8 +166,27 @@ const LINK_ATTRIBUTES = new Set(['rel', 'href', 'type', 'hreflang', 'title', 'me
 const META_ATTRIBUTES = new Set(['name', 'property', 'content', 'http-equiv', 'itemprop', 'lang'])
 // Link relations that describe (signposting, alternates, licences) and make a browser fetch nothing.
 const LINK_RELATIONS = new Set([
-  'alternate', 'author', 'bookmark', 'canonical', 'cite-as', 'collection', 'describedby', 'describes', 'help',
-  'identifier', 'item', 'license', 'linkset', 'me', 'next', 'prev', 'profile', 'related', 'type', 'up', 'via'
+  'alternate',
+  'author',
+  'bookmark',
+  'canonical',
+  'cite-as',
+  'collection',
+  'describedby',
+  'describes',
+  'help',
+  'identifier',
+  'item',
+  'license',
+  'linkset',
+  'me',
+  'next',
+  'prev',
+  'profile',
+  'related',
+  'type',
+  'up',
+  'via'
 ])
 const REFRESH = /^\s*\d+\s*[;,]\s*url\s*=\s*['"]?([^'"]*)['"]?\s*$/i
 // eslint-disable-next-line no-control-regex
@@ -165,7 +198,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
  * as a refresh, which the caller keeps only when it points at the redirect's own target. Undefined
  * for anything else (a <script>, an event handler, a stylesheet, a javascript: href…).
  */
-export function headElement (line: string): HeadElement | undefined {
+export function headElement(line: string): HeadElement | undefined {
   const m = ELEMENT.exec(line)
   if (m === null) return undefined
   const tag = (m[1] ?? '').toLowerCase()
@@ -199,6 +232,6 @@ export function headElement (line: string): HeadElement | undefined {
   return refreshTo === undefined ? { html } : { html, refreshTo }
 }
 
-function escapeAttribute (s: string): string {
+function escapeAttribute(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 }

@@ -14,12 +14,12 @@ export const HEADERS_TYPE = '10320/headers'
 export { hasType, isType } from '../types.js'
 
 /** True when the value is a 10320/loc, 10320/links or 10320/headers value (or a subtype of one). */
-export function isLocationType (v: HandleValue): boolean {
+export function isLocationType(v: HandleValue): boolean {
   return hasType(v, LOC_TYPE) || hasType(v, LINKS_TYPE) || hasType(v, HEADERS_TYPE)
 }
 
 /** The text of a value: string data as is; base64 data decoded as UTF-8 (handle servers send binary data that way). */
-export function valueText (v: HandleValue): string | undefined {
+export function valueText(v: HandleValue): string | undefined {
   const s = valueString(v)
   if (s === undefined) return undefined
   return v.data?.format === 'base64' ? Buffer.from(s, 'base64').toString('utf8') : s
@@ -41,7 +41,7 @@ export interface LocationSet {
  * Parse the 10320/loc, 10320/links and 10320/headers values of `values`. A value that does not parse is
  * skipped and described in `problems` (`where` names its source); it never throws.
  */
-export function readLocationSet (values: readonly HandleValue[], where: string, problems: string[]): LocationSet {
+export function readLocationSet(values: readonly HandleValue[], where: string, problems: string[]): LocationSet {
   const set: LocationSet = { locRoots: [], linkRoots: [], headers: [], used: [] }
   for (const v of values) {
     if (!isLocationType(v)) continue
@@ -67,7 +67,7 @@ export function readLocationSet (values: readonly HandleValue[], where: string, 
 }
 
 /** The <location> (or older <loc_template>) children of location roots; tag names compared case-insensitively as [HNS92]. */
-export function locationElements (roots: readonly XmlElement[]): XmlElement[] {
+export function locationElements(roots: readonly XmlElement[]): XmlElement[] {
   const out: XmlElement[] = []
   for (const root of roots) {
     for (const child of root.children) {

@@ -37,7 +37,7 @@ const parser = new XMLParser({
 /** Parse the first root element of an XML string; a string describing the problem when there is none. */
 export const parseXml: (xml: string) => XmlElement | string = boundedMemo(4096, parseXmlUncached)
 
-function parseXmlUncached (xml: string): XmlElement | string {
+function parseXmlUncached(xml: string): XmlElement | string {
   let nodes: unknown
   try {
     nodes = parser.parse(xml)
@@ -50,7 +50,7 @@ function parseXmlUncached (xml: string): XmlElement | string {
 
 type ParsedNode = Record<string, unknown>
 
-function elementsOf (nodes: unknown[]): XmlElement[] {
+function elementsOf(nodes: unknown[]): XmlElement[] {
   const out: XmlElement[] = []
   for (const node of nodes) {
     const el = toElement(node)
@@ -59,7 +59,7 @@ function elementsOf (nodes: unknown[]): XmlElement[] {
   return out
 }
 
-function toElement (node: unknown): XmlElement | undefined {
+function toElement(node: unknown): XmlElement | undefined {
   if (node === null || typeof node !== 'object') return undefined
   const name = Object.keys(node).find((k) => k !== ':@' && !k.startsWith('#') && !k.startsWith('?'))
   if (name === undefined) return undefined
@@ -73,13 +73,13 @@ function toElement (node: unknown): XmlElement | undefined {
   }
 }
 
-function attributesOf (raw: unknown): Array<readonly [string, string]> {
+function attributesOf(raw: unknown): Array<readonly [string, string]> {
   if (raw === null || typeof raw !== 'object') return []
   // A value-less attribute (allowBooleanAttributes) reads as present and empty.
   return Object.entries(raw).map(([k, v]) => [k, typeof v === 'string' ? decodeEntities(v) : ''] as const)
 }
 
-function textOf (node: unknown): string {
+function textOf(node: unknown): string {
   if (node === null || typeof node !== 'object' || !('#text' in node)) return ''
   const t = (node as ParsedNode)['#text']
   return typeof t === 'string' ? t : ''
@@ -89,7 +89,7 @@ const ENTITY = /&(#[xX][0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);/g
 const NAMED: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
 
 /** &amp; &lt; &gt; &quot; &apos; (any case, as XUtil) and numeric references; anything else is kept as written. */
-export function decodeEntities (s: string): string {
+export function decodeEntities(s: string): string {
   if (!s.includes('&')) return s
   return s.replace(ENTITY, (whole, body: string) => {
     if (body.startsWith('#')) {
@@ -101,7 +101,7 @@ export function decodeEntities (s: string): string {
 }
 
 /** The value of an attribute (exact, case-sensitive name, as the reference's HashMap), or undefined. */
-export function attr (el: Pick<XmlElement, 'attrs'>, name: string): string | undefined {
+export function attr(el: Pick<XmlElement, 'attrs'>, name: string): string | undefined {
   for (const [k, v] of el.attrs) if (k === name) return v
   return undefined
 }
@@ -111,7 +111,7 @@ export function attr (el: Pick<XmlElement, 'attrs'>, name: string): string | und
  * One difference: we write astral characters as one reference to their code point, where Java writes
  * two (invalid) surrogate references.
  */
-export function xmlEscape (s: string): string {
+export function xmlEscape(s: string): string {
   let out = ''
   for (const ch of s) {
     const code = ch.codePointAt(0) ?? 0
@@ -127,7 +127,7 @@ export function xmlEscape (s: string): string {
 }
 
 /** An empty element as XTag writes it: `<name a="v"/>`, attributes in the given order, escaped. */
-export function writeEmptyElement (name: string, attrs: ReadonlyArray<readonly [string, string]>): string {
+export function writeEmptyElement(name: string, attrs: ReadonlyArray<readonly [string, string]>): string {
   const written = attrs.map(([k, v]) => ` ${xmlEscape(k)}="${xmlEscape(v)}"`).join('')
   return `<${xmlEscape(name)}${written}/>`
 }

@@ -1,7 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  apiHandleOf, apiHttpStatus, apiNotFound, apiNotHeldOffline, apiParamsError, apiSuccess, apiUnknownEndpoint,
-  apiValuesNotFound, parseApiQuery, serializeApi
+  apiHandleOf,
+  apiHttpStatus,
+  apiNotFound,
+  apiNotHeldOffline,
+  apiParamsError,
+  apiSuccess,
+  apiUnknownEndpoint,
+  apiValuesNotFound,
+  parseApiQuery,
+  serializeApi
 } from '../../handle/api.js'
 import type { ApiBody, ApiParams } from '../../handle/api.js'
 import { splitRequestTarget } from '../../handle/name.js'
@@ -37,7 +45,7 @@ export interface ApiRouteOptions {
 /** The settings the REST API reads. */
 export type ApiSettings = 'maxHandleLength' | 'offline'
 
-export default async function apiRoutes (app: FastifyInstance, context: RouteContext<ApiSettings>): Promise<void> {
+export default async function apiRoutes(app: FastifyInstance, context: RouteContext<ApiSettings>): Promise<void> {
   const opts = apiOptions(context)
   app.get('/api/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_JSON))
   // Errors are rendered by the one error handler, as the REST API's JSON.
@@ -51,14 +59,14 @@ export default async function apiRoutes (app: FastifyInstance, context: RouteCon
 }
 
 /** The REST API's options, read from the app's context: for its routes, and app.ts' handler of paths the router cannot decode. */
-export function apiOptions ({ config, services }: RouteContext<ApiSettings>): ApiRouteOptions {
+export function apiOptions({ config, services }: RouteContext<ApiSettings>): ApiRouteOptions {
   const { resolver, admission, prepared, metrics } = services
   return { resolver, admission, maxHandleLength: config.maxHandleLength, prepared, offline: config.offline, metrics }
 }
 
 /** Exported for app.ts, which sends paths the router cannot decode here too. */
-export function apiHandler (opts: ApiRouteOptions) {
-  return async function handleApiRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export function apiHandler(opts: ApiRouteOptions) {
+  return async function handleApiRequest(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const { path, query } = splitRequestTarget(request.raw.url ?? '')
     const params = parseApiQuery(query)
     const format = formatOf(params)
@@ -80,15 +88,32 @@ export function apiHandler (opts: ApiRouteOptions) {
  * The REST answer for one handle; also what the proxy answers for `?action=api` (behaviour.md R4).
  * A cached record is answered at once; a lookup that must go upstream passes the admission gate first.
  */
-export async function answerApi (request: FastifyRequest, reply: FastifyReply, handle: string, params: ApiParams, opts: ApiRouteOptions): Promise<FastifyReply> {
+export async function answerApi(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  handle: string,
+  params: ApiParams,
+  opts: ApiRouteOptions
+): Promise<FastifyReply> {
   const format = formatOf(params)
   const bypass = params.bypassCache
   try {
     // The parsed query is the lookup's request (its LookupParams), passed whole with the request's gate.
     const result = await opts.resolver.lookup(handle, { params, admit: opts.admission.gate(request, reply, bypass) })
     opts.metrics.otherAnswers[result.kind === 'not-found' ? 'not_found' : answeredFrom(result)].inc()
-    const { contentType, body } = serializeApi(result.kind === 'not-found' ? (opts.offline === true ? apiNotHeldOffline(handle) : apiNotFound(handle)) : answerBody(handle, result.values, params), format)
-    const parts = { status: result.kind === 'not-found' ? 404 : 200, headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' }, body }
+    const { contentType, body } = serializeApi(
+      result.kind === 'not-found'
+        ? opts.offline === true
+          ? apiNotHeldOffline(handle)
+          : apiNotFound(handle)
+        : answerBody(handle, result.values, params),
+      format
+    )
+    const parts = {
+      status: result.kind === 'not-found' ? 404 : 200,
+      headers: { 'content-type': contentType, 'x-content-type-options': 'nosniff' },
+      body
+    }
     // Every plain request gets this very answer while the record is cached: kept with it from its first repeat.
     const entry = reusableEntry(result)
     opts.prepared.keep(request, 'api', entry !== undefined ? { entry, validUntil: Infinity } : undefined, parts)
@@ -102,19 +127,23 @@ export async function answerApi (request: FastifyRequest, reply: FastifyReply, h
 }
 
 /** The record's values, filtered; none left (or none at all, as the upstream's responseCode 200 says) is "Values Not Found". */
-function answerBody (handle: string, values: readonly HandleValue[], params: ApiParams): ApiBody {
-  const filtered = params.types.length > 0 || params.indexes.length > 0
-    ? filterValues(values, { types: params.types, indexes: params.indexes })
-    : values
+function answerBody(handle: string, values: readonly HandleValue[], params: ApiParams): ApiBody {
+  const filtered =
+    params.types.length > 0 || params.indexes.length > 0 ? filterValues(values, { types: params.types, indexes: params.indexes }) : values
   if (filtered.length === 0) return apiValuesNotFound(handle)
   return apiSuccess(handle, filtered)
 }
 
-function formatOf (params: ApiParams): { pretty: boolean, callback?: string | undefined } {
+function formatOf(params: ApiParams): { pretty: boolean; callback?: string | undefined } {
   return { pretty: params.pretty, callback: params.callback }
 }
 
-function sendApi (reply: FastifyReply, status: number, body: ApiBody, format: { pretty: boolean, callback?: string | undefined }): FastifyReply {
+function sendApi(
+  reply: FastifyReply,
+  status: number,
+  body: ApiBody,
+  format: { pretty: boolean; callback?: string | undefined }
+): FastifyReply {
   const { contentType, body: text } = serializeApi(body, format)
   return reply.code(status).type(contentType).header('x-content-type-options', 'nosniff').send(text)
 }

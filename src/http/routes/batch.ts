@@ -35,7 +35,7 @@ type BatchRouteContext = RouteContext<'batchMaxLines' | 'batchMaxBytes' | 'maxHa
  * its body parsers apply to this route only, and its limit is the route's bodyLimit (BATCH_MAX_BYTES):
  * without it the app's 16 KiB would.
  */
-export default async function batchRoutes (app: FastifyInstance, { config, services }: BatchRouteContext): Promise<void> {
+export default async function batchRoutes(app: FastifyInstance, { config, services }: BatchRouteContext): Promise<void> {
   const { batch, resolver, admission, metrics, fallbackHost } = services
   const opts: BatchRouteOptions = {
     batch,
@@ -50,33 +50,47 @@ export default async function batchRoutes (app: FastifyInstance, { config, servi
   }
   app.removeAllContentTypeParsers()
   app.addContentTypeParser(['application/json'], { parseAs: 'string' }, (_request, body, done) => {
-    try { done(null, jsonEntries(body as string)) } catch (err) { done(err as Error) }
+    try {
+      done(null, jsonEntries(body as string))
+    } catch (err) {
+      done(err as Error)
+    }
   })
   // Anything else is lines of text: `curl --data-binary @dois.txt` sends a form type it does not encode.
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => { done(null, textEntries(body as string)) })
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, textEntries(body as string))
+  })
   const bodyTooLarge = {
     message: `The body is larger than ${opts.maxBytes} bytes, the limit of one batch (BATCH_MAX_BYTES). Send the DOIs in smaller batches.`,
     limit: 'BATCH_MAX_BYTES'
   }
-  app.post('/api/batch', {
-    bodyLimit: opts.maxBytes,
-    // Errors are rendered by the one error handler (src/plugins/error-pages.ts), as {"message"} JSON.
-    config: { errorFormat: 'message', bodyTooLarge },
-    // Counted here (a refusal is counted where it happens): a 413 over either limit, a body we cannot read,
-    // or a fault of ours before the answer started.
-    onError: async (_request, _reply, err) => {
-      if (err instanceof RefusedError || err instanceof UpstreamError) return
-      const status = describeError(err).status
-      opts.metrics.batchRequests.inc({ outcome: status === 413 ? 'too_large' : status < 500 ? 'bad_request' : 'error' })
-    }
-  }, async (request, reply) => await answerBatch(request, reply, opts))
+  app.post(
+    '/api/batch',
+    {
+      bodyLimit: opts.maxBytes,
+      // Errors are rendered by the one error handler (src/plugins/error-pages.ts), as {"message"} JSON.
+      config: { errorFormat: 'message', bodyTooLarge },
+      // Counted here (a refusal is counted where it happens): a 413 over either limit, a body we cannot read,
+      // or a fault of ours before the answer started.
+      onError: async (_request, _reply, err) => {
+        if (err instanceof RefusedError || err instanceof UpstreamError) return
+        const status = describeError(err).status
+        opts.metrics.batchRequests.inc({ outcome: status === 413 ? 'too_large' : status < 500 ? 'bad_request' : 'error' })
+      }
+    },
+    async (request, reply) => await answerBatch(request, reply, opts)
+  )
 }
 
-async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
+async function answerBatch(request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
   // No body at all (no content type): nothing to check.
-  const entries = Array.isArray(request.body) ? request.body as string[] : []
+  const entries = Array.isArray(request.body) ? (request.body as string[]) : []
   if (entries.length > opts.maxLines) {
-    throw new LimitError(413, `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`, 'BATCH_MAX_LINES')
+    throw new LimitError(
+      413,
+      `At most ${opts.maxLines} lines in one batch (BATCH_MAX_LINES); this one has ${entries.length}. Send the DOIs in smaller batches.`,
+      'BATCH_MAX_LINES'
+    )
   }
   const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
   // Each lookup a batch causes passes the admission gate (rate limit, load shedding) as a request of its
@@ -87,7 +101,10 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
   // of its own), and the held lines still answer.
   const each = opts.admission.gateEach(request, reply)
   let first: Promise<{ client: ClientTicket }> | undefined
-  if (!onlyIfCached(request.headers['cache-control']) && lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))) {
+  if (
+    !onlyIfCached(request.headers['cache-control']) &&
+    lines.some((line) => line.kind === 'doi' && opts.resolver.needsUpstream(line.handle))
+  ) {
     try {
       first = Promise.resolve(await each())
     } catch (err) {
@@ -103,14 +120,27 @@ async function answerBatch (request: FastifyRequest, reply: FastifyReply, opts: 
   }
   // A reader who goes away mid-stream stops the lookups not started yet.
   const left = new AbortController()
-  reply.raw.on('close', () => { if (!reply.raw.writableFinished) left.abort(new Error('the reader left')) })
-  const results = opts.batch.answer(lines, { ctx: lazyPageContext(request, opts), gate, signal: left.signal, onError: (err) => { logError(request, err) } })
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) left.abort(new Error('the reader left'))
+  })
+  const results = opts.batch.answer(lines, {
+    ctx: lazyPageContext(request, opts),
+    gate,
+    signal: left.signal,
+    onError: (err) => {
+      logError(request, err)
+    }
+  })
   const body = Readable.from(ndjson(results, left.signal, opts.metrics), { objectMode: false })
-  return reply.type('application/x-ndjson; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(body)
+  return reply
+    .type('application/x-ndjson; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send(body)
 }
 
 /** The results as NDJSON text, a chunk per group of lines ready; it ends quietly when the reader left. */
-async function * ndjson (results: AsyncGenerator<BatchResult[]>, left: AbortSignal, metrics: Metrics): AsyncGenerator<string> {
+async function* ndjson(results: AsyncGenerator<BatchResult[]>, left: AbortSignal, metrics: Metrics): AsyncGenerator<string> {
   try {
     for await (const chunk of results) {
       let text = ''
@@ -125,7 +155,7 @@ async function * ndjson (results: AsyncGenerator<BatchResult[]>, left: AbortSign
 }
 
 /** A JSON array of strings, as the batch's lines (each string one line, nothing skipped). */
-function jsonEntries (body: string): string[] {
+function jsonEntries(body: string): string[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(body)
@@ -134,6 +164,11 @@ function jsonEntries (body: string): string[] {
   }
   if (!Array.isArray(parsed)) throw new LimitError(400, 'The JSON body must be an array of strings (DOIs).')
   const bad = parsed.findIndex((item) => typeof item !== 'string')
-  if (bad >= 0) throw new LimitError(400, `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`)
+  if (bad >= 0) {
+    throw new LimitError(
+      400,
+      `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`
+    )
+  }
   return parsed as string[]
 }

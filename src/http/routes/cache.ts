@@ -12,8 +12,10 @@ const PATH = '/api/cache'
  * (NEGATIVE_TTL_SECONDS; datacite/datacite#2281). Off without ADMIN_TOKEN; asked with
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time. Answers JSON, never cached.
  */
-export default async function cacheRoutes (app: FastifyInstance, { config, services }: RouteContext<'adminToken' | 'maxHandleLength'>):
-Promise<void> {
+export default async function cacheRoutes(
+  app: FastifyInstance,
+  { config, services }: RouteContext<'adminToken' | 'maxHandleLength'>
+): Promise<void> {
   // Both sides hashed first: equal lengths for timingSafeEqual, and the token's length not told by the time taken.
   const digest = (text: string): Buffer => createHash('sha256').update(text).digest()
   const expected = config.adminToken === undefined ? undefined : digest(config.adminToken)
@@ -25,8 +27,10 @@ Promise<void> {
     }
     const given = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1]
     if (given === undefined || !timingSafeEqual(digest(given), expected)) {
-      return await reply.code(401).header('www-authenticate', 'Bearer realm="doi-proxy"')
-        .send({ message: 'Purging the cache needs this resolver\'s admin token, as Authorization: Bearer <ADMIN_TOKEN>.' })
+      return await reply
+        .code(401)
+        .header('www-authenticate', 'Bearer realm="doi-proxy"')
+        .send({ message: "Purging the cache needs this resolver's admin token, as Authorization: Bearer <ADMIN_TOKEN>." })
     }
     const { path } = splitRequestTarget(request.raw.url ?? '')
     const parsed = handleFromPath(path.slice(PATH.length), { maxLength: config.maxHandleLength })

@@ -14,7 +14,7 @@ import type { ProxySettings } from './proxy.js'
  * is answered as `/{doi}` with the proxy's own parameters from the query, through the same limits,
  * resolution and local service as `/{doi}`. Other OpenURL keys are ignored.
  */
-export default async function openUrlRoutes (app: FastifyInstance, context: RouteContext<ProxySettings>): Promise<void> {
+export default async function openUrlRoutes(app: FastifyInstance, context: RouteContext<ProxySettings>): Promise<void> {
   const opts = proxyOptions(context)
   const answer = proxyAnswer(opts)
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
@@ -28,7 +28,9 @@ export default async function openUrlRoutes (app: FastifyInstance, context: Rout
       else values.push(value)
     }
     for (const [key, values] of parseProxyQuery(query).all) for (const v of values) add(key, v)
-    if (request.method === 'POST') for (const [key, v] of new URLSearchParams(typeof request.body === 'string' ? request.body : '')) add(key, v)
+    if (request.method === 'POST') {
+      for (const [key, v] of new URLSearchParams(typeof request.body === 'string' ? request.body : '')) add(key, v)
+    }
     const found = doiFromOpenUrl(fields)
     if (found === undefined) {
       answer.count('bad_request')
@@ -45,7 +47,12 @@ export default async function openUrlRoutes (app: FastifyInstance, context: Rout
       return reply.code(400).type('text/html; charset=utf-8').send(renderOpenUrlHelpPage(ctx))
     }
     const carried = carriedQuery(fields)
-    return await answer(request, reply, ctx, { handle: parsed.handle, query: carried, params: parseProxyQuery(carried, fragment), post: request.method === 'POST' })
+    return await answer(request, reply, ctx, {
+      handle: parsed.handle,
+      query: carried,
+      params: parseProxyQuery(carried, fragment),
+      post: request.method === 'POST'
+    })
   }
   app.get('/openurl', handler)
   // A form posted to /openurl is read as the proxy reads its own.

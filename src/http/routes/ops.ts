@@ -17,7 +17,7 @@ declare module 'fastify' {
  * Liveness, readiness and metrics. None of them depends on the upstream: a doi.org outage must not
  * mark the replicas unhealthy exactly when their stale cache is most useful.
  */
-export default async function opsRoutes (app: FastifyInstance, { services }: RouteContext): Promise<void> {
+export default async function opsRoutes(app: FastifyInstance, { services }: RouteContext): Promise<void> {
   const { metrics } = services
   const { lifecycle } = app
   app.get('/healthz', async (_request, reply) => {
@@ -29,6 +29,9 @@ export default async function opsRoutes (app: FastifyInstance, { services }: Rou
     return reply.send({ status: 'ready' })
   })
   app.get('/metrics', async (_request, reply) => {
-    return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.exposition())
+    return reply
+      .header('cache-control', 'no-store')
+      .type(metrics.registry.contentType)
+      .send(await metrics.exposition())
   })
 }

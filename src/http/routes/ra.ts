@@ -20,17 +20,25 @@ export interface RaRouteOptions {
 }
 
 /** Which RA? (`/doiRA/{dois}`, synonym `/ra/{dois}`): behaviour.md R8, §7. */
-export default async function raRoutes (app: FastifyInstance, { config, services }: RouteContext<'raNames' | 'raMaxDois' | 'raConcurrency'>):
-Promise<void> {
-  const opts: RaRouteOptions = { resolver: services.resolver, admission: services.admission, raNames: config.raNames, maxDois: config.raMaxDois, concurrency: config.raConcurrency }
+export default async function raRoutes(
+  app: FastifyInstance,
+  { config, services }: RouteContext<'raNames' | 'raMaxDois' | 'raConcurrency'>
+): Promise<void> {
+  const opts: RaRouteOptions = {
+    resolver: services.resolver,
+    admission: services.admission,
+    raNames: config.raNames,
+    maxDois: config.raMaxDois,
+    concurrency: config.raConcurrency
+  }
   // Errors are rendered by the one error handler, as {"message"} JSON.
   const routeConfig = { errorFormat: 'message' } as const
   app.get('/doiRA/*', { config: routeConfig }, raHandler(opts, '/doiRA/'))
   app.get('/ra/*', { config: routeConfig }, raHandler(opts, '/ra/'))
 }
 
-function raHandler (opts: RaRouteOptions, prefix: string) {
-  return async function handleRaRequest (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+function raHandler(opts: RaRouteOptions, prefix: string) {
+  return async function handleRaRequest(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const raw = splitRequestTarget(request.raw.url ?? '').path.slice(prefix.length)
     const items = splitDoiList(raw)
     if (items.length > opts.maxDois) {
@@ -47,13 +55,19 @@ function raHandler (opts: RaRouteOptions, prefix: string) {
 }
 
 /** The RA of one DOI: the DOI must exist (a prefix alone is fine), the prefix record names the RA. */
-async function lookupRa (request: FastifyRequest, find: (handle: string) => Promise<Lookup>, resolver: Resolver, raNames: RaRouteOptions['raNames'], item: DoiListItem): Promise<RaEntry> {
+async function lookupRa(
+  request: FastifyRequest,
+  find: (handle: string) => Promise<Lookup>,
+  resolver: Resolver,
+  raNames: RaRouteOptions['raNames'],
+  item: DoiListItem
+): Promise<RaEntry> {
   if (item.doi === undefined || !isDoiName(item.doi)) return raEntry(item, { doiExists: false }, raNames)
   const doi = item.doi
   const prefix = prefixOf(doi)
   let own: Lookup, prefixRecord: Lookup | undefined
   try {
-    [own, prefixRecord] = await Promise.all([find(doi), prefix === doi ? undefined : find(prefix)])
+    ;[own, prefixRecord] = await Promise.all([find(doi), prefix === doi ? undefined : find(prefix)])
   } catch (err) {
     if (isRefusal(err)) throw err
     // One failing lookup does not sink the whole list: that DOI's RA is unknown for now.
@@ -68,13 +82,13 @@ async function lookupRa (request: FastifyRequest, find: (handle: string) => Prom
 }
 
 /** The request itself was refused (rate limit, load shedding, only-if-cached with a DOI not held): the whole answer is that refusal. */
-function isRefusal (err: unknown): boolean {
+function isRefusal(err: unknown): boolean {
   const { status, code } = describeError(err)
   return status === 429 || code === 'DP_OVERLOADED' || code === 'DP_ONLY_IF_CACHED'
 }
 
 /** Map with at most `limit` calls in flight, results in input order. */
-async function mapBounded<T, R> (items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length)
   let next = 0
   const worker = async (): Promise<void> => {

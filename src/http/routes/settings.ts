@@ -15,8 +15,10 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
  * The reader's choice of local service (behaviour.md §10): `/settings` (a page, and its form), and
  * `/settings/set?service=ID`, a 1×1 GIF a library's login page can embed (doi.org's "cookie pusher").
  */
-export default async function settingsRoutes (app: FastifyInstance, { config, services }: RouteContext<'localServices' | 'publicBaseUrl'>):
-Promise<void> {
+export default async function settingsRoutes(
+  app: FastifyInstance,
+  { config, services }: RouteContext<'localServices' | 'publicBaseUrl'>
+): Promise<void> {
   const { localServices: choices, publicBaseUrl } = config
   const byId = new Map(choices.map((s) => [s.id, s]))
   const baseOf = (request: FastifyRequest): string => baseUrlFor(request, publicBaseUrl, services.fallbackHost)
@@ -28,19 +30,29 @@ Promise<void> {
 
   app.get('/settings', async (request, reply) => {
     const { query } = splitRequestTarget(request.raw.url ?? '/')
-    const view = { services: choices, current: savedChoice(request, byId), saved: new URLSearchParams(query).has('saved'), cookieName: COOKIE_NAME }
+    const view = {
+      services: choices,
+      current: savedChoice(request, byId),
+      saved: new URLSearchParams(query).has('saved'),
+      cookieName: COOKIE_NAME
+    }
     // The page shows this reader's cookie: no cache may keep it.
-    return reply.type(HTML).header('cache-control', 'no-store').send(renderSettingsPage({ baseUrl: baseOf(request) }, view))
+    return reply
+      .type(HTML)
+      .header('cache-control', 'no-store')
+      .send(renderSettingsPage({ baseUrl: baseOf(request) }, view))
   })
 
   // The form on the page posts here, encoded as the proxy's own form.
   acceptFormBodies(app)
   app.post('/settings', async (request, reply) => {
     const base = baseOf(request)
-    if (isCrossSite(request, base)) return refuse(reply, 403, 'Your choice can only be saved from this resolver\'s own settings page.')
+    if (isCrossSite(request, base)) return refuse(reply, 403, "Your choice can only be saved from this resolver's own settings page.")
     // Browser form encoding: '+' is a space (ids have neither).
     const service = new URLSearchParams(typeof request.body === 'string' ? request.body : '').get('service') ?? ''
-    if (service !== '' && service !== NO_SERVICE && !byId.has(service)) return refuse(reply, 400, 'There is no library service with that name here; choose one on the settings page.')
+    if (service !== '' && service !== NO_SERVICE && !byId.has(service)) {
+      return refuse(reply, 400, 'There is no library service with that name here; choose one on the settings page.')
+    }
     reply.header('set-cookie', choiceCookie(service === '' ? undefined : service, { secure: base.startsWith('https:') }))
     return reply.code(303).header('location', `${base}settings?saved`).header('cache-control', 'no-store').send()
   })
@@ -56,7 +68,7 @@ Promise<void> {
 }
 
 /** A form post from another site (CSRF): an Origin that is not ours, or a browser saying cross-site. */
-function isCrossSite (request: FastifyRequest, base: string): boolean {
+function isCrossSite(request: FastifyRequest, base: string): boolean {
   if (request.headers['sec-fetch-site'] === 'cross-site') return true
   const origin = request.headers.origin
   return origin !== undefined && origin !== new URL(base).origin

@@ -5,7 +5,7 @@ const ROBOTS = 'User-agent: *\nCrawl-delay: 1\nRequest-rate: 1/1\n'
 const FAVICON = buildFavicon()
 
 /** `/robots.txt` and `/favicon.ico`: answered locally, never sent upstream as handles. */
-export default async function staticRoutes (app: FastifyInstance): Promise<void> {
+export default async function staticRoutes(app: FastifyInstance): Promise<void> {
   app.get('/robots.txt', async (_request, reply) => {
     return reply.type('text/plain; charset=utf-8').header('cache-control', 'public, max-age=86400').send(ROBOTS)
   })
@@ -15,7 +15,7 @@ export default async function staticRoutes (app: FastifyInstance): Promise<void>
 }
 
 /** A 16×16 ICO (one 32-bit BMP image): a blue disc on a transparent ground, made once at start. */
-function buildFavicon (): Buffer {
+function buildFavicon(): Buffer {
   const size = 16
   const pixels = Buffer.alloc(size * size * 4)
   for (let y = 0; y < size; y++) {

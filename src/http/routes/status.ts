@@ -8,7 +8,8 @@ import { REFRESH_SCRIPT_HASH, renderStatusPage } from '../views/status.js'
 const HTML = 'text/html; charset=utf-8'
 
 // Nothing from elsewhere, only our own inline style and the one refresh script (by its hash).
-const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '${REFRESH_SCRIPT_HASH}'; connect-src 'self'; ` +
+const STATUS_CSP =
+  `default-src 'none'; style-src 'unsafe-inline'; script-src '${REFRESH_SCRIPT_HASH}'; connect-src 'self'; ` +
   "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 /**
@@ -17,8 +18,10 @@ const STATUS_CSP = `default-src 'none'; style-src 'unsafe-inline'; script-src '$
  * site open in an operator's browser must not read them. The figures come from a collector that reads
  * our counters once a second, never from work per request.
  */
-export default async function statusRoutes (app: FastifyInstance, { config, services }: RouteContext<'statusAllow' | 'publicBaseUrl'>):
-Promise<void> {
+export default async function statusRoutes(
+  app: FastifyInstance,
+  { config, services }: RouteContext<'statusAllow' | 'publicBaseUrl'>
+): Promise<void> {
   const { status: collector, fallbackHost } = services
   const allowed = networkMatcher(config.statusAllow)
 

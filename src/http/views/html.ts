@@ -16,7 +16,7 @@ const HTML_ENTITY: Record<string, string> = {
 const replaceSpecial = (ch: string): string => HTML_ENTITY[ch] ?? ch
 
 /** Escapes the five HTML-special characters, as the reference's cgiEscape does. */
-export function escapeHtml (s: string): string {
+export function escapeHtml(s: string): string {
   // Most handles and URLs contain none of them: skip the replace pass.
   if (!HTML_SPECIAL.test(s)) return s
   return s.replace(HTML_SPECIAL_ALL, replaceSpecial)
@@ -25,16 +25,16 @@ export function escapeHtml (s: string): string {
 const LINE_BREAK = /\r\n|\r|\n/g
 
 /** Escaped text with its line breaks shown as <br> (behaviour.md R5 "newline becomes <br />"). */
-export function textWithBreaks (s: string): string {
+export function textWithBreaks(s: string): string {
   return escapeHtml(s).replace(LINE_BREAK, '<br>')
 }
 
-function isControl (code: number): boolean {
+function isControl(code: number): boolean {
   return code <= 0x1f || (code >= 0x7f && code <= 0x9f)
 }
 
 /** Makes control characters visible as \u escapes (four hex digits), so a page can show why an input was refused. */
-export function showControls (s: string): string {
+export function showControls(s: string): string {
   let out = ''
   let start = 0
   for (let i = 0; i < s.length; i++) {
@@ -51,7 +51,7 @@ export function showControls (s: string): string {
  * `+ - .`, then `:`.
  */
 const URI_LIKE = /^[A-Za-z][A-Za-z+.-]*:[^ \t\r\n]*$/
-export function looksLikeUri (s: string): boolean {
+export function looksLikeUri(s: string): boolean {
   return URI_LIKE.test(s)
 }
 
@@ -61,17 +61,17 @@ export function looksLikeUri (s: string): boolean {
  * ' javascript:' must not pass. Callers trim first and URL-encode the rest.
  */
 const WEB_URL = /^(?:https?|ftp):/i
-export function isWebUrl (s: string): boolean {
+export function isWebUrl(s: string): boolean {
   return WEB_URL.test(s)
 }
 
 /** An <a> element; `href` must already be URL-encoded, `textHtml` already escaped. */
-export function link (href: string, textHtml: string): string {
+export function link(href: string, textHtml: string): string {
   return `<a href="${escapeHtml(href)}">${textHtml}</a>`
 }
 
 /** The page shell: doctype, charset, viewport, the inline stylesheet, no scripts; `head` adds to the head (the status page's own styles). */
-export function htmlDocument (title: string, bodyHtml: string, homeUrl: string, head = ''): string {
+export function htmlDocument(title: string, bodyHtml: string, homeUrl: string, head = ''): string {
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -6,9 +6,7 @@ import { encodeURL, encodeURLPath, prefixOf } from '../../handle/name.js'
 import { adminText, nicerTimestamp, vlistEntries } from '../../handle/record.js'
 import { asciiUpperCase, valueString } from '../../handle/types.js'
 import type { HandleValue } from '../../handle/types.js'
-import {
-  escapeHtml, htmlDocument, isWebUrl, link, looksLikeUri, showControls, textWithBreaks
-} from './html.js'
+import { escapeHtml, htmlDocument, isWebUrl, link, looksLikeUri, showControls, textWithBreaks } from './html.js'
 
 export interface PageContext {
   /** Absolute base for self-links, with a trailing slash, e.g. 'http://127.0.0.1:8000/'. */
@@ -18,7 +16,7 @@ export interface PageContext {
 const EXAMPLE_DOI = '10.1000/182'
 
 /** Our own URL for a handle (behaviour.md R2 "Base URL for self-links"). */
-function handleUrl (ctx: PageContext, handle: string): string {
+function handleUrl(ctx: PageContext, handle: string): string {
   return ctx.baseUrl + encodeURLPath(handle)
 }
 
@@ -28,18 +26,16 @@ function handleUrl (ctx: PageContext, handle: string): string {
  * The reference redirect body, byte for byte (Location.sendHttpRedirectResponse): 10320/headers
  * lines starting with '<' go before </head>, each followed by a newline, after one newline.
  */
-export function renderRedirectBody (url: string, headLines?: readonly string[]): string {
+export function renderRedirectBody(url: string, headLines?: readonly string[]): string {
   const escaped = escapeHtml(url)
-  const head = headLines !== undefined && headLines.length > 0
-    ? '\n' + headLines.join('\n') + '\n'
-    : ''
+  const head = headLines !== undefined && headLines.length > 0 ? '\n' + headLines.join('\n') + '\n' : ''
   return `<html><head><title>Handle Redirect</title>${head}</head>\n<body><a href="${escaped}">${escaped}</a></body></html>`
 }
 
 // ---------------------------------------------------------------- values page
 
 /** Type cell (behaviour.md R5, HDLProxy.returnResponsePage), but only web URIs become links. */
-function typeCell (ctx: PageContext, type: string): string {
+function typeCell(ctx: PageContext, type: string): string {
   const text = escapeHtml(type)
   if (looksLikeUri(type)) return isWebUrl(type) ? link(encodeURL(type), text) : text
   if (type.includes('/')) return link(handleUrl(ctx, type), text)
@@ -50,12 +46,12 @@ function typeCell (ctx: PageContext, type: string): string {
   return text
 }
 
-function isUrlType (upperType: string): boolean {
+function isUrlType(upperType: string): boolean {
   return upperType === 'URL' || upperType.startsWith('URL.') || upperType === '0.TYPE/URL'
 }
 
 /** Compact JSON for data that is not a string (admin, vlist, site, key, base64, ...). */
-function jsonText (data: unknown): string {
+function jsonText(data: unknown): string {
   try {
     return JSON.stringify(data) ?? ''
   } catch {
@@ -64,24 +60,24 @@ function jsonText (data: unknown): string {
 }
 
 /** A URL shown as a link when its scheme is a web one, else as plain text. */
-function urlData (text: string): string {
+function urlData(text: string): string {
   const target = text.trim()
   return isWebUrl(target) ? link(encodeURL(target), escapeHtml(text)) : textWithBreaks(text)
 }
 
-function emailData (text: string): string {
+function emailData(text: string): string {
   const address = text.trim()
   return address === '' ? '' : link('mailto:' + encodeURLPath(address), escapeHtml(text))
 }
 
 /** Format 'string' (or none given, as hand-written local records may do): show the text itself. */
-function hasStringFormat (value: HandleValue): boolean {
+function hasStringFormat(value: HandleValue): boolean {
   const format: unknown = value.data?.format
   return typeof format !== 'string' || format.toLowerCase() === 'string'
 }
 
 /** Data cell content (behaviour.md R5 table): admin, vlist, URL, EMAIL, JSON for non-strings, text. */
-function dataCell (value: HandleValue): string {
+function dataCell(value: HandleValue): string {
   const upper = asciiUpperCase(String(value.type))
   if (upper === 'HS_ADMIN') {
     const admin = adminText(value)
@@ -98,18 +94,22 @@ function dataCell (value: HandleValue): string {
 }
 
 /** One table row. The data cell ends with '</td></tr>': a public scraper matches `10.SERV/(\w+)</td></tr>`. */
-function valueRow (ctx: PageContext, value: HandleValue): string {
-  return `<tr><td>${escapeHtml(String(value.index))}</td><td class="type">${typeCell(ctx, String(value.type))}</td>` +
+function valueRow(ctx: PageContext, value: HandleValue): string {
+  return (
+    `<tr><td>${escapeHtml(String(value.index))}</td><td class="type">${typeCell(ctx, String(value.type))}</td>` +
     `<td class="ts">${escapeHtml(nicerTimestamp(typeof value.timestamp === 'string' ? value.timestamp : undefined))}</td><td>${dataCell(value)}</td></tr>\n`
+  )
 }
 
-export function renderValuesPage (ctx: PageContext, handle: string, values: readonly HandleValue[]): string {
+export function renderValuesPage(ctx: PageContext, handle: string, values: readonly HandleValue[]): string {
   const h = escapeHtml(handle)
   const apiUrl = ctx.baseUrl + 'api/handles/' + encodeURLPath(handle)
   let rows = ''
   for (const value of values) rows += valueRow(ctx, value)
   if (rows === '') rows = '<tr><td colspan="4">No values.</td></tr>\n'
-  return htmlDocument('DOI Name Values', `<h1>DOI: ${h}</h1>
+  return htmlDocument(
+    'DOI Name Values',
+    `<h1>DOI: ${h}</h1>
 <p class="links">${link(apiUrl, 'View as JSON')} · ${link(handleUrl(ctx, handle), 'Resolve')}</p>
 <div class="scroll"><table>
 <caption>DOI Values for: ${h}</caption>
@@ -118,16 +118,22 @@ export function renderValuesPage (ctx: PageContext, handle: string, values: read
 ${rows}</tbody>
 </table></div>
 <h2>Look up another DOI</h2>
-${searchForm(ctx, false, handle)}`, ctx.baseUrl)
+${searchForm(ctx, false, handle)}`,
+    ctx.baseUrl
+  )
 }
 
 // ---------------------------------------------------------------- values not found
 
-export function renderNoValuesPage (ctx: PageContext, handle: string): string {
+export function renderNoValuesPage(ctx: PageContext, handle: string): string {
   const url = handleUrl(ctx, handle)
-  return htmlDocument('No Values Found', `<h1>No Values Found</h1>
+  return htmlDocument(
+    'No Values Found',
+    `<h1>No Values Found</h1>
 <p>The DOI <code>${escapeHtml(handle)}</code> exists, but the values you asked for were not found in its record.</p>
-<p class="links">${link(url, 'Resolve the DOI')} · ${link(url + '?noredirect', 'Show all its values')}</p>`, ctx.baseUrl)
+<p class="links">${link(url, 'Resolve the DOI')} · ${link(url + '?noredirect', 'Show all its values')}</p>`,
+    ctx.baseUrl
+  )
 }
 
 // ---------------------------------------------------------------- not found
@@ -137,7 +143,7 @@ export function renderNoValuesPage (ctx: PageContext, handle: string): string {
  * field with the DOI the page is about (behaviour.md §12: a reader corrects it rather than retypes it),
  * unless it is too long or holds a control character a text field cannot show.
  */
-function searchForm (ctx: PageContext, withOptions: boolean, value?: string): string {
+function searchForm(ctx: PageContext, withOptions: boolean, value?: string): string {
   const options = withOptions
     ? `
 <fieldset>
@@ -154,32 +160,38 @@ function searchForm (ctx: PageContext, withOptions: boolean, value?: string): st
 </form>`
 }
 
-function fieldValue (value: string | undefined): string {
+function fieldValue(value: string | undefined): string {
   if (value === undefined || value === '' || value.length > MAX_SHOWN_HANDLE || showControls(value) !== value) return ''
   return ` value="${escapeHtml(value)}"`
 }
 
-function trailingSlashHint (ctx: PageContext, handle: string): string {
+function trailingSlashHint(ctx: PageContext, handle: string): string {
   if (!handle.endsWith('/')) return ''
   const withoutSlash = handle.slice(0, -1)
   if (withoutSlash === '') return ''
   const w = escapeHtml(withoutSlash)
-  return `<p class="note">The DOI you asked for ends with a slash. A trailing slash is often added by mistake: try ${link(handleUrl(ctx, withoutSlash), w)}. ` +
+  return (
+    `<p class="note">The DOI you asked for ends with a slash. A trailing slash is often added by mistake: try ${link(handleUrl(ctx, withoutSlash), w)}. ` +
     `Note that <code>${w}</code> and <code>${escapeHtml(handle)}</code> are different identifiers.</p>\n`
+  )
 }
 
 /** No '/' at all, or only a trailing one ([HNS92] HDLProxy PREFIX_ONLY, [DOI-HB25] §6.4.5). */
-function prefixOnlyHint (handle: string): string {
+function prefixOnlyHint(handle: string): string {
   const slash = handle.indexOf('/')
   if (slash !== -1 && slash !== handle.length - 1) return ''
-  return `<p class="note"><code>${escapeHtml(prefixOf(handle))}</code> looks like a DOI prefix only. ` +
+  return (
+    `<p class="note"><code>${escapeHtml(prefixOf(handle))}</code> looks like a DOI prefix only. ` +
     `A DOI has a prefix and a suffix separated by a slash, e.g. <code>${EXAMPLE_DOI}</code>.</p>\n`
+  )
 }
 
-function multipleSlashHint (handle: string): string {
+function multipleSlashHint(handle: string): string {
   if (!handle.includes('//')) return ''
-  return '<p class="note">The DOI you asked for contains several slashes in a row (<code>//</code>). ' +
+  return (
+    '<p class="note">The DOI you asked for contains several slashes in a row (<code>//</code>). ' +
     'Check whether one was added by mistake: a DOI with one slash there is a different identifier.</p>\n'
+  )
 }
 
 const LIKELY_CAUSES = `<p>This may be because:</p>
@@ -194,21 +206,26 @@ const LIKELY_CAUSES = `<p>This may be because:</p>
  * An offline resolver knows only its local records: a DOI missing from them may well exist, so the page
  * says so and never that the DOI is wrong (docs/local-records.md, "Offline").
  */
-const OFFLINE_HEADLINE = 'DOI Not in This Resolver\'s Local Records'
+const OFFLINE_HEADLINE = "DOI Not in This Resolver's Local Records"
 
-export function renderNotFoundPage (ctx: PageContext, handle: string, opts?: { message?: string, offline?: boolean }): string {
+export function renderNotFoundPage(ctx: PageContext, handle: string, opts?: { message?: string; offline?: boolean }): string {
   const h = escapeHtml(handle)
   const message = opts?.message
   const headline = message ?? (opts?.offline === true ? OFFLINE_HEADLINE : 'DOI Not Found')
-  const intro = message !== undefined
-    ? `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
-    : opts?.offline === true
-      ? `<p>This resolver is offline: it answers only from its local records, and <code>${h}</code> is not among them. ` +
-        `It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
-      : `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
-  return htmlDocument(`Error: ${headline}`, `<h1>${escapeHtml(headline)}</h1>
+  const intro =
+    message !== undefined
+      ? `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
+      : opts?.offline === true
+        ? `<p>This resolver is offline: it answers only from its local records, and <code>${h}</code> is not among them. ` +
+          `It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
+        : `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
+  return htmlDocument(
+    `Error: ${headline}`,
+    `<h1>${escapeHtml(headline)}</h1>
 ${intro}${trailingSlashHint(ctx, handle)}${prefixOnlyHint(handle)}${multipleSlashHint(handle)}<h2>Correct the DOI or try another</h2>
-${searchForm(ctx, false, handle)}`, ctx.baseUrl)
+${searchForm(ctx, false, handle)}`,
+    ctx.baseUrl
+  )
 }
 
 // ---------------------------------------------------------------- other errors
@@ -233,19 +250,26 @@ const STATUS_TITLES: Record<number, string> = {
 }
 
 /** What a reader can do next, by status. The message never says this itself, so nothing is said twice. */
-function whatToTry (status: number, handle: string | undefined): string {
-  const doiOrg = handle !== undefined && handle !== '' && handle.length <= MAX_SHOWN_HANDLE
-    ? `<li>If it keeps failing, the same DOI at ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')} may work.</li>\n`
-    : ''
+function whatToTry(status: number, handle: string | undefined): string {
+  const doiOrg =
+    handle !== undefined && handle !== '' && handle.length <= MAX_SHOWN_HANDLE
+      ? `<li>If it keeps failing, the same DOI at ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')} may work.</li>\n`
+      : ''
   if (status === 502 || status === 503 || status === 504) {
     return `<h2>What you can do</h2>\n<ul>\n<li>Look it up again with the form below in a moment.</li>\n${doiOrg}</ul>\n`
   }
-  if (status === 429) return '<h2>What you can do</h2>\n<ul>\n<li>Wait a few seconds for your other lookups to finish, then use the form below.</li>\n</ul>\n'
-  if (status === 400 || status === 414 || status === 431) {
-    return '<h2>What you can do</h2>\n<ul>\n<li>Copy the DOI again from where you found it, whole and nothing else, and paste it in the form below.</li>\n' +
-      `<li>A DOI looks like <code>${EXAMPLE_DOI}</code>: <code>10.</code>, a number, a slash, then anything.</li>\n</ul>\n`
+  if (status === 429) {
+    return '<h2>What you can do</h2>\n<ul>\n<li>Wait a few seconds for your other lookups to finish, then use the form below.</li>\n</ul>\n'
   }
-  if (status >= 500) return '<h2>What you can do</h2>\n<ul>\n<li>Try again with the form below; if it happens again, tell the people who run this resolver.</li>\n</ul>\n'
+  if (status === 400 || status === 414 || status === 431) {
+    return (
+      '<h2>What you can do</h2>\n<ul>\n<li>Copy the DOI again from where you found it, whole and nothing else, and paste it in the form below.</li>\n' +
+      `<li>A DOI looks like <code>${EXAMPLE_DOI}</code>: <code>10.</code>, a number, a slash, then anything.</li>\n</ul>\n`
+    )
+  }
+  if (status >= 500) {
+    return '<h2>What you can do</h2>\n<ul>\n<li>Try again with the form below; if it happens again, tell the people who run this resolver.</li>\n</ul>\n'
+  }
   return ''
 }
 
@@ -255,13 +279,13 @@ const LINE_END = /[\r\n]/
 const ENDS_WITH_HIGH_SURROGATE = /[\ud800-\udbff]$/
 
 /** Only the first line of a message: a stack trace must never reach a page. */
-function firstLine (s: string): string {
+function firstLine(s: string): string {
   const end = s.search(LINE_END)
   return end === -1 ? s : s.slice(0, end)
 }
 
 /** A handle as shown on an error page: controls made visible, very long ones cut. */
-function shownHandle (handle: string): string {
+function shownHandle(handle: string): string {
   const visible = showControls(handle)
   if (visible.length <= MAX_SHOWN_HANDLE) return visible
   let cut = visible.slice(0, MAX_SHOWN_HANDLE)
@@ -270,23 +294,29 @@ function shownHandle (handle: string): string {
   return `${cut}… (${handle.length} characters)`
 }
 
-export function renderErrorPage (ctx: PageContext, err: { status: number, message: string, handle?: string }): string {
+export function renderErrorPage(ctx: PageContext, err: { status: number; message: string; handle?: string }): string {
   const title = STATUS_TITLES[err.status] ?? (err.status >= 500 ? 'Something went wrong' : 'This request could not be answered')
-  const handle = err.handle !== undefined && err.handle !== ''
-    ? `<p>DOI: <code>${escapeHtml(shownHandle(err.handle))}</code></p>\n`
-    : ''
-  return htmlDocument(title, `<h1>${escapeHtml(title)}</h1>
+  const handle = err.handle !== undefined && err.handle !== '' ? `<p>DOI: <code>${escapeHtml(shownHandle(err.handle))}</code></p>\n` : ''
+  return htmlDocument(
+    title,
+    `<h1>${escapeHtml(title)}</h1>
 <p>${escapeHtml(firstLine(err.message))}</p>
 ${handle}${whatToTry(err.status, err.handle)}${searchForm(ctx, false, err.handle)}
-<p class="links">Error ${err.status}, for the people who run this resolver.</p>`, ctx.baseUrl)
+<p class="links">Error ${err.status}, for the people who run this resolver.</p>`,
+    ctx.baseUrl
+  )
 }
 
 // ---------------------------------------------------------------- home page
 
-export function renderHomePage (ctx: PageContext): string {
+export function renderHomePage(ctx: PageContext): string {
   const example = link(handleUrl(ctx, EXAMPLE_DOI), EXAMPLE_DOI)
-  return htmlDocument('DOI Resolver', `<h1>DOI Resolver</h1>
+  return htmlDocument(
+    'DOI Resolver',
+    `<h1>DOI Resolver</h1>
 <p>Enter a DOI to go to the resource it identifies. The DOI is looked up in the DOI System and you are redirected to its current location.</p>
 ${searchForm(ctx, true)}
-<p>You can also put a DOI straight after this address, e.g. ${example}, or read a record as JSON at <code>${escapeHtml(ctx.baseUrl)}api/handles/${EXAMPLE_DOI}</code>.</p>`, ctx.baseUrl)
+<p>You can also put a DOI straight after this address, e.g. ${example}, or read a record as JSON at <code>${escapeHtml(ctx.baseUrl)}api/handles/${EXAMPLE_DOI}</code>.</p>`,
+    ctx.baseUrl
+  )
 }

@@ -60,28 +60,33 @@ const ERROR_MEANINGS: Record<string, string> = {
   DP_UPSTREAM_STATUS: 'the registry answered 5xx',
   DP_UPSTREAM_RATE_LIMITED: 'the registry rate-limits us (429): lower UPSTREAM_MAX_CONCURRENT, set CONTACT_EMAIL',
   DP_UPSTREAM_BAD_RESPONSE: 'an answer that could not be read (HTML, broken JSON, too large)',
-  DP_UPSTREAM_REJECTED: 'the registry refused the handle (4xx): that request\'s problem',
+  DP_UPSTREAM_REJECTED: "the registry refused the handle (4xx): that request's problem",
   DP_UPSTREAM_OVERLOADED: 'our own queue was full',
   DP_UPSTREAM_CIRCUIT_OPEN: 'lookups paused by the circuit breaker',
   DP_PREFIX_CIRCUIT_OPEN: 'lookups for one prefix paused by its breaker',
-  DP_DEADLINE: 'the request\'s deadline (REQUEST_DEADLINE_MS) ran out',
+  DP_DEADLINE: "the request's deadline (REQUEST_DEADLINE_MS) ran out",
   DP_CLIENT_OVER_SHARE: 'one client over its share of the upstream'
 }
 
 /** One sentence on whether the registry answers, escaped. */
-function reachabilityText (r: StatusSnapshot['upstream']['reachability']): string {
+function reachabilityText(r: StatusSnapshot['upstream']['reachability']): string {
   switch (r.state) {
-    case 'offline': return 'Offline (OFFLINE): no upstream; only local records answer.'
-    case 'unknown': return 'Not known yet: no lookup has reached the registry since start.'
-    case 'answers': return `The registry answers (since ${escapeHtml(clock(r.since))} UTC).`
+    case 'offline':
+      return 'Offline (OFFLINE): no upstream; only local records answer.'
+    case 'unknown':
+      return 'Not known yet: no lookup has reached the registry since start.'
+    case 'answers':
+      return `The registry answers (since ${escapeHtml(clock(r.since))} UTC).`
     case 'unreachable':
-      return `<span class="state-open">The registry cannot be reached</span> since ${escapeHtml(clock(r.since))} UTC: ${escapeHtml(r.why)} (<code>${escapeHtml(r.detail)}</code>). ` +
+      return (
+        `<span class="state-open">The registry cannot be reached</span> since ${escapeHtml(clock(r.since))} UTC: ${escapeHtml(r.why)} (<code>${escapeHtml(r.detail)}</code>). ` +
         'Cached and local records are still answered. Check the network and UPSTREAM_URL, or run offline (OFFLINE=true).'
+      )
   }
 }
 
 /** 3 d 4 h, 2 h 5 min, 4 min 10 s, 45 s. */
-export function duration (seconds: number): string {
+export function duration(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds))
   const d = Math.floor(s / 86_400)
   const h = Math.floor((s % 86_400) / 3600)
@@ -92,46 +97,47 @@ export function duration (seconds: number): string {
   return `${s} s`
 }
 
-export function bytes (n: number): string {
+export function bytes(n: number): string {
   if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(1)} GiB`
   if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`
   if (n >= 2 ** 10) return `${(n / 2 ** 10).toFixed(1)} KiB`
   return `${n} B`
 }
 
-function percent (part: number, whole: number): string {
+function percent(part: number, whole: number): string {
   if (whole <= 0) return '—'
   const p = (part / whole) * 100
   return `${p < 10 ? p.toFixed(1) : Math.round(p)} %`
 }
 
 /** The time of an ISO date, as UTC: 12:03:04. */
-function clock (iso: string): string {
+function clock(iso: string): string {
   return iso.slice(11, 19)
 }
 
-function count (n: number): string {
+function count(n: number): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
 /** A count, or a dash where there is none to give (a setting that refuses nothing itself). */
-function countOrNone (n: number | null): string {
+function countOrNone(n: number | null): string {
   return n === null ? '—' : count(n)
 }
 
-function ms (n: number | null): string {
+function ms(n: number | null): string {
   return n === null ? '—' : `${formatNumber(n)} ms`
 }
 
-function labelsText (labels: Record<string, string>): string {
+function labelsText(labels: Record<string, string>): string {
   return Object.values(labels).join(', ')
 }
 
-function table (caption: string, head: readonly string[], rows: readonly string[][], numeric: ReadonlySet<number> = new Set()): string {
+function table(caption: string, head: readonly string[], rows: readonly string[][], numeric: ReadonlySet<number> = new Set()): string {
   const th = head.map((h, i) => `<th scope="col"${numeric.has(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('')
-  const body = rows.length === 0
-    ? `<tr><td colspan="${head.length}">None.</td></tr>`
-    : rows.map((r) => `<tr>${r.map((c, i) => `<td${numeric.has(i) ? ' class="num"' : ''}>${c}</td>`).join('')}</tr>`).join('\n')
+  const body =
+    rows.length === 0
+      ? `<tr><td colspan="${head.length}">None.</td></tr>`
+      : rows.map((r) => `<tr>${r.map((c, i) => `<td${numeric.has(i) ? ' class="num"' : ''}>${c}</td>`).join('')}</tr>`).join('\n')
   return `<div class="scroll"><table class="status">
 <caption>${escapeHtml(caption)}</caption>
 <thead><tr>${th}</tr></thead>
@@ -141,15 +147,15 @@ ${body}
 </table></div>`
 }
 
-function figures (items: ReadonlyArray<[string, string]>): string {
+function figures(items: ReadonlyArray<[string, string]>): string {
   return `<ul class="figures">${items.map(([label, value]) => `<li><strong>${value}</strong>${escapeHtml(label)}</li>`).join('')}</ul>`
 }
 
-function countRows (rows: readonly CountRow[]): string[][] {
+function countRows(rows: readonly CountRow[]): string[][] {
   return rows.map((r) => [escapeHtml(labelsText(r.labels)), count(r.lastHour), count(r.sinceStart)])
 }
 
-export function renderStatusPage (ctx: PageContext, s: StatusSnapshot): string {
+export function renderStatusPage(ctx: PageContext, s: StatusSnapshot): string {
   const history = `one point per ${s.stepSeconds} s since ${clock(s.seriesStart)} UTC`
   const body = `<h1>Resolver status</h1>
 <p class="links">For the people who run this resolver. ${link(`${ctx.baseUrl}status.json`, 'The same as JSON')} · ${link(`${ctx.baseUrl}metrics`, 'Prometheus metrics')}</p>
@@ -169,8 +175,12 @@ ${upstreamSection(s, history)}
 ${breakerSection(s)}
 <section aria-labelledby="h-limits">
 <h2 id="h-limits">Limits in force</h2>
-${table('Limits and how often they refused', ['Limit', 'Setting', 'Refused in the period', 'Since start'],
-  s.limits.map((l) => [escapeHtml(l.limit), escapeHtml(l.setting), countOrNone(l.refusedLastHour), countOrNone(l.refusedSinceStart)]), new Set([2, 3]))}
+${table(
+  'Limits and how often they refused',
+  ['Limit', 'Setting', 'Refused in the period', 'Since start'],
+  s.limits.map((l) => [escapeHtml(l.limit), escapeHtml(l.setting), countOrNone(l.refusedLastHour), countOrNone(l.refusedSinceStart)]),
+  new Set([2, 3])
+)}
 </section>
 <section aria-labelledby="h-services">
 <h2 id="h-services">Local services</h2>
@@ -178,8 +188,18 @@ ${servicesSection(s)}
 </section>
 <section aria-labelledby="h-errors">
 <h2 id="h-errors">Recent upstream errors</h2>
-${table('The last 20 runs of upstream errors, newest first (no reader data is kept)', ['From (UTC)', 'To', 'Code', 'Count', 'Meaning'],
-  s.upstreamErrors.map((e) => [escapeHtml(clock(e.from)), escapeHtml(clock(e.to)), `<code>${escapeHtml(e.code)}</code>`, count(e.count), escapeHtml(ERROR_MEANINGS[e.code] ?? '')]), new Set([3]))}
+${table(
+  'The last 20 runs of upstream errors, newest first (no reader data is kept)',
+  ['From (UTC)', 'To', 'Code', 'Count', 'Meaning'],
+  s.upstreamErrors.map((e) => [
+    escapeHtml(clock(e.from)),
+    escapeHtml(clock(e.to)),
+    `<code>${escapeHtml(e.code)}</code>`,
+    count(e.count),
+    escapeHtml(ERROR_MEANINGS[e.code] ?? '')
+  ]),
+  new Set([3])
+)}
 </section>
 </div>
 <script>${REFRESH_SCRIPT}</script>`
@@ -187,12 +207,12 @@ ${table('The last 20 runs of upstream errors, newest first (no reader data is ke
 }
 
 /** The charts' time axis: from the first point to now. */
-function spanOf (s: StatusSnapshot): { startLabel: string, endLabel: string } {
+function spanOf(s: StatusSnapshot): { startLabel: string; endLabel: string } {
   return { startLabel: `${clock(s.seriesStart)} UTC`, endLabel: `${clock(s.at)} UTC` }
 }
 
 /** Every answer by outcome: a chart per second, and a table of the period and since start. */
-function requestsSection (s: StatusSnapshot, history: string): string {
+function requestsSection(s: StatusSnapshot, history: string): string {
   const chart = lineChart({
     id: 'chart-requests',
     title: 'Requests per second by outcome',
@@ -215,7 +235,7 @@ ${table('Requests by outcome', ['Outcome', 'Per second now', 'In the period', 'S
 </section>`
 }
 
-function cacheSection (s: StatusSnapshot): string {
+function cacheSection(s: StatusSnapshot): string {
   return `<section aria-labelledby="h-cache">
 <h2 id="h-cache">Cache</h2>
 ${figures([
@@ -227,12 +247,15 @@ ${figures([
 }
 
 /** Whether the registry answers, its requests now and in the period, and the charts of latency and failures. */
-function upstreamSection (s: StatusSnapshot, history: string): string {
+function upstreamSection(s: StatusSnapshot, history: string): string {
   const latencyChart = lineChart({
     id: 'chart-latency',
     title: 'Upstream latency, p50 and p99',
     desc: `Milliseconds, ${history}; gaps where no upstream request ended. Over the period: p50 ${ms(s.upstream.lastHour.p50Ms)}, p99 ${ms(s.upstream.lastHour.p99Ms)}.`,
-    series: [{ name: 'p50', values: s.upstream.p50Ms }, { name: 'p99', values: s.upstream.p99Ms }],
+    series: [
+      { name: 'p50', values: s.upstream.p50Ms },
+      { name: 'p99', values: s.upstream.p99Ms }
+    ],
     unit: 'ms',
     ...spanOf(s)
   })
@@ -240,7 +263,10 @@ function upstreamSection (s: StatusSnapshot, history: string): string {
     id: 'chart-errors',
     title: 'Upstream error rate',
     desc: `Share of upstream requests that failed, ${history}. Over the period: ${count(s.upstream.lastHour.errors)} of ${count(s.upstream.lastHour.requests)}.`,
-    series: [{ name: 'failed share', values: s.upstream.errorRate }, { name: 'breaker open (1) or half-open (0.5)', values: s.breaker.perStep.map((v) => v / 2) }],
+    series: [
+      { name: 'failed share', values: s.upstream.errorRate },
+      { name: 'breaker open (1) or half-open (0.5)', values: s.breaker.perStep.map((v) => v / 2) }
+    ],
     unit: 'share',
     minMax: 1,
     ...spanOf(s)
@@ -260,10 +286,13 @@ ${errorChart}
 </section>`
 }
 
-function breakerSection (s: StatusSnapshot): string {
-  const state = s.breaker.state === 'open'
-    ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
-    : s.breaker.state === 'half-open' ? 'Half-open: one probe is being tried' : 'Closed: lookups go to the registry'
+function breakerSection(s: StatusSnapshot): string {
+  const state =
+    s.breaker.state === 'open'
+      ? '<span class="state-open">Open</span>: lookups that need the registry fail at once'
+      : s.breaker.state === 'half-open'
+        ? 'Half-open: one probe is being tried'
+        : 'Closed: lookups go to the registry'
   return `<section aria-labelledby="h-breaker">
 <h2 id="h-breaker">Circuit breaker</h2>
 <p>${state}. Prefix breakers opened ${count(s.breaker.prefixOpeningsLastHour)} times in the period.</p>
@@ -272,22 +301,23 @@ function breakerSection (s: StatusSnapshot): string {
 }
 
 /** The local services configured, what they were sent, and the link-out chains. */
-function servicesSection (s: StatusSnapshot): string {
+function servicesSection(s: StatusSnapshot): string {
   if (s.localServices.configured.length === 0) {
     return '<p>No local service is configured (LOCAL_SERVICES, LOCAL_SERVICE_URL), so no redirect is diverted.</p>'
   }
   return `<p>Configured: ${s.localServices.configured.map((c) => `${escapeHtml(c.name)} (<code>${escapeHtml(c.id)}</code>)`).join(', ')}. Loop guard held back ${count(s.localServices.loopGuard.lastHour)} diversions in the period (${count(s.localServices.loopGuard.sinceStart)} since start).</p>
 ${table('Redirects diverted to a local service', ['Service, reason', 'Period', 'Since start'], countRows(s.localServices.diversions), new Set([1, 2]))}
-${table('Redirects not diverted at the reader\'s request', ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}
+${table("Redirects not diverted at the reader's request", ['Reason', 'Period', 'Since start'], countRows(s.localServices.bypasses), new Set([1, 2]))}
 ${linkoutSection(s)}`
 }
 
 /** Link-out chains: each step's count, and the open-access source with its daily limit (docs/institutional.md). */
-function linkoutSection (s: StatusSnapshot): string {
+function linkoutSection(s: StatusSnapshot): string {
   const oa = s.openAccess
-  const source = oa === null
-    ? '<p>No open-access source (OA_PROVIDER).</p>'
-    : `<p>Open-access source: <code>${escapeHtml(oa.provider)}</code>. ${oa.dailyLimit === null ? 'A file: no daily limit.' : `Calls today (UTC): ${count(oa.callsToday)} of the daily limit ${count(oa.dailyLimit)}${oa.callsToday >= oa.dailyLimit ? ' <strong>reached: the open-access step is skipped until midnight UTC</strong>' : ''}.`}</p>
+  const source =
+    oa === null
+      ? '<p>No open-access source (OA_PROVIDER).</p>'
+      : `<p>Open-access source: <code>${escapeHtml(oa.provider)}</code>. ${oa.dailyLimit === null ? 'A file: no daily limit.' : `Calls today (UTC): ${count(oa.callsToday)} of the daily limit ${count(oa.dailyLimit)}${oa.callsToday >= oa.dailyLimit ? ' <strong>reached: the open-access step is skipped until midnight UTC</strong>' : ''}.`}</p>
 ${table('Open-access lookups past the memory cache', ['Provider, result', 'Period', 'Since start'], countRows(oa.lookups), new Set([1, 2]))}`
   return `<h3>Link-out chains</h3>
 ${table('Link-out steps (open-access by result; the step each reader took)', ['Step, result', 'Period', 'Since start'], countRows(s.linkout), new Set([1, 2]))}

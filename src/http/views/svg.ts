@@ -33,7 +33,7 @@ export interface LineChartOptions {
 
 export interface BarGroup {
   label: string
-  bars: ReadonlyArray<{ name: string, value: number | null }>
+  bars: ReadonlyArray<{ name: string; value: number | null }>
 }
 
 export interface BarChartOptions {
@@ -71,15 +71,17 @@ const STANDALONE_CSS = [
 ].join('\n')
 
 /** A round axis maximum, at least `value`: a power of ten times 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8. */
-export function niceMax (value: number): number {
+export function niceMax(value: number): number {
   if (!(value > 0) || !Number.isFinite(value)) return 1
   const power = 10 ** Math.floor(Math.log10(value))
-  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (Number((m * power).toPrecision(12)) >= value) return Number((m * power).toPrecision(12))
+  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) {
+    if (Number((m * power).toPrecision(12)) >= value) return Number((m * power).toPrecision(12))
+  }
   return 10 * power
 }
 
 /** A number as an axis or legend shows it: few digits, no float noise. */
-export function formatNumber (n: number): string {
+export function formatNumber(n: number): string {
   if (n === 0) return '0'
   const abs = Math.abs(n)
   if (abs >= 1e6) return `${round(n / 1e6)}M`
@@ -89,23 +91,31 @@ export function formatNumber (n: number): string {
   return String(Number(n.toPrecision(2)))
 }
 
-function round (n: number): number {
+function round(n: number): number {
   return Math.round(n * 10) / 10
 }
 
-function f (n: number): string {
+function f(n: number): string {
   return String(Math.round(n * 10) / 10)
 }
 
-function open (id: string, title: string, desc: string, width: number, height: number, standalone: boolean): string {
+function open(id: string, title: string, desc: string, width: number, height: number, standalone: boolean): string {
   const i = escapeHtml(id)
   const style = standalone ? `<style>\n${STANDALONE_CSS}\n</style>\n` : ''
-  return `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-labelledby="${i}-t ${i}-d">\n` +
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-labelledby="${i}-t ${i}-d">\n` +
     `<title id="${i}-t">${escapeHtml(title)}</title>\n<desc id="${i}-d">${escapeHtml(desc)}</desc>\n${style}`
+  )
 }
 
 /** A legend laid out in rows within `width`: each entry its swatch (a line or a box) and its name. */
-function legend (names: readonly string[], x: number, y: number, width: number, swatch: (i: number, cx: number, cy: number) => string): string {
+function legend(
+  names: readonly string[],
+  x: number,
+  y: number,
+  width: number,
+  swatch: (i: number, cx: number, cy: number) => string
+): string {
   let out = ''
   let cx = x
   let cy = y
@@ -121,16 +131,16 @@ function legend (names: readonly string[], x: number, y: number, width: number, 
   return out
 }
 
-function lineSwatch (i: number, cx: number, cy: number): string {
+function lineSwatch(i: number, cx: number, cy: number): string {
   const dash = DASHES[i % DASHES.length] ?? ''
   return `<line class="line" x1="${f(cx)}" y1="${f(cy - 4)}" x2="${f(cx + 22)}" y2="${f(cy - 4)}"${dash === '' ? '' : ` stroke-dasharray="${dash}"`}/>`
 }
 
-function boxSwatch (_i: number, cx: number, cy: number): string {
+function boxSwatch(_i: number, cx: number, cy: number): string {
   return `<rect class="swatch" x="${f(cx)}" y="${f(cy - 10)}" width="20" height="10"/>`
 }
 
-function legendRows (names: readonly string[], width: number): number {
+function legendRows(names: readonly string[], width: number): number {
   let rows = 1
   let cx = 0
   for (const name of names) {
@@ -145,14 +155,17 @@ function legendRows (names: readonly string[], width: number): number {
 }
 
 /** A line chart of one or more series over the same steps. */
-export function lineChart (opts: LineChartOptions): string {
+export function lineChart(opts: LineChartOptions): string {
   const width = opts.width ?? 640
   const plotHeight = (opts.height ?? 200) - 40
   const left = 48
   const right = 12
   const top = 10
   const plotWidth = width - left - right
-  const rows = legendRows(opts.series.map((s) => s.name), plotWidth)
+  const rows = legendRows(
+    opts.series.map((s) => s.name),
+    plotWidth
+  )
   const height = top + plotHeight + 22 + rows * 16 + 4
   let max = opts.minMax ?? 0
   let steps = 0
@@ -166,7 +179,8 @@ export function lineChart (opts: LineChartOptions): string {
   let out = open(opts.id, opts.title, opts.desc, width, height, opts.standalone === true)
   for (const g of [0, 0.5, 1]) {
     const gy = y(g * yMax)
-    out += `<line class="${g === 0 ? 'axis' : 'grid'}" x1="${left}" y1="${f(gy)}" x2="${left + plotWidth}" y2="${f(gy)}"/>` +
+    out +=
+      `<line class="${g === 0 ? 'axis' : 'grid'}" x1="${left}" y1="${f(gy)}" x2="${left + plotWidth}" y2="${f(gy)}"/>` +
       `<text x="${left - 6}" y="${f(gy + 4)}" text-anchor="end">${escapeHtml(formatNumber(g * yMax))}</text>\n`
   }
   out += `<text x="${left + plotWidth}" y="${top + 10}" text-anchor="end">${escapeHtml(opts.unit)}</text>\n`
@@ -188,12 +202,18 @@ export function lineChart (opts: LineChartOptions): string {
   })
   const axisY = top + plotHeight + 14
   out += `<text x="${left}" y="${axisY}">${escapeHtml(opts.startLabel)}</text><text x="${left + plotWidth}" y="${axisY}" text-anchor="end">${escapeHtml(opts.endLabel)}</text>\n`
-  out += legend(opts.series.map((s) => s.name), left, axisY + 18, plotWidth, lineSwatch)
+  out += legend(
+    opts.series.map((s) => s.name),
+    left,
+    axisY + 18,
+    plotWidth,
+    lineSwatch
+  )
   return out + '</svg>'
 }
 
 /** Grouped vertical bars: one group per label, one bar per name, with the value above each bar. */
-export function barChart (opts: BarChartOptions): string {
+export function barChart(opts: BarChartOptions): string {
   const width = opts.width ?? 720
   const plotHeight = (opts.height ?? 260) - 60
   const left = 56
@@ -215,7 +235,8 @@ export function barChart (opts: BarChartOptions): string {
   let out = open(opts.id, opts.title, opts.desc, width, height, opts.standalone === true)
   for (const g of [0, 0.5, 1]) {
     const gy = y(g * yMax)
-    out += `<line class="${g === 0 ? 'axis' : 'grid'}" x1="${left}" y1="${f(gy)}" x2="${left + plotWidth}" y2="${f(gy)}"/>` +
+    out +=
+      `<line class="${g === 0 ? 'axis' : 'grid'}" x1="${left}" y1="${f(gy)}" x2="${left + plotWidth}" y2="${f(gy)}"/>` +
       `<text x="${left - 6}" y="${f(gy + 4)}" text-anchor="end">${escapeHtml(formatNumber(g * yMax))}</text>\n`
   }
   out += `<text x="${left + plotWidth}" y="${top - 4}" text-anchor="end">${escapeHtml(opts.unit)}</text>\n`
@@ -228,7 +249,8 @@ export function barChart (opts: BarChartOptions): string {
       const bx = gx + i * barWidth
       if (b.value === null || !Number.isFinite(b.value)) continue
       const by = y(b.value)
-      out += `<g class="s${i % SERIES_CLASSES}"><rect class="bar" x="${f(bx + 1)}" y="${f(by)}" width="${f(barWidth - 2)}" height="${f(top + plotHeight - by)}"/>` +
+      out +=
+        `<g class="s${i % SERIES_CLASSES}"><rect class="bar" x="${f(bx + 1)}" y="${f(by)}" width="${f(barWidth - 2)}" height="${f(top + plotHeight - by)}"/>` +
         `<text x="${f(bx + barWidth / 2)}" y="${f(by - 3)}" text-anchor="middle" font-size="10">${escapeHtml(formatNumber(b.value))}</text></g>\n`
     }
     out += `<text x="${f(left + gi * groupWidth + groupWidth / 2)}" y="${top + plotHeight + 15}" text-anchor="middle">${escapeHtml(g.label)}</text>\n`

@@ -50,8 +50,8 @@ const UNSOURCED_VERSION = 1
 const WRITE_CHUNK_BYTES = 256 * 1024
 
 export interface SnapshotLog {
-  info (obj: object, msg: string): void
-  warn (obj: object, msg: string): void
+  info(obj: object, msg: string): void
+  warn(obj: object, msg: string): void
 }
 
 export interface LoadResult {
@@ -92,23 +92,23 @@ export interface LoadOptions {
 }
 
 /** Load the snapshot into the cache. A missing file is an empty cache; nothing here throws. */
-export async function loadSnapshot (opts: LoadOptions): Promise<LoadResult> {
-  const missing = !await exists(opts.file)
+export async function loadSnapshot(opts: LoadOptions): Promise<LoadResult> {
+  const missing = !(await exists(opts.file))
   const first = await loadFile(opts)
   if (opts.takeBack !== true || (!missing && first.foreign !== true)) return first
   // Switching back (a test fixture, then doi.org, then the fixture again) finds each upstream's records where it left them.
   const ours = `${opts.file}.${sourceId(opts.source)}.set-aside`
-  if (!await exists(ours) || await exists(opts.file)) return first
+  if (!(await exists(ours)) || (await exists(opts.file))) return first
   try {
     await rename(ours, opts.file)
   } catch {
     return first
   }
   opts.log.info({ file: opts.file, from: ours }, 'took back the cache snapshot set aside when this upstream was last used')
-  return { ...await loadFile(opts), takenBack: ours }
+  return { ...(await loadFile(opts)), takenBack: ours }
 }
 
-async function loadFile (opts: LoadOptions): Promise<LoadResult> {
+async function loadFile(opts: LoadOptions): Promise<LoadResult> {
   const result: LoadResult = { loaded: 0, expired: 0, bad: 0 }
   try {
     await stat(opts.file)
@@ -164,7 +164,9 @@ async function loadFile (opts: LoadOptions): Promise<LoadResult> {
       }
       if (parsed !== undefined && !Array.isArray(parsed)) {
         const oa = opts.openAccess
-        if (oa !== undefined && parsed.provider === oa.provider && oa.restore(parsed.key, parsed.url, parsed.until, at)) result.openAccess = (result.openAccess ?? 0) + 1
+        if (oa !== undefined && parsed.provider === oa.provider && oa.restore(parsed.key, parsed.url, parsed.until, at)) {
+          result.openAccess = (result.openAccess ?? 0) + 1
+        }
         continue
       }
       if (parsed === undefined) {
@@ -185,8 +187,13 @@ async function loadFile (opts: LoadOptions): Promise<LoadResult> {
     try {
       await rename(opts.file, aside)
       result.setAside = aside
-    } catch { /* it could not be moved: it will be overwritten by the next snapshot */ }
-    opts.log.warn({ file: opts.file, setAside: aside, problem, loaded: result.loaded, badLines: result.bad }, 'the cache snapshot is corrupt or truncated; it was set aside')
+    } catch {
+      /* it could not be moved: it will be overwritten by the next snapshot */
+    }
+    opts.log.warn(
+      { file: opts.file, setAside: aside, problem, loaded: result.loaded, badLines: result.bad },
+      'the cache snapshot is corrupt or truncated; it was set aside'
+    )
   } else if (result.bad > 0) {
     opts.log.warn({ file: opts.file, badLines: result.bad }, 'skipped bad lines in the cache snapshot')
   }
@@ -194,7 +201,7 @@ async function loadFile (opts: LoadOptions): Promise<LoadResult> {
 }
 
 /** A file made from another source: renamed whole, never over another file, and nothing loaded. */
-async function setAsideForeign (opts: LoadOptions, theirs: CacheSource | undefined, version: number): Promise<LoadResult> {
+async function setAsideForeign(opts: LoadOptions, theirs: CacheSource | undefined, version: number): Promise<LoadResult> {
   const id = theirs === undefined ? `v${version}` : sourceId(theirs)
   let aside = `${opts.file}.${id}.set-aside`
   if (await exists(aside)) aside = `${opts.file}.${id}-${Date.now()}.set-aside`
@@ -204,18 +211,21 @@ async function setAsideForeign (opts: LoadOptions, theirs: CacheSource | undefin
   } catch {
     moved = false
   }
-  opts.log.warn({
-    file: opts.file,
-    setAside: moved ? aside : undefined,
-    snapshotSource: theirs ?? `unknown (a version ${version} file)`,
-    source: opts.source
-  }, moved
-    ? 'the cache snapshot was made from another upstream; it was set aside and not loaded'
-    : 'the cache snapshot was made from another upstream and could not be set aside; it was not loaded')
+  opts.log.warn(
+    {
+      file: opts.file,
+      setAside: moved ? aside : undefined,
+      snapshotSource: theirs ?? `unknown (a version ${version} file)`,
+      source: opts.source
+    },
+    moved
+      ? 'the cache snapshot was made from another upstream; it was set aside and not loaded'
+      : 'the cache snapshot was made from another upstream and could not be set aside; it was not loaded'
+  )
   return { loaded: 0, expired: 0, bad: 0, foreign: true, ...(moved ? { setAside: aside } : {}) }
 }
 
-async function exists (file: string): Promise<boolean> {
+async function exists(file: string): Promise<boolean> {
   try {
     await stat(file)
     return true
@@ -235,7 +245,7 @@ export interface WriteOptions {
 }
 
 /** Write the cache to `file` atomically; resolves with the number of entries written. */
-export async function writeSnapshot (opts: WriteOptions): Promise<number> {
+export async function writeSnapshot(opts: WriteOptions): Promise<number> {
   // Taken at once (references only), so the file is one consistent picture of the cache.
   const entries = opts.cache.entries()
   const answers = opts.openAccess?.entries() ?? []
@@ -278,9 +288,9 @@ export async function writeSnapshot (opts: WriteOptions): Promise<number> {
 }
 
 /** The header's version and source (undefined for a version 1 file or a source that is not one); undefined when it is no header of ours. */
-function readHeader (text: string | undefined): { version: number, source: CacheSource | undefined } | undefined {
+function readHeader(text: string | undefined): { version: number; source: CacheSource | undefined } | undefined {
   if (text === undefined) return undefined
-  let h: { format?: unknown, version?: unknown, source?: unknown } | null
+  let h: { format?: unknown; version?: unknown; source?: unknown } | null
   try {
     h = JSON.parse(text) as typeof h
   } catch {
@@ -292,10 +302,15 @@ function readHeader (text: string | undefined): { version: number, source: Cache
   return { version: SNAPSHOT_VERSION, source: checkSource(h.source) }
 }
 
-interface OpenAccessLine { key: string, provider: unknown, url: unknown, until: number }
+interface OpenAccessLine {
+  key: string
+  provider: unknown
+  url: unknown
+  until: number
+}
 
 /** An entry line as [key, entry], an open-access line, 'end' for the end line, undefined for anything else. */
-function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] | OpenAccessLine | 'end' | undefined {
+function parseLine(text: string, maxKeyLength: number): [string, CachedAnswer] | OpenAccessLine | 'end' | undefined {
   let raw: unknown
   try {
     raw = JSON.parse(text)
@@ -303,7 +318,7 @@ function parseLine (text: string, maxKeyLength: number): [string, CachedAnswer] 
     return undefined
   }
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
-    const line = raw as { end?: unknown, oa?: unknown, provider?: unknown, url?: unknown, until?: unknown }
+    const line = raw as { end?: unknown; oa?: unknown; provider?: unknown; url?: unknown; until?: unknown }
     if (line.end === true) return 'end'
     if (!isCacheKey(line.oa, maxKeyLength) || typeof line.until !== 'number') return undefined
     return { key: line.oa, provider: line.provider, url: line.url, until: line.until }
@@ -321,7 +336,7 @@ interface Line {
 }
 
 /** The file's lines, streamed; a line longer than maxLineBytes is given as undefined text, never held whole. */
-async function * readLines (file: string, maxLineBytes: number): AsyncGenerator<Line> {
+async function* readLines(file: string, maxLineBytes: number): AsyncGenerator<Line> {
   const stream = createReadStream(file, { highWaterMark: 64 * 1024 })
   let parts: Buffer[] = []
   let size = 0
@@ -357,19 +372,29 @@ async function * readLines (file: string, maxLineBytes: number): AsyncGenerator<
 }
 
 /** Writes the snapshot every `intervalMs` (0: never on a timer) and once more at `close()`; one write at a time. */
-export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, log: SnapshotLog }) {
+export function scheduleSnapshots(opts: WriteOptions & { intervalMs: number; log: SnapshotLog }) {
   let running: Promise<void> | undefined
   let next: Promise<void> | undefined
   const once = async (why: string): Promise<void> => {
     if (running !== undefined) return await running
     const started = performance.now()
-    running = writeSnapshot(opts).then(
-      (entries) => opts.log.info({ file: opts.file, entries, why, ms: Math.round(performance.now() - started) }, 'wrote the cache snapshot'),
-      (err: unknown) => opts.log.warn({ file: opts.file, err, why }, 'could not write the cache snapshot')
-    ).finally(() => { running = undefined })
+    running = writeSnapshot(opts)
+      .then(
+        (entries) =>
+          opts.log.info({ file: opts.file, entries, why, ms: Math.round(performance.now() - started) }, 'wrote the cache snapshot'),
+        (err: unknown) => opts.log.warn({ file: opts.file, err, why }, 'could not write the cache snapshot')
+      )
+      .finally(() => {
+        running = undefined
+      })
     return await running
   }
-  const timer = opts.intervalMs > 0 ? setInterval(() => { once('periodic').catch(() => {}) }, opts.intervalMs) : undefined
+  const timer =
+    opts.intervalMs > 0
+      ? setInterval(() => {
+          once('periodic').catch(() => {})
+        }, opts.intervalMs)
+      : undefined
   timer?.unref()
   return {
     writeNow: once,
@@ -377,7 +402,7 @@ export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, lo
      * Written again after something was dropped from the cache: after a write under way, which may hold
      * it. Drops asked for while that write waits share the next one (a run of purges is one write, not one each).
      */
-    async rewrite (why: string): Promise<void> {
+    async rewrite(why: string): Promise<void> {
       next ??= (async () => {
         // Always a wait (a microtask at least), so `next` is set before it is cleared here.
         await (running ?? Promise.resolve())
@@ -386,7 +411,7 @@ export function scheduleSnapshots (opts: WriteOptions & { intervalMs: number, lo
       })()
       await next
     },
-    async close (): Promise<void> {
+    async close(): Promise<void> {
       if (timer !== undefined) clearInterval(timer)
       if (running !== undefined) await running
       await once('shutdown')

@@ -28,9 +28,14 @@ const MAX_TIME = 7_258_118_400_000
  * restart with a million records reads their times, not their values, before it answers. The text is
  * exactly what `encodeEntry` wrote for the values.
  */
-export interface UnreadEntry { kind: 'unread', storedAt: number, freshUntil: number, text: string }
+export interface UnreadEntry {
+  kind: 'unread'
+  storedAt: number
+  freshUntil: number
+  text: string
+}
 
-export function encodeEntry (entry: CachedAnswer | UnreadEntry): string {
+export function encodeEntry(entry: CachedAnswer | UnreadEntry): string {
   if (entry.kind === 'unread') return `[${ENTRY_VERSION},${entry.storedAt},${entry.freshUntil},1,${entry.text}]`
   return entry.kind === 'found'
     ? JSON.stringify([ENTRY_VERSION, entry.storedAt, entry.freshUntil, 1, entry.values])
@@ -38,7 +43,7 @@ export function encodeEntry (entry: CachedAnswer | UnreadEntry): string {
 }
 
 /** The found entry an unread one holds, or undefined when its text is not a well-formed list of values. Never throws. */
-export function readUnread (entry: UnreadEntry): CachedAnswer | undefined {
+export function readUnread(entry: UnreadEntry): CachedAnswer | undefined {
   let values: unknown
   try {
     values = JSON.parse(entry.text)
@@ -54,7 +59,7 @@ export function readUnread (entry: UnreadEntry): CachedAnswer | undefined {
  * [key, unread entry], or undefined when the line is not of that plain shape (a key with an escape, a
  * not-found entry, anything else): the caller then parses it whole, as before.
  */
-export function readUnreadLine (line: string, maxKeyLength: number): [string, UnreadEntry] | undefined {
+export function readUnreadLine(line: string, maxKeyLength: number): [string, UnreadEntry] | undefined {
   const head = UNREAD_HEAD.exec(line)
   if (head === null || !line.endsWith(']]]')) return undefined
   const [whole, key = '', stored = '', fresh = ''] = head
@@ -70,7 +75,7 @@ export function readUnreadLine (line: string, maxKeyLength: number): [string, Un
 const UNREAD_HEAD = /^\["([^"\\\x00-\x1f]+)",\[1,(\d{1,16}),(\d{1,16}),1,\[/
 
 /** The entry, or undefined when `text` is not a well-formed entry of this version. Never throws. */
-export function decodeEntry (text: string): CachedAnswer | undefined {
+export function decodeEntry(text: string): CachedAnswer | undefined {
   let raw: unknown
   try {
     raw = JSON.parse(text)
@@ -89,12 +94,12 @@ const MAX_CLOCK_SKEW_MS = 60_000
  * this process would keep it fresh itself (freshBound). A hostile or skewed entry must not pin a
  * record for years, nor win every "newer than what we hold" comparison.
  */
-export function plausibleEntry (entry: { storedAt: number, freshUntil: number }, at: number, policy: FreshnessPolicy): boolean {
+export function plausibleEntry(entry: { storedAt: number; freshUntil: number }, at: number, policy: FreshnessPolicy): boolean {
   return entry.storedAt <= at + MAX_CLOCK_SKEW_MS && entry.freshUntil - entry.storedAt <= freshBound(policy)
 }
 
 /** The same check on an already-parsed value. */
-export function checkEntry (raw: unknown): CachedAnswer | undefined {
+export function checkEntry(raw: unknown): CachedAnswer | undefined {
   if (!Array.isArray(raw) || raw[0] !== ENTRY_VERSION) return undefined
   const [, storedAt, freshUntil, kind, values] = raw as unknown[]
   if (!isTime(storedAt) || !isTime(freshUntil) || freshUntil < storedAt) return undefined
@@ -104,25 +109,30 @@ export function checkEntry (raw: unknown): CachedAnswer | undefined {
 }
 
 /** A cache key as we make them (ASCII-folded handle), of a length we accept. */
-export function isCacheKey (key: unknown, maxLength: number): key is string {
+export function isCacheKey(key: unknown, maxLength: number): key is string {
   return typeof key === 'string' && key.length > 0 && key.length <= maxLength && cacheKey(key) === key
 }
 
 /** A found entry's values: a list of at most MAX_VALUES handle values. */
-function areValues (values: unknown): values is HandleValue[] {
+function areValues(values: unknown): values is HandleValue[] {
   return Array.isArray(values) && values.length <= MAX_VALUES && values.every(isHandleValue)
 }
 
 /** The same shape check the upstream client makes on the REST API's values (src/resolve/upstream/client.ts). */
-function isHandleValue (v: unknown): v is HandleValue {
+function isHandleValue(v: unknown): v is HandleValue {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
   const o = v as Record<string, unknown>
   const data = o.data as Record<string, unknown> | null | undefined
-  return Number.isInteger(o.index) && typeof o.type === 'string' &&
-    data !== null && typeof data === 'object' && typeof data.format === 'string' &&
+  return (
+    Number.isInteger(o.index) &&
+    typeof o.type === 'string' &&
+    data !== null &&
+    typeof data === 'object' &&
+    typeof data.format === 'string' &&
     (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
+  )
 }
 
-function isTime (n: unknown): n is number {
+function isTime(n: unknown): n is number {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= MIN_TIME && n <= MAX_TIME
 }

@@ -13,7 +13,7 @@ export interface EntryWork {
   /** Prepared answers by variant (src/http/prepared-answers.ts for the keys). */
   answers: Map<string, PreparedAnswer>
   /** Location plans by the handle as written, with the namespace locations they were built with. */
-  plans: Map<string, { plan: LocationPlan, namespaceValues: readonly HandleValue[] }>
+  plans: Map<string, { plan: LocationPlan; namespaceValues: readonly HandleValue[] }>
   references?: ReferencedHandles
   /** What all of it costs the cache's byte budget. */
   bytes: number
@@ -49,7 +49,7 @@ export const MAX_VARIANTS = 8
 export const MAX_PREPARED_BYTES = 64 * 1024
 
 /** Bytes an answer holds: its body, its header text and the objects around them. */
-export function preparedBytes (status: number, headers: Record<string, string | string[]>, body: Buffer): number {
+export function preparedBytes(status: number, headers: Record<string, string | string[]>, body: Buffer): number {
   let bytes = 256 + body.length + String(status).length
   for (const [name, value] of Object.entries(headers)) {
     bytes += name.length + (typeof value === 'string' ? value.length : value.reduce((n, v) => n + v.length + 16, 0)) + 32
@@ -58,21 +58,21 @@ export function preparedBytes (status: number, headers: Record<string, string | 
 }
 
 /** Rough bytes of a plan: its candidates and parsed XML, about twice the JSON of what it was built from. */
-export function planBytes (values: readonly HandleValue[], namespaceValues: readonly HandleValue[]): number {
+export function planBytes(values: readonly HandleValue[], namespaceValues: readonly HandleValue[]): number {
   return 256 + 2 * (JSON.stringify(values).length + (namespaceValues.length === 0 ? 0 : JSON.stringify(namespaceValues).length))
 }
 
 /** Rough bytes of a record's references. */
-export function referencesBytes (refs: ReferencedHandles): number {
+export function referencesBytes(refs: ReferencedHandles): number {
   return 128 + 2 * JSON.stringify(refs).length
 }
 
-export function emptyWork (): EntryWork {
+export function emptyWork(): EntryWork {
   return { answers: new Map(), plans: new Map(), bytes: 0 }
 }
 
 /** Keep an answer in an entry's work, within the bounds: the bytes it added, or undefined. */
-export function addAnswer (work: EntryWork, variant: string, answer: PreparedAnswer): number | undefined {
+export function addAnswer(work: EntryWork, variant: string, answer: PreparedAnswer): number | undefined {
   if (answer.bytes > MAX_PREPARED_BYTES) return undefined
   const old = work.answers.get(variant)
   // The same answer, kept already (requests on the route at once, a storm): nothing to change.
@@ -83,7 +83,13 @@ export function addAnswer (work: EntryWork, variant: string, answer: PreparedAns
 }
 
 /** Keep a location plan for a spelling of the handle, within the bounds: the bytes it added, or undefined. */
-export function addPlan (work: EntryWork, handle: string, plan: LocationPlan, values: readonly HandleValue[], namespaceValues: readonly HandleValue[]): number | undefined {
+export function addPlan(
+  work: EntryWork,
+  handle: string,
+  plan: LocationPlan,
+  values: readonly HandleValue[],
+  namespaceValues: readonly HandleValue[]
+): number | undefined {
   const old = work.plans.get(handle)
   if (old === undefined && work.plans.size >= MAX_VARIANTS) return undefined
   work.plans.set(handle, { plan, namespaceValues })

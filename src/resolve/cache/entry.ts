@@ -12,17 +12,28 @@ import type { UpstreamAnswer } from '../upstream/client.js'
  * write the values out again.
  */
 export type CachedAnswer =
-  | { kind: 'found', values: HandleValue[], storedAt: number, freshUntil: number, work?: EntryWork, textLength?: number }
-  | { kind: 'not-found', storedAt: number, freshUntil: number, work?: EntryWork }
+  | { kind: 'found'; values: HandleValue[]; storedAt: number; freshUntil: number; work?: EntryWork; textLength?: number }
+  | { kind: 'not-found'; storedAt: number; freshUntil: number; work?: EntryWork }
 
 /**
  * The entry to keep for an upstream answer stored at `at` by the freshness rule (src/handle/freshness.ts),
  * with `values` for a found record (the answer's own by default); undefined when it is not kept at all.
  */
-export function entryOf (answer: UpstreamAnswer, at: number, policy: FreshnessPolicy, values = answer.kind === 'found' ? answer.record.values : []): CachedAnswer | undefined {
+export function entryOf(
+  answer: UpstreamAnswer,
+  at: number,
+  policy: FreshnessPolicy,
+  values = answer.kind === 'found' ? answer.record.values : []
+): CachedAnswer | undefined {
   const life = entryFor(answer, at, policy)
   if (life === undefined) return undefined
   return answer.kind === 'found'
-    ? { kind: 'found', values, storedAt: at, freshUntil: life.freshUntil, textLength: values === answer.record.values ? answer.textLength : undefined }
+    ? {
+        kind: 'found',
+        values,
+        storedAt: at,
+        freshUntil: life.freshUntil,
+        textLength: values === answer.record.values ? answer.textLength : undefined
+      }
     : { kind: 'not-found', storedAt: at, freshUntil: life.freshUntil }
 }

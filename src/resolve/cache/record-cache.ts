@@ -23,17 +23,20 @@ const NOT_FOUND_SIZE = 64
  * Found records stay past their freshness until staleUntil (src/handle/freshness.ts) so they can stand
  * in when the upstream fails; lru-cache's own TTL purges them after that.
  */
-export function createRecordCache (opts: RecordCacheOptions) {
+export function createRecordCache(opts: RecordCacheOptions) {
   // An entry restored from a snapshot may be held unread (src/resolve/cache/entry-codec.ts UnreadEntry) until first asked for.
   const lru = new LRUCache<string, CachedAnswer | UnreadEntry>({
     max: opts.maxEntries,
     maxSize: opts.maxBytes,
-    sizeCalculation: (entry) => entry.kind === 'unread' ? unreadSize(entry) : (entry.kind === 'found' ? estimateSize(entry) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
+    sizeCalculation: (entry) =>
+      entry.kind === 'unread'
+        ? unreadSize(entry)
+        : (entry.kind === 'found' ? estimateSize(entry) : NOT_FOUND_SIZE) + (entry.work?.bytes ?? 0),
     ttlAutopurge: false
   })
 
   /** An unread entry's values, parsed once and kept in its place; one that does not read is dropped (a miss). */
-  function read (key: string, held: UnreadEntry): CachedAnswer | undefined {
+  function read(key: string, held: UnreadEntry): CachedAnswer | undefined {
     const entry = readUnread(held)
     if (entry === undefined) lru.delete(key)
     // The same size: the text is the values' JSON, which estimateSize would measure again.
@@ -43,11 +46,11 @@ export function createRecordCache (opts: RecordCacheOptions) {
 
   return {
     /** The entry, fresh or stale, or undefined. Callers decide what stale means for them. */
-    peek (key: string): CachedAnswer | undefined {
+    peek(key: string): CachedAnswer | undefined {
       const held = lru.get(key)
       return held?.kind === 'unread' ? read(key, held) : held
     },
-    set (key: string, entry: CachedAnswer): void {
+    set(key: string, entry: CachedAnswer): void {
       const keepMs = staleUntil(entry, opts.freshness) - entry.storedAt
       if (keepMs <= 0) {
         lru.delete(key)
@@ -59,7 +62,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
      * An entry stored earlier (a snapshot, another replica through Redis): it keeps only what is left
      * of its freshness and staleness at `at` (epoch ms by the app's clock). False when nothing is left.
      */
-    restore (key: string, entry: CachedAnswer, at: number): boolean {
+    restore(key: string, entry: CachedAnswer, at: number): boolean {
       if (!plausibleEntry(entry, at, opts.freshness)) return false
       const keepMs = staleUntil(entry, opts.freshness) - at
       if (keepMs <= 0) return false
@@ -71,7 +74,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
      * already held as recent or more is kept as it is: with WORKERS>1 every worker's file holds much the
      * same records, and each worker reads them all (src/services/cache-tiers.ts).
      */
-    restoreUnread (key: string, entry: UnreadEntry, at: number): boolean {
+    restoreUnread(key: string, entry: UnreadEntry, at: number): boolean {
       if (!plausibleEntry(entry, at, opts.freshness)) return false
       if ((lru.peek(key)?.storedAt ?? -1) >= entry.storedAt) return true
       const keepMs = staleUntil({ kind: 'found', freshUntil: entry.freshUntil }, opts.freshness) - at
@@ -84,7 +87,7 @@ export function createRecordCache (opts: RecordCacheOptions) {
      * meanwhile). `add` changes the work and says how many bytes it added, or undefined when it added
      * nothing. The bytes count against the cache's budget; the entry's freshness stays as it was.
      */
-    attach (key: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined): boolean {
+    attach(key: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined): boolean {
       const current = lru.peek(key)
       if (current === undefined || current.kind === 'unread' || !sameRecord(current, entry)) return false
       const work = current.work ?? emptyWork()
@@ -95,20 +98,20 @@ export function createRecordCache (opts: RecordCacheOptions) {
       lru.set(key, { ...current, work }, { noUpdateTTL: true })
       return lru.has(key)
     },
-    delete (key: string): void {
+    delete(key: string): void {
       lru.delete(key)
     },
     /** Every live entry, least recently used first, without touching recency (for the snapshot): unread ones as they are. */
-    entries (): Array<[string, CachedAnswer | UnreadEntry]> {
+    entries(): Array<[string, CachedAnswer | UnreadEntry]> {
       const out: Array<[string, CachedAnswer | UnreadEntry]> = []
       // rentries() is typed loosely ((K | V)[]); its pairs are [key, value].
       for (const pair of lru.rentries()) out.push(pair as [string, CachedAnswer | UnreadEntry])
       return out
     },
-    get size (): number {
+    get size(): number {
       return lru.size
     },
-    get bytes (): number {
+    get bytes(): number {
       return lru.calculatedSize
     }
   }
@@ -117,16 +120,16 @@ export function createRecordCache (opts: RecordCacheOptions) {
 export type RecordCache = ReturnType<typeof createRecordCache>
 
 /** The same stored record (the entry object itself is replaced whenever an answer is kept with it). */
-function sameRecord (a: CachedAnswer, b: CachedAnswer): boolean {
+function sameRecord(a: CachedAnswer, b: CachedAnswer): boolean {
   return a.storedAt === b.storedAt && (a.kind === 'found' ? b.kind === 'found' && a.values === b.values : b.kind === 'not-found')
 }
 
 /** An unread entry counts as its values will once read: their JSON's length, times two. */
-function unreadSize (entry: UnreadEntry): number {
+function unreadSize(entry: UnreadEntry): number {
   return Math.max(1, 2 * entry.text.length)
 }
 
 /** Rough in-memory size: the values' JSON length (the upstream's whole answer when known), times two for object overhead. */
-function estimateSize (entry: { values: readonly HandleValue[], textLength?: number | undefined }): number {
+function estimateSize(entry: { values: readonly HandleValue[]; textLength?: number | undefined }): number {
   return Math.max(1, 2 * (entry.textLength ?? JSON.stringify(entry.values).length))
 }

@@ -32,7 +32,8 @@ export const SHARED_KEY_VERSION = 'v2'
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 // Take the lock, or say it is ours already: a lock command that timed out may have taken it, and the
 // lookup asking again must not then wait for itself until the lock expires.
-const LOCK_SCRIPT = "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end return 0"
+const LOCK_SCRIPT =
+  "if redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end if redis.call('get', KEYS[1]) == ARGV[1] then return 1 end return 0"
 
 export interface SharedTierOptions {
   /** One server, a Sentinel-watched master or a Cluster: every command here names one key, so any of them serves. */
@@ -52,14 +53,14 @@ export interface SharedTierOptions {
   maxValueBytes: number
   now: () => number
   metrics: Metrics
-  log: { info (obj: object, msg: string): void, warn (obj: object, msg: string): void }
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
 }
 
 /** An answer the shared tier gave: the entry as another replica stored it, with its own times. */
 export type SharedAnswer = UpstreamAnswer & { stored?: CachedAnswer }
 
 /** The tier's commands (records and locks), each asked only while Redis is usable (shared-health.ts). */
-export function createSharedTier (opts: SharedTierOptions) {
+export function createSharedTier(opts: SharedTierOptions) {
   const { redis, now } = opts
   const namespace = `${opts.prefix}${SHARED_KEY_VERSION}:${opts.source}:`
   const recordKey = (key: string): string => `${namespace}r:${key}`
@@ -79,7 +80,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   }
 
   /** The entry stored for key, or undefined (absent, unreadable, Redis in trouble). */
-  async function get (key: string): Promise<CachedAnswer | undefined> {
+  async function get(key: string): Promise<CachedAnswer | undefined> {
     if (!usable()) return undefined
     let text: string
     try {
@@ -100,7 +101,7 @@ export function createSharedTier (opts: SharedTierOptions) {
   }
 
   /** Store an entry for its remaining freshness + staleness; fire and forget. */
-  function put (key: string, entry: CachedAnswer): void {
+  function put(key: string, entry: CachedAnswer): void {
     const ttl = staleUntil(entry, opts.freshness) - now()
     if (ttl <= 0 || !usable()) return
     count.write.inc()
@@ -115,7 +116,7 @@ export function createSharedTier (opts: SharedTierOptions) {
    * another lookup does; 'timeout': Redis did not answer in time (the lock may or may not be ours: ask
    * again); 'none': Redis could not say and will not soon (set aside, unreachable, full, an error).
    */
-  async function lock (key: string, by: string): Promise<'mine' | 'theirs' | 'timeout' | 'none'> {
+  async function lock(key: string, by: string): Promise<'mine' | 'theirs' | 'timeout' | 'none'> {
     if (!usable()) return 'none'
     try {
       const took = await redis.eval(LOCK_SCRIPT, 1, lockKey(key), by, opts.lockTtlMs)
@@ -128,7 +129,7 @@ export function createSharedTier (opts: SharedTierOptions) {
     }
   }
 
-  function unlock (key: string, by: string): void {
+  function unlock(key: string, by: string): void {
     if (redis.status !== 'ready') return // it expires by itself
     redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), by).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }
@@ -156,17 +157,17 @@ type Fetcher = RecordFetcher & { assertOpen?: (handle: string) => void }
  * The upstream as the resolver sees it when a shared tier is configured: the shared tier first, the
  * upstream (guarded: queue, breaker, retries) when Redis has no fresh record, one replica at a time.
  */
-export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
+export function sharedFetcher(upstream: Fetcher, opts: SharedFetcherOptions): Fetcher {
   const { tier, cache, now } = opts
 
-  async function fetchAndShare (handle: string, key: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> {
+  async function fetchAndShare(handle: string, key: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> {
     const answer = await upstream.fetchRecord(handle, params, deadline)
     const entry = entryOf(answer, now(), opts.freshness)
     if (entry !== undefined) tier.put(key, entry)
     return answer
   }
 
-  async function fetchRecord (handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<SharedAnswer> {
+  async function fetchRecord(handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<SharedAnswer> {
     const key = cacheKey(handle)
     if (params.bypassCache || !tier.usable()) return await fetchAndShare(handle, key, params, deadline)
     // A record we hold (a refresh, or a stale copy) is replaced only by a newer one.
@@ -211,7 +212,7 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
   }
 
   /** One look in Redis, before any queue: a fresh record newer than the one we hold, or undefined. */
-  async function fromShared (handle: string): Promise<SharedAnswer | undefined> {
+  async function fromShared(handle: string): Promise<SharedAnswer | undefined> {
     if (!tier.usable()) return undefined
     const key = cacheKey(handle)
     const entry = await tier.get(key)
@@ -220,13 +221,19 @@ export function sharedFetcher (upstream: Fetcher, opts: SharedFetcherOptions): F
     return answerFrom(handle, entry)
   }
 
-  function answerFrom (handle: string, entry: CachedAnswer): SharedAnswer {
-    return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values }, stored: entry } : { kind: 'not-found', stored: entry }
+  function answerFrom(handle: string, entry: CachedAnswer): SharedAnswer {
+    return entry.kind === 'found'
+      ? { kind: 'found', record: { handle, values: entry.values }, stored: entry }
+      : { kind: 'not-found', stored: entry }
   }
 
   const fetcher: Fetcher = { fetchRecord, fromShared }
   const assertOpen = upstream.assertOpen
   // While Redis answers, a lookup may be answered from it even when the upstream's breaker is open.
-  if (assertOpen !== undefined) fetcher.assertOpen = (handle) => { if (!tier.usable()) assertOpen(handle) }
+  if (assertOpen !== undefined) {
+    fetcher.assertOpen = (handle) => {
+      if (!tier.usable()) assertOpen(handle)
+    }
+  }
   return fetcher
 }

@@ -12,27 +12,32 @@ export interface CacheSource {
   offline: boolean
 }
 
-export function cacheSourceOf (config: { upstreamUrl: string, offline: boolean }): CacheSource {
+export function cacheSourceOf(config: { upstreamUrl: string; offline: boolean }): CacheSource {
   let upstream = config.upstreamUrl
   try {
     upstream = new URL(config.upstreamUrl).href
-  } catch { /* validated at start; kept as given otherwise */ }
+  } catch {
+    /* validated at start; kept as given otherwise */
+  }
   return { upstream: upstream.replace(/\/+$/, ''), offline: config.offline }
 }
 
 /** A short name of the source (12 hex digits of its SHA-256), for Redis keys and set-aside files. */
-export function sourceId (source: CacheSource): string {
-  return createHash('sha256').update(JSON.stringify([source.upstream, source.offline])).digest('hex').slice(0, 12)
+export function sourceId(source: CacheSource): string {
+  return createHash('sha256')
+    .update(JSON.stringify([source.upstream, source.offline]))
+    .digest('hex')
+    .slice(0, 12)
 }
 
 /** The source as read back from a file (anything): undefined when it is not exactly a source. */
-export function checkSource (raw: unknown): CacheSource | undefined {
+export function checkSource(raw: unknown): CacheSource | undefined {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined
-  const { upstream, offline } = raw as { upstream?: unknown, offline?: unknown }
+  const { upstream, offline } = raw as { upstream?: unknown; offline?: unknown }
   if (typeof upstream !== 'string' || upstream.length > 4096 || typeof offline !== 'boolean') return undefined
   return { upstream, offline }
 }
 
-export function sameSource (a: CacheSource, b: CacheSource): boolean {
+export function sameSource(a: CacheSource, b: CacheSource): boolean {
   return a.upstream === b.upstream && a.offline === b.offline
 }

@@ -12,31 +12,33 @@ import type { RedisClient } from './redis.js'
  * A message is checked as it arrives (a Redis others can write to may say anything); a process never
  * acts twice on its own.
  */
-export type FleetMessage =
-  | { kind: 'upstream-wait', until: number }
-  | { kind: 'purge', key: string }
+export type FleetMessage = { kind: 'upstream-wait'; until: number } | { kind: 'purge'; key: string }
 
 /** The node:cluster message that carries a FleetMessage between a worker and the primary. */
 const HOST_MESSAGE = 'doi-proxy:fleet'
 // Longest cache key a purge may name (a handle's longest, four times over for escaping).
 const MAX_KEY_LENGTH = 4 * 4096 + 64
 
-interface Envelope { type: typeof HOST_MESSAGE, from: string, message: FleetMessage }
+interface Envelope {
+  type: typeof HOST_MESSAGE
+  from: string
+  message: FleetMessage
+}
 
 export interface Fleet {
   /** Tell the other workers of this host (nothing without WORKERS). */
-  tellHost (message: FleetMessage): void
+  tellHost(message: FleetMessage): void
   /**
    * Tell every process: this host's workers, and every replica through Redis. Resolves with how far it
    * went: 'redis' (published), 'host' (no Redis configured), or 'failed' (Redis configured, not told).
    */
-  tellAll (message: FleetMessage): Promise<'redis' | 'host' | 'failed'>
+  tellAll(message: FleetMessage): Promise<'redis' | 'host' | 'failed'>
   /** What the others tell this process. */
-  onMessage (listener: (message: FleetMessage) => void): void
-  close (): Promise<void>
+  onMessage(listener: (message: FleetMessage) => void): void
+  close(): Promise<void>
 }
 
-export function createFleet (opts: { redis?: RedisClient | undefined, channel: string }): Fleet {
+export function createFleet(opts: { redis?: RedisClient | undefined; channel: string }): Fleet {
   const me = randomUUID()
   const listeners: Array<(message: FleetMessage) => void> = []
   // `viaRedis`: only purges are taken from Redis (anyone who may write there could otherwise hold every
@@ -56,10 +58,13 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
 
   // A connection of its own: one that subscribes can do nothing else.
   const redis = opts.redis
-  const subscriber: RedisClient | undefined = redis === undefined ? undefined : redis instanceof Cluster ? redis.duplicate() : redis.duplicate()
+  const subscriber: RedisClient | undefined =
+    redis === undefined ? undefined : redis instanceof Cluster ? redis.duplicate() : redis.duplicate()
   if (subscriber !== undefined) {
     subscriber.on('error', () => {})
-    const subscribe = (): void => { subscriber.subscribe(opts.channel).catch(() => {}) }
+    const subscribe = (): void => {
+      subscriber.subscribe(opts.channel).catch(() => {})
+    }
     // ioredis subscribes again by itself after a reconnection.
     if (subscriber.status === 'ready') subscribe()
     else subscriber.once('ready', subscribe)
@@ -68,11 +73,13 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
       try {
         const envelope = JSON.parse(text) as Partial<Envelope>
         deliver(envelope.from, envelope.message, true)
-      } catch { /* not one of ours */ }
+      } catch {
+        /* not one of ours */
+      }
     })
   }
 
-  function tellHost (message: FleetMessage): void {
+  function tellHost(message: FleetMessage): void {
     if (!inWorker) return
     const envelope: Envelope = { type: HOST_MESSAGE, from: me, message }
     process.send?.(envelope)
@@ -80,7 +87,7 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
 
   return {
     tellHost,
-    async tellAll (message) {
+    async tellAll(message) {
       tellHost(message)
       if (opts.redis === undefined) return 'host'
       try {
@@ -90,8 +97,10 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
         return 'failed'
       }
     },
-    onMessage (listener) { listeners.push(listener) },
-    async close () {
+    onMessage(listener) {
+      listeners.push(listener)
+    },
+    async close() {
       if (inWorker) process.off('message', fromHost)
       subscriber?.disconnect()
     }
@@ -99,7 +108,7 @@ export function createFleet (opts: { redis?: RedisClient | undefined, channel: s
 }
 
 /** In the node:cluster primary (WORKERS > 1): pass each worker's fleet message on to every other worker. */
-export function relayFleetMessages (): void {
+export function relayFleetMessages(): void {
   cluster.on('message', (from, envelope: Partial<Envelope>) => {
     if (envelope?.type !== HOST_MESSAGE) return
     for (const worker of Object.values(cluster.workers ?? {})) {
@@ -109,10 +118,14 @@ export function relayFleetMessages (): void {
 }
 
 /** A message as it must be, or undefined. */
-function checkMessage (raw: unknown): FleetMessage | undefined {
-  const m = raw as { kind?: unknown, until?: unknown, key?: unknown } | null
+function checkMessage(raw: unknown): FleetMessage | undefined {
+  const m = raw as { kind?: unknown; until?: unknown; key?: unknown } | null
   if (m === null || typeof m !== 'object') return undefined
-  if (m.kind === 'upstream-wait' && typeof m.until === 'number' && Number.isFinite(m.until)) return { kind: 'upstream-wait', until: m.until }
-  if (m.kind === 'purge' && typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY_LENGTH) return { kind: 'purge', key: m.key }
+  if (m.kind === 'upstream-wait' && typeof m.until === 'number' && Number.isFinite(m.until)) {
+    return { kind: 'upstream-wait', until: m.until }
+  }
+  if (m.kind === 'purge' && typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY_LENGTH) {
+    return { kind: 'purge', key: m.key }
+  }
   return undefined
 }

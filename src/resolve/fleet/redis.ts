@@ -17,11 +17,12 @@ import type { Config } from '../../config/schema.js'
 export type RedisClient = Redis | Cluster
 
 export type RedisTopology =
-  | { kind: 'server', url: string }
-  | { kind: 'sentinel', sentinels: HostPort[], master: string }
-  | { kind: 'cluster', nodes: HostPort[] }
+  { kind: 'server'; url: string } | { kind: 'sentinel'; sentinels: HostPort[]; master: string } | { kind: 'cluster'; nodes: HostPort[] }
 
-export interface HostPort { host: string, port: number }
+export interface HostPort {
+  host: string
+  port: number
+}
 
 export interface RedisSettings {
   topology: RedisTopology
@@ -35,11 +36,25 @@ export interface RedisSettings {
 }
 
 /** The Redis settings of a Config (one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES), or undefined without any. */
-export function redisSettingsOf (config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelMaster' | 'redisClusterNodes' | 'redisUsername' | 'redisPassword' | 'redisTlsCaFile' | 'redisCommandTimeoutMs' | 'redisConnectTimeoutMs'>): RedisSettings | undefined {
+export function redisSettingsOf(
+  config: Pick<
+    Config,
+    | 'redisUrl'
+    | 'redisSentinels'
+    | 'redisSentinelMaster'
+    | 'redisClusterNodes'
+    | 'redisUsername'
+    | 'redisPassword'
+    | 'redisTlsCaFile'
+    | 'redisCommandTimeoutMs'
+    | 'redisConnectTimeoutMs'
+  >
+): RedisSettings | undefined {
   let topology: RedisTopology
   if (config.redisUrl !== undefined) topology = { kind: 'server', url: config.redisUrl }
-  else if (config.redisSentinels.length > 0) topology = { kind: 'sentinel', sentinels: config.redisSentinels.map(hostPort), master: config.redisSentinelMaster ?? '' }
-  else if (config.redisClusterNodes.length > 0) topology = { kind: 'cluster', nodes: config.redisClusterNodes.map(hostPort) }
+  else if (config.redisSentinels.length > 0) {
+    topology = { kind: 'sentinel', sentinels: config.redisSentinels.map(hostPort), master: config.redisSentinelMaster ?? '' }
+  } else if (config.redisClusterNodes.length > 0) topology = { kind: 'cluster', nodes: config.redisClusterNodes.map(hostPort) }
   else return undefined
   return {
     topology,
@@ -53,8 +68,10 @@ export function redisSettingsOf (config: Pick<Config, 'redisUrl' | 'redisSentine
 }
 
 /** The CA's PEM text; a file that holds no certificate is refused at start, not met as a TLS failure at each connect. */
-function readCa (file: string): string {
-  const refuse = (why: string): never => { throw new ConfigError(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(file)} ${why}`) }
+function readCa(file: string): string {
+  const refuse = (why: string): never => {
+    throw new ConfigError(`invalid setting redisTlsCaFile (REDIS_TLS_CA_FILE): ${JSON.stringify(file)} ${why}`)
+  }
   let text = ''
   try {
     text = readFileSync(file, 'utf8')
@@ -68,7 +85,7 @@ function readCa (file: string): string {
 }
 
 /** Why `text` does not start with a PEM certificate, or undefined when it does. */
-function pemProblem (text: string): string | undefined {
+function pemProblem(text: string): string | undefined {
   try {
     return new X509Certificate(text).raw.length > 0 ? undefined : 'an empty certificate'
   } catch (err) {
@@ -77,32 +94,35 @@ function pemProblem (text: string): string | undefined {
 }
 
 /** `host:port` (IPv6 in brackets) as checked by the config schema. */
-export function hostPort (text: string): HostPort {
+export function hostPort(text: string): HostPort {
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(text)
   return { host: m?.[1] ?? text, port: Number(m?.[2] ?? 6379) }
 }
 
 /** A Redis URL as it may be shown (logs, status, errors): its password replaced by `***`. */
-export function redactRedisUrl (url: string): string {
+export function redactRedisUrl(url: string): string {
   return url.replace(/^(rediss?:\/\/[^:@/]*):[^@/]*@/, '$1:***@')
 }
 
 /** Where we connect, for a log line: never a password. */
-export function describeRedis (topology: RedisTopology): string {
+export function describeRedis(topology: RedisTopology): string {
   const list = (nodes: HostPort[]): string => nodes.map((n) => `${n.host}:${n.port}`).join(',')
   switch (topology.kind) {
-    case 'server': return redactRedisUrl(topology.url)
-    case 'sentinel': return `sentinel master ${topology.master} via ${list(topology.sentinels)}`
-    case 'cluster': return `cluster via ${list(topology.nodes)}`
+    case 'server':
+      return redactRedisUrl(topology.url)
+    case 'sentinel':
+      return `sentinel master ${topology.master} via ${list(topology.sentinels)}`
+    case 'cluster':
+      return `cluster via ${list(topology.nodes)}`
   }
 }
 
 // Reconnect after 100 ms, 200 ms, 400 ms… at most every 5 s, for ever.
-export function reconnectDelayMs (attempt: number): number {
+export function reconnectDelayMs(attempt: number): number {
   return Math.min(5_000, 100 * 2 ** Math.min(Math.max(attempt - 1, 0), 6))
 }
 
-export function createRedisClient (settings: RedisSettings): RedisClient {
+export function createRedisClient(settings: RedisSettings): RedisClient {
   const { topology } = settings
   const perConnection = {
     commandTimeout: settings.commandTimeoutMs,
@@ -162,7 +182,7 @@ export function createRedisClient (settings: RedisSettings): RedisClient {
  * a single Redis server named there), heard from now on; always empty for a client that is no cluster.
  * So the start can say so, not that Redis is not reachable.
  */
-export function notClusterNodes (client: RedisClient): () => string[] {
+export function notClusterNodes(client: RedisClient): () => string[] {
   const nodes = new Set<string>()
   if (client instanceof Cluster) {
     client.on('node error', (err: Error, node: string) => {
@@ -176,16 +196,21 @@ export function notClusterNodes (client: RedisClient): () => string[] {
  * Resolves true once the client is connected (a cluster: to each of its masters), or false after `ms`:
  * the start never waits longer, never fails.
  */
-export async function waitConnected (client: RedisClient, ms: number): Promise<boolean> {
+export async function waitConnected(client: RedisClient, ms: number): Promise<boolean> {
   const until = performance.now() + ms
-  if (!await waitReady(client, ms)) return false
+  if (!(await waitReady(client, ms))) return false
   if (!(client instanceof Cluster)) return true
   // A cluster is ready once it knows its slots; its other nodes' connections open after. A first
   // command sent meanwhile waits for one and may take more than its timeout: open them all now.
   let timer: NodeJS.Timeout | undefined
   const pinged = await Promise.race([
-    Promise.all(client.nodes('master').map(async (node) => await node.ping())).then(() => true, () => false),
-    new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), Math.max(0, until - performance.now())) })
+    Promise.all(client.nodes('master').map(async (node) => await node.ping())).then(
+      () => true,
+      () => false
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(0, until - performance.now()))
+    })
   ])
   clearTimeout(timer)
   return pinged
@@ -196,14 +221,21 @@ export async function waitConnected (client: RedisClient, ms: number): Promise<b
  * called: Redis accepts connections and answers, slower than REDIS_COMMAND_TIMEOUT_MS, so the client
  * never becomes ready. `stop()` removes the listener.
  */
-export function watchSlowSetup (client: RedisClient): { slow: () => boolean, stop: () => void } {
+export function watchSlowSetup(client: RedisClient): { slow: () => boolean; stop: () => void } {
   let slow = false
-  const onError = (err: Error): void => { if (err.message === 'Command timed out') slow = true }
+  const onError = (err: Error): void => {
+    if (err.message === 'Command timed out') slow = true
+  }
   client.on('error', onError)
-  return { slow: () => slow, stop: () => { client.off('error', onError) } }
+  return {
+    slow: () => slow,
+    stop: () => {
+      client.off('error', onError)
+    }
+  }
 }
 
-async function waitReady (client: RedisClient, ms: number): Promise<boolean> {
+async function waitReady(client: RedisClient, ms: number): Promise<boolean> {
   if (client.status === 'ready') return true
   return await new Promise((resolve) => {
     const done = (ok: boolean): void => {
@@ -218,7 +250,7 @@ async function waitReady (client: RedisClient, ms: number): Promise<boolean> {
 }
 
 /** Close politely (QUIT), or at once when Redis does not answer. */
-export async function closeRedis (client: RedisClient, ms: number): Promise<void> {
+export async function closeRedis(client: RedisClient, ms: number): Promise<void> {
   if (client.status === 'end') return
   if (client.status !== 'ready') {
     client.disconnect()
@@ -227,7 +259,9 @@ export async function closeRedis (client: RedisClient, ms: number): Promise<void
   let timer: NodeJS.Timeout | undefined
   await Promise.race([
     client.quit().catch(() => {}),
-    new Promise<void>((resolve) => { timer = setTimeout(resolve, ms) })
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms)
+    })
   ])
   clearTimeout(timer)
   client.disconnect()

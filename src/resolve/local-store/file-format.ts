@@ -19,7 +19,7 @@ export interface StoreProblem {
 }
 
 /** A problem as one human line: `records.ndjson line 3: values[0].index must be an integer`. */
-export function describeProblem (p: StoreProblem): string {
+export function describeProblem(p: StoreProblem): string {
   const where = p.line !== undefined ? ` line ${p.line}` : p.item !== undefined ? ` record [${p.item}]` : ''
   return `${p.file}${where}: ${p.message}`
 }
@@ -27,7 +27,7 @@ export function describeProblem (p: StoreProblem): string {
 const STORE_EXTENSIONS = ['.json', '.ndjson']
 
 /** A file name the store reads: `.json`/`.ndjson`, and not a dot-file (an editor's or a writer's temporary file is never half-read). */
-export function isStoreFileName (name: string): boolean {
+export function isStoreFileName(name: string): boolean {
   return !name.startsWith('.') && STORE_EXTENSIONS.some((ext) => name.endsWith(ext))
 }
 
@@ -41,12 +41,17 @@ export interface ParsedFile {
 }
 
 /** Parse one file's bytes, and say whether the file is usable at all. Never throws. */
-export function parseStoreBytes (name: string, bytes: Buffer): ParsedFile {
+export function parseStoreBytes(name: string, bytes: Buffer): ParsedFile {
   let text: string
   try {
     text = bytes.toString('utf8')
   } catch {
-    return { name, records: [], problems: [{ file: name, message: `too large to read (${bytes.length} bytes); split it into several files` }], rejected: true }
+    return {
+      name,
+      records: [],
+      problems: [{ file: name, message: `too large to read (${bytes.length} bytes); split it into several files` }],
+      rejected: true
+    }
   }
   const { records, problems } = parseStoreFile(name, text)
   // A file-level problem (bad JSON, not a record, not an array) makes the whole file unusable; a bad ndjson line
@@ -59,14 +64,14 @@ export function parseStoreBytes (name: string, bytes: Buffer): ParsedFile {
  * Parse one store file's text. `.ndjson`: one record per line, blank lines allowed. `.json`: one record or an
  * array of records. Bad records are skipped and described; this never throws.
  */
-export function parseStoreFile (name: string, text: string): { records: HandleRecord[], problems: StoreProblem[] } {
+export function parseStoreFile(name: string, text: string): { records: HandleRecord[]; problems: StoreProblem[] } {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text // an editor's byte-order mark is not content
   if (name.endsWith('.ndjson')) return parseNdjson(name, body)
   if (name.endsWith('.json')) return parseJson(name, body)
   return { records: [], problems: [{ file: name, message: 'not a .json or .ndjson file' }] }
 }
 
-function parseNdjson (file: string, text: string): { records: HandleRecord[], problems: StoreProblem[] } {
+function parseNdjson(file: string, text: string): { records: HandleRecord[]; problems: StoreProblem[] } {
   const records: HandleRecord[] = []
   const problems: StoreProblem[] = []
   const lines = text.split('\n')
@@ -88,19 +93,20 @@ function parseNdjson (file: string, text: string): { records: HandleRecord[], pr
   return { records, problems }
 }
 
-function parseJson (file: string, text: string): { records: HandleRecord[], problems: StoreProblem[] } {
+function parseJson(file: string, text: string): { records: HandleRecord[]; problems: StoreProblem[] } {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (err) {
     const line = lineOfJsonError(text)
-    return { records: [], problems: [{ file, ...(line === undefined ? {} : { line }), message: `not valid JSON (${jsonErrorDetail(err)})` }] }
+    return {
+      records: [],
+      problems: [{ file, ...(line === undefined ? {} : { line }), message: `not valid JSON (${jsonErrorDetail(err)})` }]
+    }
   }
   if (!Array.isArray(parsed)) {
     const checked = checkRecord(parsed)
-    return typeof checked === 'string'
-      ? { records: [], problems: [{ file, message: checked }] }
-      : { records: [checked], problems: [] }
+    return typeof checked === 'string' ? { records: [], problems: [{ file, message: checked }] } : { records: [checked], problems: [] }
   }
   const records: HandleRecord[] = []
   const problems: StoreProblem[] = []
@@ -112,12 +118,12 @@ function parseJson (file: string, text: string): { records: HandleRecord[], prob
   return { records, problems }
 }
 
-function jsonErrorDetail (err: unknown): string {
+function jsonErrorDetail(err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
 
 /** The 1-based line of the first JSON syntax error (V8's message does not always say where it is). */
-function lineOfJsonError (text: string): number | undefined {
+function lineOfJsonError(text: string): number | undefined {
   const position = jsonErrorOffset(text)
   if (position === undefined) return undefined
   let line = 1
@@ -129,10 +135,14 @@ function lineOfJsonError (text: string): number | undefined {
  * Where JSON text first goes wrong: a small recursive scanner, run only after JSON.parse has failed.
  * Returns the offset of the offending character (text.length for a truncated document).
  */
-export function jsonErrorOffset (text: string): number | undefined {
+export function jsonErrorOffset(text: string): number | undefined {
   let i = 0
-  const fail = (at: number): never => { throw new JsonSyntaxAt(at) }
-  const skipSpace = (): void => { while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++ }
+  const fail = (at: number): never => {
+    throw new JsonSyntaxAt(at)
+  }
+  const skipSpace = (): void => {
+    while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++
+  }
   const literal = (word: string): void => {
     if (text.startsWith(word, i)) i += word.length
     else fail(i)
@@ -141,7 +151,10 @@ export function jsonErrorOffset (text: string): number | undefined {
     i++ // opening quote
     while (i < text.length) {
       const c = text.charCodeAt(i)
-      if (c === 0x22) { i++; return }
+      if (c === 0x22) {
+        i++
+        return
+      }
       if (c < 0x20) fail(i)
       if (c === 0x5c) {
         const e = text[i + 1] ?? ''
@@ -167,12 +180,21 @@ export function jsonErrorOffset (text: string): number | undefined {
   const sequence = (close: string, item: () => void): void => {
     i++ // opening bracket
     skipSpace()
-    if (text[i] === close) { i++; return }
+    if (text[i] === close) {
+      i++
+      return
+    }
     for (;;) {
       item()
       skipSpace()
-      if (text[i] === ',') { i++; continue }
-      if (text[i] === close) { i++; return }
+      if (text[i] === ',') {
+        i++
+        continue
+      }
+      if (text[i] === close) {
+        i++
+        return
+      }
       fail(i)
     }
   }
@@ -206,14 +228,16 @@ export function jsonErrorOffset (text: string): number | undefined {
 }
 
 class JsonSyntaxAt extends Error {
-  constructor (readonly offset: number) { super(`JSON syntax error at ${offset}`) }
+  constructor(readonly offset: number) {
+    super(`JSON syntax error at ${offset}`)
+  }
 }
 
 /** A record of the store: a handle record, and optionally its metadata by media type (docs/metadata.md). */
 export type LocalRecord = HandleRecord & { metadata?: StoredMetadata }
 
 /** A checked record, or a message saying what is wrong with it. Extra fields (responseCode from a saved API answer) are ignored. */
-export function checkRecord (raw: unknown): LocalRecord | string {
+export function checkRecord(raw: unknown): LocalRecord | string {
   if (!isPlainObject(raw)) return 'a record must be an object {"handle": …, "values": [...]}'
   const handle = raw.handle
   if (typeof handle !== 'string') return '"handle" must be a string'
@@ -226,7 +250,9 @@ export function checkRecord (raw: unknown): LocalRecord | string {
   for (let i = 0; i < raw.values.length; i++) {
     const checked = checkValue(raw.values[i])
     if (typeof checked === 'string') return `${handle}: values[${i}]${checked}`
-    if (indexes.has(checked.index)) return `${handle}: values[${i}].index ${checked.index} is used twice (an index is unique within a record)`
+    if (indexes.has(checked.index)) {
+      return `${handle}: values[${i}].index ${checked.index} is used twice (an index is unique within a record)`
+    }
     indexes.add(checked.index)
     values.push(checked)
   }
@@ -236,7 +262,7 @@ export function checkRecord (raw: unknown): LocalRecord | string {
 }
 
 /** A checked value (ttl defaulted), or a message starting with the field that is wrong (`.index must …`). */
-function checkValue (raw: unknown): HandleValue | string {
+function checkValue(raw: unknown): HandleValue | string {
   if (!isPlainObject(raw)) return ' must be an object'
   if (!Number.isSafeInteger(raw.index)) return '.index must be an integer'
   if (typeof raw.type !== 'string') return '.type must be a string'
@@ -257,6 +283,6 @@ function checkValue (raw: unknown): HandleValue | string {
   return { ...raw, ttl } as HandleValue
 }
 
-function isPlainObject (v: unknown): v is Record<string, unknown> {
+function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v)
 }

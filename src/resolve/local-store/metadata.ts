@@ -16,7 +16,7 @@ export interface StoredMetadataEntry {
 export type StoredMetadata = ReadonlyMap<string, StoredMetadataEntry>
 
 /** The record's metadata checked (undefined when it has none), or a message naming what is wrong. */
-export function checkMetadata (raw: unknown, handle: string): StoredMetadata | undefined | string {
+export function checkMetadata(raw: unknown, handle: string): StoredMetadata | undefined | string {
   if (raw === undefined) return undefined
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     return `${handle}: "metadata" must be an object keyed by media type, such as {"application/x-bibtex": {"contentType": …, "body": …}}`
@@ -27,10 +27,16 @@ export function checkMetadata (raw: unknown, handle: string): StoredMetadata | u
     const type = normaliseMediaType(key)
     if (type === undefined) return `${where}: the key must be a media type such as application/x-bibtex (no wildcard, no q)`
     if (out.has(type)) return `${where}: the media type ${type} is given twice`
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `${where} must be an object {"contentType": …, "body": …}`
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+      return `${where} must be an object {"contentType": …, "body": …}`
+    }
     const { contentType, body } = entry as Record<string, unknown>
-    if (typeof contentType !== 'string' || hasControlChar(contentType) || !/^[\x20-\x7e]+$/.test(contentType) ||
-        normaliseMediaType(contentType.split(';')[0] ?? '') === undefined) {
+    if (
+      typeof contentType !== 'string' ||
+      hasControlChar(contentType) ||
+      !/^[\x20-\x7e]+$/.test(contentType) ||
+      normaliseMediaType(contentType.split(';')[0] ?? '') === undefined
+    ) {
       return `${where}.contentType must be a Content-Type such as "application/x-bibtex; charset=utf-8"`
     }
     if (typeof body !== 'string') return `${where}.body must be a string`

@@ -39,7 +39,7 @@ export interface Snapshot {
  * One complete set of records from parsed files, in file-name order: for a handle found twice the later one
  * wins (a later file, or a later line of the same file), and the duplicate is reported.
  */
-export function buildSnapshot (files: readonly ParsedFile[]): Snapshot {
+export function buildSnapshot(files: readonly ParsedFile[]): Snapshot {
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const records = new Map<string, HandleValue[]>()
   const metadata = new Map<string, StoredMetadata>()

@@ -27,14 +27,14 @@ import type { WatchOptions } from './watch.js'
 /** What the resolver asks of records held locally (this store), consulted before the cache and the upstream. */
 export interface LocalRecords {
   /** `key` is the handle's cacheKey, when the caller has it already. */
-  get (handle: string, key?: string): HandleValue[] | undefined
-  isAuthoritative (handle: string, key?: string): boolean
+  get(handle: string, key?: string): HandleValue[] | undefined
+  isAuthoritative(handle: string, key?: string): boolean
 }
 
 export interface StoreLog {
-  info (obj: object, msg: string): void
-  warn (obj: object, msg: string): void
-  error (obj: object, msg: string): void
+  info(obj: object, msg: string): void
+  warn(obj: object, msg: string): void
+  error(obj: object, msg: string): void
 }
 
 export interface LocalStoreOptions extends WatchOptions {
@@ -46,15 +46,15 @@ export interface LocalStoreOptions extends WatchOptions {
 
 export interface LocalStore {
   /** The local record for a handle (ASCII-case-folded match via cacheKey), or undefined. O(1): a Map lookup on the current snapshot. Do not mutate the answer. */
-  get (handle: string, key?: string): HandleValue[] | undefined
+  get(handle: string, key?: string): HandleValue[] | undefined
   /** The record's stored metadata by media type (docs/metadata.md), or undefined when it has none. */
-  metadata (handle: string): StoredMetadata | undefined
+  metadata(handle: string): StoredMetadata | undefined
   /** True when the handle's prefix (prefixOf, compared with cacheKey folding) is served only locally: a miss is a 404, never an upstream call. */
-  isAuthoritative (handle: string, key?: string): boolean
+  isAuthoritative(handle: string, key?: string): boolean
   /** Counts for logs and /metrics. */
-  stats (): LocalStoreStats
+  stats(): LocalStoreStats
   /** Stop watching. Safe to call twice. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
 /** Thrown by openLocalStore when the directory cannot be used at start. */
@@ -75,16 +75,21 @@ interface CachedFile {
  * a writer's temporary file is never half-read), then watch for changes when `watch` is set.
  * A missing directory is an error (LocalStoreError); an empty one is fine.
  */
-export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalStore> {
+export async function openLocalStore(opts: LocalStoreOptions): Promise<LocalStore> {
   const dir = resolvePath(opts.dir)
   await assertDirectory(dir, opts.dir)
   const authoritative = new Set(opts.authoritativePrefixes.map((p) => cacheKey(p.trim())).filter((p) => p !== ''))
   const parsedByName = new Map<string, CachedFile>()
-  let snapshot: Snapshot = { records: new Map(), metadata: new Map(), stats: { records: 0, files: 0, rejectedFiles: 0, problems: 0 }, duplicates: [] }
+  let snapshot: Snapshot = {
+    records: new Map(),
+    metadata: new Map(),
+    stats: { records: 0, files: 0, rejectedFiles: 0, problems: 0 },
+    duplicates: []
+  }
   let closed = false
 
   /** Read the directory and swap in the new snapshot. Never throws: on failure the old snapshot stays. */
-  async function reload (reason: string): Promise<void> {
+  async function reload(reason: string): Promise<void> {
     try {
       await swapIn(reason)
     } catch (err) {
@@ -92,7 +97,7 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
     }
   }
 
-  async function swapIn (reason: string): Promise<void> {
+  async function swapIn(reason: string): Promise<void> {
     // Taken before the files are read: polling compares the directory with what was loaded.
     loadedSignature = await directorySignature(dir)
     let names: string[]
@@ -122,22 +127,22 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   await reloader.idle()
 
   return {
-    get (handle, key = cacheKey(handle)) {
+    get(handle, key = cacheKey(handle)) {
       return snapshot.records.get(key)
     },
-    metadata (handle) {
+    metadata(handle) {
       return snapshot.metadata.get(cacheKey(handle))
     },
-    isAuthoritative (handle, key) {
+    isAuthoritative(handle, key) {
       // Folding and cutting at the first '/' commute: the key's prefix is the prefix's key.
       // Most deployments name none: then no prefix is cut out of every cached DOI's key to look it up.
       if (authoritative.size === 0) return false
       return authoritative.has(key === undefined ? cacheKey(prefixOf(handle)) : prefixOf(key))
     },
-    stats () {
+    stats() {
       return { ...snapshot.stats }
     },
-    async close () {
+    async close() {
       closed = true
       stopWatching()
       await reloader.idle()
@@ -145,22 +150,26 @@ export async function openLocalStore (opts: LocalStoreOptions): Promise<LocalSto
   }
 }
 
-async function assertDirectory (dir: string, asGiven: string): Promise<void> {
+async function assertDirectory(dir: string, asGiven: string): Promise<void> {
   let isDir: boolean
   try {
     isDir = (await stat(dir)).isDirectory()
   } catch (err) {
     const code = (err as { code?: string }).code
-    throw new LocalStoreError(`localStoreDir: the local record directory "${asGiven}" (${dir}) ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(err)})`}; ` +
-      'create it or set LOCAL_STORE_DIR (localStoreDir) to an existing directory')
+    throw new LocalStoreError(
+      `localStoreDir: the local record directory "${asGiven}" (${dir}) ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(err)})`}; ` +
+        'create it or set LOCAL_STORE_DIR (localStoreDir) to an existing directory'
+    )
   }
   if (!isDir) {
-    throw new LocalStoreError(`localStoreDir: "${asGiven}" (${dir}) is not a directory; set LOCAL_STORE_DIR (localStoreDir) to a directory of .json/.ndjson files`)
+    throw new LocalStoreError(
+      `localStoreDir: "${asGiven}" (${dir}) is not a directory; set LOCAL_STORE_DIR (localStoreDir) to a directory of .json/.ndjson files`
+    )
   }
 }
 
 /** Read and parse one file, reusing the last parse when its bytes have not changed. Never throws. */
-async function loadFile (dir: string, name: string, cache: Map<string, CachedFile>, log: StoreLog): Promise<ParsedFile> {
+async function loadFile(dir: string, name: string, cache: Map<string, CachedFile>, log: StoreLog): Promise<ParsedFile> {
   let bytes: Buffer
   try {
     bytes = await readFile(join(dir, name))
@@ -179,7 +188,7 @@ async function loadFile (dir: string, name: string, cache: Map<string, CachedFil
   return parsed
 }
 
-function logProblems (parsed: ParsedFile, log: StoreLog): void {
+function logProblems(parsed: ParsedFile, log: StoreLog): void {
   for (const p of parsed.problems.slice(0, MAX_LOGGED_PROBLEMS_PER_FILE)) {
     log.warn({ file: p.file, line: p.line, item: p.item, problem: p.message }, `local store: skipped ${describeProblem(p)}`)
   }

@@ -16,11 +16,11 @@ export interface WatchOptions {
   /** How often to look for changes when polling (also the fallback when fs.watch fails). Default 2000 ms. */
   pollIntervalMs?: number
   /** Only warns: when fs.watch fails and polling takes over. */
-  log: { warn (obj: object, msg: string): void }
+  log: { warn(obj: object, msg: string): void }
 }
 
 /** The store files directly in dir, sorted: one listing for loading and for the signature, so both count the same files. */
-export async function storeFileNames (dir: string): Promise<string[]> {
+export async function storeFileNames(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true })
   return entries
     .filter((e) => (e.isFile() || e.isSymbolicLink()) && isStoreFileName(e.name))
@@ -30,15 +30,15 @@ export async function storeFileNames (dir: string): Promise<string[]> {
 
 export interface SerialReloader {
   /** Ask for a reload; a request made while one runs is served by one more reload after it. */
-  request (reason: string): void
+  request(reason: string): void
   /** Resolves when no reload is running or pending. */
-  idle (): Promise<void>
+  idle(): Promise<void>
 }
 
-export function createSerialReloader (reload: (reason: string) => Promise<void>): SerialReloader {
+export function createSerialReloader(reload: (reason: string) => Promise<void>): SerialReloader {
   let running: Promise<void> | undefined
   let pendingReason: string | undefined
-  function run (reason: string): void {
+  function run(reason: string): void {
     running = reload(reason).finally(() => {
       running = undefined
       if (pendingReason !== undefined) {
@@ -49,11 +49,11 @@ export function createSerialReloader (reload: (reason: string) => Promise<void>)
     })
   }
   return {
-    request (reason) {
+    request(reason) {
       if (running !== undefined) pendingReason = reason
       else run(reason)
     },
-    async idle () {
+    async idle() {
       for (let current = running; current !== undefined; current = running) await current
     }
   }
@@ -71,7 +71,7 @@ const MAX_DEBOUNCE_MS = 1000
  * recursive, which suits a store read from the top level only; rename-saves are seen (we watch the directory).
  * chokidar would be one more dependency with the same limits: it uses fs.watch too, unless told to poll.
  */
-export function startWatching (dir: string, opts: WatchOptions, reloader: SerialReloader, loaded: () => string | undefined): () => void {
+export function startWatching(dir: string, opts: WatchOptions, reloader: SerialReloader, loaded: () => string | undefined): () => void {
   let timer: NodeJS.Timeout | undefined
   let firstEventAt: number | undefined
   let watcher: FSWatcher | undefined
@@ -119,7 +119,7 @@ export function startWatching (dir: string, opts: WatchOptions, reloader: Serial
 }
 
 /** Every intervalMs, compare the directory with what was last loaded; a difference asks for a reload. */
-function startPolling (dir: string, intervalMs: number, onChange: () => void, loaded: () => string | undefined): () => void {
+function startPolling(dir: string, intervalMs: number, onChange: () => void, loaded: () => string | undefined): () => void {
   let busy = false
   const look = async (): Promise<void> => {
     if (busy) return
@@ -132,24 +132,28 @@ function startPolling (dir: string, intervalMs: number, onChange: () => void, lo
       busy = false
     }
   }
-  const lookQuietly = (): void => { look().catch(() => {}) } // look() handles its own errors
+  const lookQuietly = (): void => {
+    look().catch(() => {})
+  } // look() handles its own errors
   const interval = setInterval(lookQuietly, intervalMs)
   interval.unref()
   return () => clearInterval(interval)
 }
 
 /** Each store file's name, size, mtime and inode: polling compares this with the signature taken when the store last loaded. */
-export async function directorySignature (dir: string): Promise<string> {
+export async function directorySignature(dir: string): Promise<string> {
   try {
     const names = await storeFileNames(dir)
-    const parts = await Promise.all(names.map(async (name) => {
-      try {
-        const s = await stat(join(dir, name))
-        return `${name}:${s.size}:${s.mtimeMs}:${s.ino}`
-      } catch {
-        return `${name}:gone`
-      }
-    }))
+    const parts = await Promise.all(
+      names.map(async (name) => {
+        try {
+          const s = await stat(join(dir, name))
+          return `${name}:${s.size}:${s.mtimeMs}:${s.ino}`
+        } catch {
+          return `${name}:gone`
+        }
+      })
+    )
     return parts.join('\n')
   } catch (err) {
     return `unreadable:${(err as { code?: string }).code ?? ''}`

@@ -37,17 +37,23 @@ const NO_VALUES: HandleValue[] = []
 const NO_INCLUDES = new Map<string, HandleValue[]>()
 
 /** Fetches what the 10320/loc engine needs, keeping namespace locations per prefix as the reference does. */
-export function createLocationLoader (resolver: Resolver, now: () => number) {
-  const namespaces = new LRUCache<string, { values: HandleValue[], until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
+export function createLocationLoader(resolver: Resolver, now: () => number) {
+  const namespaces = new LRUCache<string, { values: HandleValue[]; until: number }>({ max: NAMESPACE_CACHE_ENTRIES })
 
   /** True when only the prefix's namespace locations are needed (no includes or overrides), so they may be kept. */
-  function isSimple (refs: ReferencedHandles, asked: LookupRequest): boolean {
-    return refs.includes.length === 0 && refs.includeNamespaces.length === 0 && !refs.noNamespaceLocs &&
-      refs.overridePrefix === undefined && refs.nshdl.length === 0 && !asked.params.bypassCache
+  function isSimple(refs: ReferencedHandles, asked: LookupRequest): boolean {
+    return (
+      refs.includes.length === 0 &&
+      refs.includeNamespaces.length === 0 &&
+      !refs.noNamespaceLocs &&
+      refs.overridePrefix === undefined &&
+      refs.nshdl.length === 0 &&
+      !asked.params.bypassCache
+    )
   }
 
   /** What is at hand without fetching: the kept namespace locations of the prefix; undefined otherwise. */
-  function peek (handle: string, refs: ReferencedHandles, asked: LookupRequest): LocationContext | undefined {
+  function peek(handle: string, refs: ReferencedHandles, asked: LookupRequest): LocationContext | undefined {
     if (!isSimple(refs, asked)) return undefined
     const prefix = prefixOf(handle)
     if (prefix === handle) return { includes: NO_INCLUDES, namespaceValues: NO_VALUES, problems: [], validUntil: Infinity }
@@ -56,7 +62,12 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   }
 
   /** The context for a record; `refs` are its references, when the caller kept them (referencedHandles otherwise). */
-  async function load (handle: string, values: readonly HandleValue[], asked: LookupRequest, refs = referencedHandles(values)): Promise<LocationContext> {
+  async function load(
+    handle: string,
+    values: readonly HandleValue[],
+    asked: LookupRequest,
+    refs = referencedHandles(values)
+  ): Promise<LocationContext> {
     const known = peek(handle, refs, asked)
     if (known !== undefined) return known
     const loaded = await loadLocationContext(resolver, handle, values, asked, refs)
@@ -75,7 +86,7 @@ export function createLocationLoader (resolver: Resolver, now: () => number) {
   return { load }
 }
 
-function kept (namespaceValues: HandleValue[], until: number): LocationContext {
+function kept(namespaceValues: HandleValue[], until: number): LocationContext {
   return namespaceValues.length === 0
     ? { includes: NO_INCLUDES, namespaceValues, problems: [], validUntil: until }
     : { includes: NO_INCLUDES, namespaceValues, problems: [], namespaceUntil: until, validUntil: until }
@@ -87,11 +98,17 @@ export type LocationLoader = ReturnType<typeof createLocationLoader>
  * Step one of the engine's two-step API (see src/handle/locations.ts): fetch the include targets,
  * the prefix record's HS_NAMESPACE <locs> handles (or nshdl) and their includes.
  */
-export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, handle: string, values: readonly HandleValue[], asked: LookupRequest, refs = referencedHandles(values)): Promise<LocationContext> {
+export async function loadLocationContext(
+  resolver: Pick<Resolver, 'lookup'>,
+  handle: string,
+  values: readonly HandleValue[],
+  asked: LookupRequest,
+  refs = referencedHandles(values)
+): Promise<LocationContext> {
   const ctx: LocationContext = { includes: new Map(), namespaceValues: [], problems: [] }
   let budget = MAX_FETCHES
 
-  async function valuesOf (name: string): Promise<HandleValue[] | undefined> {
+  async function valuesOf(name: string): Promise<HandleValue[] | undefined> {
     if (budget-- <= 0) {
       ctx.problems.push(`too many referenced handles; ${name} skipped`)
       return undefined
@@ -106,7 +123,7 @@ export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, h
     return undefined
   }
 
-  async function namespaceValuesFor (prefix: string, nshdl: readonly string[]): Promise<HandleValue[]> {
+  async function namespaceValuesFor(prefix: string, nshdl: readonly string[]): Promise<HandleValue[]> {
     const prefixValues = await valuesOf(prefix)
     const named = prefixValues === undefined ? [] : namespaceLocHandles(prefixValues)
     const handles = named.length > 0 ? named : nshdl
@@ -114,7 +131,7 @@ export async function loadLocationContext (resolver: Pick<Resolver, 'lookup'>, h
     return fetched.flatMap((v) => v ?? [])
   }
 
-  async function fetchIncludes (names: readonly string[], depth: number): Promise<void> {
+  async function fetchIncludes(names: readonly string[], depth: number): Promise<void> {
     const fresh = names.filter((n) => !ctx.includes.has(n))
     if (fresh.length === 0) return
     if (depth > MAX_INCLUDE_DEPTH) {

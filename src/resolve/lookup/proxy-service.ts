@@ -23,28 +23,28 @@ export type ProxyOutcome = Decided & { from: AnsweredFrom }
 
 type Decided =
   | {
-    kind: 'redirect',
-    handle: string,
-    location: string,
-    status: 301 | 302 | 303 | 307 | 308,
-    expires: number,
-    vary: boolean,
-    /** The chosen location answers content negotiation (behaviour.md §10: never diverted to a local service). */
-    negotiated: boolean,
-    /** The reader's urlappend is part of the location: it is theirs to follow, never ours to fetch (docs/metadata.md). */
-    appended: boolean,
-    linkHeaders: string[],
-    extraHeaders: Array<[string, string]>,
-    headLines: string[],
-    cache: CacheStatus,
-    reuse?: Reuse | undefined
-  }
-  | { kind: 'alias', handle: string, target: string, expires: number, cache: CacheStatus }
-  | { kind: 'values', handle: string, values: HandleValue[], vary: boolean, cache: CacheStatus, reuse?: Reuse | undefined }
-  | { kind: 'no-values', handle: string, cache: CacheStatus }
-  | { kind: 'showurls', handle: string, xml: string, vary: boolean, cache: CacheStatus }
-  | { kind: 'not-found', handle: string, message?: string, cache: CacheStatus, reuse?: Reuse | undefined }
-  | { kind: 'refused', handle: string, message: string, cache: CacheStatus } // a 400 about the request itself
+      kind: 'redirect'
+      handle: string
+      location: string
+      status: 301 | 302 | 303 | 307 | 308
+      expires: number
+      vary: boolean
+      /** The chosen location answers content negotiation (behaviour.md §10: never diverted to a local service). */
+      negotiated: boolean
+      /** The reader's urlappend is part of the location: it is theirs to follow, never ours to fetch (docs/metadata.md). */
+      appended: boolean
+      linkHeaders: string[]
+      extraHeaders: Array<[string, string]>
+      headLines: string[]
+      cache: CacheStatus
+      reuse?: Reuse | undefined
+    }
+  | { kind: 'alias'; handle: string; target: string; expires: number; cache: CacheStatus }
+  | { kind: 'values'; handle: string; values: HandleValue[]; vary: boolean; cache: CacheStatus; reuse?: Reuse | undefined }
+  | { kind: 'no-values'; handle: string; cache: CacheStatus }
+  | { kind: 'showurls'; handle: string; xml: string; vary: boolean; cache: CacheStatus }
+  | { kind: 'not-found'; handle: string; message?: string; cache: CacheStatus; reuse?: Reuse | undefined }
+  | { kind: 'refused'; handle: string; message: string; cache: CacheStatus } // a 400 about the request itself
 
 /**
  * Present when every request of the same variant (handle as written, negotiation, no query) gets this
@@ -89,7 +89,7 @@ export interface ProxyServiceOptions {
  * mode), apply the type/index filters, then let the 10320/loc engine choose the redirect (it also
  * covers records with plain URL values only) or show the values.
  */
-export function createProxyService (opts: ProxyServiceOptions) {
+export function createProxyService(opts: ProxyServiceOptions) {
   const { resolver, now } = opts
   const locations = createLocationLoader(resolver, now)
   const slots = createWorkSlots(resolver)
@@ -99,7 +99,7 @@ export function createProxyService (opts: ProxyServiceOptions) {
    * The answer for one request. Records at hand (local, cached) answer at once; anything that must be
    * fetched waits for the request's admission first (req.admit, behaviour.md §9).
    */
-  async function answer (req: ProxyRequest): Promise<ProxyOutcome> {
+  async function answer(req: ProxyRequest): Promise<ProxyOutcome> {
     if (req.params.ignoreAliases) {
       const found = await resolver.lookup(req.handle, req)
       return Object.assign(await fromRecord(req, req.handle, found), { from: answeredFrom(found) })
@@ -108,19 +108,24 @@ export function createProxyService (opts: ProxyServiceOptions) {
     return Object.assign(await fromChain(req, chain), { from: answeredFrom(chain) })
   }
 
-  async function fromRecord (req: ProxyRequest, handle: string, result: Lookup): Promise<Decided> {
+  async function fromRecord(req: ProxyRequest, handle: string, result: Lookup): Promise<Decided> {
     if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
     return await decide(req, handle, result.values, result.cache, undefined)
   }
 
-  async function fromChain (req: ProxyRequest, chain: ChainResult): Promise<Decided> {
+  async function fromChain(req: ProxyRequest, chain: ChainResult): Promise<Decided> {
     const { params } = req
     if (chain.kind === 'alias-chain-too-long') {
       return { kind: 'not-found', handle: req.handle, message: 'Alias chain too long', cache: chain.cache }
     }
     const entry = reusableEntry(chain)
     if (chain.kind === 'not-found') {
-      return { kind: 'not-found', handle: req.handle, cache: chain.cache, reuse: entry !== undefined ? { entry, validUntil: Infinity } : undefined }
+      return {
+        kind: 'not-found',
+        handle: req.handle,
+        cache: chain.cache,
+        reuse: entry !== undefined ? { entry, validUntil: Infinity } : undefined
+      }
     }
     // Redirect mode after at least one alias: a 301 to our own URL of the target (behaviour.md R2 HS_ALIAS); not for POST.
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
@@ -129,7 +134,14 @@ export function createProxyService (opts: ProxyServiceOptions) {
     return await decide(req, chain.handle, chain.values, chain.cache, entry, answeredFrom(chain) === 'local')
   }
 
-  async function decide (req: ProxyRequest, handle: string, all: HandleValue[], cache: CacheStatus, entry: CachedAnswer | undefined, local = false): Promise<Decided> {
+  async function decide(
+    req: ProxyRequest,
+    handle: string,
+    all: HandleValue[],
+    cache: CacheStatus,
+    entry: CachedAnswer | undefined,
+    local = false
+  ): Promise<Decided> {
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
@@ -148,15 +160,25 @@ export function createProxyService (opts: ProxyServiceOptions) {
  * The 10320/loc engine's choice for a record and its namespace locations (behaviour.md §4–§5): the
  * redirect, the showurls XML or the values page, and whether every plain request of its variant gets it.
  */
-function chooser (opts: ProxyServiceOptions, slots: WorkSlots) {
+function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
   const { now } = opts
 
-  function choose (req: ProxyRequest, handle: string, values: HandleValue[], located: LocationContext, cache: CacheStatus, entry: CachedAnswer | undefined, slot: WorkSlot | undefined): Decided {
+  function choose(
+    req: ProxyRequest,
+    handle: string,
+    values: HandleValue[],
+    located: LocationContext,
+    cache: CacheStatus,
+    entry: CachedAnswer | undefined,
+    slot: WorkSlot | undefined
+  ): Decided {
     const { params } = req
     const kept = slots.keptPlan(handle, located, slot)
-    const plan = kept ?? (slot !== undefined && located.includes.size === 0
-      ? planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
-      : undefined)
+    const plan =
+      kept ??
+      (slot !== undefined && located.includes.size === 0
+        ? planLocations({ handle, values, includes: located.includes, namespaceValues: located.namespaceValues })
+        : undefined)
     const locRequest: LocationRequest = {
       handle,
       values,
@@ -192,14 +214,21 @@ function chooser (opts: ProxyServiceOptions, slots: WorkSlots) {
       return { kind: 'values', handle, values, vary: decision.vary, cache, reuse: decision.sameForEveryone ? valuesReuse : undefined }
     }
     if (location !== plain && !sameTarget(plain, location)) {
-      return { kind: 'refused', handle, message: 'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).', cache }
+      return {
+        kind: 'refused',
+        handle,
+        message:
+          'The urlappend parameter would send this redirect to another site; it may only add to the address (a path, a query or a #fragment).',
+        cache
+      }
     }
     // Kept namespace locations bound Expires by their own remaining life (behaviour.md R11).
     const rule = expiryRule(decision.usedValues)
     const expires = { relativeMs: rule.relativeMs, until: Math.min(rule.until, located.namespaceUntil ?? Infinity) }
-    const reuse = entry !== undefined && decision.sameForEveryone && located.validUntil !== undefined && location === plain
-      ? { entry, validUntil: located.validUntil, expires }
-      : undefined
+    const reuse =
+      entry !== undefined && decision.sameForEveryone && located.validUntil !== undefined && location === plain
+        ? { entry, validUntil: located.validUntil, expires }
+        : undefined
     return {
       kind: 'redirect',
       handle,
@@ -217,7 +246,7 @@ function chooser (opts: ProxyServiceOptions, slots: WorkSlots) {
     }
   }
 
-  function report (handle: string, problems: readonly string[]): void {
+  function report(handle: string, problems: readonly string[]): void {
     if (problems.length > 0) opts.onLocationProblems?.(handle, problems)
   }
 
@@ -227,7 +256,7 @@ function chooser (opts: ProxyServiceOptions, slots: WorkSlots) {
 export type ProxyService = ReturnType<typeof createProxyService>
 
 /** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
-function locattFor (req: ProxyRequest): readonly string[] {
+function locattFor(req: ProxyRequest): readonly string[] {
   const { client, params } = req
   const automatic = client.negotiation.locatt
   return params.locatt.length === 0 ? automatic : [...params.locatt, ...automatic]
@@ -237,10 +266,13 @@ function locattFor (req: ProxyRequest): readonly string[] {
  * Where an answer's record came from, as /status counts it. A hit without a cache entry is a local record
  * (the cache's own hits always carry theirs); BYPASS asked the upstream, as a miss does.
  */
-export function answeredFrom (found: { cache: CacheStatus, entry?: CachedAnswer | undefined }): AnsweredFrom {
+export function answeredFrom(found: { cache: CacheStatus; entry?: CachedAnswer | undefined }): AnsweredFrom {
   switch (found.cache) {
-    case 'HIT': return found.entry === undefined ? 'local' : 'hit'
-    case 'STALE': return 'stale'
-    default: return 'miss'
+    case 'HIT':
+      return found.entry === undefined ? 'local' : 'hit'
+    case 'STALE':
+      return 'stale'
+    default:
+      return 'miss'
   }
 }

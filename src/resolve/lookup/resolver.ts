@@ -23,14 +23,22 @@ export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
  * every hit, and with a miss that shared its upstream answer with another lookup.
  */
 export type Lookup =
-  | { kind: 'found', values: HandleValue[], cache: CacheStatus, entry?: CachedAnswer | undefined }
-  | { kind: 'not-found', cache: CacheStatus, entry?: CachedAnswer | undefined }
+  | { kind: 'found'; values: HandleValue[]; cache: CacheStatus; entry?: CachedAnswer | undefined }
+  | { kind: 'not-found'; cache: CacheStatus; entry?: CachedAnswer | undefined }
 
 /** The end of an alias chain: the record of the last handle, and how many HS_ALIAS hops led there. */
 export type ChainResult =
-  | { kind: 'found', handle: string, values: HandleValue[], hops: number, aliasValues: HandleValue[], cache: CacheStatus, entry?: CachedAnswer | undefined }
-  | { kind: 'not-found', handle: string, hops: number, cache: CacheStatus, entry?: CachedAnswer | undefined }
-  | { kind: 'alias-chain-too-long', handle: string, cache: CacheStatus }
+  | {
+      kind: 'found'
+      handle: string
+      values: HandleValue[]
+      hops: number
+      aliasValues: HandleValue[]
+      cache: CacheStatus
+      entry?: CachedAnswer | undefined
+    }
+  | { kind: 'not-found'; handle: string; hops: number; cache: CacheStatus; entry?: CachedAnswer | undefined }
+  | { kind: 'alias-chain-too-long'; handle: string; cache: CacheStatus }
 
 export interface ResolverOptions {
   /** Undefined in offline mode: only local records answer. */
@@ -58,7 +66,7 @@ export const MAX_ALIAS_HOPS = 20
  * concurrent misses of a key), a stale record when the upstream fails. Knows nothing about HTTP requests
  * from clients, only the ticket of who asks.
  */
-export function createResolver (opts: ResolverOptions) {
+export function createResolver(opts: ResolverOptions) {
   const { cache, metrics, now } = opts
   // Label children bound once: the hot path only increments.
   const count = {
@@ -73,7 +81,7 @@ export function createResolver (opts: ResolverOptions) {
   const { peekEntry } = atHand
 
   /** A record or its absence: at hand (local, cached), or from the upstream once the request is admitted. */
-  async function lookup (handle: string, asked: LookupRequest): Promise<Lookup> {
+  async function lookup(handle: string, asked: LookupRequest): Promise<Lookup> {
     const key = cacheKey(handle)
     const { params } = asked
     const known = peekEntry(handle, params.bypassCache, key)
@@ -96,7 +104,7 @@ export function createResolver (opts: ResolverOptions) {
   }
 
   /** A stale record standing in for a failed or late lookup (behaviour.md §3, §9), or undefined. */
-  function staleStandIn (handle: string, err: unknown, fallback: CachedAnswer | undefined): Lookup | undefined {
+  function staleStandIn(handle: string, err: unknown, fallback: CachedAnswer | undefined): Lookup | undefined {
     if (!(err instanceof UpstreamError) || !err.staleable || fallback?.kind !== 'found') return undefined
     if (now() > staleUntil(fallback, opts.freshness)) return undefined
     count.stale.inc()
@@ -112,7 +120,8 @@ export function createResolver (opts: ResolverOptions) {
     needsUpstream: atHand.needsUpstream,
     knowsAbsence: atHand.knowsAbsence,
     countHit: () => count.hit.inc(),
-    attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) => cache.attach(cacheKey(handle), entry, add)
+    attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) =>
+      cache.attach(cacheKey(handle), entry, add)
   }
 }
 
@@ -122,20 +131,21 @@ export type Resolver = ReturnType<typeof createResolver>
  * What answers without waiting, read synchronously: a local record (which stands in front of the cache),
  * or a fresh cache entry. `cachedAnswer` is the hot path's (src/http/prepared-answers.ts): no Lookup built.
  */
-function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: string, key: string) => void) {
+function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: string, key: string) => void) {
   const { cache, now } = opts
 
   /**
    * The answer when it is at hand without waiting: a local record, or a fresh cache entry (unless the
    * request bypasses the cache); `cached` says it came from the cache. Undefined when the upstream must be asked.
    */
-  function peekEntry (handle: string, bypassCache: boolean, key = cacheKey(handle)): { lookup: Lookup, cached: boolean } | undefined {
+  function peekEntry(handle: string, bypassCache: boolean, key = cacheKey(handle)): { lookup: Lookup; cached: boolean } | undefined {
     const local = localAnswer(handle, key)
     if (local !== undefined) return { lookup: local, cached: false }
     if (bypassCache) return undefined
     const entry = freshEntry(handle, key)
     if (entry === undefined) return undefined
-    const lookup: Lookup = entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
+    const lookup: Lookup =
+      entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
     return { lookup, cached: true }
   }
 
@@ -144,7 +154,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
    * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
    * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
    */
-  function localAnswer (handle: string, key: string): Lookup | undefined {
+  function localAnswer(handle: string, key: string): Lookup | undefined {
     if (opts.local !== undefined) {
       const values = opts.local.get(handle, key)
       if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
@@ -154,7 +164,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
-  function freshEntry (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
+  function freshEntry(handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     const entry = cache.peek(key)
     const at = now()
     if (entry === undefined || !isFresh(entry, at)) return undefined
@@ -165,7 +175,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
   }
 
   /** Whether a lookup must ask the upstream: no local record answers (nor offline's absence), and no fresh entry. */
-  function needsUpstream (handle: string, key = cacheKey(handle)): boolean {
+  function needsUpstream(handle: string, key = cacheKey(handle)): boolean {
     return localAnswer(handle, key) === undefined && freshEntry(handle, key) === undefined
   }
 
@@ -174,7 +184,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
    * a prefix served only locally (LOCAL_AUTHORITATIVE_PREFIXES). Offline, any other handle not held may
    * well exist: its absence here says nothing about the DOI.
    */
-  function knowsAbsence (handle: string, key = cacheKey(handle)): boolean {
+  function knowsAbsence(handle: string, key = cacheKey(handle)): boolean {
     return opts.upstream !== undefined || opts.local?.isAuthoritative(handle, key) === true
   }
 
@@ -182,7 +192,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
    * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
    * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
    */
-  function cachedAnswer (handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
+  function cachedAnswer(handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     // No Lookup built when the cache answers, as peekEntry does: this runs for every prepared answer.
     return localAnswer(handle, key) === undefined ? freshEntry(handle, key) : undefined
   }
@@ -191,7 +201,7 @@ function recordsAtHand (opts: ResolverOptions, refreshInBackground: (handle: str
 }
 
 /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops, each looked up as `asked`. */
-async function followAliases (lookup: Resolver['lookup'], handle: string, asked: LookupRequest): Promise<ChainResult> {
+async function followAliases(lookup: Resolver['lookup'], handle: string, asked: LookupRequest): Promise<ChainResult> {
   let current = handle
   let worst: CacheStatus = 'HIT'
   const aliasValues: HandleValue[] = []
@@ -200,7 +210,9 @@ async function followAliases (lookup: Resolver['lookup'], handle: string, asked:
     worst = worse(worst, result.cache)
     if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry }
     const target = aliasTarget(result.values)
-    if (target === undefined) return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
+    if (target === undefined) {
+      return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
+    }
     if (hops >= MAX_ALIAS_HOPS) return { kind: 'alias-chain-too-long', handle, cache: worst }
     const aliasValue = result.values.find((v) => isType(v, 'HS_ALIAS'))
     if (aliasValue !== undefined) aliasValues.push(aliasValue)
@@ -214,15 +226,15 @@ async function followAliases (lookup: Resolver['lookup'], handle: string, asked:
  * that came with its entry (not a local record; a fetched one from its first repeat on, see entryForTaker).
  * The one rule for the proxy (proxy-service.ts) and the REST API (http/routes/api.ts).
  */
-export function reusableEntry (answer: { cache: CacheStatus, entry?: CachedAnswer | undefined, hops?: number }): CachedAnswer | undefined {
+export function reusableEntry(answer: { cache: CacheStatus; entry?: CachedAnswer | undefined; hops?: number }): CachedAnswer | undefined {
   return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0 ? answer.entry : undefined
 }
 
-function toLookup (answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAnswer): Lookup {
+function toLookup(answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAnswer): Lookup {
   return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache, entry } : { kind: 'not-found', cache, entry }
 }
 
 const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
-function worse (a: CacheStatus, b: CacheStatus): CacheStatus {
+function worse(a: CacheStatus, b: CacheStatus): CacheStatus {
   return RANK[b] > RANK[a] ? b : a
 }

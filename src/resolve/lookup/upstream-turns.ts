@@ -23,7 +23,7 @@ export interface UpstreamTurnsOptions {
   now: () => number
   freshness: FreshnessPolicy
   /** The resolver's tallies, bound once: lookups that joined another, asked on their own, or bypassed the cache. */
-  count: { shared: Tally, miss: Tally, bypass: Tally }
+  count: { shared: Tally; miss: Tally; bypass: Tally }
   onRefreshError?: ((handle: string, err: unknown) => void) | undefined
 }
 
@@ -35,7 +35,7 @@ export interface UpstreamTurnsOptions {
  * turn takes what arrived meanwhile (a request another client started, a fresh record) before asking the
  * upstream itself. Every answer fetched is stored in the cache.
  */
-export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
+export function createUpstreamTurns(opts: UpstreamTurnsOptions) {
   const { cache, now, count } = opts
   const { fromUpstream, store } = fetchAndStore(opts)
   // The upstream request running for a key, whoever started it; and each client's lookup of a key,
@@ -46,14 +46,20 @@ export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
   const takersOf = new WeakMap<UpstreamAnswer, number>()
 
   /** The upstream's answer for a lookup: joined, queued, or, when it bypasses the cache, a turn that joins nothing. */
-  function ask (handle: string, key: string, params: LookupParams, passed: Passed | undefined): Promise<UpstreamAnswer> {
+  function ask(handle: string, key: string, params: LookupParams, passed: Passed | undefined): Promise<UpstreamAnswer> {
     if (!params.bypassCache) return joinOrQueue(handle, key, params, passed)
     count.bypass.inc()
     return takeTurn(handle, key, params, passed, NO_JOIN)
   }
 
   /** Join the upstream request running for the key, or this client's own lookup of it, or queue a new one. */
-  function joinOrQueue (handle: string, key: string, params: LookupParams, passed: Passed | undefined, join = JOIN): Promise<UpstreamAnswer> {
+  function joinOrQueue(
+    handle: string,
+    key: string,
+    params: LookupParams,
+    passed: Passed | undefined,
+    join = JOIN
+  ): Promise<UpstreamAnswer> {
     const running = fetching.get(key)
     if (running !== undefined) {
       count.shared.inc()
@@ -77,7 +83,13 @@ export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
    * Wait for this client's turn, then fetch; first take what arrived meanwhile, as `join` allows: an
    * upstream request another client started for the key, or the fresh record it already stored.
    */
-  async function takeTurn (handle: string, key: string, params: LookupParams, passed: Passed | undefined, join: Join): Promise<UpstreamAnswer> {
+  async function takeTurn(
+    handle: string,
+    key: string,
+    params: LookupParams,
+    passed: Passed | undefined,
+    join: Join
+  ): Promise<UpstreamAnswer> {
     // Without a shared tier, no await at all: each one is a turn of the microtask queue on every miss.
     const shared = join.running && opts.upstream?.fromShared !== undefined ? await opts.upstream.fromShared(handle) : undefined
     if (shared !== undefined) {
@@ -85,7 +97,8 @@ export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
       return shared
     }
     opts.upstream?.assertOpen?.(handle)
-    const release = opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(passed?.client, passed?.deadline)
+    const release =
+      opts.queue === undefined || opts.upstream === undefined ? noop : await opts.queue.acquire(passed?.client, passed?.deadline)
     const running = join.running ? fetching.get(key) : undefined
     const entry = join.fresh && running === undefined ? cache.peek(key) : undefined
     if (running !== undefined || (entry !== undefined && isFresh(entry, now()))) {
@@ -102,7 +115,7 @@ export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
   }
 
   /** Stale-while-revalidate: one background refresh per key; a failure keeps the current entry. */
-  function refreshInBackground (handle: string, key: string): void {
+  function refreshInBackground(handle: string, key: string): void {
     if (fetching.has(key)) return
     // The entry is still fresh (that is why it is being refreshed): do not take it for the answer.
     joinOrQueue(handle, key, PLAIN_LOOKUP, undefined, REFRESH).catch((err: unknown) => opts.onRefreshError?.(handle, err))
@@ -113,23 +126,29 @@ export function createUpstreamTurns (opts: UpstreamTurnsOptions) {
    * (joined lookups, a storm), as work is kept with a record from its first repeat, so one asked for once
    * costs the cache its values alone; and only while the cache still holds that very record.
    */
-  function entryForTaker (key: string, answer: UpstreamAnswer): CachedAnswer | undefined {
+  function entryForTaker(key: string, answer: UpstreamAnswer): CachedAnswer | undefined {
     const takers = (takersOf.get(answer) ?? 0) + 1
     takersOf.set(answer, takers)
     if (takers === 1) return undefined
     const entry = cache.peek(key)
     if (entry === undefined) return undefined
-    return entry.kind === 'found' ? (answer.kind === 'found' && entry.values === answer.record.values ? entry : undefined) : (answer.kind === 'not-found' ? entry : undefined)
+    return entry.kind === 'found'
+      ? answer.kind === 'found' && entry.values === answer.record.values
+        ? entry
+        : undefined
+      : answer.kind === 'not-found'
+        ? entry
+        : undefined
   }
 
   return { ask, refreshInBackground, entryForTaker }
 }
 
 /** The upstream asked, once a lookup's turn came, and its answer stored in the cache (the shared tier's as it was stored there). */
-function fetchAndStore (opts: UpstreamTurnsOptions) {
+function fetchAndStore(opts: UpstreamTurnsOptions) {
   const { cache, metrics, now } = opts
 
-  async function fromUpstream (handle: string, key: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> {
+  async function fromUpstream(handle: string, key: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> {
     const upstream = opts.upstream
     if (upstream === undefined) return { kind: 'not-found' }
     const started = performance.now()
@@ -145,7 +164,7 @@ function fetchAndStore (opts: UpstreamTurnsOptions) {
     }
   }
 
-  function store (key: string, answer: UpstreamAnswer): void {
+  function store(key: string, answer: UpstreamAnswer): void {
     // An entry another replica stored (the shared tier, behaviour.md §11) keeps its own times.
     const stored = (answer as { stored?: CachedAnswer }).stored
     if (stored !== undefined) {
@@ -164,15 +183,18 @@ function fetchAndStore (opts: UpstreamTurnsOptions) {
   return { fromUpstream, store }
 }
 
-function noop (): void {}
+function noop(): void {}
 
 /** What a lookup may take instead of asking the upstream itself, once its turn comes. */
-interface Join { running: boolean, fresh: boolean }
+interface Join {
+  running: boolean
+  fresh: boolean
+}
 const JOIN: Join = { running: true, fresh: true }
 const REFRESH: Join = { running: true, fresh: false }
 const NO_JOIN: Join = { running: false, fresh: false } // bypassCache: the upstream must be asked
 
-function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
+function answerOf(handle: string, entry: CachedAnswer): UpstreamAnswer {
   return entry.kind === 'found' ? { kind: 'found', record: { handle, values: entry.values } } : { kind: 'not-found' }
 }
 
@@ -182,7 +204,7 @@ function answerOf (handle: string, entry: CachedAnswer): UpstreamAnswer {
 // each a lookup that misses): they are shared within a record, whose values mostly have the same one.
 const INTERNED_MAX = 10_000
 const interned = new Map<string, string>()
-function intern (s: string): string {
+function intern(s: string): string {
   const known = interned.get(s)
   if (known !== undefined) return known
   if (interned.size >= INTERNED_MAX) interned.clear()
@@ -191,7 +213,7 @@ function intern (s: string): string {
 }
 
 /** Share repeated strings of freshly parsed values before they are cached (the values are ours to change). */
-function compactValues (values: HandleValue[]): HandleValue[] {
+function compactValues(values: HandleValue[]): HandleValue[] {
   let timestamp: string | undefined
   for (const v of values) {
     v.type = intern(v.type)
@@ -201,7 +223,7 @@ function compactValues (values: HandleValue[]): HandleValue[] {
     }
     if (v.data !== null && typeof v.data === 'object') {
       v.data.format = intern(v.data.format)
-      const admin = v.data.value as { handle?: unknown, permissions?: unknown } | null
+      const admin = v.data.value as { handle?: unknown; permissions?: unknown } | null
       if (admin !== null && typeof admin === 'object') {
         if (typeof admin.handle === 'string') admin.handle = intern(admin.handle)
         if (typeof admin.permissions === 'string') admin.permissions = intern(admin.permissions)

@@ -63,34 +63,84 @@ const TRY_AGAIN = 'This is usually brief: please try again in a minute.'
 /** The errors of a metadata fetch: the registry's error types, with the agency's words. */
 export const metadataErrors = {
   unreachable: (detail: string, cause?: unknown) =>
-    new UpstreamError('DP_METADATA_UNREACHABLE', 502, `We could not reach the registration agency's metadata service. ${TRY_AGAIN}`, true, { cause: cause ?? detail, fault: true }),
+    new UpstreamError('DP_METADATA_UNREACHABLE', 502, `We could not reach the registration agency's metadata service. ${TRY_AGAIN}`, true, {
+      cause: cause ?? detail,
+      fault: true
+    }),
   timeout: (ms: number, cause?: unknown) =>
-    new UpstreamError('DP_METADATA_TIMEOUT', 504, `The registration agency's metadata service took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`, true, { cause, fault: true }),
+    new UpstreamError(
+      'DP_METADATA_TIMEOUT',
+      504,
+      `The registration agency's metadata service took too long to answer (more than ${Math.round(ms / 100) / 10} s). ${TRY_AGAIN}`,
+      true,
+      { cause, fault: true }
+    ),
   deadline: () =>
     new UpstreamError('DP_DEADLINE', 504, `Fetching this DOI's metadata took longer than we allow a request. ${TRY_AGAIN}`, true),
-  status: (status: number, retryAfter: number | undefined) => status === 429 || status === 503
-    ? new UpstreamError('DP_METADATA_BUSY', 503, 'The registration agency\'s metadata service asked us to wait before asking again. Please try again later.', true,
-      { upstreamStatus: status, fault: true, retryAfterMs: retryAfter ?? 5000 })
-    : new UpstreamError('DP_METADATA_STATUS', 502, `The registration agency's metadata service is having trouble right now and answered with an error. ${TRY_AGAIN}`, true,
-      { upstreamStatus: status, fault: true }),
+  status: (status: number, retryAfter: number | undefined) =>
+    status === 429 || status === 503
+      ? new UpstreamError(
+          'DP_METADATA_BUSY',
+          503,
+          "The registration agency's metadata service asked us to wait before asking again. Please try again later.",
+          true,
+          { upstreamStatus: status, fault: true, retryAfterMs: retryAfter ?? 5000 }
+        )
+      : new UpstreamError(
+          'DP_METADATA_STATUS',
+          502,
+          `The registration agency's metadata service is having trouble right now and answered with an error. ${TRY_AGAIN}`,
+          true,
+          { upstreamStatus: status, fault: true }
+        ),
   /** The agency told us to wait (429/503 with Retry-After) and the time is not up: no request is sent. */
   paused: (retryAfter: number) =>
-    new UpstreamError('DP_METADATA_BUSY', 503, 'The registration agency\'s metadata service asked us to wait before asking again. Please try again later.', true, { retryAfterMs: retryAfter }),
+    new UpstreamError(
+      'DP_METADATA_BUSY',
+      503,
+      "The registration agency's metadata service asked us to wait before asking again. Please try again later.",
+      true,
+      { retryAfterMs: retryAfter }
+    ),
   tooLarge: (max: number) =>
-    new UpstreamError('DP_METADATA_TOO_LARGE', 502, `The registration agency's metadata for this DOI is larger than we accept (${max} bytes).`, false, { cause: `over ${max} bytes` }),
+    new UpstreamError(
+      'DP_METADATA_TOO_LARGE',
+      502,
+      `The registration agency's metadata for this DOI is larger than we accept (${max} bytes).`,
+      false,
+      { cause: `over ${max} bytes` }
+    ),
   unreadable: (detail: string) =>
-    new UpstreamError('DP_METADATA_BAD_RESPONSE', 502, 'The registration agency\'s metadata service sent an answer we could not read. Please try again later.', true, { cause: detail }),
+    new UpstreamError(
+      'DP_METADATA_BAD_RESPONSE',
+      502,
+      "The registration agency's metadata service sent an answer we could not read. Please try again later.",
+      true,
+      { cause: detail }
+    ),
   wrongType: (contentType: string | undefined) =>
-    new UpstreamError('DP_METADATA_BAD_RESPONSE', 502, 'The registration agency\'s metadata service answered with a type of content that was not asked for.', false, { cause: `Content-Type ${contentType ?? '(none)'}` }),
+    new UpstreamError(
+      'DP_METADATA_BAD_RESPONSE',
+      502,
+      "The registration agency's metadata service answered with a type of content that was not asked for.",
+      false,
+      { cause: `Content-Type ${contentType ?? '(none)'}` }
+    ),
   redirect: (detail: string) =>
-    new UpstreamError('DP_METADATA_REDIRECT', 502, 'The registration agency\'s metadata service sent us on to a site we do not fetch from.', false, { cause: detail })
+    new UpstreamError(
+      'DP_METADATA_REDIRECT',
+      502,
+      "The registration agency's metadata service sent us on to a site we do not fetch from.",
+      false,
+      { cause: detail }
+    )
 }
 
 /** Fetches one URL with the reader's Accept (and nothing else of theirs), following allowed redirects. */
-export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?: Dispatcher) {
+export function createMetadataFetcher(opts: MetadataFetcherOptions, dispatcher?: Dispatcher) {
   const agent: Dispatcher = dispatcher ?? new Agent(connectionLimits(opts.connectionsPerHost, opts.connectTimeoutMs, opts.timeoutMs))
 
-  async function fetch (url: URL, accept: string, deadlineAt: number): Promise<FetchedMetadata> {
+  async function fetch(url: URL, accept: string, deadlineAt: number): Promise<FetchedMetadata> {
     const started = performance.now()
     const deadline = Math.min(started + opts.timeoutMs, deadlineAt)
     const budgetMs = Math.floor(deadline - started)
@@ -104,12 +154,19 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
         let res: WholeAnswer
         try {
           // The same retry policy as lookups (src/resolve/upstream/client.ts): Retry-After honoured, never past the deadline.
-          res = await getWithRetries(agent, {
-            origin: current.origin,
-            path: `${current.pathname}${current.search}`,
-            method: 'GET',
-            headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING }
-          }, { maxBytes: opts.maxBodyBytes, tooLarge, cancel }, current.host, deadline, opts.retry)
+          res = await getWithRetries(
+            agent,
+            {
+              origin: current.origin,
+              path: `${current.pathname}${current.search}`,
+              method: 'GET',
+              headers: { accept, 'user-agent': opts.userAgent, 'accept-encoding': ACCEPT_ENCODING }
+            },
+            { maxBytes: opts.maxBodyBytes, tooLarge, cancel },
+            current.host,
+            deadline,
+            opts.retry
+          )
         } catch (err) {
           throw err instanceof UpstreamError ? err : classify(err, budgetMs, deadline < started + opts.timeoutMs)
         }
@@ -132,7 +189,13 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
           continue
         }
         const body = await decodeWhole(res, opts.maxBodyBytes, { tooLarge, unreadable: metadataErrors.unreadable })
-        return { status: res.statusCode, contentType: header('content-type'), cacheControl: header('cache-control'), retryAfterMs: retryAfterMs(res.headers['retry-after']), body }
+        return {
+          status: res.statusCode,
+          contentType: header('content-type'),
+          cacheControl: header('cache-control'),
+          retryAfterMs: retryAfterMs(res.headers['retry-after']),
+          body
+        }
       }
     } finally {
       cancel.clear()
@@ -141,7 +204,7 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
 
   return {
     fetch,
-    async close () {
+    async close() {
       if (dispatcher === undefined) await agent.close()
     }
   }
@@ -149,10 +212,16 @@ export function createMetadataFetcher (opts: MetadataFetcherOptions, dispatcher?
 
 export type MetadataFetcher = ReturnType<typeof createMetadataFetcher>
 
-function classify (err: unknown, budgetMs: number, byDeadline: boolean): UpstreamError {
-  const e = err as { name?: string, code?: string, message?: string }
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-      e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT' || e?.code === 'UND_ERR_ABORTED') {
+function classify(err: unknown, budgetMs: number, byDeadline: boolean): UpstreamError {
+  const e = err as { name?: string; code?: string; message?: string }
+  if (
+    e?.name === 'TimeoutError' ||
+    e?.name === 'AbortError' ||
+    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e?.code === 'UND_ERR_BODY_TIMEOUT' ||
+    e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    e?.code === 'UND_ERR_ABORTED'
+  ) {
     return byDeadline ? metadataErrors.deadline() : metadataErrors.timeout(budgetMs, err)
   }
   return metadataErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)
@@ -186,21 +255,25 @@ export interface MetadataQuery {
 }
 
 /** The cache and the per-agency queues in front of the fetcher. */
-export function createMetadataService (opts: MetadataServiceOptions) {
+export function createMetadataService(opts: MetadataServiceOptions) {
   const { now } = opts
-  const cache = opts.cacheMaxBytes > 0
-    ? new LRUCache<string, MetadataAnswer>({ maxSize: opts.cacheMaxBytes, sizeCalculation: (a, key) => Math.max(1, a.body.length + key.length * 2 + 128) })
-    : undefined
+  const cache =
+    opts.cacheMaxBytes > 0
+      ? new LRUCache<string, MetadataAnswer>({
+          maxSize: opts.cacheMaxBytes,
+          sizeCalculation: (a, key) => Math.max(1, a.body.length + key.length * 2 + 128)
+        })
+      : undefined
   const turns = agencyTurns(opts.queue, now)
   const shared = sharedFetches(turns, peek, fetchAndStore)
 
   /** A fresh answer at hand, synchronously (the hot path); undefined otherwise. */
-  function peek (key: string): MetadataAnswer | undefined {
+  function peek(key: string): MetadataAnswer | undefined {
     const entry = cache?.get(key)
     return entry !== undefined && isFresh(entry, now()) ? entry : undefined
   }
 
-  async function get (q: MetadataQuery): Promise<{ answer: MetadataAnswer, cache: MetadataCacheStatus }> {
+  async function get(q: MetadataQuery): Promise<{ answer: MetadataAnswer; cache: MetadataCacheStatus }> {
     const fresh = peek(q.key)
     if (fresh !== undefined) return { answer: fresh, cache: 'HIT' }
     const old = cache?.peek(q.key, { allowStale: true })
@@ -215,7 +288,7 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     }
   }
 
-  async function fetchAndStore (q: MetadataQuery): Promise<MetadataAnswer> {
+  async function fetchAndStore(q: MetadataQuery): Promise<MetadataAnswer> {
     const got = await opts.fetcher.fetch(q.url, q.accept, q.deadline)
     if (got.status === 429 || got.status >= 500) {
       if (got.retryAfterMs !== undefined && (got.status === 429 || got.status === 503)) turns.pause(q.url.host, got.retryAfterMs)
@@ -228,7 +301,12 @@ export function createMetadataService (opts: MetadataServiceOptions) {
     const storedAt = now()
     const life = metadataEntryFor(got, storedAt, opts.freshness)
     const answer: MetadataAnswer = {
-      status: got.status, contentType: got.contentType, body: got.body, storedAt, freshUntil: life.freshUntil, staleUntil: life.staleUntil
+      status: got.status,
+      contentType: got.contentType,
+      body: got.body,
+      storedAt,
+      freshUntil: life.freshUntil,
+      staleUntil: life.staleUntil
     }
     if (cache !== undefined && life.kept) {
       cache.set(q.key, answer, { ttl: life.staleUntil - storedAt })
@@ -243,7 +321,7 @@ export function createMetadataService (opts: MetadataServiceOptions) {
    * part), whatever its location and Accept, a not-found (404, 406) included; true when one was held.
    * Goes through the keys: a purge is rare and the cache bounded in bytes.
    */
-  function forget (handleKey: string): boolean {
+  function forget(handleKey: string): boolean {
     const prefix = `${handleKey}\u0000`
     let held = false
     for (const key of [...(cache?.keys() ?? [])]) {
@@ -262,22 +340,22 @@ export function createMetadataService (opts: MetadataServiceOptions) {
 }
 
 /** Each agency host's fair queue, made at its first fetch, and the wait it asked for (429 or 503 with Retry-After). */
-function agencyTurns (queue: MetadataServiceOptions['queue'], now: () => number) {
+function agencyTurns(queue: MetadataServiceOptions['queue'], now: () => number) {
   const queues = new Map<string, FairQueue>()
   const pausedUntil = new Map<string, number>()
   return {
     /** The reader's turn at this host (its release), or the agency's wait when it asked for one and the time is not up. */
-    async take (host: string, ticket: ClientTicket | undefined, deadline: number): Promise<() => void> {
+    async take(host: string, ticket: ClientTicket | undefined, deadline: number): Promise<() => void> {
       const paused = pausedUntil.get(host)
       if (paused !== undefined) {
         if (paused > now()) throw metadataErrors.paused(paused - now())
         pausedUntil.delete(host)
       }
       let hostQueue = queues.get(host)
-      if (hostQueue === undefined) queues.set(host, hostQueue = createFairQueue(queue))
+      if (hostQueue === undefined) queues.set(host, (hostQueue = createFairQueue(queue)))
       return await hostQueue.acquire(ticket, deadline)
     },
-    pause (host: string, retryAfterMs: number): void {
+    pause(host: string, retryAfterMs: number): void {
       pausedUntil.set(host, now() + Math.min(MAX_PAUSE_MS, retryAfterMs))
     }
   }
@@ -288,7 +366,7 @@ function agencyTurns (queue: MetadataServiceOptions['queue'], now: () => number)
  * waits for its own turn at the agency, then takes what arrived meanwhile (a fetch started, a fresh answer,
  * the outcome of one that ended while it waited) before fetching itself.
  */
-function sharedFetches (
+function sharedFetches(
   turns: ReturnType<typeof agencyTurns>,
   peek: (key: string) => MetadataAnswer | undefined,
   fetchAndStore: (q: MetadataQuery) => Promise<MetadataAnswer>
@@ -297,10 +375,10 @@ function sharedFetches (
   // The last fetch of each key, kept briefly with its end time: a reader who was already waiting for
   // its turn when it ended takes its outcome (an error or an answer not to be cached included), so
   // concurrent misses make one request even when the agency's concurrency cap makes them queue.
-  const settled = new LRUCache<string, { at: number, outcome: Promise<MetadataAnswer> }>({ max: 10_000, ttl: SETTLED_KEEP_MS })
+  const settled = new LRUCache<string, { at: number; outcome: Promise<MetadataAnswer> }>({ max: 10_000, ttl: SETTLED_KEEP_MS })
   const waiting = new Map<string, Promise<MetadataAnswer>>()
 
-  function joinOrQueue (q: MetadataQuery): Promise<MetadataAnswer> {
+  function joinOrQueue(q: MetadataQuery): Promise<MetadataAnswer> {
     const running = fetching.get(q.key)
     if (running !== undefined) return running
     const mine = `${q.key}\u0000${q.ticket?.key ?? ''}`
@@ -312,7 +390,7 @@ function sharedFetches (
     return pending
   }
 
-  async function takeTurn (q: MetadataQuery): Promise<MetadataAnswer> {
+  async function takeTurn(q: MetadataQuery): Promise<MetadataAnswer> {
     const askedAt = performance.now()
     const release = await turns.take(q.url.host, q.ticket, q.deadline)
     const running = fetching.get(q.key)
@@ -336,7 +414,7 @@ function sharedFetches (
   return {
     joinOrQueue,
     /** A purge: the outcomes kept for the keys starting with `prefix` are dropped. */
-    forget (prefix: string): void {
+    forget(prefix: string): void {
       for (const key of [...settled.keys()]) if (key.startsWith(prefix)) settled.delete(key)
     }
   }

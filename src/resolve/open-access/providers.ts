@@ -24,8 +24,8 @@ export interface OpenAccessProviderClient {
   name: 'unpaywall' | 'openalex' | 'file'
   /** Calls to it count against the daily limit (the file's do not). */
   remote: boolean
-  find (doi: string): Promise<ProviderAnswer>
-  close (): Promise<void>
+  find(doi: string): Promise<ProviderAnswer>
+  close(): Promise<void>
 }
 
 export interface HttpProviderOptions {
@@ -43,12 +43,12 @@ export class ProviderError extends Error {
 }
 
 /** Unpaywall: GET {base}/{doi}?email=…; the copy is best_oa_location.url when is_oa (404: a DOI it does not know). */
-export function unpaywallProvider (baseUrl: string, email: string, opts: HttpProviderOptions): OpenAccessProviderClient {
+export function unpaywallProvider(baseUrl: string, email: string, opts: HttpProviderOptions): OpenAccessProviderClient {
   const get = httpGetter(baseUrl, opts)
   return {
     name: 'unpaywall',
     remote: true,
-    async find (doi) {
+    async find(doi) {
       const body = await get(`/${encodeHandlePath(doi)}?email=${encodeURIComponent(email)}`)
       return body === undefined ? null : unpaywallCopy(body)
     },
@@ -57,12 +57,12 @@ export function unpaywallProvider (baseUrl: string, email: string, opts: HttpPro
 }
 
 /** OpenAlex: GET {base}/works/doi:{doi}[?mailto=…]; the copy is open_access.oa_url. */
-export function openAlexProvider (baseUrl: string, mailto: string | undefined, opts: HttpProviderOptions): OpenAccessProviderClient {
+export function openAlexProvider(baseUrl: string, mailto: string | undefined, opts: HttpProviderOptions): OpenAccessProviderClient {
   const get = httpGetter(baseUrl, opts)
   return {
     name: 'openalex',
     remote: true,
-    async find (doi) {
+    async find(doi) {
       const body = await get(`/works/doi:${encodeHandlePath(doi)}${mailto === undefined ? '' : `?mailto=${encodeURIComponent(mailto)}`}`)
       return body === undefined ? null : openAlexCopy(body)
     },
@@ -71,19 +71,19 @@ export function openAlexProvider (baseUrl: string, mailto: string | undefined, o
 }
 
 /** An Unpaywall work (API answer or feed line): its best open copy, checked, or null. */
-export function unpaywallCopy (work: unknown): ProviderAnswer {
+export function unpaywallCopy(work: unknown): ProviderAnswer {
   if (!isObject(work) || work.is_oa !== true) return null
   const best = work.best_oa_location
-  return isObject(best) ? openAccessLocation(best.url) ?? null : null
+  return isObject(best) ? (openAccessLocation(best.url) ?? null) : null
 }
 
 /** An OpenAlex work: open_access.oa_url, checked, or null. */
-export function openAlexCopy (work: unknown): ProviderAnswer {
+export function openAlexCopy(work: unknown): ProviderAnswer {
   if (!isObject(work) || !isObject(work.open_access)) return null
   return openAccessLocation(work.open_access.oa_url) ?? null
 }
 
-function isObject (v: unknown): v is Record<string, unknown> {
+function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v)
 }
 
@@ -91,19 +91,26 @@ function isObject (v: unknown): v is Record<string, unknown> {
  * GET a path under the base as JSON: the parsed body, undefined for a 404 (the provider does not know
  * the DOI), a ProviderError for anything else that is not a 200 with JSON in time and within bounds.
  */
-function httpGetter (baseUrl: string, opts: HttpProviderOptions): ((path: string) => Promise<unknown>) & { close: () => Promise<void> } {
+function httpGetter(baseUrl: string, opts: HttpProviderOptions): ((path: string) => Promise<unknown>) & { close: () => Promise<void> } {
   const base = new URL(baseUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
-  const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
+  const pool: Dispatcher =
+    opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json' }
-  async function get (path: string): Promise<unknown> {
+  async function get(path: string): Promise<unknown> {
     // Read whole (bounded) even what we ignore, so the connection is reused; the whole call stays within timeoutMs.
     const cancel = Cancel.after(opts.timeoutMs, `over ${opts.timeoutMs} ms`)
     let res: WholeAnswer
     try {
-      res = await getWhole(pool, { origin: base.origin, path: `${basePath}${path}`, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge: () => new ProviderError(`answer larger than ${opts.maxBodyBytes} bytes`), cancel })
+      res = await getWhole(
+        pool,
+        { origin: base.origin, path: `${basePath}${path}`, method: 'GET', headers },
+        { maxBytes: opts.maxBodyBytes, tooLarge: () => new ProviderError(`answer larger than ${opts.maxBodyBytes} bytes`), cancel }
+      )
     } catch (err) {
-      throw err instanceof ProviderError ? err : new ProviderError(`the provider did not answer: ${(err as { code?: string, name?: string }).code ?? (err as Error).name}`)
+      throw err instanceof ProviderError
+        ? err
+        : new ProviderError(`the provider did not answer: ${(err as { code?: string; name?: string }).code ?? (err as Error).name}`)
     } finally {
       cancel.clear()
     }
@@ -117,7 +124,11 @@ function httpGetter (baseUrl: string, opts: HttpProviderOptions): ((path: string
     }
   }
   // Closing cuts calls still running short (destroy, not close: close would wait for a stalled provider).
-  return Object.assign(get, { close: async () => { if (opts.dispatcher === undefined) await pool.destroy() } })
+  return Object.assign(get, {
+    close: async () => {
+      if (opts.dispatcher === undefined) await pool.destroy()
+    }
+  })
 }
 
 // A feed line longer than this is not a work we can use: skipped (Unpaywall's longest are tens of KB).
@@ -127,13 +138,17 @@ const MAX_FEED_LINE = 1024 * 1024
  * Unpaywall's data feed read into memory: only the works with an open copy are kept (DOI → URL), at
  * most maxEntries of them; every other DOI has none. Gzip is recognised by its magic bytes.
  */
-export async function fileProvider (path: string, maxEntries: number, log: (fields: object, message: string) => void): Promise<OpenAccessProviderClient> {
+export async function fileProvider(
+  path: string,
+  maxEntries: number,
+  log: (fields: object, message: string) => void
+): Promise<OpenAccessProviderClient> {
   const copies = new Map<string, string>()
   const counts = { lines: 0, open: 0, bad: 0, dropped: 0 }
   const started = performance.now()
   const input = createReadStream(path)
   try {
-    const lines = createInterface({ input: await isGzip(path) ? input.pipe(createGunzip()) : input, crlfDelay: Infinity })
+    const lines = createInterface({ input: (await isGzip(path)) ? input.pipe(createGunzip()) : input, crlfDelay: Infinity })
     for await (const line of lines) {
       if (line.trim() === '') continue
       counts.lines++
@@ -158,7 +173,9 @@ export async function fileProvider (path: string, maxEntries: number, log: (fiel
     }
   } catch (err) {
     // A feed that cannot be read through (a truncated or corrupt gzip): the setting's mistake, said as one line at start.
-    throw new ConfigError(`invalid setting oaSnapshotFile (OA_SNAPSHOT_FILE): ${JSON.stringify(path)} cannot be read as Unpaywall's data feed (JSON Lines, gzip or not): ${(err as Error).message}`)
+    throw new ConfigError(
+      `invalid setting oaSnapshotFile (OA_SNAPSHOT_FILE): ${JSON.stringify(path)} cannot be read as Unpaywall's data feed (JSON Lines, gzip or not): ${(err as Error).message}`
+    )
   } finally {
     input.destroy()
   }
@@ -167,12 +184,16 @@ export async function fileProvider (path: string, maxEntries: number, log: (fiel
   return {
     name: 'file',
     remote: false,
-    async find (doi) { return copies.get(cacheKey(doi)) ?? null },
-    async close () { copies.clear() }
+    async find(doi) {
+      return copies.get(cacheKey(doi)) ?? null
+    },
+    async close() {
+      copies.clear()
+    }
   }
 }
 
-async function isGzip (path: string): Promise<boolean> {
+async function isGzip(path: string): Promise<boolean> {
   const handle = await open(path, 'r')
   try {
     const { bytesRead, buffer } = await handle.read(Buffer.alloc(2), 0, 2, 0)

@@ -18,28 +18,32 @@ export interface LockOptions {
 }
 
 /** Run `fn` holding `lock`; another writer waits, polling, up to `waitMs`. */
-export async function withLock<T> (lock: string, opts: LockOptions, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lock: string, opts: LockOptions, fn: () => Promise<T>): Promise<T> {
   const staleMs = opts.staleMs ?? 30_000
   const token = `${process.pid}.${randomBytes(8).toString('hex')}`
   const deadline = Date.now() + opts.waitMs
-  while (!await create(lock, token)) {
+  while (!(await create(lock, token))) {
     if (await isStale(lock, staleMs)) {
       await breakStale(lock, staleMs)
       continue
     }
-    if (Date.now() > deadline) throw new Error(`RECORD_TO: another writer has held ${lock} for over ${Math.round(opts.waitMs / 1000)} s; if no other doi-proxy records here, remove it`)
+    if (Date.now() > deadline) {
+      throw new Error(
+        `RECORD_TO: another writer has held ${lock} for over ${Math.round(opts.waitMs / 1000)} s; if no other doi-proxy records here, remove it`
+      )
+    }
     await sleep(10 + Math.random() * 40)
   }
   try {
     return await fn()
   } finally {
     // Ours unless it was taken over as stale (we held it past staleMs): then it is the new holder's.
-    if (await readFile(lock, 'utf8').catch(() => undefined) === token) await rm(lock, { force: true })
+    if ((await readFile(lock, 'utf8').catch(() => undefined)) === token) await rm(lock, { force: true })
   }
 }
 
 /** The lock created, holding `token`; false when another writer holds it. */
-async function create (path: string, token: string): Promise<boolean> {
+async function create(path: string, token: string): Promise<boolean> {
   let handle
   try {
     handle = await open(path, 'wx')
@@ -55,15 +59,18 @@ async function create (path: string, token: string): Promise<boolean> {
   return true
 }
 
-async function isStale (path: string, staleMs: number): Promise<boolean> {
-  return await stat(path).then((s) => Date.now() - s.mtimeMs > staleMs, () => false)
+async function isStale(path: string, staleMs: number): Promise<boolean> {
+  return await stat(path).then(
+    (s) => Date.now() - s.mtimeMs > staleMs,
+    () => false
+  )
 }
 
 /** Remove a stale lock, one waiter at a time, looking at it again under the break lock. */
-async function breakStale (lock: string, staleMs: number): Promise<void> {
+async function breakStale(lock: string, staleMs: number): Promise<void> {
   const breaker = `${lock}.break`
   const token = randomBytes(8).toString('hex')
-  if (!await create(breaker, token)) {
+  if (!(await create(breaker, token))) {
     // Another waiter is breaking it (a matter of milliseconds); one that died doing so left a stale break lock.
     if (await isStale(breaker, staleMs)) await rm(breaker, { force: true })
     await sleep(10 + Math.random() * 40)
@@ -72,6 +79,6 @@ async function breakStale (lock: string, staleMs: number): Promise<void> {
   try {
     if (await isStale(lock, staleMs)) await rm(lock, { force: true })
   } finally {
-    if (await readFile(breaker, 'utf8').catch(() => undefined) === token) await rm(breaker, { force: true })
+    if ((await readFile(breaker, 'utf8').catch(() => undefined)) === token) await rm(breaker, { force: true })
   }
 }

@@ -10,7 +10,10 @@ import type { HandleValue } from '../../handle/types.js'
 
 export const RECORD_FILE = 'recorded.ndjson'
 
-export interface RecordedMetadata { contentType: string, body: string }
+export interface RecordedMetadata {
+  contentType: string
+  body: string
+}
 
 /** One handle as recorded: its values (undefined while only its metadata is, its record coming from the cache) and metadata by type. */
 export interface Entry {
@@ -20,7 +23,10 @@ export interface Entry {
 }
 
 /** What this writer recorded for a handle since its last write: only that is put over what is on disk. */
-export interface Change { values: boolean, types: Set<string> }
+export interface Change {
+  values: boolean
+  types: Set<string>
+}
 
 export interface RecordFiles {
   dir: string
@@ -32,7 +38,7 @@ export interface RecordFiles {
   lock: string
 }
 
-export function recordFiles (dir: string): RecordFiles {
+export function recordFiles(dir: string): RecordFiles {
   return {
     dir,
     path: join(dir, RECORD_FILE),
@@ -45,8 +51,11 @@ export function recordFiles (dir: string): RecordFiles {
  * Our changes written over what the shared file holds now (what other servers recorded into it since is
  * kept): the whole set to our temporary file, renamed over the old one. The caller holds the lock.
  */
-export async function writeOver (files: RecordFiles, ours: ReadonlyMap<string, Entry>, changes: ReadonlyMap<string, Change>):
-Promise<{ union: Map<string, Entry>, records: number }> {
+export async function writeOver(
+  files: RecordFiles,
+  ours: ReadonlyMap<string, Entry>,
+  changes: ReadonlyMap<string, Change>
+): Promise<{ union: Map<string, Entry>; records: number }> {
   const union = overlaid(await readRecorded(files.path), ours, changes)
   const lines = linesOf(union.values())
   await writeFile(files.tmp, lines.length === 0 ? '' : lines.join('\n') + '\n')
@@ -59,8 +68,11 @@ Promise<{ union: Map<string, Entry>, records: number }> {
  * pending goes to a file of this writer's own in the directory, which LOCAL_STORE_DIR reads too (it
  * sorts after recorded.ndjson, so its newer answers win). Returns its path and count.
  */
-export async function writeAside (files: RecordFiles, ours: ReadonlyMap<string, Entry>, pending: ReadonlyMap<string, Change>):
-Promise<{ file: string, records: number }> {
+export async function writeAside(
+  files: RecordFiles,
+  ours: ReadonlyMap<string, Entry>,
+  pending: ReadonlyMap<string, Change>
+): Promise<{ file: string; records: number }> {
   const file = join(files.dir, `recorded.unwritten-${process.pid}-${randomBytes(4).toString('hex')}.ndjson`)
   // The shared file read without the lock (it is replaced whole, by rename): its metadata for these handles is kept.
   const onDisk = await readRecorded(files.path).catch(() => new Map<string, Entry>())
@@ -71,7 +83,7 @@ Promise<{ file: string, records: number }> {
 }
 
 /** The records on disk with what we changed over them: our values and metadata types where we changed them, theirs elsewhere. */
-function overlaid (onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>, changes: ReadonlyMap<string, Change>): Map<string, Entry> {
+function overlaid(onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>, changes: ReadonlyMap<string, Change>): Map<string, Entry> {
   for (const [key, change] of changes) {
     const e = ours.get(key)
     if (e === undefined) continue
@@ -87,12 +99,15 @@ function overlaid (onDisk: Map<string, Entry>, ours: ReadonlyMap<string, Entry>,
   return onDisk
 }
 
-function linesOf (entries: Iterable<Entry>): string[] {
+function linesOf(entries: Iterable<Entry>): string[] {
   const lines: string[] = []
   for (const e of entries) {
     // Metadata alone (its record came from the cache) is no local record: kept until it has one.
     if (e.values === undefined) continue
-    const line: { handle: string, values: readonly HandleValue[], metadata?: Record<string, RecordedMetadata> } = { handle: e.handle, values: e.values }
+    const line: { handle: string; values: readonly HandleValue[]; metadata?: Record<string, RecordedMetadata> } = {
+      handle: e.handle,
+      values: e.values
+    }
     if (e.metadata.size > 0) line.metadata = Object.fromEntries(e.metadata)
     lines.push(JSON.stringify(line))
   }
@@ -100,7 +115,7 @@ function linesOf (entries: Iterable<Entry>): string[] {
 }
 
 /** The lines an earlier run wrote (a missing file is an empty one). */
-export async function readRecorded (path: string): Promise<Map<string, Entry>> {
+export async function readRecorded(path: string): Promise<Map<string, Entry>> {
   const out = new Map<string, Entry>()
   let text: string
   try {
@@ -112,14 +127,18 @@ export async function readRecorded (path: string): Promise<Map<string, Entry>> {
   // The file is rewritten whole from what is read here: a line that cannot be read stops the start rather than being lost.
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return
-    let o: { handle?: unknown, values?: unknown, metadata?: unknown } | undefined
+    let o: { handle?: unknown; values?: unknown; metadata?: unknown } | undefined
     try {
       o = JSON.parse(line) as typeof o
     } catch {}
     if (o === null || typeof o !== 'object' || typeof o.handle !== 'string' || !Array.isArray(o.values)) {
-      throw new Error(`RECORD_TO: line ${i + 1} of ${path} is not a record {"handle": …, "values": […]}; mend or remove it, or record into another directory`)
+      throw new Error(
+        `RECORD_TO: line ${i + 1} of ${path} is not a record {"handle": …, "values": […]}; mend or remove it, or record into another directory`
+      )
     }
-    const metadata = new Map<string, RecordedMetadata>(o.metadata !== null && typeof o.metadata === 'object' ? Object.entries(o.metadata as Record<string, RecordedMetadata>) : [])
+    const metadata = new Map<string, RecordedMetadata>(
+      o.metadata !== null && typeof o.metadata === 'object' ? Object.entries(o.metadata as Record<string, RecordedMetadata>) : []
+    )
     out.set(cacheKey(o.handle), { handle: o.handle, values: o.values as HandleValue[], metadata })
   })
   return out

@@ -46,31 +46,35 @@ export interface RecorderLog {
 
 export interface Recorder {
   /** A record as the upstream answered it. */
-  record (handle: string, values: readonly HandleValue[]): void
+  record(handle: string, values: readonly HandleValue[]): void
   /** A metadata answer an agency gave for a handle, under the media type (normalised) a replay must ask for. */
-  recordMetadata (handle: string, type: string, answer: RecordedMetadata): void
+  recordMetadata(handle: string, type: string, answer: RecordedMetadata): void
   /** Write what is pending now. */
-  flush (): Promise<void>
-  close (): Promise<void>
+  flush(): Promise<void>
+  close(): Promise<void>
 }
 
 /** Open DIR (created when missing) and read what an earlier run recorded, so it is kept. */
-export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
+export async function openRecorder(opts: RecorderOptions): Promise<Recorder> {
   const files = recordFiles(opts.dir)
   const maxRecords = opts.maxRecords ?? 100_000
   await mkdir(opts.dir, { recursive: true })
   const entries = await readRecorded(files.path)
-  opts.log.info({ dir: opts.dir, file: files.path, records: entries.size },
-    `RECORD_TO: recording what is fetched into ${files.path} (${entries.size} records there already)`)
+  opts.log.info(
+    { dir: opts.dir, file: files.path, records: entries.size },
+    `RECORD_TO: recording what is fetched into ${files.path} (${entries.size} records there already)`
+  )
   const writes = scheduleWrites(files, entries, opts)
   let refused = 0
 
-  function entryOf (handle: string): Entry | undefined {
+  function entryOf(handle: string): Entry | undefined {
     const key = cacheKey(handle)
     let entry = entries.get(key)
     if (entry === undefined) {
       if (entries.size >= maxRecords) {
-        if (refused++ === 0) opts.log.warn({ dir: opts.dir, maxRecords }, 'RECORD_TO holds as many records as it may: later ones are not recorded')
+        if (refused++ === 0) {
+          opts.log.warn({ dir: opts.dir, maxRecords }, 'RECORD_TO holds as many records as it may: later ones are not recorded')
+        }
         return undefined
       }
       entry = { handle, values: undefined, metadata: new Map() }
@@ -80,13 +84,13 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
   }
 
   return {
-    record (handle, values) {
+    record(handle, values) {
       const entry = entryOf(handle)
       if (entry === undefined || sameValues(entry.values, values)) return
       entry.values = values
       writes.changed(cacheKey(handle), { values: true })
     },
-    recordMetadata (handle, type, answer) {
+    recordMetadata(handle, type, answer) {
       const entry = entryOf(handle)
       const held = entry?.metadata.get(type)
       if (entry === undefined || (held?.contentType === answer.contentType && held.body === answer.body)) return
@@ -102,7 +106,7 @@ export async function openRecorder (opts: RecorderOptions): Promise<Recorder> {
  * What changed in `entries` since the last write, written `flushDelayMs` after a change, one write at a
  * time, under the directory's lock. At close: what is left, or, when the lock cannot be had, aside.
  */
-function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>, opts: RecorderOptions) {
+function scheduleWrites(files: RecordFiles, entries: ReadonlyMap<string, Entry>, opts: RecorderOptions) {
   const { path } = files
   const delay = opts.flushDelayMs ?? 200
   let written = entries.size
@@ -112,9 +116,9 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
   // (another server fetched the handle again since): putting it back would undo the other's update.
   let pending = new Map<string, Change>()
 
-  function changed (key: string, what: { values: true } | { type: string }): void {
+  function changed(key: string, what: { values: true } | { type: string }): void {
     let change = pending.get(key)
-    if (change === undefined) pending.set(key, change = { values: false, types: new Set() })
+    if (change === undefined) pending.set(key, (change = { values: false, types: new Set() }))
     if ('values' in what) change.values = true
     else change.types.add(what.type)
     if (timer !== undefined) return
@@ -125,7 +129,7 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
     timer.unref()
   }
 
-  async function flush (): Promise<void> {
+  async function flush(): Promise<void> {
     if (timer !== undefined) {
       clearTimeout(timer)
       timer = undefined
@@ -147,14 +151,14 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
   }
 
   /** Changes not written are pending again (with any made since). */
-  function restore (changes: Map<string, Change>): void {
+  function restore(changes: Map<string, Change>): void {
     for (const [key, c] of changes) {
       const now = pending.get(key)
       pending.set(key, now === undefined ? c : { values: c.values || now.values, types: new Set([...c.types, ...now.types]) })
     }
   }
 
-  async function write (changes: Map<string, Change>): Promise<void> {
+  async function write(changes: Map<string, Change>): Promise<void> {
     await withLock(files.lock, { waitMs: opts.lockWaitMs ?? 10_000 }, async () => {
       const { union, records } = await writeOver(files, entries, changes)
       opts.log.info({ file: path, records, new: records - written }, `RECORD_TO: wrote ${records} records to ${path}`)
@@ -164,7 +168,7 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
     })
   }
 
-  async function close (): Promise<void> {
+  async function close(): Promise<void> {
     try {
       await flush()
     } catch (err) {
@@ -173,12 +177,20 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
         aside = await writeAside(files, entries, pending)
         pending = new Map()
       } catch (asideErr) {
-        opts.log.error({ err, asideErr, file: path, lost: pending.size }, `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`)
+        opts.log.error(
+          { err, asideErr, file: path, lost: pending.size },
+          `RECORD_TO: stopped recording; ${pending.size} recorded handles could not be written to ${path} nor to a file of their own, and are lost`
+        )
         throw err
       }
-      const where = aside.records === 0 ? 'nothing recorded since was lost' : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
-      opts.log.error({ err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
-        `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`)
+      const where =
+        aside.records === 0
+          ? 'nothing recorded since was lost'
+          : `${aside.records} records recorded since are in ${aside.file} (LOCAL_STORE_DIR reads it too)`
+      opts.log.error(
+        { err, file: path, records: written, aside: aside.records === 0 ? undefined : aside.file, asideRecords: aside.records },
+        `RECORD_TO: stopped recording; ${written} records in ${path}, which could not be written at shutdown: ${where}`
+      )
       return
     }
     opts.log.info({ file: path, records: written }, `RECORD_TO: stopped recording; ${written} records in ${path}`)
@@ -188,11 +200,17 @@ function scheduleWrites (files: RecordFiles, entries: ReadonlyMap<string, Entry>
 }
 
 /** The upstream as the resolver takes it, recording every record it answers (from another replica's share too). */
-export function recordingFetcher (fetcher: RecordFetcher, recorder: Pick<Recorder, 'record'>): RecordFetcher {
+export function recordingFetcher(fetcher: RecordFetcher, recorder: Pick<Recorder, 'record'>): RecordFetcher {
   const { fromShared, assertOpen } = fetcher
   return {
-    ...(assertOpen === undefined ? {} : { assertOpen: (handle: string) => { assertOpen.call(fetcher, handle) } }),
-    async fetchRecord (handle, params, deadline) {
+    ...(assertOpen === undefined
+      ? {}
+      : {
+          assertOpen: (handle: string) => {
+            assertOpen.call(fetcher, handle)
+          }
+        }),
+    async fetchRecord(handle, params, deadline) {
       const answer = await fetcher.fetchRecord(handle, params, deadline)
       if (answer.kind === 'found') recorder.record(handle, answer.record.values)
       return answer
@@ -214,9 +232,12 @@ export function recordingFetcher (fetcher: RecordFetcher, recorder: Pick<Recorde
  * holds: a replay from RECORD_TO alone then answers what the local store (the shipped samples, by
  * default) answered while recording.
  */
-export function recordingLocal<L extends LocalRecords & { metadata: (handle: string) => StoredMetadata | undefined }> (local: L, recorder: Pick<Recorder, 'record' | 'recordMetadata'>): LocalRecords {
+export function recordingLocal<L extends LocalRecords & { metadata: (handle: string) => StoredMetadata | undefined }>(
+  local: L,
+  recorder: Pick<Recorder, 'record' | 'recordMetadata'>
+): LocalRecords {
   return {
-    get (handle, key) {
+    get(handle, key) {
       const values = local.get(handle, key)
       if (values !== undefined) {
         recorder.record(handle, values)
@@ -228,6 +249,6 @@ export function recordingLocal<L extends LocalRecords & { metadata: (handle: str
   }
 }
 
-function sameValues (a: readonly HandleValue[] | undefined, b: readonly HandleValue[]): boolean {
+function sameValues(a: readonly HandleValue[] | undefined, b: readonly HandleValue[]): boolean {
   return a !== undefined && (a === b || JSON.stringify(a) === JSON.stringify(b))
 }

@@ -37,22 +37,34 @@ export type BreakerState = 'closed' | 'open' | 'half-open'
  * asking for junk or for the DOIs of a broken handle server. Retries live in the client
  * (getWithRetries); the fair queue lives in the resolver.
  */
-export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
+export function guardUpstream(client: UpstreamClient, opts: GuardOptions) {
   const prefixes = prefixBreakers(client, opts)
-  const global = new CircuitBreaker(async (handle: string, params: LookupParams, deadline: number | undefined) => {
-    try {
-      return await prefixes.breakerOf(cacheKey(prefixOf(handle))).fire(handle, params, deadline)
-    } catch (err) {
-      if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
-      throw err
-    }
-  }, breakerOptions(opts.breaker, 'upstream'))
+  const global = new CircuitBreaker(
+    async (handle: string, params: LookupParams, deadline: number | undefined) => {
+      try {
+        return await prefixes.breakerOf(cacheKey(prefixOf(handle))).fire(handle, params, deadline)
+      } catch (err) {
+        if ((err as { code?: string }).code === 'EOPENBREAKER') throw upstreamErrors.prefixCircuitOpen()
+        throw err
+      }
+    },
+    breakerOptions(opts.breaker, 'upstream')
+  )
   let state: BreakerState = 'closed'
-  global.on('open', () => { state = 'open'; opts.onBreaker?.(state) })
-  global.on('halfOpen', () => { state = 'half-open'; opts.onBreaker?.(state) })
-  global.on('close', () => { state = 'closed'; opts.onBreaker?.(state) })
+  global.on('open', () => {
+    state = 'open'
+    opts.onBreaker?.(state)
+  })
+  global.on('halfOpen', () => {
+    state = 'half-open'
+    opts.onBreaker?.(state)
+  })
+  global.on('close', () => {
+    state = 'closed'
+    opts.onBreaker?.(state)
+  })
 
-  function knownReason (): UnreachableReason | undefined {
+  function knownReason(): UnreachableReason | undefined {
     const known = opts.reachability?.state()
     return known?.state === 'unreachable' ? known.reason : undefined
   }
@@ -64,7 +76,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
    * Fail at once, before queueing, while the registry's own wait runs (no request is sent before it
    * ends: we are polite) or the upstream's breaker or the handle's prefix's is open.
    */
-  function assertOpen (handle: string): void {
+  function assertOpen(handle: string): void {
     const wait = waitUntil - performance.now()
     if (wait > 0) throw upstreamErrors.rateLimited(wait, false)
     if (global.opened) throw upstreamErrors.circuitOpen(knownReason())
@@ -73,7 +85,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
 
   return {
     assertOpen,
-    async fetchRecord (handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<UpstreamAnswer> {
+    async fetchRecord(handle: string, params = PLAIN_LOOKUP, deadline?: number): Promise<UpstreamAnswer> {
       assertOpen(handle)
       try {
         return await global.fire(handle, params, deadline)
@@ -86,20 +98,20 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
         throw err
       }
     },
-    async close (): Promise<void> {
+    async close(): Promise<void> {
       global.shutdown()
       prefixes.breakers.clear()
       await client.close()
     },
     breakerState: () => state,
     /** Prefixes whose breaker is not closed now (at most maxPrefixBreakers, read at a scrape). */
-    openPrefixes (): number {
+    openPrefixes(): number {
       let open = 0
       for (const breaker of prefixes.breakers.values()) if (!breaker.closed) open++
       return open
     },
     /** The registry's wait as another process of the host was told it (epoch ms), bounded as our own is. */
-    holdUntil (until: number): void {
+    holdUntil(until: number): void {
       const wait = Math.min(MAX_RATE_LIMIT_WAIT_MS, until - Date.now())
       if (wait > 0) waitUntil = Math.max(waitUntil, performance.now() + wait)
     }
@@ -110,7 +122,7 @@ export function guardUpstream (client: UpstreamClient, opts: GuardOptions) {
 type PrefixBreaker = CircuitBreaker<[handle: string, params: LookupParams, deadline: number | undefined], UpstreamAnswer>
 
 /** A breaker per prefix, made at its first lookup: at most maxPrefixBreakers, the least recently used dropped. */
-function prefixBreakers (client: UpstreamClient, opts: GuardOptions) {
+function prefixBreakers(client: UpstreamClient, opts: GuardOptions) {
   const fetch = async (handle: string, params: LookupParams, deadline: number | undefined): Promise<UpstreamAnswer> =>
     await client.fetchRecord(handle, params, deadline)
   const breakers = new LRUCache<string, PrefixBreaker>({
@@ -119,7 +131,7 @@ function prefixBreakers (client: UpstreamClient, opts: GuardOptions) {
   })
   return {
     breakers,
-    breakerOf (prefix: string): PrefixBreaker {
+    breakerOf(prefix: string): PrefixBreaker {
       let breaker = breakers.get(prefix)
       if (breaker === undefined) {
         breaker = new CircuitBreaker(fetch, breakerOptions(opts.breaker, 'prefix'))
@@ -133,7 +145,7 @@ function prefixBreakers (client: UpstreamClient, opts: GuardOptions) {
 }
 
 /** opossum's options for a breaker that counts the faults of one scope (the whole upstream, or one prefix). */
-function breakerOptions (breaker: BreakerOptions, scope: FaultScope): CircuitBreaker.Options {
+function breakerOptions(breaker: BreakerOptions, scope: FaultScope): CircuitBreaker.Options {
   return {
     timeout: false, // the client's own deadline is the timeout
     errorThresholdPercentage: breaker.errorThresholdPercent,

@@ -13,9 +13,7 @@ import { unreachableReason } from './reachability.js'
 import type { Reachability } from './reachability.js'
 
 /** What the upstream said about a handle. Errors are thrown as UpstreamError. */
-export type UpstreamAnswer =
-  | { kind: 'found', record: HandleRecord, textLength?: number }
-  | { kind: 'not-found' }
+export type UpstreamAnswer = { kind: 'found'; record: HandleRecord; textLength?: number } | { kind: 'not-found' }
 
 export interface RetryPolicy {
   /** Retries after a 429, any 5xx or a dropped connection. */
@@ -46,8 +44,8 @@ export interface UpstreamOptions {
 
 export interface UpstreamClient {
   /** `params` as the reader's query asked (upstreamQuery); `deadline` on the performance.now() clock: never run past. */
-  fetchRecord (handle: string, params?: LookupParams, deadline?: number): Promise<UpstreamAnswer>
-  close (): Promise<void>
+  fetchRecord(handle: string, params?: LookupParams, deadline?: number): Promise<UpstreamAnswer>
+  close(): Promise<void>
 }
 
 // Handle REST API response codes (behaviour.md R7): 1 ok, 2 error, 100 not found, 200 values not found.
@@ -64,14 +62,15 @@ const RC_SERVER_NOT_RESP = 301
 const retryStatus = (status: number): boolean => status === 429 || (status >= 500 && status <= 599)
 const RETRY_ERROR_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
 
-export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
+export function createUpstreamClient(opts: UpstreamOptions): UpstreamClient {
   const base = new URL(opts.baseUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
-  const pool: Dispatcher = opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
+  const pool: Dispatcher =
+    opts.dispatcher ?? new Pool(base.origin, connectionLimits(opts.connections, opts.connectTimeoutMs, opts.timeoutMs))
   // We ask for the codings we read (RFC 9110 §12.5.3: no Accept-Encoding would accept any).
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
 
-  async function fetchRecord (handle: string, params = PLAIN_LOOKUP, requestDeadline?: number): Promise<UpstreamAnswer> {
+  async function fetchRecord(handle: string, params = PLAIN_LOOKUP, requestDeadline?: number): Promise<UpstreamAnswer> {
     const started = performance.now()
     const deadline = Math.min(started + opts.timeoutMs, requestDeadline ?? Infinity)
     const budgetMs = Math.max(0, Math.floor(deadline - started))
@@ -84,7 +83,14 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
     try {
       let res: WholeAnswer
       try {
-        res = await getWithRetries(pool, { origin: base.origin, path, method: 'GET', headers }, { maxBytes: opts.maxBodyBytes, tooLarge, cancel }, handle, deadline, opts.retry ?? NO_RETRIES)
+        res = await getWithRetries(
+          pool,
+          { origin: base.origin, path, method: 'GET', headers },
+          { maxBytes: opts.maxBodyBytes, tooLarge, cancel },
+          handle,
+          deadline,
+          opts.retry ?? NO_RETRIES
+        )
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw failed(classify(err, budgetMs))
         // Ours: an answer too large to read. The upstream did answer.
@@ -100,14 +106,16 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
   }
 
   /** A failure to get an answer, told to the reachability tracker on its way out. */
-  function failed (err: UpstreamError): UpstreamError {
-    if (err.reason !== undefined) opts.reachability?.failed(err.reason, String((err.cause as { message?: unknown } | undefined)?.message ?? err.cause ?? err.code))
+  function failed(err: UpstreamError): UpstreamError {
+    if (err.reason !== undefined) {
+      opts.reachability?.failed(err.reason, String((err.cause as { message?: unknown } | undefined)?.message ?? err.cause ?? err.code))
+    }
     return err
   }
 
   return {
     fetchRecord,
-    async close () {
+    async close() {
       if (opts.dispatcher === undefined) await pool.close()
     }
   }
@@ -116,7 +124,7 @@ export function createUpstreamClient (opts: UpstreamOptions): UpstreamClient {
 const NO_RETRIES: RetryPolicy = { retries: 0, baseMs: 0, maxMs: 0 }
 
 /** The query string sent upstream with the handle ('' or '?…'): what the reader's query asked of the lookup. */
-function upstreamQuery (params: LookupParams): string {
+function upstreamQuery(params: LookupParams): string {
   const asked: string[] = []
   if (params.auth) asked.push('auth=true')
   if (params.cert) asked.push('cert=true')
@@ -124,7 +132,7 @@ function upstreamQuery (params: LookupParams): string {
 }
 
 /** The explicit limits of our connections to a server (never undici's defaults), for one origin or per host. */
-export function connectionLimits (connections: number, connectTimeoutMs: number, timeoutMs: number) {
+export function connectionLimits(connections: number, connectTimeoutMs: number, timeoutMs: number) {
   return {
     connections,
     connect: { timeout: connectTimeoutMs },
@@ -146,24 +154,28 @@ export class Cancel {
   #timer: NodeJS.Timeout | undefined
 
   /** A cancel that ends by itself after `ms`, with a TimeoutError saying `message`; `clear()` it when done. */
-  static after (ms: number, message: string): Cancel {
+  static after(ms: number, message: string): Cancel {
     const cancel = new Cancel()
     cancel.#timer = setTimeout(() => cancel.end(new DOMException(message, 'TimeoutError')), ms)
     return cancel
   }
 
-  clear (): void {
+  clear(): void {
     clearTimeout(this.#timer)
   }
 
-  end (reason: Error): void {
+  end(reason: Error): void {
     this.reason = reason
     this.stop?.(reason)
   }
 }
 
 /** One GET's answer read whole: its status, headers, and the body's bytes as they came (still encoded). */
-export interface WholeAnswer { statusCode: number, headers: IncomingHttpHeaders, body: Buffer }
+export interface WholeAnswer {
+  statusCode: number
+  headers: IncomingHttpHeaders
+  body: Buffer
+}
 
 export interface WholeLimits {
   /** Most bytes received; beyond (or a Content-Length saying so), `tooLarge()` and the connection is cut. */
@@ -179,7 +191,7 @@ export interface WholeLimits {
  * undici's Pool, Agent, Client or MockAgent, whose dispatch takes this handler API (a bare MockPool's does
  * not: it only calls the older onConnect/onHeaders callbacks, and the answer would wait for the timer).
  */
-export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits): Promise<WholeAnswer> {
+export async function getWhole(dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits): Promise<WholeAnswer> {
   return await new Promise<WholeAnswer>((resolve, reject) => {
     const { cancel, maxBytes } = limits
     if (cancel.reason !== undefined) {
@@ -200,26 +212,26 @@ export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.Disp
     }
     cancel.stop = stop
     dispatcher.dispatch(request, {
-      onRequestStart (c) {
+      onRequestStart(c) {
         controller = c
         if (stopped !== undefined) c.abort(stopped)
       },
-      onResponseStart (_c, status, answered) {
+      onResponseStart(_c, status, answered) {
         statusCode = status
         headers = answered
         if (Number(answered['content-length']) > maxBytes) stop(limits.tooLarge())
       },
-      onResponseData (_c, chunk) {
+      onResponseData(_c, chunk) {
         if (stopped !== undefined) return
         size += chunk.length
         if (size > maxBytes) stop(limits.tooLarge())
         else chunks.push(chunk)
       },
-      onResponseEnd () {
+      onResponseEnd() {
         cancel.stop = undefined
         resolve({ statusCode, headers, body: Buffer.concat(chunks, size) })
       },
-      onResponseError (_c, err) {
+      onResponseError(_c, err) {
         cancel.stop = undefined
         reject(err)
       }
@@ -234,7 +246,14 @@ export async function getWhole (dispatcher: Dispatcher, request: Dispatcher.Disp
  * is thrown. `name` is what onRetry reports (the handle, or a host). A loop of our own rather than
  * undici's retry interceptor, whose handler wrapped every request, the many that are never retried too.
  */
-export async function getWithRetries (dispatcher: Dispatcher, request: Dispatcher.DispatchOptions, limits: WholeLimits, name: string, deadline: number, policy: RetryPolicy): Promise<WholeAnswer> {
+export async function getWithRetries(
+  dispatcher: Dispatcher,
+  request: Dispatcher.DispatchOptions,
+  limits: WholeLimits,
+  name: string,
+  deadline: number,
+  policy: RetryPolicy
+): Promise<WholeAnswer> {
   for (let attempt = 1; ; attempt++) {
     let res: WholeAnswer | undefined
     let failure: unknown
@@ -244,12 +263,18 @@ export async function getWithRetries (dispatcher: Dispatcher, request: Dispatche
       failure = err
     }
     const code = (failure as { code?: unknown } | undefined)?.code
-    const reason = res !== undefined
-      ? (retryStatus(res.statusCode) ? `HTTP ${res.statusCode}` : undefined)
-      : (typeof code === 'string' && RETRY_ERROR_CODES.has(code) ? code : undefined)
-    const delay = reason === undefined || attempt > policy.retries
-      ? undefined
-      : retryAfterMs(res?.headers['retry-after']) ?? Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1))
+    const reason =
+      res !== undefined
+        ? retryStatus(res.statusCode)
+          ? `HTTP ${res.statusCode}`
+          : undefined
+        : typeof code === 'string' && RETRY_ERROR_CODES.has(code)
+          ? code
+          : undefined
+    const delay =
+      reason === undefined || attempt > policy.retries
+        ? undefined
+        : (retryAfterMs(res?.headers['retry-after']) ?? Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1)))
     if (reason === undefined || delay === undefined || performance.now() + delay >= deadline) {
       if (res !== undefined) return res
       throw failure
@@ -260,7 +285,7 @@ export async function getWithRetries (dispatcher: Dispatcher, request: Dispatche
 }
 
 /** Wait `ms`, or until the cancel ends it (rejecting with its reason). */
-async function pause (ms: number, cancel: Cancel): Promise<void> {
+async function pause(ms: number, cancel: Cancel): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     if (cancel.reason !== undefined) {
       reject(cancel.reason)
@@ -279,16 +304,25 @@ async function pause (ms: number, cancel: Cancel): Promise<void> {
 }
 
 type OneShot = (buffer: InputType, options: ZlibOptions) => Promise<Buffer>
-const ONE_SHOT: Record<string, OneShot> = { gzip: promisify(gunzip), 'x-gzip': promisify(gunzip), deflate: promisify(inflate), br: promisify(brotliDecompress) as OneShot }
+const ONE_SHOT: Record<string, OneShot> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress) as OneShot
+}
 
 /**
  * A whole body as the server meant it, decoded when its Content-Encoding is one we asked for. The size
  * bound holds for the decoded bytes too: zlib stops at maxBytes of output (a decompression bomb is never
  * held whole). A coding we did not ask for, or a body that does not decode, is `unreadable`.
  */
-export async function decodeWhole (res: WholeAnswer, maxBytes: number, errors: { tooLarge: () => Error, unreadable: (detail: string) => Error }): Promise<Buffer> {
+export async function decodeWhole(
+  res: WholeAnswer,
+  maxBytes: number,
+  errors: { tooLarge: () => Error; unreadable: (detail: string) => Error }
+): Promise<Buffer> {
   const header = res.headers['content-encoding']
-  const coding = (Array.isArray(header) ? header.join(',') : header ?? '').trim().toLowerCase()
+  const coding = (Array.isArray(header) ? header.join(',') : (header ?? '')).trim().toLowerCase()
   if (coding === '' || coding === 'identity') return res.body
   const decode = ONE_SHOT[coding]
   if (decode === undefined) throw errors.unreadable(`Content-Encoding ${JSON.stringify(coding)}, which we did not ask for`)
@@ -303,10 +337,16 @@ export async function decodeWhole (res: WholeAnswer, maxBytes: number, errors: {
 /** The Content-Encodings we ask for and read (each decodes through node:zlib); send it as Accept-Encoding. */
 export const ACCEPT_ENCODING = 'gzip, deflate, br'
 
-function classify (err: unknown, timeoutMs: number): UpstreamError {
-  const e = err as { name?: string, code?: string, message?: string, cause?: { code?: string } }
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-      e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT' || e?.code === 'UND_ERR_ABORTED') {
+function classify(err: unknown, timeoutMs: number): UpstreamError {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } }
+  if (
+    e?.name === 'TimeoutError' ||
+    e?.name === 'AbortError' ||
+    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e?.code === 'UND_ERR_BODY_TIMEOUT' ||
+    e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    e?.code === 'UND_ERR_ABORTED'
+  ) {
     return upstreamErrors.timeout(timeoutMs, err, e?.code === 'UND_ERR_CONNECT_TIMEOUT')
   }
   const code = e?.code ?? e?.cause?.code
@@ -318,7 +358,7 @@ function classify (err: unknown, timeoutMs: number): UpstreamError {
  * upstream faults; any other 4xx (a CDN's HTML 400/414/431 for a handle it will not pass on) is the
  * upstream refusing that request, never a fault.
  */
-export function interpret (status: number, text: string, handle: string, retryAfter?: number): UpstreamAnswer {
+export function interpret(status: number, text: string, handle: string, retryAfter?: number): UpstreamAnswer {
   let body: unknown
   try {
     body = JSON.parse(text)
@@ -342,12 +382,12 @@ export function interpret (status: number, text: string, handle: string, retryAf
   throw upstreamErrors.badResponse(`HTTP ${status}, responseCode ${JSON.stringify(rc)}`)
 }
 
-function hasResponseCode (body: unknown): boolean {
+function hasResponseCode(body: unknown): boolean {
   return body !== null && typeof body === 'object' && typeof (body as { responseCode?: unknown }).responseCode === 'number'
 }
 
 /** Retry-After as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
-export function retryAfterMs (header: string | string[] | undefined): number | undefined {
+export function retryAfterMs(header: string | string[] | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header
   if (value === undefined || value.trim() === '') return undefined
   if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000
@@ -355,11 +395,16 @@ export function retryAfterMs (header: string | string[] | undefined): number | u
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
 }
 
-function isHandleValue (v: unknown): v is HandleValue {
+function isHandleValue(v: unknown): v is HandleValue {
   if (v === null || typeof v !== 'object') return false
   const o = v as Record<string, unknown>
   const data = o.data as Record<string, unknown> | null | undefined
-  return Number.isInteger(o.index) && typeof o.type === 'string' &&
-    data !== null && typeof data === 'object' && typeof data.format === 'string' &&
+  return (
+    Number.isInteger(o.index) &&
+    typeof o.type === 'string' &&
+    data !== null &&
+    typeof data === 'object' &&
+    typeof data.format === 'string' &&
     (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
+  )
 }

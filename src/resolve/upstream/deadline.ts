@@ -3,13 +3,22 @@
  * clock; past it, reject with `late()`. The work itself goes on (its outcome may still be stored):
  * only this waiter stops waiting.
  */
-export async function within<T> (pending: Promise<T>, deadline: number | undefined, late: () => Error): Promise<T> {
+export async function within<T>(pending: Promise<T>, deadline: number | undefined, late: () => Error): Promise<T> {
   if (deadline === undefined || deadline === Infinity) return await pending
   const left = deadline - performance.now()
   if (left <= 0) throw late()
   // One promise and one timer (Promise.race made three promises and their handlers, on every miss).
   return await new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(late()), left)
-    pending.then((value) => { clearTimeout(timer); resolve(value) }, (err: unknown) => { clearTimeout(timer); reject(err) })
+    pending.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err)
+      }
+    )
   })
 }

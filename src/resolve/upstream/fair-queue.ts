@@ -57,14 +57,14 @@ const BACKGROUND: ClientTicket = { key: 'background', trusted: false }
  * and never in front of other readers. No library fits: p-queue and p-limit are single FIFOs
  * (p-queue's priorities cannot rotate between keys), and a per-key p-limit would not share a global bound.
  */
-export function createFairQueue (opts: FairQueueOptions) {
+export function createFairQueue(opts: FairQueueOptions) {
   const q: Queue = { opts, clients: new Map(), turn: [], active: 0, waiting: 0 }
   return {
     /**
      * A slot for one upstream request: resolves with its release function. Refuses at once when the
      * client's own queue or the whole queue is full; gives up at the wait timeout or the deadline.
      */
-    async acquire (ticket: ClientTicket = BACKGROUND, deadline = Infinity): Promise<() => void> {
+    async acquire(ticket: ClientTicket = BACKGROUND, deadline = Infinity): Promise<() => void> {
       const state = stateOf(q, ticket)
       if (q.active < opts.maxActive && mayRun(q, state) && state.waiting.length === 0) {
         const release = start(q, state)
@@ -81,7 +81,7 @@ export function createFairQueue (opts: FairQueueOptions) {
 
 const report = (q: Queue): void => q.opts.onChange?.(q.waiting, q.active)
 
-function stateOf (q: Queue, ticket: ClientTicket): ClientState {
+function stateOf(q: Queue, ticket: ClientTicket): ClientState {
   let state = q.clients.get(ticket.key)
   if (state === undefined) {
     state = { key: ticket.key, trusted: ticket.trusted, active: 0, waiting: [] }
@@ -90,14 +90,14 @@ function stateOf (q: Queue, ticket: ClientTicket): ClientState {
   return state
 }
 
-function forget (q: Queue, state: ClientState): void {
+function forget(q: Queue, state: ClientState): void {
   if (state.active === 0 && state.waiting.length === 0) q.clients.delete(state.key)
 }
 
 const mayRun = (q: Queue, state: ClientState): boolean => state.trusted || state.active < q.opts.perClient
 
 /** One slot taken by the client: its release function, which gives the slot to the next in turn (once). */
-function start (q: Queue, state: ClientState): () => void {
+function start(q: Queue, state: ClientState): () => void {
   q.active++
   state.active++
   let released = false
@@ -113,7 +113,7 @@ function start (q: Queue, state: ClientState): () => void {
 }
 
 /** Give free slots to waiting clients, one each in turn. */
-function dispatch (q: Queue): void {
+function dispatch(q: Queue): void {
   const { turn } = q
   let skipped = 0
   while (q.active < q.opts.maxActive && turn.length > 0 && skipped < turn.length) {
@@ -133,7 +133,7 @@ function dispatch (q: Queue): void {
 }
 
 /** Throws when the client's own queue (429) or the whole queue (503) has no room for one more. */
-function refuseWhenFull (q: Queue, state: ClientState): void {
+function refuseWhenFull(q: Queue, state: ClientState): void {
   if (!state.trusted && state.waiting.length >= q.opts.perClientQueue) {
     forget(q, state)
     q.opts.onRefuse?.('client_share')
@@ -150,18 +150,21 @@ function refuseWhenFull (q: Queue, state: ClientState): void {
  * Wait in the client's queue for its turn; give up at the wait timeout (503) or, sooner, the deadline (504).
  * Not async: the promise itself, awaited once by acquire.
  */
-function wait (q: Queue, state: ClientState, deadline: number): Promise<() => void> {
+function wait(q: Queue, state: ClientState, deadline: number): Promise<() => void> {
   const untilDeadline = deadline - performance.now()
   const byDeadline = untilDeadline < q.opts.waitTimeoutMs
   return new Promise((resolve, reject) => {
     const waiter: Waiter = {
       client: state,
       grant: () => resolve(start(q, state)),
-      timer: setTimeout(() => {
-        remove(q, waiter)
-        report(q)
-        reject(byDeadline ? upstreamErrors.deadline() : upstreamErrors.overloaded())
-      }, Math.max(0, Math.min(q.opts.waitTimeoutMs, untilDeadline)))
+      timer: setTimeout(
+        () => {
+          remove(q, waiter)
+          report(q)
+          reject(byDeadline ? upstreamErrors.deadline() : upstreamErrors.overloaded())
+        },
+        Math.max(0, Math.min(q.opts.waitTimeoutMs, untilDeadline))
+      )
     }
     state.waiting.push(waiter)
     q.waiting++
@@ -170,7 +173,7 @@ function wait (q: Queue, state: ClientState, deadline: number): Promise<() => vo
   })
 }
 
-function remove (q: Queue, waiter: Waiter): void {
+function remove(q: Queue, waiter: Waiter): void {
   const state = waiter.client
   state.waiting.splice(state.waiting.indexOf(waiter), 1)
   q.waiting--

@@ -32,7 +32,7 @@ export type Admit = () => Promise<Passed>
 /** Where records come from when they are not at hand: the guarded upstream client. */
 export interface RecordFetcher {
   /** `params` as the query asked (default: nothing beyond the handle); `deadline` on the performance.now() clock. */
-  fetchRecord (handle: string, params?: LookupParams, deadline?: number): Promise<UpstreamAnswer>
+  fetchRecord(handle: string, params?: LookupParams, deadline?: number): Promise<UpstreamAnswer>
   /** Throws when the upstream's breaker (or the handle's prefix's) is open, so no one queues in vain. */
   assertOpen?: (handle: string) => void
   /**

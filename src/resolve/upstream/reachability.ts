@@ -9,8 +9,8 @@ export type UnreachableReason = 'dns' | 'refused' | 'tls' | 'no-route' | 'connec
 
 export type UpstreamState =
   | { state: 'unknown' }
-  | { state: 'answers', since: number }
-  | { state: 'unreachable', reason: UnreachableReason, detail: string, since: number }
+  | { state: 'answers'; since: number }
+  | { state: 'unreachable'; reason: UnreachableReason; detail: string; since: number }
 
 /** What each reason means, for logs, /status and error pages. */
 export const REASON_WORDS: Record<UnreachableReason, string> = {
@@ -32,23 +32,25 @@ const AT_ONCE = new Set<UnreachableReason>(['dns', 'refused', 'tls', 'no-route',
 const IN_A_ROW = 3
 
 /** Read a connection error's code as a reason; undefined when it is none of ours to name. */
-export function unreachableReason (code: string | undefined): UnreachableReason | undefined {
+export function unreachableReason(code: string | undefined): UnreachableReason | undefined {
   if (code === undefined) return undefined
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EAI_NONAME' || code === 'EAI_NODATA') return 'dns'
   if (code === 'ECONNREFUSED') return 'refused'
-  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL' || code === 'ENETDOWN' || code === 'EHOSTDOWN') return 'no-route'
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL' || code === 'ENETDOWN' || code === 'EHOSTDOWN') {
+    return 'no-route'
+  }
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') return 'connect-timeout'
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return 'reset'
   if (/^(?:ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/.test(code)) return 'tls'
   return undefined
 }
 
-export function createReachability (opts: { now?: () => number, onChange?: (state: UpstreamState, before: UpstreamState) => void } = {}) {
+export function createReachability(opts: { now?: () => number; onChange?: (state: UpstreamState, before: UpstreamState) => void } = {}) {
   const now = opts.now ?? Date.now
   let current: UpstreamState = { state: 'unknown' }
   let inARow = 0
 
-  function set (next: UpstreamState): void {
+  function set(next: UpstreamState): void {
     const before = current
     current = next
     opts.onChange?.(next, before)
@@ -57,12 +59,12 @@ export function createReachability (opts: { now?: () => number, onChange?: (stat
   return {
     state: (): UpstreamState => current,
     /** Any HTTP answer came back. */
-    answered (): void {
+    answered(): void {
       inARow = 0
       if (current.state !== 'answers') set({ state: 'answers', since: now() })
     },
     /** A lookup got no answer, for this reason. */
-    failed (reason: UnreachableReason, detail: string): void {
+    failed(reason: UnreachableReason, detail: string): void {
       inARow++
       if (!AT_ONCE.has(reason) && inARow < IN_A_ROW) return
       if (current.state === 'unreachable' && current.reason === reason) return

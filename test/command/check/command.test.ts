@@ -18,14 +18,18 @@ const REPO = new URL('../../..', import.meta.url).pathname
 const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
 
 /** Run the real command as a user would (through tsx, so no build is needed). */
-async function doiProxy (args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
+async function doiProxy(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
   // Killed after a minute: a run that hangs on a hostile file fails its test instead of the suite.
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], { cwd, env: { ...process.env, ...env }, timeout: 60_000 })
+  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    timeout: 60_000
+  })
   return await ranToEnd(child)
 }
 
 /** A loopback port nothing listens on (one just closed). */
-async function closedPort (): Promise<number> {
+async function closedPort(): Promise<number> {
   const probe = createServer()
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const { port } = probe.address() as AddressInfo
@@ -35,7 +39,8 @@ async function closedPort (): Promise<number> {
 
 // docs/checking-dois.md's examples of output, each compared below with what a run prints.
 const DOC = readFileSync(new URL('../../../docs/checking-dois.md', import.meta.url), 'utf8')
-const docExample = (holding: string): string => [...DOC.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {2}/gm, '')).find((b) => b.includes(holding))!
+const docExample = (holding: string): string =>
+  [...DOC.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {2}/gm, '')).find((b) => b.includes(holding))!
 
 const RECORDS = { ...PROBE_RECORDS, '10/abc': [admin(), str(1, 'HS_ALIAS', '10.5555/plain')] }
 
@@ -47,14 +52,19 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     await mkdir(join(dir, 'docs'))
     await mkdir(join(dir, 'build'))
     await writeFile(join(dir, '.gitignore'), 'build/\n')
-    await writeFile(join(dir, 'docs', 'index.md'), '# Refs\n\nSee [the paper](https://doi.org/10.5555/plain).\n\nAnd doi:10.5555/missing, and https://doi.org/10/abc.\n')
+    await writeFile(
+      join(dir, 'docs', 'index.md'),
+      '# Refs\n\nSee [the paper](https://doi.org/10.5555/plain).\n\nAnd doi:10.5555/missing, and https://doi.org/10/abc.\n'
+    )
     await writeFile(join(dir, 'docs', 'refs.bib'), '@article{a,\n  doi = {10.5555/multi}\n}\n@article{b,\n  doi = {10.5555/gone}\n}\n')
     await writeFile(join(dir, 'build', 'index.html'), '<a href="https://doi.org/10.5555/ignored-by-git">x</a>')
     await writeFile(join(dir, 'CITATION.cff'), 'doi: 10.5555/plain\n')
   })
-  afterEach(async () => { await rm(dir, { recursive: true, force: true }) })
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
 
-  async function server (): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
+  async function server(): Promise<{ url: string; upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
     const { app, upstream } = await setup({ records: RECORDS })
     await app.listen({ port: 0, host: '127.0.0.1' })
     return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
@@ -63,12 +73,14 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   it('prints each unregistered DOI with file:line and a summary, and exits 1', async () => {
     const { url, upstream } = await server()
     const run = await doiProxy(['check', '--server', url, '.'], dir)
-    expect(run.stdout).toBe([
-      'docs/index.md:5: 10.5555/missing is not registered',
-      'docs/refs.bib:5: 10.5555/gone is not registered',
-      'Checked 6 DOIs (5 distinct) in 3 files: 4 registered, 2 not registered, 0 could not be checked.',
-      ''
-    ].join('\n'))
+    expect(run.stdout).toBe(
+      [
+        'docs/index.md:5: 10.5555/missing is not registered',
+        'docs/refs.bib:5: 10.5555/gone is not registered',
+        'Checked 6 DOIs (5 distinct) in 3 files: 4 registered, 2 not registered, 0 could not be checked.',
+        ''
+      ].join('\n')
+    )
     expect(run.code).toBe(1)
     // .gitignore's build/ was not read; no landing page was asked (only the fake registry was).
     expect(upstream.count('10.5555/ignored-by-git')).toBe(0)
@@ -84,14 +96,18 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   it('--format github writes workflow annotations on the lines', async () => {
     const { url } = await server()
     const run = await doiProxy(['check', '--server', url, '--format', 'github', 'docs'], dir)
-    expect(run.stdout.split('\n')).toContain('::error file=docs/index.md,line=5,title=DOI not registered::10.5555/missing is not registered')
+    expect(run.stdout.split('\n')).toContain(
+      '::error file=docs/index.md,line=5,title=DOI not registered::10.5555/missing is not registered'
+    )
     expect(run.code).toBe(1)
   })
 
   it('--format junit writes a JUnit report with a failure per unregistered DOI', async () => {
     const { url } = await server()
     const run = await doiProxy(['check', '--server', url, '--format', 'junit', 'docs'], dir)
-    expect(run.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="doi-proxy check" tests="5" failures="2" errors="0" skipped="0">/)
+    expect(run.stdout).toMatch(
+      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="doi-proxy check" tests="5" failures="2" errors="0" skipped="0">/
+    )
     expect(run.stdout).toContain('<failure message="10.5555/gone is not registered" type="unregistered"/>')
     expect(run.code).toBe(1)
   })
@@ -99,9 +115,16 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   it('--format json lists every DOI found with its verdict', async () => {
     const { url } = await server()
     const run = await doiProxy(['check', '--server', url, '--format', 'json', 'docs/index.md'], dir)
-    const report = JSON.parse(run.stdout) as { summary: { found: number }, results: Array<{ written: string, doi: string | null, registered: boolean }> }
+    const report = JSON.parse(run.stdout) as {
+      summary: { found: number }
+      results: Array<{ written: string; doi: string | null; registered: boolean }>
+    }
     expect(report.summary.found).toBe(3)
-    expect(report.results.map((r) => [r.written, r.doi, r.registered])).toEqual([['10.5555/plain', '10.5555/plain', true], ['10.5555/missing', null, false], ['10/abc', '10.5555/plain', true]])
+    expect(report.results.map((r) => [r.written, r.doi, r.registered])).toEqual([
+      ['10.5555/plain', '10.5555/plain', true],
+      ['10.5555/missing', null, false],
+      ['10/abc', '10.5555/plain', true]
+    ])
   })
 
   it('an upstream failure is "could not be checked": exit 0, or 1 with --fail-on unknown', async () => {
@@ -155,7 +178,10 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   it('--upstream uses the local records LOCAL_STORE_DIR names, and none with LOCAL_STORE_DIR= empty', async () => {
     const { upstream } = await setup({ records: RECORDS })
     await mkdir(join(dir, 'records'))
-    await writeFile(join(dir, 'records', 'ours.ndjson'), JSON.stringify({ handle: '10.5555/ours', values: [str(1, 'URL', 'https://example.org/ours')] }) + '\n')
+    await writeFile(
+      join(dir, 'records', 'ours.ndjson'),
+      JSON.stringify({ handle: '10.5555/ours', values: [str(1, 'URL', 'https://example.org/ours')] }) + '\n'
+    )
     await writeFile(join(dir, 'ours.txt'), '10.5555/ours\n')
     const held = await doiProxy(['check', '--upstream', 'ours.txt'], dir, { UPSTREAM_URL: upstream.url, LOCAL_STORE_DIR: 'records' })
     expect(held.stdout).toContain(': 1 registered, 0 not registered')
@@ -170,15 +196,18 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     /** Lines of output that a GitHub Actions runner would obey, other than our own annotations. */
     const injected = (out: string): string[] => out.split('\n').filter((l) => /^\s*::/.test(l) && !/^::(error|warning) file=/.test(l))
 
-    it.each(['text', 'github'])('--format %s: a file name with newlines and a workflow command, a DOI with terminal controls', async (format) => {
-      const { url } = await server()
-      await writeFile(join(dir, 'docs', NAME), 'doi:10.5555/missing\x1b]52;c;cHduZWQ=\x07\x1b[2J and 10.5555/gone\u009b2J\n')
-      const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
-      expect(injected(run.stdout)).toEqual([])
-      expect(run.stdout).not.toMatch(CONTROLS)
-      expect(run.stdout).toContain(format === 'text' ? docExample('::warning') : 'file=docs/nl\\u000a%3A%3Awarning')
-      expect(run.code).toBe(1)
-    })
+    it.each(['text', 'github'])(
+      '--format %s: a file name with newlines and a workflow command, a DOI with terminal controls',
+      async (format) => {
+        const { url } = await server()
+        await writeFile(join(dir, 'docs', NAME), 'doi:10.5555/missing\x1b]52;c;cHduZWQ=\x07\x1b[2J and 10.5555/gone\u009b2J\n')
+        const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
+        expect(injected(run.stdout)).toEqual([])
+        expect(run.stdout).not.toMatch(CONTROLS)
+        expect(run.stdout).toContain(format === 'text' ? docExample('::warning') : 'file=docs/nl\\u000a%3A%3Awarning')
+        expect(run.code).toBe(1)
+      }
+    )
 
     it('the note about a skipped file shows its name on one line', async () => {
       await writeFile(join(dir, `bin${NAME}`), Buffer.from([0, 1, 2]))
@@ -199,10 +228,13 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   })
 
   describe('against a server with a rate limit (RATE_LIMIT_MAX)', () => {
-    async function limitedServer (windowMs: number): Promise<{ url: string, upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
+    async function limitedServer(windowMs: number): Promise<{ url: string; upstream: Awaited<ReturnType<typeof setup>>['upstream'] }> {
       const records: Record<string, Array<ReturnType<typeof admin>>> = {}
       for (let i = 0; i < 8; i++) records[`10.5555/n${i}`] = [admin(), str(1, 'URL', `http://example.org/${i}`)]
-      const { app, upstream } = await setup({ records, overrides: { rateLimitMax: 3, rateLimitWindowMs: windowMs, rateLimitAllowList: [], batchConcurrency: 1 } })
+      const { app, upstream } = await setup({
+        records,
+        overrides: { rateLimitMax: 3, rateLimitWindowMs: windowMs, rateLimitAllowList: [], batchConcurrency: 1 }
+      })
       await app.listen({ port: 0, host: '127.0.0.1' })
       await writeFile(join(dir, 'eight.txt'), Array.from({ length: 8 }, (_, i) => `10.5555/n${i}`).join('\n'))
       return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, upstream }
@@ -225,7 +257,9 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       const bodies: string[] = []
       const proxy = createHttpServer((req, res) => {
         let body = ''
-        req.on('data', (d: Buffer) => { body += d.toString() })
+        req.on('data', (d: Buffer) => {
+          body += d.toString()
+        })
         req.on('end', () => {
           bodies.push(body)
           if (bodies.length === 1) {
@@ -233,7 +267,15 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
             return
           }
           res.writeHead(200, { 'content-type': 'application/x-ndjson' })
-          res.end(body.split('\n').map((doi) => JSON.stringify({ input: doi, doi, registered: true, url: 'http://example.org/', source: 'upstream', status: 302 }) + '\n').join(''))
+          res.end(
+            body
+              .split('\n')
+              .map(
+                (doi) =>
+                  JSON.stringify({ input: doi, doi, registered: true, url: 'http://example.org/', source: 'upstream', status: 302 }) + '\n'
+              )
+              .join('')
+          )
         })
       })
       await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
@@ -248,7 +290,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       }
     })
 
-    it('waits no longer than --max-wait in all: what is still refused then could not be checked, with the server\'s reason', async () => {
+    it("waits no longer than --max-wait in all: what is still refused then could not be checked, with the server's reason", async () => {
       const { url } = await limitedServer(60_000)
       const started = Date.now()
       const run = await doiProxy(['check', '--server', url, '--max-wait', '5', 'eight.txt'], dir)
@@ -273,7 +315,8 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     it('.gitignore files past 256 KiB in all are not applied, and each says so (twelve nested ones of 60 KB each)', async () => {
       const { url, upstream } = await server()
       // Each rule is tried on every path below its file: twelve of these nested took 28 s and 360 MB.
-      const rules = (level: number): string => [`ignored-${level}.md`, ...Array.from({ length: 2300 }, (_, i) => `dir${i}/**/file-${level}-${i}-*.md`)].join('\n')
+      const rules = (level: number): string =>
+        [`ignored-${level}.md`, ...Array.from({ length: 2300 }, (_, i) => `dir${i}/**/file-${level}-${i}-*.md`)].join('\n')
       const levels = Array.from({ length: 12 }, (_, level) => `n${level}`)
       for (let level = 0; level < levels.length; level++) {
         const here = join(dir, 'docs', ...levels.slice(0, level + 1))
@@ -285,8 +328,14 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
       expect(rules(11).length).toBeLessThan(65_536)
       const run = await doiProxy(['check', '--server', url, 'docs'], dir)
       // Four fit in 262,144 bytes; the fifth and each below it are named, deepest last.
-      expect(run.stderr.split('\n').filter((l) => l !== '')).toEqual(levels.slice(4).map((_, i) =>
-        `note: skipped docs/${levels.slice(0, i + 5).join('/')}/.gitignore: the .gitignore files of this run would hold more than 262144 bytes in all; its rules are not applied`))
+      expect(run.stderr.split('\n').filter((l) => l !== '')).toEqual(
+        levels
+          .slice(4)
+          .map(
+            (_, i) =>
+              `note: skipped docs/${levels.slice(0, i + 5).join('/')}/.gitignore: the .gitignore files of this run would hold more than 262144 bytes in all; its rules are not applied`
+          )
+      )
       // The four applied ignore their files; the files the others name are checked.
       for (let level = 0; level < 12; level++) expect(upstream.count(`10.5555/ignored-by-git-${level}`)).toBe(level < 4 ? 0 : 1)
     })
@@ -323,7 +372,7 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
   })
 
   describe('with the registry down', () => {
-    async function downRegistry (): Promise<string> {
+    async function downRegistry(): Promise<string> {
       const { url, upstream } = await server()
       await upstream.close()
       await writeFile(join(dir, 'two.txt'), '10.5555/plain\n10.5555/multi\n')
@@ -365,20 +414,23 @@ describe('doi-proxy check', { timeout: 120_000 }, () => {
     })
   })
 
-  it.each(['junit', 'json', 'github'])('a server that cannot be reached still gives a valid %s report naming the failure (exit 2)', async (format) => {
-    const url = `http://127.0.0.1:${await closedPort()}`
-    const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
-    const message = `cannot reach doi-proxy at ${url} (ECONNREFUSED); start it, or pass --server URL or --upstream`
-    if (format === 'junit') {
-      expect(XMLValidator.validate(run.stdout)).toBe(true)
-      expect(run.stdout).toContain('<testsuites name="doi-proxy check" tests="1" failures="0" errors="1" skipped="0">')
-      expect(run.stdout).toContain(`<error message="${message}" type="not-checked"/>`)
+  it.each(['junit', 'json', 'github'])(
+    'a server that cannot be reached still gives a valid %s report naming the failure (exit 2)',
+    async (format) => {
+      const url = `http://127.0.0.1:${await closedPort()}`
+      const run = await doiProxy(['check', '--server', url, '--format', format, 'docs'], dir)
+      const message = `cannot reach doi-proxy at ${url} (ECONNREFUSED); start it, or pass --server URL or --upstream`
+      if (format === 'junit') {
+        expect(XMLValidator.validate(run.stdout)).toBe(true)
+        expect(run.stdout).toContain('<testsuites name="doi-proxy check" tests="1" failures="0" errors="1" skipped="0">')
+        expect(run.stdout).toContain(`<error message="${message}" type="not-checked"/>`)
+      }
+      if (format === 'json') expect(JSON.parse(run.stdout)).toEqual({ error: message, summary: null, results: [] })
+      if (format === 'github') expect(run.stdout).toBe(`::error title=doi-proxy check::${message}\n`)
+      expect(run.stderr).toContain(message)
+      expect(run.code).toBe(2)
     }
-    if (format === 'json') expect(JSON.parse(run.stdout)).toEqual({ error: message, summary: null, results: [] })
-    if (format === 'github') expect(run.stdout).toBe(`::error title=doi-proxy check::${message}\n`)
-    expect(run.stderr).toContain(message)
-    expect(run.code).toBe(2)
-  })
+  )
 
   it('a server that cannot be reached is exit 2, saying so', async () => {
     const run = await doiProxy(['check', '--server', 'http://127.0.0.1:9', 'docs'], dir)

@@ -27,7 +27,9 @@ describe('findDois on a hostile file', () => {
     // In a child process with a deadline: a quadratic extractor would block this test's own thread for hours.
     const script = `const { findDois } = await import(${JSON.stringify(EXTRACT)})
       const times = {}
-      for (const [name, make] of Object.entries({ ${Object.entries(HOSTILE).map(([name, make]) => `${JSON.stringify(name)}: () => ${make}`).join(', ')} })) {
+      for (const [name, make] of Object.entries({ ${Object.entries(HOSTILE)
+        .map(([name, make]) => `${JSON.stringify(name)}: () => ${make}`)
+        .join(', ')} })) {
         const text = make()
         times[name] = Infinity
         for (let i = 0; i < 3; i++) { // the fastest of three: a busy machine slows one run, not the extractor
@@ -37,8 +39,11 @@ describe('findDois on a hostile file', () => {
         }
       }
       console.log(JSON.stringify(times))`
-    const { stdout } = await run(process.execPath, ['--import', TSX, '--input-type=module', '-e', script], { timeout: 60_000 })
-      .catch((err: Error & { killed?: boolean }) => { throw new Error(err.killed === true ? 'findDois did not finish the hostile files in 60 s' : err.message) })
+    const { stdout } = await run(process.execPath, ['--import', TSX, '--input-type=module', '-e', script], { timeout: 60_000 }).catch(
+      (err: Error & { killed?: boolean }) => {
+        throw new Error(err.killed === true ? 'findDois did not finish the hostile files in 60 s' : err.message)
+      }
+    )
     const times = JSON.parse(stdout) as Record<string, number>
     expect(Object.keys(times)).toEqual(Object.keys(HOSTILE))
     expect(Object.entries(times).filter(([, ms]) => ms >= 1000)).toEqual([])
@@ -49,7 +54,7 @@ describe('findDois on a hostile file', () => {
  * The extractor as its rules say it, without a thought for speed (quadratic): each DOI's context is
  * looked at from the start of the text. findDois must find exactly what this finds.
  */
-function reference (text: string, kind: FileKind): FoundDoi[] {
+function reference(text: string, kind: FileKind): FoundDoi[] {
   const source = kind === 'json' ? text.replace(/\\\//g, '/') : kind === 'latex' ? text.replace(/\\([_%#&])/g, '$1') : text
   const lineOf = (at: number): number => source.slice(0, at).split('\n').length
   const found: Array<FoundDoi & { at: number }> = []
@@ -62,7 +67,10 @@ function reference (text: string, kind: FileKind): FoundDoi[] {
   }
   const inLink = (at: number): boolean => links.some(([from, to]) => from <= at && at < to)
   const inOtherUrl = (at: number): boolean => {
-    const token = source.slice(0, at).split(/[\s"'<>()[\]{}`|]/).at(-1)!
+    const token = source
+      .slice(0, at)
+      .split(/[\s"'<>()[\]{}`|]/)
+      .at(-1)!
     return token.includes('://') || token.toLowerCase().startsWith('www.')
   }
   // eslint-disable-next-line no-control-regex
@@ -77,7 +85,7 @@ function reference (text: string, kind: FileKind): FoundDoi[] {
   return found.sort((a, b) => a.at - b.at).map(({ doi, line }) => ({ doi, line }))
 }
 
-function referenceClean (raw: string, kind: FileKind, link: boolean): string | undefined {
+function referenceClean(raw: string, kind: FileKind, link: boolean): string | undefined {
   let s = kind === 'html' || kind === 'markdown' ? referenceEntities(raw) : raw
   // eslint-disable-next-line no-control-regex
   s = s.split(/[\u0000-\u001f\u007f-\u009f]/)[0]!
@@ -95,8 +103,8 @@ function referenceClean (raw: string, kind: FileKind, link: boolean): string | u
   return /^10(?:\.\d{4,9}(?:\.\d+)*)?\/\S/.test(s) ? s : undefined
 }
 
-function referenceEntities (s: string): string {
-  const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: '\'' }
+function referenceEntities(s: string): string {
+  const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
   return s.replace(/&(?:#(\d+)|#x([0-9a-f]+)|(amp|lt|gt|quot|apos));/gi, (whole, dec?: string, hex?: string, name?: string) => {
     if (name !== undefined) return named[name.toLowerCase()]!
     const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16)
@@ -106,15 +114,89 @@ function referenceEntities (s: string): string {
 
 // Pieces that make the rules meet: prefixes, links, URL boundaries, brackets, punctuation, escapes, controls.
 const PIECES = [
-  '10.1234/', '10.12345.6/', '10/', '10.1/', 'a', 'B9', 'x', '0', '(', ')', '^', ' ', '\n', '.', ',', ';', ':', '!', '?', '"', '\'',
-  '*', '_', '~', '-', '/', 'https://', 'http://', '://', 'www.', 'WWW.', 'doi.org/', 'dx.doi.org/', 'doi:', 'doi: ', 'urn:doi:',
-  '%2F', '%0A', '%', '%E2%82', '&amp;', '&#41;', '&#x28;', '&lt;', '&bogus;', '&#27;', '&#x9b;', '&#X1b;', '<', '>', '[', ']', '{', '}', '`', '|', '\\', '\\/',
-  '\\_', '#', '\x1b', '\u009b', '\x7f', '\t', 'é', '😀'
+  '10.1234/',
+  '10.12345.6/',
+  '10/',
+  '10.1/',
+  'a',
+  'B9',
+  'x',
+  '0',
+  '(',
+  ')',
+  '^',
+  ' ',
+  '\n',
+  '.',
+  ',',
+  ';',
+  ':',
+  '!',
+  '?',
+  '"',
+  "'",
+  '*',
+  '_',
+  '~',
+  '-',
+  '/',
+  'https://',
+  'http://',
+  '://',
+  'www.',
+  'WWW.',
+  'doi.org/',
+  'dx.doi.org/',
+  'doi:',
+  'doi: ',
+  'urn:doi:',
+  '%2F',
+  '%0A',
+  '%',
+  '%E2%82',
+  '&amp;',
+  '&#41;',
+  '&#x28;',
+  '&lt;',
+  '&bogus;',
+  '&#27;',
+  '&#x9b;',
+  '&#X1b;',
+  '<',
+  '>',
+  '[',
+  ']',
+  '{',
+  '}',
+  '`',
+  '|',
+  '\\',
+  '\\/',
+  '\\_',
+  '#',
+  '\x1b',
+  '\u009b',
+  '\x7f',
+  '\t',
+  'é',
+  '😀'
 ]
 // And DOIs whose ends are in doubt: brackets, punctuation and escapes of both, after each way of writing one.
-const STARTS = ['10.1234/', 'doi:10.1234/', 'https://doi.org/10.1234/', 'https://doi.org/10/', 'doi:10/', 'https://x.org/10.1234/', 'www.x/10.1234/', '(10.1234/']
+const STARTS = [
+  '10.1234/',
+  'doi:10.1234/',
+  'https://doi.org/10.1234/',
+  'https://doi.org/10/',
+  'doi:10/',
+  'https://x.org/10.1234/',
+  'www.x/10.1234/',
+  '(10.1234/'
+]
 const ENDS = ['a', '(', ')', '.', ',', ';', ':', '!', '_', '~', '&#41;', '&#x28;', '%29', '%28', '\\)', '&#27;', '&#x9b;']
-const DOUBTFUL = fc.array(fc.tuple(fc.constantFrom(...STARTS), fc.array(fc.constantFrom(...ENDS), { maxLength: 8 }), fc.constantFrom(' ', '\n', ')', '')), { maxLength: 6 })
+const DOUBTFUL = fc
+  .array(fc.tuple(fc.constantFrom(...STARTS), fc.array(fc.constantFrom(...ENDS), { maxLength: 8 }), fc.constantFrom(' ', '\n', ')', '')), {
+    maxLength: 6
+  })
   .map((dois) => dois.map(([start, end, after]) => start + end.join('') + after).join(''))
 const KINDS: FileKind[] = ['markdown', 'html', 'latex', 'json', 'text']
 
@@ -125,9 +207,12 @@ describe('findDois against a reference that follows the rules naively', () => {
       { arbitrary: DOUBTFUL, weight: 4 },
       { arbitrary: fc.string({ unit: 'binary', maxLength: 80 }), weight: 1 }
     )
-    fc.assert(fc.property(texts, fc.constantFrom(...KINDS), (text, kind) => {
-      expect(findDois(text, kind)).toEqual(reference(text, kind))
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(texts, fc.constantFrom(...KINDS), (text, kind) => {
+        expect(findDois(text, kind)).toEqual(reference(text, kind))
+      }),
+      { numRuns: 5000 }
+    )
   })
 
   it('agrees on what each named rule is about (the reference is not vacuous)', () => {

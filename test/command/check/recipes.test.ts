@@ -15,20 +15,25 @@ const LINKINATOR = new URL('../../../node_modules/linkinator/build/src/cli.js', 
 const run = promisify(execFile)
 
 /** The fenced blocks of the doc in a language. */
-function blocks (lang: string): string[] {
+function blocks(lang: string): string[] {
   return [...DOC.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!)
 }
 
-async function listen (server: Server): Promise<string> {
+async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  onTestFinished(async () => { await new Promise((resolve) => server.close(resolve)) })
+  onTestFinished(async () => {
+    await new Promise((resolve) => server.close(resolve))
+  })
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
 /** doi-proxy on a free port, with a registered DOI whose landing page (a real server) answers 403 to everyone. */
-async function world (): Promise<{ proxy: string, landingHits: () => number }> {
+async function world(): Promise<{ proxy: string; landingHits: () => number }> {
   let hits = 0
-  const publisher = createServer((_req, res) => { hits++; res.writeHead(403).end('Forbidden') })
+  const publisher = createServer((_req, res) => {
+    hits++
+    res.writeHead(403).end('Forbidden')
+  })
   const landing = await listen(publisher)
   const { app } = await setup({ records: { ...PROBE_RECORDS, '10.5555/paywalled': [admin(), str(1, 'URL', `${landing}/article`)] } })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -41,16 +46,28 @@ describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
   it('linkinator, as the recipe runs it, passes a registered DOI whose landing page is 403 and fails an unregistered one', async () => {
     const { proxy, landingHits } = await world()
     const page = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>refs</title>' +
-        '<a href="https://doi.org/10.5555/paywalled">a paper behind a wall</a> <a href="http://dx.doi.org/10.5555/missing">a typo</a>')
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          '<!doctype html><title>refs</title>' +
+            '<a href="https://doi.org/10.5555/paywalled">a paper behind a wall</a> <a href="http://dx.doi.org/10.5555/missing">a typo</a>'
+        )
     })
     const site = await listen(page)
     const recipe = blocks('sh').find((b) => b.includes('linkinator'))!
     const search = /--url-rewrite-search '([^']+)'/.exec(recipe)![1]!
     const replace = /--url-rewrite-replace '([^']+)'/.exec(ours(recipe, proxy))![1]!
-    const result = await run(process.execPath, [LINKINATOR, site, '--url-rewrite-search', search, '--url-rewrite-replace', replace, '--format', 'json'])
-      .catch((err: { code: number, stdout: string }) => err)
-    const report = JSON.parse(result.stdout) as { passed: boolean, links: Array<{ url: string, state: string, status: number }> }
+    const result = await run(process.execPath, [
+      LINKINATOR,
+      site,
+      '--url-rewrite-search',
+      search,
+      '--url-rewrite-replace',
+      replace,
+      '--format',
+      'json'
+    ]).catch((err: { code: number; stdout: string }) => err)
+    const report = JSON.parse(result.stdout) as { passed: boolean; links: Array<{ url: string; state: string; status: number }> }
     const states = Object.fromEntries(report.links.map((l) => [l.url.replace(proxy, ''), [l.state, l.status]]))
     expect(states['/api/handles/10.5555/paywalled']).toEqual(['OK', 200])
     expect(states['/api/handles/10.5555/missing']).toEqual(['BROKEN', 404])
@@ -58,10 +75,20 @@ describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
     expect(landingHits()).toBe(0)
   })
 
-  it('lychee\'s --remap and markdown-link-check\'s replacementPatterns send DOI links to /api/handles', async () => {
+  it("lychee's --remap and markdown-link-check's replacementPatterns send DOI links to /api/handles", async () => {
     const { proxy, landingHits } = await world()
-    const lychee = /--remap '(\S+) (\S+)'/.exec(ours(blocks('sh').find((b) => b.includes('lychee'))!, proxy))!
-    const mlc = JSON.parse(ours(blocks('json').find((b) => b.includes('replacementPatterns'))!, proxy)) as { replacementPatterns: Array<{ pattern: string, replacement: string }> }
+    const lychee = /--remap '(\S+) (\S+)'/.exec(
+      ours(
+        blocks('sh').find((b) => b.includes('lychee'))!,
+        proxy
+      )
+    )!
+    const mlc = JSON.parse(
+      ours(
+        blocks('json').find((b) => b.includes('replacementPatterns'))!,
+        proxy
+      )
+    ) as { replacementPatterns: Array<{ pattern: string; replacement: string }> }
     const rewrites: Array<(url: string) => string> = [
       // lychee's regex is Rust's; these patterns mean the same in JavaScript.
       (url) => url.replace(new RegExp(lychee[1]!), lychee[2]!),
@@ -85,14 +112,24 @@ describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
 
   it('a line refused by the rate limit mid-batch is what the doc shows, with its retryAfter', async () => {
     const { app } = await setup({ overrides: { rateLimitMax: 1, rateLimitAllowList: [], batchConcurrency: 1 } })
-    const res = await app.inject({ method: 'POST', url: '/api/batch', remoteAddress: '192.0.2.1', headers: { 'content-type': 'text/plain' }, payload: '10.5555/plain\n10.5555/n7\n' })
-    const refused = JSON.parse(res.body.trim().split('\n')[1]!) as { error: string, retryAfter: number }
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      remoteAddress: '192.0.2.1',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.5555/plain\n10.5555/n7\n'
+    })
+    const refused = JSON.parse(res.body.trim().split('\n')[1]!) as { error: string; retryAfter: number }
     const shown = JSON.parse(blocks('json').find((b) => b.includes('"retryAfter"'))!) as { retryAfter: number }
-    expect({ ...refused, error: refused.error.replace(/in \d+ s/, `in ${shown.retryAfter} s`), retryAfter: shown.retryAfter }).toEqual(shown)
+    expect({ ...refused, error: refused.error.replace(/in \d+ s/, `in ${shown.retryAfter} s`), retryAfter: shown.retryAfter }).toEqual(
+      shown
+    )
   })
 
   it('the GitHub Actions job is valid YAML running doi-proxy check with the github format against its service', () => {
-    const workflow = parseYaml(blocks('yaml')[0]!) as { jobs: { dois: { services: Record<string, { ports: string[] }>, steps: Array<{ run?: string }> } } }
+    const workflow = parseYaml(blocks('yaml')[0]!) as {
+      jobs: { dois: { services: Record<string, { ports: string[] }>; steps: Array<{ run?: string }> } }
+    }
     expect(workflow.jobs.dois.services['doi-proxy']!.ports).toEqual(['8000:8000'])
     expect(workflow.jobs.dois.steps.map((s) => s.run).join('')).toContain('check --format github --server http://127.0.0.1:8000 docs/')
   })

@@ -2,11 +2,25 @@ import { describe, expect, it } from 'vitest'
 import { exitCode, formatReport, summarise } from '../../../src/command/check/report.js'
 import type { Checked } from '../../../src/command/check/report.js'
 
-const found = (file: string, line: number, doi: string, registered: boolean | null, error?: string): Checked =>
-  ({ file, line, doi, verdict: { registered, doi: registered === true ? doi : null, url: null, status: registered === true ? 302 : registered === false ? 404 : 503, ...(error === undefined ? {} : { error }) } })
+const found = (file: string, line: number, doi: string, registered: boolean | null, error?: string): Checked => ({
+  file,
+  line,
+  doi,
+  verdict: {
+    registered,
+    doi: registered === true ? doi : null,
+    url: null,
+    status: registered === true ? 302 : registered === false ? 404 : 503,
+    ...(error === undefined ? {} : { error })
+  }
+})
 
 describe('the report of doi-proxy check', () => {
-  const checked = [found('docs/a,b.md', 3, '10.1/ok', true), found('docs/a,b.md', 4, '10.1/100%', false), found('x.txt', 1, '10.1/down', null, 'The registry did not answer in time.')]
+  const checked = [
+    found('docs/a,b.md', 3, '10.1/ok', true),
+    found('docs/a,b.md', 4, '10.1/100%', false),
+    found('x.txt', 1, '10.1/down', null, 'The registry did not answer in time.')
+  ]
   const summary = summarise(2, checked, 3)
 
   it('counts each place a DOI is written', () => {
@@ -29,7 +43,12 @@ describe('the report of doi-proxy check', () => {
   })
 
   it('writes JUnit XML with markup escaped', () => {
-    const xml = formatReport('junit', [found('a&b.md', 1, '10.1/<x>', false)], summarise(1, [found('a&b.md', 1, '10.1/<x>', false)], 1), 'unregistered')
+    const xml = formatReport(
+      'junit',
+      [found('a&b.md', 1, '10.1/<x>', false)],
+      summarise(1, [found('a&b.md', 1, '10.1/<x>', false)], 1),
+      'unregistered'
+    )
     expect(xml).toContain('<testcase classname="a&#38;b.md" name="a&#38;b.md:1 10.1/&#60;x&#62;" file="a&#38;b.md" line="1">')
     expect(xml).toContain('<failure message="10.1/&#60;x&#62; is not registered" type="unregistered"/>')
   })
@@ -40,18 +59,22 @@ describe('the report of doi-proxy check', () => {
       found('nl\n::warning file=a::INJECTED\n.md', 2, '10.1/a\x1b]52;c;cHduZWQ=\x07', false),
       found('::error file=b::named.md', 3, '10.1/b', null, 'not a DOI name: "\u009b2J ##[add-mask]x"')
     ]
-    const all = (format: 'text' | 'github' | 'junit' | 'json'): string => formatReport(format, hostile, summarise(2, hostile, 2), 'unregistered')
+    const all = (format: 'text' | 'github' | 'junit' | 'json'): string =>
+      formatReport(format, hostile, summarise(2, hostile, 2), 'unregistered')
     // eslint-disable-next-line no-control-regex
     const controls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/
 
-    it.each(['text', 'github', 'junit', 'json'] as const)('%s: no control character, no line a runner obeys that we did not write', (format) => {
-      const out = all(format)
-      expect(out).not.toMatch(controls)
-      expect(out).not.toContain('##[')
-      const commands = out.split('\n').filter((l) => /^\s*::/.test(l))
-      expect(commands.every((l) => /^::(error|warning) file=/.test(l))).toBe(true)
-      expect(commands).toHaveLength(format === 'github' ? 2 : 0)
-    })
+    it.each(['text', 'github', 'junit', 'json'] as const)(
+      '%s: no control character, no line a runner obeys that we did not write',
+      (format) => {
+        const out = all(format)
+        expect(out).not.toMatch(controls)
+        expect(out).not.toContain('##[')
+        const commands = out.split('\n').filter((l) => /^\s*::/.test(l))
+        expect(commands.every((l) => /^::(error|warning) file=/.test(l))).toBe(true)
+        expect(commands).toHaveLength(format === 'github' ? 2 : 0)
+      }
+    )
 
     it('text: the names are shown with their newlines and controls as \\u escapes; a name cannot start with ::', () => {
       expect(all('text').split('\n').slice(0, 2)).toEqual([
@@ -61,11 +84,13 @@ describe('the report of doi-proxy check', () => {
     })
 
     it('github: controls visible, then escaped as the Actions toolkit does', () => {
-      expect(all('github').split('\n')[0]).toBe('::error file=nl\\u000a%3A%3Awarning file=a%3A%3AINJECTED\\u000a.md,line=2,title=DOI not registered::10.1/a\\u001b]52;c;cHduZWQ=\\u0007 is not registered')
+      expect(all('github').split('\n')[0]).toBe(
+        '::error file=nl\\u000a%3A%3Awarning file=a%3A%3AINJECTED\\u000a.md,line=2,title=DOI not registered::10.1/a\\u001b]52;c;cHduZWQ=\\u0007 is not registered'
+      )
     })
 
     it('json: the same strings, read back exactly', () => {
-      const report = JSON.parse(all('json')) as { results: Array<{ file: string, written: string, error?: string }> }
+      const report = JSON.parse(all('json')) as { results: Array<{ file: string; written: string; error?: string }> }
       expect(report.results.map((r) => [r.file, r.written, r.error])).toEqual(hostile.map((c) => [c.file, c.doi, c.verdict.error]))
     })
 

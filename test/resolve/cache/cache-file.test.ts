@@ -18,31 +18,56 @@ import { cacheSourceOf, sourceId } from '../../../src/resolve/cache/source.js'
 const T0 = Date.UTC(2026, 10, 23, 12, 0, 0)
 const DAY = 86_400_000
 
-function records (n: number): Record<string, HandleValue[]> {
+function records(n: number): Record<string, HandleValue[]> {
   const out: Record<string, HandleValue[]> = { 10.5555: [admin(), str(3, 'EMAIL', 'admin@example.org')] }
   for (let i = 0; i < n; i++) out[`10.5555/r${i}`] = [admin(), str(1, 'URL', `http://example.org/r${i}`)]
   return out
 }
 
-function tempFile (): string {
+function tempFile(): string {
   const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-snapshot-'))
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
   return join(dir, 'sub', 'cache.snapshot')
 }
 
-interface Logged { level: number, msg: string, [k: string]: unknown }
+interface Logged {
+  level: number
+  msg: string
+  [k: string]: unknown
+}
 
-async function start (upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<{ app: FastifyInstance, logs: Logged[] }> {
+async function start(
+  upstream: FakeUpstream,
+  overrides: Partial<Config>,
+  deps: AppDeps = {}
+): Promise<{ app: FastifyInstance; logs: Logged[] }> {
   const logs: Logged[] = []
-  const logger = pino({ level: 'info' }, { write: (line: string) => { logs.push(JSON.parse(line) as Logged) } })
-  const config: Config = { ...buildConfig(undefined, {}), upstreamUrl: upstream.url, upstreamTimeoutMs: 2000, upstreamRetries: 0, localStoreDir: undefined, maxEventLoopDelayMs: 0, ...overrides }
+  const logger = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        logs.push(JSON.parse(line) as Logged)
+      }
+    }
+  )
+  const config: Config = {
+    ...buildConfig(undefined, {}),
+    upstreamUrl: upstream.url,
+    upstreamTimeoutMs: 2000,
+    upstreamRetries: 0,
+    localStoreDir: undefined,
+    maxEventLoopDelayMs: 0,
+    ...overrides
+  }
   const app = await buildApp(config, { logger, ...deps })
   await app.ready()
-  onTestFinished(async () => { await app.close() })
+  onTestFinished(async () => {
+    await app.close()
+  })
   return { app, logs }
 }
 
-async function upstreamFor (recs: Record<string, HandleValue[]>): Promise<FakeUpstream> {
+async function upstreamFor(recs: Record<string, HandleValue[]>): Promise<FakeUpstream> {
   const upstream = await FakeUpstream.start(recs)
   onTestFinished(() => upstream.close())
   return upstream
@@ -148,7 +173,10 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
       '["10.5555/R9",[2,1764000000000,1764086400000,0]]', // a version we do not read
       '{"__proto__":{"polluted":true}}',
       '[' + 'x'.repeat(3 * 1024 * 1024) + ']', // longer than any record
-      'null', '[]', '"string"', '\u0000\u0001'
+      'null',
+      '[]',
+      '"string"',
+      '\u0000\u0001'
     ]
     writeFileSync(cacheFile, [header, r0, ...hostile, r1, end, ''].join('\n'))
     upstream.mode = { kind: 'status', status: 503 }
@@ -171,7 +199,10 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     const [header = '', ...rest] = readFileSync(cacheFile, 'utf8').split('\n')
     const now = Date.now()
     const broken = `["10.5555/R0",[1,${now},${now + DAY},1,[{"index":"1","type":"URL","data":{}}]]]`
-    writeFileSync(cacheFile, [header, ...rest.filter((l) => !l.startsWith('["10.5555/R0"')).slice(0, -2), broken, ...rest.slice(-2)].join('\n'))
+    writeFileSync(
+      cacheFile,
+      [header, ...rest.filter((l) => !l.startsWith('["10.5555/R0"')).slice(0, -2), broken, ...rest.slice(-2)].join('\n')
+    )
     const asked = upstream.count('10.5555/r0')
     const second = await start(upstream, { cacheFile })
     const res = await second.app.inject({ url: '/api/handles/10.5555/r0' })
@@ -271,7 +302,7 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     expect(existsSync(`${cacheFile}.v1.set-aside`)).toBe(true)
   })
 
-  it('the snapshot\'s header names its source: the upstream URL, offline or not, and the format version', async () => {
+  it("the snapshot's header names its source: the upstream URL, offline or not, and the format version", async () => {
     const upstream = await upstreamFor(records(1))
     const cacheFile = tempFile()
     const { app } = await start(upstream, { cacheFile })
@@ -287,11 +318,18 @@ describe('a cache that survives restarts (CACHE_FILE)', () => {
     await online.app.inject({ url: '/10.5555/r0' })
     await online.app.close()
     const offline = await start(upstream, { cacheFile, offline: true })
-    expect(offline.logs.some((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded')).toBe(true)
+    expect(offline.logs.some((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded')).toBe(
+      true
+    )
     await offline.app.close()
     const again = await start(upstream, { cacheFile })
-    expect(again.logs.some((l) => l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded' &&
-      (l.snapshotSource as { offline?: boolean }).offline === true)).toBe(true)
+    expect(
+      again.logs.some(
+        (l) =>
+          l.msg === 'the cache snapshot was made from another upstream; it was set aside and not loaded' &&
+          (l.snapshotSource as { offline?: boolean }).offline === true
+      )
+    ).toBe(true)
   })
 
   it('the cache is written periodically while the resolver runs', async () => {

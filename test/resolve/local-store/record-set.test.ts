@@ -6,8 +6,15 @@ import { urlOf } from '../../support/local-records.js'
 import { str } from '../../support/records.js'
 
 describe('buildSnapshot: duplicates (issue 7: the later file, sorted by name, wins)', () => {
-  const file = (name: string, records: HandleRecord[]): { name: string, records: HandleRecord[], problems: StoreProblem[], rejected: boolean } =>
-    ({ name, records, problems: [], rejected: false })
+  const file = (
+    name: string,
+    records: HandleRecord[]
+  ): { name: string; records: HandleRecord[]; problems: StoreProblem[]; rejected: boolean } => ({
+    name,
+    records,
+    problems: [],
+    rejected: false
+  })
   const rec = (handle: string, url: string): HandleRecord => ({ handle, values: [str(1, 'URL', url)] })
 
   it('the record of the later file wins, whatever order the files were read in, and the duplicate is reported', () => {

@@ -10,18 +10,24 @@ import { parseStoreFile } from '../../../src/resolve/local-store/file-format.js'
 import { urlOf, urlRecord } from '../../support/local-records.js'
 
 /** A logger that keeps what it is told, so tests can read the operator's view. */
-function recordingLog (): LocalStoreOptions['log'] & { lines: Array<{ level: string, obj: object, msg: string }> } {
-  const lines: Array<{ level: string, obj: object, msg: string }> = []
+function recordingLog(): LocalStoreOptions['log'] & { lines: Array<{ level: string; obj: object; msg: string }> } {
+  const lines: Array<{ level: string; obj: object; msg: string }> = []
   return {
     lines,
-    info: (obj, msg) => { lines.push({ level: 'info', obj, msg }) },
-    warn: (obj, msg) => { lines.push({ level: 'warn', obj, msg }) },
-    error: (obj, msg) => { lines.push({ level: 'error', obj, msg }) }
+    info: (obj, msg) => {
+      lines.push({ level: 'info', obj, msg })
+    },
+    warn: (obj, msg) => {
+      lines.push({ level: 'warn', obj, msg })
+    },
+    error: (obj, msg) => {
+      lines.push({ level: 'error', obj, msg })
+    }
   }
 }
 
 /** Poll until check() is true, or fail after the deadline. Never a fixed sleep. */
-async function eventually (check: () => boolean, what: string, timeoutMs = 8000): Promise<void> {
+async function eventually(check: () => boolean, what: string, timeoutMs = 8000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
@@ -40,15 +46,24 @@ describe('openLocalStore: a directory of record files', () => {
     return store
   }
 
-  beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'doi-proxy-store-')) })
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'doi-proxy-store-'))
+  })
   afterEach(async () => {
-    await Promise.all(stores.splice(0).map(async (s) => { await s.close() }))
+    await Promise.all(
+      stores.splice(0).map(async (s) => {
+        await s.close()
+      })
+    )
     await rm(dir, { recursive: true, force: true })
   })
 
   it('serves records from .json and .ndjson files, matching handles with ASCII case folding', async () => {
     await writeFile(join(dir, 'one.json'), urlRecord('10.5555/One', 'https://example.org/one'))
-    await writeFile(join(dir, 'many.ndjson'), `${urlRecord('10.5555/two', 'https://example.org/two')}\n${urlRecord('10.9999/three', 'https://example.org/three')}\n`)
+    await writeFile(
+      join(dir, 'many.ndjson'),
+      `${urlRecord('10.5555/two', 'https://example.org/two')}\n${urlRecord('10.9999/three', 'https://example.org/three')}\n`
+    )
     const store = await open()
     expect(urlOf(store.get('10.5555/ONE'))).toBe('https://example.org/one')
     expect(urlOf(store.get('10.5555/Two'))).toBe('https://example.org/two')
@@ -70,7 +85,7 @@ describe('openLocalStore: a directory of record files', () => {
     expect(said).toContain('local store: rejected a-broken.json; its records are not served')
   })
 
-  it('ignores dot-files (a writer\'s temporary file) and other extensions', async () => {
+  it("ignores dot-files (a writer's temporary file) and other extensions", async () => {
     await writeFile(join(dir, '.partial.ndjson'), urlRecord('10.5555/hidden', 'https://example.org/'))
     await writeFile(join(dir, 'notes.txt'), urlRecord('10.5555/txt', 'https://example.org/'))
     await mkdir(join(dir, 'sub.json'))
@@ -87,16 +102,19 @@ describe('openLocalStore: a directory of record files', () => {
 
   it('a missing directory stops the start with a message naming localStoreDir', async () => {
     const missing = join(dir, 'nope')
-    await expect(openLocalStore({ dir: missing, authoritativePrefixes: [], watch: false, log: recordingLog() }))
-      .rejects.toThrow(LocalStoreError)
-    await expect(openLocalStore({ dir: missing, authoritativePrefixes: [], watch: false, log: recordingLog() }))
-      .rejects.toThrow(/localStoreDir: .*nope.* does not exist/)
+    await expect(openLocalStore({ dir: missing, authoritativePrefixes: [], watch: false, log: recordingLog() })).rejects.toThrow(
+      LocalStoreError
+    )
+    await expect(openLocalStore({ dir: missing, authoritativePrefixes: [], watch: false, log: recordingLog() })).rejects.toThrow(
+      /localStoreDir: .*nope.* does not exist/
+    )
   })
 
   it('a file given as the directory stops the start', async () => {
     await writeFile(join(dir, 'file.ndjson'), '')
-    await expect(openLocalStore({ dir: join(dir, 'file.ndjson'), authoritativePrefixes: [], watch: false, log: recordingLog() }))
-      .rejects.toThrow(/localStoreDir: .* is not a directory/)
+    await expect(
+      openLocalStore({ dir: join(dir, 'file.ndjson'), authoritativePrefixes: [], watch: false, log: recordingLog() })
+    ).rejects.toThrow(/localStoreDir: .* is not a directory/)
   })
 
   it.each([
@@ -115,7 +133,9 @@ describe('openLocalStore: a directory of record files', () => {
 describe('openLocalStore: reload when files change (issue 7 §1)', () => {
   let dir: string
   let store: LocalStore | undefined
-  beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'doi-proxy-reload-')) })
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'doi-proxy-reload-'))
+  })
   afterEach(async () => {
     await store?.close()
     store = undefined
@@ -130,7 +150,10 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
       await writeFile(join(dir, 'r.ndjson'), urlRecord('10.5555/changing', 'https://example.org/old'))
       store = await openLocalStore({ dir, authoritativePrefixes: [], log: recordingLog(), ...opts })
       expect(urlOf(store.get('10.5555/changing'))).toBe('https://example.org/old')
-      await writeFile(join(dir, 'r.ndjson'), `${urlRecord('10.5555/changing', 'https://example.org/new')}\n${urlRecord('10.5555/added', 'https://example.org/added')}\n`)
+      await writeFile(
+        join(dir, 'r.ndjson'),
+        `${urlRecord('10.5555/changing', 'https://example.org/new')}\n${urlRecord('10.5555/added', 'https://example.org/added')}\n`
+      )
       const s = store
       await eventually(() => urlOf(s.get('10.5555/changing')) === 'https://example.org/new', 'the new record is served')
       expect(urlOf(s.get('10.5555/added'))).toBe('https://example.org/added')
@@ -152,7 +175,8 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
       const log = recordingLog()
       await writeFile(join(dir, 'r.ndjson'), urlRecord('10.5555/touched', 'https://example.org/t'))
       store = await openLocalStore({ dir, authoritativePrefixes: [], log, ...opts })
-      const reloads = (): number => log.lines.filter((l) => l.msg === 'local store loaded' && (l.obj as { reason?: string }).reason === 'change').length
+      const reloads = (): number =>
+        log.lines.filter((l) => l.msg === 'local store loaded' && (l.obj as { reason?: string }).reason === 'change').length
       expect(reloads()).toBe(0)
       const later = new Date(Date.now() + 5000) // a modification time that differs even on a coarse clock
       await utimes(join(dir, 'r.ndjson'), later, later)
@@ -176,7 +200,8 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
 
   it('a reader never sees half a reload: 2,000 records replaced by 2,000 others', async () => {
     const N = 2000
-    const version = (tag: string): string => Array.from({ length: N }, (_, i) => urlRecord(`10.5555/${tag}-${i}`, `https://example.org/${tag}/${i}`)).join('\n') + '\n'
+    const version = (tag: string): string =>
+      Array.from({ length: N }, (_, i) => urlRecord(`10.5555/${tag}-${i}`, `https://example.org/${tag}/${i}`)).join('\n') + '\n'
     await writeFile(join(dir, 'big.ndjson'), version('old'))
     store = await openLocalStore({ dir, authoritativePrefixes: [], watch: true, log: recordingLog() })
     const s = store
@@ -237,7 +262,15 @@ describe('the sample store shipped in config/sample-records (issue 7 §4)', () =
   ])('10.5555/sample-loc redirects a visitor from $country to $href (its 10320/loc)', async ({ country, href }) => {
     const { records } = parseStoreFile('sample.ndjson', await readFile(join(sampleDir, 'sample.ndjson'), 'utf8'))
     const values = records.find((r) => r.handle === '10.5555/sample-loc')?.values ?? []
-    const decision = chooseLocation({ handle: '10.5555/sample-loc', values, includes: new Map(), namespaceValues: [], locatt: [], country, random: () => 0.5 })
+    const decision = chooseLocation({
+      handle: '10.5555/sample-loc',
+      values,
+      includes: new Map(),
+      namespaceValues: [],
+      locatt: [],
+      country,
+      random: () => 0.5
+    })
     expect(decision).toMatchObject({ kind: 'redirect', href })
   })
 

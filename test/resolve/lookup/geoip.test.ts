@@ -10,10 +10,14 @@ import { buildMmdb, Typed } from '../../support/mmdb-writer.js'
 import type { MmdbNetwork } from '../../support/mmdb-writer.js'
 
 let dir: string
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'doi-proxy-geoip-')) })
-afterAll(async () => { await rm(dir, { recursive: true, force: true }) })
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'doi-proxy-geoip-'))
+})
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
 
-async function writeDb (name: string, networks: MmdbNetwork[], ipVersion: 4 | 6 = 6): Promise<string> {
+async function writeDb(name: string, networks: MmdbNetwork[], ipVersion: 4 | 6 = 6): Promise<string> {
   const path = join(dir, name)
   await writeFile(path, buildMmdb(networks, { ipVersion }))
   return path
@@ -40,7 +44,9 @@ describe('the test MMDB writer, read back by the maxmind package', () => {
     raw: new Uint8Array([1, 2, 3])
   }
   const readBack = {
-    ...everyType, typedFloat: 0.5, raw: Buffer.from([1, 2, 3])
+    ...everyType,
+    typedFloat: 0.5,
+    raw: Buffer.from([1, 2, 3])
   }
 
   // spec: MaxMind DB 2.0 "IPv4 addresses in an IPv6 tree" — ::a.b.c.d, reached by 96 zero bits
@@ -74,12 +80,18 @@ describe('the test MMDB writer, read back by the maxmind package', () => {
   })
 
   it('a more specific network wins inside a broader one, whatever the order given', async () => {
-    const reader = await open<Response>(await writeDb('nested.mmdb', [
-      { cidr: '10.1.2.0/24', value: 'inner' },
-      { cidr: '10.0.0.0/8', value: 'outer' }
-    ]))
-    expect([reader.get('10.1.2.3'), reader.get('10.1.3.3'), reader.get('10.255.0.1'), reader.get('11.0.0.1')])
-      .toEqual(['inner', 'outer', 'outer', null])
+    const reader = await open<Response>(
+      await writeDb('nested.mmdb', [
+        { cidr: '10.1.2.0/24', value: 'inner' },
+        { cidr: '10.0.0.0/8', value: 'outer' }
+      ])
+    )
+    expect([reader.get('10.1.2.3'), reader.get('10.1.3.3'), reader.get('10.255.0.1'), reader.get('11.0.0.1')]).toEqual([
+      'inner',
+      'outer',
+      'outer',
+      null
+    ])
   })
 })
 
@@ -97,7 +109,13 @@ describe('openCountryLookup', () => {
   ]
   beforeAll(async () => {
     lookup = await openCountryLookup(await writeDb('country-v6.mmdb', networks))
-    v4Lookup = await openCountryLookup(await writeDb('country-v4.mmdb', networks.filter(n => !n.cidr.includes(':')), 4))
+    v4Lookup = await openCountryLookup(
+      await writeDb(
+        'country-v4.mmdb',
+        networks.filter((n) => !n.cidr.includes(':')),
+        4
+      )
+    )
   })
 
   it.each([
@@ -142,7 +160,10 @@ describe('openCountryLookup', () => {
   ])('$name as the database is a startup error naming geoipDatabase and the path', async ({ name, content }) => {
     const path = join(dir, `bad-${name.replace(/\W+/g, '-')}.mmdb`)
     if (content !== undefined) await writeFile(path, content)
-    const error = await openCountryLookup(path).then(() => undefined, (err: unknown) => err)
+    const error = await openCountryLookup(path).then(
+      () => undefined,
+      (err: unknown) => err
+    )
     expect(error).toBeInstanceOf(Error)
     expect((error as Error).message).toContain('geoipDatabase')
     expect((error as Error).message).toContain(path)

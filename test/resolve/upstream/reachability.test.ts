@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createReachability, unreachableReason } from '../../../src/resolve/upstream/reachability.js'
 import type { UpstreamState } from '../../../src/resolve/upstream/reachability.js'
 
-describe('unreachableReason: a connection error\'s code as the cause an operator searches for', () => {
+describe("unreachableReason: a connection error's code as the cause an operator searches for", () => {
   it.each([
     ['ENOTFOUND', 'dns'], // getaddrinfo: no such host (Node's dns.lookup)
     ['EAI_AGAIN', 'dns'], // getaddrinfo: temporary failure, what a machine with no network often answers
@@ -25,7 +25,7 @@ describe('unreachableReason: a connection error\'s code as the cause an operator
 })
 
 describe('createReachability', () => {
-  function tracked () {
+  function tracked() {
     const changes: UpstreamState[] = []
     const reach = createReachability({ now: () => 0, onChange: (s) => changes.push(s) })
     return { reach, changes }
