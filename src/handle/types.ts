@@ -68,3 +68,21 @@ export function valueString(value: HandleValue): string | undefined {
   const v = value.data?.value
   return typeof v === 'string' ? v : undefined
 }
+
+/**
+ * The shape of a handle value as the REST API gives it (index, type, data with a format, ttl a number or
+ * a string): checked on every value the upstream answers and every cache entry read back from Redis or a file.
+ */
+export function isHandleValue(v: unknown): v is HandleValue {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
+  const o = v as Record<string, unknown>
+  const data = o.data as Record<string, unknown> | null | undefined
+  return (
+    Number.isInteger(o.index) &&
+    typeof o.type === 'string' &&
+    data !== null &&
+    typeof data === 'object' &&
+    typeof data.format === 'string' &&
+    (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
+  )
+}

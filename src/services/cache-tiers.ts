@@ -18,7 +18,7 @@ import {
   waitConnected,
   watchSlowSetup
 } from '../resolve/fleet/redis.js'
-import type { RedisClient, RedisSettings } from '../resolve/fleet/redis.js'
+import type { RedisClient, RedisSettingKey, RedisSettings } from '../resolve/fleet/redis.js'
 import type { RecordFetcher } from '../resolve/upstream/fetcher.js'
 import { openAccessRedisKey } from '../resolve/open-access/finder.js'
 import { createSharedTier, sharedFetcher } from '../resolve/cache/shared-tier.js'
@@ -84,18 +84,10 @@ export type CacheTierSettings = Pick<
   | 'maxHandleLength'
   | 'upstreamUrl'
   | 'offline'
-  | 'redisUrl'
-  | 'redisSentinels'
-  | 'redisSentinelMaster'
-  | 'redisClusterNodes'
-  | 'redisUsername'
-  | 'redisPassword'
-  | 'redisTlsCaFile'
-  | 'redisCommandTimeoutMs'
-  | 'redisConnectTimeoutMs'
   | 'redisKeyPrefix'
   | 'redisLockTtlMs'
   | 'redisWaitPollMs'
+  | RedisSettingKey
 >
 
 // A snapshot line is one record: no record is larger than an upstream answer may be, twice over for escaping.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { asciiUpperCase, hasType, isType } from '../../src/handle/types.js'
+import { asciiUpperCase, hasType, isHandleValue, isType } from '../../src/handle/types.js'
 import type { HandleValue } from '../../src/handle/types.js'
 
 const value = (type: unknown): HandleValue => ({ index: 1, type, data: { format: 'string', value: '' }, ttl: 86400 }) as HandleValue
@@ -40,5 +40,27 @@ describe("hasType and isType: a value's type against a wanted type", () => {
   it('a value whose type is not a string has no type', () => {
     expect(hasType(value(7), 'URL')).toBe(false)
     expect(isType(value(null), 'URL')).toBe(false)
+  })
+})
+
+// The REST API's handle value (behaviour.md R7): an index, a type, data with a format; ttl a number, a
+// string or absent. Anything else, from the upstream or read back from a cache tier, is refused.
+describe('isHandleValue: the shape of a value from the upstream or a cache tier', () => {
+  const data = { format: 'string', value: 'https://example.org/' }
+  it.each([
+    [{ index: 1, type: 'URL', data, ttl: 86400 }, true],
+    [{ index: 1, type: 'URL', data, ttl: '86400' }, true],
+    [{ index: 1, type: 'URL', data }, true],
+    [{ index: 1.5, type: 'URL', data }, false], // an index is an integer
+    [{ type: 'URL', data }, false],
+    [{ index: 1, type: 7, data }, false],
+    [{ index: 1, type: 'URL', data: null }, false],
+    [{ index: 1, type: 'URL', data: { value: 'x' } }, false], // data without a format
+    [{ index: 1, type: 'URL', data, ttl: null }, false],
+    [[1, 'URL', data], false],
+    [null, false],
+    ['URL', false]
+  ])('%j → %j', (value, expected) => {
+    expect(isHandleValue(value)).toBe(expected)
   })
 })

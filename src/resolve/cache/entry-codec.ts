@@ -1,6 +1,7 @@
 import { freshBound } from '../../handle/freshness.js'
 import type { FreshnessPolicy } from '../../handle/freshness.js'
 import { cacheKey } from '../../handle/name.js'
+import { isHandleValue } from '../../handle/types.js'
 import type { HandleValue } from '../../handle/types.js'
 import type { CachedAnswer } from './entry.js'
 
@@ -116,21 +117,6 @@ export function isCacheKey(key: unknown, maxLength: number): key is string {
 /** A found entry's values: a list of at most MAX_VALUES handle values. */
 function areValues(values: unknown): values is HandleValue[] {
   return Array.isArray(values) && values.length <= MAX_VALUES && values.every(isHandleValue)
-}
-
-/** The same shape check the upstream client makes on the REST API's values (src/resolve/upstream/client.ts). */
-function isHandleValue(v: unknown): v is HandleValue {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
-  const o = v as Record<string, unknown>
-  const data = o.data as Record<string, unknown> | null | undefined
-  return (
-    Number.isInteger(o.index) &&
-    typeof o.type === 'string' &&
-    data !== null &&
-    typeof data === 'object' &&
-    typeof data.format === 'string' &&
-    (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
-  )
 }
 
 function isTime(n: unknown): n is number {

@@ -35,21 +35,20 @@ export interface RedisSettings {
   connectTimeoutMs: number
 }
 
+/** The settings a Redis connection is made from. */
+export type RedisSettingKey =
+  | 'redisUrl'
+  | 'redisSentinels'
+  | 'redisSentinelMaster'
+  | 'redisClusterNodes'
+  | 'redisUsername'
+  | 'redisPassword'
+  | 'redisTlsCaFile'
+  | 'redisCommandTimeoutMs'
+  | 'redisConnectTimeoutMs'
+
 /** The Redis settings of a Config (one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES), or undefined without any. */
-export function redisSettingsOf(
-  config: Pick<
-    Config,
-    | 'redisUrl'
-    | 'redisSentinels'
-    | 'redisSentinelMaster'
-    | 'redisClusterNodes'
-    | 'redisUsername'
-    | 'redisPassword'
-    | 'redisTlsCaFile'
-    | 'redisCommandTimeoutMs'
-    | 'redisConnectTimeoutMs'
-  >
-): RedisSettings | undefined {
+export function redisSettingsOf(config: Pick<Config, RedisSettingKey>): RedisSettings | undefined {
   let topology: RedisTopology
   if (config.redisUrl !== undefined) topology = { kind: 'server', url: config.redisUrl }
   else if (config.redisSentinels.length > 0) {

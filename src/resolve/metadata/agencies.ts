@@ -16,7 +16,7 @@ import { acceptsContentType } from '../../handle/metadata-types.js'
 import { UpstreamError } from '../upstream/errors.js'
 import { createFairQueue } from '../upstream/fair-queue.js'
 import type { ClientTicket, FairQueue, FairQueueOptions } from '../upstream/fair-queue.js'
-import { ACCEPT_ENCODING, Cancel, connectionLimits, decodeWhole, getWithRetries, retryAfterMs } from '../upstream/client.js'
+import { ACCEPT_ENCODING, Cancel, connectionLimits, decodeWhole, getWithRetries, isTimeoutError, retryAfterMs } from '../upstream/client.js'
 import type { RetryPolicy, WholeAnswer } from '../upstream/client.js'
 import { within } from '../upstream/deadline.js'
 
@@ -214,14 +214,7 @@ export type MetadataFetcher = ReturnType<typeof createMetadataFetcher>
 
 function classify(err: unknown, budgetMs: number, byDeadline: boolean): UpstreamError {
   const e = err as { name?: string; code?: string; message?: string }
-  if (
-    e?.name === 'TimeoutError' ||
-    e?.name === 'AbortError' ||
-    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    e?.code === 'UND_ERR_BODY_TIMEOUT' ||
-    e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    e?.code === 'UND_ERR_ABORTED'
-  ) {
+  if (isTimeoutError(err)) {
     return byDeadline ? metadataErrors.deadline() : metadataErrors.timeout(budgetMs, err)
   }
   return metadataErrors.unreachable(e?.code ?? e?.message ?? 'unknown error', err)

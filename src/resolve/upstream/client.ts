@@ -4,7 +4,8 @@ import type { InputType, ZlibOptions } from 'node:zlib'
 import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import type { IncomingHttpHeaders } from 'undici/types/header.js'
-import type { HandleRecord, HandleValue } from '../../handle/types.js'
+import { isHandleValue } from '../../handle/types.js'
+import type { HandleRecord } from '../../handle/types.js'
 import { encodeHandlePath } from '../../handle/name.js'
 import { PLAIN_LOOKUP } from '../../handle/lookup-params.js'
 import type { LookupParams } from '../../handle/lookup-params.js'
@@ -337,16 +338,22 @@ export async function decodeWhole(
 /** The Content-Encodings we ask for and read (each decodes through node:zlib); send it as Accept-Encoding. */
 export const ACCEPT_ENCODING = 'gzip, deflate, br'
 
-function classify(err: unknown, timeoutMs: number): UpstreamError {
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } }
-  if (
+/** Whether undici or an abort gave up waiting (a timeout, our own deadline's abort), rather than failing otherwise. */
+export function isTimeoutError(err: unknown): boolean {
+  const e = err as { name?: string; code?: string } | null | undefined
+  return (
     e?.name === 'TimeoutError' ||
     e?.name === 'AbortError' ||
     e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
     e?.code === 'UND_ERR_BODY_TIMEOUT' ||
     e?.code === 'UND_ERR_CONNECT_TIMEOUT' ||
     e?.code === 'UND_ERR_ABORTED'
-  ) {
+  )
+}
+
+function classify(err: unknown, timeoutMs: number): UpstreamError {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } }
+  if (isTimeoutError(err)) {
     return upstreamErrors.timeout(timeoutMs, err, e?.code === 'UND_ERR_CONNECT_TIMEOUT')
   }
   const code = e?.code ?? e?.cause?.code
@@ -393,18 +400,4 @@ export function retryAfterMs(header: string | string[] | undefined): number | un
   if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000
   const date = Date.parse(value)
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
-}
-
-function isHandleValue(v: unknown): v is HandleValue {
-  if (v === null || typeof v !== 'object') return false
-  const o = v as Record<string, unknown>
-  const data = o.data as Record<string, unknown> | null | undefined
-  return (
-    Number.isInteger(o.index) &&
-    typeof o.type === 'string' &&
-    data !== null &&
-    typeof data === 'object' &&
-    typeof data.format === 'string' &&
-    (typeof o.ttl === 'number' || typeof o.ttl === 'string' || o.ttl === undefined)
-  )
 }
