@@ -143,7 +143,7 @@ function netOf(cidr: string): Net {
   const [text = '', bits] = cidr.split('/')
   const address = addressOf(text)
   const width = address?.family === 4 ? 32 : 128
-  const prefix = bits === undefined ? width : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
+  const prefix = bits === undefined ? width : /^\d+$/.test(bits) ? Number(bits) : NaN
   if (address === undefined || !(prefix >= 0 && prefix <= width)) throw new RangeError(`not an address or CIDR: ${JSON.stringify(cidr)}`)
   return { family: address.family, base: address.value, bits: prefix }
 }
