@@ -31,7 +31,10 @@ const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
   { part: 'cache', what: 'the record cache, its entries and their work, the cache file, the shared tier in Redis' },
   { part: 'metadata', what: "the agencies' metadata, fetched and cached" },
   { part: 'lookup', what: "the lookup flow: resolver, proxy service, 10320/loc loader, the reader's country" },
-  { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' }
+  { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' },
+  { part: 'retraction', what: 'retraction and correction notices: Crossref, the Retraction Watch file, cached and shared' },
+  { part: 'landing', what: 'the landing-page prober: address guard, robots.txt, host slots, the verdicts cached and shared' },
+  { part: 'verify', what: 'one registered line verified: its registered metadata, and each level asked at once' }
 ]
 
 const ROOT = new URL('../', import.meta.url)
