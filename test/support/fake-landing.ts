@@ -178,6 +178,13 @@ export const pages = {
       res.on('close', () => clearInterval(timer))
     }
   },
+  /** `then`, answered after `ms`. */
+  slow: (ms: number, then: Page): Page => {
+    return (req, res, site) => {
+      const timer = setTimeout(() => then(req, res, site), ms)
+      res.on('close', () => clearTimeout(timer))
+    }
+  },
   /** Sets a cookie and redirects to `to`: a crawler that kept cookies would send it there. */
   setCookie: (to: string): Page => {
     return (_req, res) => {

@@ -58,11 +58,12 @@ export function createLandingProber(opts: LandingProberOptions) {
     connect: { lookup: guardedLookup(opts.rules, opts.lookup), rejectUnauthorized: true, timeout: opts.timeoutMs },
     headersTimeout: opts.timeoutMs,
     bodyTimeout: opts.timeoutMs,
-    keepAliveTimeout: 4_000,
-    connections: Math.max(opts.perHost, 1)
+    keepAliveTimeout: 4_000
   })
   const slots = opts.hostSlots ?? createHostSlots({ perHost: opts.perHost, delayMs: opts.hostDelayMs })
   const retryBaseMs = opts.retryBaseMs ?? 1_000
+  // Ends every probe under way (and their robots.txt fetches) when the prober is closed.
+  const closing = new AbortController()
   const count = (answer: HopAnswer): void => {
     opts.onFetch?.(
       answer.kind === 'answer'
@@ -79,7 +80,8 @@ export function createLandingProber(opts: LandingProberOptions) {
     crawlDelayMs: number | undefined,
     maxBytes: number,
     onText: (() => (text: string) => void) | undefined,
-    signal: AbortSignal | undefined
+    signal: AbortSignal,
+    statuses: boolean
   ): Promise<{ answer: HopAnswer; tries: number }> {
     for (let tries = 1; ; tries++) {
       const release = await slots.acquire(url.host, { signal, crawlDelayMs })
@@ -91,7 +93,7 @@ export function createLandingProber(opts: LandingProberOptions) {
         release()
       }
       count(answer)
-      const wait = retryWait(answer, tries)
+      const wait = answer.kind === 'answer' && !statuses ? undefined : retryWait(answer, tries)
       if (wait === undefined || tries >= TRIES) return { answer, tries }
       await sleep(wait, undefined, { signal })
     }
@@ -116,7 +118,8 @@ export function createLandingProber(opts: LandingProberOptions) {
       const refused = refusedUrl(current, opts.rules)
       if (refused !== undefined) return { kind: 'failed', failure: refused }
       let text = ''
-      const { answer, tries } = await tryHop(current, undefined, MAX_ROBOTS_BYTES, () => (chunk) => (text += chunk), undefined)
+      // A robots.txt's status is its answer (RFC 9309: a 5xx disallows); only a failure to connect is tried again.
+      const { answer, tries } = await tryHop(current, undefined, MAX_ROBOTS_BYTES, () => (chunk) => (text += chunk), closing.signal, false)
       if (answer.kind === 'failed') return { kind: 'failed', failure: { reason: answer.reason, detail: answer.detail, tries } }
       const next = redirectOf(answer, current)
       if (next === undefined) return { kind: 'answer', status: answer.status, text }
@@ -129,7 +132,7 @@ export function createLandingProber(opts: LandingProberOptions) {
 
   const robots = createRobotsRules({ fetchRobots, ttlMs: opts.robotsTtlMs })
 
-  async function outcomeOf(req: ProbeRequest, signal: AbortSignal | undefined): Promise<ProbeOutcome> {
+  async function outcomeOf(req: ProbeRequest, signal: AbortSignal): Promise<ProbeOutcome> {
     let current: URL
     try {
       current = new URL(req.url)
@@ -159,7 +162,7 @@ export function createLandingProber(opts: LandingProberOptions) {
         scanner = createPageScanner(req.doi, req.titles)
         return (text) => scanner.write(text)
       }
-      const { answer, tries } = await tryHop(current, decision.crawlDelayMs, opts.maxBytes, fresh, signal)
+      const { answer, tries } = await tryHop(current, decision.crawlDelayMs, opts.maxBytes, fresh, signal, true)
       if (answer.kind === 'failed') return { kind: 'failed', url, reason: answer.reason, detail: answer.detail, tries }
       const next = redirectOf(answer, current)
       if (next === 'bad') {
@@ -185,10 +188,13 @@ export function createLandingProber(opts: LandingProberOptions) {
   return {
     /** The landing verdict of one registered URL, with its evidence; the caller leaving (`signal`) throws its reason. */
     async probe(req: ProbeRequest, signal?: AbortSignal): Promise<LandingResult> {
-      return landingVerdictOf(await outcomeOf(req, signal))
+      return landingVerdictOf(await outcomeOf(req, signal === undefined ? closing.signal : AbortSignal.any([signal, closing.signal])))
     },
+    /** Ends the probes under way (they reject) and closes the connections; twice is once. */
     async close(): Promise<void> {
-      await agent.close()
+      if (closing.signal.aborted) return
+      closing.abort(new Error('the landing prober is closed'))
+      await agent.destroy()
     }
   }
 }
