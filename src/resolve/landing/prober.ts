@@ -95,7 +95,9 @@ export function createLandingProber(opts: LandingProberOptions) {
       count(answer)
       const wait = answer.kind === 'answer' && !statuses ? undefined : retryWait(answer, tries)
       if (wait === undefined || tries >= TRIES) return { answer, tries }
-      await sleep(wait, undefined, { signal })
+      await sleep(wait, undefined, { signal }).catch(() => {
+        throw signal.reason
+      })
     }
   }
 

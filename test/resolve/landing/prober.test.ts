@@ -203,6 +203,18 @@ describe('a landing page, probed', () => {
     expect(tlsSite.paths).toEqual([])
   })
 
+  it('stops waiting for the next try when the caller leaves', async () => {
+    const controller = new AbortController()
+    const slow = createLandingProber(options({ retryBaseMs: 10_000 }))
+    try {
+      const pending = slow.probe({ doi: DOI, url: at('/500'), titles: [] }, controller.signal)
+      setTimeout(() => controller.abort(new Error('the reader left')), 200)
+      await expect(pending).rejects.toThrow('the reader left')
+    } finally {
+      await slow.close()
+    }
+  })
+
   it('stops when the caller leaves', async () => {
     const controller = new AbortController()
     const pending = prober.probe({ doi: DOI, url: at('/drip'), titles: [] }, controller.signal)
