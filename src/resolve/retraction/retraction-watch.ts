@@ -60,7 +60,7 @@ export async function loadRetractionWatch(path: string, opts: RetractionWatchOpt
     input = createReadStream(path)
     const source = gzip ? input.pipe(createGunzip()) : input
     input.on('error', (err) => parser.destroy(err))
-    source.on('error', (err) => parser.destroy(err))
+    source.on('error', (err: Error) => parser.destroy(err))
     for await (const row of source.pipe(parser) as AsyncIterable<Record<string, unknown>>) {
       counts.rows++
       const found = noticesOfRetractionWatch(row)
