@@ -5,7 +5,8 @@
  * RETRACTIONS_TTL_SECONDS (an LRU) and, with Redis, for every replica, fetched once per DOI across them
  * (fleet/shared-answers.ts); one lookup per DOI at a time in this process. A DOI Crossref does not know
  * (another agency's) has a `null` verdict with `error`, kept like a verdict; a source that fails gives a
- * `null` verdict with its reason, never kept. Nothing here throws at a reader but the admission it is given.
+ * `null` verdict with its reason, never kept. RECORD_TO records Crossref's answers (trimmed to the notices) with
+ * the DOI's record; OFFLINE replays them, never asking Crossref. Nothing here throws at a reader but the admission it is given.
  */
 import { LRUCache } from 'lru-cache'
 import { cacheKey } from '../../handle/name.js'
@@ -15,6 +16,8 @@ import type { Metrics } from '../../observe/metrics.js'
 import type { RedisClient } from '../fleet/redis.js'
 import { createSharedAnswers } from '../fleet/shared-answers.js'
 import type { SharedAnswer, SharedAnswerCodec } from '../fleet/shared-answers.js'
+import type { StoredMetadata } from '../local-store/metadata.js'
+import type { Recorder } from '../recording/recorder.js'
 import type { CrossrefUpdates } from './crossref-updates.js'
 import type { RetractionWatchNotices } from './retraction-watch.js'
 
@@ -42,6 +45,10 @@ export interface RetractionsOptions {
   pollMs?: number
   /** A source's failure, for the log (the caller throttles it). */
   onError?: (doi: string, err: unknown) => void
+  /** RECORD_TO: each Crossref answer (trimmed to its notices) recorded under CROSSREF_WORK_TYPE, beside the DOI's record. */
+  recorder?: Pick<Recorder, 'recordMetadata'>
+  /** OFFLINE: Crossref is never asked; the answers recorded earlier (the local store's metadata) give the verdicts. */
+  recorded?: { metadata: (handle: string) => StoredMetadata | undefined }
 }
 
 export interface FindOptions {
@@ -61,6 +68,12 @@ const MAX_ENTRIES = 100_000
 const MAX_IN_FLIGHT = 10_000
 
 export const OTHER_AGENCY = "Crossref does not know this DOI (another registration agency's): its notices cannot be looked up"
+
+/** The media type a Crossref answer is recorded under (RECORD_TO) and replayed from (OFFLINE). */
+export const CROSSREF_WORK_TYPE = 'application/vnd.crossref-api-message+json'
+// Crossref's own answer for a DOI it does not know (HTTP 404), recorded as it came.
+const NOT_FOUND = { contentType: 'text/plain', body: 'Resource not found.' }
+export const NOT_RECORDED = "offline, and this DOI's retraction notices were not recorded (RECORD_TO)"
 
 const unknownVerdict = (error: string): RetractionResult => ({ verdict: null, notice: null, date: null, error })
 
@@ -86,9 +99,30 @@ const CODEC: SharedAnswerCodec<RetractionResult> = {
   }
 }
 
+/** What is recorded of Crossref's work: its answer's shape with only what the verdict reads (DOI, `updated-by`, `update-to`). */
+function recordedWork(work: Record<string, unknown>): { contentType: string; body: string } {
+  const message: Record<string, unknown> = { DOI: work.DOI }
+  for (const field of ['updated-by', 'update-to']) if (Array.isArray(work[field])) message[field] = work[field]
+  return { contentType: 'application/json', body: JSON.stringify({ status: 'ok', 'message-type': 'work', message }) }
+}
+
+/** The verdict of a recorded Crossref answer (OFFLINE); undefined when none was recorded. */
+function replayed(stored: StoredMetadata | undefined): RetractionResult | undefined {
+  const answer = stored?.get(CROSSREF_WORK_TYPE)
+  if (answer === undefined) return undefined
+  if (answer.contentType.startsWith('text/plain')) return unknownVerdict(OTHER_AGENCY)
+  try {
+    return retractionVerdictOf(noticesOfCrossrefWork(JSON.parse(answer.body)))
+  } catch {
+    return unknownVerdict('the recorded Crossref answer is not JSON')
+  }
+}
+
 /** The label of a lookup's outcome (doi_proxy_retraction_lookups_total). */
 function outcomeOf(result: RetractionResult): string {
-  if (result.verdict === null) return result.error === OTHER_AGENCY ? 'other_agency' : 'error'
+  if (result.verdict === null) {
+    return result.error === OTHER_AGENCY ? 'other_agency' : result.error === NOT_RECORDED ? 'not_recorded' : 'error'
+  }
   return result.verdict === 'none' ? 'none' : 'found'
 }
 
@@ -128,6 +162,7 @@ export function createRetractions(opts: RetractionsOptions) {
     try {
       const found = await opts.crossref!.workOf(doi, deadline)
       result = found.kind === 'not-found' ? unknownVerdict(OTHER_AGENCY) : retractionVerdictOf(noticesOfCrossrefWork(found.work))
+      opts.recorder?.recordMetadata(doi, CROSSREF_WORK_TYPE, found.kind === 'not-found' ? NOT_FOUND : recordedWork(found.work))
     } catch (err) {
       opts.onError?.(doi, err)
       result = unknownVerdict(`Crossref could not say: ${(err as Error).message}`)
@@ -173,6 +208,10 @@ export function createRetractions(opts: RetractionsOptions) {
     async find(doi: string, findOpts: FindOptions = {}): Promise<RetractionResult> {
       if (opts.from === 'off') return unknownVerdict('retraction checks are off here (RETRACTIONS_FROM=off)')
       if (opts.from === 'file') return count('file', retractionVerdictOf(opts.file?.noticesOf(doi) ?? []))
+      if (opts.recorded !== undefined) {
+        const result = replayed(opts.recorded.metadata(doi))
+        return result === undefined ? count('recorded', unknownVerdict(NOT_RECORDED)) : count('recorded', result)
+      }
       const key = cacheKey(doi)
       const joined = fromMemory(key) ?? inFlight.get(key)
       if (joined !== undefined) return await waitFor(Promise.resolve(joined), findOpts.signal)
