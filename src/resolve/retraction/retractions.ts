@@ -128,6 +128,13 @@ function outcomeOf(result: RetractionResult): string {
 
 export function createRetractions(opts: RetractionsOptions) {
   const { metrics, now } = opts
+  // The services build it from the settings: a source missing is their mistake, said at start, not per DOI.
+  if (opts.from === 'crossref' && opts.crossref === undefined && opts.recorded === undefined) {
+    throw new Error('createRetractions: RETRACTIONS_FROM=crossref needs the Crossref client, or the recorded answers when offline')
+  }
+  if (opts.from === 'file' && opts.file === undefined) {
+    throw new Error('createRetractions: RETRACTIONS_FROM=file needs the notices read from RETRACTIONS_FILE')
+  }
   const ttlMs = opts.ttlSeconds * 1000
   const kept = new LRUCache<string, { result: RetractionResult; until: number }>({ max: opts.maxEntries ?? MAX_ENTRIES })
   const inFlight = new Map<string, Promise<RetractionResult>>()
@@ -207,7 +214,7 @@ export function createRetractions(opts: RetractionsOptions) {
     /** The `retraction` object of a DOI (see the module's comment). */
     async find(doi: string, findOpts: FindOptions = {}): Promise<RetractionResult> {
       if (opts.from === 'off') return unknownVerdict('retraction checks are off here (RETRACTIONS_FROM=off)')
-      if (opts.from === 'file') return count('file', retractionVerdictOf(opts.file?.noticesOf(doi) ?? []))
+      if (opts.from === 'file') return count('file', retractionVerdictOf(opts.file!.noticesOf(doi)))
       if (opts.recorded !== undefined) {
         const result = replayed(opts.recorded.metadata(doi))
         return result === undefined ? count('recorded', unknownVerdict(NOT_RECORDED)) : count('recorded', result)

@@ -191,6 +191,11 @@ describe('the other sources', () => {
     expect(await lookups(metrics)).toEqual({ 'file/found': 1, 'file/none': 1 })
   })
 
+  it('refuses at start a source it is not given', () => {
+    expect(() => service(undefined, { from: 'crossref' })).toThrow('RETRACTIONS_FROM=crossref needs the Crossref client')
+    expect(() => service(undefined, { from: 'file' })).toThrow('RETRACTIONS_FROM=file needs the notices read from RETRACTIONS_FILE')
+  })
+
   it('says retraction checks are off with RETRACTIONS_FROM=off', async () => {
     const { service: s } = service(undefined, { from: 'off' })
     expect(await s.find('10.1/x')).toMatchObject({ verdict: null, error: 'retraction checks are off here (RETRACTIONS_FROM=off)' })
