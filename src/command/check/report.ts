@@ -5,17 +5,19 @@
  * messages) through visible() and then its own escaping, so a checked file cannot write to the terminal
  * or command the CI runner that reads the report.
  */
+import type { CitedWork, Verification } from '../../handle/verify/types.js'
 import { visible } from './visible.js'
 
-/** A DOI found in a file. */
+/** A DOI found in a file; with --verify, what the reference entry it stands in says of the work (entries.ts). */
 export interface Occurrence {
   file: string
   line: number
   doi: string
+  cited?: CitedWork
 }
 
-/** What the batch API said of a DOI (its fields, src/http/batch.ts). */
-export interface Verdict {
+/** What the batch API said of a DOI (its fields, src/http/batch.ts); with ?verify=, the objects of the levels asked. */
+export interface Verdict extends Verification {
   registered: boolean | null
   doi: string | null
   url: string | null
