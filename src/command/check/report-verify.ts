@@ -104,7 +104,8 @@ function landingProblem(doi: string, l: LandingResult | null | undefined): Probl
   if (l.verdict === null) {
     return { message: `${doi} landing page could not be checked: ${l.error}`, title: 'Landing page not checked', reason: 'unknown' }
   }
-  const at = l.status === null ? `at ${l.url}` : `HTTP ${l.status} at ${l.url}`
+  // The status once: evidence such as "HTTP 404" already says it.
+  const at = l.status === null || l.evidence.startsWith(`HTTP ${l.status}`) ? `at ${l.url}` : `HTTP ${l.status} at ${l.url}`
   switch (l.verdict) {
     case 'dead':
       return { message: `${doi} landing page is dead: ${l.evidence} (${at})`, title: 'Landing page dead', reason: 'dead' }

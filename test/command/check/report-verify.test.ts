@@ -86,7 +86,7 @@ describe('the report of check --verify', () => {
         'refs.bib:30: 10.1/y details differ (the title matches): year cited 2019, registered 2017',
         'refs.bib:41: 10.1/z is retracted: notice 10.1/n on 2021-03-04',
         'refs.bib:44: 10.1/c has a correction: notice 10.1/e on 2020-01-02',
-        'refs.bib:50: 10.1/w landing page is dead: HTTP 404 (HTTP 404 at https://journal.test/w)',
+        'refs.bib:50: 10.1/w landing page is dead: HTTP 404 (at https://journal.test/w)',
         'refs.bib:55: 10.1/b landing page is behind a bot wall: Cloudflare challenge (cf-mitigated: challenge) (HTTP 403 at https://journal.test/b)',
         'refs.bib:60: 10.1/u landing page does not name the work: neither the DOI nor the title; landed on casino.test (HTTP 200 at https://casino.test/)',
         'refs.bib:62: 10.1/q metadata could not be compared: the agency has no metadata',
