@@ -46,6 +46,7 @@ const KINDS: Record<string, FileKind> = {
   rst: 'text',
   txt: 'text',
   cff: 'text',
+  ris: 'text',
   yml: 'text',
   yaml: 'text',
   rd: 'latex'

@@ -9,6 +9,7 @@ import { open, readdir, stat } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import ignore from 'ignore'
 import type { Ignore } from 'ignore'
+import { citedWorksIn, entryKind, withCited } from './entries.js'
 import { fileKind, findDois } from './extract.js'
 import type { Occurrence } from './report.js'
 
@@ -44,18 +45,22 @@ interface Run {
   out: Collected
   cwd: string
   gitignoreBytes: number
+  cited: boolean
 }
 
-/** Every DOI written in the paths, with file (as given, relative to cwd when under it) and line. */
-export async function collectDois(paths: readonly string[], cwd: string): Promise<Collected> {
+/**
+ * Every DOI written in the paths, with file (as given, relative to cwd when under it) and line; with `cited`
+ * (check --verify), each DOI of a reference entry (.bib, .ris, CITATION.cff, CSL-JSON) with what its entry says.
+ */
+export async function collectDois(paths: readonly string[], cwd: string, opts: { cited?: boolean } = {}): Promise<Collected> {
   const out: Collected = { files: 0, occurrences: [], skipped: [] }
-  const run: Run = { out, cwd, gitignoreBytes: 0 }
+  const run: Run = { out, cwd, gitignoreBytes: 0, cited: opts.cited === true }
   for (const path of paths) {
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
     if (info === undefined) throw new PathError(`no such file or directory: ${path}`)
     if (info.isDirectory()) await walk(full, await inheritedRules(full, run), run)
-    else await readOne(full, out, cwd, true)
+    else await readOne(full, run, true)
   }
   return out
 }
@@ -64,7 +69,6 @@ export async function collectDois(paths: readonly string[], cwd: string): Promis
 export class PathError extends Error {}
 
 async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
-  const { out, cwd } = run
   const here = await rulesIn(dir, run)
   const active = here === undefined ? rules : [...rules, here]
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
@@ -77,7 +81,7 @@ async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
     if (!isDir && !(entry.isFile() && fileKind(full) !== undefined)) continue
     if (ignored(active, full, isDir)) continue
     if (isDir) await walk(full, active, run)
-    else await readOne(full, out, cwd, false)
+    else await readOne(full, run, false)
   }
 }
 
@@ -126,7 +130,8 @@ async function exists(path: string): Promise<boolean> {
   )
 }
 
-async function readOne(full: string, out: Collected, cwd: string, named: boolean): Promise<void> {
+async function readOne(full: string, run: Run, named: boolean): Promise<void> {
+  const { out, cwd } = run
   // A path named on the command line is read through a symbolic link; a walk lists links as links and reads none.
   const read = await readBounded(full, MAX_FILE_BYTES, named)
   if (read === undefined) return
@@ -135,8 +140,11 @@ async function readOne(full: string, out: Collected, cwd: string, named: boolean
     return
   }
   out.files++
-  for (const found of findDois(read.bytes.toString('utf8'), fileKind(full) ?? 'text')) {
-    out.occurrences.push({ file: display(full, cwd), ...found })
+  const text = read.bytes.toString('utf8')
+  const found = findDois(text, fileKind(full) ?? 'text')
+  const kind = run.cited ? entryKind(full) : undefined
+  for (const one of kind === undefined ? found : withCited(found, citedWorksIn(text, kind))) {
+    out.occurrences.push({ file: display(full, cwd), ...one })
   }
 }
 

@@ -5,17 +5,19 @@
  * messages) through visible() and then its own escaping, so a checked file cannot write to the terminal
  * or command the CI runner that reads the report.
  */
+import type { CitedWork, Verification } from '../../handle/verify/types.js'
 import { visible } from './visible.js'
 
-/** A DOI found in a file. */
+/** A DOI found in a file; with --verify, what the reference entry it stands in says of the work (entries.ts). */
 export interface Occurrence {
   file: string
   line: number
   doi: string
+  cited?: CitedWork
 }
 
-/** What the batch API said of a DOI (its fields, src/http/batch.ts). */
-export interface Verdict {
+/** What the batch API said of a DOI (its fields, src/http/batch.ts); with ?verify=, the objects of the levels asked. */
+export interface Verdict extends Verification {
   registered: boolean | null
   doi: string | null
   url: string | null
@@ -70,7 +72,7 @@ export function formatReport(format: Format, checked: readonly Checked[], summar
   }
 }
 
-function problem(c: Checked): string | undefined {
+export function problem(c: Checked): string | undefined {
   if (c.verdict.registered === false) return `${c.doi} is not registered${c.verdict.error === undefined ? '' : ` (${c.verdict.error})`}`
   if (c.verdict.registered === null) return `${c.doi} could not be checked: ${reasonOf(c.verdict.error)[0]}`
   return undefined
@@ -80,19 +82,19 @@ function problem(c: Checked): string | undefined {
  * A failure's message split into its first sentence, the reason said on the DOI's line, and the rest
  * (what an operator can do), said once under the summary: an outage must not repeat a paragraph per DOI.
  */
-function reasonOf(error: string | undefined): [string, ...string[]] {
+export function reasonOf(error: string | undefined): [string, ...string[]] {
   const [first, ...rest] = (error ?? 'no answer').split(/(?<=[.!?])\s+(?=[A-Z(])/)
   return [first ?? '', ...rest]
 }
 
 /** The sentences past the first of every unchecked DOI's message, each once, in the order met. */
-function operatorNotes(checked: readonly Checked[]): string[] {
+export function operatorNotes(checked: readonly Checked[]): string[] {
   const notes = new Set<string>()
   for (const c of checked) if (c.verdict.registered === null) for (const sentence of reasonOf(c.verdict.error).slice(1)) notes.add(sentence)
   return notes.size === 0 ? [] : [`Why some could not be checked: ${[...notes].join(' ')}`]
 }
 
-function summaryLine(s: Summary): string {
+export function summaryLine(s: Summary): string {
   return (
     `Checked ${s.found} DOI${s.found === 1 ? '' : 's'} (${s.distinct} distinct) in ${s.files} file${s.files === 1 ? '' : 's'}: ` +
     `${s.registered} registered, ${s.unregistered} not registered, ${s.unknown} could not be checked.`
@@ -111,12 +113,12 @@ function text(checked: readonly Checked[], summary: Summary): string {
  * A file name that starts a line: './' before one that does not start with a letter, digit, '.', '_' or '/',
  * the same file, so that a file named '::error::x' (or ' ::error::x') cannot open a line with a workflow command.
  */
-function lineStart(file: string): string {
+export function lineStart(file: string): string {
   return /^[\p{L}\p{N}._/]/u.test(file) ? file : `./${file}`
 }
 
 /** JSON as JSON.stringify writes it, with the characters visible() escapes in strings written \uXXXX too (the same string). */
-function json(value: unknown): string {
+export function json(value: unknown): string {
   // JSON.stringify escapes a newline inside a string, so every raw newline is its own layout.
   return JSON.stringify(value, null, 2).split('\n').map(visible).join('\n') + '\n'
 }
@@ -137,11 +139,11 @@ function github(checked: readonly Checked[], summary: Summary, failOn: FailOn): 
   return [...lines, summaryLine(summary), ...operatorNotes(checked).map(visible)].join('\n') + '\n'
 }
 
-function data(s: string): string {
+export function data(s: string): string {
   return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
 }
 
-function property(s: string): string {
+export function property(s: string): string {
   return data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
 }
 
@@ -164,7 +166,7 @@ function junit(checked: readonly Checked[], summary: Summary, failOn: FailOn): s
   return junitDocument(counts, cases, [summaryLine(summary), ...operatorNotes(checked)])
 }
 
-function junitDocument(counts: string, cases: readonly string[], out: readonly string[]): string {
+export function junitDocument(counts: string, cases: readonly string[], out: readonly string[]): string {
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="doi-proxy check" ${counts}>`,
@@ -204,7 +206,7 @@ export function formatFailure(format: Format, message: string): string | undefin
 }
 
 /** Text in an XML attribute: control characters made visible, markup escaped, and the noncharacters XML 1.0 cannot hold dropped. */
-function xml(s: string): string {
+export function xml(s: string): string {
   return visible(s)
     .replace(/[\ufffe\uffff]/g, '')
     .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
