@@ -211,40 +211,40 @@ export function foldText(raw: string): string {
     .trim()
 }
 
-// Number words as digits, so "Two" and "2" agree.
-const NUMBERS: Record<string, string> = {
-  zero: '0',
-  one: '1',
-  two: '2',
-  three: '3',
-  four: '4',
-  five: '5',
-  six: '6',
-  seven: '7',
-  eight: '8',
-  nine: '9',
-  ten: '10',
-  eleven: '11',
-  twelve: '12',
-  first: '1st',
-  second: '2nd',
-  third: '3rd',
-  fourth: '4th',
-  fifth: '5th'
+// Digits as number words, so "2" and "Two" agree and a typo in "three" is still one (1990 stays a number).
+const NUMBER_WORDS: Record<string, string> = {
+  '0': 'zero',
+  '1': 'one',
+  '2': 'two',
+  '3': 'three',
+  '4': 'four',
+  '5': 'five',
+  '6': 'six',
+  '7': 'seven',
+  '8': 'eight',
+  '9': 'nine',
+  '10': 'ten',
+  '11': 'eleven',
+  '12': 'twelve',
+  '1st': 'first',
+  '2nd': 'second',
+  '3rd': 'third',
+  '4th': 'fourth',
+  '5th': 'fifth'
 }
 
-/** The tokens of a folded text: letters and digits, `&` read as "and", number words as digits. */
+/** The tokens of a folded text: letters and digits, `&` read as "and", small numbers as words. */
 function tokensOf(folded: string): string[] {
   return folded
     .replace(/&/g, ' and ')
     .split(/[^a-z0-9]+/)
     .filter((token) => token !== '')
-    .map((token) => NUMBERS[token] ?? token)
+    .map((token) => NUMBER_WORDS[token] ?? token)
 }
 
-// A subtitle starts after a colon, a spaced dash, a question or exclamation mark followed by more words, or a
-// full stop after a word of three letters or more (E. coli, vs. and al. go on).
-const SUBTITLE_SEPARATOR = /\s*(?::|\s[-–—]\s|[?!]\s|(?<=[a-z0-9]{3})\.\s)/
+// A subtitle starts after a colon, a spaced dash, or a question or exclamation mark followed by more words;
+// not after a full stop, which ends abbreviations (Proc., E. coli) far more often than main titles.
+const SUBTITLE_SEPARATOR = /\s*(?::|\s[-–—]\s|[?!]\s)/
 
 /** A title as comparable tokens: all of them and those of its main title (before the first subtitle separator). */
 export function normaliseTitle(raw: string): NormalisedTitle {

@@ -123,7 +123,8 @@ function looselyNames(cited: string, registered: string, how: { abbreviation: bo
   if (registered.length > cited.length && registered.startsWith(cited) && (cited.length >= 4 || how.cut)) return true
   if (how.abbreviation && registered.length >= cited.length + 2 && contracts(cited, registered)) return true
   const bound = typoBound(Math.min(cited.length, registered.length), rules)
-  return bound > 0 && editDistance(wordKey(cited), wordKey(registered), bound) <= bound
+  // The words as written, or their keys: a typo can hide a plural or a spelling (traed is trade, not tred).
+  return bound > 0 && (editDistance(cited, registered, bound) <= bound || editDistance(wordKey(cited), wordKey(registered), bound) <= bound)
 }
 
 /** One cited title against one registered title: the unexplained cited content words and the registered main title's coverage. */
