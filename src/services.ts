@@ -13,6 +13,7 @@ import type { Lifecycle } from './http/routes/ops.js'
 import { createMetrics } from './observe/metrics.js'
 import type { Metrics } from './observe/metrics.js'
 import type { FleetMessage } from './resolve/fleet/messages.js'
+import type { LandingLookup } from './resolve/landing/address-guard.js'
 import { openCountryLookup } from './resolve/lookup/geoip.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
@@ -22,6 +23,7 @@ import { createLookup, openLocalRecords } from './services/lookup.js'
 import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
+import { setUpVerify } from './services/verify.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface ServiceDeps {
@@ -33,6 +35,10 @@ export interface ServiceDeps {
   random?: () => number
   /** A node:cluster worker (main.ts, WORKERS > 1), by its number: /metrics then answers for the whole host. */
   clusterWorker?: { index: number } | undefined
+  /** Name lookups of landing-page hosts (`?verify=landing`); default node:dns. Tests give test/support/landing-dns.ts. */
+  landingLookup?: LandingLookup | undefined
+  /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
+  batchHeartbeatMs?: number | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -142,6 +148,19 @@ export async function createServices(
   const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
   closers.push(metadata.close)
   forgetMetadata = metadata.answers.forget
+  // `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions, landing pages.
+  const verify = await setUpVerify(config, {
+    proxyService,
+    metadataService: metadata.service,
+    stored,
+    recorder,
+    redis: tiers.redis,
+    metrics,
+    log,
+    now,
+    landingLookup: deps.landingLookup
+  })
+  closers.push(verify.close)
   // Our own address, for a page's links when the request's Host cannot be used.
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
@@ -169,7 +188,11 @@ export async function createServices(
     resolver,
     metrics,
     concurrency: batchConcurrency(config),
-    deadlineMs: config.requestDeadlineMs
+    deadlineMs: config.requestDeadlineMs,
+    verifier: verify.verifier,
+    verifyLevels: config.verifyLevels,
+    verifyConcurrency: config.verifyConcurrency,
+    heartbeatMs: deps.batchHeartbeatMs
   })
   const services: Services = {
     now,
