@@ -1,3 +1,6 @@
+import { request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
 import { FakeAgency } from '../support/fake-agency.js'
@@ -16,6 +19,7 @@ const CSL = 'application/vnd.citationstyles.csl+json'
 const PAPER = '10.9999/paper'
 const RETRACTED = '10.9999/retracted'
 const SLOW = '10.9999/slow'
+const HANGING = 20
 
 /** A CSL-JSON record as an agency answers it. */
 function csl(title: string, year: number, family: string): Record<string, string> {
@@ -41,7 +45,8 @@ async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: numb
     pages: {
       '/paper': pages.citationDoi(PAPER),
       '/retracted': pages.status(404),
-      '/slow': pages.slow(600, pages.citationDoi(SLOW))
+      '/slow': pages.slow(600, pages.citationDoi(SLOW)),
+      '/hang': pages.slow(10_000, pages.status(200))
     }
   })
   onTestFinished(async () => {
@@ -58,6 +63,8 @@ async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: numb
     [RETRACTED]: [str(1, 'URL', page('/retracted'))],
     [SLOW]: [str(1, 'URL', page('/slow'))]
   }
+  // Pages that take ten seconds, one a DOI.
+  for (let i = 0; i < HANGING; i++) records[`10.9999/hang${i}`] = [str(1, 'URL', page(`/hang?${i}`))]
   const { app } = await setup({
     records,
     overrides: {
@@ -173,6 +180,32 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     expect(results.map((r) => r.input)).toEqual([SLOW, PAPER])
     expect(results.map((r) => r.landing?.verdict)).toEqual(['alive', 'alive'])
     expect(raw.startsWith('\n')).toBe(true)
+  })
+
+  it('stops visiting landing pages when the reader goes away', async () => {
+    const { app, site } = await withFakes({ overrides: { batchConcurrency: 1, verifyConcurrency: 2 } })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const body = JSON.stringify(Array.from({ length: HANGING }, (_, i) => `10.9999/hang${i}`))
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/batch?verify=landing',
+      headers: { 'content-type': 'application/json' }
+    })
+    req.on('error', () => {})
+    req.end(body)
+    const pagesAsked = (): number => site.paths.filter((p) => p.startsWith('/hang')).length
+    for (let waited = 0; pagesAsked() === 0 && waited < 5000; waited += 20) await sleep(20)
+    expect(pagesAsked()).toBeGreaterThan(0)
+    req.destroy()
+    const atLeave = pagesAsked()
+    await sleep(1000)
+    // The pages being fetched are let go, and no other is asked for.
+    expect(site.inFlight).toBe(0)
+    expect(pagesAsked()).toBe(atLeave)
+    expect(atLeave).toBeLessThanOrEqual(2)
   })
 
   it('counts each verdict on /metrics', async () => {
