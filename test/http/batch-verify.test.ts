@@ -216,6 +216,36 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
   })
 })
 
+describe('POST /api/batch?verify=: offline', () => {
+  it('compares with the CSL-JSON the local records hold, and says why retraction and landing cannot be told', async () => {
+    const { app, upstream } = await setup({ overrides: { offline: true, localStoreDir: 'config/sample-records' } })
+    const { results } = await verifyBatch(app, [
+      { doi: '10.5072/sample-dataset', title: 'A sample dataset of doi-proxy', year: 2026 },
+      { doi: '10.5555/sample', title: 'Deep nets for cats' }
+    ])
+    expect(results[0]).toEqual(
+      expect.objectContaining({
+        registered: true,
+        metadata: { verdict: 'match', mismatches: [] },
+        retraction: {
+          verdict: null,
+          notice: null,
+          date: null,
+          error: "offline, and this DOI's retraction notices were not recorded (RECORD_TO)"
+        },
+        landing: expect.objectContaining({
+          verdict: null,
+          status: null,
+          evidence: null,
+          error: 'this server visits no landing pages (offline)'
+        })
+      })
+    )
+    expect(results[1]!.metadata).toEqual(expect.objectContaining({ verdict: 'mismatch', kind: 'other-work' }))
+    expect(upstream.seen).toHaveLength(0)
+  })
+})
+
 describe('POST /api/batch?verify=: what is refused', () => {
   it.each([
     ['metadata,colour', /"colour" is not a verify level/],
