@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressRulesOf } from '../../src/handle/address-rules.js'
 import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/redis.js'
@@ -104,6 +105,28 @@ describe('host slots across the fleet', () => {
     expect(x.verdict).toBe('alive')
     expect(y).toEqual(x)
     expect(s.paths.filter((p) => p !== '/robots.txt')).toEqual(['/slow'])
+  })
+
+  it('probes anew when what Redis holds for the DOI is not a verdict', async () => {
+    const s = await site()
+    const url = `${s.origin('a.test')}/fast`
+    const key = createHash('sha256').update(`${DOI}\n${url}`).digest('hex')
+    const planted = await redis()
+    await planted.set(
+      `doi-proxy:landing:1:answer:${key}`,
+      JSON.stringify({ verdict: 'alive<script>', status: 200, url, evidence: 'x' }),
+      'PX',
+      60_000
+    )
+    const checks = createLandingChecks({
+      prober: await replica(2, 0),
+      ttlMs: 60_000,
+      shortTtlMs: 60_000,
+      maxEntries: 10,
+      redis: await redis()
+    })
+    expect((await checks.check(DOI, url, [])).verdict).toBe('alive')
+    expect(s.paths.filter((p) => p !== '/robots.txt')).toEqual(['/fast'])
   })
 
   it('keeps each replica to its own limits when Redis is stopped', async () => {
