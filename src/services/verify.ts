@@ -166,7 +166,7 @@ function setUpLanding(
     }
   })
   closers.push(prober.close)
-  return createLandingChecks({
+  const checks = createLandingChecks({
     prober,
     ttlMs: config.landingTtlSeconds * 1000,
     shortTtlMs: config.landingShortTtlSeconds * 1000,
@@ -177,4 +177,18 @@ function setUpLanding(
     lockMs: 12 * config.landingTimeoutMs,
     recorder: parts.recorder
   })
+  if (config.contactEmail !== undefined) return checks
+  // Said once, when the first page is visited: a server that is never asked to visit one has nothing to fix.
+  let warned = false
+  return {
+    check: async (...args) => {
+      if (!warned) {
+        warned = true
+        parts.log.warn(
+          'CONTACT_EMAIL is empty: landing pages are visited by a crawler naming no one to contact (docs/checking-dois.md#the-crawler); publishers block crawlers they cannot reach'
+        )
+      }
+      return await checks.check(...args)
+    }
+  }
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { pino, type Logger } from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
 import { FakeAgency } from '../support/fake-agency.js'
@@ -31,7 +32,7 @@ function csl(title: string, year: number, family: string): Record<string, string
   }
 }
 
-async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: number } = {}) {
+async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: number; logger?: Logger } = {}) {
   const agency = await FakeAgency.start({
     [PAPER]: csl('Soil microbes of Iowa', 2017, 'Schrödinger'),
     [RETRACTED]: csl('A retracted result', 2020, 'Doe'),
@@ -79,7 +80,7 @@ async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: numb
       landingTimeoutMs: 2000,
       ...opts.overrides
     },
-    deps: { landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }), batchHeartbeatMs: opts.heartbeatMs }
+    deps: { landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }), batchHeartbeatMs: opts.heartbeatMs, logger: opts.logger }
   })
   return { app, agency, crossref, site }
 }
@@ -226,6 +227,19 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     await verifyBatch(app, [PAPER], 'landing')
     await verifyBatch(app, [PAPER], 'landing')
     expect(site.seen.filter((s) => s.path === '/paper')).toHaveLength(2)
+  })
+
+  it.each([
+    ['warns once, at the first page visited, when CONTACT_EMAIL is empty', undefined, 1],
+    ['does not warn when CONTACT_EMAIL is set', 'crawl@example.org', 0]
+  ])('%s', async (_name, contactEmail, warnings) => {
+    const lines: string[] = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) })
+    const { app } = await withFakes({ overrides: { contactEmail }, logger })
+    expect(lines.filter((l) => l.includes('CONTACT_EMAIL'))).toHaveLength(0)
+    await verifyBatch(app, [PAPER, RETRACTED], 'landing')
+    await verifyBatch(app, [SLOW], 'landing')
+    expect(lines.filter((l) => l.includes('CONTACT_EMAIL is empty: landing pages'))).toHaveLength(warnings)
   })
 
   it('counts each verdict on /metrics', async () => {
