@@ -242,6 +242,16 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     expect(lines.filter((l) => l.includes('CONTACT_EMAIL is empty: landing pages'))).toHaveLength(warnings)
   })
 
+  it("visits no landing page past the reader's rate limit: the line's landing verdict is null, saying why", async () => {
+    const { app, site } = await withFakes({ overrides: { rateLimitMax: 1, rateLimitAllowList: [] } })
+    // The record is looked up (the one lookup the limit allows) and cached.
+    await verifyBatch(app, [PAPER], '')
+    const { results } = await verifyBatch(app, [PAPER], 'landing')
+    expect(results[0]!.registered).toBe(true)
+    expect(results[0]!.landing).toEqual(expect.objectContaining({ verdict: null, error: expect.stringMatching(/limit|too many/i) }))
+    expect(site.seen.filter((r) => r.path === '/paper')).toHaveLength(0)
+  })
+
   it('counts each verdict on /metrics', async () => {
     const { app } = await withFakes()
     await verifyBatch(app, [{ doi: RETRACTED, title: 'A retracted result' }], 'retraction')

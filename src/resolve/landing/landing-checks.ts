@@ -33,6 +33,8 @@ export interface LandingChecksOptions {
   now?: () => number
   /** RECORD_TO: each verdict this process learns written beside the DOI's record (recorded-verdicts.ts). */
   recorder?: Pick<Recorder, 'recordMetadata'> | undefined
+  /** Probes under way at once, at most (MAX_FLIGHTS); past it a check's verdict is null, saying so. */
+  maxFlights?: number
 }
 
 /** What Redis holds, checked on the way back (landingResultOf): a verdict with its status, URL and evidence, each bounded. */
@@ -46,6 +48,9 @@ export const landingCodec: SharedAnswerCodec<LandingResult> = {
     }
   }
 }
+
+/** Probes under way at once, at most: each holds a host slot's place and a socket. */
+export const MAX_FLIGHTS = 10_000
 
 interface Flight {
   promise: Promise<LandingResult>
@@ -91,13 +96,31 @@ export function createLandingChecks(opts: LandingChecksOptions) {
 
   return {
     /** The landing verdict of a DOI's registered URL: cached, shared, or probed once; `signal` is this caller leaving (its reason thrown). */
-    async check(doi: string, url: string, titles: readonly string[], signal?: AbortSignal): Promise<LandingResult> {
+    async check(
+      doi: string,
+      url: string,
+      titles: readonly string[],
+      signal?: AbortSignal,
+      admit?: () => Promise<unknown>
+    ): Promise<LandingResult> {
       signal?.throwIfAborted()
       // The URL is part of the key: a DOI registered anew at another URL is checked anew.
       const key = createHash('sha256').update(`${doi.toLowerCase()}\n${url}`).digest('hex')
       const cached = cache.get(key)
       if (cached !== undefined) return cached
       let flight = flights.get(key)
+      if (flight === undefined && admit !== undefined) {
+        // A page to visit is work the reader's admission pays for (RATE_LIMIT_*), as a lookup upstream is;
+        // an answer at hand or a probe under way is not.
+        await admit()
+        signal?.throwIfAborted()
+        const meanwhile = cache.get(key)
+        if (meanwhile !== undefined) return meanwhile
+        flight = flights.get(key)
+      }
+      if (flight === undefined && flights.size >= (opts.maxFlights ?? MAX_FLIGHTS)) {
+        return { verdict: null, status: null, url, evidence: null, error: 'too many landing checks at once: try again later' }
+      }
       if (flight === undefined) {
         const controller = new AbortController()
         const made: Flight = { controller, waiters: 0, promise: fly(key, doi, url, titles, controller.signal) }

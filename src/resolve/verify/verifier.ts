@@ -64,7 +64,7 @@ export function createVerifier(opts: VerifierOptions) {
     }
     if (asked.has('landing')) {
       jobs.push(
-        landingOf(req, registeredWork, ctx.signal).then((l) => {
+        landingOf(req, registeredWork, ctx).then((l) => {
           out.landing = l
         })
       )
@@ -120,8 +120,9 @@ export function createVerifier(opts: VerifierOptions) {
   async function landingOf(
     req: VerifyRequest,
     registeredWork: () => Promise<RegisteredAnswer>,
-    signal: AbortSignal
+    ctx: VerifyContext
   ): Promise<LandingResult> {
+    const { signal } = ctx
     if (opts.landing === undefined) {
       return {
         verdict: null,
@@ -143,7 +144,7 @@ export function createVerifier(opts: VerifierOptions) {
       signal.throwIfAborted()
     }
     try {
-      return await opts.landing.check(req.doi, req.url, titles, signal)
+      return await opts.landing.check(req.doi, req.url, titles, signal, ctx.admit)
     } catch (err) {
       signal.throwIfAborted()
       return { verdict: null, status: null, url: req.url, evidence: null, error: messageOf(err) }

@@ -146,4 +146,41 @@ describe('checks asked at once', () => {
     expect((await c.check(DOI, url(s, '/slow'), [])).verdict).toBe('alive')
     expect(pagesAsked(s)).toEqual(['/slow', '/slow'])
   })
+
+  it('says so, visiting nothing, past the most probes under way at once', async () => {
+    const s = await site()
+    const c = checks({ maxFlights: 1 })
+    const [a, b] = await Promise.all([c.check(DOI, url(s, '/slow'), []), c.check('10.1234/other', url(s, '/alive'), [])])
+    expect(a.verdict).toBe('alive')
+    expect(b).toEqual({
+      verdict: null,
+      status: null,
+      url: url(s, '/alive'),
+      evidence: null,
+      error: 'too many landing checks at once: try again later'
+    })
+    expect(pagesAsked(s)).toEqual(['/slow'])
+  })
+
+  it("passes the reader's admission before a probe, and not for an answer at hand", async () => {
+    const s = await site()
+    const c = checks()
+    let admitted = 0
+    const admit = async (): Promise<void> => {
+      admitted++
+    }
+    await c.check(DOI, url(s, '/alive'), [], undefined, admit)
+    await c.check(DOI, url(s, '/alive'), [], undefined, admit)
+    expect(admitted).toBe(1)
+  })
+
+  it('visits nothing when the admission refuses', async () => {
+    const s = await site()
+    const c = checks()
+    const refuse = async (): Promise<never> => {
+      throw new Error('rate limited')
+    }
+    await expect(c.check(DOI, url(s, '/alive'), [], undefined, refuse)).rejects.toThrow('rate limited')
+    expect(pagesAsked(s)).toEqual([])
+  })
 })
