@@ -55,8 +55,9 @@ function hasSphinxBuild(): boolean {
 }
 // Skipped only on a machine without it, and loudly; in CI (CI set) the test runs, and fails there without it.
 const SKIP_SPHINX = !hasSphinxBuild() && process.env.CI === undefined
-if (SKIP_SPHINX)
+if (SKIP_SPHINX) {
   console.warn('SKIPPED the Sphinx linkcheck recipe of docs/checking-dois.md: no sphinx-build here (apt-get install python3-sphinx)')
+}
 
 describe('docs/checking-dois.md', { timeout: 60_000 }, () => {
   it('linkinator, as the recipe runs it, passes a registered DOI whose landing page is 403 and fails an unregistered one', async () => {
