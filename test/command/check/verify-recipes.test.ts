@@ -269,6 +269,25 @@ describe('docs/checking-dois.md, --verify', { timeout: 120_000 }, () => {
     expect(inside.site.paths).toEqual(['/robots.txt', '/articles/cats'])
   })
 
+  it('its links to sections (#the-crawler, security.md#7-…) lead to headings', () => {
+    // GitHub's anchors: the heading in lower case, punctuation but `-` dropped, each space a `-`.
+    const anchorsOf = (md: string): string[] =>
+      [...md.matchAll(/^#+ (.*)$/gm)].map((m) =>
+        m[1]!
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+          .replaceAll(' ', '-')
+      )
+    const security = readFileSync(new URL('../../../docs/security.md', import.meta.url), 'utf8')
+    const links = [...DOC.matchAll(/\]\((security\.md)?#([^)]+)\)/g)].map((m): [string, string] => [m[1] ?? '', m[2]!])
+    expect(links.length).toBeGreaterThan(3)
+    for (const [file, anchor] of links) {
+      expect([file, anchor, anchorsOf(file === '' ? DOC : security).includes(anchor)]).toEqual([file, anchor, true])
+    }
+    // src/config/schema.ts's landingUserAgent points publishers at this one.
+    expect(anchorsOf(DOC)).toContain('the-crawler')
+  })
+
   it('the --fail-on defaults and the usage error are the ones the doc states', () => {
     const all = ['metadata', 'retraction', 'landing'] as const
     expect(DOC).toContain('`unregistered,mismatch,retracted,dead`')
