@@ -104,19 +104,24 @@ function landingProblem(doi: string, l: LandingResult | null | undefined): Probl
   if (l.verdict === null) {
     return { message: `${doi} landing page could not be checked: ${l.error}`, title: 'Landing page not checked', reason: 'unknown' }
   }
-  // The status once: evidence such as "HTTP 404" already says it.
-  const at = l.status === null || l.evidence.startsWith(`HTTP ${l.status}`) ? `at ${l.url}` : `HTTP ${l.status} at ${l.url}`
+  // The status and the URL once: evidence such as "HTTP 404 at https://…" (handle/landing/verdict.ts) already says them.
+  const at = l.evidence.includes(l.url)
+    ? undefined
+    : l.status === null || l.evidence.startsWith(`HTTP ${l.status}`)
+      ? `at ${l.url}`
+      : `HTTP ${l.status} at ${l.url}`
+  const where = at === undefined ? '' : ` (${at})`
   switch (l.verdict) {
     case 'dead':
-      return { message: `${doi} landing page is dead: ${l.evidence} (${at})`, title: 'Landing page dead', reason: 'dead' }
+      return { message: `${doi} landing page is dead: ${l.evidence}${where}`, title: 'Landing page dead', reason: 'dead' }
     case 'unconfirmed':
       return {
-        message: `${doi} landing page does not name the work: ${l.evidence} (${at})`,
+        message: `${doi} landing page does not name the work: ${l.evidence}${where}`,
         title: 'Landing page unconfirmed',
         reason: 'unconfirmed'
       }
     case 'blocked':
-      return { message: `${doi} landing page is behind a bot wall: ${l.evidence} (${at})`, title: 'Landing page blocked' }
+      return { message: `${doi} landing page is behind a bot wall: ${l.evidence}${where}`, title: 'Landing page blocked' }
   }
 }
 

@@ -21,7 +21,8 @@ export type LandingLookup = (
 export const REFUSED_ADDRESS = 'ELANDINGREFUSED'
 
 function refusedError(hostname: string, why: string): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new Error(`${hostname} resolves to ${why} (LANDING_ALLOW_PRIVATE)`)
+  // "journal.test resolves to 10.0.0.5, a private address": refusedAddress's "10.0.0.5 is a private address", read on.
+  const err: NodeJS.ErrnoException = new Error(`${hostname} resolves to ${why.replace(' is ', ', ')} (LANDING_ALLOW_PRIVATE)`)
   err.code = REFUSED_ADDRESS
   return err
 }

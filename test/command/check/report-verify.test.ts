@@ -106,6 +106,12 @@ describe('the report of check --verify', () => {
     expect(problemsOf(bare)).toEqual([])
   })
 
+  it("says a dead page's URL once when its evidence names it, as the prober's 404 evidence does", () => {
+    const url = 'https://journal.test/w'
+    const dead = at(50, '10.1/w', { landing: { verdict: 'dead', status: 404, url, evidence: `HTTP 404 at ${url}` } })
+    expect(problemsOf(dead).map((p) => p.message)).toEqual([`10.1/w landing page is dead: HTTP 404 at ${url}`])
+  })
+
   it('github: an error for each verdict --fail-on names, a warning for the rest', () => {
     const lines = formatVerifyReport('github', CHECKED, SUMMARY, DEFAULT).split('\n')
     expect(lines.filter((l) => l.startsWith('::error')).map((l) => l.slice(0, l.indexOf('::', 2)))).toEqual([

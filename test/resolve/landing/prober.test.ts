@@ -234,12 +234,12 @@ describe('addresses a landing check never reaches (LANDING_ALLOW_PRIVATE)', () =
     [
       '/to-sentinel-name',
       () => `http://sentinel.test:${sentinel.port}/`,
-      'refused: sentinel.test resolves to 127.0.0.1 is a loopback address (LANDING_ALLOW_PRIVATE)'
+      'refused: sentinel.test resolves to 127.0.0.1, a loopback address (LANDING_ALLOW_PRIVATE)'
     ],
     [
       '/to-rebind',
       () => `http://rebind.test:${sentinel.port}/`,
-      'refused: rebind.test resolves to 127.0.0.1 is a loopback address (LANDING_ALLOW_PRIVATE)'
+      'refused: rebind.test resolves to 127.0.0.1, a loopback address (LANDING_ALLOW_PRIVATE)'
     ]
   ])('a redirect %s is dead, and the address is never contacted', async (path, url, evidence) => {
     expect(await probe(path)).toEqual({ verdict: 'dead', status: null, url: url(), evidence })
@@ -255,7 +255,7 @@ describe('addresses a landing check never reaches (LANDING_ALLOW_PRIVATE)', () =
       })
       expect(await strict.probe({ doi: DOI, url: at('/citation-doi'), titles: [] })).toMatchObject({
         verdict: 'dead',
-        evidence: 'refused: journal.test resolves to 127.0.0.2 is a loopback address (LANDING_ALLOW_PRIVATE)'
+        evidence: 'refused: journal.test resolves to 127.0.0.2, a loopback address (LANDING_ALLOW_PRIVATE)'
       })
     } finally {
       await strict.close()
