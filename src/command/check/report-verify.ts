@@ -104,20 +104,31 @@ function landingProblem(doi: string, l: LandingResult | null | undefined): Probl
   if (l.verdict === null) {
     return { message: `${doi} landing page could not be checked: ${l.error}`, title: 'Landing page not checked', reason: 'unknown' }
   }
-  // The status once: evidence such as "HTTP 404" already says it.
-  const at = l.status === null || l.evidence.startsWith(`HTTP ${l.status}`) ? `at ${l.url}` : `HTTP ${l.status} at ${l.url}`
+  const at = unsaid(l)
   switch (l.verdict) {
     case 'dead':
-      return { message: `${doi} landing page is dead: ${l.evidence} (${at})`, title: 'Landing page dead', reason: 'dead' }
+      return { message: `${doi} landing page is dead: ${l.evidence}${at}`, title: 'Landing page dead', reason: 'dead' }
     case 'unconfirmed':
       return {
-        message: `${doi} landing page does not name the work: ${l.evidence} (${at})`,
+        message: `${doi} landing page does not name the work: ${l.evidence}${at}`,
         title: 'Landing page unconfirmed',
         reason: 'unconfirmed'
       }
     case 'blocked':
-      return { message: `${doi} landing page is behind a bot wall: ${l.evidence} (${at})`, title: 'Landing page blocked' }
+      return { message: `${doi} landing page is behind a bot wall: ${l.evidence}${at}`, title: 'Landing page blocked' }
   }
+}
+
+/**
+ * The status and the final URL a landing line adds to its evidence, each fact said once: evidence such as
+ * "HTTP 404 at https://…" (handle/landing/verdict.ts) already says both, "Akamai access denial (HTTP 403)"
+ * the status. " (HTTP 403 at URL)", " (at URL)", " (HTTP 403)" or nothing.
+ */
+function unsaid(l: { status: number | null; url: string; evidence: string }): string {
+  const facts: string[] = []
+  if (l.status !== null && !new RegExp(`\\bHTTP ${l.status}\\b`).test(l.evidence)) facts.push(`HTTP ${l.status}`)
+  if (!l.evidence.includes(l.url)) facts.push(`at ${l.url}`)
+  return facts.length === 0 ? '' : ` (${facts.join(' ')})`
 }
 
 /** Whether a problem fails the run under failOn. */
