@@ -154,7 +154,7 @@ async function readOne(full: string, run: Run, named: boolean): Promise<void> {
  * grow after its size was asked), and no NUL early on (binary). Undefined when there is no such file;
  * otherwise the reason it is not read.
  */
-async function readBounded(
+export async function readBounded(
   path: string,
   maxBytes: number,
   followLink: boolean

@@ -202,7 +202,7 @@ describe('the report of check --verify', () => {
 
   describe("a landing page's line says its status and URL once, with the prober's own evidence", () => {
     const URL_ = 'https://journal.test/p'
-    const answer = (status: number, headers: Record<string, string> = {}, head = ''): ProbeOutcome => ({
+    const answer = (status: number, headers: Record<string, string> = {}, head = ''): Extract<ProbeOutcome, { kind: 'answer' }> => ({
       kind: 'answer',
       status,
       url: URL_,
