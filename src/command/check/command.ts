@@ -122,7 +122,7 @@ export async function runCheck(
   }
   let collected
   try {
-    collected = await collectDois(cmd.paths, io.cwd, { cited: cmd.levels.includes('metadata') })
+    collected = await collectDois(cmd.paths, io.cwd, { cited: cmd.levels.includes('metadata'), notRead: cmd.allow })
   } catch (err) {
     if (!(err instanceof PathError)) throw err
     io.stdout.write(formatFailure(format, err.message) ?? '')

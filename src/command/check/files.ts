@@ -46,15 +46,23 @@ interface Run {
   cwd: string
   gitignoreBytes: number
   cited: boolean
+  /** Files a walk does not read (absolute): the --allow lists, which name DOIs without citing them. */
+  notRead: ReadonlySet<string>
 }
 
 /**
  * Every DOI written in the paths, with file (as given, relative to cwd when under it) and line; with `cited`
  * (check --verify), each DOI of a reference entry (.bib, .ris, CITATION.cff, CSL-JSON) with what its entry says.
+ * `notRead`: files a directory walk passes over (the --allow lists); a path named is read all the same.
  */
-export async function collectDois(paths: readonly string[], cwd: string, opts: { cited?: boolean } = {}): Promise<Collected> {
+export async function collectDois(
+  paths: readonly string[],
+  cwd: string,
+  opts: { cited?: boolean; notRead?: readonly string[] } = {}
+): Promise<Collected> {
   const out: Collected = { files: 0, occurrences: [], skipped: [] }
-  const run: Run = { out, cwd, gitignoreBytes: 0, cited: opts.cited === true }
+  const notRead = new Set((opts.notRead ?? []).map((p) => resolve(cwd, p)))
+  const run: Run = { out, cwd, gitignoreBytes: 0, cited: opts.cited === true, notRead }
   for (const path of paths) {
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
@@ -78,7 +86,7 @@ async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
     const full = join(dir, entry.name)
     const isDir = entry.isDirectory()
     // Only what would be read is matched against the rules: each match costs every rule.
-    if (!isDir && !(entry.isFile() && fileKind(full) !== undefined)) continue
+    if (!isDir && !(entry.isFile() && fileKind(full) !== undefined && !run.notRead.has(full))) continue
     if (ignored(active, full, isDir)) continue
     if (isDir) await walk(full, active, run)
     else await readOne(full, run, false)
