@@ -9,7 +9,7 @@
 import { resolve } from 'node:path'
 import { cacheKey } from '../../handle/name.js'
 import { findDois } from './extract.js'
-import { readBounded } from './files.js'
+import { readBounded } from './read-bounded.js'
 
 /** Where a DOI is allowed: the allow file (as named on the command line) and its line. */
 export interface Allowed {
