@@ -50,11 +50,12 @@ options:
                              retraction  a retraction, correction or expression of concern
                              landing     its landing page: alive, unconfirmed (does not
                                          name the work), blocked (a bot wall) or dead
-      --fail-on LIST       what exits 1, a comma list of: unknown (could not be checked),
-                           mismatch, retracted, dead, unconfirmed; default: with --verify,
-                           mismatch, retracted and dead (of the levels verified). A list
-                           replaces that default, but a DOI that is not registered always
-                           exits 1 (check's first question), unless --allow lists it
+      --fail-on LIST       what exits 1, a comma list of: unregistered, unknown (could not
+                           be checked), mismatch, retracted, dead, unconfirmed; default:
+                           unregistered, and with --verify also mismatch, retracted and
+                           dead (of the levels verified). A list replaces that default,
+                           but a DOI that is not registered exits 1 whatever it names
+                           (check's first question), unless --allow lists it
       --allow FILE         DOIs not registered yet (reserved at DataCite or Zenodo, cited
                            before the release): one a line, # starts a comment. Each is
                            a notice, not a failure; one registered by now is a notice
@@ -70,6 +71,7 @@ Examples:
   doi-proxy check docs/ README.md CITATION.cff
   doi-proxy check --format github --server http://doi-proxy:8000 .
   doi-proxy check --verify metadata,retraction,landing paper/refs.bib
+  doi-proxy check --allow .github/reserved-dois.txt .
 `
 
 const EXIT_USAGE = 2

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { addAllowed, AllowError, MAX_ALLOW_BYTES, readAllowLists } from '../../../src/command/check/allow.js'
 import type { AllowList } from '../../../src/command/check/allow.js'
+import { CHECK_HELP } from '../../../src/command/check/command.js'
 import { exitCode, formatReport, summarise } from '../../../src/command/check/report.js'
 import type { Checked } from '../../../src/command/check/report.js'
 import { formatVerifyReport, summariseVerified, verifyExitCode } from '../../../src/command/check/report-verify.js'
@@ -180,5 +181,14 @@ describe('what an allowed DOI is in the report of check --verify', () => {
     expect(xml).toContain('<skipped message="10.5281/zenodo.9 is not registered yet (allowed by allow.txt)" type="allowed"/>')
     expect(xml).toContain('notice: 10.5281/zenodo.8 is registered: it can leave the allow list (allow.txt:5)')
     expect(xml).toMatch(/tests="2" failures="0" errors="0" skipped="1"/)
+  })
+})
+
+describe('doi-proxy check --help', () => {
+  it('names --allow, and says an unregistered DOI fails whatever --fail-on names unless allowed', () => {
+    expect(CHECK_HELP).toMatch(/^ {6}--allow FILE {9}DOIs not registered yet/m)
+    expect(CHECK_HELP.replace(/\s+/g, ' ')).toContain(
+      "but a DOI that is not registered exits 1 whatever it names (check's first question), unless --allow lists it"
+    )
   })
 })
