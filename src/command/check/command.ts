@@ -11,6 +11,8 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../app.js'
 import { loadConfig } from '../../config/load.js'
 import { OPTIONS } from '../../config/schema.js'
+import { AllowError, readAllowLists } from './allow.js'
+import type { AllowList } from './allow.js'
 import { askAll, AskError, httpAsker, injectAsker, keyOf, MAX_RETRY_WAIT_SECONDS } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
@@ -48,21 +50,28 @@ options:
                              retraction  a retraction, correction or expression of concern
                              landing     its landing page: alive, unconfirmed (does not
                                          name the work), blocked (a bot wall) or dead
-      --fail-on LIST       what exits 1, a comma list of: unregistered (always), unknown
-                           (could not be checked), mismatch, retracted, dead, unconfirmed;
-                           default: unregistered, and with --verify also mismatch,
-                           retracted and dead (of the levels verified)
+      --fail-on LIST       what exits 1, a comma list of: unregistered, unknown (could not
+                           be checked), mismatch, retracted, dead, unconfirmed; default:
+                           unregistered, and with --verify also mismatch, retracted and
+                           dead (of the levels verified). A list replaces that default,
+                           but a DOI that is not registered exits 1 whatever it names
+                           (check's first question), unless --allow lists it
+      --allow FILE         DOIs not registered yet (reserved at DataCite or Zenodo, cited
+                           before the release): one a line, # starts a comment. Each is
+                           a notice, not a failure; one registered by now is a notice
+                           that it can leave the list. May be given more than once
       --max-wait SECONDS   the longest to wait in all when the server asks to (its rate
                            limit), then ask again about the DOIs it refused (default: 60;
                            0: never wait, report them as could not be checked)
 
-Exit status: 0 when every DOI found is registered; 1 when one is not (or meets another
-name of --fail-on); 2 for a usage error or a server we cannot ask.
+Exit status: 0 when every DOI found is registered (or allowed); 1 when one is not (or
+meets another name of --fail-on); 2 for a usage error or a server we cannot ask.
 
 Examples:
   doi-proxy check docs/ README.md CITATION.cff
   doi-proxy check --format github --server http://doi-proxy:8000 .
   doi-proxy check --verify metadata,retraction,landing paper/refs.bib
+  doi-proxy check --allow .github/reserved-dois.txt .
 `
 
 const EXIT_USAGE = 2
@@ -77,6 +86,8 @@ interface CheckCommand {
   levels: VerifyLevel[]
   failOn: FailOn[]
   maxWait: number
+  /** The --allow files, as named. */
+  allow: string[]
 }
 
 /** Run the command; returns the exit status. Usage errors are printed here. */
@@ -95,6 +106,16 @@ export async function runCheck(
     return 0
   }
   const { format } = cmd
+  let allowed: AllowList
+  try {
+    allowed = await readAllowLists(cmd.allow, io.cwd)
+  } catch (err) {
+    if (!(err instanceof AllowError)) throw err
+    io.stdout.write(formatFailure(format, err.message) ?? '')
+    // Said whole (usage() keeps a message's first sentence): the line quoted may hold a full stop.
+    io.stderr.write(`doi-proxy check: ${visible(err.message)}\nRun "doi-proxy check --help" for the options.\n`)
+    return EXIT_USAGE
+  }
   // Nothing could be asked: said on stderr, and as a report of its own for a CI job that saves stdout.
   const cannotCheck = (message: string): number => {
     io.stderr.write(`doi-proxy check: ${visible(message)}\n`)
@@ -103,7 +124,7 @@ export async function runCheck(
   }
   let collected
   try {
-    collected = await collectDois(cmd.paths, io.cwd, { cited: cmd.levels.includes('metadata') })
+    collected = await collectDois(cmd.paths, io.cwd, { cited: cmd.levels.includes('metadata'), notRead: cmd.allow })
   } catch (err) {
     if (!(err instanceof PathError)) throw err
     io.stdout.write(formatFailure(format, err.message) ?? '')
@@ -129,9 +150,13 @@ export async function runCheck(
       maxWaitSeconds: cmd.maxWait
     })
     progress.end()
-    const checked: Checked[] = collected.occurrences.map((o) => ({ ...o, verdict: verdicts.get(keyOf(o))! }))
+    const checked: Checked[] = collected.occurrences.map((o) => {
+      const allowedBy = allowed.get(cacheKey(o.doi))
+      return { ...o, verdict: verdicts.get(keyOf(o))!, ...(allowedBy === undefined ? {} : { allowed: allowedBy }) }
+    })
     // Distinct DOIs: with --verify one DOI cited under two titles is asked twice, and still one DOI.
-    const summary = summarise(collected.files, checked, new Set(collected.occurrences.map((o) => cacheKey(o.doi))).size)
+    const distinct = new Set(collected.occurrences.map((o) => cacheKey(o.doi))).size
+    const summary = summarise(collected.files, checked, distinct, cmd.allow.length > 0)
     if (cmd.levels.length === 0) {
       // As before issue 41: --fail-on unknown (or a list naming it) also fails on DOIs not checked.
       const failOn = cmd.failOn.includes('unknown') ? 'unknown' : 'unregistered'
@@ -175,6 +200,7 @@ function parseCheckArgs(args: string[]): CheckCommand | 'help' {
       verify: { type: 'string' },
       'fail-on': { type: 'string' },
       'max-wait': { type: 'string', default: String(MAX_RETRY_WAIT_SECONDS) },
+      allow: { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -199,7 +225,16 @@ function parseCheckArgs(args: string[]): CheckCommand | 'help' {
   if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) {
     throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
   }
-  return { paths: positionals, server: values.server, upstream: values.upstream, format, levels, failOn, maxWait: Number(maxWait) }
+  return {
+    paths: positionals,
+    server: values.server,
+    upstream: values.upstream,
+    format,
+    levels,
+    failOn,
+    maxWait: Number(maxWait),
+    allow: values.allow
+  }
 }
 
 /** Without --verify only unregistered and unknown mean anything: a word that is no name at all is told so, as before. */

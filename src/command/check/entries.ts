@@ -58,8 +58,9 @@ export function citedWorksIn(text: string, kind: EntryKind): CitedAt[] {
 }
 
 /**
- * Attaches to each DOI found in a file the work its entry cites: the entry spanning the DOI's line that
- * gives the same DOI (a `url` or `note` naming another DOI is not that entry's DOI).
+ * Attaches to each DOI found in a file the work its entry cites: the entry spanning the DOI's line whose
+ * own DOI it is (ownDoi). Another DOI in the entry (a `url` or `note` naming another work, an erratum) is
+ * still checked for registration, but cites nothing: it is not the work the entry's title names.
  */
 export function withCited<T extends { doi: string; line: number }>(
   found: readonly T[],
@@ -92,10 +93,21 @@ interface CslItem {
   author?: unknown
 }
 
-/** What a CSL-JSON item says of its work; undefined when it gives no DOI findDois reads. */
-function workOf(item: CslItem, kind: 'latex' | 'text', line: number, endLine: number): CitedAt | undefined {
-  const rawDoi = typeof item.DOI === 'string' ? item.DOI : undefined
-  const doi = rawDoi === undefined ? undefined : findDois(rawDoi, kind)[0]?.doi
+/**
+ * An entry's own DOI: the first DOI findDois reads in the first of its fields that gives one, the DOI field
+ * first (`doi`, RIS `DO`, CSL `DOI`), then the fields that may link the work when there is none (`url`,
+ * `eprint`, `note`…, in the order given). Every other DOI of the entry names some other work.
+ */
+export function ownDoi(fields: readonly unknown[], kind: 'latex' | 'text'): string | undefined {
+  for (const value of fields) {
+    const doi = typeof value === 'string' ? findDois(value, kind)[0]?.doi : undefined
+    if (doi !== undefined) return doi
+  }
+  return undefined
+}
+
+/** What a CSL-JSON item says of its work (its own DOI chosen by ownDoi); undefined when it has no DOI. */
+function workOf(item: CslItem, doi: string | undefined, line: number, endLine: number): CitedAt | undefined {
   if (doi === undefined) return undefined
   const cited: CitedWork = {}
   const title = Array.isArray(item.title) ? item.title[0] : item.title
@@ -195,6 +207,46 @@ export function splitBibtex(text: string): BibChunk[] {
 
 const NOT_ENTRIES = new Set(['string', 'preamble', 'comment'])
 
+/** Where a .bib entry's own DOI is read (ownDoi): its `doi`, else a link or note naming one (BibLaTeX `eprint`). */
+const BIBTEX_DOI_FIELDS = ['doi', 'url', 'eprint', 'note', 'howpublished']
+
+/**
+ * The fields of one entry (its text from `@`), by name in lower case (the first of a name kept), each value
+ * as written (braces, quotes and `#` joins left in: findDois stops at them). One pass, whatever the text:
+ * a field that is not `name = value` is skipped to the next comma outside braces and quotes.
+ */
+export function bibtexFields(entry: string): Map<string, string> {
+  const fields = new Map<string, string>()
+  const open = /[{(]/.exec(entry)
+  if (open === null) return fields
+  const close = open[0] === '{' ? '}' : ')'
+  const name = /\s*([^\s=,{}()"#]+)\s*=/y
+  /** The end of a value (or of the key): the next comma, or the entry's end, outside braces and quotes. */
+  const endOf = (from: number): number => {
+    let depth = 0
+    let quoted = false
+    for (let i = from; i < entry.length; i++) {
+      const c = entry[i]
+      if (c === '{') depth++
+      else if (c === '}' && depth > 0) depth--
+      else if (depth === 0 && c === '"') quoted = !quoted
+      else if (depth === 0 && !quoted && (c === ',' || c === close)) return i
+    }
+    return entry.length
+  }
+  let at = endOf(open.index + 1) // past the key
+  while (at < entry.length && entry[at] === ',') {
+    name.lastIndex = at + 1
+    const m = name.exec(entry)
+    const from = m === null ? at + 1 : name.lastIndex
+    const end = endOf(from)
+    const key = m?.[1]!.toLowerCase()
+    if (key !== undefined && !fields.has(key)) fields.set(key, entry.slice(from, end).trim())
+    at = end
+  }
+  return fields
+}
+
 function bibtexWorks(text: string): CitedAt[] {
   const chunks = splitBibtex(text)
   const strings = chunks.filter((c) => c.type === 'string')
@@ -207,12 +259,17 @@ function bibtexWorks(text: string): CitedAt[] {
     const body = text.slice(e.start, e.end)
     // citation-js 0.7 leaves BibLaTeX's `date` unread: the year is then read from the entry itself.
     const issued = yearOf(item?.issued) ?? yearIn(/\b(?:date|year)\s*=\s*[{"]?\s*(\d{4})(?!\d)/i.exec(body)?.[1])
+    const fields = bibtexFields(body)
+    const doi = ownDoi(
+      BIBTEX_DOI_FIELDS.map((name) => fields.get(name)),
+      'latex'
+    )
     const work =
       item === undefined
         ? undefined
         : workOf(
             { ...item, title: plain(item.title), issued: issued === undefined ? undefined : { 'date-parts': [[issued]] } },
-            'latex',
+            doi,
             lineOf(e.start),
             lineOf(Math.max(e.start, e.end - 1))
           )
@@ -255,6 +312,9 @@ function plain(title: unknown): unknown {
 
 // ---- RIS ----
 
+/** Where a RIS record's own DOI is read (ownDoi): `DO`, else its links (`UR`, `L1`, `L2`), else its notes (`N1`). */
+const RIS_DOI_TAGS = ['DO', 'UR', 'L1', 'L2', 'N1']
+
 /**
  * The records of a RIS file (`TY  -` to `ER  -`), each read by citation-js; `DO` read here, as findDois reads
  * it (citation-js drops a DOI link it doubts, such as https://doi.org/10.5555%2Fx).
@@ -279,13 +339,18 @@ function risWorks(text: string): CitedAt[] {
         .map((l) => /^([A-Z][A-Z0-9]) {2}- (.*)$/.exec(l))
         .find((m) => m !== null && want.includes(m[1]!))?.[2]
         ?.trim()
+    const all = (tag: string): string =>
+      record
+        .map((l) => /^([A-Z][A-Z0-9]) {2}- (.*)$/.exec(l))
+        .filter((m) => m?.[1] === tag)
+        .map((m) => m![2])
+        .join('\n')
     const raw: CslItem = {
-      DOI: tagged(['DO']) ?? item.DOI,
       title: item.title ?? tagged(['TI', 'T1']),
       issued: item.issued ?? { raw: tagged(['PY', 'Y1', 'DA']) },
       author: item.author
     }
-    const work = workOf(raw, 'text', start + 1, i + 1)
+    const work = workOf(raw, ownDoi(RIS_DOI_TAGS.map(all), 'text'), start + 1, i + 1)
     if (work !== undefined) works.push(work)
     start = -1
   })
@@ -314,7 +379,9 @@ function cffWorks(text: string): CitedAt[] {
     const line = (offset: number): number => counter.linePos(offset).line
     const [from, , to] = (map as YamlNode).range ?? [0, 0, 0]
     const identifiers = Array.isArray(ref.identifiers) ? (ref.identifiers as Array<Record<string, unknown>>) : []
-    const doi = typeof ref.doi === 'string' ? ref.doi : identifiers.find((x) => x?.type === 'doi' && typeof x.value === 'string')?.value
+    const ids = (type: string): unknown[] => identifiers.filter((x) => x?.type === type).map((x) => x.value)
+    // Its own DOI (ownDoi): `doi`, an identifier of type doi, else its `url` or a url identifier.
+    const doi = ownDoi([ref.doi, ...ids('doi'), ref.url, ...ids('url')], 'text')
     const first = Array.isArray(ref.authors) ? (ref.authors[0] as Record<string, unknown> | undefined) : undefined
     const author: CslName | undefined =
       first === undefined || typeof first !== 'object' || first === null
@@ -327,8 +394,8 @@ function cffWorks(text: string): CitedAt[] {
           }
     const year = yearIn(ref.year) ?? yearIn(ref['date-published']) ?? yearIn(ref['date-released'])
     const work = workOf(
-      { DOI: doi, title: ref.title, issued: year === undefined ? undefined : { 'date-parts': [[year]] }, author: author && [author] },
-      'text',
+      { title: ref.title, issued: year === undefined ? undefined : { 'date-parts': [[year]] }, author: author && [author] },
+      doi,
       line(from),
       line(Math.max(from, to - 1))
     )
@@ -350,7 +417,8 @@ function cslWorks(text: string): CitedAt[] {
   items.forEach((item, i) => {
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return
     const [start, end] = spans[i]!
-    const work = workOf(item as CslItem, 'text', lineOf(start), lineOf(end))
+    const { DOI, URL, note } = item as CslItem & { URL?: unknown; note?: unknown }
+    const work = workOf(item as CslItem, ownDoi([DOI, URL, note], 'text'), lineOf(start), lineOf(end))
     if (work !== undefined) works.push(work)
   })
   return works

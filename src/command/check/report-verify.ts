@@ -9,10 +9,14 @@ import { failuresOf } from '../../handle/verify/fail-on.js'
 import type { FailOn, FailReason } from '../../handle/verify/fail-on.js'
 import type { LandingResult, Mismatch, RetractionResult, VerifyLevel } from '../../handle/verify/types.js'
 import {
+  allowedCase,
+  allowedFields,
   data,
   json,
   junitDocument,
   lineStart,
+  notice,
+  noticeCommand,
   operatorNotes,
   problem as registrationProblem,
   property,
@@ -28,6 +32,8 @@ export interface Problem {
   title: string
   /** The `--fail-on` name this problem is; undefined for one that never fails (a correction, a bot wall). */
   reason?: FailOn
+  /** A notice rather than a warning: what an allow list (--allow) makes of its DOI. */
+  notice?: true
 }
 
 /** The verdicts over the places checked, per level verified (places, as the summary counts them). */
@@ -38,6 +44,8 @@ export interface VerifiedSummary extends Summary {
 /** The problems of one DOI found, registration first, then metadata, retraction and landing. */
 export function problemsOf(c: Checked): Problem[] {
   const out: Problem[] = []
+  const allowed = notice(c)
+  if (allowed !== undefined) out.push({ ...allowed, notice: true })
   const registration = registrationProblem(c)
   if (registration !== undefined) {
     const unregistered = c.verdict.registered === false
@@ -104,33 +112,42 @@ function landingProblem(doi: string, l: LandingResult | null | undefined): Probl
   if (l.verdict === null) {
     return { message: `${doi} landing page could not be checked: ${l.error}`, title: 'Landing page not checked', reason: 'unknown' }
   }
-  // The status and the URL once: evidence such as "HTTP 404 at https://…" (handle/landing/verdict.ts) already says them.
-  const at = l.evidence.includes(l.url)
-    ? undefined
-    : l.status === null || l.evidence.startsWith(`HTTP ${l.status}`)
-      ? `at ${l.url}`
-      : `HTTP ${l.status} at ${l.url}`
-  const where = at === undefined ? '' : ` (${at})`
+  const at = unsaid(l)
   switch (l.verdict) {
     case 'dead':
-      return { message: `${doi} landing page is dead: ${l.evidence}${where}`, title: 'Landing page dead', reason: 'dead' }
+      return { message: `${doi} landing page is dead: ${l.evidence}${at}`, title: 'Landing page dead', reason: 'dead' }
     case 'unconfirmed':
       return {
-        message: `${doi} landing page does not name the work: ${l.evidence}${where}`,
+        message: `${doi} landing page does not name the work: ${l.evidence}${at}`,
         title: 'Landing page unconfirmed',
         reason: 'unconfirmed'
       }
     case 'blocked':
-      return { message: `${doi} landing page is behind a bot wall: ${l.evidence}${where}`, title: 'Landing page blocked' }
+      return { message: `${doi} landing page is behind a bot wall: ${l.evidence}${at}`, title: 'Landing page blocked' }
   }
+}
+
+/**
+ * The status and the final URL a landing line adds to its evidence, each fact said once: evidence such as
+ * "HTTP 404 at https://…" (handle/landing/verdict.ts) already says both, "Akamai access denial (HTTP 403)"
+ * the status. " (HTTP 403 at URL)", " (at URL)", " (HTTP 403)" or nothing.
+ */
+function unsaid(l: { status: number | null; url: string; evidence: string }): string {
+  const facts: string[] = []
+  if (l.status !== null && !new RegExp(`\\bHTTP ${l.status}\\b`).test(l.evidence)) facts.push(`HTTP ${l.status}`)
+  if (!l.evidence.includes(l.url)) facts.push(`at ${l.url}`)
+  return facts.length === 0 ? '' : ` (${facts.join(' ')})`
 }
 
 /** Whether a problem fails the run under failOn. */
 const fails = (p: Problem, failOn: readonly FailOn[]): boolean => p.reason !== undefined && failOn.includes(p.reason)
 
-/** The --fail-on names a DOI found meets (T1's rule: the exit status and the formats agree through it). */
+/**
+ * The --fail-on names a DOI found meets (T1's rule: the exit status and the formats agree through it); an
+ * allowed DOI (--allow) does not fail for not being registered.
+ */
 export function failuresOfChecked(c: Checked, failOn: readonly FailOn[]): FailReason[] {
-  return failuresOf(c.verdict, failOn)
+  return failuresOf(c.verdict, c.allowed === undefined ? failOn : failOn.filter((name) => name !== 'unregistered'))
 }
 
 /** 1 when any DOI found meets a name of failOn; else 0. */
@@ -194,13 +211,14 @@ export function formatVerifyReport(
     case 'json':
       return json({
         summary,
-        results: checked.map(({ file, line, doi, cited, verdict }) => ({
-          file,
-          line,
-          written: doi,
-          ...verdict,
-          ...(cited === undefined ? {} : { cited }),
-          failures: failuresOfChecked({ file, line, doi, verdict }, failOn)
+        results: checked.map((c) => ({
+          file: c.file,
+          line: c.line,
+          written: c.doi,
+          ...c.verdict,
+          ...(c.cited === undefined ? {} : { cited: c.cited }),
+          ...allowedFields(c.allowed),
+          failures: failuresOfChecked(c, failOn)
         }))
       })
     case 'text':
@@ -214,9 +232,10 @@ export function formatVerifyReport(
       return (
         [
           ...checked.flatMap((c) =>
-            problemsOf(c).map(
-              (p) =>
-                `::${fails(p, failOn) ? 'error' : 'warning'} file=${property(visible(c.file))},line=${c.line},title=${property(p.title)}::${data(visible(p.message))}`
+            problemsOf(c).map((p) =>
+              p.notice === true
+                ? noticeCommand(c, p)
+                : `::${fails(p, failOn) ? 'error' : 'warning'} file=${property(visible(c.file))},line=${c.line},title=${property(p.title)}::${data(visible(p.message))}`
             )
           ),
           ...closing
@@ -238,6 +257,12 @@ function junit(checked: readonly Checked[], summary: VerifiedSummary, failOn: re
   let skipped = 0
   const cases = checked.map((c) => {
     const open = `    <testcase classname="${xml(c.file)}" name="${xml(`${c.file}:${c.line} ${c.doi}`)}" file="${xml(c.file)}" line="${c.line}"`
+    const allowed = notice(c)
+    // Not registered yet, and allowed: skipped with the reason (a DOI not registered has no verdicts).
+    if (allowed !== undefined && c.verdict.registered === false) {
+      skipped++
+      return allowedCase(open, c, allowed.message)
+    }
     const problems = problemsOf(c)
     const failing = problems.filter((p) => fails(p, failOn))
     const others = problems.filter((p) => !fails(p, failOn))
@@ -255,7 +280,10 @@ function junit(checked: readonly Checked[], summary: VerifiedSummary, failOn: re
       inside.push(`      <skipped message="${xml(others.find((p) => p.reason === 'unknown')?.message ?? '')}" type="unknown"/>`)
     }
     const warnings = others.filter((p) => !(c.verdict.registered === null && p.reason === 'unknown' && failing.length === 0))
-    if (warnings.length > 0) inside.push(`      <system-out>${xml(warnings.map((p) => `warning: ${p.message}`).join('\n'))}</system-out>`)
+    if (warnings.length > 0) {
+      const said = warnings.map((p) => `${p.notice === true ? 'notice' : 'warning'}: ${p.message}`)
+      inside.push(`      <system-out>${xml(said.join('\n'))}</system-out>`)
+    }
     return inside.length === 0 ? `${open}/>` : [`${open}>`, ...inside, '    </testcase>'].join('\n')
   })
   const counts = `tests="${summary.found}" failures="${failures}" errors="${errors}" skipped="${skipped}"`

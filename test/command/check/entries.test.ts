@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { citedWorksIn, entryKind, splitBibtex, withCited } from '../../../src/command/check/entries.js'
+import { bibtexFields, citedWorksIn, entryKind, splitBibtex, withCited } from '../../../src/command/check/entries.js'
 import type { EntryKind } from '../../../src/command/check/entries.js'
-import { findDois } from '../../../src/command/check/extract.js'
+import { fileKind, findDois } from '../../../src/command/check/extract.js'
 
 const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/verify/${name}`, import.meta.url), 'utf8')
 
@@ -163,5 +163,150 @@ describe('entryKind and withCited: which files hold entries, and which DOI found
       ['10.5555/not-this-entry', 33, null],
       ['10.5555/no-title', 38, null]
     ])
+  })
+})
+
+// Which DOI of an entry is the work its title names: its DOI field (BibTeX `doi`, RIS `DO`, CSL `DOI`, CFF `doi`
+// or a doi identifier); with none, the DOI of a link or note (BibTeX `url`/`eprint`/`note`/`howpublished`,
+// RIS `UR`/`L1`/`L2`/`N1`, CSL `URL`/`note`, CFF `url`). Any other DOI in the entry is checked for
+// registration only: given the entry's title, a correct reference would read as a DOI naming another work.
+const OWN_DOI: Array<[string, EntryKind, string, Array<[string, number, string | null]>]> = [
+  [
+    'bibtex: a url naming another DOI than doi',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n doi = {10.1000/own},\n url = {https://doi.org/10.1000/other}\n}\n',
+    [
+      ['10.1000/own', 3, 'Cats'],
+      ['10.1000/other', 4, null]
+    ]
+  ],
+  [
+    'bibtex: the url written before the doi',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n url = {https://doi.org/10.1000/other},\n doi = {10.1000/own}\n}\n',
+    [
+      ['10.1000/other', 3, null],
+      ['10.1000/own', 4, 'Cats']
+    ]
+  ],
+  [
+    'bibtex: both on one line',
+    'bibtex',
+    '@article{a, title = {Cats}, doi = {10.1000/own}, url = {https://doi.org/10.1000/other}}\n',
+    [
+      ['10.1000/own', 1, 'Cats'],
+      ['10.1000/other', 1, null]
+    ]
+  ],
+  [
+    'bibtex: no doi field, the url gives it',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n url = {https://doi.org/10.1000/own}\n}\n',
+    [['10.1000/own', 3, 'Cats']]
+  ],
+  [
+    'bibtex: no doi field, a BibLaTeX eprint gives it',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n eprinttype = {doi},\n eprint = {10.1000/own}\n}\n',
+    [['10.1000/own', 4, 'Cats']]
+  ],
+  [
+    'bibtex: no doi field, a note gives it',
+    'bibtex',
+    '@misc{a,\n title = "Cats",\n note = {doi:10.1000/own}\n}\n',
+    [['10.1000/own', 3, 'Cats']]
+  ],
+  [
+    'bibtex: a note naming an erratum beside the doi',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n doi = {10.1000/own},\n note = {Erratum: doi:10.1000/erratum}\n}\n',
+    [
+      ['10.1000/own', 3, 'Cats'],
+      ['10.1000/erratum', 4, null]
+    ]
+  ],
+  [
+    'bibtex: the url rather than the note, when there is no doi',
+    'bibtex',
+    '@article{a,\n title = {Cats},\n note = {see 10.1000/other},\n url = {https://doi.org/10.1000/own}\n}\n',
+    [
+      ['10.1000/other', 3, null],
+      ['10.1000/own', 4, 'Cats']
+    ]
+  ],
+  [
+    'ris: a UR naming another DOI than DO',
+    'ris',
+    'TY  - JOUR\nTI  - Cats\nUR  - https://doi.org/10.1000/other\nDO  - 10.1000/own\nER  - \n',
+    [
+      ['10.1000/other', 3, null],
+      ['10.1000/own', 4, 'Cats']
+    ]
+  ],
+  ['ris: no DO, UR gives it', 'ris', 'TY  - JOUR\nTI  - Cats\nUR  - https://doi.org/10.1000/own\nER  - \n', [['10.1000/own', 3, 'Cats']]],
+  [
+    'ris: no DO, L1 gives it (a UR to a publisher is no DOI)',
+    'ris',
+    'TY  - JOUR\nTI  - Cats\nUR  - https://journal.example/a/1\nL1  - https://doi.org/10.1000/own\nER  - \n',
+    [['10.1000/own', 4, 'Cats']]
+  ],
+  [
+    'csl: a URL naming another DOI than DOI',
+    'csl',
+    '[\n  {\n    "title": "Cats",\n    "DOI": "10.1000/own",\n    "URL": "https://doi.org/10.1000/other"\n  }\n]\n',
+    [
+      ['10.1000/own', 4, 'Cats'],
+      ['10.1000/other', 5, null]
+    ]
+  ],
+  [
+    'csl: no DOI, the URL gives it',
+    'csl',
+    '[\n  {\n    "title": "Cats",\n    "URL": "https://doi.org/10.1000/own"\n  }\n]\n',
+    [['10.1000/own', 4, 'Cats']]
+  ],
+  [
+    'cff: a url naming another DOI than doi',
+    'cff',
+    'references:\n  - title: Cats\n    doi: 10.1000/own\n    url: https://doi.org/10.1000/other\n',
+    [
+      ['10.1000/own', 3, 'Cats'],
+      ['10.1000/other', 4, null]
+    ]
+  ],
+  [
+    'cff: no doi, the url gives it',
+    'cff',
+    'references:\n  - title: Cats\n    url: https://doi.org/10.1000/own\n',
+    [['10.1000/own', 3, 'Cats']]
+  ]
+]
+
+describe("an entry's cited work belongs to its own DOI only", () => {
+  const found = { bibtex: 'refs.bib', ris: 'refs.ris', csl: 'refs.json', cff: 'CITATION.cff' } as const
+  it.each(OWN_DOI)('%s', (_name, kind, text, expected) => {
+    const dois = withCited(findDois(text, fileKind(found[kind])!), citedWorksIn(text, kind))
+    expect(dois.map((d) => [d.doi, d.line, d.cited?.title ?? null])).toEqual(expected)
+  })
+})
+
+describe("bibtexFields: an entry's fields as written", () => {
+  it.each<[string, Record<string, string>]>([
+    ['@article{k, doi = {10.1000/x}, url = "https://doi.org/10.1000/y"}', { doi: '{10.1000/x}', url: '"https://doi.org/10.1000/y"' }],
+    ['@article(k,\n  Title = {a, {b}, c} # " d",\n  year = 2019\n)', { title: '{a, {b}, c} # " d"', year: '2019' }],
+    ['@article{k, note = "a {"} b", doi = {10.1000/x},}', { note: '"a {"} b"', doi: '{10.1000/x}' }],
+    ['@article{k, doi = {10.1000/first}, doi = {10.1000/second}}', { doi: '{10.1000/first}' }],
+    ['@article{k, junk without equals, doi = {10.1000/x}}', { doi: '{10.1000/x}' }],
+    ['@article{k, doi = {never closed', { doi: '{never closed' }],
+    ['@article{k}', {}],
+    ['no entry', {}]
+  ])('%j', (entry, fields) => {
+    expect(Object.fromEntries(bibtexFields(entry))).toEqual(fields)
+  })
+
+  it('reads a hostile entry in one pass', () => {
+    const started = performance.now()
+    bibtexFields('@a{k' + ', x = {'.repeat(50_000) + ','.repeat(50_000))
+    expect(performance.now() - started).toBeLessThan(500)
   })
 })

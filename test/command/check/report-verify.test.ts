@@ -4,6 +4,8 @@ import { formatVerifyReport, problemsOf, summariseVerified, verifyExitCode } fro
 import { summarise } from '../../../src/command/check/report.js'
 import type { Checked, Verdict } from '../../../src/command/check/report.js'
 import type { FailOn } from '../../../src/handle/verify/fail-on.js'
+import { landingVerdictOf } from '../../../src/handle/landing/verdict.js'
+import type { ProbeOutcome } from '../../../src/handle/landing/verdict.js'
 import type { MetadataResult, VerifyLevel } from '../../../src/handle/verify/types.js'
 
 const ALL: VerifyLevel[] = ['metadata', 'retraction', 'landing']
@@ -55,7 +57,9 @@ const CHECKED: Checked[] = [
   ),
   at(41, '10.1/z', { retraction: { verdict: 'retracted', notice: '10.1/n', date: '2021-03-04' } }),
   at(44, '10.1/c', { retraction: { verdict: 'corrected', notice: '10.1/e', date: '2020-01-02' } }),
-  at(50, '10.1/w', { landing: { verdict: 'dead', status: 404, url: 'https://journal.test/w', evidence: 'HTTP 404' } }),
+  at(50, '10.1/w', {
+    landing: { verdict: 'dead', status: 404, url: 'https://journal.test/w', evidence: 'HTTP 404 at https://journal.test/w' }
+  }),
   at(55, '10.1/b', {
     landing: { verdict: 'blocked', status: 403, url: 'https://journal.test/b', evidence: 'Cloudflare challenge (cf-mitigated: challenge)' }
   }),
@@ -86,7 +90,7 @@ describe('the report of check --verify', () => {
         'refs.bib:30: 10.1/y details differ (the title matches): year cited 2019, registered 2017',
         'refs.bib:41: 10.1/z is retracted: notice 10.1/n on 2021-03-04',
         'refs.bib:44: 10.1/c has a correction: notice 10.1/e on 2020-01-02',
-        'refs.bib:50: 10.1/w landing page is dead: HTTP 404 (at https://journal.test/w)',
+        'refs.bib:50: 10.1/w landing page is dead: HTTP 404 at https://journal.test/w',
         'refs.bib:55: 10.1/b landing page is behind a bot wall: Cloudflare challenge (cf-mitigated: challenge) (HTTP 403 at https://journal.test/b)',
         'refs.bib:60: 10.1/u landing page does not name the work: neither the DOI nor the title; landed on casino.test (HTTP 200 at https://casino.test/)',
         'refs.bib:62: 10.1/q metadata could not be compared: the agency has no metadata',
@@ -200,6 +204,48 @@ describe('the report of check --verify', () => {
       failures: ['mismatch']
     })
     expect(report.summary.verified.landing).toEqual({ alive: 7, unconfirmed: 1, blocked: 1, dead: 1, unknown: 0 })
+  })
+
+  describe("a landing page's line says its status and URL once, with the prober's own evidence", () => {
+    const URL_ = 'https://journal.test/p'
+    const answer = (status: number, headers: Record<string, string> = {}, head = ''): Extract<ProbeOutcome, { kind: 'answer' }> => ({
+      kind: 'answer',
+      status,
+      url: URL_,
+      headers,
+      head,
+      evidence: { titles: [] },
+      startUrl: URL_
+    })
+    it.each<[string, ProbeOutcome, string]>([
+      ['404', answer(404), `is dead: HTTP 404 at ${URL_}`],
+      ['503 on every try', { ...answer(503), tries: 3 }, `is dead: HTTP 503 at ${URL_} (3 tries)`],
+      ['410', answer(410), `is dead: HTTP 410 at ${URL_}`],
+      [
+        'a DNS failure',
+        { kind: 'failed', url: URL_, reason: 'dns', detail: 'ENOTFOUND journal.test' },
+        `is dead: DNS: ENOTFOUND journal.test (at ${URL_})`
+      ],
+      [
+        'a Cloudflare challenge',
+        answer(403, { 'cf-mitigated': 'challenge' }),
+        `is behind a bot wall: Cloudflare challenge (cf-mitigated: challenge) (HTTP 403 at ${URL_})`
+      ],
+      [
+        'an Akamai denial',
+        answer(403, {}, 'Reference #18.6f2c3e17.1700000000'),
+        `is behind a bot wall: Akamai access denial (HTTP 403) (at ${URL_})`
+      ],
+      [
+        'a 200 naming neither',
+        answer(200),
+        `does not name the work: HTTP 200, but the page names neither the DOI nor the title (at ${URL_})`
+      ]
+    ])('%s', (_name, outcome, said) => {
+      const [p] = problemsOf(at(1, '10.1/p', { landing: landingVerdictOf(outcome) }))
+      expect(p!.message).toBe(`10.1/p landing page ${said}`)
+      expect(p!.message.split(URL_)).toHaveLength(2)
+    })
   })
 
   describe('what a page, a file or a server wrote cannot command the terminal or the CI runner', () => {
