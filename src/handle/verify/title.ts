@@ -4,7 +4,7 @@ import type { NormalisedTitle } from './normalise.js'
 /**
  * Do two titles name one work (issue 41)? Each cited word is paired with at most one registered word: the
  * same word, the same word spelled the British or American way or in the plural, a hyphenated word written
- * whole or apart, an abbreviation of it, or a typo of it. Two figures decide:
+ * whole or apart, initials for a run of words (LLMs), an abbreviation of it, or a typo of it. Two figures decide:
  * - the *unexplained* cited content words, none of those pairings: an invented or substituted word, the
  *   sign of a fabricated title (a real citation drops words, it rarely adds new ones);
  * - the *coverage* of the registered main title: a cited title that names a small part of it is another work,
@@ -17,7 +17,10 @@ export interface TitleRules {
   maxUnexplained: number
   /** The least share of the registered main title's content words the cited title must name. */
   minCoverage: number
-  /** A typo's Damerau distance allowed by word length: `[shortest, distance]`, longest first. */
+  /**
+   * A typo's Damerau distance allowed by the registered word's length: `[shortest, distance]`, longest first. A
+   * distance of two also keeps the first letter and is not two letters replaced in place (looselyNames).
+   */
   typos: readonly (readonly [number, number])[]
 }
 
