@@ -140,7 +140,9 @@ function withoutMarkup(text: string): string {
     .replace(/&#(\d{1,7});/g, (_, code: string) => fromCode(Number(code)))
     .replace(/&#x([0-9a-f]{1,6});/gi, (_, code: string) => fromCode(parseInt(code, 16)))
     .replace(/&([a-z]+);/gi, (whole, name: string) => {
-      if (ENTITIES[name] !== undefined) return ENTITIES[name]
+      // HTML reads &QUOT; as &quot; (a title set in capitals keeps its entities in capitals).
+      const known = ENTITIES[name] ?? ENTITIES[name.toLowerCase()]
+      if (known !== undefined) return known
       const lower = name.toLowerCase()
       if ((GREEK as readonly string[]).includes(lower)) return ` ${lower} `
       const accented = /^([a-z])(?:acute|grave|uml|circ|tilde|cedil|ring|caron|slash|ogon|dot|macr|breve|dblac)$/i.exec(name)
@@ -235,11 +237,15 @@ const NUMBER_WORDS: Record<string, string> = {
 
 /** The tokens of a folded text: letters and digits, `&` read as "and", small numbers as words. */
 function tokensOf(folded: string): string[] {
-  return folded
-    .replace(/&/g, ' and ')
-    .split(/[^a-z0-9]+/)
-    .filter((token) => token !== '')
-    .map((token) => NUMBER_WORDS[token] ?? token)
+  return (
+    folded
+      .replace(/&/g, ' and ')
+      // A name's pluses are part of it: GRAND++ is not GRAND (C++, Ca2+ read alike on both sides).
+      .replace(/([a-z0-9])(\+{1,2})(?![a-z0-9])/g, (_, last: string, plus: string) => `${last} ${'plus '.repeat(plus.length)}`)
+      .split(/[^a-z0-9]+/)
+      .filter((token) => token !== '')
+      .map((token) => NUMBER_WORDS[token] ?? token)
+  )
 }
 
 // A subtitle starts after a colon, a spaced dash, or a question or exclamation mark followed by more words;
@@ -254,7 +260,8 @@ export function normaliseTitle(raw: string): NormalisedTitle {
   const tokens = tokensOf(cut)
   const separator = SUBTITLE_SEPARATOR.exec(cut)
   const main = separator === null ? tokens : tokensOf(cut.slice(0, separator.index))
-  const abbreviations = [...cut.matchAll(/(?:^|[^a-z0-9])([a-z]{2,})\.(?=\s|$)/g)].map((found) => found[1] as string)
+  // An abbreviation's full stop may be followed by the subtitle's colon or a comma (Continual Lea.: a study).
+  const abbreviations = [...cut.matchAll(/(?:^|[^a-z0-9])([a-z]{2,})\.(?=[\s:;,)]|$)/g)].map((found) => found[1] as string)
   return { tokens, mainTokens: main.length > 0 ? main : tokens, truncated, abbreviations }
 }
 

@@ -14,21 +14,39 @@ const PARTICLES = new Set(
   'van von der den de da das dos di del della degli du des la le ten ter zu vom al el bin ibn ben mac st'.split(' ')
 )
 
-/** German umlauts written out (ü as ue) read as the bare vowel, as folding reads ü: Mueller is Müller is Muller. */
+/**
+ * German umlauts written out (ü as ue) read as the bare vowel, as folding reads ü: Mueller is Müller is Muller;
+ * so is the Scandinavian å written aa (Aaberg is Åberg), both sides alike.
+ */
 function umlautFree(token: string): string {
-  return token.replace(/([aou])e/g, '$1')
+  return token.replace(/([aou])e/g, '$1').replace(/aa/g, 'a')
 }
 
 function nameWords(raw: string): string[] {
-  return normaliseName(raw)
-    .filter((token) => token.length > 1 && !PARTICLES.has(token) && !/^(?:jr|sr|ii|iii|iv|et|al|and|others)$/.test(token))
-    .map(umlautFree)
+  return normaliseName(raw).filter(
+    (token) => token.length > 1 && !PARTICLES.has(token) && !/^(?:jr|sr|ii|iii|iv|et|al|and|others)$/.test(token)
+  )
 }
 
-function sameWord(a: string, b: string): boolean {
-  if (a === b) return true
-  // One slip in a long name (Kowalsky for Kowalski), never in a short one (Wang is not Wong).
-  return Math.min(a.length, b.length) >= 6 && editDistance(a, b, 1) <= 1
+/** Whether a cited word names a registered one: the same, the same with umlauts written out, or one slip away. */
+function sameWord(cited: string, registered: string): boolean {
+  if (cited === registered || umlautFree(cited) === umlautFree(registered)) return true
+  return oneSlip(cited, registered) || oneSlip(umlautFree(cited), umlautFree(registered))
+}
+
+/**
+ * One slip in a registered name of five letters or more (Kowalsky for Kowalski, Beyr for Beyer); in a four-letter
+ * name only two letters swapped (Wnag for Wang), never one letter for another (Wang is not Wong); none below.
+ */
+function oneSlip(cited: string, registered: string): boolean {
+  if (registered.length >= 5) return editDistance(cited, registered, 1) <= 1
+  return registered.length === 4 && cited.length === 4 && swappedOnce(cited, registered)
+}
+
+/** Whether `a` is `b` with two neighbouring letters swapped. */
+function swappedOnce(a: string, b: string): boolean {
+  const at = [...a].findIndex((letter, i) => letter !== b[i])
+  return at >= 0 && at + 1 < a.length && a[at] === b[at + 1] && a[at + 1] === b[at] && a.slice(at + 2) === b.slice(at + 2)
 }
 
 /** The words that name a registered person: the family name's (particles aside), or an organisation's own. */
@@ -63,7 +81,12 @@ export function firstAuthorMatches(cited: string, authors: readonly PersonName[]
   if (family.some((word) => citedWords.some((c) => sameWord(c, word)))) return true
   const given = nameWords(first.given ?? '')
   // A swapped CJK name: the citation wrote one name, the registry's given one (one word each side, as CJK names are).
-  return citedWords.length === 1 && given.length === 1 && nameWords(first.family ?? '').length === 1 && citedWords[0] === given[0]
+  return (
+    citedWords.length === 1 &&
+    given.length === 1 &&
+    nameWords(first.family ?? '').length === 1 &&
+    sameWord(citedWords[0] as string, given[0] as string)
+  )
 }
 
 /** A registered person as a message shows them: "Family, Given", or the organisation. */

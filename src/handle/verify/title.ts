@@ -4,7 +4,7 @@ import type { NormalisedTitle } from './normalise.js'
 /**
  * Do two titles name one work (issue 41)? Each cited word is paired with at most one registered word: the
  * same word, the same word spelled the British or American way or in the plural, a hyphenated word written
- * whole or apart, an abbreviation of it, or a typo of it. Two figures decide:
+ * whole or apart, initials for a run of words (LLMs), an abbreviation of it, or a typo of it. Two figures decide:
  * - the *unexplained* cited content words, none of those pairings: an invented or substituted word, the
  *   sign of a fabricated title (a real citation drops words, it rarely adds new ones);
  * - the *coverage* of the registered main title: a cited title that names a small part of it is another work,
@@ -17,7 +17,10 @@ export interface TitleRules {
   maxUnexplained: number
   /** The least share of the registered main title's content words the cited title must name. */
   minCoverage: number
-  /** A typo's Damerau distance allowed by word length: `[shortest, distance]`, longest first. */
+  /**
+   * A typo's Damerau distance allowed by the registered word's length: `[shortest, distance]`, longest first. A
+   * distance of two also keeps the first letter and is not two letters replaced in place (looselyNames).
+   */
   typos: readonly (readonly [number, number])[]
 }
 
@@ -25,7 +28,7 @@ export const TITLE_RULES: TitleRules = {
   maxUnexplained: 0,
   minCoverage: 0.6,
   typos: [
-    [9, 2],
+    [6, 2],
     [4, 1]
   ]
 }
@@ -98,6 +101,13 @@ export function editDistance(a: string, b: string, bound: number): number {
   return Math.min(previous[b.length] as number, bound + 1)
 }
 
+/** How many places two words of one length differ in. */
+function hamming(a: string, b: string): number {
+  let n = 0
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++
+  return n
+}
+
 function typoBound(length: number, rules: TitleRules): number {
   for (const [shortest, distance] of rules.typos) if (length >= shortest) return distance
   return 0
@@ -122,9 +132,37 @@ function looselyNames(cited: string, registered: string, how: { abbreviation: bo
   if (/^\d/.test(cited) || /^\d/.test(registered)) return false // 1998 and 1999 are not a typo
   if (registered.length > cited.length && registered.startsWith(cited) && (cited.length >= 4 || how.cut)) return true
   if (how.abbreviation && registered.length >= cited.length + 2 && contracts(cited, registered)) return true
-  const bound = typoBound(Math.min(cited.length, registered.length), rules)
+  // The bound goes by the word as registered: two slips in "migration" (migartin) are still that word.
+  const bound = typoBound(registered.length, rules)
+  if (bound === 0) return false
   // The words as written, or their keys: a typo can hide a plural or a spelling (traed is trade, not tred).
-  return bound > 0 && (editDistance(cited, registered, bound) <= bound || editDistance(wordKey(cited), wordKey(registered), bound) <= bound)
+  const distance = Math.min(editDistance(cited, registered, bound), editDistance(wordKey(cited), wordKey(registered), bound))
+  if (distance <= 1) return distance <= bound
+  // Two slips keep the word's first letter (people seldom miss that one: migartin, Ppleines) and are seldom two
+  // letters replaced in place, which is how one real word becomes another (control → central, cancer → confer).
+  return distance <= bound && cited[0] === registered[0] && !(cited.length === registered.length && hamming(cited, registered) === 2)
+}
+
+/**
+ * The words of `words` (unpaired, in a row, function words skippable) whose initials spell `acronym` (LLMs:
+ * Large Language Models; IoT: Internet of Things), or undefined. Two to six letters, a plural `s` allowed; a word
+ * that spells a run of two or more words is rarely chance.
+ */
+function initialsRun(acronym: string, words: readonly string[], used: readonly boolean[]): number[] | undefined {
+  if (!/^[a-z]{2,6}$/.test(acronym) || !isContentWord(acronym)) return undefined
+  for (const letters of acronym.endsWith('s') && acronym.length > 2 ? [acronym, acronym.slice(0, -1)] : [acronym]) {
+    for (let start = 0; start < words.length; start++) {
+      const run: number[] = []
+      let at = start
+      for (const letter of letters) {
+        while (at < words.length && !used[at] && !isContentWord(words[at] as string) && (words[at] as string)[0] !== letter) at++
+        if (at >= words.length || used[at] || (words[at] as string)[0] !== letter) break
+        run.push(at++)
+      }
+      if (run.length === letters.length && run.length >= 2) return run
+    }
+  }
+  return undefined
 }
 
 /** One cited title against one registered title: the unexplained cited content words and the registered main title's coverage. */
@@ -139,11 +177,8 @@ function agreementWith(cited: NormalisedTitle, registered: NormalisedTitle, rule
     cPair[i] = j
     rUsed[j] = true
   }
-  // The same word first, then words written whole or apart (non-linear, nonlinear), then typos and abbreviations.
-  for (let i = 0; i < c.length; i++) {
-    const j = rKeys.findIndex((key, k) => !rUsed[k] && key === cKeys[i])
-    if (j >= 0) take(i, j)
-  }
+  // Words written whole or apart first (non-linear, nonlinear; End-to-End, Endto-End: a joined pair is specific),
+  // then the same word, then initials (LLMs for Large Language Models), then typos and abbreviations.
   for (let i = 0; i + 1 < c.length; i++) {
     if (cPair[i] !== undefined || cPair[i + 1] !== undefined) continue
     const joined = wordKey(`${c[i]}${c[i + 1]}`)
@@ -163,24 +198,58 @@ function agreementWith(cited: NormalisedTitle, registered: NormalisedTitle, rule
     }
   }
   for (let i = 0; i < c.length; i++) {
+    if (cPair[i] !== undefined) continue
+    // A word the record has twice pairs with the one nearest its place (Data … care data: the second for the second).
+    const expected = (i * r.length) / Math.max(1, c.length)
+    let j = -1
+    for (let k = 0; k < r.length; k++) {
+      if (!rUsed[k] && rKeys[k] === cKeys[i] && (j < 0 || Math.abs(k - expected) < Math.abs(j - expected))) j = k
+    }
+    if (j >= 0) take(i, j)
+  }
+  for (let i = 0; i < c.length; i++) {
+    if (cPair[i] !== undefined) continue
+    const run = initialsRun(c[i] as string, r, rUsed)
+    if (run !== undefined) {
+      cPair[i] = run[0]
+      for (const j of run) rUsed[j] = true
+    }
+  }
+  for (let j = 0; j < r.length; j++) {
+    if (rUsed[j]) continue
+    const run = initialsRun(
+      r[j] as string,
+      c,
+      cPair.map((pair) => pair !== undefined)
+    )
+    if (run !== undefined) {
+      rUsed[j] = true
+      for (const i of run) cPair[i] = j
+    }
+  }
+  for (let i = 0; i < c.length; i++) {
     if (cPair[i] !== undefined || !isContentWord(c[i] as string)) continue
     const how = { abbreviation: cited.abbreviations.includes(c[i] as string), cut: cited.truncated && i === c.length - 1 }
     const j = r.findIndex((token, k) => !rUsed[k] && looselyNames(c[i] as string, token, how, rules))
     if (j >= 0) take(i, j)
   }
   const unexplained = c.filter((token, i) => cPair[i] === undefined && isContentWord(token))
-  // Coverage of the main title's content words; of those before the last one named when the cited title was cut short.
-  const mainCount = registered.mainTokens.length
-  let last = mainCount - 1
-  if (cited.truncated) last = Math.min(last, Math.max(-1, ...rUsed.map((used, j) => (used ? j : -1))))
-  let content = 0
-  let named = 0
-  for (let j = 0; j <= last; j++) {
-    if (!isContentWord(r[j] as string)) continue
-    content++
-    if (rUsed[j]) named++
+  // Coverage of the main title's content words (a dropped subtitle costs nothing), or of the whole title when that
+  // is higher (a cited title that keeps the subtitle but drops a word of a short main title); of those before the
+  // last one named when the cited title was cut short.
+  const coverageOf = (count: number): number => {
+    let last = count - 1
+    if (cited.truncated) last = Math.min(last, Math.max(-1, ...rUsed.map((used, j) => (used ? j : -1))))
+    let content = 0
+    let named = 0
+    for (let j = 0; j <= last; j++) {
+      if (!isContentWord(r[j] as string)) continue
+      content++
+      if (rUsed[j]) named++
+    }
+    return content === 0 ? (unexplained.length === 0 ? 1 : 0) : named / content
   }
-  const coverage = content === 0 ? (unexplained.length === 0 ? 1 : 0) : named / content
+  const coverage = Math.max(coverageOf(registered.mainTokens.length), coverageOf(r.length))
   return { match: unexplained.length <= rules.maxUnexplained && coverage >= rules.minCoverage, unexplained, coverage }
 }
 
@@ -193,18 +262,21 @@ function better(a: TitleAgreement, b: TitleAgreement): boolean {
 /**
  * Whether a cited title names the registered work: compared with each title the record gives (main, with
  * subtitle, original, short), the best agreement. A cited subtitle the record lacks is tolerated when the cited
- * main title agrees on its own (registries often drop subtitles).
+ * main title agrees on its own (registries often drop subtitles); when the record gives a subtitle, the cited
+ * one must agree with it (a real main title under another subtitle is another work).
  */
 export function titleAgreement(cited: string, registered: string | readonly string[], rules: TitleRules = TITLE_RULES): TitleAgreement {
   const citedTitle = normaliseTitle(cited)
   const citedMain: NormalisedTitle | undefined =
     citedTitle.mainTokens.length < citedTitle.tokens.length ? { ...citedTitle, tokens: citedTitle.mainTokens, truncated: false } : undefined
+  const titles = (typeof registered === 'string' ? [registered] : registered).map(normaliseTitle)
+  // A record that gives a subtitle (in its title or apart) is compared with it: a cited subtitle must then agree.
+  const recordHasSubtitle = titles.some((title) => title.mainTokens.length < title.tokens.length)
   let best: TitleAgreement = { match: false, unexplained: citedTitle.tokens.filter(isContentWord), coverage: 0 }
-  for (const title of typeof registered === 'string' ? [registered] : registered) {
-    const registeredTitle = normaliseTitle(title)
+  for (const registeredTitle of titles) {
     const whole = agreementWith(citedTitle, registeredTitle, rules)
     if (better(whole, best)) best = whole
-    if (citedMain !== undefined && registeredTitle.mainTokens.length === registeredTitle.tokens.length) {
+    if (citedMain !== undefined && !recordHasSubtitle) {
       const main = agreementWith(citedMain, registeredTitle, rules)
       if (main.match && !best.match) best = main
     }

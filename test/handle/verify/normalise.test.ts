@@ -33,9 +33,19 @@ describe('a title as comparable tokens', () => {
       'Two Decades of Alzheimer’s Research in 3 Countries since 1990!',
       ['two', 'decades', 'of', 'alzheimers', 'research', 'in', 'three', 'countries', 'since', '1990']
     ],
-    ['', []]
+    ['', []],
+    ['&QUOT;VIOLATION OF MY BODY&QUOT;', ['violation', 'of', 'my', 'body']], // entities in capitals (HTML reads them alike)
+    ['GRAND++ and C++ with Ca2+', ['grand', 'plus', 'plus', 'and', 'c', 'plus', 'plus', 'with', 'ca2', 'plus']] // pluses belong to a name
   ])('%j → %j', (raw, tokens) => {
     expect(normaliseTitle(raw).tokens).toEqual(tokens)
+  })
+
+  it.each([
+    ['Continual Lea.: a study', ['lea']], // before a subtitle's colon
+    ['Proc. Intl. Conf., Berlin', ['proc', 'intl', 'conf']],
+    ['Deep nets', []]
+  ])('the abbreviations of %j are %j', (raw, abbreviations) => {
+    expect(normaliseTitle(raw).abbreviations).toEqual(abbreviations)
   })
 
   it.each([

@@ -23,7 +23,12 @@ describe('a cited first author who is the registered one', () => {
     ['{World Health Organization}', { literal: 'World Health Organization' }], // an organisation
     ['WHO', { literal: 'World Health Organization' }], // by its initials
     ['Smith, J. and Jones, K.', { family: 'Smith', given: 'John' }], // the first of a list
-    ['Smith, J. et al.', { family: 'Smith', given: 'John' }]
+    ['Smith, J. et al.', { family: 'Smith', given: 'John' }],
+    ['Aaberg, J.', { family: 'Åberg', given: 'Jan' }], // å written aa
+    ['Beyr, D.', { family: 'Beyer', given: 'Dirk' }], // one slip in a five-letter name (the registered name's length)
+    ['Wnag, Q.', { family: 'Wang', given: 'Qichen' }], // two letters swapped in a four-letter name
+    ['Boagerts, B.', { family: 'Bogaerts', given: 'Bart' }], // a slip next to an "ae" that is no umlaut
+    ['Zhnag, S.', { family: 'Zhang', given: 'Siwei' }]
   ])('%j is %j', (cited, first) => {
     expect(firstAuthorMatches(cited, [first, { family: 'Other', given: 'A.' }])).toBe(true)
   })
@@ -35,7 +40,9 @@ describe('a cited first author who is someone else', () => {
     ['Wong, W.', { family: 'Wang', given: 'Wei' }], // a short name has no slip allowed
     ['Thomas Jones', { family: 'Smith', given: 'Thomas' }], // a shared given name is not the family's
     ['Other, A.', { family: 'Müller', given: 'Hans' }], // the second author is not the first
-    ['Acme Corporation', { literal: 'World Health Organization' }]
+    ['Acme Corporation', { literal: 'World Health Organization' }],
+    ['Xia, W.', { family: 'Xiao', given: 'Wei' }], // a four-letter name allows no added letter: Xia is another name
+    ['Zou, S.', { family: 'Zhou', given: 'Shengwei' }]
   ])('%j is not %j', (cited, first) => {
     expect(firstAuthorMatches(cited, [first, { family: 'Other', given: 'A.' }])).toBe(false)
   })
