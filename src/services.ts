@@ -15,6 +15,8 @@ import type { Metrics } from './observe/metrics.js'
 import type { FleetMessage } from './resolve/fleet/messages.js'
 import type { LandingLookup } from './resolve/landing/address-guard.js'
 import { openCountryLookup } from './resolve/lookup/geoip.js'
+import type { ProxyService } from './resolve/lookup/proxy-service.js'
+import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
@@ -24,6 +26,7 @@ import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
 import { setUpVerify } from './services/verify.js'
+import type { Verifier } from './resolve/verify/verifier.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface ServiceDeps {
@@ -101,7 +104,7 @@ export async function createServices(
       tellHost({ kind: 'upstream-wait', until })
     }
   })
-  if (upstream !== undefined) closers.push(upstream.close)
+  closeLater(closers, upstream)
   const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
   closers.push(tiers.close)
   // A purge drops from this process's memory the key's record (with the answers kept with it for the door),
@@ -117,19 +120,11 @@ export async function createServices(
   closers.push(fleet.close)
   tellHost = fleet.tellHost
   const local = await openLocalRecords(config, { log, metrics })
-  if (local !== undefined) {
-    closers.push(async () => {
-      await local.close()
-    })
-  }
+  closeLater(closers, local)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
-  if (recorder !== undefined) {
-    closers.push(async () => {
-      await recorder.close()
-    })
-  }
+  closeLater(closers, recorder)
   const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
   const random = deps.random ?? Math.random
   const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
@@ -137,11 +132,7 @@ export async function createServices(
   const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
   // behaviour.md §10: only when a service is configured does a redirect ask about one.
   const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
-  if (openAccess !== undefined) {
-    closers.push(async () => {
-      await openAccess.close()
-    })
-  }
+  closeLater(closers, openAccess)
   const localServices =
     config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
@@ -161,38 +152,20 @@ export async function createServices(
     landingLookup: deps.landingLookup
   })
   closers.push(verify.close)
-  // Our own address, for a page's links when the request's Host cannot be used.
-  const fallbackHost = `${config.host}:${config.port}`
-  // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
-  metrics.showBounds(config)
-  const status = createStatusCollector({
+  const { fallbackHost, status, prepared, batch } = setUpServing(config, {
     metrics,
-    settings: config,
     now,
+    resolver,
+    proxyService,
+    negotiatedVaries: metadata.answers.fetching,
     upstreamState: reachability.state,
-    worker: deps.clusterWorker?.index
+    worker: deps.clusterWorker?.index,
+    serving: () => lifecycle.ready,
+    verifier: verify.verifier,
+    batchHeartbeatMs: deps.batchHeartbeatMs
   })
   closers.push(async () => {
     status.stop()
-  })
-  const prepared = preparedAnswersOf(config, {
-    resolver,
-    metrics,
-    negotiatedVaries: metadata.answers.fetching,
-    fallbackHost,
-    serving: () => lifecycle.ready,
-    now
-  })
-  const batch = createBatchAnswers({
-    service: proxyService,
-    resolver,
-    metrics,
-    concurrency: batchConcurrency(config),
-    deadlineMs: config.requestDeadlineMs,
-    verifier: verify.verifier,
-    verifyLevels: config.verifyLevels,
-    verifyConcurrency: config.verifyConcurrency,
-    heartbeatMs: deps.batchHeartbeatMs
   })
   const services: Services = {
     now,
@@ -210,7 +183,18 @@ export async function createServices(
     status,
     purge
   }
-  const hooks: ServiceHooks = {
+  return { services, hooks: hooksOf({ status, upstream, tiers, closers }) }
+}
+
+/** What must run when the server is ready, listens and closes, for app.ts to add as hooks. */
+function hooksOf(parts: {
+  status: { start: () => void }
+  upstream: { probe: () => void } | undefined
+  tiers: { preClose: ServiceHooks['preClose'] }
+  closers: Array<() => Promise<void>>
+}): ServiceHooks {
+  const { status, upstream, tiers, closers } = parts
+  return {
     onReady: async () => {
       status.start()
     },
@@ -224,7 +208,59 @@ export async function createServices(
       await closeAll(closers)
     }
   }
-  return { services, hooks }
+}
+
+/** Closed at the app's close, after what was opened after it: `thing`, when there is one. */
+function closeLater(closers: Array<() => Promise<void>>, thing: { close: () => Promise<void> } | undefined): void {
+  if (thing !== undefined) {
+    closers.push(async () => {
+      await thing.close()
+    })
+  }
+}
+
+/** What answers readers besides the routes' own lookups: the status page's figures, the door, the batch API. */
+function setUpServing(
+  config: Config,
+  parts: {
+    metrics: Metrics
+    now: () => number
+    resolver: Resolver
+    proxyService: ProxyService
+    negotiatedVaries: boolean
+    upstreamState: Services['upstreamState']
+    worker: number | undefined
+    serving: () => boolean
+    verifier: Verifier | undefined
+    batchHeartbeatMs: number | undefined
+  }
+) {
+  const { metrics, now, resolver } = parts
+  // Our own address, for a page's links when the request's Host cannot be used.
+  const fallbackHost = `${config.host}:${config.port}`
+  // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
+  metrics.showBounds(config)
+  const status = createStatusCollector({ metrics, settings: config, now, upstreamState: parts.upstreamState, worker: parts.worker })
+  const prepared = preparedAnswersOf(config, {
+    resolver,
+    metrics,
+    negotiatedVaries: parts.negotiatedVaries,
+    fallbackHost,
+    serving: parts.serving,
+    now
+  })
+  const batch = createBatchAnswers({
+    service: parts.proxyService,
+    resolver,
+    metrics,
+    concurrency: batchConcurrency(config),
+    deadlineMs: config.requestDeadlineMs,
+    verifier: parts.verifier,
+    verifyLevels: config.verifyLevels,
+    verifyConcurrency: config.verifyConcurrency,
+    heartbeatMs: parts.batchHeartbeatMs
+  })
+  return { fallbackHost, status, prepared, batch }
 }
 
 /** The door's settings: what turns it off, and what its pages' links are made of. */

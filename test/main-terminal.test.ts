@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { exitOf, isRunning, procStat, sleep, startServer } from './support/server-process.js'
+import { exitOf, isRunning, procStat, QUIET_SERVER_ENV, sleep, startServer } from './support/server-process.js'
 import { findOnPath } from './support/test-tools.js'
 
 // src/main.ts started on a terminal (util-linux's `script` gives it one) that then goes away, as when
@@ -29,11 +29,7 @@ async function onTerminal(shell: string, env: Record<string, string>): Promise<O
   const script = spawn('script', ['-qfc', shell, '/dev/null'], {
     env: {
       ...process.env,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOCAL_STORE_DIR: '',
-      CACHE_FILE: '',
-      CONTACT_EMAIL: 'ops@example.org',
+      ...QUIET_SERVER_ENV,
       OFFLINE: 'true',
       SHUTDOWN_GRACE_MS: String(GRACE_MS),
       ...env

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { isRunning, procStat, sleep } from './support/server-process.js'
+import { isRunning, procStat, QUIET_SERVER_ENV, sleep } from './support/server-process.js'
 
 // What the README tells people to run, `npm start` and `npm run start:offline`, stops with everything it
 // started: on SIGTERM to npm (a supervisor, `kill`), and on Ctrl-C (SIGINT to the terminal's whole
@@ -22,11 +22,7 @@ describe('npm start and npm run start:offline stop with their children', () => {
         const npm = spawn('npm', ['run', '--silent', script], {
           env: {
             ...process.env,
-            HOST: '127.0.0.1',
-            PORT: '0',
-            LOCAL_STORE_DIR: '',
-            CACHE_FILE: '',
-            CONTACT_EMAIL: 'ops@example.org',
+            ...QUIET_SERVER_ENV,
             LOG_FORMAT: 'json',
             SHUTDOWN_GRACE_MS: String(GRACE_MS),
             WORKERS: workers

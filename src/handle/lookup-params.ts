@@ -7,7 +7,8 @@
  *
  * A new parameter sent upstream is a field here, read in `lookupParamsOf`, written in `upstreamQuery`, and
  * described in the REST API's OpenAPI text (src/http/openapi.ts). One that changes the upstream's answer
- * must bypass the cache too (`bypassesCache`): a cached or shared answer was not asked with it.
+ * must bypass the cache too (`bypassesCache`): a cached or shared answer was not asked with it. One that
+ * `/openurl` should carry to the resolution is a fourth file: `CARRIED_PARAMETERS` in handle/openurl.ts.
  */
 export interface LookupParams {
   /** Ask the upstream authoritatively (`auth=true` upstream). */
@@ -39,4 +40,9 @@ export const PLAIN_LOOKUP: LookupParams = Object.freeze(lookupParamsOf(() => fal
  */
 function bypassesCache(auth: boolean, cert: boolean): boolean {
   return auth || cert
+}
+
+/** The `X-Cache` of an answer the upstream gave (or failed to give): BYPASS when the query bypassed every cache. */
+export function missStatus(params: Pick<LookupParams, 'bypassCache'>): 'BYPASS' | 'MISS' {
+  return params.bypassCache ? 'BYPASS' : 'MISS'
 }

@@ -92,6 +92,26 @@ const WINDOW = 1024
 // A verifying batch's answer silent this long gets a newline: REQUEST_TIMEOUT_MS and the reader's body timeout see it alive.
 const HEARTBEAT_MS = 10_000
 
+/** The answer of a line whose lookup failed or was refused, and how /status counts it. */
+function failedLine(err: unknown, req: BatchRequest): Answered {
+  // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
+  const notHeld = isNotHeld(err)
+  if (!notHeld) req.onError?.(err)
+  const { status, message } = describeError(err)
+  const result: Omit<BatchResult, 'input'> = {
+    doi: null,
+    registered: null,
+    url: null,
+    source: notHeld ? null : 'upstream',
+    status,
+    error: oneLine(message)
+  }
+  const retryAfter = retryAfterSeconds(err)
+  if (retryAfter !== undefined) result.retryAfter = retryAfter
+  // As the proxy counts its own: a refusal (a limit's 429) is a 4xx, a failure to find out a 5xx.
+  return { result, counted: status >= 500 ? 'error' : 'bad_request' }
+}
+
 export function createBatchAnswers(opts: BatchOptions) {
   const counted = {
     registered: opts.metrics.batchLines.labels('registered'),
@@ -127,22 +147,7 @@ export function createBatchAnswers(opts: BatchOptions) {
       }
       return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
     } catch (err) {
-      // A line not held under only-if-cached was not looked up: its answer says so, and nothing failed.
-      const notHeld = isNotHeld(err)
-      if (!notHeld) req.onError?.(err)
-      const { status, message } = describeError(err)
-      const result: Omit<BatchResult, 'input'> = {
-        doi: null,
-        registered: null,
-        url: null,
-        source: notHeld ? null : 'upstream',
-        status,
-        error: oneLine(message)
-      }
-      const retryAfter = retryAfterSeconds(err)
-      if (retryAfter !== undefined) result.retryAfter = retryAfter
-      // As the proxy counts its own: a refusal (a limit's 429) is a 4xx, a failure to find out a 5xx.
-      return { result, counted: status >= 500 ? 'error' : 'bad_request' }
+      return failedLine(err, req)
     }
   }
 

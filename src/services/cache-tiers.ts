@@ -9,6 +9,7 @@ import { createRecordCache } from '../resolve/cache/record-cache.js'
 import type { RecordCache } from '../resolve/cache/record-cache.js'
 import type { OpenAccessCache } from '../resolve/open-access/finder.js'
 import { cacheSourceOf, sourceId } from '../resolve/cache/source.js'
+import type { CacheSource } from '../resolve/cache/source.js'
 import {
   closeRedis,
   createRedisClient,
@@ -124,49 +125,7 @@ export async function setUpCacheTiers(
   const { cache, freshness, metrics, now, openAccess } = deps
   // What the records are made from: a snapshot or a Redis key made from another source is never read.
   const source = cacheSourceOf(config)
-  let preClose = async (): Promise<void> => {}
-  let rewriteSnapshot = async (): Promise<void> => {}
-
-  if (config.cacheFile !== undefined) {
-    const file = config.cacheFile
-    // Every file of the family, this one last (loaded last is kept most recently used): with WORKERS>1
-    // each worker writes CACHE_FILE.<n>, and the cluster hands any request to any worker, so each
-    // worker takes all of them back; a change of WORKERS loses nothing either.
-    for (const one of [...(await siblingSnapshots(file)), file]) {
-      const started = performance.now()
-      const loaded = await loadSnapshot({
-        file: one,
-        cache,
-        now,
-        maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES,
-        maxKeyLength: config.maxHandleLength * 4,
-        source,
-        openAccess,
-        takeBack: one === file,
-        log
-      })
-      if (loaded.loaded + loaded.expired + loaded.bad + (loaded.openAccess ?? 0) > 0) {
-        log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
-      }
-    }
-    const snapshots = scheduleSnapshots({
-      file,
-      cache,
-      openAccess,
-      source,
-      now,
-      intervalMs: config.cacheSnapshotIntervalSeconds * 1000,
-      log
-    })
-    // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
-    // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
-    preClose = async () => {
-      await snapshots.close()
-    }
-    rewriteSnapshot = async () => {
-      await snapshots.rewrite('purge')
-    }
-  }
+  const { preClose, rewriteSnapshot } = await setUpCacheFile(log, config, { cache, now, openAccess, source })
 
   const settings = redisSettingsOf(config)
   if (settings === undefined) {
@@ -222,6 +181,60 @@ export async function setUpCacheTiers(
         lockTtlMs: config.redisLockTtlMs,
         freshness
       })
+  }
+}
+
+/**
+ * CACHE_FILE: every file of its family loaded now, and written periodically and as closing begins
+ * (`preClose`) and after a purge (`rewriteSnapshot`); both do nothing without one.
+ */
+async function setUpCacheFile(
+  log: FastifyBaseLogger,
+  config: CacheTierSettings,
+  deps: { cache: RecordCache; now: () => number; openAccess: OpenAccessCache | undefined; source: CacheSource }
+): Promise<{ preClose: () => Promise<void>; rewriteSnapshot: () => Promise<void> }> {
+  const { cache, now, openAccess, source } = deps
+  const none = async (): Promise<void> => {}
+  if (config.cacheFile === undefined) return { preClose: none, rewriteSnapshot: none }
+  const file = config.cacheFile
+  // Every file of the family, this one last (loaded last is kept most recently used): with WORKERS>1
+  // each worker writes CACHE_FILE.<n>, and the cluster hands any request to any worker, so each
+  // worker takes all of them back; a change of WORKERS loses nothing either.
+  for (const one of [...(await siblingSnapshots(file)), file]) {
+    const started = performance.now()
+    const loaded = await loadSnapshot({
+      file: one,
+      cache,
+      now,
+      maxLineBytes: 2 * config.upstreamMaxBodyBytes + LINE_SLACK_BYTES,
+      maxKeyLength: config.maxHandleLength * 4,
+      source,
+      openAccess,
+      takeBack: one === file,
+      log
+    })
+    if (loaded.loaded + loaded.expired + loaded.bad + (loaded.openAccess ?? 0) > 0) {
+      log.info({ file: one, ...loaded, entries: cache.size, ms: Math.round(performance.now() - started) }, 'loaded the cache snapshot')
+    }
+  }
+  const snapshots = scheduleSnapshots({
+    file,
+    cache,
+    openAccess,
+    source,
+    now,
+    intervalMs: config.cacheSnapshotIntervalSeconds * 1000,
+    log
+  })
+  // Written as closing begins, not after in-flight requests drain: a request stuck on a slow upstream
+  // may outlast SHUTDOWN_GRACE_MS, and the process would exit with the cache unwritten.
+  return {
+    preClose: async () => {
+      await snapshots.close()
+    },
+    rewriteSnapshot: async () => {
+      await snapshots.rewrite('purge')
+    }
   }
 }
 

@@ -15,6 +15,25 @@ export interface TestSetup {
 }
 
 /**
+ * The settings our test apps run on, in front of the fake upstream at `upstreamUrl`, with `overrides` last.
+ * No local store unless a test asks for one: the sample store would answer for 10.5555 itself.
+ * No cache file either (the default would write data/cache.snapshot under the repository).
+ * No load shedding unless a test asks for it (test/http/protection.test.ts): on a busy machine an
+ * event-loop delay over a second turned an expected answer into DP_OVERLOADED's 503.
+ */
+export function testConfig(upstreamUrl: string, overrides: Partial<Config> = {}): Config {
+  return {
+    ...buildConfig(undefined, {}),
+    upstreamUrl,
+    upstreamTimeoutMs: 2000,
+    localStoreDir: undefined,
+    cacheFile: undefined,
+    maxEventLoopDelayMs: 0,
+    ...overrides
+  }
+}
+
+/**
  * A real fake upstream on 127.0.0.1 and our app pointed at it, both closed when the test ends.
  * `overrides` are config settings; `records` replace the probe records.
  */
@@ -22,19 +41,7 @@ export async function setup(
   opts: { overrides?: Partial<Config>; records?: Record<string, HandleValue[]>; deps?: AppDeps } = {}
 ): Promise<TestSetup> {
   const upstream = await FakeUpstream.start(opts.records ?? PROBE_RECORDS)
-  // No local store unless a test asks for one: the sample store would answer for 10.5555 itself.
-  // No cache file either (the default would write data/cache.snapshot under the repository).
-  // No load shedding unless a test asks for it (test/http/protection.test.ts): on a busy machine an
-  // event-loop delay over a second turned an expected answer into DP_OVERLOADED's 503.
-  const config: Config = {
-    ...buildConfig(undefined, {}),
-    upstreamUrl: upstream.url,
-    upstreamTimeoutMs: 2000,
-    localStoreDir: undefined,
-    cacheFile: undefined,
-    maxEventLoopDelayMs: 0,
-    ...opts.overrides
-  }
+  const config = testConfig(upstream.url, opts.overrides)
   const app = await buildApp(config, opts.deps)
   await app.ready()
   onTestFinished(async () => {

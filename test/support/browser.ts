@@ -4,8 +4,8 @@ import { chromium } from 'playwright-core'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { AxeBuilder } from '@axe-core/playwright'
 import { buildApp } from '../../src/app.js'
-import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
+import { testConfig } from './app.js'
 import { FakeUpstream } from './fake-upstream.js'
 import { PROBE_RECORDS } from './records.js'
 import { TEST_TOOLS } from './test-tools.js'
@@ -39,16 +39,7 @@ export interface Served {
 /** Our app listening on 127.0.0.1 (a real socket, as a browser needs), in front of the fake upstream. */
 export async function serve(overrides: Partial<Config> = {}): Promise<Served> {
   const upstream = await FakeUpstream.start(PROBE_RECORDS)
-  const config: Config = {
-    ...buildConfig(undefined, {}),
-    upstreamUrl: upstream.url,
-    upstreamTimeoutMs: 2000,
-    localStoreDir: undefined,
-    cacheFile: undefined,
-    port: 0,
-    maxEventLoopDelayMs: 0,
-    ...overrides
-  }
+  const config = testConfig(upstream.url, { port: 0, ...overrides })
   const app = await buildApp(config)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo

@@ -2,8 +2,8 @@ import { onTestFinished } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { AppDeps } from '../../src/app.js'
-import { buildConfig } from '../../src/config/schema.js'
 import type { Config } from '../../src/config/schema.js'
+import { testConfig } from './app.js'
 import { FakeUpstream } from './fake-upstream.js'
 import { PROBE_RECORDS, admin, str } from './records.js'
 import type { HandleValue } from '../../src/handle/types.js'
@@ -21,21 +21,13 @@ export async function topologyUpstream(): Promise<FakeUpstream> {
 
 /** One replica: a whole app on the shared upstream, with the Redis settings in `overrides`; closed when the test ends. */
 export async function replicaApp(upstream: FakeUpstream, overrides: Partial<Config>, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const config: Config = {
-    ...buildConfig(undefined, {}),
-    upstreamUrl: upstream.url,
-    upstreamTimeoutMs: 2000,
+  const config = testConfig(upstream.url, {
     upstreamRetries: 0,
-    localStoreDir: undefined,
-    cacheFile: undefined,
-    // These tests are about Redis: a busy test machine's event-loop lag (building an app, loading modules)
-    // must not shed their lookups with a 503.
-    maxEventLoopDelayMs: 0,
-    // Nor must its slow Redis replies (over the default 100 ms under load) count as timeouts: a test of
-    // timeouts sets its own.
+    // These tests are about Redis: a busy test machine's slow Redis replies (over the default 100 ms under
+    // load) must not count as timeouts; a test of timeouts sets its own. (testConfig sheds no load either.)
     redisCommandTimeoutMs: 1000,
     ...overrides
-  }
+  })
   const app = await buildApp(config, deps)
   await app.ready()
   onTestFinished(async () => {

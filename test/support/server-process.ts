@@ -11,22 +11,25 @@ export interface Started {
 }
 
 /**
+ * The environment a server under test starts with: a free loopback port, no local store, no cache file
+ * (each would read or write files under the repository), and a contact address (else a warning at start).
+ */
+export const QUIET_SERVER_ENV: Readonly<Record<string, string>> = {
+  HOST: '127.0.0.1',
+  PORT: '0',
+  LOCAL_STORE_DIR: '',
+  CACHE_FILE: '',
+  CONTACT_EMAIL: 'ops@example.org'
+}
+
+/**
  * Start `src/main.ts` on a free loopback port with `env` over a quiet base (no local store, no cache
  * file, a contact address, and no load shedding: a process just started on a busy machine can see an
  * event-loop delay over the default second), and resolve once it says it listens; killed when the test ends.
  */
 export async function startServer(env: Record<string, string>, opts: { ownProcessGroup?: boolean } = {}): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOCAL_STORE_DIR: '',
-      CACHE_FILE: '',
-      CONTACT_EMAIL: 'ops@example.org',
-      MAX_EVENT_LOOP_DELAY_MS: '0',
-      ...env
-    },
+    env: { ...process.env, ...QUIET_SERVER_ENV, MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so a test can signal every process of it at once, as systemd and a terminal do.
     detached: opts.ownProcessGroup === true
@@ -99,16 +102,7 @@ export interface StartOutcome {
  */
 export async function startOutcome(env: Record<string, string>, opts: { user?: AnotherUser } = {}): Promise<StartOutcome> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOCAL_STORE_DIR: '',
-      CACHE_FILE: '',
-      CONTACT_EMAIL: 'ops@example.org',
-      MAX_EVENT_LOOP_DELAY_MS: '0',
-      ...env
-    },
+    env: { ...process.env, ...QUIET_SERVER_ENV, MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...opts.user
   })

@@ -12,6 +12,7 @@ import {
   serializeApi
 } from '../../handle/api.js'
 import type { ApiBody, ApiParams } from '../../handle/api.js'
+import { missStatus } from '../../handle/lookup-params.js'
 import { splitRequestTarget } from '../../handle/name.js'
 import { filterValues } from '../../handle/record.js'
 import type { HandleValue } from '../../handle/types.js'
@@ -120,7 +121,7 @@ export async function answerApi(
     return sendParts(reply, parts, result.cache, undefined)
   } catch (err) {
     opts.metrics.otherAnswers[describeError(err).status >= 500 ? 'error' : 'bad_request'].inc()
-    reply.header('x-cache', bypass ? 'BYPASS' : 'MISS')
+    reply.header('x-cache', missStatus(params))
     errorsAbout(request, { handle })
     throw err
   }

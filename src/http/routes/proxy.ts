@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { encodeHandlePath, handleFromInput, handleFromPath, hasControlChar, splitRequestTarget } from '../../handle/name.js'
 import { parseApiQuery } from '../../handle/api.js'
+import { missStatus } from '../../handle/lookup-params.js'
 import { parseProxyQuery } from '../../handle/query.js'
 import type { ProxyParams } from '../../handle/query.js'
 import type { ProxyOutcome, ProxyRequest, ProxyService } from '../../resolve/lookup/proxy-service.js'
@@ -189,7 +190,7 @@ export function proxyAnswer(opts: ProxyRouteOptions) {
       return render(reply, ctx, outcome, query)
     } catch (err) {
       count(describeError(err).status >= 500 ? 'upstream_error' : 'bad_request')
-      reply.header('x-cache', params.bypassCache ? 'BYPASS' : 'MISS')
+      reply.header('x-cache', missStatus(params))
       throw err
     }
   }

@@ -1,3 +1,4 @@
+import { missStatus } from '../../handle/lookup-params.js'
 import type { HandleValue } from '../../handle/types.js'
 import { isType } from '../../handle/types.js'
 import { cacheKey } from '../../handle/name.js'
@@ -94,7 +95,7 @@ export function createResolver(opts: ResolverOptions) {
     const pending = turns.ask(handle, key, params, passed)
     try {
       const answer = await within(pending, passed?.deadline, upstreamErrors.deadline)
-      return toLookup(answer, params.bypassCache ? 'BYPASS' : 'MISS', turns.entryForTaker(key, answer))
+      return toLookup(answer, missStatus(params), turns.entryForTaker(key, answer))
     } catch (err) {
       // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
       const stale = staleStandIn(handle, err, cached ?? cache.peek(key))

@@ -42,8 +42,7 @@ export function createUpstreamTurns(opts: UpstreamTurnsOptions) {
   // queued or running, so one client's concurrent misses of a key take one turn.
   const fetching = new Map<string, Promise<UpstreamAnswer>>()
   const waiting = new Map<string, Promise<UpstreamAnswer>>()
-  // How many lookups took each upstream answer (gone with the answer).
-  const takersOf = new WeakMap<UpstreamAnswer, number>()
+  const entryForTaker = takerEntries(cache)
 
   /** The upstream's answer for a lookup: joined, queued, or, when it bypasses the cache, a turn that joins nothing. */
   function ask(handle: string, key: string, params: LookupParams, passed: Passed | undefined): Promise<UpstreamAnswer> {
@@ -121,6 +120,15 @@ export function createUpstreamTurns(opts: UpstreamTurnsOptions) {
     joinOrQueue(handle, key, PLAIN_LOOKUP, undefined, REFRESH).catch((err: unknown) => opts.onRefreshError?.(handle, err))
   }
 
+  return { ask, refreshInBackground, entryForTaker }
+}
+
+/**
+ * How many lookups took each upstream answer (gone with the answer), and the cache entry that goes with
+ * the answer to each taker.
+ */
+function takerEntries(cache: UpstreamTurnsOptions['cache']) {
+  const takersOf = new WeakMap<UpstreamAnswer, number>()
   /**
    * The cache entry that goes with an upstream answer to one of its takers: only from its second taker on
    * (joined lookups, a storm), as work is kept with a record from its first repeat, so one asked for once
@@ -140,8 +148,7 @@ export function createUpstreamTurns(opts: UpstreamTurnsOptions) {
         ? entry
         : undefined
   }
-
-  return { ask, refreshInBackground, entryForTaker }
+  return entryForTaker
 }
 
 /** The upstream asked, once a lookup's turn came, and its answer stored in the cache (the shared tier's as it was stored there). */
