@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { sendEndless } from './endless-body.js'
 
 /**
  * A fake of Crossref's REST API on 127.0.0.1, a real HTTP server answering `GET /works/{doi}` as the real
@@ -119,16 +120,7 @@ export class FakeCrossrefApi {
       return
     }
     if (mode === 'huge') {
-      res.writeHead(200, { 'content-type': 'application/json' })
-      const chunk = Buffer.alloc(64 * 1024, 0x20)
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk)) {
-          /* fill the socket */
-        }
-        if (!res.destroyed) res.once('drain', pump)
-      }
-      res.write('{"status": "ok", "message": {"pad": "')
-      pump()
+      sendEndless(res, 'application/json', '{"status": "ok", "message": {"pad": "')
       return
     }
     const send = (): void => this.answerWork(doi, res)
