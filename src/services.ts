@@ -20,6 +20,7 @@ import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
+import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
 import { setUpMetadata } from './services/metadata.js'
@@ -107,15 +108,9 @@ export async function createServices(
   closeLater(closers, upstream)
   const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
   closers.push(tiers.close)
-  // A purge drops from this process's memory the key's record (with the answers kept with it for the door),
-  // its open-access answer and its fetched metadata, an agency's 404 or 406 included (built below).
+  // A purge forgets the key's fetched metadata too (built below).
   let forgetMetadata = (_key: string): boolean => false
-  const dropHere = (key: string): boolean => {
-    const held = cache.peek(key) !== undefined
-    cache.delete(key)
-    openAccessCache?.delete(key)
-    return forgetMetadata(key) || held
-  }
+  const dropHere = (key: string): boolean => dropFromMemory(key, { cache, openAccessCache, forgetMetadata })
   const { fleet, purge } = joinFleet(config, { tiers, upstream, dropHere })
   closers.push(fleet.close)
   tellHost = fleet.tellHost
@@ -129,12 +124,8 @@ export async function createServices(
   const random = deps.random ?? Math.random
   const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
   const admission = createAdmission(config, metrics, tiers.redis)
-  const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
-  // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
-  closeLater(closers, openAccess)
-  const localServices =
-    config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
+  const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
+  closeLater(closers, extras.openAccess)
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
   const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
   closers.push(metadata.close)
@@ -173,8 +164,8 @@ export async function createServices(
     resolver,
     proxyService,
     admission,
-    countryLookup,
-    localServices,
+    countryLookup: extras.countryLookup,
+    localServices: extras.localServices,
     metadata: metadata.answers,
     batch,
     fallbackHost,
@@ -208,6 +199,31 @@ function hooksOf(parts: {
       await closeAll(closers)
     }
   }
+}
+
+/**
+ * A purge drops from this process's memory the key's record (with the answers kept with it for the door), its
+ * open-access answer and its fetched metadata, an agency's 404 or 406 included: whether any of them was held.
+ */
+function dropFromMemory(
+  key: string,
+  held: Pick<Caches, 'cache' | 'openAccessCache'> & { forgetMetadata: (key: string) => boolean }
+): boolean {
+  const record = held.cache.peek(key) !== undefined
+  held.cache.delete(key)
+  held.openAccessCache?.delete(key)
+  return held.forgetMetadata(key) || record
+}
+
+/** What a redirect may ask besides the record: the reader's country (GEOIP_DATABASE), an open-access copy, a local service. */
+async function setUpRedirectExtras(config: Config, parts: Parameters<typeof setUpOpenAccess>[2] & { log: FastifyBaseLogger }) {
+  const { log, metrics, now } = parts
+  const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
+  // behaviour.md §10: only when a service is configured does a redirect ask about one.
+  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: parts.redis, cache: parts.cache })
+  const localServices =
+    config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
+  return { countryLookup, openAccess, localServices }
 }
 
 /** Closed at the app's close, after what was opened after it: `thing`, when there is one. */

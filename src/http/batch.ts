@@ -120,90 +120,14 @@ export function createBatchAnswers(opts: BatchOptions) {
     invalid: opts.metrics.batchLines.labels('invalid')
   }
 
-  /** One name, as GET /{doi} would answer it, and how /status counts that answer. */
-  async function resolve(handle: string, admit: Admit, req: BatchRequest): Promise<Answered> {
-    try {
-      const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
-      const { status, location } = plainAnswer(req.ctx, outcome)
-      const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
-      const source =
-        outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
-          ? 'upstream'
-          : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
-            ? 'cache'
-            : 'local'
-      if (outcome.kind !== 'not-found') {
-        return {
-          result: { doi, registered: true, url: location, source, status },
-          counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from
-        }
-      }
-      if (outcome.message !== undefined) {
-        return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
-      }
-      // Offline, a name the local records do not hold may well be registered: we cannot say.
-      if (!opts.resolver.knowsAbsence(handle)) {
-        return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
-      }
-      return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
-    } catch (err) {
-      return failedLine(err, req)
-    }
-  }
-
   /**
    * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
    * once, whatever its record's ttl; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
   async function* answer(lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
-    // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
-    // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
-    // (BATCH_MAX_LINES), and a small object a name.
-    const once = new Map<string, { answered: Promise<Answered>; admit: Admit }>()
     const levels = req.levels ?? []
     const verifier = levels.length > 0 ? opts.verifier : undefined
-    // A verifying batch has more lines in flight than lookups: most wait on a landing page's host.
-    const lookups = verifier === undefined ? undefined : limiter(opts.concurrency)
-    // Each work cited (a DOI and what its reference says of it) is verified once per batch.
-    const verified = new Map<string, Promise<Verification>>()
-    const lookup = async (line: BatchLine): Promise<{ result: BatchResult; counted: AnswerOutcome }> => {
-      if (line.kind === 'invalid') {
-        const result: BatchResult = {
-          input: line.input,
-          doi: null,
-          registered: false,
-          url: null,
-          source: null,
-          status: null,
-          error: line.message
-        }
-        return { result: withoutVerification(result, levels), counted: 'bad_request' }
-      }
-      const key = cacheKey(line.handle)
-      let pending = once.get(key)
-      if (pending === undefined) {
-        let admitted: ReturnType<Admit> | undefined
-        // The batch was admitted as a whole; each name gets its own deadline from when it first needs the upstream,
-        // and passes the gate at most once, for its lookup and its verification together.
-        const admit: Admit = async () =>
-          await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
-        const answered =
-          lookups === undefined ? resolve(line.handle, admit, req) : lookups(async () => await resolve(line.handle, admit, req))
-        once.set(key, (pending = { answered, admit }))
-      }
-      const { result, counted } = await pending.answered
-      const full: BatchResult = { input: line.input, ...result }
-      if (verifier === undefined) return { result: withoutVerification(full, levels), counted }
-      if (result.registered !== true || result.doi === null) return { result: withoutVerification(full, levels), counted }
-      const workKey = `${key}\n${JSON.stringify([line.cited?.title, line.cited?.year, line.cited?.author])}`
-      let verification = verified.get(workKey)
-      if (verification === undefined) {
-        const request = { doi: result.doi, url: result.url, cited: line.cited as CitedWork | undefined }
-        verification = verifier.verify(request, levels, { admit: pending.admit, signal: req.signal })
-        verified.set(workKey, verification)
-      }
-      return { result: { ...full, ...(await verification) }, counted }
-    }
+    const lookup = lineAnswers(opts, req, levels, verifier)
     const concurrency = verifier === undefined ? opts.concurrency : Math.max(opts.concurrency, opts.verifyConcurrency ?? opts.concurrency)
     for await (const chunk of mapInOrder(lines, lookup, { concurrency, window: WINDOW, signal: req.signal })) {
       const results: BatchResult[] = []
@@ -231,6 +155,94 @@ export function createBatchAnswers(opts: BatchOptions) {
   }
 
   return { answer, refusedLevel, heartbeatMs: opts.heartbeatMs ?? HEARTBEAT_MS }
+}
+
+/** The answer of each line of one batch; `verifier` undefined when the batch verifies nothing. */
+function lineAnswers(
+  opts: BatchOptions,
+  req: BatchRequest,
+  levels: readonly VerifyLevel[],
+  verifier: Pick<Verifier, 'verify'> | undefined
+): (line: BatchLine) => Promise<{ result: BatchResult; counted: AnswerOutcome }> {
+  // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
+  // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
+  // (BATCH_MAX_LINES), and a small object a name.
+  const once = new Map<string, { answered: Promise<Answered>; admit: Admit }>()
+  // A verifying batch has more lines in flight than lookups: most wait on a landing page's host.
+  const lookups = verifier === undefined ? undefined : limiter(opts.concurrency)
+  // Each work cited (a DOI and what its reference says of it) is verified once per batch.
+  const verified = new Map<string, Promise<Verification>>()
+  return async (line) => {
+    if (line.kind === 'invalid') {
+      const result: BatchResult = {
+        input: line.input,
+        doi: null,
+        registered: false,
+        url: null,
+        source: null,
+        status: null,
+        error: line.message
+      }
+      return { result: withoutVerification(result, levels), counted: 'bad_request' }
+    }
+    const key = cacheKey(line.handle)
+    let pending = once.get(key)
+    if (pending === undefined) {
+      let admitted: ReturnType<Admit> | undefined
+      // The batch was admitted as a whole; each name gets its own deadline from when it first needs the upstream,
+      // and passes the gate at most once, for its lookup and its verification together.
+      const admit: Admit = async () =>
+        await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
+      const answered =
+        lookups === undefined
+          ? resolveLine(opts, line.handle, admit, req)
+          : lookups(async () => await resolveLine(opts, line.handle, admit, req))
+      once.set(key, (pending = { answered, admit }))
+    }
+    const { result, counted } = await pending.answered
+    const full: BatchResult = { input: line.input, ...result }
+    if (verifier === undefined) return { result: withoutVerification(full, levels), counted }
+    if (result.registered !== true || result.doi === null) return { result: withoutVerification(full, levels), counted }
+    const workKey = `${key}\n${JSON.stringify([line.cited?.title, line.cited?.year, line.cited?.author])}`
+    let verification = verified.get(workKey)
+    if (verification === undefined) {
+      const request = { doi: result.doi, url: result.url, cited: line.cited as CitedWork | undefined }
+      verification = verifier.verify(request, levels, { admit: pending.admit, signal: req.signal })
+      verified.set(workKey, verification)
+    }
+    return { result: { ...full, ...(await verification) }, counted }
+  }
+}
+
+/** One name, as GET /{doi} would answer it, and how /status counts that answer. */
+async function resolveLine(opts: BatchOptions, handle: string, admit: Admit, req: BatchRequest): Promise<Answered> {
+  try {
+    const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
+    const { status, location } = plainAnswer(req.ctx, outcome)
+    const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
+    const source =
+      outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
+        ? 'upstream'
+        : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
+          ? 'cache'
+          : 'local'
+    if (outcome.kind !== 'not-found') {
+      return {
+        result: { doi, registered: true, url: location, source, status },
+        counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from
+      }
+    }
+    if (outcome.message !== undefined) {
+      return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
+    }
+    // Offline, a name the local records do not hold may well be registered: we cannot say.
+    if (!opts.resolver.knowsAbsence(handle)) {
+      return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+    }
+    return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
+  } catch (err) {
+    return failedLine(err, req)
+  }
 }
 
 /** A line not registered, or not a DOI name, under `?verify=`: null for each level asked. */

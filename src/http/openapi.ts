@@ -38,6 +38,9 @@ const purgeAnswer = {
   }
 }
 
+// A refusal's JSON body, the same for each: one line saying why.
+const messageAnswer = { type: 'object', properties: { message: { type: 'string' } } }
+
 const apiAnswer = {
   type: 'object',
   required: ['responseCode'],
@@ -253,7 +256,7 @@ export const OPENAPI_DOCUMENT = {
           },
           400: json(
             'The JSON body is not an array of strings and objects with a `doi`, or `?verify=` names a level this server does not run.',
-            { type: 'object', properties: { message: { type: 'string' } } }
+            messageAnswer
           ),
           413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', {
             type: 'object',
@@ -261,12 +264,9 @@ export const OPENAPI_DOCUMENT = {
           }),
           429: json(
             'Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.',
-            { type: 'object', properties: { message: { type: 'string' } } }
+            messageAnswer
           ),
-          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', {
-            type: 'object',
-            properties: { message: { type: 'string' } }
-          })
+          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', messageAnswer)
         }
       }
     },
@@ -303,7 +303,7 @@ export const OPENAPI_DOCUMENT = {
               ]
             }
           }),
-          400: json('More DOIs than the configured maximum.', { type: 'object', properties: { message: { type: 'string' } } })
+          400: json('More DOIs than the configured maximum.', messageAnswer)
         }
       }
     },
@@ -316,12 +316,9 @@ export const OPENAPI_DOCUMENT = {
         parameters: [{ name: 'doi', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' } } }],
         responses: {
           200: json('Dropped everywhere we know of.', purgeAnswer),
-          400: json('Not a DOI name.', { type: 'object', properties: { message: { type: 'string' } } }),
-          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', {
-            type: 'object',
-            properties: { message: { type: 'string' } }
-          }),
-          404: json('Purging is off: ADMIN_TOKEN is not set.', { type: 'object', properties: { message: { type: 'string' } } }),
+          400: json('Not a DOI name.', messageAnswer),
+          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', messageAnswer),
+          404: json('Purging is off: ADMIN_TOKEN is not set.', messageAnswer),
           503: json(
             'Dropped here, but Redis did not take the delete or the message: other replicas may keep their copy until it expires. Try again.',
             purgeAnswer

@@ -11,7 +11,7 @@ import { LineCounter, parseDocument, isMap, isSeq } from 'yaml'
 import type { Node as YamlNode, YAMLMap } from 'yaml'
 import { cacheKey } from '../../handle/name.js'
 import type { CitedWork } from '../../handle/verify/types.js'
-import { findDois } from './extract.js'
+import { findDois, lineIndex } from './extract.js'
 
 export type EntryKind = 'bibtex' | 'ris' | 'cff' | 'csl'
 
@@ -449,20 +449,4 @@ function objectSpans(text: string, depth: number): Array<[number, number]> {
     }
   }
   return spans
-}
-
-/** Offset → 1-based line number. */
-function lineIndex(text: string): (offset: number) => number {
-  const starts = [0]
-  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1)
-  return (offset) => {
-    let lo = 0
-    let hi = starts.length - 1
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1
-      if (starts[mid]! <= offset) lo = mid
-      else hi = mid - 1
-    }
-    return lo + 1
-  }
 }

@@ -43,6 +43,64 @@ const MAX_CHARS = 1024 * 1024
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
 export function createSharedAnswers<T>(opts: SharedAnswersOptions<T>) {
+  const { read, put, lock, release, locked } = answerStore(opts)
+
+  /** The fetch made here, its answer written for the others, then the lock (if this replica holds it) released. */
+  async function fetchHere(key: string, fetch: () => Promise<SharedAnswer<T>>, token: string | undefined): Promise<SharedOutcome<T>> {
+    try {
+      const answer = await fetch()
+      await put(key, answer.value, answer.ttlMs)
+      return { ...answer, from: 'fetched' }
+    } finally {
+      if (token !== undefined) release(key, token)
+    }
+  }
+
+  return {
+    /** Another replica's answer, if Redis has one (a Redis that fails or is slow is no answer). */
+    async get(key: string): Promise<SharedAnswer<T> | undefined> {
+      const found = await read(key)
+      return found === 'failed' ? undefined : found
+    },
+
+    /** Write an answer for the others, fresh for `ttlMs` (0 or less: not shared); a Redis that fails is let be. */
+    put,
+
+    /**
+     * The key's answer, fetched once across the replicas: Redis's if it has one; else `fetch` here when this
+     * replica takes the lock (or Redis cannot say), its answer written for the others; else the answer the
+     * lock's holder writes, waited for until its lock's time is up or `signal` aborts (then its reason is thrown).
+     * A fetch that throws releases the lock and throws.
+     */
+    async once(key: string, fetch: () => Promise<SharedAnswer<T>>, signal?: AbortSignal): Promise<SharedOutcome<T>> {
+      signal?.throwIfAborted()
+      const found = await read(key)
+      if (found !== undefined && found !== 'failed') return { ...found, from: 'shared' }
+      const held = found === 'failed' ? true : await lock(key)
+      if (held === true || 'token' in held) return await fetchHere(key, fetch, held === true ? undefined : held.token)
+      const until = performance.now() + held.othersMs
+      while (performance.now() < until) {
+        await sleep(Math.min(opts.pollMs, Math.max(1, until - performance.now())), undefined, { signal }).catch(() => {
+          throw signal?.reason
+        })
+        const shared = await read(key)
+        if (shared === 'failed') return await fetchHere(key, fetch, undefined)
+        if (shared !== undefined) return { ...shared, from: 'shared' }
+        if (!(await locked(key))) {
+          // The holder is done: its answer was written before its lock went, or it left none (its fetch failed).
+          const last = await read(key)
+          return last !== undefined && last !== 'failed' ? { ...last, from: 'shared' } : { from: 'gave-up' }
+        }
+      }
+      return { from: 'gave-up' }
+    }
+  }
+}
+
+export type SharedAnswers<T> = ReturnType<typeof createSharedAnswers<T>>
+
+/** The Redis commands of shared answers: the answer read and written, the key's lock taken, released, looked for. */
+function answerStore<T>(opts: SharedAnswersOptions<T>) {
   const { redis, codec } = opts
   const maxChars = opts.maxChars ?? MAX_CHARS
   const answerKey = (key: string): string => `${opts.prefix}answer:${key}`
@@ -91,16 +149,6 @@ export function createSharedAnswers<T>(opts: SharedAnswersOptions<T>) {
     redis?.eval(RELEASE, 1, lockKey(key), token).catch(() => {})
   }
 
-  async function fetchHere(key: string, fetch: () => Promise<SharedAnswer<T>>, token: string | undefined): Promise<SharedOutcome<T>> {
-    try {
-      const answer = await fetch()
-      await put(key, answer.value, answer.ttlMs)
-      return { ...answer, from: 'fetched' }
-    } finally {
-      if (token !== undefined) release(key, token)
-    }
-  }
-
   /** Whether a replica holds the key's lock (a Redis that fails: as if so, the wait goes on to its time). */
   async function locked(key: string): Promise<boolean> {
     try {
@@ -110,45 +158,5 @@ export function createSharedAnswers<T>(opts: SharedAnswersOptions<T>) {
     }
   }
 
-  return {
-    /** Another replica's answer, if Redis has one (a Redis that fails or is slow is no answer). */
-    async get(key: string): Promise<SharedAnswer<T> | undefined> {
-      const found = await read(key)
-      return found === 'failed' ? undefined : found
-    },
-
-    /** Write an answer for the others, fresh for `ttlMs` (0 or less: not shared); a Redis that fails is let be. */
-    put,
-
-    /**
-     * The key's answer, fetched once across the replicas: Redis's if it has one; else `fetch` here when this
-     * replica takes the lock (or Redis cannot say), its answer written for the others; else the answer the
-     * lock's holder writes, waited for until its lock's time is up or `signal` aborts (then its reason is thrown).
-     * A fetch that throws releases the lock and throws.
-     */
-    async once(key: string, fetch: () => Promise<SharedAnswer<T>>, signal?: AbortSignal): Promise<SharedOutcome<T>> {
-      signal?.throwIfAborted()
-      const found = await read(key)
-      if (found !== undefined && found !== 'failed') return { ...found, from: 'shared' }
-      const held = found === 'failed' ? true : await lock(key)
-      if (held === true || 'token' in held) return await fetchHere(key, fetch, held === true ? undefined : held.token)
-      const until = performance.now() + held.othersMs
-      while (performance.now() < until) {
-        await sleep(Math.min(opts.pollMs, Math.max(1, until - performance.now())), undefined, { signal }).catch(() => {
-          throw signal?.reason
-        })
-        const shared = await read(key)
-        if (shared === 'failed') return await fetchHere(key, fetch, undefined)
-        if (shared !== undefined) return { ...shared, from: 'shared' }
-        if (!(await locked(key))) {
-          // The holder is done: its answer was written before its lock went, or it left none (its fetch failed).
-          const last = await read(key)
-          return last !== undefined && last !== 'failed' ? { ...last, from: 'shared' } : { from: 'gave-up' }
-        }
-      }
-      return { from: 'gave-up' }
-    }
-  }
+  return { read, put, lock, release, locked }
 }
-
-export type SharedAnswers<T> = ReturnType<typeof createSharedAnswers<T>>

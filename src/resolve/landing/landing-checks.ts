@@ -121,58 +121,65 @@ export function createLandingChecks(opts: LandingChecksOptions) {
       if (flight === undefined && flights.size >= (opts.maxFlights ?? MAX_FLIGHTS)) {
         return { verdict: null, status: null, url, evidence: null, error: 'too many landing checks at once: try again later' }
       }
-      if (flight === undefined) {
-        const controller = new AbortController()
-        const made: Flight = { controller, waiters: 0, promise: fly(key, doi, url, titles, controller.signal) }
-        made.promise
-          .finally(() => {
-            if (flights.get(key) === made) flights.delete(key)
-          })
-          .catch(() => {})
-        flights.set(key, made)
-        flight = made
-      }
-      const held = flight
-      held.waiters++
-      let left = false
-      const leave = (): void => {
-        if (left) return
-        left = true
-        held.waiters--
-        if (held.waiters === 0) {
-          // The last waiter gone: nobody wants this probe any more.
-          if (flights.get(key) === held) flights.delete(key)
-          held.controller.abort(signal?.reason)
-        }
-      }
-      if (signal === undefined) {
-        try {
-          return await held.promise
-        } finally {
-          leave()
-        }
-      }
-      return await new Promise<LandingResult>((resolve, reject) => {
-        const onAbort = (): void => {
-          leave()
-          reject(signal.reason)
-        }
-        signal.addEventListener('abort', onAbort, { once: true })
-        held.promise.then(
-          (value) => {
-            signal.removeEventListener('abort', onAbort)
-            leave()
-            resolve(value)
-          },
-          (err: unknown) => {
-            signal.removeEventListener('abort', onAbort)
-            leave()
-            reject(err)
-          }
-        )
-      })
+      flight ??= takeOff(flights, key, (flightSignal) => fly(key, doi, url, titles, flightSignal))
+      return await waitFor(flights, key, flight, signal)
     }
   }
 }
 
 export type LandingChecks = ReturnType<typeof createLandingChecks>
+
+/** A probe under way, in `flights` until it ends (whoever asked), aborted through its own controller. */
+function takeOff(flights: Map<string, Flight>, key: string, fly: (signal: AbortSignal) => Promise<LandingResult>): Flight {
+  const controller = new AbortController()
+  const made: Flight = { controller, waiters: 0, promise: fly(controller.signal) }
+  made.promise
+    .finally(() => {
+      if (flights.get(key) === made) flights.delete(key)
+    })
+    .catch(() => {})
+  flights.set(key, made)
+  return made
+}
+
+/** A probe's verdict for one more waiter; this waiter leaving (`signal`) throws its reason, and the last one leaving aborts the probe. */
+async function waitFor(flights: Map<string, Flight>, key: string, held: Flight, signal: AbortSignal | undefined): Promise<LandingResult> {
+  held.waiters++
+  let left = false
+  const leave = (): void => {
+    if (left) return
+    left = true
+    held.waiters--
+    if (held.waiters === 0) {
+      // The last waiter gone: nobody wants this probe any more.
+      if (flights.get(key) === held) flights.delete(key)
+      held.controller.abort(signal?.reason)
+    }
+  }
+  if (signal === undefined) {
+    try {
+      return await held.promise
+    } finally {
+      leave()
+    }
+  }
+  return await new Promise<LandingResult>((resolve, reject) => {
+    const onAbort = (): void => {
+      leave()
+      reject(signal.reason)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    held.promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        leave()
+        resolve(value)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        leave()
+        reject(err)
+      }
+    )
+  })
+}

@@ -48,7 +48,6 @@ const TRIES = 2
 
 export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
   const base = new URL(opts.baseUrl)
-  const basePath = base.pathname.replace(/\/+$/, '')
   const agent: Dispatcher =
     opts.dispatcher ??
     new Agent(connectionLimits(opts.concurrency, opts.connectTimeoutMs ?? Math.min(opts.timeoutMs, 5_000), opts.timeoutMs))
@@ -61,7 +60,7 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
     waitTimeoutMs: 10 * opts.timeoutMs,
     retryAfterMs: DEFAULT_PAUSE_MS
   })
-  const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
+  const once = worksGetter(opts, base, agent)
   // performance.now() until which no request is sent (Crossref's Retry-After).
   let pausedUntil = 0
 
@@ -88,7 +87,44 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
     }
   }
 
-  async function once(doi: string, deadline: number): Promise<WholeAnswer> {
+  return {
+    /** The work Crossref holds for `doi`, or not-found; a CrossrefError when it could not say by `deadline` (performance.now()). */
+    async workOf(doi: string, deadline = performance.now() + opts.timeoutMs): Promise<CrossrefWork> {
+      for (let attempt = 1; ; attempt++) {
+        const release = await turn(deadline)
+        let res: WholeAnswer
+        try {
+          res = await once(doi, deadline)
+        } finally {
+          release()
+        }
+        if (res.statusCode === 429 || res.statusCode === 503) {
+          const waitMs = Math.min(MAX_PAUSE_MS, retryAfterMs(res.headers['retry-after']) ?? DEFAULT_PAUSE_MS)
+          pausedUntil = Math.max(pausedUntil, performance.now() + waitMs)
+          if (attempt < TRIES && pausedUntil < deadline) continue
+          throw new CrossrefError(`Crossref asked us to wait ${Math.ceil(waitMs / 1000)} s (HTTP ${res.statusCode}, Retry-After)`)
+        }
+        return workOfAnswer(res)
+      }
+    },
+
+    /** Numbers for tests: requests in flight and waiting. */
+    stats: () => queue.stats(),
+
+    /** Requests still running are cut (destroy: closing never waits on a stalled Crossref). */
+    async close(): Promise<void> {
+      if (opts.dispatcher === undefined) await agent.destroy()
+    }
+  }
+}
+
+export type CrossrefUpdates = ReturnType<typeof createCrossrefUpdates>
+
+/** One GET of a DOI's work, whole, within the deadline and CROSSREF_TIMEOUT_MS; what goes wrong said as a CrossrefError. */
+function worksGetter(opts: CrossrefUpdatesOptions, base: URL, agent: Dispatcher): (doi: string, deadline: number) => Promise<WholeAnswer> {
+  const basePath = base.pathname.replace(/\/+$/, '')
+  const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
+  return async function once(doi, deadline) {
     const budgetMs = Math.round(Math.min(opts.timeoutMs, deadline - performance.now()))
     if (budgetMs <= 0) throw new CrossrefError('no time left to ask Crossref')
     const query = opts.mailto === undefined ? '' : `?mailto=${encodeURIComponent(opts.mailto)}`
@@ -114,48 +150,21 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
       cancel.clear()
     }
   }
-
-  return {
-    /** The work Crossref holds for `doi`, or not-found; a CrossrefError when it could not say by `deadline` (performance.now()). */
-    async workOf(doi: string, deadline = performance.now() + opts.timeoutMs): Promise<CrossrefWork> {
-      for (let attempt = 1; ; attempt++) {
-        const release = await turn(deadline)
-        let res: WholeAnswer
-        try {
-          res = await once(doi, deadline)
-        } finally {
-          release()
-        }
-        if (res.statusCode === 429 || res.statusCode === 503) {
-          const waitMs = Math.min(MAX_PAUSE_MS, retryAfterMs(res.headers['retry-after']) ?? DEFAULT_PAUSE_MS)
-          pausedUntil = Math.max(pausedUntil, performance.now() + waitMs)
-          if (attempt < TRIES && pausedUntil < deadline) continue
-          throw new CrossrefError(`Crossref asked us to wait ${Math.ceil(waitMs / 1000)} s (HTTP ${res.statusCode}, Retry-After)`)
-        }
-        if (res.statusCode === 404) return { kind: 'not-found' }
-        if (res.statusCode !== 200) throw new CrossrefError(`Crossref answered HTTP ${res.statusCode}`)
-        let json: unknown
-        try {
-          json = JSON.parse(res.body.toString('utf8'))
-        } catch {
-          throw new CrossrefError("Crossref's answer is not JSON")
-        }
-        const message = (json as { message?: unknown } | null)?.message
-        if (message === null || typeof message !== 'object' || Array.isArray(message)) {
-          throw new CrossrefError("Crossref's answer holds no work")
-        }
-        return { kind: 'found', work: message as Record<string, unknown> }
-      }
-    },
-
-    /** Numbers for tests: requests in flight and waiting. */
-    stats: () => queue.stats(),
-
-    /** Requests still running are cut (destroy: closing never waits on a stalled Crossref). */
-    async close(): Promise<void> {
-      if (opts.dispatcher === undefined) await agent.destroy()
-    }
-  }
 }
 
-export type CrossrefUpdates = ReturnType<typeof createCrossrefUpdates>
+/** Crossref's answer read defensively: its work, not-found (404), or a CrossrefError. */
+function workOfAnswer(res: WholeAnswer): CrossrefWork {
+  if (res.statusCode === 404) return { kind: 'not-found' }
+  if (res.statusCode !== 200) throw new CrossrefError(`Crossref answered HTTP ${res.statusCode}`)
+  let json: unknown
+  try {
+    json = JSON.parse(res.body.toString('utf8'))
+  } catch {
+    throw new CrossrefError("Crossref's answer is not JSON")
+  }
+  const message = (json as { message?: unknown } | null)?.message
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    throw new CrossrefError("Crossref's answer holds no work")
+  }
+  return { kind: 'found', work: message as Record<string, unknown> }
+}

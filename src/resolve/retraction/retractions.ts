@@ -128,15 +128,9 @@ function outcomeOf(result: RetractionResult): string {
 
 export function createRetractions(opts: RetractionsOptions) {
   const { metrics, now } = opts
-  // The services build it from the settings: a source missing is their mistake, said at start, not per DOI.
-  if (opts.from === 'crossref' && opts.crossref === undefined && opts.recorded === undefined) {
-    throw new Error('createRetractions: RETRACTIONS_FROM=crossref needs the Crossref client, or the recorded answers when offline')
-  }
-  if (opts.from === 'file' && opts.file === undefined) {
-    throw new Error('createRetractions: RETRACTIONS_FROM=file needs the notices read from RETRACTIONS_FILE')
-  }
+  checkSource(opts)
   const ttlMs = opts.ttlSeconds * 1000
-  const kept = new LRUCache<string, { result: RetractionResult; until: number }>({ max: opts.maxEntries ?? MAX_ENTRIES })
+  const kept = verdictMemory(opts.maxEntries ?? MAX_ENTRIES, now)
   const inFlight = new Map<string, Promise<RetractionResult>>()
   const shared = createSharedAnswers<RetractionResult>({
     redis: opts.redis,
@@ -151,30 +145,9 @@ export function createRetractions(opts: RetractionsOptions) {
     return result
   }
 
-  function fromMemory(key: string): RetractionResult | undefined {
-    const entry = kept.get(key)
-    if (entry === undefined) return undefined
-    if (entry.until > now()) return entry.result
-    kept.delete(key)
-    return undefined
-  }
-
-  function keep(key: string, result: RetractionResult, forMs: number): void {
-    if (forMs > 0) kept.set(key, { result, until: now() + forMs })
-  }
-
   /** Crossref's verdict for the DOI; a failure is an unknown verdict, kept nowhere (ttl 0). */
   async function fromCrossref(doi: string, deadline: number): Promise<SharedAnswer<RetractionResult>> {
-    let result: RetractionResult
-    try {
-      const found = await opts.crossref!.workOf(doi, deadline)
-      result = found.kind === 'not-found' ? unknownVerdict(OTHER_AGENCY) : retractionVerdictOf(noticesOfCrossrefWork(found.work))
-      opts.recorder?.recordMetadata(doi, CROSSREF_WORK_TYPE, found.kind === 'not-found' ? NOT_FOUND : recordedWork(found.work))
-    } catch (err) {
-      opts.onError?.(doi, err)
-      result = unknownVerdict(`Crossref could not say: ${(err as Error).message}`)
-    }
-    count('crossref', result)
+    const result = count('crossref', await crossrefVerdict(opts, doi, deadline))
     return { value: result, ttlMs: result.verdict === null && result.error !== OTHER_AGENCY ? 0 : ttlMs }
   }
 
@@ -189,23 +162,8 @@ export function createRetractions(opts: RetractionsOptions) {
     }
     if (outcome.from === 'gave-up') return count('shared', unknownVerdict("another replica's lookup of this DOI did not finish in time"))
     if (outcome.from === 'shared') count('shared', outcome.value)
-    keep(key, outcome.value, Math.min(outcome.ttlMs, ttlMs))
+    kept.keep(key, outcome.value, Math.min(outcome.ttlMs, ttlMs))
     return outcome.value
-  }
-
-  async function waitFor(lookup: Promise<RetractionResult>, signal: AbortSignal | undefined): Promise<RetractionResult> {
-    if (signal === undefined) return await lookup
-    signal.throwIfAborted()
-    let leave: (() => void) | undefined
-    const left = new Promise<never>((_resolve, reject) => {
-      leave = () => reject(signal.reason)
-      signal.addEventListener('abort', leave, { once: true })
-    })
-    try {
-      return await Promise.race([lookup, left])
-    } finally {
-      signal.removeEventListener('abort', leave!)
-    }
   }
 
   return {
@@ -220,11 +178,11 @@ export function createRetractions(opts: RetractionsOptions) {
         return result === undefined ? count('recorded', unknownVerdict(NOT_RECORDED)) : count('recorded', result)
       }
       const key = cacheKey(doi)
-      const joined = fromMemory(key) ?? inFlight.get(key)
+      const joined = kept.get(key) ?? inFlight.get(key)
       if (joined !== undefined) return await waitFor(Promise.resolve(joined), findOpts.signal)
       await findOpts.admit?.()
       // Admission took its time: another reader may have started or finished this lookup meanwhile.
-      const meanwhile = fromMemory(key) ?? inFlight.get(key)
+      const meanwhile = kept.get(key) ?? inFlight.get(key)
       if (meanwhile !== undefined) return await waitFor(Promise.resolve(meanwhile), findOpts.signal)
       if (inFlight.size >= MAX_IN_FLIGHT) return count('crossref', unknownVerdict('too many retraction lookups at once: try again later'))
       const lookup = lookUp(key, doi).finally(() => inFlight.delete(key))
@@ -242,3 +200,62 @@ export function createRetractions(opts: RetractionsOptions) {
 }
 
 export type Retractions = ReturnType<typeof createRetractions>
+
+/** The services build it from the settings: a source missing is their mistake, said at start, not per DOI. */
+function checkSource(opts: RetractionsOptions): void {
+  if (opts.from === 'crossref' && opts.crossref === undefined && opts.recorded === undefined) {
+    throw new Error('createRetractions: RETRACTIONS_FROM=crossref needs the Crossref client, or the recorded answers when offline')
+  }
+  if (opts.from === 'file' && opts.file === undefined) {
+    throw new Error('createRetractions: RETRACTIONS_FROM=file needs the notices read from RETRACTIONS_FILE')
+  }
+}
+
+/** Verdicts in memory, each until its own time by the app's clock (an LRU bounds them). */
+function verdictMemory(max: number, now: () => number) {
+  const kept = new LRUCache<string, { result: RetractionResult; until: number }>({ max })
+  return {
+    get(key: string): RetractionResult | undefined {
+      const entry = kept.get(key)
+      if (entry === undefined) return undefined
+      if (entry.until > now()) return entry.result
+      kept.delete(key)
+      return undefined
+    },
+    keep(key: string, result: RetractionResult, forMs: number): void {
+      if (forMs > 0) kept.set(key, { result, until: now() + forMs })
+    },
+    get size(): number {
+      return kept.size
+    }
+  }
+}
+
+/** Crossref's verdict for the DOI, its answer recorded with RECORD_TO; a failure is an unknown verdict, logged. */
+async function crossrefVerdict(opts: RetractionsOptions, doi: string, deadline: number): Promise<RetractionResult> {
+  try {
+    const found = await opts.crossref!.workOf(doi, deadline)
+    const result = found.kind === 'not-found' ? unknownVerdict(OTHER_AGENCY) : retractionVerdictOf(noticesOfCrossrefWork(found.work))
+    opts.recorder?.recordMetadata(doi, CROSSREF_WORK_TYPE, found.kind === 'not-found' ? NOT_FOUND : recordedWork(found.work))
+    return result
+  } catch (err) {
+    opts.onError?.(doi, err)
+    return unknownVerdict(`Crossref could not say: ${(err as Error).message}`)
+  }
+}
+
+/** A lookup's verdict for one reader; the reader leaving (`signal`) throws its reason, the lookup goes on. */
+async function waitFor(lookup: Promise<RetractionResult>, signal: AbortSignal | undefined): Promise<RetractionResult> {
+  if (signal === undefined) return await lookup
+  signal.throwIfAborted()
+  let leave: (() => void) | undefined
+  const left = new Promise<never>((_resolve, reject) => {
+    leave = () => reject(signal.reason)
+    signal.addEventListener('abort', leave, { once: true })
+  })
+  try {
+    return await Promise.race([lookup, left])
+  } finally {
+    signal.removeEventListener('abort', leave!)
+  }
+}

@@ -57,104 +57,112 @@ export function createVerifier(opts: VerifierOptions) {
     }
     if (asked.has('retraction')) {
       jobs.push(
-        retractionOf(req.doi, ctx).then((r) => {
+        retractionOf(opts.retractions, req.doi, ctx).then((r) => {
           out.retraction = r
         })
       )
     }
     if (asked.has('landing')) {
       jobs.push(
-        landingOf(req, registeredWork, ctx).then((l) => {
+        landingOf(opts.landing, req, registeredWork, ctx).then((l) => {
           out.landing = l
         })
       )
     }
     await Promise.all(jobs)
     ctx.signal.throwIfAborted()
-    // Always in the order the issue lists them.
-    const ordered: Verification = {}
-    if (out.metadata !== undefined) {
-      ordered.metadata = out.metadata
-      metrics.verifyVerdicts.inc({ level: 'metadata', verdict: out.metadata?.verdict ?? 'unknown' })
-    }
-    if (out.retraction !== undefined) {
-      ordered.retraction = out.retraction
-      metrics.verifyVerdicts.inc({ level: 'retraction', verdict: out.retraction?.verdict ?? 'unknown' })
-    }
-    if (out.landing !== undefined) {
-      ordered.landing = out.landing
-      metrics.verifyVerdicts.inc({ level: 'landing', verdict: out.landing?.verdict ?? 'unknown' })
-    }
-    return ordered
-  }
-
-  async function metadataOf(
-    req: VerifyRequest,
-    citedTitle: boolean,
-    registeredWork: () => Promise<RegisteredAnswer>,
-    signal: AbortSignal
-  ): Promise<MetadataResult> {
-    // Nothing to compare: no agency is asked.
-    if (!citedTitle) return { verdict: 'unverifiable', mismatches: [], why: NOTHING_CITED }
-    try {
-      const got = await registeredWork()
-      return 'work' in got ? compareCited(req.cited ?? {}, got.work) : { verdict: 'unverifiable', mismatches: [], why: got.why }
-    } catch (err) {
-      signal.throwIfAborted()
-      return { verdict: 'unverifiable', mismatches: [], why: `the metadata could not be had: ${messageOf(err)}` }
-    }
-  }
-
-  async function retractionOf(doi: string, ctx: VerifyContext): Promise<RetractionResult> {
-    if (opts.retractions === undefined) {
-      return { verdict: null, notice: null, date: null, error: 'this server looks up no retractions (RETRACTIONS_FROM=off)' }
-    }
-    try {
-      return await opts.retractions.find(doi, { admit: ctx.admit, signal: ctx.signal })
-    } catch (err) {
-      ctx.signal.throwIfAborted()
-      return { verdict: null, notice: null, date: null, error: messageOf(err) }
-    }
-  }
-
-  async function landingOf(
-    req: VerifyRequest,
-    registeredWork: () => Promise<RegisteredAnswer>,
-    ctx: VerifyContext
-  ): Promise<LandingResult> {
-    const { signal } = ctx
-    if (opts.landing === undefined) {
-      return {
-        verdict: null,
-        status: null,
-        url: req.url,
-        evidence: null,
-        error: 'this server visits no landing pages (offline, nothing recorded)'
-      }
-    }
-    if (req.url === null) {
-      return { verdict: null, status: null, url: null, evidence: null, error: 'the record gives no URL to visit' }
-    }
-    // The titles let a page that names the work but not its DOI be `alive`; without them the DOI alone must show.
-    let titles: string[] = []
-    try {
-      const got = await registeredWork()
-      if ('work' in got) titles = got.work.titles
-    } catch {
-      signal.throwIfAborted()
-    }
-    try {
-      return await opts.landing.check(req.doi, req.url, titles, signal, ctx.admit)
-    } catch (err) {
-      signal.throwIfAborted()
-      return { verdict: null, status: null, url: req.url, evidence: null, error: messageOf(err) }
-    }
+    return countedInOrder(out, metrics)
   }
 
   return { verify }
 }
 
 export type Verifier = ReturnType<typeof createVerifier>
+
+/** The levels' results in the order the issue lists them, each verdict counted. */
+function countedInOrder(out: Verification, metrics: VerifierOptions['metrics']): Verification {
+  const ordered: Verification = {}
+  if (out.metadata !== undefined) {
+    ordered.metadata = out.metadata
+    metrics.verifyVerdicts.inc({ level: 'metadata', verdict: out.metadata?.verdict ?? 'unknown' })
+  }
+  if (out.retraction !== undefined) {
+    ordered.retraction = out.retraction
+    metrics.verifyVerdicts.inc({ level: 'retraction', verdict: out.retraction?.verdict ?? 'unknown' })
+  }
+  if (out.landing !== undefined) {
+    ordered.landing = out.landing
+    metrics.verifyVerdicts.inc({ level: 'landing', verdict: out.landing?.verdict ?? 'unknown' })
+  }
+  return ordered
+}
+
+/** The metadata level: the cited work compared with the registered one, or why it cannot be. */
+async function metadataOf(
+  req: VerifyRequest,
+  citedTitle: boolean,
+  registeredWork: () => Promise<RegisteredAnswer>,
+  signal: AbortSignal
+): Promise<MetadataResult> {
+  // Nothing to compare: no agency is asked.
+  if (!citedTitle) return { verdict: 'unverifiable', mismatches: [], why: NOTHING_CITED }
+  try {
+    const got = await registeredWork()
+    return 'work' in got ? compareCited(req.cited ?? {}, got.work) : { verdict: 'unverifiable', mismatches: [], why: got.why }
+  } catch (err) {
+    signal.throwIfAborted()
+    return { verdict: 'unverifiable', mismatches: [], why: `the metadata could not be had: ${messageOf(err)}` }
+  }
+}
+
+/** The retraction level: the service's answer, or why there is none. */
+async function retractionOf(retractions: VerifierOptions['retractions'], doi: string, ctx: VerifyContext): Promise<RetractionResult> {
+  if (retractions === undefined) {
+    return { verdict: null, notice: null, date: null, error: 'this server looks up no retractions (RETRACTIONS_FROM=off)' }
+  }
+  try {
+    return await retractions.find(doi, { admit: ctx.admit, signal: ctx.signal })
+  } catch (err) {
+    ctx.signal.throwIfAborted()
+    return { verdict: null, notice: null, date: null, error: messageOf(err) }
+  }
+}
+
+/** The landing level: the registered URL's verdict, or why there is none. */
+async function landingOf(
+  landing: VerifierOptions['landing'],
+  req: VerifyRequest,
+  registeredWork: () => Promise<RegisteredAnswer>,
+  ctx: VerifyContext
+): Promise<LandingResult> {
+  const { signal } = ctx
+  if (landing === undefined) {
+    return {
+      verdict: null,
+      status: null,
+      url: req.url,
+      evidence: null,
+      error: 'this server visits no landing pages (offline, nothing recorded)'
+    }
+  }
+  if (req.url === null) {
+    return { verdict: null, status: null, url: null, evidence: null, error: 'the record gives no URL to visit' }
+  }
+  // The titles let a page that names the work but not its DOI be `alive`; without them the DOI alone must show.
+  let titles: string[] = []
+  try {
+    const got = await registeredWork()
+    if ('work' in got) titles = got.work.titles
+  } catch {
+    signal.throwIfAborted()
+  }
+  try {
+    return await landing.check(req.doi, req.url, titles, signal, ctx.admit)
+  } catch (err) {
+    signal.throwIfAborted()
+    return { verdict: null, status: null, url: req.url, evidence: null, error: messageOf(err) }
+  }
+}
 
 function messageOf(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err)
