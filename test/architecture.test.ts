@@ -24,6 +24,7 @@ const FLOORS: ReadonlyArray<{ floor: string; holds: readonly string[]; what: str
 // The parts of src/resolve/ (docs/architecture.md, "The rooms of resolve/"), lowest first, each a folder: a part
 // imports from itself and from the parts below it, so each can be read and tested without those above.
 const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
+  { part: 'files', what: 'the data files operators download, read as they come (gzipped or not)' },
   { part: 'upstream', what: 'the upstream client and its protection: breakers, fair queue, deadline, errors, reachability' },
   { part: 'fleet', what: 'Redis connections, and what one process tells the others' },
   { part: 'local-store', what: 'the local records: files, their format, the in-memory set, watching' },

@@ -4,15 +4,13 @@
  * through csv-parse (a 60 MB file is never held whole as text), gzip or not; rows are read defensively
  * (handle/verify/retraction.ts noticesOfRetractionWatch), a file that is not this data set is the setting's mistake.
  */
-import { createReadStream } from 'node:fs'
-import type { ReadStream } from 'node:fs'
-import { open } from 'node:fs/promises'
-import { createGunzip } from 'node:zlib'
+import type { Readable } from 'node:stream'
 import { parse } from 'csv-parse'
 import { ConfigError } from '../../config/schema.js'
 import { cacheKey } from '../../handle/name.js'
 import { noticesOfRetractionWatch } from '../../handle/verify/retraction.js'
 import type { Notice } from '../../handle/verify/retraction.js'
+import { openMaybeGzipped } from '../files/maybe-gzipped.js'
 
 /** The columns read; any other may come and go between exports. */
 export const RETRACTION_WATCH_COLUMNS = ['OriginalPaperDOI', 'RetractionDOI', 'RetractionDate', 'RetractionNature'] as const
@@ -43,7 +41,7 @@ export async function loadRetractionWatch(path: string, opts: RetractionWatchOpt
   const maxNotices = opts.maxNotices ?? MAX_NOTICES
   const byWork = new Map<string, Notice[]>()
   const counts = { rows: 0, kept: 0, skipped: 0, dropped: 0, works: 0 }
-  let input: ReadStream | undefined
+  let input: Readable | undefined
   const parser = parse({
     bom: true,
     relax_column_count: true,
@@ -56,10 +54,8 @@ export async function loadRetractionWatch(path: string, opts: RetractionWatchOpt
     }
   })
   try {
-    const gzip = await isGzip(path)
-    input = createReadStream(path)
-    const source = gzip ? input.pipe(createGunzip()) : input
-    input.on('error', (err) => parser.destroy(err))
+    input = await openMaybeGzipped(path)
+    const source = input
     source.on('error', (err: Error) => parser.destroy(err))
     for await (const row of source.pipe(parser) as AsyncIterable<Record<string, unknown>>) {
       counts.rows++
@@ -88,15 +84,5 @@ export async function loadRetractionWatch(path: string, opts: RetractionWatchOpt
   return {
     noticesOf: (doi) => byWork.get(cacheKey(doi)) ?? [],
     counts
-  }
-}
-
-async function isGzip(path: string): Promise<boolean> {
-  const handle = await open(path, 'r')
-  try {
-    const { bytesRead, buffer } = await handle.read(Buffer.alloc(2), 0, 2, 0)
-    return bytesRead === 2 && buffer[0] === 0x1f && buffer[1] === 0x8b
-  } finally {
-    await handle.close()
   }
 }
