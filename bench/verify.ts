@@ -21,15 +21,15 @@
  * Writes the verify section of bench/RESULTS.md.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { OPTIONS } from '../src/config/schema.js'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { codeVersion } from './lib/children.js'
-import { ensureBuilt, ROOT, startOurs, TMP, track } from './lib/processes.js'
+import { ensureBuilt, ROOT, startOurs, track } from './lib/processes.js'
 import type { Target, UpstreamProcess } from './lib/processes.js'
 import { machine, runBench, writeSection, RESULTS_PATH } from './lib/results.js'
 import { startVerifyFakes } from './lib/verify-fakes.js'
@@ -277,10 +277,10 @@ interface ServerMemory {
   rss: number
 }
 
-/** The server's heap and RSS after a full GC (its memory probe, on SIGUSR2). */
+/** The server's heap and RSS after a full GC (its memory probe, on SIGWINCH). */
 async function serverMemory(server: Target, file: string): Promise<ServerMemory> {
   const before = existsSync(file) ? readFileSync(file, 'utf8').split('\n').length : 0
-  process.kill(server.pid!, 'SIGUSR2')
+  process.kill(server.pid!, 'SIGWINCH')
   for (let waited = 0; waited < 30_000; waited += 50) {
     const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : []
     if (lines.length > before) {
@@ -508,7 +508,7 @@ function section(
     ...(mem.length === 0
       ? []
       : [
-          `Memory: .bib files of 10,000 entries (\`check\` reads at most 20 MB a file), each size on a fresh server, latency 0 and LANDING_HOST_DELAY_MS 0; the check under bench/lib/memory-probe.mjs (3 full GCs when it first writes to stdout: its report, when it holds every entry and verdict; its peak RSS at exit), the server's heap after 3 full GCs at rest before and after the run (SIGUSR2 to the same probe), its RSS sampled every 100 ms.`,
+          `Memory: .bib files of 10,000 entries (\`check\` reads at most 20 MB a file), each size on a fresh server, latency 0 and LANDING_HOST_DELAY_MS 0; the check under bench/lib/memory-probe.mjs (3 full GCs when it first writes to stdout: its report, when it holds every entry and verdict; its peak RSS at exit), the server's heap after 3 full GCs at rest before and after the run (SIGWINCH to the same probe), its RSS sampled every 100 ms.`,
           '',
           mem.join('\n'),
           ''
@@ -522,8 +522,8 @@ async function main(): Promise<void> {
   const s = parse(process.argv.slice(2))
   ensureBuilt(log)
   const load = { start: loadavg()[0] ?? NaN, end: NaN }
-  const dir = join(TMP, `verify-${process.pid}`)
-  mkdirSync(dir, { recursive: true })
+  // Outside the repository: bench/.tmp is in .gitignore, and check skips what git ignores.
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-bench-verify-'))
   const most = Math.max(s.entries, ...s.memory)
   const fakes = await startVerifyFakes({
     latencyMs: s.latencyMs,

@@ -1,7 +1,8 @@
 // Preloaded (node --import) into a process bench/verify.ts measures: heap and RSS after a full GC, appended
 // as JSON lines to $BENCH_MEMORY_FILE. With BENCH_MEMORY_AT=report, once, when the process first writes to
 // stdout (`doi-proxy check` writes its report in one piece, when it holds every entry and verdict: its
-// high-water mark); on SIGUSR2 (a server at rest after a run); and at exit, the peak RSS of the whole run.
+// high-water mark); on SIGWINCH (a server at rest after a run: close-with-grace stops the server on SIGUSR2,
+// and SIGWINCH is ignored by default, so nothing else hears it); and at exit, the peak RSS of the whole run.
 import { appendFileSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -29,7 +30,7 @@ if (file !== undefined && file !== '') {
       return write(...args)
     }
   }
-  process.on('SIGUSR2', () => sample('signal'))
+  process.on('SIGWINCH', () => sample('signal'))
   process.on('exit', () => {
     appendFileSync(file, JSON.stringify({ at: 'exit', maxRss: process.resourceUsage().maxRSS * 1024 }) + '\n')
   })
