@@ -1,11 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/schema.js'
-import { landingUserAgent, upstreamUserAgent, workerShareOf } from '../config/schema.js'
+import { landingUserAgent, upstreamUserAgent } from '../config/schema.js'
 import { addressRulesOf } from '../handle/address-rules.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RedisClient } from '../resolve/fleet/redis.js'
 import type { LandingLookup } from '../resolve/landing/address-guard.js'
+import { createFleetHostSlots } from '../resolve/landing/fleet-host-slots.js'
+import { createLandingChecks, type LandingChecks } from '../resolve/landing/landing-checks.js'
 import { createLandingProber } from '../resolve/landing/prober.js'
+import { createRecordedLanding } from '../resolve/landing/recorded-verdicts.js'
 import type { StoredMetadata } from '../resolve/local-store/metadata.js'
 import type { ProxyService } from '../resolve/lookup/proxy-service.js'
 import type { MetadataService } from '../resolve/metadata/agencies.js'
@@ -22,7 +25,6 @@ export type VerifySettings = Pick<
   Config,
   | 'verifyLevels'
   | 'offline'
-  | 'workers'
   | 'userAgent'
   | 'contactEmail'
   | 'metadataHosts'
@@ -40,6 +42,9 @@ export type VerifySettings = Pick<
   | 'landingMaxBytes'
   | 'landingRobotsTtlSeconds'
   | 'landingAllowPrivate'
+  | 'landingTtlSeconds'
+  | 'landingShortTtlSeconds'
+  | 'landingCacheMaxEntries'
   | 'upstreamConnectTimeoutMs'
 >
 
@@ -60,8 +65,8 @@ export interface VerifyParts {
 /**
  * The verifier of `POST /api/batch?verify=` (issue 41), built from the settings: the registered metadata
  * (through the agencies' cache), the retraction service (Crossref's REST API with this worker's share of
- * CROSSREF_CONCURRENCY, or the Retraction Watch file read now; offline, the answers recorded), the landing
- * prober (none offline). Undefined when VERIFY_LEVELS is empty: every `?verify=` is then refused.
+ * CROSSREF_CONCURRENCY, given by main/workers.ts, or the Retraction Watch file read now; offline, the answers recorded), the landing
+ * verdicts (setUpLanding). Undefined when VERIFY_LEVELS is empty: every `?verify=` is then refused.
  */
 export async function setUpVerify(
   config: VerifySettings,
@@ -86,7 +91,7 @@ export async function setUpVerify(
             baseUrl: config.crossrefApiUrl,
             mailto: config.contactEmail,
             userAgent: upstreamUserAgent(config),
-            concurrency: workerShareOf(config.crossrefConcurrency, config.workers),
+            concurrency: config.crossrefConcurrency,
             timeoutMs: config.crossrefTimeoutMs,
             maxBodyBytes: config.crossrefMaxBodyBytes,
             connectTimeoutMs: config.upstreamConnectTimeoutMs
@@ -115,28 +120,61 @@ export async function setUpVerify(
       })
     }
   }
-  const prober =
-    levels.has('landing') && !config.offline
-      ? createLandingProber({
-          userAgent: landingUserAgent(config),
-          timeoutMs: config.landingTimeoutMs,
-          maxBytes: config.landingMaxBytes,
-          perHost: config.landingPerHost,
-          hostDelayMs: config.landingHostDelayMs,
-          robotsTtlMs: config.landingRobotsTtlSeconds * 1000,
-          rules: addressRulesOf(config.landingAllowPrivate),
-          lookup: parts.landingLookup,
-          onFetch: (outcome) => {
-            metrics.landingFetches.inc({ outcome })
-          }
-        })
-      : undefined
-  if (prober !== undefined) closers.push(prober.close)
-  const verifier = createVerifier({ registered, retractions, prober, metrics })
+  const landing = levels.has('landing') ? setUpLanding(config, parts, closers) : undefined
+  const verifier = createVerifier({ registered, retractions, landing, metrics })
   return {
     verifier,
     close: async () => {
       for (const close of closers.reverse()) await close()
     }
   }
+}
+
+/**
+ * The landing verdicts: online, the prober behind the fleet's host slots (LANDING_PER_HOST and
+ * LANDING_HOST_DELAY_MS for all the replicas together when REDIS_URL is set) and the verdicts' cache
+ * (one probe per DOI and URL across the fleet), each verdict recorded with RECORD_TO; offline, the
+ * verdicts recorded earlier, and no page visited.
+ */
+function setUpLanding(
+  config: VerifySettings,
+  parts: VerifyParts,
+  closers: Array<() => Promise<void>>
+): Pick<LandingChecks, 'check'> | undefined {
+  if (config.offline) return parts.stored === undefined ? undefined : createRecordedLanding(parts.stored)
+  const prefix = `${config.redisKeyPrefix}landing:1:`
+  const hostSlots = createFleetHostSlots({
+    redis: parts.redis,
+    prefix,
+    perHost: config.landingPerHost,
+    delayMs: config.landingHostDelayMs,
+    // A lease outlives the longest try: a replica that dies mid-fetch frees its slot after it.
+    leaseMs: config.landingTimeoutMs + 5_000
+  })
+  const prober = createLandingProber({
+    userAgent: landingUserAgent(config),
+    timeoutMs: config.landingTimeoutMs,
+    maxBytes: config.landingMaxBytes,
+    perHost: config.landingPerHost,
+    hostDelayMs: config.landingHostDelayMs,
+    robotsTtlMs: config.landingRobotsTtlSeconds * 1000,
+    rules: addressRulesOf(config.landingAllowPrivate),
+    lookup: parts.landingLookup,
+    hostSlots,
+    onFetch: (outcome) => {
+      parts.metrics.landingFetches.inc({ outcome })
+    }
+  })
+  closers.push(prober.close)
+  return createLandingChecks({
+    prober,
+    ttlMs: config.landingTtlSeconds * 1000,
+    shortTtlMs: config.landingShortTtlSeconds * 1000,
+    maxEntries: config.landingCacheMaxEntries,
+    redis: parts.redis,
+    prefix,
+    // Another replica's probe is waited for as long as a page with its redirects and tries may take.
+    lockMs: 12 * config.landingTimeoutMs,
+    recorder: parts.recorder
+  })
 }

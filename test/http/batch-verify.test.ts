@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
@@ -208,6 +211,23 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     expect(atLeave).toBeLessThanOrEqual(2)
   })
 
+  it('visits a landing page once for two batches asking about its DOI: the verdict is kept LANDING_TTL_SECONDS', async () => {
+    const { app, site } = await withFakes()
+    const first = await verifyBatch(app, [PAPER], 'landing')
+    const visits = site.seen.filter((s) => s.path === '/paper').length
+    const second = await verifyBatch(app, [PAPER], 'landing')
+    expect(second.results[0]!.landing).toEqual(first.results[0]!.landing)
+    expect(visits).toBe(1)
+    expect(site.seen.filter((s) => s.path === '/paper')).toHaveLength(1)
+  })
+
+  it('visits it again at once when LANDING_TTL_SECONDS is 0', async () => {
+    const { app, site } = await withFakes({ overrides: { landingTtlSeconds: 0, landingShortTtlSeconds: 0 } })
+    await verifyBatch(app, [PAPER], 'landing')
+    await verifyBatch(app, [PAPER], 'landing')
+    expect(site.seen.filter((s) => s.path === '/paper')).toHaveLength(2)
+  })
+
   it('counts each verdict on /metrics', async () => {
     const { app } = await withFakes()
     await verifyBatch(app, [{ doi: RETRACTED, title: 'A retracted result' }], 'retraction')
@@ -237,12 +257,43 @@ describe('POST /api/batch?verify=: offline', () => {
           verdict: null,
           status: null,
           evidence: null,
-          error: 'this server visits no landing pages (offline)'
+          error: "offline, and this DOI's landing page was not visited while recording (RECORD_TO)"
         })
       })
     )
     expect(results[1]!.metadata).toEqual(expect.objectContaining({ verdict: 'mismatch', kind: 'other-work' }))
     expect(upstream.seen).toHaveLength(0)
+  })
+})
+
+describe('POST /api/batch?verify=: recorded, then replayed offline', () => {
+  it('gives offline, from what RECORD_TO kept, the verdicts it gave online, and visits no page', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verify-record-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const items = [
+      { doi: PAPER, title: 'Soil microbes of Iowa', year: 2017 },
+      { doi: RETRACTED, title: 'A retracted result', year: 2020 }
+    ]
+    const { app, site, crossref } = await withFakes({ overrides: { recordTo: dir } })
+    const online = await verifyBatch(app, items)
+    expect(online.results.map((r) => [r.landing?.verdict, r.retraction?.verdict])).toEqual([
+      ['alive', 'none'],
+      ['dead', 'retracted']
+    ])
+    // Closing writes what is recorded.
+    await app.close()
+    const asked = { pages: site.seen.length, crossref: crossref.seen.length }
+    const { app: offline } = await setup({ overrides: { offline: true, localStoreDir: dir, crossrefApiUrl: crossref.url } })
+    const replayed = await verifyBatch(offline, items)
+    for (const [i, line] of replayed.results.entries()) {
+      const was = online.results[i]!
+      expect({ metadata: line.metadata, retraction: line.retraction, landing: line.landing }).toEqual({
+        metadata: was.metadata,
+        retraction: was.retraction,
+        landing: was.landing
+      })
+    }
+    expect({ pages: site.seen.length, crossref: crossref.seen.length }).toEqual(asked)
   })
 })
 

@@ -5,8 +5,10 @@ import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/red
 import { createFleetHostSlots } from '../../src/resolve/landing/fleet-host-slots.js'
 import { createLandingChecks } from '../../src/resolve/landing/landing-checks.js'
 import { createLandingProber, type LandingProber } from '../../src/resolve/landing/prober.js'
+import { setup } from '../support/app.js'
 import { FakeLandingSite, pages } from '../support/fake-landing.js'
 import { fakeLookup } from '../support/landing-dns.js'
+import { str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
 
 // Issue 41: the replicas are polite together. Two probers (two replicas) on one real redis-server
@@ -142,5 +144,44 @@ describe('host slots across the fleet', () => {
     } finally {
       await redisServer().run()
     }
+  })
+})
+
+describe('two servers with one REDIS_URL', () => {
+  it('visit each landing page once and keep LANDING_PER_HOST between them', async () => {
+    const s = await FakeLandingSite.start({ pages: { '/slow': pages.slow(150, pages.status(200)) } })
+    opened.push(s)
+    const dois = Array.from({ length: 8 }, (_, i) => `10.1234/page.${i}`)
+    const records = Object.fromEntries(dois.map((doi, i) => [doi, [str(1, 'URL', `${s.origin('a.test')}/slow?${i}`)]]))
+    const replica = async () =>
+      await setup({
+        records,
+        overrides: {
+          redisUrl: redisServer().url,
+          landingAllowPrivate: ['127.0.0.2/32'],
+          landingPerHost: 1,
+          landingHostDelayMs: 0,
+          landingTimeoutMs: 2000
+        },
+        deps: { landingLookup: lookup }
+      })
+    const [a, b] = await Promise.all([replica(), replica()])
+    const ask = async (app: typeof a.app) =>
+      await app.inject({
+        method: 'POST',
+        url: '/api/batch?verify=landing',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(dois)
+      })
+    const answers = await Promise.all([ask(a.app), ask(b.app)])
+    for (const res of answers) {
+      const verdicts = res.body
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => (JSON.parse(l) as { landing: { verdict: string } }).landing.verdict)
+      expect(verdicts).toEqual(dois.map(() => 'unconfirmed'))
+    }
+    expect(s.peak).toBe(1)
+    expect(s.seen.filter((r) => r.path.startsWith('/slow'))).toHaveLength(dois.length)
   })
 })

@@ -133,3 +133,20 @@ export function challengeOf(
   const wall = WALLS.find(({ marker }) => marker.test(head))
   return wall === undefined ? undefined : `${wall.name} (HTTP ${status})`
 }
+
+const VERDICTS: ReadonlySet<string> = new Set(['alive', 'unconfirmed', 'blocked', 'dead'])
+const MAX_TEXT = 4_000
+
+/**
+ * A landing verdict read back from elsewhere (Redis, a recording), believed only when it is one: a known
+ * verdict, an HTTP status or null, a URL and evidence of bounded length. Anything else is undefined, and
+ * the page is asked anew (or, offline, the verdict is unknown).
+ */
+export function landingResultOf(value: unknown): LandingResult | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const { verdict, status, url, evidence } = value as Record<string, unknown>
+  if (typeof verdict !== 'string' || !VERDICTS.has(verdict)) return undefined
+  if (status !== null && !(typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 999)) return undefined
+  if (typeof url !== 'string' || url.length > MAX_TEXT || typeof evidence !== 'string' || evidence.length > MAX_TEXT) return undefined
+  return { verdict: verdict as NonNullable<LandingResult['verdict']>, status, url, evidence }
+}

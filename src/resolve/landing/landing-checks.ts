@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { LandingResult, LandingVerdict } from '../../handle/verify/types.js'
+import { landingResultOf } from '../../handle/landing/verdict.js'
+import type { LandingResult } from '../../handle/verify/types.js'
 import type { RedisClient } from '../fleet/redis.js'
 import { createSharedAnswers, type SharedAnswerCodec } from '../fleet/shared-answers.js'
+import type { Recorder } from '../recording/recorder.js'
 import type { LandingProber } from './prober.js'
+import { recordLandingVerdict } from './recorded-verdicts.js'
 
 /**
  * Cached landing verdicts (issue 41): this replica's LRU, then the fleet's answer in Redis, then one probe
@@ -28,27 +31,19 @@ export interface LandingChecksOptions {
   pollMs?: number
   /** The clock of the memory cache's TTLs (tests inject theirs). */
   now?: () => number
+  /** RECORD_TO: each verdict this process learns written beside the DOI's record (recorded-verdicts.ts). */
+  recorder?: Pick<Recorder, 'recordMetadata'> | undefined
 }
 
-const VERDICTS = new Set<LandingVerdict>(['alive', 'unconfirmed', 'blocked', 'dead'])
-const MAX_TEXT = 4_000
-
-/** What Redis holds, checked on the way back: a verdict with its status, URL and evidence, each bounded. */
+/** What Redis holds, checked on the way back (landingResultOf): a verdict with its status, URL and evidence, each bounded. */
 export const landingCodec: SharedAnswerCodec<LandingResult> = {
   encode: (value) => JSON.stringify(value),
   decode: (text) => {
-    let v: unknown
     try {
-      v = JSON.parse(text)
+      return landingResultOf(JSON.parse(text))
     } catch {
       return undefined
     }
-    if (typeof v !== 'object' || v === null) return undefined
-    const { verdict, status, url, evidence } = v as Record<string, unknown>
-    if (typeof verdict !== 'string' || !VERDICTS.has(verdict as LandingVerdict)) return undefined
-    if (status !== null && !(Number.isInteger(status) && (status as number) >= 100 && (status as number) <= 999)) return undefined
-    if (typeof url !== 'string' || url.length > MAX_TEXT || typeof evidence !== 'string' || evidence.length > MAX_TEXT) return undefined
-    return { verdict: verdict as LandingVerdict, status: status as number | null, url, evidence }
   }
 }
 
@@ -90,6 +85,7 @@ export function createLandingChecks(opts: LandingChecksOptions) {
       outcome = { ...answer, from: 'fetched' }
     }
     keep(key, outcome.value, outcome.ttlMs)
+    if (opts.recorder !== undefined) recordLandingVerdict(opts.recorder, doi, url, outcome.value)
     return outcome.value
   }
 

@@ -8,7 +8,7 @@
 import { compareCited } from '../../handle/verify/compare.js'
 import type { CitedWork, LandingResult, MetadataResult, RetractionResult, Verification, VerifyLevel } from '../../handle/verify/types.js'
 import type { Metrics } from '../../observe/metrics.js'
-import type { LandingProber } from '../landing/prober.js'
+import type { LandingChecks } from '../landing/landing-checks.js'
 import type { Retractions } from '../retraction/retractions.js'
 import type { Admit } from '../upstream/fetcher.js'
 import type { RegisteredAnswer, RegisteredMetadata } from './registered-metadata.js'
@@ -17,8 +17,8 @@ export interface VerifierOptions {
   registered: Pick<RegisteredMetadata, 'workOf'>
   /** The retraction service; undefined: RETRACTIONS_FROM=off. */
   retractions?: Pick<Retractions, 'find'> | undefined
-  /** The landing prober; undefined: landing pages are not visited (offline). */
-  prober?: Pick<LandingProber, 'probe'> | undefined
+  /** The landing verdicts (cached checks, or offline the recorded ones); undefined: no page is visited. */
+  landing?: Pick<LandingChecks, 'check'> | undefined
   metrics: Pick<Metrics, 'verifyVerdicts'>
 }
 
@@ -122,8 +122,14 @@ export function createVerifier(opts: VerifierOptions) {
     registeredWork: () => Promise<RegisteredAnswer>,
     signal: AbortSignal
   ): Promise<LandingResult> {
-    if (opts.prober === undefined) {
-      return { verdict: null, status: null, url: req.url, evidence: null, error: 'this server visits no landing pages (offline)' }
+    if (opts.landing === undefined) {
+      return {
+        verdict: null,
+        status: null,
+        url: req.url,
+        evidence: null,
+        error: 'this server visits no landing pages (offline, nothing recorded)'
+      }
     }
     if (req.url === null) {
       return { verdict: null, status: null, url: null, evidence: null, error: 'the record gives no URL to visit' }
@@ -137,7 +143,7 @@ export function createVerifier(opts: VerifierOptions) {
       signal.throwIfAborted()
     }
     try {
-      return await opts.prober.probe({ doi: req.doi, url: req.url, titles }, signal)
+      return await opts.landing.check(req.doi, req.url, titles, signal)
     } catch (err) {
       signal.throwIfAborted()
       return { verdict: null, status: null, url: req.url, evidence: null, error: messageOf(err) }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { registrableDomain } from '../../../src/handle/landing/domain.js'
-import { challengeOf, landingVerdictOf, type ProbeOutcome } from '../../../src/handle/landing/verdict.js'
+import { challengeOf, landingResultOf, landingVerdictOf, type ProbeOutcome } from '../../../src/handle/landing/verdict.js'
 
 const URL_ = 'https://journal.example/a/1'
 function answer(status: number, more: Partial<Extract<ProbeOutcome, { kind: 'answer' }>> = {}): ProbeOutcome {
@@ -120,5 +120,33 @@ describe('registrable domains (the Public Suffix List)', () => {
     ['Journal.Example.', 'journal.example']
   ])('%s → %s', (host, domain) => {
     expect(registrableDomain(host)).toBe(domain)
+  })
+})
+
+describe('a landing verdict read back (Redis, a recording)', () => {
+  const good = { verdict: 'alive', status: 200, url: 'https://example.org/a', evidence: 'citation_doi names the DOI' }
+  // input → believed? Anything not exactly a verdict is asked anew: a hostile or stale Redis must not decide.
+  const vectors: Array<[string, unknown, boolean]> = [
+    ['a verdict with its status', good, true],
+    ['a verdict with no status (a refused address)', { ...good, verdict: 'dead', status: null }, true],
+    ['an unknown verdict', { ...good, verdict: 'fine' }, false],
+    ['a null verdict (a failure to find out is not kept)', { ...good, verdict: null }, false],
+    ['a status that is not HTTP', { ...good, status: 42 }, false],
+    ['a status as text', { ...good, status: '200' }, false],
+    ['a fractional status', { ...good, status: 200.5 }, false],
+    ['no URL', { ...good, url: undefined }, false],
+    ['evidence past 4,000 characters', { ...good, evidence: 'x'.repeat(4_001) }, false],
+    ['a URL past 4,000 characters', { ...good, url: 'https://e.org/' + 'x'.repeat(4_000) }, false],
+    ['not an object', 'alive', false],
+    ['null', null, false]
+  ]
+  it.each(vectors)('%s', (_name, input, believed) => {
+    const got = landingResultOf(input)
+    expect(got !== undefined).toBe(believed)
+    if (believed) expect(got).toEqual(input)
+  })
+
+  it('keeps only the four fields, whatever else the text carries', () => {
+    expect(landingResultOf({ ...good, from: 'https://example.org/start', extra: '<script>' })).toEqual(good)
   })
 })
