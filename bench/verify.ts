@@ -29,7 +29,7 @@ import { pathToFileURL } from 'node:url'
 import { OPTIONS } from '../src/config/schema.js'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { codeVersion } from './lib/children.js'
-import { ensureBuilt, ROOT, startOurs, track } from './lib/processes.js'
+import { cpuMs, ensureBuilt, ROOT, startOurs, track } from './lib/processes.js'
 import type { Target, UpstreamProcess } from './lib/processes.js'
 import { machine, runBench, writeSection, RESULTS_PATH } from './lib/results.js'
 import { startVerifyFakes } from './lib/verify-fakes.js'
@@ -123,23 +123,30 @@ interface CheckRun {
   code: number | null
   stdout: string
   stderr: string
-  /** With the memory probe: heap and RSS after GC when the report was written, and the run's peak RSS. */
+  /** The command's own CPU time (user + system) and peak RSS, from the probe at exit. */
+  cpuMs?: number
+  maxRss?: number
+  /** With `atReport`: heap and RSS after GC when the report was written. */
   heapAtReport?: number
   rssAtReport?: number
-  maxRss?: number
 }
 
-/** `node bin/doi-proxy.js check ARGS`, timed from spawn to exit; with `memoryFile`, under the memory probe. */
-async function runCheck(args: string[], memoryFile?: string): Promise<CheckRun> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME }
-  const nodeArgs: string[] = []
-  if (memoryFile !== undefined) {
-    rmSync(memoryFile, { force: true })
-    Object.assign(env, { BENCH_MEMORY_FILE: memoryFile, BENCH_MEMORY_AT: 'report' })
-    nodeArgs.push('--import', PROBE)
+let probeRuns = 0
+
+/**
+ * `node bin/doi-proxy.js check ARGS`, timed from spawn to exit, under the memory probe (bench/lib/memory-probe.mjs:
+ * its CPU time and peak RSS at exit; with `atReport`, its heap after GC when it writes its report).
+ */
+async function runCheck(args: string[], dir: string, atReport = false): Promise<CheckRun> {
+  const probeFile = join(dir, `check-probe-${probeRuns++}.jsonl`)
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    BENCH_MEMORY_FILE: probeFile,
+    BENCH_MEMORY_AT: atReport ? 'report' : ''
   }
   const started = performance.now()
-  const child = spawn(process.execPath, [...nodeArgs, BIN, 'check', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', PROBE, BIN, 'check', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
   track(child)
   let stdout = ''
   let stderr = ''
@@ -148,15 +155,13 @@ async function runCheck(args: string[], memoryFile?: string): Promise<CheckRun> 
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)))
   const ms = performance.now() - started
   const run: CheckRun = { ms, code, stdout, stderr }
-  if (memoryFile !== undefined) {
-    for (const line of readFileSync(memoryFile, 'utf8')
-      .split('\n')
-      .filter((l) => l !== '')) {
-      const m = JSON.parse(line) as { at: string; heapUsed?: number; rss?: number; maxRss?: number }
-      if (m.at === 'report') Object.assign(run, { heapAtReport: m.heapUsed, rssAtReport: m.rss })
-      if (m.at === 'exit') run.maxRss = m.maxRss
-    }
+  const lines = existsSync(probeFile) ? readFileSync(probeFile, 'utf8').split('\n') : []
+  for (const line of lines.filter((l) => l !== '')) {
+    const m = JSON.parse(line) as { at: string; heapUsed?: number; rss?: number; maxRss?: number; cpuMs?: number }
+    if (m.at === 'report') Object.assign(run, { heapAtReport: m.heapUsed, rssAtReport: m.rss })
+    if (m.at === 'exit') Object.assign(run, { maxRss: m.maxRss, cpuMs: m.cpuMs })
   }
+  rmSync(probeFile, { force: true })
   return run
 }
 
@@ -320,18 +325,27 @@ interface Uncached {
   idealMs: number
   loopDelayMaxMs: number
   fakesCpuMs: number
+  serverCpuMs: number
   requests: number
 }
 
-async function uncached(fakes: VerifyFakes, s: Settings, bib: string, delayMs: number): Promise<{ result: Uncached; server: Target }> {
+async function uncached(
+  fakes: VerifyFakes,
+  s: Settings,
+  bib: string,
+  delayMs: number,
+  dir: string
+): Promise<{ result: Uncached; server: Target }> {
   const env = serverEnv(fakes, s, delayMs)
   const server = await startOurs({ upstream: upstreamOf(fakes), env, readyTimeoutMs: 60_000 })
   fakes.reset()
   const lag = monitorEventLoopDelay({ resolution: 10 })
   lag.enable()
   const cpu = process.cpuUsage()
-  const run = await runCheck(['--server', server.baseUrl, '--verify', LEVELS, bib])
+  const serverCpu = cpuMs(server.pid) ?? NaN
+  const run = await runCheck(['--server', server.baseUrl, '--verify', LEVELS, bib], dir)
   const used = process.cpuUsage(cpu)
+  const serverCpuMs = (cpuMs(server.pid) ?? NaN) - serverCpu
   lag.disable()
   expectReport(run, s.entries, true)
   const caps = {
@@ -348,6 +362,7 @@ async function uncached(fakes: VerifyFakes, s: Settings, bib: string, delayMs: n
     idealMs: Math.max(...b.map((x) => x.ms)),
     loopDelayMaxMs: lag.max / 1e6,
     fakesCpuMs: (used.user + used.system) / 1000,
+    serverCpuMs,
     requests: all.reduce((n, c) => n + c.requests, 0)
   }
   log(
@@ -360,22 +375,28 @@ interface Cached {
   help: number[]
   plain: number[]
   verify: number[]
+  /** CPU time of the last --verify run: the command's and the server's. */
+  checkCpuMs: number
+  serverCpuMs: number
   /** Requests the fakes had during the cached runs with --verify, by fake. */
   asked: Record<string, number>
 }
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
-async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: string): Promise<Cached> {
-  const out: Cached = { help: [], plain: [], verify: [], asked: {} }
+async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: string, dir: string): Promise<Cached> {
+  const out: Cached = { help: [], plain: [], verify: [], checkCpuMs: NaN, serverCpuMs: NaN, asked: {} }
   fakes.reset()
   // Alternating, so a busy minute of the machine weighs on all three alike.
   for (let round = 0; round < 3; round++) {
-    out.help.push((await runCheck(['--help'])).ms)
-    const plain = await runCheck(['--server', server.baseUrl, bib])
+    out.help.push((await runCheck(['--help'], dir)).ms)
+    const plain = await runCheck(['--server', server.baseUrl, bib], dir)
     expectReport(plain, s.entries, false)
     out.plain.push(plain.ms)
-    const verify = await runCheck(['--server', server.baseUrl, '--verify', LEVELS, bib])
+    const serverCpu = cpuMs(server.pid) ?? NaN
+    const verify = await runCheck(['--server', server.baseUrl, '--verify', LEVELS, bib], dir)
+    out.serverCpuMs = (cpuMs(server.pid) ?? NaN) - serverCpu
+    out.checkCpuMs = verify.cpuMs ?? NaN
     expectReport(verify, s.entries, true)
     out.verify.push(verify.ms)
   }
@@ -409,7 +430,7 @@ async function memoryRun(fakes: VerifyFakes, s: Settings, entries: number, dir: 
   try {
     const serverRest = await serverMemory(server, probeFile)
     const { value: run, peak } = await peakRss(server.pid, async () =>
-      runCheck(['--server', server.baseUrl, '--verify', LEVELS, join(dir, `memory-${entries}`)], join(dir, `check-memory-${entries}.jsonl`))
+      runCheck(['--server', server.baseUrl, '--verify', LEVELS, join(dir, `memory-${entries}`)], dir, true)
     )
     expectReport(run, entries, true)
     const serverAfter = await serverMemory(server, probeFile)
@@ -449,11 +470,11 @@ function section(
     '|---|--:|---|--:|---|',
     `| \`check --help\` (starting node and the command) | ${sec(helpMedian)} s | — | — | median of 3 (${all(c.help)} ms) |`,
     `| ${s.entries} entries, cached, without --verify (the baseline) | ${sec(plainMedian)} s | — | 1.00× | median of 3 (${all(c.plain)} ms) |`,
-    `| ${s.entries} entries, cached, \`--verify ${LEVELS}\` | **${sec(cachedMedian)} s** | the baseline, same server, alternating runs | ${(cachedMedian / plainMedian).toFixed(2)}× | median of 3 (${all(c.verify)} ms) after the uncached run; target < ${TARGET_CACHED_S} s: **${cachedMedian < TARGET_CACHED_S * 1000 ? 'met' : 'missed'}**; asked of the fakes meanwhile: ${asked} |`,
+    `| ${s.entries} entries, cached, \`--verify ${LEVELS}\` | **${sec(cachedMedian)} s** | the baseline, same server, alternating runs | ${(cachedMedian / plainMedian).toFixed(2)}× | median of 3 (${all(c.verify)} ms) after the uncached run; CPU of the last: the command ${c.checkCpuMs.toFixed(0)} ms, the server ${c.serverCpuMs.toFixed(0)} ms; target < ${TARGET_CACHED_S} s: **${cachedMedian < TARGET_CACHED_S * 1000 ? 'met' : 'missed'}**; asked of the fakes meanwhile: ${asked} |`,
     ...runs.map((r) => {
       const top = r.bounds.reduce((a, b) => (b.ms > a.ms ? b : a))
       const ratio = r.run.ms / r.idealMs
-      return `| ${s.entries} entries, uncached, LANDING_HOST_DELAY_MS ${r.delayMs} | **${sec(r.run.ms)} s** | the ideal, ${sec(r.idealMs)} s: ${top.what} | **${ratio.toFixed(2)}×** | target ≤ ${TARGET_RATIO}×: **${ratio <= TARGET_RATIO ? 'met' : 'missed'}**; ${r.requests} requests to the fakes; the fakes' event loop delayed at most ${r.loopDelayMaxMs.toFixed(1)} ms, ${r.fakesCpuMs.toFixed(0)} ms of CPU (they are not the limit) |`
+      return `| ${s.entries} entries, uncached, LANDING_HOST_DELAY_MS ${r.delayMs} | **${sec(r.run.ms)} s** | the ideal, ${sec(r.idealMs)} s: ${top.what} | **${ratio.toFixed(2)}×** | target ≤ ${TARGET_RATIO}×: **${ratio <= TARGET_RATIO ? 'met' : 'missed'}**; ${r.requests} requests to the fakes; CPU: the command ${(r.run.cpuMs ?? NaN).toFixed(0)} ms, the server ${r.serverCpuMs.toFixed(0)} ms, the fakes ${r.fakesCpuMs.toFixed(0)} ms, their event loop delayed at most ${r.loopDelayMaxMs.toFixed(1)} ms (their latency: ${s.latencyMs} ms) |`
     })
   ]
   const limits = [
@@ -535,16 +556,14 @@ async function main(): Promise<void> {
   try {
     const bib = writeBib(join(dir, 'timed'), s.entries)[0]!
     log(`${s.entries} entries over ${s.hosts} hosts, latency ${s.latencyMs} ms; load ${load.start.toFixed(2)}`)
-    const first = await uncached(fakes, s, bib, s.delayMs)
+    const first = await uncached(fakes, s, bib, s.delayMs, dir)
     servers.push(first.server)
-    const c = await cached(fakes, s, first.server, bib)
+    const c = await cached(fakes, s, first.server, bib, dir)
     const baseline =
-      s.memory.length === 0
-        ? undefined
-        : await runCheck(['--server', first.server.baseUrl, '--verify', LEVELS, bib], join(dir, 'baseline.jsonl'))
+      s.memory.length === 0 ? undefined : await runCheck(['--server', first.server.baseUrl, '--verify', LEVELS, bib], dir, true)
     if (baseline !== undefined) expectReport(baseline, s.entries, true)
     await first.server.stop()
-    const second = s.delayMs === 0 ? undefined : await uncached(fakes, s, bib, 0)
+    const second = s.delayMs === 0 ? undefined : await uncached(fakes, s, bib, 0, dir)
     if (second !== undefined) await second.server.stop()
     const runs = second === undefined ? [first.result] : [first.result, second.result]
     fakes.setLatency(0)

@@ -2,7 +2,8 @@
 // as JSON lines to $BENCH_MEMORY_FILE. With BENCH_MEMORY_AT=report, once, when the process first writes to
 // stdout (`doi-proxy check` writes its report in one piece, when it holds every entry and verdict: its
 // high-water mark); on SIGWINCH (a server at rest after a run: close-with-grace stops the server on SIGUSR2,
-// and SIGWINCH is ignored by default, so nothing else hears it); and at exit, the peak RSS of the whole run.
+// and SIGWINCH is ignored by default, so nothing else hears it); and at exit, the peak RSS and the CPU time
+// of the whole run.
 import { appendFileSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -32,6 +33,7 @@ if (file !== undefined && file !== '') {
   }
   process.on('SIGWINCH', () => sample('signal'))
   process.on('exit', () => {
-    appendFileSync(file, JSON.stringify({ at: 'exit', maxRss: process.resourceUsage().maxRSS * 1024 }) + '\n')
+    const u = process.resourceUsage()
+    appendFileSync(file, JSON.stringify({ at: 'exit', maxRss: u.maxRSS * 1024, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }) + '\n')
   })
 }
