@@ -112,6 +112,8 @@ function parse(argv: string[]): Settings {
   return s
 }
 
+const median = (xs: readonly number[]): number => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!)
+
 function log(line: string): void {
   process.stderr.write(`[verify] ${line}\n`)
 }
@@ -212,6 +214,10 @@ interface Bound {
   ms: number
   peak: number
   minGapMs: number
+  /** The mean time the fake took per request, arrival to the answer's end. */
+  meanMs: number
+  /** The median time from an answer's end to the next request on its connection: the server's turnaround. */
+  turnaroundMs: number
 }
 
 /**
@@ -228,7 +234,9 @@ function bounds(fakes: VerifyFakes, s: Settings, delayMs: number, caps: { upstre
     cap: `${cap} in flight`,
     ms: (c.requests * L) / cap,
     peak: c.peak,
-    minGapMs: c.minGapMs()
+    minGapMs: c.minGapMs(),
+    meanMs: c.meanMs(),
+    turnaroundMs: c.medianTurnaroundMs()
   })
   const host = (n: number): number => (n === 0 ? 0 : Math.max((n - 1) * delayMs, (Math.ceil(n / s.perHost) - 1) * L) + L)
   const busiest = fakes.landing.reduce((a, b) => (host(b.requests) > host(a.requests) ? b : a))
@@ -243,7 +251,9 @@ function bounds(fakes: VerifyFakes, s: Settings, delayMs: number, caps: { upstre
       cap: `${s.perHost} at once, starts ${delayMs} ms apart`,
       ms: host(busiest.requests),
       peak: busiest.peak,
-      minGapMs: busiest.minGapMs()
+      minGapMs: busiest.minGapMs(),
+      meanMs: busiest.meanMs(),
+      turnaroundMs: busiest.medianTurnaroundMs()
     },
     {
       what: `every landing host (${all.length})`,
@@ -251,7 +261,9 @@ function bounds(fakes: VerifyFakes, s: Settings, delayMs: number, caps: { upstre
       cap: `${s.perHost} at once, starts ${delayMs} ms apart, each`,
       ms: Math.max(...all.map((c) => host(c.requests))),
       peak: Math.max(...all.map((c) => c.peak)),
-      minGapMs: Math.min(...all.map((c) => c.minGapMs()))
+      minGapMs: Math.min(...all.map((c) => c.minGapMs())),
+      meanMs: all.reduce((n, c) => n + c.busyMs, 0) / all.reduce((n, c) => n + c.requests, 0),
+      turnaroundMs: median(all.flatMap((c) => c.turnarounds))
     }
   ]
 }
@@ -387,8 +399,6 @@ interface Cached {
   asked: Record<string, number>
 }
 
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-
 async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: string, dir: string): Promise<Cached> {
   const out: Cached = { help: [], plain: [], verify: [], checkCpuMs: NaN, serverCpuMs: NaN, asked: {} }
   fakes.reset()
@@ -483,11 +493,12 @@ function section(
     })
   ]
   const limits = [
-    '| Run | Limit | Requests | Cap | Alone it takes | Most in flight (at the fake) | Shortest gap between starts (ms, at the fake) |',
-    '|---|---|--:|---|--:|--:|--:|',
+    '| Run | Limit | Requests | Cap | Alone it takes | Most in flight | Mean in flight over the run | Mean answer (ms) | Median turnaround (ms) | Shortest gap between starts (ms) |',
+    '|---|---|--:|---|--:|--:|--:|--:|--:|--:|',
     ...runs.flatMap((r) =>
       r.bounds.map(
-        (b) => `| delay ${r.delayMs} ms | ${b.what} | ${b.requests} | ${b.cap} | ${sec(b.ms)} s | ${b.peak} | ${gap(b.minGapMs)} |`
+        (b) =>
+          `| delay ${r.delayMs} ms | ${b.what} | ${b.requests} | ${b.cap} | ${sec(b.ms)} s | ${b.peak} | ${((b.requests * b.meanMs) / r.run.ms).toFixed(2)} | ${b.meanMs.toFixed(1)} | ${gap(b.turnaroundMs)} | ${gap(b.minGapMs)} |`
       )
     )
   ]
@@ -527,7 +538,7 @@ function section(
     '',
     speed.join('\n'),
     '',
-    "Each limit alone, from the fakes' own counts (the most in flight must stay ≤ its cap; a landing host's shortest gap between starts ≥ LANDING_HOST_DELAY_MS, less a millisecond of timer and network jitter):",
+    "Each limit alone, from the fakes' own counts, all measured at the fake: the most in flight must stay ≤ its cap, and a landing host's shortest gap between starts ≥ LANDING_HOST_DELAY_MS, less the jitter of two event loops; the mean in flight over the run (requests × mean answer ÷ the run's time) says how busy the command kept it, its cap at most; the mean answer, the latency plus the fake's own delay; the median turnaround, the time from an answer's end to the server's next request on that connection (kept alive), what the server adds to each request of a pool:",
     '',
     limits.join('\n'),
     '',

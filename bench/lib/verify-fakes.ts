@@ -23,16 +23,38 @@ export class Counter {
   inFlight = 0
   peak = 0
   starts: number[] = []
+  /** The time from each request's arrival to its answer's end, summed (ms). */
+  busyMs = 0
+  /** On a kept-alive connection, the time from an answer's end to the next request's arrival: the asker's turnaround. */
+  turnarounds: number[] = []
+  private readonly lastEnd = new WeakMap<Socket, number>()
 
-  begin(): void {
+  /** A request came on `socket`; the returned function marks its answer sent. */
+  begin(socket: Socket): () => void {
+    const at = performance.now()
+    const last = this.lastEnd.get(socket)
+    if (last !== undefined) this.turnarounds.push(at - last)
     this.requests++
     this.inFlight++
     this.peak = Math.max(this.peak, this.inFlight)
-    this.starts.push(performance.now())
+    this.starts.push(at)
+    return () => {
+      const end = performance.now()
+      this.inFlight--
+      this.busyMs += end - at
+      this.lastEnd.set(socket, end)
+    }
   }
 
-  end(): void {
-    this.inFlight--
+  /** The median turnaround (ms), NaN without one. */
+  medianTurnaroundMs(): number {
+    const sorted = [...this.turnarounds].sort((a, b) => a - b)
+    return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!
+  }
+
+  /** The mean time a request took here, arrival to the answer's end (ms). */
+  meanMs(): number {
+    return this.requests === 0 ? NaN : this.busyMs / this.requests
   }
 
   /** The shortest time between two starts, in ms (Infinity under two requests). */
@@ -46,6 +68,8 @@ export class Counter {
     this.requests = 0
     this.peak = this.inFlight
     this.starts = []
+    this.busyMs = 0
+    this.turnarounds = []
   }
 }
 
@@ -125,8 +149,7 @@ export async function startVerifyFakes(opts: VerifyFakesOptions): Promise<Verify
   const answering =
     (counter: Counter, answer: (path: string, res: ServerResponse) => void) =>
     (req: IncomingMessage, res: ServerResponse): void => {
-      counter.begin()
-      res.once('close', () => counter.end())
+      res.once('close', counter.begin(req.socket))
       const path = (req.url ?? '/').split('?')[0]!
       later(() => answer(path, res))
     }
