@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../app.js'
 import { loadConfig } from '../../config/load.js'
 import { OPTIONS } from '../../config/schema.js'
 import { AllowError, readAllowLists } from './allow.js'
@@ -182,6 +181,9 @@ export async function runCheck(
  * LOCAL_STORE_DIR= to start at all; check runs from any project).
  */
 async function inProcessApp(env: NodeJS.ProcessEnv, cwd: string): Promise<FastifyInstance> {
+  // Loaded only here: the server's modules are most of the command's start (bench/RESULTS.md, check --verify),
+  // and asking a server (--server) needs none of them.
+  const { buildApp } = await import('../../app.js')
   const config = loadConfig(env)
   const dir = config.localStoreDir === undefined ? undefined : resolve(cwd, config.localStoreDir)
   const absentDefault = config.localStoreDir === OPTIONS.localStoreDir.default && dir !== undefined && !existsSync(dir)
