@@ -2,8 +2,9 @@
  * The answer of a batch (POST /api/batch, docs/checking-dois.md): each line resolved as `GET /{doi}`
  * resolves it (the proxy service: local records, cache, fair queue, upstream), reported as one NDJSON
  * object, in input order, streamed. Nothing here contacts a landing page: the URL is the one we would
- * redirect to, never fetched.
+ * redirect to, fetched only by the verifier when `?verify=landing` asks (resolve/verify/).
  */
+import { setMaxListeners } from 'node:events'
 import type { BatchLine } from '../handle/batch.js'
 import type { CitedWork, Verification, VerifyLevel } from '../handle/verify/types.js'
 import type { Verifier } from '../resolve/verify/verifier.js'
@@ -20,6 +21,9 @@ import { isNotHeld } from '../resolve/upstream/errors.js'
 import { mapInOrder } from './in-order.js'
 import { plainAnswer } from './routes/proxy.js'
 import type { PageContext } from './views/pages.js'
+
+/** Abort listeners one line of a batch may hold at once: its lookup, and each level's waits (metadata, notices, landing page). */
+const LISTENERS_PER_LINE = 8
 
 /** One line of the answer. */
 export interface BatchResult {
@@ -129,6 +133,9 @@ export function createBatchAnswers(opts: BatchOptions) {
     const verifier = levels.length > 0 ? opts.verifier : undefined
     const lookup = lineAnswers(opts, req, levels, verifier)
     const concurrency = verifier === undefined ? opts.concurrency : Math.max(opts.concurrency, opts.verifyConcurrency ?? opts.concurrency)
+    // Each line in flight listens for the reader leaving, once per level and wait: so many listeners are
+    // the batch's bound at work, not a leak (Node warns past 10).
+    setMaxListeners(LISTENERS_PER_LINE * concurrency, req.signal)
     for await (const chunk of mapInOrder(lines, lookup, { concurrency, window: WINDOW, signal: req.signal })) {
       const results: BatchResult[] = []
       for (const { result: r, counted: outcome } of chunk) {

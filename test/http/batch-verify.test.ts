@@ -252,6 +252,24 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     expect(site.seen.filter((r) => r.path === '/paper')).toHaveLength(0)
   })
 
+  it('warns of no listener leak while many lines wait at once', async () => {
+    const warnings: string[] = []
+    const onWarning = (w: Error): void => {
+      warnings.push(`${w.name}: ${w.message}`)
+    }
+    process.on('warning', onWarning)
+    onTestFinished(() => {
+      process.off('warning', onWarning)
+    })
+    const { app } = await withFakes({ overrides: { crossrefTimeoutMs: 1000 } })
+    const dois = Array.from({ length: HANGING }, (_, i) => ({ doi: `10.9999/hang${i}`, title: `Hanging ${i}` }))
+    const { results } = await verifyBatch(app, dois, 'metadata,retraction')
+    expect(results).toHaveLength(HANGING)
+    // Warnings are emitted on the next tick.
+    await sleep(50)
+    expect(warnings.filter((w) => w.includes('MaxListenersExceeded'))).toEqual([])
+  })
+
   it('counts each verdict on /metrics', async () => {
     const { app } = await withFakes()
     await verifyBatch(app, [{ doi: RETRACTED, title: 'A retracted result' }], 'retraction')
