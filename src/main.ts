@@ -188,7 +188,7 @@ function runPrimary(count: number, config: Config, logger: pino.Logger): void {
   for (let i = 1; i <= count; i++) fork(i)
   logger.info(
     { workers: count, each: workerShare(config, count) },
-    'started the workers; each has its share of the upstream, agency and open-access budgets'
+    'started the workers; each has its share of the upstream, agency, open-access, Crossref and landing-host budgets'
   )
   const exceeded = budgetsExceeded(config, count)
   if (exceeded.length > 0) {

@@ -13,17 +13,21 @@ import type { Lifecycle } from './http/routes/ops.js'
 import { createMetrics } from './observe/metrics.js'
 import type { Metrics } from './observe/metrics.js'
 import type { FleetMessage } from './resolve/fleet/messages.js'
+import type { LandingLookup } from './resolve/landing/address-guard.js'
 import { openCountryLookup } from './resolve/lookup/geoip.js'
 import type { ProxyService } from './resolve/lookup/proxy-service.js'
 import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
+import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
 import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
+import { setUpVerify } from './services/verify.js'
+import type { Verifier } from './resolve/verify/verifier.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
 export interface ServiceDeps {
@@ -35,6 +39,10 @@ export interface ServiceDeps {
   random?: () => number
   /** A node:cluster worker (main.ts, WORKERS > 1), by its number: /metrics then answers for the whole host. */
   clusterWorker?: { index: number } | undefined
+  /** Name lookups of landing-page hosts (`?verify=landing`); default node:dns. Tests give test/support/landing-dns.ts. */
+  landingLookup?: LandingLookup | undefined
+  /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
+  batchHeartbeatMs?: number | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -100,15 +108,9 @@ export async function createServices(
   closeLater(closers, upstream)
   const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
   closers.push(tiers.close)
-  // A purge drops from this process's memory the key's record (with the answers kept with it for the door),
-  // its open-access answer and its fetched metadata, an agency's 404 or 406 included (built below).
+  // A purge forgets the key's fetched metadata too (built below).
   let forgetMetadata = (_key: string): boolean => false
-  const dropHere = (key: string): boolean => {
-    const held = cache.peek(key) !== undefined
-    cache.delete(key)
-    openAccessCache?.delete(key)
-    return forgetMetadata(key) || held
-  }
+  const dropHere = (key: string): boolean => dropFromMemory(key, { cache, openAccessCache, forgetMetadata })
   const { fleet, purge } = joinFleet(config, { tiers, upstream, dropHere })
   closers.push(fleet.close)
   tellHost = fleet.tellHost
@@ -122,16 +124,25 @@ export async function createServices(
   const random = deps.random ?? Math.random
   const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
   const admission = createAdmission(config, metrics, tiers.redis)
-  const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
-  // behaviour.md §10: only when a service is configured does a redirect ask about one.
-  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: tiers.redis, cache: openAccessCache })
-  closeLater(closers, openAccess)
-  const localServices =
-    config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
+  const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
+  closeLater(closers, extras.openAccess)
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
   const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
   closers.push(metadata.close)
   forgetMetadata = metadata.answers.forget
+  // `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions, landing pages.
+  const verify = await setUpVerify(config, {
+    proxyService,
+    metadataService: metadata.service,
+    stored,
+    recorder,
+    redis: tiers.redis,
+    metrics,
+    log,
+    now,
+    landingLookup: deps.landingLookup
+  })
+  closers.push(verify.close)
   const { fallbackHost, status, prepared, batch } = setUpServing(config, {
     metrics,
     now,
@@ -140,7 +151,9 @@ export async function createServices(
     negotiatedVaries: metadata.answers.fetching,
     upstreamState: reachability.state,
     worker: deps.clusterWorker?.index,
-    serving: () => lifecycle.ready
+    serving: () => lifecycle.ready,
+    verifier: verify.verifier,
+    batchHeartbeatMs: deps.batchHeartbeatMs
   })
   closers.push(async () => {
     status.stop()
@@ -151,8 +164,8 @@ export async function createServices(
     resolver,
     proxyService,
     admission,
-    countryLookup,
-    localServices,
+    countryLookup: extras.countryLookup,
+    localServices: extras.localServices,
     metadata: metadata.answers,
     batch,
     fallbackHost,
@@ -188,6 +201,31 @@ function hooksOf(parts: {
   }
 }
 
+/**
+ * A purge drops from this process's memory the key's record (with the answers kept with it for the door), its
+ * open-access answer and its fetched metadata, an agency's 404 or 406 included: whether any of them was held.
+ */
+function dropFromMemory(
+  key: string,
+  held: Pick<Caches, 'cache' | 'openAccessCache'> & { forgetMetadata: (key: string) => boolean }
+): boolean {
+  const record = held.cache.peek(key) !== undefined
+  held.cache.delete(key)
+  held.openAccessCache?.delete(key)
+  return held.forgetMetadata(key) || record
+}
+
+/** What a redirect may ask besides the record: the reader's country (GEOIP_DATABASE), an open-access copy, a local service. */
+async function setUpRedirectExtras(config: Config, parts: Parameters<typeof setUpOpenAccess>[2] & { log: FastifyBaseLogger }) {
+  const { log, metrics, now } = parts
+  const countryLookup = config.geoipDatabase === undefined ? undefined : await openCountryLookup(config.geoipDatabase)
+  // behaviour.md §10: only when a service is configured does a redirect ask about one.
+  const openAccess = await setUpOpenAccess(log, config, { metrics, now, redis: parts.redis, cache: parts.cache })
+  const localServices =
+    config.localServices.length === 0 ? undefined : createLocalServices({ services: config.localServices, metrics, now, openAccess })
+  return { countryLookup, openAccess, localServices }
+}
+
 /** Closed at the app's close, after what was opened after it: `thing`, when there is one. */
 function closeLater(closers: Array<() => Promise<void>>, thing: { close: () => Promise<void> } | undefined): void {
   if (thing !== undefined) {
@@ -209,6 +247,8 @@ function setUpServing(
     upstreamState: Services['upstreamState']
     worker: number | undefined
     serving: () => boolean
+    verifier: Verifier | undefined
+    batchHeartbeatMs: number | undefined
   }
 ) {
   const { metrics, now, resolver } = parts
@@ -230,7 +270,11 @@ function setUpServing(
     resolver,
     metrics,
     concurrency: batchConcurrency(config),
-    deadlineMs: config.requestDeadlineMs
+    deadlineMs: config.requestDeadlineMs,
+    verifier: parts.verifier,
+    verifyLevels: config.verifyLevels,
+    verifyConcurrency: config.verifyConcurrency,
+    heartbeatMs: parts.batchHeartbeatMs
   })
   return { fallbackHost, status, prepared, batch }
 }

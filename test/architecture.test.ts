@@ -24,6 +24,7 @@ const FLOORS: ReadonlyArray<{ floor: string; holds: readonly string[]; what: str
 // The parts of src/resolve/ (docs/architecture.md, "The rooms of resolve/"), lowest first, each a folder: a part
 // imports from itself and from the parts below it, so each can be read and tested without those above.
 const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
+  { part: 'files', what: 'the data files operators download, read as they come (gzipped or not)' },
   { part: 'upstream', what: 'the upstream client and its protection: breakers, fair queue, deadline, errors, reachability' },
   { part: 'fleet', what: 'Redis connections, and what one process tells the others' },
   { part: 'local-store', what: 'the local records: files, their format, the in-memory set, watching' },
@@ -31,7 +32,10 @@ const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
   { part: 'cache', what: 'the record cache, its entries and their work, the cache file, the shared tier in Redis' },
   { part: 'metadata', what: "the agencies' metadata, fetched and cached" },
   { part: 'lookup', what: "the lookup flow: resolver, proxy service, 10320/loc loader, the reader's country" },
-  { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' }
+  { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' },
+  { part: 'retraction', what: 'retraction and correction notices: Crossref, the Retraction Watch file, cached and shared' },
+  { part: 'landing', what: 'the landing-page prober: address guard, robots.txt, host slots, the verdicts cached and shared' },
+  { part: 'verify', what: 'one registered line verified: its registered metadata, and each level asked at once' }
 ]
 
 const ROOT = new URL('../', import.meta.url)

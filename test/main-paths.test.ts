@@ -72,7 +72,8 @@ const BAD: Record<PathUse, string[]> = {
 /** What a setting needs besides itself to mean anything (else another setting's check speaks first). */
 const NEEDS: Partial<Record<keyof Config, Record<string, string>>> = {
   oaSnapshotFile: { OA_PROVIDER: 'file' },
-  redisTlsCaFile: { REDIS_URL: 'rediss://127.0.0.1:1' }
+  redisTlsCaFile: { REDIS_URL: 'rediss://127.0.0.1:1' },
+  retractionsFile: { RETRACTIONS_FROM: 'file' }
 }
 
 const withPath = Object.entries(OPTIONS).flatMap(([key, option]) =>

@@ -1,8 +1,8 @@
 /**
- * bench/RESULTS.md is written by the scripts, never by hand. It has five sections, each replaced
+ * bench/RESULTS.md is written by the scripts, never by hand. It has six sections, each replaced
  * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts),
- * the restart with a large snapshot (bench/restart.ts),
- * the batch API's (bench/run.ts --scenario batch) and the fault matrix (bench/faults.ts).
+ * the restart with a large snapshot (bench/restart.ts), the batch API's (bench/run.ts --scenario batch),
+ * the fault matrix (bench/faults.ts) and check --verify's (bench/verify.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
@@ -240,19 +240,20 @@ export function speedSection(run: SpeedRun): string {
   ].join('\n')
 }
 
-const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults'] as const
+const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults', 'verify'] as const
 type Section = (typeof SECTIONS)[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection(section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-  const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '' }
+  const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '', verify: '' }
   const command: Record<Section, string> = {
     speed: 'bench',
     memory: 'bench:memory',
     restart: 'bench:restart',
     batch: 'bench:batch',
-    faults: 'bench:faults'
+    faults: 'bench:faults',
+    verify: 'bench:verify'
   }
   for (const name of SECTIONS) {
     const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
@@ -262,7 +263,7 @@ export function writeSection(section: Section, body: string): void {
   const text = [
     '# Benchmark results',
     '',
-    '<!-- Written by bench/run.ts, bench/memory.ts, bench/restart.ts and bench/faults.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:restart` / `npm run bench:batch` / `npm run bench:faults`. -->',
+    '<!-- Written by bench/run.ts, bench/memory.ts, bench/restart.ts, bench/faults.ts and bench/verify.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:restart` / `npm run bench:batch` / `npm run bench:faults` / `npm run bench:verify`. -->',
     'How to read this: [bench/README.md](README.md).',
     '',
     ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])

@@ -2,7 +2,8 @@
 /**
  * The `doi-proxy` command: `mirror`, which copies the records of a reading list of DOIs into an NDJSON
  * file for the local store (src/command/mirror.ts), `record`, the same with the metadata citation tools ask for,
- * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered (src/command/check/).
+ * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered, and with --verify
+ * whether each names the work cited, was retracted, and has a live landing page (src/command/check/).
  * An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
@@ -39,8 +40,9 @@ Usage:
                                  to replay offline (see docs/testing-with-doi-proxy.md)
   doi-proxy check [options] PATH...
                                  are the DOIs in these files registered? asks a running
-                                 doi-proxy's batch API (see docs/checking-dois.md and
-                                 doi-proxy check --help)
+                                 doi-proxy's batch API; --verify metadata,retraction,landing
+                                 also checks the works they name (see docs/checking-dois.md
+                                 and doi-proxy check --help)
   doi-proxy --help               this help
 
 Start the server with \`npm start\` (or \`node dist/main.js\`).

@@ -5,6 +5,8 @@
  */
 import { isIP } from 'node:net'
 import { parseAllowedHosts } from '../handle/metadata-hosts.js'
+import { parseVerifyLevels } from '../handle/verify/levels.js'
+import type { VerifyLevel } from '../handle/verify/types.js'
 import { parseLocalServices, parseTemplate } from './local-services.js'
 import type { LocalServiceConfig } from './local-services.js'
 
@@ -230,3 +232,25 @@ export const hosts: Parse<string[]> = (raw, refuse) => {
 /** The local services' own checks (src/config/local-services.ts). */
 export const localServices: Parse<LocalServiceConfig[]> = (raw, refuse) => parseLocalServices(raw, { fail: refuse.because, isCidr })
 export const urlTemplate: Parse<string | undefined> = (raw, refuse) => parseTemplate(raw, { fail: refuse.because, isCidr })
+
+/** The levels of `check --verify` a server runs (src/handle/verify/levels.ts): a comma list, or a list in the file. */
+export const verifyLevels: Parse<VerifyLevel[]> = (raw, refuse) => {
+  const list = items(raw)
+  if (list === undefined || !list.every((item) => typeof item === 'string')) {
+    return refuse.expected('a comma list of metadata, retraction, landing (or nothing)')
+  }
+  const levels = parseVerifyLevels(list.join(','))
+  return typeof levels === 'string' ? refuse.because(levels) : levels
+}
+
+/** `false`, `true`, or the addresses/CIDRs of the only networks allowed (LANDING_ALLOW_PRIVATE). */
+export const flagOrNetworks: Parse<boolean | string[]> = (raw, refuse) => {
+  const expected = 'true, false, or comma-separated addresses or CIDRs such as 127.0.0.2/32'
+  if (typeof raw === 'boolean') return raw
+  const lower = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined
+  if (lower !== undefined && ['1', 'true', 'yes', 'on'].includes(lower)) return true
+  if (lower !== undefined && ['0', 'false', 'no', 'off', ''].includes(lower)) return false
+  const list = items(raw) ?? refuse.expected(expected)
+  if (list.length === 0) return false
+  return allStrings(list, isCidr) ?? refuse.expected(expected)
+}

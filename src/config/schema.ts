@@ -1,11 +1,14 @@
 import { checkIds } from './local-services.js'
 import type { LocalServiceConfig } from './local-services.js'
 import { DEFAULT_METADATA_HOSTS } from '../handle/metadata-hosts.js'
+import { VERIFY_LEVELS } from '../handle/verify/types.js'
+import type { VerifyLevel } from '../handle/verify/types.js'
 import { checkOpenAccess, OA_PROVIDERS, spreadOpenAccess } from './open-access.js'
 import type { OpenAccessConfig } from './open-access.js'
 import {
   bearerToken,
   flag,
+  flagOrNetworks,
   hosts,
   httpUrl,
   integer,
@@ -21,7 +24,8 @@ import {
   schemes,
   secret,
   text,
-  urlTemplate
+  urlTemplate,
+  verifyLevels
 } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
@@ -132,6 +136,26 @@ export interface Config extends OpenAccessConfig {
   metadataMaxTtlSeconds: number
   metadataAgencyConcurrency: number
   metadataMaxRedirects: number
+  /** Issue 41: the levels `POST /api/batch?verify=` (and so `check --verify`) may run; empty: none. */
+  verifyLevels: VerifyLevel[]
+  verifyConcurrency: number
+  retractionsFrom: 'crossref' | 'file' | 'off'
+  retractionsFile: string | undefined
+  crossrefApiUrl: string
+  crossrefConcurrency: number
+  crossrefTimeoutMs: number
+  crossrefMaxBodyBytes: number
+  retractionsTtlSeconds: number
+  landingPerHost: number
+  landingHostDelayMs: number
+  landingTimeoutMs: number
+  landingMaxBytes: number
+  landingTtlSeconds: number
+  landingShortTtlSeconds: number
+  landingRobotsTtlSeconds: number
+  landingCacheMaxEntries: number
+  /** false, true (every address), or the addresses/CIDRs of the only private networks a landing check may reach (src/handle/address-rules.ts). */
+  landingAllowPrivate: boolean | string[]
 }
 
 /**
@@ -262,7 +286,25 @@ export const OPTIONS: OptionTable<Config> = {
   oaNegativeTtlSeconds: { env: 'OA_NEGATIVE_TTL_SECONDS', default: 86_400, parse: integer(0, 90 * 86400), doc: 'How long "no open copy" is cached.' },
   oaCacheMaxEntries: { env: 'OA_CACHE_MAX_ENTRIES', default: 200_000, parse: integer(1, 100_000_000), doc: 'Most open-access answers held in memory (with OA_PROVIDER=file, the copies read from the file are held besides).' },
   oaDailyLimit: { env: 'OA_DAILY_LIMIT', default: 90_000, parse: integer(1, 100_000_000), doc: 'Most calls to the provider per UTC day (over every replica with REDIS_URL; without it, WORKERS divide it), below Unpaywall\'s 100,000; beyond it the step is skipped until midnight UTC (shown on /status and in the metrics).' },
-  metadataMaxRedirects: { env: 'METADATA_MAX_REDIRECTS', default: 3, parse: integer(0, 10), doc: 'Redirects a metadata fetch follows (Crossref\'s service answers with one to api.crossref.org), each only to a host on METADATA_HOSTS.' }
+  metadataMaxRedirects: { env: 'METADATA_MAX_REDIRECTS', default: 3, parse: integer(0, 10), doc: 'Redirects a metadata fetch follows (Crossref\'s service answers with one to api.crossref.org), each only to a host on METADATA_HOSTS.' },
+  verifyLevels: { env: 'VERIFY_LEVELS', default: [...VERIFY_LEVELS], parse: verifyLevels, doc: 'What `POST /api/batch?verify=` (and so `doi-proxy check --verify`) may check of each registered DOI, a comma list: `metadata` (the cited title, year and first author against the registered metadata), `retraction` (retraction and correction notices), `landing` (the landing page: alive, still the work). A `?verify=` asking for another is 400. Empty: verification off. See docs/checking-dois.md.' },
+  verifyConcurrency: { env: 'VERIFY_CONCURRENCY', default: 64, parse: integer(1, 1024), doc: 'Lines of one verifying batch in flight at once (their lookups still take BATCH_CONCURRENCY\'s turns); most of them wait for a landing page\'s host, which costs only memory.' },
+  retractionsFrom: { env: 'RETRACTIONS_FROM', default: 'crossref', parse: oneOf(['crossref', 'file', 'off'], 'crossref, file or off'), doc: 'Where `verify=retraction` finds retraction, correction and concern notices: `crossref`, the `updated-by` notices of Crossref\'s REST API (the publishers\' and Retraction Watch\'s), asked at CROSSREF_API_URL; `file`, a Retraction Watch CSV (RETRACTIONS_FILE), read at start, for offline use; `off`.' },
+  retractionsFile: { env: 'RETRACTIONS_FILE', default: undefined, parse: optional(text), doc: 'With RETRACTIONS_FROM=file: the Retraction Watch data set (CSV, gzip or not), read at start.', path: 'file to read' },
+  crossrefApiUrl: { env: 'CROSSREF_API_URL', default: 'https://api.crossref.org', parse: httpUrl, doc: 'Base of Crossref\'s REST API: a DOI\'s notices are asked as `CROSSREF_API_URL/works/{doi}` (with `mailto=CONTACT_EMAIL` when set: Crossref\'s polite pool).' },
+  crossrefConcurrency: { env: 'CROSSREF_CONCURRENCY', default: 3, parse: integer(1, 16), doc: 'Most requests to Crossref\'s REST API in flight at once, for the whole host (WORKERS divide it), within the polite pool\'s limit; a 429 or 503 pauses them for its `Retry-After`.' },
+  crossrefTimeoutMs: { env: 'CROSSREF_TIMEOUT_MS', default: 10_000, parse: integer(100, 120_000), doc: 'A whole request to Crossref\'s REST API (connect, headers, body) gives up after this long: the retraction verdict is then unknown.' },
+  crossrefMaxBodyBytes: { env: 'CROSSREF_MAX_BODY_BYTES', default: 4 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024), doc: 'Largest answer read from Crossref\'s REST API (a work with 1,000 references is about 0.5 MB); a larger one makes the verdict unknown.' },
+  retractionsTtlSeconds: { env: 'RETRACTIONS_TTL_SECONDS', default: 86_400, parse: integer(0, 30 * 86400), doc: 'How long a DOI\'s retraction verdict is cached (notices found or none alike; in memory and, with REDIS_URL, for every replica); 0 disables.' },
+  landingPerHost: { env: 'LANDING_PER_HOST', default: 2, parse: integer(1, 16), doc: 'Most landing-page requests in flight to one host at once, for the whole host (WORKERS divide it; with REDIS_URL, over every replica).' },
+  landingHostDelayMs: { env: 'LANDING_HOST_DELAY_MS', default: 1_000, parse: integer(0, 60_000), doc: 'Least time between the starts of two landing-page requests to one host (each of WORKERS waits N times as long; with REDIS_URL, over every replica); a robots.txt `Crawl-delay` wins when longer (at most 60 s).' },
+  landingTimeoutMs: { env: 'LANDING_TIMEOUT_MS', default: 10_000, parse: integer(500, 60_000), doc: 'A whole try at a landing page (connect, headers and body) gives up after this long; three tries, then the page is `dead`.' },
+  landingMaxBytes: { env: 'LANDING_MAX_BYTES', default: 1024 * 1024, parse: integer(64 * 1024, 16 * 1024 * 1024), doc: 'Most bytes of a landing page read; the verdict comes from what was read, the rest is never fetched.' },
+  landingTtlSeconds: { env: 'LANDING_TTL_SECONDS', default: 86_400, parse: integer(0, 30 * 86400), doc: 'How long an `alive` or `unconfirmed` landing verdict is cached (in memory and, with REDIS_URL, for every replica); 0 disables.' },
+  landingShortTtlSeconds: { env: 'LANDING_SHORT_TTL_SECONDS', default: 3_600, parse: integer(0, 30 * 86400), doc: 'How long a `blocked` or `dead` landing verdict is cached, so a page back up is seen soon; at most LANDING_TTL_SECONDS.' },
+  landingRobotsTtlSeconds: { env: 'LANDING_ROBOTS_TTL_SECONDS', default: 86_400, parse: integer(0, 86_400), doc: 'How long a site\'s robots.txt is kept (RFC 9309: at most a day).' },
+  landingCacheMaxEntries: { env: 'LANDING_CACHE_MAX_ENTRIES', default: 100_000, parse: integer(1, 100_000_000), doc: 'Most landing verdicts held in memory.' },
+  landingAllowPrivate: { env: 'LANDING_ALLOW_PRIVATE', default: false, parse: flagOrNetworks, doc: 'A landing check never connects to a loopback, private, link-local or other special address (a registered URL must not reach your own network), whatever the name resolves to: the verdict is `dead`, naming the rule. `true` lifts this for every address; addresses or CIDRs (`10.1.0.0/16`) for those networks only (an intranet repository).' }
 }
 
 export class ConfigError extends Error {
@@ -369,6 +411,7 @@ function checkTogether(config: Config): void {
     )
   }
   checkRedis(config)
+  checkVerify(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
     throw new ConfigError(
       `invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`
@@ -425,6 +468,26 @@ function checkRedis(config: Config): void {
   }
 }
 
+/** The settings of `check --verify` (issue 41) that depend on each other. */
+function checkVerify(config: Config): void {
+  if (config.retractionsFrom === 'file' && config.retractionsFile === undefined) {
+    throw new ConfigError(
+      'invalid setting retractionsFile (RETRACTIONS_FILE): needed with RETRACTIONS_FROM=file, the Retraction Watch CSV to read'
+    )
+  }
+  // A file that would never be read is a mistake to say, not to ignore.
+  if (config.retractionsFile !== undefined && config.retractionsFrom !== 'file') {
+    throw new ConfigError(
+      `invalid setting retractionsFile (RETRACTIONS_FILE): ${JSON.stringify(config.retractionsFile)} means something only with RETRACTIONS_FROM=file, got ${config.retractionsFrom}`
+    )
+  }
+  if (config.landingShortTtlSeconds > config.landingTtlSeconds) {
+    throw new ConfigError(
+      `invalid setting landingShortTtlSeconds (LANDING_SHORT_TTL_SECONDS): ${config.landingShortTtlSeconds} is above landingTtlSeconds ${config.landingTtlSeconds}: a blocked or dead page is looked at again sooner than a live one, never later`
+    )
+  }
+}
+
 /**
  * One worker's share of a setting that bounds the whole host (WORKERS processes): 1/N rounded down, so
  * together they stay within it, and at least one. `workers` 0 or 1 is one process: the whole setting.
@@ -436,4 +499,13 @@ export function workerShareOf(setting: number, workers: number): number {
 /** The User-Agent actually sent: the configured one plus the contact, if any. */
 export function upstreamUserAgent(config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
   return config.contactEmail === undefined ? config.userAgent : `${config.userAgent} (mailto:${config.contactEmail})`
+}
+
+/**
+ * The User-Agent of landing checks (issue 41), which publishers see in their logs: the configured one, what
+ * it does and where the crawler is described (how to recognise and allow it), and the contact, if any.
+ */
+export function landingUserAgent(config: Pick<Config, 'userAgent' | 'contactEmail'>): string {
+  const contact = config.contactEmail === undefined ? '' : `; mailto:${config.contactEmail}`
+  return `${config.userAgent} landing-check (+docs/checking-dois.md#the-crawler${contact})`
 }

@@ -5,12 +5,20 @@
  */
 import { RESOLVER_URL, handleFromPath } from './name.js'
 import { isDoiName } from './ra.js'
+import type { CitedWork } from './verify/types.js'
 
 /**
  * One entry of a batch: a name to look up, or why it is not one. Every line that is not a DOI name (empty,
  * malformed, too long, or well-formed but not a DOI) is answered alike, without any lookup.
  */
-export type BatchLine = { kind: 'doi'; input: string; handle: string } | { kind: 'invalid'; input: string; message: string }
+export type BatchLine =
+  { kind: 'doi'; input: string; handle: string; cited?: CitedWork } | { kind: 'invalid'; input: string; message: string }
+
+/** A JSON batch item (`?verify=`, issue 41): a DOI, or a DOI with the work its reference cites. */
+export type BatchEntry = string | { doi: string; title?: unknown; year?: unknown; author?: unknown }
+
+/** The bounds of a cited work's fields (issue 41): longer is not a reference's, and is refused. */
+export const CITED_LIMITS = { title: 1000, author: 200, minYear: 1000, maxYear: 2999 } as const
 
 /**
  * The lines of a text that hold something, with their numbers (from 1): one a line (LF or CRLF), blank
@@ -62,6 +70,40 @@ export function parseBatchLine(input: string, maxLength: number): BatchLine {
   if (read.ok) return { kind: 'doi', input, handle: read.handle }
   const name = read.name === undefined ? '' : `${JSON.stringify(clip(read.name))} `
   return { kind: 'invalid', input, message: `not a DOI name: ${name}${read.why}` }
+}
+
+/**
+ * One JSON item of a batch: a string as parseBatchLine reads it; an object's `doi` so too, with its cited
+ * work (`title` and `author` strings, `year` an integer or its digits, within CITED_LIMITS; each optional,
+ * null as absent). A field out of bounds makes the line invalid, naming it; nothing is looked up for it.
+ */
+export function parseBatchEntry(entry: BatchEntry, maxLength: number): BatchLine {
+  if (typeof entry === 'string') return parseBatchLine(entry, maxLength)
+  const line = parseBatchLine(entry.doi, maxLength)
+  if (line.kind === 'invalid') return line
+  const cited = citedWorkOf(entry)
+  if (typeof cited === 'string') return { kind: 'invalid', input: entry.doi, message: cited }
+  return Object.keys(cited).length === 0 ? line : { ...line, cited }
+}
+
+function citedWorkOf(entry: { title?: unknown; year?: unknown; author?: unknown }): CitedWork | string {
+  const cited: CitedWork = {}
+  for (const field of ['title', 'author'] as const) {
+    const value = entry[field]
+    if (value === undefined || value === null) continue
+    if (typeof value !== 'string') return `its ${field} is not a string`
+    if (value.length > CITED_LIMITS[field]) return `its ${field} is longer than ${CITED_LIMITS[field]} characters`
+    if (value.trim() !== '') cited[field] = value
+  }
+  const year = entry.year
+  if (year !== undefined && year !== null && year !== '') {
+    const n = typeof year === 'number' ? year : typeof year === 'string' && /^\d{4}$/.test(year.trim()) ? Number(year) : NaN
+    if (!Number.isInteger(n) || n < CITED_LIMITS.minYear || n > CITED_LIMITS.maxYear) {
+      return `its year is not a year from ${CITED_LIMITS.minYear} to ${CITED_LIMITS.maxYear}`
+    }
+    cited.year = n
+  }
+  return cited
 }
 
 // shortDOI.org's names live under the handle prefix 10 and alias a DOI (https://shortdoi.org/).

@@ -2,9 +2,12 @@
  * The answer of a batch (POST /api/batch, docs/checking-dois.md): each line resolved as `GET /{doi}`
  * resolves it (the proxy service: local records, cache, fair queue, upstream), reported as one NDJSON
  * object, in input order, streamed. Nothing here contacts a landing page: the URL is the one we would
- * redirect to, never fetched.
+ * redirect to, fetched only by the verifier when `?verify=landing` asks (resolve/verify/).
  */
+import { setMaxListeners } from 'node:events'
 import type { BatchLine } from '../handle/batch.js'
+import type { CitedWork, Verification, VerifyLevel } from '../handle/verify/types.js'
+import type { Verifier } from '../resolve/verify/verifier.js'
 import { cacheKey } from '../handle/name.js'
 import { negotiate } from '../handle/negotiate.js'
 import { parseProxyQuery } from '../handle/query.js'
@@ -18,6 +21,9 @@ import { isNotHeld } from '../resolve/upstream/errors.js'
 import { mapInOrder } from './in-order.js'
 import { plainAnswer } from './routes/proxy.js'
 import type { PageContext } from './views/pages.js'
+
+/** Abort listeners one line of a batch may hold at once: its lookup, and each level's waits (metadata, notices, landing page). */
+const LISTENERS_PER_LINE = 8
 
 /** One line of the answer. */
 export interface BatchResult {
@@ -38,6 +44,10 @@ export interface BatchResult {
   error?: string
   /** Seconds to wait before asking about this line again (a limit's refusal, a registry asking us to wait), as Retry-After says. */
   retryAfter?: number
+  /** `?verify=` (issue 41): each level asked, an object on a registered line, null on any other. */
+  metadata?: Verification['metadata']
+  retraction?: Verification['retraction']
+  landing?: Verification['landing']
 }
 
 export interface BatchOptions {
@@ -48,6 +58,14 @@ export interface BatchOptions {
   concurrency: number
   /** Each line's own deadline (REQUEST_DEADLINE_MS), from when its lookup starts. */
   deadlineMs: number
+  /** `?verify=`'s levels run on registered lines; undefined: VERIFY_LEVELS is empty. */
+  verifier?: Pick<Verifier, 'verify'> | undefined
+  /** VERIFY_LEVELS: what `?verify=` may ask. */
+  verifyLevels?: readonly VerifyLevel[]
+  /** Lines of a verifying batch in flight at once (VERIFY_CONCURRENCY); their lookups still take `concurrency`'s turns. */
+  verifyConcurrency?: number
+  /** A verifying batch's answer silent this long gets a newline (the reader's timeouts); default 10 s. */
+  heartbeatMs?: number | undefined
 }
 
 /** What a batch request brings: its admission gate (who asks), our base URL, and whether the reader is still there. */
@@ -58,6 +76,8 @@ export interface BatchRequest {
   signal: AbortSignal
   /** Log one line's failure (throttled by the caller's logger). */
   onError?: (err: unknown) => void
+  /** `?verify=`: the levels to run on each registered line (at least one; allowed by VERIFY_LEVELS). */
+  levels?: readonly VerifyLevel[]
 }
 
 /** One name's line, and the outcome it counts under on /status (doi_proxy_answers_total). */
@@ -73,6 +93,8 @@ const NOT_HELD_OFFLINE =
   "not in this resolver's records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered"
 // Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
 const WINDOW = 1024
+// A verifying batch's answer silent this long gets a newline: REQUEST_TIMEOUT_MS and the reader's body timeout see it alive.
+const HEARTBEAT_MS = 10_000
 
 /** The answer of a line whose lookup failed or was refused, and how /status counts it. */
 function failedLine(err: unknown, req: BatchRequest): Answered {
@@ -102,64 +124,19 @@ export function createBatchAnswers(opts: BatchOptions) {
     invalid: opts.metrics.batchLines.labels('invalid')
   }
 
-  /** One name, as GET /{doi} would answer it, and how /status counts that answer. */
-  async function resolve(handle: string, req: BatchRequest): Promise<Answered> {
-    let admitted: ReturnType<Admit> | undefined
-    // The batch was admitted as a whole; each line gets its own deadline from when it first needs the upstream.
-    const admit: Admit = async () =>
-      await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
-    try {
-      const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
-      const { status, location } = plainAnswer(req.ctx, outcome)
-      const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
-      const source =
-        outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
-          ? 'upstream'
-          : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
-            ? 'cache'
-            : 'local'
-      if (outcome.kind !== 'not-found') {
-        return {
-          result: { doi, registered: true, url: location, source, status },
-          counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from
-        }
-      }
-      if (outcome.message !== undefined) {
-        return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
-      }
-      // Offline, a name the local records do not hold may well be registered: we cannot say.
-      if (!opts.resolver.knowsAbsence(handle)) {
-        return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
-      }
-      return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
-    } catch (err) {
-      return failedLine(err, req)
-    }
-  }
-
   /**
    * The results of a batch, in input order, in chunks of those ready. A name asked twice is looked up
    * once, whatever its record's ttl; at most `concurrency` lookups run at once, and none starts after the reader left.
    */
   async function* answer(lines: readonly BatchLine[], req: BatchRequest): AsyncGenerator<BatchResult[]> {
-    // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
-    // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
-    // (BATCH_MAX_LINES), and a small object a name.
-    const once = new Map<string, Promise<Answered>>()
-    const lookup = async (line: BatchLine): Promise<{ result: BatchResult; counted: AnswerOutcome }> => {
-      if (line.kind === 'invalid') {
-        return {
-          result: { input: line.input, doi: null, registered: false, url: null, source: null, status: null, error: line.message },
-          counted: 'bad_request'
-        }
-      }
-      const key = cacheKey(line.handle)
-      let pending = once.get(key)
-      if (pending === undefined) once.set(key, (pending = resolve(line.handle, req)))
-      const { result, counted } = await pending
-      return { result: { input: line.input, ...result }, counted }
-    }
-    for await (const chunk of mapInOrder(lines, lookup, { concurrency: opts.concurrency, window: WINDOW, signal: req.signal })) {
+    const levels = req.levels ?? []
+    const verifier = levels.length > 0 ? opts.verifier : undefined
+    const lookup = lineAnswers(opts, req, levels, verifier)
+    const concurrency = verifier === undefined ? opts.concurrency : Math.max(opts.concurrency, opts.verifyConcurrency ?? opts.concurrency)
+    // Each line in flight listens for the reader leaving, once per level and wait: so many listeners are
+    // the batch's bound at work, not a leak (Node warns past 10).
+    setMaxListeners(LISTENERS_PER_LINE * concurrency, req.signal)
+    for await (const chunk of mapInOrder(lines, lookup, { concurrency, window: WINDOW, signal: req.signal })) {
       const results: BatchResult[] = []
       for (const { result: r, counted: outcome } of chunk) {
         ;(r.registered === true
@@ -178,7 +155,126 @@ export function createBatchAnswers(opts: BatchOptions) {
     }
   }
 
-  return { answer }
+  /** Whether `?verify=` may ask these levels here: undefined when it may, else the first refused. */
+  function refusedLevel(levels: readonly VerifyLevel[]): VerifyLevel | undefined {
+    if (opts.verifier === undefined) return levels[0]
+    return levels.find((level) => !(opts.verifyLevels ?? []).includes(level))
+  }
+
+  return { answer, refusedLevel, heartbeatMs: opts.heartbeatMs ?? HEARTBEAT_MS }
+}
+
+/** The answer of each line of one batch; `verifier` undefined when the batch verifies nothing. */
+function lineAnswers(
+  opts: BatchOptions,
+  req: BatchRequest,
+  levels: readonly VerifyLevel[],
+  verifier: Pick<Verifier, 'verify'> | undefined
+): (line: BatchLine) => Promise<{ result: BatchResult; counted: AnswerOutcome }> {
+  // Each name's answer, for the whole batch: a name asked again takes it, whether or not the cache kept
+  // the record (a ttl of 0 is not kept, and would otherwise be fetched again). As bounded as the batch
+  // (BATCH_MAX_LINES), and a small object a name.
+  const once = new Map<string, { answered: Promise<Answered>; admit: Admit }>()
+  // A verifying batch has more lines in flight than lookups: most wait on a landing page's host.
+  const lookups = verifier === undefined ? undefined : limiter(opts.concurrency)
+  // Each work cited (a DOI and what its reference says of it) is verified once per batch.
+  const verified = new Map<string, Promise<Verification>>()
+  return async (line) => {
+    if (line.kind === 'invalid') {
+      const result: BatchResult = {
+        input: line.input,
+        doi: null,
+        registered: false,
+        url: null,
+        source: null,
+        status: null,
+        error: line.message
+      }
+      return { result: withoutVerification(result, levels), counted: 'bad_request' }
+    }
+    const key = cacheKey(line.handle)
+    let pending = once.get(key)
+    if (pending === undefined) {
+      let admitted: ReturnType<Admit> | undefined
+      // The batch was admitted as a whole; each name gets its own deadline from when it first needs the upstream,
+      // and passes the gate at most once, for its lookup and its verification together.
+      const admit: Admit = async () =>
+        await (admitted ??= req.gate().then(({ client }) => ({ client, deadline: performance.now() + opts.deadlineMs })))
+      const answered =
+        lookups === undefined
+          ? resolveLine(opts, line.handle, admit, req)
+          : lookups(async () => await resolveLine(opts, line.handle, admit, req))
+      once.set(key, (pending = { answered, admit }))
+    }
+    const { result, counted } = await pending.answered
+    const full: BatchResult = { input: line.input, ...result }
+    if (verifier === undefined) return { result: withoutVerification(full, levels), counted }
+    if (result.registered !== true || result.doi === null) return { result: withoutVerification(full, levels), counted }
+    const workKey = `${key}\n${JSON.stringify([line.cited?.title, line.cited?.year, line.cited?.author])}`
+    let verification = verified.get(workKey)
+    if (verification === undefined) {
+      const request = { doi: result.doi, url: result.url, cited: line.cited as CitedWork | undefined }
+      verification = verifier.verify(request, levels, { admit: pending.admit, signal: req.signal })
+      verified.set(workKey, verification)
+    }
+    return { result: { ...full, ...(await verification) }, counted }
+  }
+}
+
+/** One name, as GET /{doi} would answer it, and how /status counts that answer. */
+async function resolveLine(opts: BatchOptions, handle: string, admit: Admit, req: BatchRequest): Promise<Answered> {
+  try {
+    const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
+    const { status, location } = plainAnswer(req.ctx, outcome)
+    const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
+    const source =
+      outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
+        ? 'upstream'
+        : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
+          ? 'cache'
+          : 'local'
+    if (outcome.kind !== 'not-found') {
+      return {
+        result: { doi, registered: true, url: location, source, status },
+        counted: outcome.kind === 'refused' ? 'bad_request' : outcome.from
+      }
+    }
+    if (outcome.message !== undefined) {
+      return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
+    }
+    // Offline, a name the local records do not hold may well be registered: we cannot say.
+    if (!opts.resolver.knowsAbsence(handle)) {
+      return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+    }
+    return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
+  } catch (err) {
+    return failedLine(err, req)
+  }
+}
+
+/** A line not registered, or not a DOI name, under `?verify=`: null for each level asked. */
+function withoutVerification(result: BatchResult, levels: readonly VerifyLevel[]): BatchResult {
+  if (levels.length === 0) return result
+  const out: BatchResult = { ...result }
+  for (const level of levels) out[level] = null
+  return out
+}
+
+/** At most `n` calls of the returned function run at once; the others wait their turn in order. */
+function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0
+  const waiting: Array<() => void> = []
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (running >= n) await new Promise<void>((resolve) => waiting.push(resolve))
+    else running++
+    try {
+      return await fn()
+    } finally {
+      const next = waiting.shift()
+      if (next === undefined) running--
+      else next()
+    }
+  }
 }
 
 export type BatchAnswers = ReturnType<typeof createBatchAnswers>

@@ -38,6 +38,9 @@ const purgeAnswer = {
   }
 }
 
+// A refusal's JSON body, the same for each: one line saying why.
+const messageAnswer = { type: 'object', properties: { message: { type: 'string' } } }
+
 const apiAnswer = {
   type: 'object',
   required: ['responseCode'],
@@ -142,7 +145,18 @@ export const OPENAPI_DOCUMENT = {
           "no landing page is ever contacted. The answer is NDJSON, streamed, one object per line in input order. A name asked twice is looked up once, whatever its record's TTL. " +
           'With `Cache-Control: only-if-cached`, nothing is looked up: held lines answer, each other line is `registered: null` with status 504. ' +
           'Limits (settings): BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes per batch (413 naming the limit), BATCH_CONCURRENCY lookups at once. ' +
-          "The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line's 429 or 503, with `retryAfter`. Send one batch at a time per client.",
+          "The rate limit (RATE_LIMIT_MAX) counts one lookup for each distinct line neither cached nor local; a lookup refused after the answer started is that line's 429 or 503, with `retryAfter`. Send one batch at a time per client. " +
+          'With `?verify=metadata,retraction,landing` (the levels VERIFY_LEVELS allows; another is 400), each registered line also gets `metadata`, `retraction` and `landing` objects for the levels asked (null on the other lines), and a JSON item may be `{"doi", "title", "year", "author"}`, the work its reference cites; the landing level visits the registered URL (never doi.org), politely. A verifying answer sends a blank line while the next line waits (readers skip blank lines).',
+        parameters: [
+          {
+            name: 'verify',
+            in: 'query',
+            required: false,
+            description: 'A comma list of metadata, retraction, landing: what to check of each registered line (docs/checking-dois.md).',
+            schema: { type: 'string' },
+            example: 'metadata,retraction,landing'
+          }
+        ],
         requestBody: {
           required: true,
           content: {
@@ -151,8 +165,28 @@ export const OPENAPI_DOCUMENT = {
               examples: { lines: { value: '# my paper\n10.1000/182\ndoi:10.1038/nphys1170\nhttps://doi.org/10.5555/missing\n' } }
             },
             'application/json': {
-              schema: { type: 'array', items: { type: 'string' } },
-              examples: { array: { value: ['10.1000/182', '10/abc'] } }
+              schema: {
+                type: 'array',
+                items: {
+                  oneOf: [
+                    { type: 'string' },
+                    {
+                      type: 'object',
+                      required: ['doi'],
+                      properties: {
+                        doi: { type: 'string' },
+                        title: { type: 'string', maxLength: 1000 },
+                        year: { type: 'integer', minimum: 1000, maximum: 2999 },
+                        author: { type: 'string', maxLength: 200, description: 'The first author as the reference writes it.' }
+                      }
+                    }
+                  ]
+                }
+              },
+              examples: {
+                array: { value: ['10.1000/182', '10/abc'] },
+                cited: { value: [{ doi: '10.1038/nphys1170', title: 'Measured measurement', year: 2009, author: 'Aspelmeyer, M.' }] }
+              }
             }
           }
         },
@@ -199,25 +233,40 @@ export const OPENAPI_DOCUMENT = {
                       type: 'integer',
                       description:
                         "With a 429 or 503 line (a limit reached mid-batch, the client's share of the queue full, load shedding, the registry asking us to wait): seconds to wait before asking about this line again, as Retry-After says."
+                    },
+                    metadata: {
+                      type: ['object', 'null'],
+                      description:
+                        '`?verify=metadata`: `verdict` match, mismatch or unverifiable; `mismatches` [{field: title|year|author, cited, registered}]; `kind` other-work (the title differs) or details; `why` (unverifiable).'
+                    },
+                    retraction: {
+                      type: ['object', 'null'],
+                      description:
+                        '`?verify=retraction`: `verdict` retracted, corrected, expression-of-concern, none, or null with `error` (could not be found out); `notice` (its DOI) and `date` (YYYY-MM-DD).'
+                    },
+                    landing: {
+                      type: ['object', 'null'],
+                      description:
+                        '`?verify=landing`: `verdict` alive, unconfirmed, blocked, dead, or null with `error`; `status` (the last HTTP status), `url` (the final URL), `evidence` (one line).'
                     }
                   }
                 }
               }
             }
           },
-          400: json('The JSON body is not an array of strings.', { type: 'object', properties: { message: { type: 'string' } } }),
+          400: json(
+            'The JSON body is not an array of strings and objects with a `doi`, or `?verify=` names a level this server does not run.',
+            messageAnswer
+          ),
           413: json('More lines than BATCH_MAX_LINES or more bytes than BATCH_MAX_BYTES; `limit` names which.', {
             type: 'object',
             properties: { message: { type: 'string' }, limit: { enum: ['BATCH_MAX_LINES', 'BATCH_MAX_BYTES'] } }
           }),
           429: json(
             'Rate limited before the answer started (only when some line needs the upstream); Retry-After says when to come back. Later refusals are answered per line.',
-            { type: 'object', properties: { message: { type: 'string' } } }
+            messageAnswer
           ),
-          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', {
-            type: 'object',
-            properties: { message: { type: 'string' } }
-          })
+          503: json('Too busy to ask the upstream now (load shedding); Retry-After says when to come back.', messageAnswer)
         }
       }
     },
@@ -254,7 +303,7 @@ export const OPENAPI_DOCUMENT = {
               ]
             }
           }),
-          400: json('More DOIs than the configured maximum.', { type: 'object', properties: { message: { type: 'string' } } })
+          400: json('More DOIs than the configured maximum.', messageAnswer)
         }
       }
     },
@@ -267,12 +316,9 @@ export const OPENAPI_DOCUMENT = {
         parameters: [{ name: 'doi', in: 'path', required: true, schema: { type: 'string' }, examples: { one: { value: '10.1000/182' } } }],
         responses: {
           200: json('Dropped everywhere we know of.', purgeAnswer),
-          400: json('Not a DOI name.', { type: 'object', properties: { message: { type: 'string' } } }),
-          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', {
-            type: 'object',
-            properties: { message: { type: 'string' } }
-          }),
-          404: json('Purging is off: ADMIN_TOKEN is not set.', { type: 'object', properties: { message: { type: 'string' } } }),
+          400: json('Not a DOI name.', messageAnswer),
+          401: json('No Authorization: Bearer <ADMIN_TOKEN>, or another token. WWW-Authenticate: Bearer.', messageAnswer),
+          404: json('Purging is off: ADMIN_TOKEN is not set.', messageAnswer),
           503: json(
             'Dropped here, but Redis did not take the delete or the message: other replicas may keep their copy until it expires. Try again.',
             purgeAnswer

@@ -2,6 +2,7 @@ import cluster from 'node:cluster'
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { CounterConfiguration, LabelValues, RegistryContentType } from 'prom-client'
 import type { Config } from '../config/schema.js'
+import type { LandingVerdict, MetadataVerdict, RetractionVerdict } from '../handle/verify/types.js'
 
 /** One thing counted. */
 export interface Tally {
@@ -158,6 +159,7 @@ export function createMetrics(opts: MetricsOptions = {}) {
     ...protectionInstruments(registry),
     ...linkoutInstruments(registry),
     ...batchInstruments(registry),
+    ...verifyInstruments(registry),
     /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
     async exposition(): Promise<string> {
       return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
@@ -384,6 +386,33 @@ function batchInstruments(registry: Registry) {
       name: 'doi_proxy_batch_lines_total',
       help: 'Lines answered in batches, by answer',
       labelNames: ['answer'] as const, // registered, unregistered, unknown (upstream failure), invalid (not a DOI name)
+      registers: [registry]
+    })
+  }
+}
+
+/** A verdict as the metrics label it: the wire's, and `unknown` for a `null` one (could not be found out). */
+export type VerdictLabel = MetadataVerdict | RetractionVerdict | LandingVerdict | 'unknown'
+
+/** `check --verify` and `POST /api/batch?verify=` (issue 41, docs/checking-dois.md). */
+function verifyInstruments(registry: Registry) {
+  return {
+    verifyVerdicts: new Counter({
+      name: 'doi_proxy_verify_verdicts_total',
+      help: 'Verdicts given to batch lines verified, by level (metadata, retraction, landing) and verdict (unknown: could not be found out)',
+      labelNames: ['level', 'verdict'] as const, // level: VerifyLevel; verdict: VerdictLabel
+      registers: [registry]
+    }),
+    landingFetches: new Counter({
+      name: 'doi_proxy_landing_fetches_total',
+      help: "Landing-page hops (robots.txt included), by outcome: the answer's status class, or why none came or none was asked",
+      labelNames: ['outcome'] as const, // 2xx, 3xx, 4xx, 5xx, timeout, dns, tls, connection, refused_address, robots_disallowed
+      registers: [registry]
+    }),
+    retractionLookups: new Counter({
+      name: 'doi_proxy_retraction_lookups_total',
+      help: 'Retraction lookups past the memory cache, by source (crossref, file, shared: from Redis, recorded: offline) and outcome',
+      labelNames: ['source', 'outcome'] as const, // outcome: found (a notice), none, error, other_agency, not_recorded
       registers: [registry]
     })
   }

@@ -5,11 +5,13 @@ import type { FreshnessPolicy } from '../handle/freshness.js'
 import { createMetadataAnswers } from '../http/metadata.js'
 import type { MetadataAnswers, MetadataAnswersOptions } from '../http/metadata.js'
 import { createMetadataFetcher, createMetadataService } from '../resolve/metadata/agencies.js'
+import type { MetadataService } from '../resolve/metadata/agencies.js'
 
 /** The settings the metadata answers read (docs/metadata.md); the agencies' queue takes the upstream's per-client limits. */
 export type MetadataSettings = Pick<
   Config,
   | 'metadataMode'
+  | 'verifyLevels'
   | 'offline'
   | 'metadataHosts'
   | 'metadataTimeoutMs'
@@ -37,13 +39,18 @@ export type MetadataParts = Omit<MetadataAnswersOptions, 'service' | 'hosts'> & 
  * Negotiated requests answered with metadata (docs/metadata.md): stored metadata always; with
  * METADATA_MODE=fetch (and not offline) an agency's too, through its fetcher (an undici Agent, closed by
  * `close`) and the cache and queues in front of it, fresh and kept by the records' rule (`freshness`) with
- * METADATA_MAX_TTL_SECONDS as its cap.
+ * METADATA_MAX_TTL_SECONDS as its cap. The same service is built, for `verify=metadata` and `landing` only
+ * (`service`), when VERIFY_LEVELS names one of them: the negotiated route then still answers with the redirect.
  */
-export function setUpMetadata(settings: MetadataSettings, deps: MetadataParts): { answers: MetadataAnswers; close: () => Promise<void> } {
+export function setUpMetadata(
+  settings: MetadataSettings,
+  deps: MetadataParts
+): { answers: MetadataAnswers; service: MetadataService | undefined; close: () => Promise<void> } {
   const { freshness, ...answering } = deps
   const hosts = settings.metadataHosts
+  const forVerify = settings.verifyLevels.some((level) => level === 'metadata' || level === 'landing')
   const fetcher =
-    settings.metadataMode === 'fetch' && !settings.offline
+    (settings.metadataMode === 'fetch' || forVerify) && !settings.offline
       ? createMetadataFetcher({
           hosts,
           userAgent: upstreamUserAgent(settings),
@@ -73,7 +80,8 @@ export function setUpMetadata(settings: MetadataSettings, deps: MetadataParts): 
           }
         })
   return {
-    answers: createMetadataAnswers({ ...answering, service, hosts }),
+    answers: createMetadataAnswers({ ...answering, service: settings.metadataMode === 'fetch' ? service : undefined, hosts }),
+    service,
     close: async () => {
       await fetcher?.close()
     }

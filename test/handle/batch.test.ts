@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { parseBatchLine, textEntries } from '../../src/handle/batch.js'
+import { parseBatchEntry, parseBatchLine, textEntries } from '../../src/handle/batch.js'
+import type { BatchEntry } from '../../src/handle/batch.js'
 
 // Sources: D§2 = behaviour.md §2 (what /{doi} accepts); issue 28 (the batch's own rules); shortdoi.org.
 
@@ -55,5 +56,56 @@ describe('parseBatchLine: a line read as GET /{line} reads its path', () => {
     const parsed = parseBatchLine(line, 4096)
     expect(parsed).toEqual({ kind: 'invalid', input: line, message: expect.stringContaining(message) })
     if (parsed.kind === 'invalid') expect(parsed.message.length).toBeLessThan(300)
+  })
+})
+
+// Issue 41: a JSON item of a verifying batch is `{doi, title, year, author}` (title ≤ 1,000 characters, year 1000–2999, author ≤ 200).
+describe('parseBatchEntry: a JSON item, a string or the work a reference cites', () => {
+  it.each<[BatchEntry, ReturnType<typeof parseBatchEntry>, string]>([
+    ['10.1/a', { kind: 'doi', input: '10.1/a', handle: '10.1/a' }, 'a string is a line, as before'],
+    [{ doi: '10.1/a' }, { kind: 'doi', input: '10.1/a', handle: '10.1/a' }, 'an object with only its DOI cites nothing'],
+    [
+      { doi: 'doi:10.1/a', title: 'Soil microbes', year: 2019, author: 'Müller, H.' },
+      { kind: 'doi', input: 'doi:10.1/a', handle: '10.1/a', cited: { title: 'Soil microbes', year: 2019, author: 'Müller, H.' } },
+      'issue 41: the cited work, its DOI read as a line is'
+    ],
+    [
+      { doi: '10.1/a', year: '2019' },
+      { kind: 'doi', input: '10.1/a', handle: '10.1/a', cited: { year: 2019 } },
+      "a year's digits as a string (a .bib gives text)"
+    ],
+    [
+      { doi: '10.1/a', title: '  ', author: null, year: '' },
+      { kind: 'doi', input: '10.1/a', handle: '10.1/a' },
+      'blank and null fields are absent'
+    ],
+    [
+      { doi: '10.1/a', year: 99999 },
+      { kind: 'invalid', input: '10.1/a', message: 'its year is not a year from 1000 to 2999' },
+      'issue 41: year 1000-2999'
+    ],
+    [
+      { doi: '10.1/a', year: 2019.5 },
+      { kind: 'invalid', input: '10.1/a', message: 'its year is not a year from 1000 to 2999' },
+      'a year is whole'
+    ],
+    [
+      { doi: '10.1/a', title: 'x'.repeat(1001) },
+      { kind: 'invalid', input: '10.1/a', message: 'its title is longer than 1000 characters' },
+      'issue 41: title ≤ 1,000'
+    ],
+    [
+      { doi: '10.1/a', author: 'x'.repeat(201) },
+      { kind: 'invalid', input: '10.1/a', message: 'its author is longer than 200 characters' },
+      'issue 41: author ≤ 200'
+    ],
+    [{ doi: '10.1/a', title: 7 }, { kind: 'invalid', input: '10.1/a', message: 'its title is not a string' }, 'a title is text'],
+    [
+      { doi: 'nope', title: 'x' },
+      expect.objectContaining({ kind: 'invalid', input: 'nope' }) as never,
+      'a DOI that is not one is refused first, as a line'
+    ]
+  ])('%j', (entry, expected, _source) => {
+    expect(parseBatchEntry(entry, 1024)).toEqual(expected)
   })
 })

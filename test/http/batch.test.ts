@@ -91,7 +91,9 @@ describe('POST /api/batch: one NDJSON line per input line', () => {
     const { app } = await setup()
     const res = await batch(app, '["10.5555/plain", 3]', 'application/json')
     expect(res.status).toBe(400)
-    expect(JSON.parse(res.raw)).toEqual({ message: 'The JSON body must be an array of strings (DOIs); item 1 is number.' })
+    expect(JSON.parse(res.raw)).toEqual({
+      message: 'The JSON body must be an array of strings (DOIs) or {"doi", "title", "year", "author"} objects; item 1 is number.'
+    })
     expect((await batch(app, '{"dois": []}', 'application/json')).status).toBe(400)
     expect((await batch(app, '[', 'application/json')).status).toBe(400)
   })

@@ -22,3 +22,19 @@ describe('state gauges merged across workers', () => {
     expect(await value('doi_proxy_prefix_circuits_open')).toBe(2)
   })
 })
+
+// Issue 41: the verdicts of check --verify, landing fetches and retraction lookups, each under its labels.
+describe('the metrics of check --verify', () => {
+  it('count verdicts by level and verdict, landing hops by outcome, retraction lookups by source and outcome', async () => {
+    const metrics = createMetrics()
+    metrics.verifyVerdicts.inc({ level: 'metadata', verdict: 'mismatch' })
+    metrics.verifyVerdicts.inc({ level: 'landing', verdict: 'unknown' })
+    metrics.landingFetches.inc({ outcome: 'refused_address' })
+    metrics.retractionLookups.inc({ source: 'crossref', outcome: 'found' })
+    const text = await metrics.exposition()
+    expect(text).toContain('doi_proxy_verify_verdicts_total{level="metadata",verdict="mismatch"} 1')
+    expect(text).toContain('doi_proxy_verify_verdicts_total{level="landing",verdict="unknown"} 1')
+    expect(text).toContain('doi_proxy_landing_fetches_total{outcome="refused_address"} 1')
+    expect(text).toContain('doi_proxy_retraction_lookups_total{source="crossref",outcome="found"} 1')
+  })
+})

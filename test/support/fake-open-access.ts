@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { sendEndless } from './endless-body.js'
 
 /**
  * A fake Unpaywall and a fake OpenAlex on 127.0.0.1: real HTTP servers answering as the real APIs do
@@ -76,16 +77,7 @@ export class FakeOpenAccess {
       return
     }
     if (mode === 'huge') {
-      res.writeHead(200, { 'content-type': 'application/json' })
-      const chunk = Buffer.alloc(64 * 1024, 0x20)
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk)) {
-          /* fill the socket */
-        }
-        if (!res.destroyed) res.once('drain', pump)
-      }
-      res.write('{"is_oa": true, "pad": "')
-      pump()
+      sendEndless(res, 'application/json', '{"is_oa": true, "pad": "')
       return
     }
     if (mode === 'stall') {

@@ -1,20 +1,28 @@
 /**
  * `doi-proxy check [options] PATH…` (docs/checking-dois.md): find the DOIs in files, ask a doi-proxy
- * whether each is registered, report the ones that are not, and exit 1 if there are any.
+ * whether each is registered, report the ones that are not, and exit 1 if there are any. With --verify
+ * (issue 41), also whether each names the work its reference cites, was retracted, and has a live landing
+ * page: the problems on their lines, and exit 1 for those --fail-on names.
  */
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../app.js'
 import { loadConfig } from '../../config/load.js'
 import { OPTIONS } from '../../config/schema.js'
-import { askAll, AskError, httpAsker, injectAsker, MAX_RETRY_WAIT_SECONDS } from './ask.js'
+import { AllowError, readAllowLists } from './allow.js'
+import type { AllowList } from './allow.js'
+import { askAll, AskError, httpAsker, injectAsker, keyOf, MAX_RETRY_WAIT_SECONDS } from './ask.js'
 import type { Asker } from './ask.js'
 import { collectDois, PathError } from './files.js'
 import { cacheKey } from '../../handle/name.js'
+import { FAIL_ON, parseFailOn } from '../../handle/verify/fail-on.js'
+import type { FailOn } from '../../handle/verify/fail-on.js'
+import { parseVerifyLevels } from '../../handle/verify/levels.js'
+import type { VerifyLevel } from '../../handle/verify/types.js'
 import { exitCode, formatFailure, formatReport, summarise } from './report.js'
-import type { Checked, FailOn, Format } from './report.js'
+import type { Checked, Format } from './report.js'
+import { formatVerifyReport, summariseVerified, verifyExitCode } from './report-verify.js'
 import { visible } from './visible.js'
 
 export const CHECK_HELP = `doi-proxy check: are the DOIs in these files registered?
@@ -23,9 +31,9 @@ Usage:
   doi-proxy check [options] PATH...
 
 Finds DOIs (10.1000/182, doi:…, https://doi.org/… links, shortDOIs) in Markdown, HTML,
-reStructuredText, LaTeX/BibTeX, CITATION.cff, R DESCRIPTION, JSON and text files; in a
+reStructuredText, LaTeX/BibTeX, RIS, CITATION.cff, R DESCRIPTION, JSON and text files; in a
 directory, every such file below it that .gitignore does not exclude. Asks a running
-doi-proxy's batch API, never the landing pages.
+doi-proxy's batch API; this command itself never fetches a landing page.
 
 options:
   -s, --server URL         the doi-proxy to ask (default: http://127.0.0.1:8000)
@@ -34,31 +42,51 @@ options:
                            $LOCAL_STORE_DIR, ...); no cache file is read or written
   -f, --format FORMAT      text (default), json, junit (JUnit XML), or github (workflow
                            annotations on the lines of a pull request)
-      --fail-on WHAT       unregistered (default): exit 1 when a DOI is not registered;
-                           unknown: also when one could not be checked (the registry failed)
+      --verify LEVELS      also check, for each DOI, a comma list of:
+                             metadata    the title, year and first author its .bib, .ris,
+                                         CITATION.cff or CSL-JSON entry gives, against
+                                         the registered ones (another work, or details)
+                             retraction  a retraction, correction or expression of concern
+                             landing     its landing page: alive, unconfirmed (does not
+                                         name the work), blocked (a bot wall) or dead
+      --fail-on LIST       what exits 1, a comma list of: unregistered, unknown (could not
+                           be checked), mismatch, retracted, dead, unconfirmed; default:
+                           unregistered, and with --verify also mismatch, retracted and
+                           dead (of the levels verified). A list replaces that default,
+                           but a DOI that is not registered exits 1 whatever it names
+                           (check's first question), unless --allow lists it
+      --allow FILE         DOIs not registered yet (reserved at DataCite or Zenodo, cited
+                           before the release): one a line, # starts a comment. Each is
+                           a notice, not a failure; one registered by now is a notice
+                           that it can leave the list. May be given more than once
       --max-wait SECONDS   the longest to wait in all when the server asks to (its rate
                            limit), then ask again about the DOIs it refused (default: 60;
                            0: never wait, report them as could not be checked)
 
-Exit status: 0 when every DOI found is registered; 1 when one is not (or, with
---fail-on unknown, could not be checked); 2 for a usage error or a server we cannot ask.
+Exit status: 0 when every DOI found is registered (or allowed); 1 when one is not (or
+meets another name of --fail-on); 2 for a usage error or a server we cannot ask.
 
 Examples:
   doi-proxy check docs/ README.md CITATION.cff
   doi-proxy check --format github --server http://doi-proxy:8000 .
+  doi-proxy check --verify metadata,retraction,landing paper/refs.bib
+  doi-proxy check --allow .github/reserved-dois.txt .
 `
 
 const EXIT_USAGE = 2
 const FORMATS: readonly Format[] = ['text', 'json', 'junit', 'github']
-const FAIL_ON: readonly FailOn[] = ['unregistered', 'unknown']
 
 interface CheckCommand {
   paths: string[]
   server: string
   upstream: boolean
   format: Format
-  failOn: FailOn
+  /** The levels of --verify; none: the check of before issue 41, its output unchanged. */
+  levels: VerifyLevel[]
+  failOn: FailOn[]
   maxWait: number
+  /** The --allow files, as named. */
+  allow: string[]
 }
 
 /** Run the command; returns the exit status. Usage errors are printed here. */
@@ -77,6 +105,16 @@ export async function runCheck(
     return 0
   }
   const { format } = cmd
+  let allowed: AllowList
+  try {
+    allowed = await readAllowLists(cmd.allow, io.cwd)
+  } catch (err) {
+    if (!(err instanceof AllowError)) throw err
+    io.stdout.write(formatFailure(format, err.message) ?? '')
+    // Said whole (usage() keeps a message's first sentence): the line quoted may hold a full stop.
+    io.stderr.write(`doi-proxy check: ${visible(err.message)}\nRun "doi-proxy check --help" for the options.\n`)
+    return EXIT_USAGE
+  }
   // Nothing could be asked: said on stderr, and as a report of its own for a CI job that saves stdout.
   const cannotCheck = (message: string): number => {
     io.stderr.write(`doi-proxy check: ${visible(message)}\n`)
@@ -85,7 +123,7 @@ export async function runCheck(
   }
   let collected
   try {
-    collected = await collectDois(cmd.paths, io.cwd)
+    collected = await collectDois(cmd.paths, io.cwd, { cited: cmd.levels.includes('metadata'), notRead: cmd.allow })
   } catch (err) {
     if (!(err instanceof PathError)) throw err
     io.stdout.write(formatFailure(format, err.message) ?? '')
@@ -100,26 +138,32 @@ export async function runCheck(
     return cannotCheck(`cannot resolve in this process: ${(err as Error).message}`)
   }
   try {
-    const ask: Asker = app === undefined ? httpAsker(cmd.server) : injectAsker(app)
-    const verdicts = await askAll(
-      collected.occurrences.map((o) => o.doi),
-      ask,
-      progress.update,
-      {
-        onWait(seconds, dois) {
-          progress.end()
-          io.stderr.write(
-            `note: the server asked to wait: asking again about ${dois} DOI${dois === 1 ? '' : 's'} in ${seconds} s (--max-wait ${cmd.maxWait} s in all)\n`
-          )
-        },
-        maxWaitSeconds: cmd.maxWait
-      }
-    )
+    const ask: Asker = app === undefined ? httpAsker(cmd.server, cmd.levels) : injectAsker(app, cmd.levels)
+    const verdicts = await askAll(collected.occurrences, ask, progress.update, {
+      onWait(seconds, dois) {
+        progress.end()
+        io.stderr.write(
+          `note: the server asked to wait: asking again about ${dois} DOI${dois === 1 ? '' : 's'} in ${seconds} s (--max-wait ${cmd.maxWait} s in all)\n`
+        )
+      },
+      maxWaitSeconds: cmd.maxWait
+    })
     progress.end()
-    const checked: Checked[] = collected.occurrences.map((o) => ({ ...o, verdict: verdicts.get(cacheKey(o.doi))! }))
-    const summary = summarise(collected.files, checked, verdicts.size)
-    io.stdout.write(formatReport(cmd.format, checked, summary, cmd.failOn))
-    return exitCode(summary, cmd.failOn)
+    const checked: Checked[] = collected.occurrences.map((o) => {
+      const allowedBy = allowed.get(cacheKey(o.doi))
+      return { ...o, verdict: verdicts.get(keyOf(o))!, ...(allowedBy === undefined ? {} : { allowed: allowedBy }) }
+    })
+    // Distinct DOIs: with --verify one DOI cited under two titles is asked twice, and still one DOI.
+    const distinct = new Set(collected.occurrences.map((o) => cacheKey(o.doi))).size
+    const summary = summarise(collected.files, checked, distinct, cmd.allow.length > 0)
+    if (cmd.levels.length === 0) {
+      // As before issue 41: --fail-on unknown (or a list naming it) also fails on DOIs not checked.
+      const failOn = cmd.failOn.includes('unknown') ? 'unknown' : 'unregistered'
+      io.stdout.write(formatReport(cmd.format, checked, summary, failOn))
+      return exitCode(summary, failOn)
+    }
+    io.stdout.write(formatVerifyReport(cmd.format, checked, summariseVerified(summary, checked, cmd.levels), cmd.failOn))
+    return verifyExitCode(checked, cmd.failOn)
   } catch (err) {
     progress.end()
     if (err instanceof AskError) return cannotCheck(err.message)
@@ -137,6 +181,9 @@ export async function runCheck(
  * LOCAL_STORE_DIR= to start at all; check runs from any project).
  */
 async function inProcessApp(env: NodeJS.ProcessEnv, cwd: string): Promise<FastifyInstance> {
+  // Loaded only here: the server's modules are most of the command's start (bench/RESULTS.md, check --verify),
+  // and asking a server (--server) needs none of them.
+  const { buildApp } = await import('../../app.js')
   const config = loadConfig(env)
   const dir = config.localStoreDir === undefined ? undefined : resolve(cwd, config.localStoreDir)
   const absentDefault = config.localStoreDir === OPTIONS.localStoreDir.default && dir !== undefined && !existsSync(dir)
@@ -152,8 +199,10 @@ function parseCheckArgs(args: string[]): CheckCommand | 'help' {
       server: { type: 'string', short: 's', default: 'http://127.0.0.1:8000' },
       upstream: { type: 'boolean', default: false },
       format: { type: 'string', short: 'f', default: 'text' },
-      'fail-on': { type: 'string', default: 'unregistered' },
+      verify: { type: 'string' },
+      'fail-on': { type: 'string' },
       'max-wait': { type: 'string', default: String(MAX_RETRY_WAIT_SECONDS) },
+      allow: { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -161,8 +210,10 @@ function parseCheckArgs(args: string[]): CheckCommand | 'help' {
   if (positionals.length === 0) throw new Error('no PATH given: name the files or directories to check (for example docs/ README.md)')
   const format = values.format as Format
   if (!FORMATS.includes(format)) throw new Error(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}`)
-  const failOn = values['fail-on'] as FailOn
-  if (!FAIL_ON.includes(failOn)) throw new Error(`--fail-on must be unregistered or unknown, got ${JSON.stringify(values['fail-on'])}`)
+  const levels = values.verify === undefined ? [] : parseVerifyLevels(values.verify)
+  if (typeof levels === 'string') throw new Error(`--verify: ${levels}`)
+  const failOn = parseFailOn(values['fail-on'], levels)
+  if (typeof failOn === 'string') throw new Error(levels.length === 0 ? withoutVerify(values['fail-on']!, failOn) : failOn)
   const maxWait = values['max-wait']
   if (!/^\d{1,6}$/.test(maxWait)) {
     throw new Error(`--max-wait must be a whole number of seconds (0 to 999999), got ${JSON.stringify(maxWait)}`)
@@ -176,7 +227,24 @@ function parseCheckArgs(args: string[]): CheckCommand | 'help' {
   if (server === undefined || (server.protocol !== 'http:' && server.protocol !== 'https:')) {
     throw new Error(`--server must be an http(s) URL such as http://127.0.0.1:8000, got ${JSON.stringify(values.server)}`)
   }
-  return { paths: positionals, server: values.server, upstream: values.upstream, format, failOn, maxWait: Number(maxWait) }
+  return {
+    paths: positionals,
+    server: values.server,
+    upstream: values.upstream,
+    format,
+    levels,
+    failOn,
+    maxWait: Number(maxWait),
+    allow: values.allow
+  }
+}
+
+/** Without --verify only unregistered and unknown mean anything: a word that is no name at all is told so, as before. */
+function withoutVerify(raw: string, why: string): string {
+  const unknownWord = raw.split(',').find((w) => w.trim() !== '' && !(FAIL_ON as readonly string[]).includes(w.trim()))
+  return unknownWord === undefined
+    ? why
+    : `--fail-on must be unregistered or unknown (with --verify also mismatch, retracted, dead, unconfirmed), got ${JSON.stringify(unknownWord.trim().slice(0, 40))}`
 }
 
 function usage(stderr: NodeJS.WriteStream, err: unknown): number {

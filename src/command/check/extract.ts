@@ -46,6 +46,7 @@ const KINDS: Record<string, FileKind> = {
   rst: 'text',
   txt: 'text',
   cff: 'text',
+  ris: 'text',
   yml: 'text',
   yaml: 'text',
   rd: 'latex'
@@ -186,8 +187,8 @@ function decodeEntities(s: string): string {
   })
 }
 
-/** Offset → 1-based line number, by binary search over the line starts. */
-function lineIndex(text: string): (offset: number) => number {
+/** Offset → 1-based line number, by binary search over the line starts (the DOIs found here, the entries of a JSON file). */
+export function lineIndex(text: string): (offset: number) => number {
   const starts = [0]
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1)
   return (offset) => {

@@ -4,12 +4,13 @@
  * package reads them by git's rules) and the .git folder itself. Every file, a .gitignore too, is read
  * through readBounded: a checked repository may be hostile, and no file of it may hang or exhaust the run.
  */
-import { constants } from 'node:fs'
-import { open, readdir, stat } from 'node:fs/promises'
+import { readdir, stat } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import ignore from 'ignore'
 import type { Ignore } from 'ignore'
+import { citedWorksIn, entryKind, withCited } from './entries.js'
 import { fileKind, findDois } from './extract.js'
+import { readBounded } from './read-bounded.js'
 import type { Occurrence } from './report.js'
 
 /** Larger documents are not read (a data dump, not a document); they are reported as skipped. */
@@ -24,8 +25,6 @@ export const MAX_GITIGNORE_BYTES = 64 * 1024
  * Nested files each under MAX_GITIGNORE_BYTES add up: twelve of 64 KB took 28 s and 360 MB.
  */
 export const MAX_GITIGNORE_TOTAL_BYTES = 256 * 1024
-/** A file with a NUL byte this early is binary, as git decides. */
-const BINARY_SNIFF_BYTES = 8000
 
 export interface Collected {
   files: number
@@ -44,18 +43,30 @@ interface Run {
   out: Collected
   cwd: string
   gitignoreBytes: number
+  cited: boolean
+  /** Files a walk does not read (absolute): the --allow lists, which name DOIs without citing them. */
+  notRead: ReadonlySet<string>
 }
 
-/** Every DOI written in the paths, with file (as given, relative to cwd when under it) and line. */
-export async function collectDois(paths: readonly string[], cwd: string): Promise<Collected> {
+/**
+ * Every DOI written in the paths, with file (as given, relative to cwd when under it) and line; with `cited`
+ * (check --verify), each DOI of a reference entry (.bib, .ris, CITATION.cff, CSL-JSON) with what its entry says.
+ * `notRead`: files a directory walk passes over (the --allow lists); a path named is read all the same.
+ */
+export async function collectDois(
+  paths: readonly string[],
+  cwd: string,
+  opts: { cited?: boolean; notRead?: readonly string[] } = {}
+): Promise<Collected> {
   const out: Collected = { files: 0, occurrences: [], skipped: [] }
-  const run: Run = { out, cwd, gitignoreBytes: 0 }
+  const notRead = new Set((opts.notRead ?? []).map((p) => resolve(cwd, p)))
+  const run: Run = { out, cwd, gitignoreBytes: 0, cited: opts.cited === true, notRead }
   for (const path of paths) {
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
     if (info === undefined) throw new PathError(`no such file or directory: ${path}`)
     if (info.isDirectory()) await walk(full, await inheritedRules(full, run), run)
-    else await readOne(full, out, cwd, true)
+    else await readOne(full, run, true)
   }
   return out
 }
@@ -64,7 +75,6 @@ export async function collectDois(paths: readonly string[], cwd: string): Promis
 export class PathError extends Error {}
 
 async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
-  const { out, cwd } = run
   const here = await rulesIn(dir, run)
   const active = here === undefined ? rules : [...rules, here]
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
@@ -74,10 +84,10 @@ async function walk(dir: string, rules: Rules[], run: Run): Promise<void> {
     const full = join(dir, entry.name)
     const isDir = entry.isDirectory()
     // Only what would be read is matched against the rules: each match costs every rule.
-    if (!isDir && !(entry.isFile() && fileKind(full) !== undefined)) continue
+    if (!isDir && !(entry.isFile() && fileKind(full) !== undefined && !run.notRead.has(full))) continue
     if (ignored(active, full, isDir)) continue
     if (isDir) await walk(full, active, run)
-    else await readOne(full, out, cwd, false)
+    else await readOne(full, run, false)
   }
 }
 
@@ -126,7 +136,8 @@ async function exists(path: string): Promise<boolean> {
   )
 }
 
-async function readOne(full: string, out: Collected, cwd: string, named: boolean): Promise<void> {
+async function readOne(full: string, run: Run, named: boolean): Promise<void> {
+  const { out, cwd } = run
   // A path named on the command line is read through a symbolic link; a walk lists links as links and reads none.
   const read = await readBounded(full, MAX_FILE_BYTES, named)
   if (read === undefined) return
@@ -135,51 +146,11 @@ async function readOne(full: string, out: Collected, cwd: string, named: boolean
     return
   }
   out.files++
-  for (const found of findDois(read.bytes.toString('utf8'), fileKind(full) ?? 'text')) {
-    out.occurrences.push({ file: display(full, cwd), ...found })
-  }
-}
-
-/**
- * A file's bytes, under the limits every file check reads is held to: a regular file (a FIFO or a device
- * such as /dev/zero could block or stream forever), at most maxBytes (counted while reading: a file may
- * grow after its size was asked), and no NUL early on (binary). Undefined when there is no such file;
- * otherwise the reason it is not read.
- */
-async function readBounded(
-  path: string,
-  maxBytes: number,
-  followLink: boolean
-): Promise<{ bytes: Buffer } | { reason: string } | undefined> {
-  let file
-  try {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
-    file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | (followLink ? 0 : constants.O_NOFOLLOW))
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
-    return { reason: code === 'ELOOP' && !followLink ? 'a symbolic link' : 'cannot be read' }
-  }
-  try {
-    const info = await file.stat()
-    if (!info.isFile()) return { reason: 'not a regular file' }
-    if (info.size > maxBytes) return { reason: `larger than ${maxBytes} bytes` }
-    // Room for the size stat gave and one byte more, grown (up to maxBytes + 1) if the file grew meanwhile.
-    let buffer = Buffer.allocUnsafe(info.size + 1)
-    let length = 0
-    for (;;) {
-      if (length === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(Math.min(buffer.length, maxBytes + 1 - length))])
-      const { bytesRead } = await file.read(buffer, length, buffer.length - length, length)
-      if (bytesRead === 0) break
-      length += bytesRead
-      if (length > maxBytes) return { reason: `larger than ${maxBytes} bytes` }
-    }
-    const bytes = buffer.subarray(0, length)
-    return bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0) ? { reason: 'binary' } : { bytes }
-  } catch {
-    return { reason: 'cannot be read' }
-  } finally {
-    await file.close()
+  const text = read.bytes.toString('utf8')
+  const found = findDois(text, fileKind(full) ?? 'text')
+  const kind = run.cited ? entryKind(full) : undefined
+  for (const one of kind === undefined ? found : withCited(found, citedWorksIn(text, kind))) {
+    out.occurrences.push({ file: display(full, cwd), ...one })
   }
 }
 

@@ -1,6 +1,9 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { parseBatchLine, textEntries } from '../../handle/batch.js'
+import { parseBatchEntry, textEntries } from '../../handle/batch.js'
+import type { BatchEntry } from '../../handle/batch.js'
+import { parseVerifyLevels } from '../../handle/verify/levels.js'
+import type { VerifyLevel } from '../../handle/verify/types.js'
 import { onlyIfCached } from '../admission.js'
 import type { Admission } from '../admission.js'
 import type { ClientTicket } from '../../resolve/upstream/fair-queue.js'
@@ -31,7 +34,9 @@ type BatchRouteContext = RouteContext<'batchMaxLines' | 'batchMaxBytes' | 'maxHa
 
 /**
  * POST /api/batch: a body of DOIs (text/plain, one a line, or a JSON array of strings), answered as
- * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). Its own plugin context:
+ * NDJSON, streamed, one object per line in input order (docs/checking-dois.md). `?verify=metadata,retraction,landing`
+ * (issue 41, the levels VERIFY_LEVELS allows) adds those objects to each line; a JSON item may then be
+ * `{doi, title, year, author}`, the work its reference cites. Its own plugin context:
  * its body parsers apply to this route only, and its limit is the route's bodyLimit (BATCH_MAX_BYTES):
  * without it the app's 16 KiB would.
  */
@@ -82,9 +87,24 @@ export default async function batchRoutes(app: FastifyInstance, { config, servic
   )
 }
 
+/** The levels `?verify=` asks (none without it); a 400 naming a word that is not a level, or a level this server does not run. */
+function askedLevels(request: FastifyRequest, batch: BatchAnswers): VerifyLevel[] {
+  const raw = (request.query as Record<string, unknown> | undefined)?.verify
+  if (raw === undefined) return []
+  if (typeof raw !== 'string') throw new LimitError(400, 'Give ?verify= once: a comma list of metadata, retraction, landing.')
+  const levels = parseVerifyLevels(raw)
+  if (typeof levels === 'string') throw new LimitError(400, `?verify=: ${levels}.`)
+  const refused = batch.refusedLevel(levels)
+  if (refused !== undefined) {
+    throw new LimitError(400, `?verify=: this server does not verify ${refused} (VERIFY_LEVELS).`, 'VERIFY_LEVELS')
+  }
+  return levels
+}
+
 async function answerBatch(request: FastifyRequest, reply: FastifyReply, opts: BatchRouteOptions): Promise<FastifyReply> {
+  const levels = askedLevels(request, opts.batch)
   // No body at all (no content type): nothing to check.
-  const entries = Array.isArray(request.body) ? (request.body as string[]) : []
+  const entries = Array.isArray(request.body) ? (request.body as BatchEntry[]) : []
   if (entries.length > opts.maxLines) {
     throw new LimitError(
       413,
@@ -92,7 +112,7 @@ async function answerBatch(request: FastifyRequest, reply: FastifyReply, opts: B
       'BATCH_MAX_LINES'
     )
   }
-  const lines = entries.map((entry) => parseBatchLine(entry, opts.maxHandleLength))
+  const lines = entries.map((entry) => parseBatchEntry(entry, opts.maxHandleLength))
   // Each lookup a batch causes passes the admission gate (rate limit, load shedding) as a request of its
   // own would: the rate limit counts a batch by its lookups. The first passes before the answer starts,
   // when any line must be looked up beyond the cache and the local records (offline, none is): a refusal
@@ -126,12 +146,14 @@ async function answerBatch(request: FastifyRequest, reply: FastifyReply, opts: B
   const results = opts.batch.answer(lines, {
     ctx: lazyPageContext(request, opts),
     gate,
+    levels,
     signal: left.signal,
     onError: (err) => {
       logError(request, err)
     }
   })
-  const body = Readable.from(ndjson(results, left.signal, opts.metrics), { objectMode: false })
+  const heartbeatMs = levels.length > 0 ? opts.batch.heartbeatMs : undefined
+  const body = Readable.from(ndjson(results, left.signal, opts.metrics, heartbeatMs), { objectMode: false })
   return reply
     .type('application/x-ndjson; charset=utf-8')
     .header('cache-control', 'no-store')
@@ -139,12 +161,36 @@ async function answerBatch(request: FastifyRequest, reply: FastifyReply, opts: B
     .send(body)
 }
 
-/** The results as NDJSON text, a chunk per group of lines ready; it ends quietly when the reader left. */
-async function* ndjson(results: AsyncGenerator<BatchResult[]>, left: AbortSignal, metrics: Metrics): AsyncGenerator<string> {
+/**
+ * The results as NDJSON text, a chunk per group of lines ready; it ends quietly when the reader left. With
+ * `heartbeatMs`, a newline whenever the next line keeps it silent that long (readers skip blank lines).
+ */
+async function* ndjson(
+  results: AsyncGenerator<BatchResult[]>,
+  left: AbortSignal,
+  metrics: Metrics,
+  heartbeatMs?: number
+): AsyncGenerator<string> {
   try {
-    for await (const chunk of results) {
+    for (;;) {
+      const next = results.next()
+      let step: IteratorResult<BatchResult[]> | undefined
+      while (step === undefined) {
+        if (heartbeatMs === undefined) step = await next
+        else {
+          let timer: NodeJS.Timeout | undefined
+          const beat = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, heartbeatMs, undefined)))
+          try {
+            step = await Promise.race([next, beat])
+          } finally {
+            clearTimeout(timer)
+          }
+          if (step === undefined) yield '\n'
+        }
+      }
+      if (step.done === true) break
       let text = ''
-      for (const result of chunk) text += JSON.stringify(result) + '\n'
+      for (const result of step.value) text += JSON.stringify(result) + '\n'
       yield text
     }
     metrics.batchRequests.inc({ outcome: 'answered' })
@@ -154,8 +200,8 @@ async function* ndjson(results: AsyncGenerator<BatchResult[]>, left: AbortSignal
   }
 }
 
-/** A JSON array of strings, as the batch's lines (each string one line, nothing skipped). */
-function jsonEntries(body: string): string[] {
+/** A JSON array of strings and `{doi, title, year, author}` objects, as the batch's lines (each item one line, nothing skipped). */
+function jsonEntries(body: string): BatchEntry[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(body)
@@ -163,12 +209,25 @@ function jsonEntries(body: string): string[] {
     throw new LimitError(400, 'The body is not valid JSON; send a JSON array of strings, or text/plain with one DOI a line.')
   }
   if (!Array.isArray(parsed)) throw new LimitError(400, 'The JSON body must be an array of strings (DOIs).')
-  const bad = parsed.findIndex((item) => typeof item !== 'string')
+  const bad = parsed.findIndex((item) => typeof item !== 'string' && !isCitedItem(item))
   if (bad >= 0) {
+    const item: unknown = parsed[bad]
+    const what =
+      item === null
+        ? 'null'
+        : Array.isArray(item)
+          ? 'an array'
+          : typeof item === 'object'
+            ? 'an object without a "doi" string'
+            : typeof item
     throw new LimitError(
       400,
-      `The JSON body must be an array of strings (DOIs); item ${bad} is ${parsed[bad] === null ? 'null' : typeof parsed[bad]}.`
+      `The JSON body must be an array of strings (DOIs) or {"doi", "title", "year", "author"} objects; item ${bad} is ${what}.`
     )
   }
-  return parsed as string[]
+  return parsed as BatchEntry[]
+}
+
+function isCitedItem(item: unknown): item is Exclude<BatchEntry, string> {
+  return typeof item === 'object' && item !== null && !Array.isArray(item) && typeof (item as { doi?: unknown }).doi === 'string'
 }

@@ -5,10 +5,7 @@
  * bounded in time and size like the upstream's (the same undici Pool limits and getWhole), read
  * defensively, and its URL is checked by src/handle/linkout.ts before anyone is sent there.
  */
-import { createReadStream } from 'node:fs'
-import { open } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
-import { createGunzip } from 'node:zlib'
 import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import { ConfigError } from '../../config/schema.js'
@@ -16,6 +13,7 @@ import { cacheKey, encodeHandlePath } from '../../handle/name.js'
 import { openAccessLocation } from '../../handle/linkout.js'
 import { Cancel, connectionLimits, getWhole } from '../upstream/client.js'
 import type { WholeAnswer } from '../upstream/client.js'
+import { openMaybeGzipped } from '../files/maybe-gzipped.js'
 
 /** A provider's answer: the open copy's URL (checked), or null when it knows none. */
 export type ProviderAnswer = string | null
@@ -146,9 +144,9 @@ export async function fileProvider(
   const copies = new Map<string, string>()
   const counts = { lines: 0, open: 0, bad: 0, dropped: 0 }
   const started = performance.now()
-  const input = createReadStream(path)
+  const input = await openMaybeGzipped(path)
   try {
-    const lines = createInterface({ input: (await isGzip(path)) ? input.pipe(createGunzip()) : input, crlfDelay: Infinity })
+    const lines = createInterface({ input, crlfDelay: Infinity })
     for await (const line of lines) {
       if (line.trim() === '') continue
       counts.lines++
@@ -190,15 +188,5 @@ export async function fileProvider(
     async close() {
       copies.clear()
     }
-  }
-}
-
-async function isGzip(path: string): Promise<boolean> {
-  const handle = await open(path, 'r')
-  try {
-    const { bytesRead, buffer } = await handle.read(Buffer.alloc(2), 0, 2, 0)
-    return bytesRead === 2 && buffer[0] === 0x1f && buffer[1] === 0x8b
-  } finally {
-    await handle.close()
   }
 }
