@@ -25,7 +25,8 @@ import {
   secret,
   text,
   urlTemplate,
-  verifyLevels
+  verifyLevels,
+  zeroOrInteger
 } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
@@ -156,6 +157,16 @@ export interface Config extends OpenAccessConfig {
   landingCacheMaxEntries: number
   /** false, true (every address), or the addresses/CIDRs of the only private networks a landing check may reach (src/handle/address-rules.ts). */
   landingAllowPrivate: boolean | string[]
+  /** Issue 43: the registry copy's directory (an LMDB store made by `doi-proxy import`); undefined: no copy. */
+  registryCopy: string | undefined
+  registryCopyMaxAgeSeconds: number
+  registryCopyUpdateHours: number
+  registryCopyMaxBytes: number
+  registryCopyMinFreeBytes: number
+  registryCopyMaxRecordBytes: number
+  registryCopyCitationQueue: number
+  registryCopyUpdateTimeoutMs: number
+  dataciteApiUrl: string
 }
 
 /**
@@ -304,7 +315,16 @@ export const OPTIONS: OptionTable<Config> = {
   landingShortTtlSeconds: { env: 'LANDING_SHORT_TTL_SECONDS', default: 3_600, parse: integer(0, 30 * 86400), doc: 'How long a `blocked` or `dead` landing verdict is cached, so a page back up is seen soon; at most LANDING_TTL_SECONDS.' },
   landingRobotsTtlSeconds: { env: 'LANDING_ROBOTS_TTL_SECONDS', default: 86_400, parse: integer(0, 86_400), doc: 'How long a site\'s robots.txt is kept (RFC 9309: at most a day).' },
   landingCacheMaxEntries: { env: 'LANDING_CACHE_MAX_ENTRIES', default: 100_000, parse: integer(1, 100_000_000), doc: 'Most landing verdicts held in memory.' },
-  landingAllowPrivate: { env: 'LANDING_ALLOW_PRIVATE', default: false, parse: flagOrNetworks, doc: 'A landing check never connects to a loopback, private, link-local or other special address (a registered URL must not reach your own network), whatever the name resolves to: the verdict is `dead`, naming the rule. `true` lifts this for every address; addresses or CIDRs (`10.1.0.0/16`) for those networks only (an intranet repository).' }
+  landingAllowPrivate: { env: 'LANDING_ALLOW_PRIVATE', default: false, parse: flagOrNetworks, doc: 'A landing check never connects to a loopback, private, link-local or other special address (a registered URL must not reach your own network), whatever the name resolves to: the verdict is `dead`, naming the rule. `true` lifts this for every address; addresses or CIDRs (`10.1.0.0/16`) for those networks only (an intranet repository).' },
+  registryCopy: { env: 'REGISTRY_COPY', default: undefined, parse: optional(text), doc: 'Directory of the registry copy: every DOI of the agencies\' public data files, made by `doi-proxy import --to DIR` (an LMDB store, `data.mdb`), answered after local records and the cache, before the upstream (`X-Cache: COPY`); offline it answers alone. The start stops when it holds no copy. Empty: no copy. See docs/registry-copy.md.', path: 'directory to read' },
+  registryCopyMaxAgeSeconds: { env: 'REGISTRY_COPY_MAX_AGE_SECONDS', default: 604_800, parse: integer(0, 315_360_000), doc: 'Online, a copy record answers while its data is younger than this: the agency\'s last change to it, or the copy\'s coverage of the agency (its whole file, then each completed update) when newer; older, the upstream is asked (and the copy stands in if it fails). Not the time it was imported: a file six months old is six months old. 0: online the copy only stands in. Offline the copy always answers.' },
+  registryCopyUpdateHours: { env: 'REGISTRY_COPY_UPDATE_HOURS', default: 0, parse: integer(0, 720), doc: 'Every this many hours the server asks Crossref and DataCite what changed since the copy\'s coverage and writes it in (`doi-proxy import --update` does the same by hand): one updater per copy, whatever the WORKERS or replicas sharing it. Needs REGISTRY_COPY writable, and not OFFLINE. 0: never.' },
+  registryCopyMaxBytes: { env: 'REGISTRY_COPY_MAX_BYTES', default: 0, parse: zeroOrInteger(64 * 1024 * 1024, 2 ** 50), doc: 'The registry copy\'s file may not grow past this (at least 64 MiB): an import or update stops cleanly before it, the copy whole. 0: no cap.' },
+  registryCopyMinFreeBytes: { env: 'REGISTRY_COPY_MIN_FREE_BYTES', default: 256 * 1024 * 1024, parse: integer(0, 2 ** 40), doc: 'An import or update stops cleanly, the copy whole, before the copy\'s file system has less free than this.' },
+  registryCopyMaxRecordBytes: { env: 'REGISTRY_COPY_MAX_RECORD_BYTES', default: 4 * 1024 * 1024, parse: integer(64 * 1024, 64 * 1024 * 1024), doc: 'Largest record (one work, one JSON line) an import or update reads; a larger one is skipped and named, never held in memory.' },
+  registryCopyCitationQueue: { env: 'REGISTRY_COPY_CITATION_QUEUE', default: 64, parse: integer(1, 10_000), doc: 'Formatted citations (`text/x-bibliography` from the copy\'s metadata) waiting for the formatter; beyond it, 503 with Retry-After.' },
+  registryCopyUpdateTimeoutMs: { env: 'REGISTRY_COPY_UPDATE_TIMEOUT_MS', default: 60_000, parse: integer(1_000, 600_000), doc: 'One page of an update (headers and body, at most 64 MiB) gives up after this long; it is asked again, the run resumes where it stopped.' },
+  dataciteApiUrl: { env: 'DATACITE_API_URL', default: 'https://api.datacite.org', parse: httpUrl, doc: 'Base of DataCite\'s REST API: the registry copy\'s updates ask `DATACITE_API_URL/dois?query=updated:[…]` for what changed.' }
 }
 
 export class ConfigError extends Error {
@@ -412,6 +432,7 @@ function checkTogether(config: Config): void {
   }
   checkRedis(config)
   checkVerify(config)
+  checkRegistryCopy(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
     throw new ConfigError(
       `invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`
@@ -484,6 +505,22 @@ function checkVerify(config: Config): void {
   if (config.landingShortTtlSeconds > config.landingTtlSeconds) {
     throw new ConfigError(
       `invalid setting landingShortTtlSeconds (LANDING_SHORT_TTL_SECONDS): ${config.landingShortTtlSeconds} is above landingTtlSeconds ${config.landingTtlSeconds}: a blocked or dead page is looked at again sooner than a live one, never later`
+    )
+  }
+}
+
+/** The registry copy's settings (issue 43) that depend on others. */
+function checkRegistryCopy(config: Config): void {
+  if (config.registryCopyUpdateHours === 0) return
+  if (config.registryCopy === undefined) {
+    throw new ConfigError(
+      `invalid setting registryCopyUpdateHours (REGISTRY_COPY_UPDATE_HOURS): ${config.registryCopyUpdateHours} means something only with REGISTRY_COPY, the copy to update`
+    )
+  }
+  // Offline nothing may be asked of the agencies: an update would be refused every time.
+  if (config.offline) {
+    throw new ConfigError(
+      `invalid setting registryCopyUpdateHours (REGISTRY_COPY_UPDATE_HOURS): ${config.registryCopyUpdateHours} asks the agencies for updates, which OFFLINE forbids; set 0 offline`
     )
   }
 }
