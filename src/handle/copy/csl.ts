@@ -52,6 +52,8 @@ export function firstText(raw: unknown): string | undefined {
   return text(raw)
 }
 
+const BLOCK_TAG = /<\/?(?:jats:)?(?:p|title|sec|list|list-item|br|div|li|ul|ol|h[1-6]|table|tr|td|th)\b[^>]*>/gi
+
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 
 /**
@@ -63,7 +65,8 @@ export function plainText(raw: unknown): string | undefined {
   if (t === undefined) return undefined
   const out = t
     .replace(/<jats:title>[^<]*<\/jats:title>/g, ' ') // "Abstract" headings are not the abstract
-    .replace(/<[^>]*>/g, ' ')
+    .replace(BLOCK_TAG, ' ') // a paragraph's end separates words…
+    .replace(/<[^>]*>/g, '') // …an inline tag does not: CO<sub>2</sub> is CO2
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
       if (e[0] === '#') {
         const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)
