@@ -1,4 +1,4 @@
-import { compact, copyUrlOf, cslDate, cslName, cslNames, firstText, plainText, secondsOfIso, text } from './csl.js'
+import { compact, copyUrlOf, cslDate, cslName, cslNames, firstText, plainText, secondsOfIso, stampOfMs, text } from './csl.js'
 import type { CslName } from './csl.js'
 import { checkedDoi } from './key.js'
 import type { Mapped, MapOptions } from './types.js'
@@ -72,9 +72,7 @@ export function crossrefRecordOf(work: unknown, opts: MapOptions): Mapped {
 function stampOf(w: Record<string, unknown>): number | undefined {
   for (const field of ['indexed', 'deposited', 'created']) {
     const d = w[field] as { timestamp?: unknown; 'date-time'?: unknown } | undefined
-    const ms = d?.timestamp
-    if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return Math.floor(ms / 1000)
-    const s = secondsOfIso(d?.['date-time'])
+    const s = stampOfMs(d?.timestamp) ?? secondsOfIso(d?.['date-time'])
     if (s !== undefined) return s
   }
   return undefined

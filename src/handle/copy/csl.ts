@@ -145,9 +145,17 @@ export function compact(o: Record<string, unknown>): Record<string, unknown> {
   return out
 }
 
-/** An ISO date-time to seconds since 1970, or undefined. */
+/** The latest stamp a record may have: the store keeps u32 seconds (2106); a later one is a broken date, not the newest record. */
+export const MAX_STAMP = 0xffffffff
+
+/** Milliseconds since 1970 as a stamp (seconds), or undefined outside 1970–2106. */
+export function stampOfMs(ms: unknown): number | undefined {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return undefined
+  const s = Math.floor(ms / 1000)
+  return s > MAX_STAMP ? undefined : s
+}
+
+/** An ISO date-time as a stamp (seconds since 1970), or undefined. */
 export function secondsOfIso(raw: unknown): number | undefined {
-  if (typeof raw !== 'string') return undefined
-  const ms = Date.parse(raw)
-  return Number.isNaN(ms) || ms < 0 ? undefined : Math.floor(ms / 1000)
+  return typeof raw === 'string' ? stampOfMs(Date.parse(raw)) : undefined
 }

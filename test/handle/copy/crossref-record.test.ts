@@ -154,6 +154,7 @@ describe('a Crossref work in the copy', () => {
   it('without indexed the deposited date is the stamp', () => {
     expect(mapped(withFields(nature, { indexed: undefined })).stamp).toBe(1685565127)
     expect(mapped(withFields(nature, { indexed: undefined, deposited: { 'date-time': '2023-05-31T20:32:07Z' } })).stamp).toBe(1685565127)
+    expect(mapped(withFields(nature, { indexed: { timestamp: 1e308 } })).stamp).toBe(1685565127) // past 2106: a broken date, not the newest
   })
 
   it.each([

@@ -135,6 +135,11 @@ describe('a DataCite record in the copy', () => {
     ],
     ['a draft state', withAttributes({ state: 'draft' }), '10.5281/zenodo.3233118: a draft DOI is not registered'],
     [
+      'only a date past 2106',
+      withAttributes({ updated: '2200-01-01T00:00:00Z', registered: undefined, created: undefined }),
+      '10.5281/zenodo.3233118: the record has no date (updated, registered or created)'
+    ], // u32 stamps (record-codec)
+    [
       'no date',
       withAttributes({ updated: undefined, registered: undefined, created: 'yesterday' }),
       '10.5281/zenodo.3233118: the record has no date (updated, registered or created)'
