@@ -88,10 +88,14 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
   }
 
   return {
-    /** The work Crossref holds for `doi`, or not-found; a CrossrefError when it could not say by `deadline` (performance.now()). */
-    async workOf(doi: string, deadline = performance.now() + opts.timeoutMs): Promise<CrossrefWork> {
+    /**
+     * The work Crossref holds for `doi`, or not-found; a CrossrefError when it could not say by `deadline`
+     * (performance.now()). Without one, the wait for a turn and each request are bounded by CROSSREF_TIMEOUT_MS.
+     */
+    async workOf(doi: string, deadline?: number): Promise<CrossrefWork> {
+      const turnBy = deadline ?? performance.now() + opts.timeoutMs
       for (let attempt = 1; ; attempt++) {
-        const release = await turn(deadline)
+        const release = await turn(turnBy)
         let res: WholeAnswer
         try {
           res = await once(doi, deadline)
@@ -101,7 +105,7 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
         if (res.statusCode === 429 || res.statusCode === 503) {
           const waitMs = Math.min(MAX_PAUSE_MS, retryAfterMs(res.headers['retry-after']) ?? DEFAULT_PAUSE_MS)
           pausedUntil = Math.max(pausedUntil, performance.now() + waitMs)
-          if (attempt < TRIES && pausedUntil < deadline) continue
+          if (attempt < TRIES && pausedUntil < turnBy) continue
           throw new CrossrefError(`Crossref asked us to wait ${Math.ceil(waitMs / 1000)} s (HTTP ${res.statusCode}, Retry-After)`)
         }
         return workOfAnswer(res)
@@ -121,11 +125,12 @@ export function createCrossrefUpdates(opts: CrossrefUpdatesOptions) {
 export type CrossrefUpdates = ReturnType<typeof createCrossrefUpdates>
 
 /** One GET of a DOI's work, whole, within the deadline and CROSSREF_TIMEOUT_MS; what goes wrong said as a CrossrefError. */
-function worksGetter(opts: CrossrefUpdatesOptions, base: URL, agent: Dispatcher): (doi: string, deadline: number) => Promise<WholeAnswer> {
+function worksGetter(opts: CrossrefUpdatesOptions, base: URL, agent: Dispatcher): (doi: string, deadline?: number) => Promise<WholeAnswer> {
   const basePath = base.pathname.replace(/\/+$/, '')
   const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
   return async function once(doi, deadline) {
-    const budgetMs = Math.round(Math.min(opts.timeoutMs, deadline - performance.now()))
+    // The message names the bound that applies: the setting, or what is left of the caller's deadline.
+    const budgetMs = deadline === undefined ? opts.timeoutMs : Math.round(Math.min(opts.timeoutMs, deadline - performance.now()))
     if (budgetMs <= 0) throw new CrossrefError('no time left to ask Crossref')
     const query = opts.mailto === undefined ? '' : `?mailto=${encodeURIComponent(opts.mailto)}`
     const cancel = Cancel.after(budgetMs, `Crossref took over ${budgetMs} ms`)
