@@ -21,6 +21,7 @@ import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/upstr
 import type { Reachability, UnreachableReason } from '../resolve/upstream/reachability.js'
 import { createUpstreamClient } from '../resolve/upstream/client.js'
 import { runCheck } from './check/command.js'
+import { runImportCommand } from './import/command.js'
 import type { UpstreamClient } from '../resolve/upstream/client.js'
 
 const EXIT_USAGE = 2
@@ -43,6 +44,10 @@ Usage:
                                  doi-proxy's batch API; --verify metadata,retraction,landing
                                  also checks the works they name (see docs/checking-dois.md
                                  and doi-proxy check --help)
+  doi-proxy import [options] PATH...
+                                 the agencies' public data files (Crossref, DataCite) into a
+                                 registry copy the server answers from (REGISTRY_COPY; see
+                                 docs/registry-copy.md and doi-proxy import --help)
   doi-proxy --help               this help
 
 Start the server with \`npm start\` (or \`node dist/main.js\`).
@@ -383,8 +388,28 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'check') {
     return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
   }
+  if (command === 'import') {
+    const stop = new AbortController()
+    const onSigint = (): void => {
+      if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once (the copy is whole)
+      process.stderr.write('\nstopping: committing the batch being read (Ctrl-C again to quit now)\n')
+      stop.abort()
+    }
+    process.on('SIGINT', onSigint)
+    try {
+      return await runImportCommand(rest, {
+        cwd: process.cwd(),
+        env: process.env,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        signal: stop.signal
+      })
+    } finally {
+      process.off('SIGINT', onSigint)
+    }
+  }
   if (command !== 'mirror' && command !== 'record') {
-    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check)`)
+    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check, import)`)
   }
   const cmd = parseMirrorArgs(rest, process.env, command === 'record')
   if (cmd === 'help') {

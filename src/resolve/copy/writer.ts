@@ -65,6 +65,11 @@ export interface CopyWriter {
   finishFile(id: string, info: unknown): void
   /** A whole agency file held every DOI of `prefix` registered by `asOf`. */
   markWhole(prefix: string, agency: Agency, asOf: number): void
+  /**
+   * Every prefix the copy holds of `agency` (or only those of `only`, cache keys) marked whole by `asOf`, in one
+   * transaction: a whole agency file was imported (doi-proxy import of a tar or directory of its data files).
+   */
+  markWholeAgency(agency: Agency, asOf: number, only?: ReadonlySet<string>): number
   /** Moves an agency's coverage forward (never back: `through` is the newest of the two). */
   extendCoverage(agency: Agency, coverage: AgencyCoverage): void
   /** Any other meta entry (an update's state), in a transaction of its own. */
@@ -185,6 +190,18 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
         const key = prefixKeyOf(prefix)
         const mark = prefixes.get(key) ?? { agency, records: 0, whole: false, asOf: 0 }
         prefixes.putSync(key, { ...mark, whole: true, asOf: Math.max(mark.asOf, asOf) })
+      })
+    },
+    markWholeAgency(agency, asOf, only) {
+      return inTransaction(() => {
+        const marked: Array<[Buffer, PrefixMark]> = []
+        for (const { key, value } of prefixes.getRange()) {
+          if (value.agency !== agency) continue
+          if (only !== undefined && !only.has(Buffer.from(key).toString('utf8'))) continue
+          marked.push([key, { ...value, whole: true, asOf: Math.max(value.asOf, asOf) }])
+        }
+        for (const [key, mark] of marked) prefixes.putSync(key, mark)
+        return marked.length
       })
     },
     extendCoverage(agency, coverage) {

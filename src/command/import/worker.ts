@@ -1,0 +1,282 @@
+import { pipeline } from 'node:stream'
+import { Readable } from 'node:stream'
+import { createGunzip } from 'node:zlib'
+import { parse as parseCsv } from 'csv-parse/sync'
+import { crossrefRecordOf } from '../../handle/copy/crossref-record.js'
+import { dataciteRecordOf, dataciteStateOf } from '../../handle/copy/datacite-record.js'
+import { createItemSplitter, createLineSplitter } from '../../handle/copy/item-splitter.js'
+import type { SplitItem, SplitProblem, Splitter } from '../../handle/copy/item-splitter.js'
+import { mirrorRecordOf } from '../../handle/copy/mirror-record.js'
+import { encodeEntry } from '../../handle/copy/record-codec.js'
+import { READING, sniff, SNIFF_BYTES } from '../../handle/copy/sniff.js'
+import type { ItemFormat } from '../../handle/copy/sniff.js'
+import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
+import { cacheKey, prefixOf } from '../../handle/name.js'
+
+/**
+ * One unit of an import (a file, or an entry of a tar): gunzipped if it is gzip, its format sniffed, its
+ * items cut out one at a time (item-splitter.ts), parsed, mapped to records by the agency's mapper, filtered
+ * (--prefix, --since) and encoded, handed on in batches. The batches' consumer commits them; while it does,
+ * no more is read (back-pressure all the way to the file). Pure of the store: the same body runs in the
+ * main thread or in a worker (pipeline.ts).
+ */
+
+export interface UnitOptions {
+  /** REGISTRY_COPY_MAX_RECORD_BYTES: a larger item is named and never held. */
+  maxRecordBytes: number
+  map: MapOptions
+  /** --prefix, as cache keys; undefined: every prefix. */
+  prefixes?: ReadonlySet<string>
+  /** --since, seconds: a record whose agency stamp is older is filtered out. */
+  since?: number
+  /** Items (lines) already committed by an earlier run: not read again. */
+  skipItems: number
+  /** Seconds since 1970, written in each record. */
+  importedAt: number
+  /** The unit is part of a whole agency file (a tar or directory): its records are vouched for by its coverage. */
+  inWhole: boolean
+  /** Records a batch holds before it is handed on (one transaction). */
+  batchSize: number
+}
+
+/** Something in the unit skipped and named. */
+export interface UnitProblem {
+  item?: number
+  offset?: number
+  message: string
+}
+
+export interface UnitBatch {
+  entries: EncodedRecord[]
+  problems: UnitProblem[]
+  filtered: number
+  /** Things skipped and named (problems.length): items that are no record, a cut-off end. */
+  malformed: number
+  /** Items (lines) of the unit read through, whatever became of them: where a resumed run starts. */
+  itemsDone: number
+  /** The newest agency stamp among the batch's records (0 none). */
+  newestStamp: number
+  /** The last batch of the unit. */
+  final: boolean
+  /** The unit's format, once sniffed. */
+  format?: ItemFormat
+}
+
+export interface UnitEnd {
+  format?: ItemFormat
+  /** Why the unit was not read at all (not a format import reads). */
+  unknown?: string
+  /** The unit ended early: cut off, or its structure broken (named in the last batch's problems). */
+  damaged: boolean
+}
+
+const MAX_PROBLEMS_PER_BATCH = 1000
+const MAX_MESSAGE = 300
+
+export async function readUnit(
+  source: AsyncIterable<Buffer>,
+  opts: UnitOptions,
+  onBatch: (batch: UnitBatch) => Promise<void> | void
+): Promise<UnitEnd> {
+  let stream: AsyncIterable<Buffer> = source
+  let peeked = await peek(stream)
+  let sniffed = sniff(peeked.head)
+  if ('format' in sniffed && sniffed.format === 'gzip') {
+    const gunzip = createGunzip()
+    pipeline(Readable.from(peeked.stream), gunzip, () => {})
+    stream = gunzip
+    try {
+      peeked = await peek(stream)
+    } catch (err) {
+      return await damagedAtStart(onBatch, `the gzip data cannot be read (${(err as Error).message})`)
+    }
+    sniffed = sniff(peeked.head)
+    if ('format' in sniffed && (sniffed.format === 'gzip' || sniffed.format === 'tar')) {
+      sniffed = {
+        unknown: `a ${sniffed.format === 'gzip' ? 'gzip' : 'tar'} inside a gzip inside ${opts.inWhole ? 'a tar' : 'this file'}: unpack it first`
+      }
+    }
+  } else if ('format' in sniffed && sniffed.format === 'tar') {
+    sniffed = { unknown: 'a tar inside a tar: unpack the outer one first' }
+  }
+  if ('unknown' in sniffed) {
+    const batch = emptyBatch(0, true)
+    batch.problems.push({ message: `skipped: ${sniffed.unknown}` })
+    batch.malformed = 1
+    await onBatch(batch)
+    return { unknown: sniffed.unknown, damaged: false }
+  }
+  const format = sniffed.format as ItemFormat
+  const reading = READING[format]
+  const covered = opts.inWhole && reading.dataFile
+
+  let batch = emptyBatch(0, false)
+  let header: string[] | undefined
+  const mapOne = mapperOf(format, opts.map)
+
+  const problem = (p: UnitProblem): void => {
+    batch.problems.push({ ...p, message: p.message.length > MAX_MESSAGE ? p.message.slice(0, MAX_MESSAGE) + '…' : p.message })
+  }
+  const malformed = (item: SplitItem, message: string): void => {
+    problem({ item: item.index, offset: item.offset, message })
+  }
+  const onItem = (item: SplitItem): void => {
+    if (reading.split === 'csv' && header === undefined) {
+      header = csvRow(item.bytes)?.map((h) => h.trim().toLowerCase())
+      if (header === undefined || !header.includes('doi') || !header.includes('state')) {
+        header = []
+        problem({ item: item.index, offset: item.offset, message: 'the CSV has no header naming doi and state' })
+      }
+      return
+    }
+    if (item.index <= opts.skipItems) return
+    let value: unknown
+    if (reading.split === 'csv') {
+      const cells = csvRow(item.bytes)
+      if (cells === undefined) return malformed(item, 'not a CSV row')
+      value = Object.fromEntries((header ?? []).map((h, i) => [h, cells[i]]))
+    } else {
+      try {
+        value = JSON.parse(item.bytes.toString('utf8'))
+      } catch (err) {
+        return malformed(item, `not JSON (${(err as Error).message})`)
+      }
+    }
+    const mapped = mapOne(value)
+    if (mapped === undefined) return
+    if (typeof mapped === 'string') return malformed(item, mapped)
+    if (opts.prefixes !== undefined && !opts.prefixes.has(cacheKey(prefixOf(mapped.doi)))) {
+      batch.filtered++
+      return
+    }
+    if (opts.since !== undefined && mapped.stamp < opts.since) {
+      batch.filtered++
+      return
+    }
+    batch.entries.push(encodeEntry(mapped, { importedAt: opts.importedAt, covered }))
+    if (mapped.stamp > batch.newestStamp) batch.newestStamp = mapped.stamp
+  }
+  let fatal = false
+  const onProblem = (p: SplitProblem): void => {
+    if (p.fatal) fatal = true
+    if (p.item !== undefined && p.item <= opts.skipItems && !p.fatal) return
+    problem({ ...(p.item === undefined ? {} : { item: p.item }), offset: p.offset, message: p.message })
+  }
+  const splitter: Splitter =
+    reading.split === 'array'
+      ? createItemSplitter({ path: reading.path, maxBytes: opts.maxRecordBytes, onItem, onProblem })
+      : createLineSplitter({ maxBytes: opts.maxRecordBytes, onItem, onProblem })
+
+  const flush = async (final: boolean): Promise<void> => {
+    const out = batch
+    out.itemsDone = Math.max(splitter.done, opts.skipItems)
+    out.final = final
+    out.format = format
+    out.malformed = out.problems.length
+    batch = emptyBatch(0, false)
+    try {
+      await onBatch(out)
+    } catch (err) {
+      throw err instanceof StopReading ? err : new StopReading(err)
+    }
+  }
+
+  let damaged = false
+  try {
+    for await (const chunk of peeked.stream) {
+      splitter.write(chunk)
+      if (splitter.stopped) break
+      if (batch.entries.length >= opts.batchSize || batch.problems.length >= MAX_PROBLEMS_PER_BATCH) await flush(false)
+    }
+    splitter.end()
+  } catch (err) {
+    if (err instanceof StopReading) throw err
+    damaged = true
+    problem({ offset: undefined, message: readError(err) })
+  }
+  if (fatal) damaged = true
+  await flush(true)
+  return { format, damaged }
+}
+
+/** An error the consumer threw (disk full, interrupted): it stops the unit, it is not the input's fault. */
+export class StopReading extends Error {
+  override name = 'StopReading'
+  constructor(readonly reason: unknown) {
+    super((reason as Error)?.message ?? String(reason))
+  }
+}
+
+function readError(err: unknown): string {
+  const e = err as { code?: string; message?: string }
+  if (e?.code === 'Z_BUF_ERROR' || /unexpected end of file/i.test(e?.message ?? '')) {
+    return 'the gzip data is cut off (a download not finished?): the items before it were read'
+  }
+  if (typeof e?.code === 'string' && e.code.startsWith('Z_')) {
+    return `the gzip data is damaged (${e.message ?? e.code}): the items before it were read`
+  }
+  return `reading stopped: ${e?.message ?? String(err)}`
+}
+
+async function damagedAtStart(onBatch: (batch: UnitBatch) => Promise<void> | void, message: string): Promise<UnitEnd> {
+  const batch = emptyBatch(0, true)
+  batch.problems.push({ message })
+  batch.malformed = 1
+  await onBatch(batch)
+  return { damaged: true }
+}
+
+function emptyBatch(itemsDone: number, final: boolean): UnitBatch {
+  return { entries: [], problems: [], filtered: 0, malformed: 0, itemsDone, newestStamp: 0, final }
+}
+
+function mapperOf(format: ItemFormat, map: MapOptions): (value: unknown) => Mapped | undefined {
+  switch (READING[format].mapper) {
+    case 'crossref':
+      return (v) => crossrefRecordOf(v, map)
+    case 'datacite':
+      return (v) => dataciteRecordOf(v, map)
+    case 'datacite-state':
+      return (v) => dataciteStateOf(v as Record<string, string | undefined>)
+    case 'mirror':
+      return (v) => mirrorRecordOf(v, map)
+  }
+}
+
+function csvRow(bytes: Buffer): string[] | undefined {
+  try {
+    const rows = parseCsv(bytes, { relax_column_count: true }) as string[][]
+    return rows.length === 1 ? rows[0] : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The first SNIFF_BYTES of a stream, and the stream again from its start. */
+export async function peek(stream: AsyncIterable<Buffer>): Promise<{ head: Buffer; stream: AsyncIterable<Buffer> }> {
+  const it = stream[Symbol.asyncIterator]()
+  const first: Buffer[] = []
+  let size = 0
+  let ended = false
+  while (size < SNIFF_BYTES) {
+    const next = await it.next()
+    if (next.done === true) {
+      ended = true
+      break
+    }
+    const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array)
+    first.push(chunk)
+    size += chunk.length
+  }
+  const head = Buffer.concat(first).subarray(0, SNIFF_BYTES)
+  async function* again(): AsyncGenerator<Buffer> {
+    yield* first
+    if (ended) return
+    for (;;) {
+      const next = await it.next()
+      if (next.done === true) return
+      yield Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value as Uint8Array)
+    }
+  }
+  return { head, stream: again() }
+}
