@@ -419,11 +419,23 @@ async function main(argv: string[]): Promise<number> {
   return await mirror(cmd)
 }
 
+// A command whose work stopped waiting on something that can never come (the event loop empty, the
+// promise unsettled) would otherwise exit 0 as if it had finished.
+let finished = false
+process.on('beforeExit', () => {
+  if (finished) return
+  finished = true
+  process.stderr.write('doi-proxy: stopped before finishing (nothing left to wait for): this is a bug; run the same command again\n')
+  process.exitCode = 70 // sysexits.h EX_SOFTWARE
+})
+
 main(process.argv.slice(2)).then(
   (code) => {
+    finished = true
     process.exitCode = code
   },
   (err: unknown) => {
+    finished = true
     const e = err as { code?: string; message?: string }
     if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
       // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.

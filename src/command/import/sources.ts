@@ -141,15 +141,26 @@ async function* tarEntries(stream: AsyncIterable<Buffer>, opts: UnitsOptions): A
   parser.on('warn', (code: string, message: string | Error) => {
     opts.onWarning(current, `the tar is damaged (${code}: ${message instanceof Error ? message.message : message})`)
   })
+  // Set when the reader stops early (the disk full, Ctrl-C): the feeding stops waiting for a drain that will not come.
+  let abandoned = false
+  let release: (() => void) | undefined
   const feeding = (async () => {
     try {
       for await (const chunk of stream) {
-        if (!parser.write(chunk)) await new Promise<void>((resolve) => parser.once('drain', () => resolve()))
+        if (abandoned) break
+        if (!parser.write(chunk)) {
+          await new Promise<void>((resolve) => {
+            release = resolve
+            parser.once('drain', () => resolve())
+          })
+          release = undefined
+        }
+        if (abandoned) break
       }
     } catch (err) {
       opts.onWarning(current, gzipWords(err))
     } finally {
-      parser.end()
+      if (!abandoned) parser.end()
       ended = true
       poke()
     }
@@ -174,6 +185,10 @@ async function* tarEntries(stream: AsyncIterable<Buffer>, opts: UnitsOptions): A
       entry.resume()
     }
   } finally {
+    if (!ended) {
+      abandoned = true
+      release?.()
+    }
     await feeding
   }
 }
