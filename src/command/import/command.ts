@@ -132,7 +132,8 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
   }
   const progress = createProgressWriter({
     tty: io.stderr.isTTY === true,
-    columns: () => io.stderr.columns ?? 100,
+    // A terminal of no size (a pty nobody sized): $COLUMNS, else 100.
+    columns: () => ((io.stderr.columns ?? 0) > 0 ? (io.stderr.columns ?? 100) : Number(io.env.COLUMNS) || 100),
     write: (text) => io.stderr.write(text),
     logSeconds: cmd.progressSeconds
   })
