@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -119,4 +121,37 @@ export async function dataciteTar(path: string, parts: ReadonlyArray<readonly un
   ])
   if (states !== undefined) entries.push(['dois/states.csv', states])
   return await tarOf(path, entries)
+}
+
+// ---- other processes writing a copy -------------------------------------------------------------
+
+const SRC = new URL('../../src/', import.meta.url).pathname
+
+/** A child writing batches of 200 records, each with its checkpoint `run` = the batch's number, saying so after each commit. */
+export function writerChild(dir: string, pauseMs = 0): ChildProcess {
+  const program = `
+    import { openCopy } from '${SRC}resolve/copy/store.ts'
+    import { createCopyWriter } from '${SRC}resolve/copy/writer.ts'
+    import { encodeEntry } from '${SRC}handle/copy/record-codec.ts'
+    const writer = createCopyWriter(openCopy({ dir: ${JSON.stringify(dir)}, writable: true }), { maxBytes: 0, minFreeBytes: 0, nowS: () => 1 })
+    for (let b = 0; ; b++) {
+      const batch = Array.from({ length: 200 }, (_, i) => encodeEntry(
+        { doi: '10.1/b' + b + '-' + i, kind: 'work', agency: 'crossref', url: 'https://example.org/' + 'x'.repeat(500), stamp: 5 },
+        { importedAt: 1, covered: false }))
+      writer.putBatch(batch, { name: 'run', value: b })
+      process.stdout.write('batch ' + b + '\\n')
+      if (${pauseMs} > 0) await new Promise((resolve) => setTimeout(resolve, ${pauseMs}))
+    }`
+  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] })
+}
+
+export async function untilSays(child: ChildProcess, pattern: RegExp): Promise<void> {
+  let seen = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      seen += c.toString()
+      if (pattern.test(seen)) resolve()
+    })
+    child.on('exit', () => reject(new Error(`the child ended first: ${seen}`)))
+  })
 }

@@ -9,10 +9,11 @@ import { CopyError, openCopy } from '../../../src/resolve/copy/store.js'
 import type { CopyStore } from '../../../src/resolve/copy/store.js'
 import { createCopyWriter, DiskFull } from '../../../src/resolve/copy/writer.js'
 import type { CopyWriterOptions } from '../../../src/resolve/copy/writer.js'
+import { untilSays, writerChild } from '../../support/copy-files.js'
 
 // A real LMDB store in a temporary directory (plan-43 §1.2, §1.11, §1.13): what the importer and the
-// resolver's tier rely on. The crash (kill -9 mid-batch) and full-file-system tests are T3's (store-writer,
-// disk-full), with a child process and a tmpfs.
+// resolver's tier rely on; below, a writer child killed with SIGKILL mid-batch. The full file system is
+// test/resolve/copy/disk-full.test.ts's (a tmpfs of its own).
 
 const root = mkdtempSync(join(tmpdir(), 'doi-proxy-copy-store-'))
 afterAll(() => {
@@ -211,4 +212,27 @@ describe('stopping cleanly before the disk is full', () => {
     expect(copy.meta('run')).toBe(written - 1)
     expect(copy.stats().records).toBe(written * 10)
   })
+})
+
+// ---- other processes: a writer killed mid-batch ---------------------------------------------------
+
+describe('a writer killed with SIGKILL mid-batch', () => {
+  it('the copy reopens holding exactly the batches up to its last checkpoint', async () => {
+    const dir = freshDir()
+    open(dir, true)
+    const child = writerChild(dir)
+    await untilSays(child, /batch 20\n/)
+    child.kill('SIGKILL')
+    await new Promise((resolve) => child.on('close', resolve))
+    const copy = open(dir, false)
+    const last = copy.meta('run') as number
+    expect(last).toBeGreaterThanOrEqual(20)
+    expect(copy.stats().records).toBe((last + 1) * 200)
+    const held = copy.databases.records.getKeysCount()
+    expect(held).toBe((last + 1) * 200)
+    expect(copy.head(copyKeyOf(`10.1/b${last}-199`))).toMatchObject({ kind: 'work' })
+    expect(copy.head(copyKeyOf(`10.1/b${last + 1}-0`))).toBeUndefined()
+    // And a writer takes up where it stopped.
+    expect(createCopyWriter(open(dir, true), ROOMY).putBatch([entry(work('10.1/after', 1))])).toMatchObject({ written: 1 })
+  }, 60_000)
 })
