@@ -40,7 +40,8 @@ options:
       --to DIR             the copy's directory, made when missing (default: $REGISTRY_COPY)
       --prefix LIST        only DOIs of these prefixes, comma-separated (10.1234,10.5555)
       --since DATE         only records the agency changed on or after DATE (2025-01-31)
-      --jobs N             threads reading the files, 1 to 64 (default: the cores but one)
+      --jobs N             threads reading the files, 1 to 64 (default: the cores but one;
+                           this version reads with one, whatever N)
       --again              read files imported whole before (default: they are passed over)
       --strict             exit 1 when an item was named and skipped
       --json               the summary as JSON on standard output
