@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config/load.js'
 import { copyKeyOf } from '../../src/handle/copy/key.js'
 import { openCopy } from '../../src/resolve/copy/store.js'
 import { releaseLease, takeLease } from '../../src/resolve/copy/updater.js'
-import { createCopyWriter } from '../../src/resolve/copy/writer.js'
+import { createCopyWriter, freeBytesOf } from '../../src/resolve/copy/writer.js'
 import { crossrefWork, FakeAgencyFeeds } from '../support/fake-agency-feeds.js'
 
 // `doi-proxy import --update crossref|datacite [--to DIR]` (plan-43 §1.12): the settings it reads, what it
@@ -17,6 +17,7 @@ import { crossrefWork, FakeAgencyFeeds } from '../support/fake-agency-feeds.js'
 const DAY = 86_400
 const NOW = Math.floor(Date.now() / 1000)
 const THROUGH = NOW - 3 * DAY
+const TIB = 2 ** 40
 const iso = (s: number): string => new Date(s * 1000).toISOString()
 
 const root = mkdtempSync(join(tmpdir(), 'doi-proxy-import-update-'))
@@ -52,13 +53,14 @@ afterEach(async () => {
   await fake.close()
 })
 
-function options(more: Partial<ImportUpdateOptions> = {}): ImportUpdateOptions {
+function options(more: Partial<ImportUpdateOptions> = {}, env: Record<string, string> = {}): ImportUpdateOptions {
   const config = loadConfig({
     CROSSREF_API_URL: fake.url,
     DATACITE_API_URL: fake.url,
     CONTACT_EMAIL: 'ops@example.org',
     USER_AGENT: 'doi-proxy-test/1.0',
-    REGISTRY_COPY_MIN_FREE_BYTES: '0'
+    REGISTRY_COPY_MIN_FREE_BYTES: '0',
+    ...env
   })
   return { agency: 'crossref', dir, config, say: (line) => said.push(line), retries: 1, baseDelayMs: 20, ...more }
 }
@@ -135,6 +137,15 @@ describe('doi-proxy import --update', () => {
     const again = openCopy({ dir, writable: true })
     releaseLease(again, 'server-1:77')
     await again.close()
+  })
+
+  // REGISTRY_COPY_MIN_FREE_BYTES at its most (1 TiB): more than the test machine's disk has free.
+  it.skipIf(freeBytesOf(tmpdir()) >= TIB)('exits 75 when the disk is too full for the next page, the copy whole', async () => {
+    const result = await importUpdate(options({}, { REGISTRY_COPY_MIN_FREE_BYTES: String(TIB) }))
+    expect(result).toMatchObject({ exitCode: 75, pages: 0 })
+    expect(said.at(-1)).toMatch(
+      /^crossref update stopped: the disk of .* is full: .* bytes free, and REGISTRY_COPY_MIN_FREE_BYTES keeps 1099511627776; the pages written are kept/
+    )
   })
 
   it('exits 73 when the directory holds no copy it can open', async () => {

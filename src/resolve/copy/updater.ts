@@ -20,7 +20,7 @@ import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.
 import { createFeedClient, FeedError } from './feeds.js'
 import type { FeedClient } from './feeds.js'
 import type { CopyLog, CopyStore } from './store.js'
-import { createCopyWriter } from './writer.js'
+import { createCopyWriter, DiskFull } from './writer.js'
 import type { CopyWriter } from './writer.js'
 
 export interface UpdateContext {
@@ -338,8 +338,10 @@ export interface UpdateScheduleOptions {
   nowMs?: () => number
   leaseMs?: number
   renewMs?: number
-  /** Told of each run's end (metrics, tests): an outcome, or the error that stopped it. */
+  /** Told of each run's end (tests, the log): an outcome, or the error that stopped it. */
   onRun?: (agency: FeedAgency, result: UpdateOutcome | Error) => void
+  /** `doi_proxy_copy_updates_total` (observe/metrics.ts `copy.updates`): counted by agency and outcome at each run's end. */
+  updatesCounter?: { inc(labels: { agency: string; outcome: string }): void }
   /** Test hooks for the feed client. */
   feedRetries?: number
   feedBaseDelayMs?: number
@@ -350,6 +352,14 @@ export interface UpdateSchedule {
   checkNow(): Promise<void>
   /** Stops the schedule: the run in flight is cut (its state saved), the lease given up. Never waits on a stalled agency. */
   stop(): Promise<void>
+}
+
+/** A run's end as `doi_proxy_copy_updates_total` labels it: done, interrupted, disk_full, failed. */
+export function updateOutcomeLabel(result: UpdateOutcome | Error): 'done' | 'interrupted' | 'disk_full' | 'failed' {
+  if (result instanceof DiskFull) return 'disk_full'
+  if (result instanceof FeedError && result.kind === 'interrupted') return 'interrupted'
+  if (result instanceof Error) return 'failed'
+  return result.outcome
 }
 
 const DEFAULT_CHECK_MS = 10 * 60_000
@@ -428,9 +438,11 @@ export function startUpdateSchedule(opts: UpdateScheduleOptions): UpdateSchedule
               log: opts.log
             })
             opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
+            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(outcome) })
             opts.onRun?.(agency, outcome)
           } catch (err) {
             opts.log.warn({ agency, err: (err as Error).message }, 'registry copy update: run stopped; the next one resumes')
+            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(err as Error) })
             opts.onRun?.(agency, err as Error)
           }
         }

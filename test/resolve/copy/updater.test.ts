@@ -8,9 +8,17 @@ import { createFeedClient, FeedError } from '../../../src/resolve/copy/feeds.js'
 import type { FeedClient } from '../../../src/resolve/copy/feeds.js'
 import { openCopy } from '../../../src/resolve/copy/store.js'
 import type { CopyLog, CopyStore } from '../../../src/resolve/copy/store.js'
-import { leaseNow, NoCoverage, releaseLease, runUpdate, startUpdateSchedule, takeLease } from '../../../src/resolve/copy/updater.js'
+import {
+  leaseNow,
+  NoCoverage,
+  releaseLease,
+  runUpdate,
+  startUpdateSchedule,
+  takeLease,
+  updateOutcomeLabel
+} from '../../../src/resolve/copy/updater.js'
 import type { UpdateContext, UpdateOutcome, UpdateScheduleSettings } from '../../../src/resolve/copy/updater.js'
-import { createCopyWriter } from '../../../src/resolve/copy/writer.js'
+import { createCopyWriter, DiskFull } from '../../../src/resolve/copy/writer.js'
 import type { CopyWriter } from '../../../src/resolve/copy/writer.js'
 import { crossrefWork, FakeAgencyFeeds } from '../../support/fake-agency-feeds.js'
 import type { FakeDataciteDoi } from '../../support/fake-agency-feeds.js'
@@ -215,6 +223,18 @@ describe('what an update writes', () => {
     expect(held('10.5555/bad')).toBeUndefined()
   })
 
+  it('stops on a full disk before the page that would not fit, the pages before kept and the run resumable', async () => {
+    let free = 1e12
+    const tight = createCopyWriter(copy, { maxBytes: 0, minFreeBytes: 1e9, nowS: () => NOW, freeBytes: () => free })
+    const err = await runUpdate('crossref', ctx('crossref', { writer: tight, onPage: () => (free = 1e9) })).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(DiskFull)
+    expect(copy.meta('update:crossref')).toMatchObject({ pages: 1, records: 1000 })
+    expect(copy.coverage().crossref?.through).toBe(THROUGH)
+    expect(updateOutcomeLabel(err as DiskFull)).toBe('disk_full')
+    free = 1e12
+    await expect(runUpdate('crossref', ctx('crossref', { writer: tight }))).resolves.toMatchObject({ outcome: 'done', resumed: true })
+  })
+
   it('refuses to start with no coverage of the agency, unless told where to start', async () => {
     const bare = openCopy({ dir: join(root, `bare-${++n}`), writable: true })
     const bareWriter = createCopyWriter(bare, { maxBytes: 0, minFreeBytes: 0, nowS: () => NOW, freeBytes: () => 1e12 })
@@ -260,19 +280,25 @@ describe('the schedule in the server', () => {
 
   it('updates each agency whose coverage is older than REGISTRY_COPY_UPDATE_HOURS, then not again until due', async () => {
     const runs: Array<[string, UpdateOutcome | Error]> = []
+    const counted: Array<{ agency: string; outcome: string }> = []
     const schedule = startUpdateSchedule({
       settings: settings(),
       copy,
       userAgent: UA,
       log,
       firstCheckMs: 60_000,
-      onRun: (agency, result) => runs.push([agency, result])
+      onRun: (agency, result) => runs.push([agency, result]),
+      updatesCounter: { inc: (labels) => counted.push(labels) }
     })
     try {
       await schedule.checkNow()
       expect(runs.map(([agency, r]) => [agency, (r as UpdateOutcome).outcome])).toEqual([
         ['crossref', 'done'],
         ['datacite', 'done']
+      ])
+      expect(counted).toEqual([
+        { agency: 'crossref', outcome: 'done' },
+        { agency: 'datacite', outcome: 'done' }
       ])
       expect(fake.requestsTo('/works').every((r) => r.mailto === MAILTO && r.userAgent === UA)).toBe(true)
       expect(fake.peak).toBe(1)
