@@ -62,7 +62,7 @@ function options(more: Partial<ImportUpdateOptions> = {}, env: Record<string, st
     REGISTRY_COPY_MIN_FREE_BYTES: '0',
     ...env
   })
-  return { agency: 'crossref', dir, config, say: (line) => said.push(line), retries: 1, baseDelayMs: 20, ...more }
+  return { agency: 'crossref', dir, config, say: (line) => said.push(line), retries: 1, baseDelayMs: 20, minIntervalMs: 0, ...more }
 }
 
 describe('doi-proxy import --update', () => {

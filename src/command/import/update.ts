@@ -27,9 +27,10 @@ export interface ImportUpdateOptions {
    * it such a run is refused (exit 2): the agency's public data file is the way to fill an empty copy.
    */
   since?: number
-  /** Test hooks: the feed client's tries and first wait, how often progress is said. */
+  /** Test hooks: the feed client's tries, first wait and spacing, how often progress is said. */
   retries?: number
   baseDelayMs?: number
+  minIntervalMs?: number
   progressEveryMs?: number
 }
 
@@ -69,6 +70,7 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
     timeoutMs: config.registryCopyUpdateTimeoutMs,
     ...(opts.retries === undefined ? {} : { retries: opts.retries }),
     ...(opts.baseDelayMs === undefined ? {} : { baseDelayMs: opts.baseDelayMs }),
+    ...(opts.minIntervalMs === undefined ? {} : { minIntervalMs: opts.minIntervalMs }),
     onRetry: (url, attempt, reason, waitMs) =>
       say(`${agency}: ${reason}; asking again in ${Math.ceil(waitMs / 1000)} s (try ${attempt + 1})`)
   })

@@ -24,6 +24,11 @@ export interface FeedClientOptions {
   baseDelayMs?: number
   /** The longest wait, Retry-After included (10 minutes). */
   maxPauseMs?: number
+  /**
+   * Least time from one request's start to the next's (1 s): Crossref's rate limits of December 2025 are
+   * strictest for list queries (plan-43 §8); a page of 1,000 takes longer than this to come anyway.
+   */
+  minIntervalMs?: number
   /** Tests may pass their own dispatcher; closing then leaves it be. */
   dispatcher?: Dispatcher
   /** Told of each wait before asking again (the log). */
@@ -61,6 +66,7 @@ export const FEED_MAX_BODY_BYTES = 64 * 1024 * 1024
 const DEFAULT_RETRIES = 5
 const DEFAULT_BASE_DELAY_MS = 2_000
 const DEFAULT_MAX_PAUSE_MS = 10 * 60_000
+const DEFAULT_MIN_INTERVAL_MS = 1_000
 
 const retryable = (status: number): boolean => status === 429 || (status >= 500 && status <= 599)
 const DROPPED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'ECONNREFUSED'])
@@ -76,6 +82,9 @@ export function createFeedClient(opts: FeedClientOptions): FeedClient {
   let tail: Promise<unknown> = Promise.resolve()
   let active = 0
   let waiting = 0
+  // performance.now() of the last request's start.
+  let lastStart = -Infinity
+  const minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
 
   /** One GET, whole and decoded, or the failure as it came (undici's, a timeout, ours). */
   async function once(url: URL, signal: AbortSignal | undefined): Promise<WholeAnswer> {
@@ -123,6 +132,9 @@ export function createFeedClient(opts: FeedClientOptions): FeedClient {
   async function fetchJson(href: string, signal: AbortSignal | undefined): Promise<unknown> {
     const url = new URL(href)
     for (let attempt = 1; ; attempt++) {
+      const early = lastStart + minIntervalMs - performance.now()
+      if (early > 0) await pause(early, signal)
+      lastStart = performance.now()
       let res: WholeAnswer | undefined
       let reason: string
       let waitMs: number | undefined

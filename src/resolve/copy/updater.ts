@@ -345,6 +345,7 @@ export interface UpdateScheduleOptions {
   /** Test hooks for the feed client. */
   feedRetries?: number
   feedBaseDelayMs?: number
+  feedMinIntervalMs?: number
 }
 
 export interface UpdateSchedule {
@@ -385,6 +386,7 @@ export function startUpdateSchedule(opts: UpdateScheduleOptions): UpdateSchedule
     timeoutMs: settings.registryCopyUpdateTimeoutMs,
     ...(opts.feedRetries === undefined ? {} : { retries: opts.feedRetries }),
     ...(opts.feedBaseDelayMs === undefined ? {} : { baseDelayMs: opts.feedBaseDelayMs }),
+    ...(opts.feedMinIntervalMs === undefined ? {} : { minIntervalMs: opts.feedMinIntervalMs }),
     onRetry: (url, attempt, reason, waitMs) => opts.log.warn({ url, attempt, reason, waitMs }, 'registry copy update: asking again')
   })
   const writer = createCopyWriter(copy, {

@@ -17,7 +17,7 @@ const works = Array.from({ length: 3 }, (_, i) => crossrefWork(`10.5555/w${i}`, 
 const pageUrl = (): string => `${fake.url}/works?filter=from-update-date:2026-11-01&rows=1000&cursor=*&mailto=ops%40example.org`
 
 function start(opts: Partial<FeedClientOptions> = {}): FeedClient {
-  client = createFeedClient({ userAgent: UA, timeoutMs: 2_000, retries: 2, baseDelayMs: 20, ...opts })
+  client = createFeedClient({ userAgent: UA, timeoutMs: 2_000, retries: 2, baseDelayMs: 20, minIntervalMs: 0, ...opts })
   return client
 }
 
@@ -44,6 +44,13 @@ describe('the feed client', () => {
     await Promise.all(Array.from({ length: 4 }, () => feeds.getJson(pageUrl())))
     expect(fake.seen).toHaveLength(4)
     expect(fake.peak).toBe(1)
+  })
+
+  it('leaves at least its interval between the starts of two requests', async () => {
+    const feeds = start({ minIntervalMs: 300 })
+    await Promise.all([feeds.getJson(pageUrl()), feeds.getJson(pageUrl()), feeds.getJson(pageUrl())])
+    const gaps = fake.seen.slice(1).map((s, i) => s.at - fake.seen[i]!.at)
+    expect(gaps.every((gap) => gap >= 290)).toBe(true)
   })
 
   it('waits the Retry-After of a 429 before asking again', async () => {

@@ -66,7 +66,7 @@ beforeEach(async () => {
   writer = createCopyWriter(copy, { maxBytes: 0, minFreeBytes: 0, nowS: () => NOW, freeBytes: () => 1e12 })
   writer.extendCoverage('crossref', { base: THROUGH, through: THROUGH })
   writer.extendCoverage('datacite', { base: THROUGH, through: THROUGH })
-  feeds = createFeedClient({ userAgent: UA, timeoutMs: 5_000, retries: 2, baseDelayMs: 20 })
+  feeds = createFeedClient({ userAgent: UA, timeoutMs: 5_000, retries: 2, baseDelayMs: 20, minIntervalMs: 0 })
   logged.length = 0
 })
 afterEach(async () => {
@@ -287,6 +287,7 @@ describe('the schedule in the server', () => {
       userAgent: UA,
       log,
       firstCheckMs: 60_000,
+      feedMinIntervalMs: 0,
       onRun: (agency, result) => runs.push([agency, result]),
       updatesCounter: { inc: (labels) => counted.push(labels) }
     })
@@ -313,7 +314,7 @@ describe('the schedule in the server', () => {
 
   it('does not update while another process holds the lease', async () => {
     takeLease(copy, 'other-host:42', Date.now())
-    const schedule = startUpdateSchedule({ settings: settings(), copy, userAgent: UA, log, firstCheckMs: 60_000 })
+    const schedule = startUpdateSchedule({ settings: settings(), copy, userAgent: UA, log, feedMinIntervalMs: 0, firstCheckMs: 60_000 })
     try {
       await schedule.checkNow()
       expect(fake.seen).toHaveLength(0)
@@ -325,7 +326,7 @@ describe('the schedule in the server', () => {
 
   it('stops at once in the middle of a run on a stalled agency, the lease given up and the run resumable', async () => {
     fake.mode = { slowMs: 30_000 }
-    const schedule = startUpdateSchedule({ settings: settings(), copy, userAgent: UA, log, firstCheckMs: 0 })
+    const schedule = startUpdateSchedule({ settings: settings(), copy, userAgent: UA, log, feedMinIntervalMs: 0, firstCheckMs: 0 })
     while (fake.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 10))
     const started = performance.now()
     await schedule.stop()
