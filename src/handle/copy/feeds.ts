@@ -140,6 +140,15 @@ function nextLinkOf(link: unknown, base: string): { url: string } | { problem: s
   return { url: url.href }
 }
 
+/**
+ * Whether a saved state's cursor can be used with the API configured now: a DataCite next link must still be
+ * on it (DATACITE_API_URL may have changed since the run stopped); a Crossref cursor is only a token.
+ */
+export function cursorFits(agency: FeedAgency, cursor: string | undefined, base: string): boolean {
+  if (cursor === undefined || agency === 'crossref') return true
+  return 'url' in nextLinkOf(cursor, base)
+}
+
 /** A run's state as read back from the copy (a hostile or older file may hold anything): the state, or undefined. */
 export function updateStateOf(raw: unknown): UpdateState | undefined {
   if (!isObject(raw)) return undefined

@@ -13,7 +13,7 @@
 import { hostname } from 'node:os'
 import { crossrefRecordOf } from '../../handle/copy/crossref-record.js'
 import { dataciteRecordOf } from '../../handle/copy/datacite-record.js'
-import { OVERLAP_S, pageOf, pageUrl, updateStateOf } from '../../handle/copy/feeds.js'
+import { cursorFits, OVERLAP_S, pageOf, pageUrl, updateStateOf } from '../../handle/copy/feeds.js'
 import type { FeedAgency, UpdateState } from '../../handle/copy/feeds.js'
 import { encodeEntry } from '../../handle/copy/record-codec.js'
 import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
@@ -101,8 +101,12 @@ export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise
   const saved = updateStateOf(ctx.copy.meta(key))
   const resumed = saved !== undefined
   let state: UpdateState
-  if (saved !== undefined) state = saved
-  else {
+  if (saved !== undefined) {
+    // A link to an API no longer configured: the pages start again, on the one configured now.
+    state = cursorFits(agency, saved.cursor, ctx.baseUrl)
+      ? saved
+      : { from: saved.from, pages: saved.pages, records: saved.records, startedAt: saved.startedAt }
+  } else {
     const through = ctx.copy.coverage()[agency]?.through ?? ctx.since
     if (through === undefined) {
       throw new NoCoverage(

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import {
   crossrefDay,
   crossrefUpdatesUrl,
+  cursorFits,
   dataciteTime,
   dataciteUpdatesUrl,
   MAX_CURSOR_LENGTH,
@@ -146,6 +147,17 @@ describe('a page read', () => {
     ['DataCite: not a list', 'datacite', { errors: [{ status: '500' }] }, "DataCite's answer is not a list of DOIs (no data)"]
   ])('%s', (_, agency, json, expected) => {
     expect(pageOf(agency, json, agency === 'crossref' ? 'https://api.crossref.org' : BASE)).toEqual(expected)
+  })
+})
+
+describe('a saved cursor with the API configured now', () => {
+  it.each<[string, FeedAgency, string | undefined, boolean]>([
+    ['no cursor: the first page', 'datacite', undefined, true],
+    ['a Crossref cursor is a token: always', 'crossref', 'AoJ+x/y=', true],
+    ['a DataCite next link on the API configured', 'datacite', `${BASE}/dois?page%5Bcursor%5D=Mg`, true],
+    ['a DataCite next link on an API no longer configured', 'datacite', 'https://old.example/dois?page%5Bcursor%5D=Mg', false]
+  ])('%s', (_, agency, cursor, fits) => {
+    expect(cursorFits(agency, cursor, BASE)).toBe(fits)
   })
 })
 

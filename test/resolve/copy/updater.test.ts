@@ -161,6 +161,21 @@ describe('a run stopped midway', () => {
     expect(copy.coverage().crossref?.through).toBe(NOW)
   })
 
+  it('whose next link is on a DataCite API no longer configured starts the pages again on the one configured now', async () => {
+    fake.dois = dataciteDois(2500)
+    const controller = new AbortController()
+    await runUpdate('datacite', ctx('datacite', { signal: controller.signal, onPage: () => controller.abort() }))
+    const moved = await FakeAgencyFeeds.start({ dois: dataciteDois(2500) })
+    try {
+      const outcome = await runUpdate('datacite', ctx('datacite', { baseUrl: moved.url }))
+      expect(outcome).toMatchObject({ outcome: 'done', resumed: true, unchanged: 1000, written: 1500 })
+      expect(moved.seen[0]!.query.get('page[cursor]')).toBe('1')
+      expect(fake.requestsTo('/dois')).toHaveLength(1)
+    } finally {
+      await moved.close()
+    }
+  })
+
   it('when the agency fails, throws with the pages written; the next run resumes', async () => {
     fake.onRequest = () => {
       if (fake.seen.length === 2) fake.mode = { fail: Infinity }
