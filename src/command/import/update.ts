@@ -1,4 +1,12 @@
 import type { Config } from '../../config/schema.js'
+import { upstreamUserAgent } from '../../config/schema.js'
+import { createFeedClient, FeedError } from '../../resolve/copy/feeds.js'
+import { CopyError, openCopy } from '../../resolve/copy/store.js'
+import type { CopyStore } from '../../resolve/copy/store.js'
+import { updateStateOf } from '../../handle/copy/feeds.js'
+import { leaseHolder, NoCoverage, runUpdate, stateKeyOf, withLease } from '../../resolve/copy/updater.js'
+import type { UpdateOutcome } from '../../resolve/copy/updater.js'
+import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
 
 /** The agencies whose APIs `doi-proxy import --update` asks for what changed. */
 export const UPDATE_AGENCIES = ['crossref', 'datacite'] as const
@@ -8,26 +16,125 @@ export interface ImportUpdateOptions {
   agency: UpdateAgency
   /** The copy's directory (`--to`, else REGISTRY_COPY). */
   dir: string
-  /** The settings: CROSSREF_API_URL, DATACITE_API_URL, CONTACT_EMAIL, REGISTRY_COPY_* limits. */
+  /** The settings: CROSSREF_API_URL, DATACITE_API_URL, CONTACT_EMAIL, USER_AGENT, REGISTRY_COPY_* limits. */
   config: Config
   /** One line for the person running it (progress, the summary). */
   say: (line: string) => void
   /** Stops between pages, the state saved (Ctrl-C). */
   signal?: AbortSignal
+  /**
+   * Where to start (seconds since 1970) when the copy holds no coverage of the agency (`--since`); without
+   * it such a run is refused (exit 2): the agency's public data file is the way to fill an empty copy.
+   */
+  since?: number
+  /** Test hooks: the feed client's tries, first wait and spacing, how often progress is said. */
+  retries?: number
+  baseDelayMs?: number
+  minIntervalMs?: number
+  progressEveryMs?: number
 }
 
 export interface ImportUpdateResult {
-  /** 0 done, 73 the copy cannot be written, 75 disk full, 130 interrupted, 69 the agency unreachable. */
+  /**
+   * 0 done; 2 nothing to update from (no coverage, no `since`); 69 the agency gave no page (after its
+   * retries); 73 the copy cannot be opened or written; 75 disk full, or another process holds the copy's
+   * update lease (try again later); 130 interrupted. In every case but 0 the next run resumes.
+   */
   exitCode: number
   pages: number
   records: number
+  /** The run's figures when it ran (done or stopped midway), for `--json`. */
+  outcome?: UpdateOutcome
 }
+
+const PROGRESS_EVERY_MS = 10_000
 
 /**
  * `doi-proxy import --update crossref|datacite`: what changed at the agency since the copy's coverage,
- * page by page, resumable (plan-43 §1.12).
- * STUB (issue 43, T1): the signature is agreed; task T4 writes the body (through resolve/copy/updater.ts `runUpdate`).
+ * page by page, resumable (plan-43 §1.12), through resolve/copy/updater.ts `runUpdate`, holding the copy's
+ * update lease (a server updating the same copy is not run alongside).
  */
 export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpdateResult> {
-  throw new Error('doi-proxy import --update is not built yet (issue 43, task T4)')
+  const { config, agency, say } = opts
+  let copy: CopyStore
+  try {
+    copy = openCopy({ dir: opts.dir, writable: true, noReadAhead: false })
+  } catch (err) {
+    say(
+      `cannot update: ${err instanceof CopyError ? err.message : `the registry copy in ${opts.dir} cannot be opened: ${(err as Error).message}`}`
+    )
+    return { exitCode: 73, pages: 0, records: 0 }
+  }
+  const feeds = createFeedClient({
+    userAgent: upstreamUserAgent(config),
+    timeoutMs: config.registryCopyUpdateTimeoutMs,
+    ...(opts.retries === undefined ? {} : { retries: opts.retries }),
+    ...(opts.baseDelayMs === undefined ? {} : { baseDelayMs: opts.baseDelayMs }),
+    ...(opts.minIntervalMs === undefined ? {} : { minIntervalMs: opts.minIntervalMs }),
+    onRetry: (url, attempt, reason, waitMs) =>
+      say(`${agency}: ${reason}; asking again in ${Math.ceil(waitMs / 1000)} s (try ${attempt + 1})`)
+  })
+  let outcome: UpdateOutcome | undefined
+  let lastSaid = 0
+  try {
+    const writer = createCopyWriter(copy, {
+      maxBytes: config.registryCopyMaxBytes,
+      minFreeBytes: config.registryCopyMinFreeBytes,
+      nowS: () => Math.floor(Date.now() / 1000)
+    })
+    const ran = await withLease(copy, { holder: leaseHolder() }, opts.signal, (signal) =>
+      runUpdate(agency, {
+        copy,
+        writer,
+        feeds,
+        baseUrl: agency === 'crossref' ? config.crossrefApiUrl : config.dataciteApiUrl,
+        mailto: config.contactEmail,
+        nowS: () => Math.floor(Date.now() / 1000),
+        maxRecordBytes: config.registryCopyMaxRecordBytes,
+        signal,
+        ...(opts.since === undefined ? {} : { since: opts.since }),
+        onPage(p) {
+          if (Date.now() - lastSaid < (opts.progressEveryMs ?? PROGRESS_EVERY_MS)) return
+          lastSaid = Date.now()
+          const of = p.total === undefined ? '' : ` of ${p.total.toLocaleString('en-US')}`
+          say(`updating ${agency}: page ${p.pages.toLocaleString('en-US')}, ${p.records.toLocaleString('en-US')}${of} records`)
+        }
+      })
+    )
+    if (!ran.ran) {
+      say(
+        `cannot update: ${ran.lease.holder} is updating the registry copy in ${opts.dir} (its lease runs to ${new Date(ran.lease.until).toISOString()}); run this again later`
+      )
+      return { exitCode: 75, pages: 0, records: 0 }
+    }
+    outcome = ran.value
+    say(summaryOf(outcome))
+    for (const problem of outcome.problems) say(`  ${problem}`)
+    return { exitCode: outcome.outcome === 'done' ? 0 : 130, pages: outcome.pages, records: outcome.records, outcome }
+  } catch (err) {
+    const code = exitCodeOf(err)
+    const resume = code === 2 ? '' : '; the pages written are kept: run the same command to go on'
+    say(`${agency} update stopped: ${(err as Error).message}${resume}`)
+    const saved = updateStateOf(copy.meta(stateKeyOf(agency)))
+    return { exitCode: code, pages: saved?.pages ?? 0, records: saved?.records ?? 0 }
+  } finally {
+    await feeds.close()
+    await copy.close()
+  }
+}
+
+function exitCodeOf(err: unknown): number {
+  if (err instanceof NoCoverage) return 2
+  if (err instanceof DiskFull) return 75
+  if (err instanceof FeedError) return err.kind === 'interrupted' ? 130 : 69
+  return 73
+}
+
+function summaryOf(o: UpdateOutcome): string {
+  const n = (x: number): string => x.toLocaleString('en-US')
+  const head =
+    o.outcome === 'done'
+      ? `${o.agency} updated${o.resumed ? ' (resumed)' : ''}: the copy now covers it to ${new Date((o.through ?? 0) * 1000).toISOString()}`
+      : `${o.agency} update interrupted: run the same command to go on from page ${n(o.pages + 1)}`
+  return `${head} · ${n(o.pages)} pages · ${n(o.records)} records · written ${n(o.written)} · unchanged ${n(o.unchanged)} · older than held ${n(o.older)} · malformed ${n(o.malformed)}`
 }

@@ -1,0 +1,497 @@
+/**
+ * Keeps the registry copy fresh (issue 43, plan-43 §1.12): what changed at an agency since the copy's
+ * coverage, page by page. Each page's records and the run's state (`update:<agency>`: where the next page
+ * is) go into the copy in ONE transaction, so a killed run resumes at the page after the last one written;
+ * the agency's coverage (`coverage:<agency>.through`) moves only when a run completes, to the time it
+ * began (a change made during the run may have been listed before it was made). Newer wins, as for an
+ * import: asking twice for a record changes nothing.
+ *
+ * One process updates a copy at a time, whatever the WORKERS or replicas sharing it: a lease in the copy's
+ * own meta (`lease:updater` {holder, until}), taken and renewed in a write transaction (LMDB serialises
+ * writers across processes), renewed each minute, lapsing after five: a holder that died frees it.
+ */
+import { hostname } from 'node:os'
+import { crossrefRecordOf } from '../../handle/copy/crossref-record.js'
+import { dataciteRecordOf } from '../../handle/copy/datacite-record.js'
+import { cursorFits, OVERLAP_S, pageOf, pageUrl, updateStateOf } from '../../handle/copy/feeds.js'
+import type { FeedAgency, UpdateState } from '../../handle/copy/feeds.js'
+import { encodeEntry } from '../../handle/copy/record-codec.js'
+import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
+import { createFeedClient, FeedError } from './feeds.js'
+import type { FeedClient } from './feeds.js'
+import type { CopyLog, CopyStore } from './store.js'
+import { createCopyWriter, DiskFull } from './writer.js'
+import type { CopyWriter } from './writer.js'
+
+export interface UpdateContext {
+  copy: CopyStore
+  writer: CopyWriter
+  feeds: FeedClient
+  /** The agency's API: CROSSREF_API_URL or DATACITE_API_URL. */
+  baseUrl: string
+  /** CONTACT_EMAIL, sent to Crossref as `mailto` (its polite pool). */
+  mailto: string | undefined
+  /** Seconds since 1970. */
+  nowS: () => number
+  /** Largest record kept (REGISTRY_COPY_MAX_RECORD_BYTES, its encoded bytes); a larger one is skipped and named. */
+  maxRecordBytes: number
+  /** Where to start when the copy holds no coverage of the agency (seconds since 1970); without it such a run is refused. */
+  since?: number
+  mapOptions?: MapOptions
+  /** Stops between pages (and cuts the request in flight): the state saved, the run resumable. */
+  signal?: AbortSignal
+  /** Told after each page written. */
+  onPage?: (progress: UpdateProgress) => void
+  /** An expired cursor starts the pages again from the first, at most this many times a run (3). */
+  maxRestarts?: number
+  log?: CopyLog
+}
+
+export interface UpdateProgress {
+  agency: FeedAgency
+  pages: number
+  records: number
+  /** What the agency says the run lists, when it says. */
+  total?: number
+}
+
+export interface UpdateOutcome {
+  agency: FeedAgency
+  /** `done`: every page read and the coverage moved; `interrupted`: stopped by the signal, resumable. */
+  outcome: 'done' | 'interrupted'
+  /** A run taken up where an earlier one stopped. */
+  resumed: boolean
+  /** Pages and records of the whole run, the earlier part of a resumed one included. */
+  pages: number
+  records: number
+  /** In this process: records written (new or newer), unchanged (same stamp), older than held, malformed. */
+  written: number
+  unchanged: number
+  older: number
+  malformed: number
+  /** The first problems met (at most 50), each naming its page and item. */
+  problems: string[]
+  /** The agency's coverage after the run (seconds since 1970); unchanged unless done. */
+  through: number | undefined
+}
+
+/** The copy holds nothing to update from: no coverage of the agency and no `since`. */
+export class NoCoverage extends Error {
+  override name = 'NoCoverage'
+}
+
+const MAX_PROBLEMS = 50
+const YIELD_EVERY = 100
+const mappers: Record<FeedAgency, (item: unknown, opts: MapOptions) => Mapped> = {
+  crossref: crossrefRecordOf,
+  datacite: dataciteRecordOf
+}
+
+export const stateKeyOf = (agency: FeedAgency): string => `update:${agency}`
+
+/**
+ * One update run of `agency`, from where the last one stopped or from its coverage less a day. Throws a
+ * FeedError when the agency cannot give a page (after its retries), DiskFull when the copy has no room,
+ * NoCoverage when there is nothing to start from: in each case the copy holds every page before, and the
+ * next run resumes.
+ */
+export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise<UpdateOutcome> {
+  const key = stateKeyOf(agency)
+  const mapOptions = ctx.mapOptions ?? { abstracts: true }
+  const saved = updateStateOf(ctx.copy.meta(key))
+  const resumed = saved !== undefined
+  let state: UpdateState
+  if (saved !== undefined) {
+    // A link to an API no longer configured: the pages start again, on the one configured now.
+    state = cursorFits(agency, saved.cursor, ctx.baseUrl)
+      ? saved
+      : { from: saved.from, pages: saved.pages, records: saved.records, startedAt: saved.startedAt }
+  } else {
+    const through = ctx.copy.coverage()[agency]?.through ?? ctx.since
+    if (through === undefined) {
+      throw new NoCoverage(
+        `the registry copy in ${ctx.copy.dir} holds no ${agency} coverage to update from: import ${agency === 'crossref' ? "Crossref's" : "DataCite's"} public data file into it first`
+      )
+    }
+    state = { from: Math.max(0, through - OVERLAP_S), pages: 0, records: 0, startedAt: ctx.nowS() }
+    ctx.writer.putMeta(key, state)
+  }
+  const outcome: UpdateOutcome = {
+    agency,
+    outcome: 'interrupted',
+    resumed,
+    pages: state.pages,
+    records: state.records,
+    written: 0,
+    unchanged: 0,
+    older: 0,
+    malformed: 0,
+    problems: [],
+    through: ctx.copy.coverage()[agency]?.through
+  }
+  const problem = (message: string): void => {
+    outcome.malformed++
+    if (outcome.problems.length < MAX_PROBLEMS) outcome.problems.push(message)
+  }
+  let restarts = 0
+  for (;;) {
+    if (ctx.signal?.aborted === true) return outcome
+    const url = pageUrl(agency, ctx.baseUrl, state, ctx.mailto)
+    let json: unknown
+    try {
+      json = await ctx.feeds.getJson(url, ctx.signal)
+    } catch (err) {
+      if (err instanceof FeedError && err.kind === 'interrupted') return outcome
+      // A cursor expires after idle minutes (a run killed, then resumed later): the pages start again; the
+      // records already written come back unchanged.
+      if (err instanceof FeedError && err.kind === 'refused' && state.cursor !== undefined && restarts < (ctx.maxRestarts ?? 3)) {
+        restarts++
+        ctx.log?.warn({ agency, url, err: err.message }, 'registry copy update: the cursor was refused; starting the pages again')
+        state = { from: state.from, pages: state.pages, records: state.records, startedAt: state.startedAt }
+        ctx.writer.putMeta(key, state)
+        continue
+      }
+      throw err
+    }
+    const page = pageOf(agency, json, ctx.baseUrl)
+    if (typeof page === 'string') throw new FeedError('unreadable', `${page} (${url})`)
+    if (page.items.length === 0) break
+    const pageNo = state.pages + 1
+    const entries: EncodedRecord[] = []
+    const importedAt = ctx.nowS()
+    for (let i = 0; i < page.items.length; i++) {
+      // Mapping and encoding a page takes a while: let the server answer in between.
+      if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve))
+      const mapped = mappers[agency](page.items[i], mapOptions)
+      if (typeof mapped === 'string') {
+        problem(`${agency} update page ${pageNo} item ${i + 1}: ${mapped}`)
+        continue
+      }
+      const entry = encodeEntry(mapped, { importedAt, covered: true })
+      if (entry.value.length > ctx.maxRecordBytes) {
+        problem(
+          `${agency} update page ${pageNo} item ${i + 1}: ${mapped.doi} is ${entry.value.length} bytes, over REGISTRY_COPY_MAX_RECORD_BYTES ${ctx.maxRecordBytes}`
+        )
+        continue
+      }
+      entries.push(entry)
+    }
+    const next: UpdateState = {
+      from: state.from,
+      pages: pageNo,
+      records: state.records + page.items.length,
+      startedAt: state.startedAt,
+      ...(page.next === undefined ? {} : { cursor: page.next })
+    }
+    const counts = ctx.writer.putBatch(entries, { name: key, value: next })
+    state = next
+    outcome.pages = state.pages
+    outcome.records = state.records
+    outcome.written += counts.written
+    outcome.unchanged += counts.unchanged
+    outcome.older += counts.older
+    outcome.malformed += counts.unreadable
+    ctx.onPage?.({ agency, pages: state.pages, records: state.records, ...(page.total === undefined ? {} : { total: page.total }) })
+    if (page.next === undefined) break
+  }
+  finish(ctx, agency, state)
+  outcome.outcome = 'done'
+  outcome.through = ctx.copy.coverage()[agency]?.through
+  return outcome
+}
+
+/** The run complete: the coverage moves to when it began and its state goes, in one transaction. */
+function finish(ctx: UpdateContext, agency: FeedAgency, state: UpdateState): void {
+  const { root, meta } = ctx.copy.databases
+  root.transactionSync(() => {
+    const held = ctx.copy.coverage()[agency]
+    ctx.writer.extendCoverage(agency, { base: held?.base ?? 0, through: state.startedAt })
+    meta.removeSync(stateKeyOf(agency))
+  })
+}
+
+// ---- the lease: one updater per copy ----
+
+export const LEASE_KEY = 'lease:updater'
+export const LEASE_MS = 5 * 60_000
+export const LEASE_RENEW_MS = 60_000
+
+export interface Lease {
+  holder: string
+  /** Date.now() after which the lease is free. */
+  until: number
+}
+
+/** Who this process is in a lease: host and process id. */
+export function leaseHolder(): string {
+  return `${hostname()}:${process.pid}`
+}
+
+const leaseOf = (raw: unknown): Lease | undefined => {
+  const l = raw as Partial<Lease> | null | undefined
+  return typeof l?.holder === 'string' && typeof l.until === 'number' ? { holder: l.holder, until: l.until } : undefined
+}
+
+/**
+ * Takes (or renews) the lease for `holder` when it is free, lapsed or already its own: in one write
+ * transaction, so of two processes asking at once exactly one gets it. The lease as it stands after.
+ */
+export function takeLease(copy: CopyStore, holder: string, nowMs: number, leaseMs = LEASE_MS): { taken: boolean; lease: Lease } {
+  const { root, meta } = copy.databases
+  return root.transactionSync(() => {
+    const held = leaseOf(meta.get(LEASE_KEY))
+    if (held !== undefined && held.holder !== holder && held.until > nowMs) return { taken: false, lease: held }
+    const lease = { holder, until: nowMs + leaseMs }
+    meta.putSync(LEASE_KEY, lease)
+    return { taken: true, lease }
+  })
+}
+
+/** Gives the lease up, if `holder` still holds it. */
+export function releaseLease(copy: CopyStore, holder: string): void {
+  const { root, meta } = copy.databases
+  root.transactionSync(() => {
+    if (leaseOf(meta.get(LEASE_KEY))?.holder === holder) meta.removeSync(LEASE_KEY)
+  })
+}
+
+/** The lease as the copy holds it (for /status and the messages), or undefined when none. */
+export function leaseNow(copy: CopyStore): Lease | undefined {
+  return leaseOf(copy.meta(LEASE_KEY))
+}
+
+export interface LeaseOptions {
+  holder: string
+  nowMs?: () => number
+  leaseMs?: number
+  renewMs?: number
+  log?: CopyLog
+}
+
+/**
+ * Runs `work` holding the lease, renewed while it runs; its signal aborts if the lease is lost (another
+ * process took it after a lapse) or `outer` aborts. `undefined` when another holder has it.
+ */
+export async function withLease<T>(
+  copy: CopyStore,
+  opts: LeaseOptions,
+  outer: AbortSignal | undefined,
+  work: (signal: AbortSignal) => Promise<T>
+): Promise<{ ran: true; value: T } | { ran: false; lease: Lease }> {
+  const nowMs = opts.nowMs ?? Date.now
+  const leaseMs = opts.leaseMs ?? LEASE_MS
+  const first = takeLease(copy, opts.holder, nowMs(), leaseMs)
+  if (!first.taken) return { ran: false, lease: first.lease }
+  const controller = new AbortController()
+  const onOuter = (): void => controller.abort()
+  outer?.addEventListener('abort', onOuter)
+  if (outer?.aborted === true) controller.abort()
+  const renew = setInterval(() => {
+    try {
+      if (!takeLease(copy, opts.holder, nowMs(), leaseMs).taken) {
+        opts.log?.warn({ holder: opts.holder }, 'registry copy update: the lease was lost to another process; stopping')
+        controller.abort()
+      }
+    } catch (err) {
+      opts.log?.warn({ err: (err as Error).message }, 'registry copy update: the lease could not be renewed; stopping')
+      controller.abort()
+    }
+  }, opts.renewMs ?? LEASE_RENEW_MS)
+  renew.unref()
+  try {
+    return { ran: true, value: await work(controller.signal) }
+  } finally {
+    clearInterval(renew)
+    outer?.removeEventListener('abort', onOuter)
+    try {
+      releaseLease(copy, opts.holder)
+    } catch {
+      // The copy closed under us: the lease lapses by itself.
+    }
+  }
+}
+
+// ---- the schedule, in the server ----
+
+/** The settings the schedule reads. */
+export interface UpdateScheduleSettings {
+  /** REGISTRY_COPY_UPDATE_HOURS: an agency is due when its coverage is this old (0: startUpdateSchedule refuses). */
+  registryCopyUpdateHours: number
+  crossrefApiUrl: string
+  dataciteApiUrl: string
+  contactEmail: string | undefined
+  registryCopyUpdateTimeoutMs: number
+  registryCopyMaxBytes: number
+  registryCopyMinFreeBytes: number
+  registryCopyMaxRecordBytes: number
+}
+
+export interface UpdateScheduleOptions {
+  settings: UpdateScheduleSettings
+  /** The copy, opened writable (openCopy({writable: true})); the caller closes it after stop(). */
+  copy: CopyStore
+  /** upstreamUserAgent(config): names CONTACT_EMAIL. */
+  userAgent: string
+  log: CopyLog
+  /** The agencies kept fresh; those the copy holds no coverage of are skipped (logged once). Both by default. */
+  agencies?: readonly FeedAgency[]
+  /** How often due agencies are looked for (10 minutes; the first look a few seconds after start). */
+  checkMs?: number
+  firstCheckMs?: number
+  holder?: string
+  nowMs?: () => number
+  leaseMs?: number
+  renewMs?: number
+  /** Told of each run's end (tests, the log): an outcome, or the error that stopped it. */
+  onRun?: (agency: FeedAgency, result: UpdateOutcome | Error) => void
+  /** `doi_proxy_copy_updates_total` (observe/metrics.ts `copy.updates`): counted by agency and outcome at each run's end. */
+  updatesCounter?: { inc(labels: { agency: string; outcome: string }): void }
+  /** Test hooks for the feed client. */
+  feedRetries?: number
+  feedBaseDelayMs?: number
+  feedMinIntervalMs?: number
+}
+
+export interface UpdateSchedule {
+  /** Looks for due agencies now and updates them (if this process gets the lease); resolves when done. */
+  checkNow(): Promise<void>
+  /** Stops the schedule: the run in flight is cut (its state saved), the lease given up. Never waits on a stalled agency. */
+  stop(): Promise<void>
+}
+
+/** A run's end as `doi_proxy_copy_updates_total` labels it: done, interrupted, disk_full, failed. */
+export function updateOutcomeLabel(result: UpdateOutcome | Error): 'done' | 'interrupted' | 'disk_full' | 'failed' {
+  if (result instanceof DiskFull) return 'disk_full'
+  if (result instanceof FeedError && result.kind === 'interrupted') return 'interrupted'
+  if (result instanceof Error) return 'failed'
+  return result.outcome
+}
+
+const DEFAULT_CHECK_MS = 10 * 60_000
+const DEFAULT_FIRST_CHECK_MS = 5_000
+// stop() waits this long at most for the run to notice its signal (a batch being written).
+const STOP_WAIT_MS = 5_000
+
+/**
+ * The server's updater (REGISTRY_COPY_UPDATE_HOURS): every `checkMs` it looks for agencies whose coverage
+ * is older than the setting (or whose last run stopped midway) and, holding the copy's lease, updates them
+ * one after the other. Several processes on one copy each run a schedule; the lease makes one of them update.
+ */
+export function startUpdateSchedule(opts: UpdateScheduleOptions): UpdateSchedule {
+  const { settings, copy } = opts
+  if (settings.registryCopyUpdateHours <= 0) throw new Error('startUpdateSchedule: REGISTRY_COPY_UPDATE_HOURS is 0 (no updates)')
+  if (!copy.writable) throw new Error(`startUpdateSchedule: the registry copy in ${copy.dir} was opened read-only`)
+  const nowMs = opts.nowMs ?? Date.now
+  const holder = opts.holder ?? leaseHolder()
+  const agencies = opts.agencies ?? (['crossref', 'datacite'] as const)
+  const dueAfterS = settings.registryCopyUpdateHours * 3600
+  const feeds = createFeedClient({
+    userAgent: opts.userAgent,
+    timeoutMs: settings.registryCopyUpdateTimeoutMs,
+    ...(opts.feedRetries === undefined ? {} : { retries: opts.feedRetries }),
+    ...(opts.feedBaseDelayMs === undefined ? {} : { baseDelayMs: opts.feedBaseDelayMs }),
+    ...(opts.feedMinIntervalMs === undefined ? {} : { minIntervalMs: opts.feedMinIntervalMs }),
+    onRetry: (url, attempt, reason, waitMs) => opts.log.warn({ url, attempt, reason, waitMs }, 'registry copy update: asking again')
+  })
+  const writer = createCopyWriter(copy, {
+    maxBytes: settings.registryCopyMaxBytes,
+    minFreeBytes: settings.registryCopyMinFreeBytes,
+    nowS: () => Math.floor(nowMs() / 1000)
+  })
+  const stopping = new AbortController()
+  const skipped = new Set<FeedAgency>()
+  let running: Promise<void> | undefined
+  let timer: NodeJS.Timeout | undefined
+
+  function due(agency: FeedAgency): boolean {
+    if (copy.meta(stateKeyOf(agency)) !== undefined) return true
+    const through = copy.coverage()[agency]?.through
+    if (through === undefined) {
+      if (!skipped.has(agency)) opts.log.info({ agency }, 'registry copy update: the copy holds no coverage of this agency; not updated')
+      skipped.add(agency)
+      return false
+    }
+    return nowMs() / 1000 - through >= dueAfterS
+  }
+
+  async function check(): Promise<void> {
+    const dueNow = agencies.filter(due)
+    if (dueNow.length === 0 || stopping.signal.aborted) return
+    const result = await withLease(
+      copy,
+      {
+        holder,
+        nowMs,
+        log: opts.log,
+        ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
+        ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs })
+      },
+      stopping.signal,
+      async (signal) => {
+        for (const agency of dueNow) {
+          if (signal.aborted) return
+          const baseUrl = agency === 'crossref' ? settings.crossrefApiUrl : settings.dataciteApiUrl
+          try {
+            const outcome = await runUpdate(agency, {
+              copy,
+              writer,
+              feeds,
+              baseUrl,
+              mailto: settings.contactEmail,
+              nowS: () => Math.floor(nowMs() / 1000),
+              maxRecordBytes: settings.registryCopyMaxRecordBytes,
+              signal,
+              log: opts.log
+            })
+            opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
+            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(outcome) })
+            opts.onRun?.(agency, outcome)
+          } catch (err) {
+            opts.log.warn({ agency, err: (err as Error).message }, 'registry copy update: run stopped; the next one resumes')
+            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(err as Error) })
+            opts.onRun?.(agency, err as Error)
+          }
+        }
+      }
+    )
+    if (!result.ran) opts.log.info({ lease: result.lease }, 'registry copy update: another process holds the lease')
+  }
+
+  function checkNow(): Promise<void> {
+    // One check at a time: a tick during a run waits for it rather than start a second.
+    running ??= check()
+      .catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, 'registry copy update: the check failed'))
+      .finally(() => {
+        running = undefined
+      })
+    return running
+  }
+
+  function schedule(ms: number): void {
+    timer = setTimeout(() => {
+      // checkNow never rejects: its failures are logged.
+      checkNow().then(
+        () => {
+          if (!stopping.signal.aborted) schedule(opts.checkMs ?? DEFAULT_CHECK_MS)
+        },
+        () => undefined
+      )
+    }, ms)
+    timer.unref()
+  }
+  schedule(opts.firstCheckMs ?? DEFAULT_FIRST_CHECK_MS)
+
+  return {
+    checkNow,
+    async stop() {
+      stopping.abort()
+      clearTimeout(timer)
+      if (running !== undefined) {
+        let waited: NodeJS.Timeout | undefined
+        await Promise.race([running, new Promise<void>((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS)))])
+        clearTimeout(waited)
+      }
+      await feeds.close()
+    }
+  }
+}

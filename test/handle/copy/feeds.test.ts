@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest'
+import {
+  crossrefDay,
+  crossrefUpdatesUrl,
+  cursorFits,
+  dataciteTime,
+  dataciteUpdatesUrl,
+  MAX_CURSOR_LENGTH,
+  pageOf,
+  pageUrl,
+  updateStateOf
+} from '../../../src/handle/copy/feeds.js'
+import type { FeedAgency, FeedPage, UpdateState } from '../../../src/handle/copy/feeds.js'
+
+// Sources: Crossref REST API docs ("Deep paging with cursors": cursor=* then message.next-cursor until the
+// items run out; cursors hold '+' and must be URL-encoded; filter from-update-date takes a day);
+// DataCite support ("Pagination": page[cursor]=1 then links.next; the query field `updated`); plan-43 §1.12.
+
+const T = Date.UTC(2026, 10, 27, 13, 30, 5) / 1000 // 2026-11-27T13:30:05Z
+
+describe('the dates the feeds take', () => {
+  it.each<[string, () => string, string]>([
+    ['Crossref: the UTC day', () => crossrefDay(T), '2026-11-27'],
+    ['Crossref: just before midnight UTC is still that day', () => crossrefDay(Date.UTC(2026, 0, 1, 23, 59, 59) / 1000), '2026-01-01'],
+    ['DataCite: the UTC time to the second, Z', () => dataciteTime(T), '2026-11-27T13:30:05Z'],
+    ['DataCite: a fraction of a second dropped', () => dataciteTime(T + 0.9), '2026-11-27T13:30:05Z']
+  ])('%s', (_, made, expected) => {
+    expect(made()).toBe(expected)
+  })
+})
+
+describe('the URL of a page', () => {
+  it.each<[string, string, string]>([
+    [
+      'Crossref, first page: cursor=*, rows=1000, mailto',
+      crossrefUpdatesUrl('https://api.crossref.org', T, undefined, 'ops@example.org'),
+      'https://api.crossref.org/works?filter=from-update-date%3A2026-11-27&rows=1000&cursor=*&mailto=ops%40example.org'
+    ],
+    [
+      "Crossref, a cursor with '+' and '/' encoded",
+      crossrefUpdatesUrl('https://api.crossref.org/', T, 'DnF1+ZXJ/5Z=', undefined),
+      'https://api.crossref.org/works?filter=from-update-date%3A2026-11-27&rows=1000&cursor=DnF1%2BZXJ%2F5Z%3D'
+    ],
+    [
+      'Crossref under a path of the base (a gateway)',
+      crossrefUpdatesUrl('http://127.0.0.1:9/crossref', T, undefined, undefined),
+      'http://127.0.0.1:9/crossref/works?filter=from-update-date%3A2026-11-27&rows=1000&cursor=*'
+    ],
+    [
+      'DataCite, first page: the updated range, sorted, 1000 a page, cursor 1',
+      dataciteUpdatesUrl('https://api.datacite.org', T),
+      'https://api.datacite.org/dois?query=updated%3A%5B2026-11-27T13%3A30%3A05Z%20TO%20*%5D&sort=updated&page%5Bsize%5D=1000&page%5Bcursor%5D=1'
+    ],
+    [
+      'DataCite, a later page: the saved next link as it is',
+      pageUrl('datacite', 'https://api.datacite.org', { from: T, cursor: 'https://api.datacite.org/dois?page%5Bcursor%5D=abc' }, 'x@y.z'),
+      'https://api.datacite.org/dois?page%5Bcursor%5D=abc'
+    ]
+  ])('%s', (_, made, expected) => {
+    expect(made).toBe(expected)
+  })
+
+  it('the Crossref query reads back as the API expects it', () => {
+    const q = new URL(crossrefUpdatesUrl('https://api.crossref.org', T, 'a+b', 'm@x.org')).searchParams
+    expect([q.get('filter'), q.get('rows'), q.get('cursor'), q.get('mailto')]).toEqual([
+      'from-update-date:2026-11-27',
+      '1000',
+      'a+b',
+      'm@x.org'
+    ])
+  })
+
+  it('the DataCite query reads back as the API expects it', () => {
+    const q = new URL(dataciteUpdatesUrl('https://api.datacite.org', T)).searchParams
+    expect([q.get('query'), q.get('sort'), q.get('page[size]'), q.get('page[cursor]')]).toEqual([
+      'updated:[2026-11-27T13:30:05Z TO *]',
+      'updated',
+      '1000',
+      '1'
+    ])
+  })
+})
+
+const BASE = 'https://api.datacite.org'
+const work = { DOI: '10.1/a' }
+
+describe('a page read', () => {
+  it.each<[string, FeedAgency, unknown, FeedPage | string]>([
+    [
+      'Crossref: items and the next cursor',
+      'crossref',
+      { status: 'ok', message: { items: [work], 'next-cursor': 'c2', 'total-results': 7 } },
+      { items: [work], next: 'c2', total: 7 }
+    ],
+    ['Crossref: an empty page ends the run', 'crossref', { message: { items: [], 'next-cursor': 'c3' } }, { items: [], next: undefined }],
+    [
+      'Crossref: works but no cursor is refused',
+      'crossref',
+      { message: { items: [work] } },
+      "Crossref's page has works but no usable next-cursor"
+    ],
+    [
+      'Crossref: a cursor of 5,000 characters is refused',
+      'crossref',
+      { message: { items: [work], 'next-cursor': 'x'.repeat(MAX_CURSOR_LENGTH + 1) } },
+      "Crossref's page has works but no usable next-cursor"
+    ],
+    ['Crossref: not a work list', 'crossref', { message: 'busy' }, "Crossref's answer is not a list of works (no message.items)"],
+    ['Crossref: JSON null', 'crossref', null, "Crossref's answer is not a list of works (no message.items)"],
+    [
+      'DataCite: data and the next link on its own API',
+      'datacite',
+      { data: [work], meta: { total: 3 }, links: { next: `${BASE}/dois?page%5Bcursor%5D=Mg` } },
+      { items: [work], next: `${BASE}/dois?page%5Bcursor%5D=Mg`, total: 3 }
+    ],
+    ['DataCite: no next link: the last page', 'datacite', { data: [work], links: {} }, { items: [work], next: undefined }],
+    [
+      'DataCite: no data ends the run, a next link or not',
+      'datacite',
+      { data: [], links: { next: `${BASE}/dois?x` } },
+      { items: [], next: undefined }
+    ],
+    [
+      'DataCite: a next link to another host is refused',
+      'datacite',
+      { data: [work], links: { next: 'http://169.254.169.254/dois?page%5Bcursor%5D=1' } },
+      'DataCite\'s next link "http://169.254.169.254/dois?page%5Bcursor%5D=1" leaves https://api.datacite.org/dois'
+    ],
+    [
+      'DataCite: a next link to another path is refused',
+      'datacite',
+      { data: [work], links: { next: `${BASE}/admin` } },
+      'DataCite\'s next link "https://api.datacite.org/admin" leaves https://api.datacite.org/dois'
+    ],
+    [
+      'DataCite: a next link that is no URL',
+      'datacite',
+      { data: [work], links: { next: 'not a url' } },
+      'DataCite\'s next link "not a url" is not a URL'
+    ],
+    [
+      'DataCite: a next link of another type',
+      'datacite',
+      { data: [work], links: { next: 42 } },
+      "DataCite's next link is not a URL of reasonable length"
+    ],
+    ['DataCite: not a list', 'datacite', { errors: [{ status: '500' }] }, "DataCite's answer is not a list of DOIs (no data)"]
+  ])('%s', (_, agency, json, expected) => {
+    expect(pageOf(agency, json, agency === 'crossref' ? 'https://api.crossref.org' : BASE)).toEqual(expected)
+  })
+})
+
+describe('a saved cursor with the API configured now', () => {
+  it.each<[string, FeedAgency, string | undefined, boolean]>([
+    ['no cursor: the first page', 'datacite', undefined, true],
+    ['a Crossref cursor is a token: always', 'crossref', 'AoJ+x/y=', true],
+    ['a DataCite next link on the API configured', 'datacite', `${BASE}/dois?page%5Bcursor%5D=Mg`, true],
+    ['a DataCite next link on an API no longer configured', 'datacite', 'https://old.example/dois?page%5Bcursor%5D=Mg', false]
+  ])('%s', (_, agency, cursor, fits) => {
+    expect(cursorFits(agency, cursor, BASE)).toBe(fits)
+  })
+})
+
+describe("a run's state read back from the copy", () => {
+  const good: UpdateState = { from: 100, cursor: 'c', pages: 2, records: 2000, startedAt: 200 }
+  it.each<[string, unknown, UpdateState | undefined]>([
+    ['a whole state', good, good],
+    [
+      'without a cursor: the first page',
+      { from: 100, pages: 0, records: 0, startedAt: 200 },
+      { from: 100, pages: 0, records: 0, startedAt: 200 }
+    ],
+    ['a negative count', { ...good, pages: -1 }, undefined],
+    ['a cursor of another type', { ...good, cursor: 7 }, undefined],
+    ['an empty cursor', { ...good, cursor: '' }, undefined],
+    ['a date as text', { ...good, from: '2026-01-01' }, undefined],
+    ['not an object', 'update', undefined],
+    ['absent', undefined, undefined]
+  ])('%s', (_, raw, expected) => {
+    expect(updateStateOf(raw)).toEqual(expected)
+  })
+})
