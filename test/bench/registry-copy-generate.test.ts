@@ -40,8 +40,9 @@ describe('the generated agency files', () => {
     const a = await generate({ seed: 43, works: 600, datacite: 0.5, out: join(root, 'a'), ...SMALL })
     const b = await generate({ seed: 43, works: 600, datacite: 0.5, out: join(root, 'b'), ...SMALL })
     expect(a.cached || b.cached).toBe(false)
-    for (const name of ['crossref-annual.tar', 'datacite.tar', 'datacite-states.csv'])
-      {expect(sha(join(root, 'a', name))).toBe(sha(join(root, 'b', name)))}
+    for (const name of ['crossref-annual.tar', 'datacite.tar', 'datacite-states.csv']) {
+      expect(sha(join(root, 'a', name))).toBe(sha(join(root, 'b', name)))
+    }
     expect(crossrefDoiOf(44, 0)).not.toBe(crossrefDoiOf(43, 0))
   }, 120_000)
 
