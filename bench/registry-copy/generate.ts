@@ -22,17 +22,14 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
-import { gunzipSync, gzip as gzipCallback } from 'node:zlib'
+import { once } from 'node:events'
+import { createGzip, gunzipSync } from 'node:zlib'
 import { Header, Parser } from 'tar'
 import type { ReadEntry } from 'tar'
 import { crossrefRecordOf } from '../../src/handle/copy/crossref-record.js'
 import { dataciteRecordOf, dataciteStateOf } from '../../src/handle/copy/datacite-record.js'
 import { forEachOption } from '../lib/args.js'
 import { seededRandom } from '../lib/load.js'
-
-/** gzip on libuv's threads: the next file is made while this one is compressed (2 cores: ~1.7× the rate). */
-const gzip = promisify(gzipCallback)
 
 const HELP = `Usage: node --import tsx bench/registry-copy/generate.ts [--seed 43] [--works N] [--datacite 0.15] [--out DIR] [--force]
   --seed N       the seed (default 43): the same seed and counts make the same bytes
@@ -676,6 +673,43 @@ export function dataciteRecord(seed: number, i: number, updated: Day): Record<st
 
 // ---- writing ----
 
+/**
+ * One gzipped file made from text as it comes: text is gathered into 1 MiB pieces, each compressed on libuv's
+ * threads while the next is made; only the compressed bytes are held (a tar entry needs its size first).
+ */
+class GzipFile {
+  private readonly z = createGzip()
+  private readonly out: Buffer[] = []
+  private pending: string[] = []
+  private pendingChars = 0
+  private flowing: Promise<unknown> = Promise.resolve()
+  bytes = 0
+  constructor() {
+    this.z.on('data', (c: Buffer) => this.out.push(c))
+  }
+  async write(text: string): Promise<void> {
+    this.pending.push(text)
+    this.pendingChars += text.length
+    if (this.pendingChars >= 1024 * 1024) await this.flush()
+  }
+  async finish(): Promise<Buffer> {
+    await this.flush()
+    await this.flowing
+    const ended = once(this.z, 'end')
+    this.z.end()
+    await ended
+    return Buffer.concat(this.out)
+  }
+  private async flush(): Promise<void> {
+    const piece = Buffer.from(this.pending.join(''))
+    this.pending = []
+    this.pendingChars = 0
+    this.bytes += piece.length
+    await this.flowing // the piece before has been taken by zlib: one compressing, one being made
+    this.flowing = this.z.write(piece) ? Promise.resolve() : once(this.z, 'drain')
+  }
+}
+
 /** A tar written entry by entry (tar's Header for the 512-byte headers), never holding more than one entry. */
 class TarWriter {
   private readonly out
@@ -791,23 +825,18 @@ export async function generate(opts: GenerateOptions): Promise<GenerateReport> {
   // Crossref: N.json.gz of 5,000 works each.
   const crossref = { works: crossrefCount, files: 0, jsonBytes: 0, gzBytes: 0 }
   const crTar = new TarWriter(join(opts.out, 'crossref-annual.tar.partial'))
-  let crPending: Promise<void> = Promise.resolve()
   for (let start = 0; start < crossrefCount; start += crPerFile) {
-    const parts: string[] = []
-    for (let i = start; i < Math.min(crossrefCount, start + crPerFile); i++) parts.push(crossrefWorkJson(opts.seed, i))
-    const json = Buffer.from(`{"items":[${parts.join(',')}]}`)
-    crossref.jsonBytes += json.length - 12 - (parts.length - 1) // the works alone, without the wrapper and commas
-    const name = `${crossref.files++}.json.gz`
-    const before = crPending
-    // Written after the file before it (in order); this one compresses while the next is made, never two.
-    crPending = Promise.all([gzip(json), before]).then(async ([gz]) => {
-      await crTar.add(name, gz)
-      crossref.gzBytes += gz.length
-    })
-    await before
-    say(Math.min(crossrefCount, start + crPerFile), 'crossref', crossrefCount)
+    const file = new GzipFile()
+    const end = Math.min(crossrefCount, start + crPerFile)
+    await file.write('{"items":[')
+    for (let i = start; i < end; i++) await file.write(i === start ? crossrefWorkJson(opts.seed, i) : `,${crossrefWorkJson(opts.seed, i)}`)
+    await file.write(']}')
+    const gz = await file.finish()
+    crossref.jsonBytes += file.bytes - 12 - (end - start - 1) // the works alone, without the wrapper and commas
+    await crTar.add(`${crossref.files++}.json.gz`, gz)
+    crossref.gzBytes += gz.length
+    say(end, 'crossref', crossrefCount)
   }
-  await crPending
   await crTar.close()
 
   // DataCite: dois/updated_YYYY-MM/part_NNNN.jsonl.gz of 10,000 lines, and the DOI/state CSV.
@@ -821,44 +850,38 @@ export async function generate(opts: GenerateOptions): Promise<GenerateReport> {
     })
   await csvWrite('doi,state,client_id,updated\n')
   const files = Math.ceil(dataciteCount / dcPerFile)
-  let dcPending: Promise<void> = Promise.resolve()
   let month = ''
   let part = 0
   for (let f = 0; f < files; f++) {
     const start = f * dcPerFile
-    const lines: string[] = []
+    const file = new GzipFile()
     const rows: string[] = []
     const d = new Draw(mix(opts.seed, 5, f))
-    for (let i = start; i < Math.min(dataciteCount, start + dcPerFile); i++) {
+    const end = Math.min(dataciteCount, start + dcPerFile)
+    for (let i = start; i < end; i++) {
       const updated = dcUpdated(d, f, files)
       const record = dataciteRecord(opts.seed, i, updated)
       const a = record.attributes as { doi: string; updated: string }
       const client = (record.relationships as { client: { data: { id: string } } }).client.data.id
-      lines.push(JSON.stringify(record))
+      await file.write(`${JSON.stringify(record)}\n`)
       rows.push(`${a.doi},findable,${client},${a.updated}\n`)
       // DOIs the JSON lines leave out: Registered (no public URL) and Draft (not yet a DOI).
       if (d.chance(0.03)) rows.push(`10.80000/registered-${opts.seed}-${i},registered,demo.client,${a.updated}\n`)
       if (d.chance(0.01)) rows.push(`10.80000/draft-${opts.seed}-${i},draft,demo.client,${a.updated}\n`)
     }
-    const json = Buffer.from(`${lines.join('\n')}\n`)
-    dc.jsonBytes += json.length - lines.length
+    const gz = await file.finish()
+    dc.jsonBytes += file.bytes - (end - start)
     dc.stateRows += rows.length
     const updated = dcUpdated(d, f, files)
     const m = `${updated.y}-${String(updated.m).padStart(2, '0')}`
     part = m === month ? part + 1 : 0
     month = m
-    const name = `dois/updated_${m}/part_${String(part).padStart(4, '0')}.jsonl.gz`
+    await dcTar.add(`dois/updated_${m}/part_${String(part).padStart(4, '0')}.jsonl.gz`, gz)
+    await csvWrite(rows.join(''))
     dc.files++
-    const before = dcPending
-    dcPending = Promise.all([gzip(json), before]).then(async ([gz]) => {
-      await dcTar.add(name, gz)
-      await csvWrite(rows.join(''))
-      dc.gzBytes += gz.length
-    })
-    await before
-    say(Math.min(dataciteCount, start + dcPerFile), 'datacite', dataciteCount)
+    dc.gzBytes += gz.length
+    say(end, 'datacite', dataciteCount)
   }
-  await dcPending
   await dcTar.close()
   await new Promise<void>((resolve, reject) => csv.end((err?: Error | null) => (err ? reject(err) : resolve())))
 
