@@ -11,6 +11,7 @@ import { openCopy } from '../../src/resolve/copy/store.js'
 import { createCopyWriter } from '../../src/resolve/copy/writer.js'
 import { setup } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
+import { useTestRedis } from '../support/redis.js'
 
 // Issue 43, plan-43 §1.7–§1.10: the registry copy as a tier of the resolver (after local records and the
 // cache, before the upstream), its freshness online, its words offline, its metadata. Each copy is a real
@@ -203,6 +204,28 @@ describe('the copy’s records stay out of the shared tiers', () => {
     // Keys are folded (ASCII upper case).
     expect(text).toContain('"10.7001/ELSEWHERE"')
     expect(text).not.toContain('10.7001/FRESH')
+  })
+})
+
+describe('the copy’s records stay out of Redis', () => {
+  const redis = useTestRedis()
+
+  it('the shared tier gets the upstream’s records, never the copy’s', async () => {
+    const { app } = await withCopy({ redisUrl: redis().url })
+    expect((await app.inject({ url: '/10.7001/fresh' })).headers['x-cache']).toBe('COPY')
+    expect((await app.inject({ url: '/10.7001/elsewhere' })).headers['x-cache']).toBe('MISS')
+    const client = redis().client()
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    // The shared tier writes without waiting: wait for the upstream's record to be there.
+    let keys: string[] = []
+    for (let i = 0; i < 100 && !keys.some((k) => k.includes('10.7001/ELSEWHERE')); i++) {
+      keys = await client.keys('*')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(keys.some((k) => k.includes('10.7001/ELSEWHERE'))).toBe(true)
+    expect(keys.filter((k) => k.includes('FRESH'))).toEqual([])
   })
 })
 
