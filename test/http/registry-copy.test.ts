@@ -9,7 +9,9 @@ import type { CopyRecord } from '../../src/handle/copy/types.js'
 import type { HandleValue } from '../../src/handle/types.js'
 import { openCopy } from '../../src/resolve/copy/store.js'
 import { createCopyWriter } from '../../src/resolve/copy/writer.js'
-import { setup } from '../support/app.js'
+import { buildApp } from '../../src/app.js'
+import { ConfigError } from '../../src/config/schema.js'
+import { setup, testConfig } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
 
@@ -336,5 +338,17 @@ describe('repeats go through the door', () => {
     const answers = [await ask(), await ask(), await ask()]
     for (const a of answers) expect(a).toEqual({ status: 302, cache: 'COPY', location: 'https://publisher.example/fresh' })
     expect(await served()).toBeGreaterThanOrEqual(1)
+  })
+})
+
+describe('a REGISTRY_COPY that holds no copy stops the start', () => {
+  it('with a ConfigError naming the setting and the directory (main.ts: exit 78)', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'doi-proxy-no-copy-'))
+    onTestFinished(() => {
+      rmSync(empty, { recursive: true, force: true })
+    })
+    const started = buildApp(testConfig('http://127.0.0.1:9', { registryCopy: empty, offline: true }))
+    await expect(started).rejects.toBeInstanceOf(ConfigError)
+    await expect(started).rejects.toThrow(`invalid setting registryCopy (REGISTRY_COPY): ${JSON.stringify(empty)} holds no registry copy`)
   })
 })
