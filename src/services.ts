@@ -121,7 +121,7 @@ export async function createServices(
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
   // REGISTRY_COPY (issue 43): after the cache, before the upstream; offline it answers alone.
-  const copy = setUpRegistryCopy(config, { metrics, log, now, citations: deps.copyCitations })
+  const copy = await setUpRegistryCopy(config, { metrics, log, now, citations: deps.copyCitations })
   closeLater(closers, copy)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.

@@ -3,7 +3,6 @@ import { ConfigError } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
 import { copyMetadata } from '../resolve/copy/metadata.js'
 import type { CitationFormatter, CopyMetadata } from '../resolve/copy/metadata.js'
-import { CopyError, openCopy } from '../resolve/copy/store.js'
 import type { CopyLog, CopyStore } from '../resolve/copy/store.js'
 import { createCopyTier } from '../resolve/copy/tier.js'
 import type { CopyTier } from '../resolve/copy/tier.js'
@@ -32,9 +31,11 @@ export interface CopyDeps {
  * The registry copy (REGISTRY_COPY, issue 43), opened read-only for serving, with its tier for the resolver
  * (after the cache, before the upstream), its negotiated answers, and its figures on /metrics; undefined
  * when no copy is set. A directory that holds no copy this version reads stops the start (exit 78), naming it.
+ * LMDB's native module is loaded only then: a server without a copy never loads it.
  */
-export function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): RegistryCopy | undefined {
+export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): Promise<RegistryCopy | undefined> {
   if (config.registryCopy === undefined) return undefined
+  const { CopyError, openCopy } = await import('../resolve/copy/store.js')
   let store: CopyStore
   try {
     store = openCopy({ dir: config.registryCopy, writable: false, log: deps.log })
