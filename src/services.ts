@@ -20,6 +20,8 @@ import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
+import { setUpRegistryCopy } from './services/copy.js'
+import type { CitationFormatter } from './resolve/copy/metadata.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
@@ -43,6 +45,8 @@ export interface ServiceDeps {
   landingLookup?: LandingLookup | undefined
   /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
   batchHeartbeatMs?: number | undefined
+  /** The registry copy's citation formatter (BibTeX, RIS, bibliographies); without one the copy answers CSL-JSON only. */
+  copyCitations?: CitationFormatter | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -116,18 +120,34 @@ export async function createServices(
   tellHost = fleet.tellHost
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
+  // REGISTRY_COPY (issue 43): after the cache, before the upstream; offline it answers alone.
+  const copy = await setUpRegistryCopy(config, { metrics, log, now, citations: deps.copyCitations })
+  closeLater(closers, copy)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
   closeLater(closers, recorder)
   const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
   const random = deps.random ?? Math.random
-  const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
+  const { resolver, proxyService } = createLookup(config, {
+    fetcher,
+    queue,
+    local,
+    copy: copy?.tier,
+    cache,
+    freshness,
+    recorder,
+    metrics,
+    log,
+    now,
+    random
+  })
   const admission = createAdmission(config, metrics, tiers.redis)
   const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
   closeLater(closers, extras.openAccess)
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
-  const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
+  const copyMetadata = copy === undefined ? undefined : { metadata: copy.metadata, offline: config.offline }
+  const metadata = setUpMetadata(config, { admission, stored, copy: copyMetadata, freshness, now, recorder })
   closers.push(metadata.close)
   forgetMetadata = metadata.answers.forget
   // `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions, landing pages.

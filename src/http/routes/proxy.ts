@@ -284,7 +284,11 @@ function redirectParts(outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): An
 
 /** The not-found page (its links use our base URL). */
 function notFoundParts(ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>, offline: boolean): AnswerParts {
-  const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? { offline } : { message: outcome.message })
+  const body = renderNotFoundPage(
+    ctx,
+    outcome.handle,
+    outcome.message === undefined ? { offline, absence: outcome.absence } : { message: outcome.message }
+  )
   return { status: statusOf(outcome), headers: { 'content-type': HTML }, body }
 }
 

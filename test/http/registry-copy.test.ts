@@ -1,0 +1,354 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request } from 'undici'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import type { Config } from '../../src/config/schema.js'
+import { encodeEntry } from '../../src/handle/copy/record-codec.js'
+import type { CopyRecord } from '../../src/handle/copy/types.js'
+import type { HandleValue } from '../../src/handle/types.js'
+import { openCopy } from '../../src/resolve/copy/store.js'
+import { createCopyWriter } from '../../src/resolve/copy/writer.js'
+import { buildApp } from '../../src/app.js'
+import { ConfigError } from '../../src/config/schema.js'
+import { setup, testConfig } from '../support/app.js'
+import { PROBE_RECORDS, admin, str } from '../support/records.js'
+import { useTestRedis } from '../support/redis.js'
+
+// Issue 43, plan-43 §1.7–§1.10: the registry copy as a tier of the resolver (after local records and the
+// cache, before the upstream), its freshness online, its words offline, its metadata. Each copy is a real
+// LMDB store written with the copy's own writer in a temporary directory.
+
+const NOW = Date.parse('2026-11-27T12:00:00.000Z')
+const NOW_S = NOW / 1000
+const DAY = 86400
+
+const CSL = {
+  type: 'article-journal',
+  DOI: '10.7001/fresh',
+  title: 'A fresh article',
+  author: [{ family: 'Lovelace', given: 'Ada' }],
+  issued: { 'date-parts': [[2026, 11, 20]] },
+  'container-title': 'Journal of Copies'
+}
+
+const RECORDS: CopyRecord[] = [
+  { doi: '10.7001/fresh', kind: 'work', agency: 'crossref', url: 'https://publisher.example/fresh', stamp: NOW_S - DAY, csl: CSL },
+  { doi: '10.7001/old', kind: 'work', agency: 'crossref', url: 'https://publisher.example/old-in-copy', stamp: NOW_S - 30 * DAY },
+  { doi: '10.7001/no-csl', kind: 'work', agency: 'crossref', url: 'https://publisher.example/no-csl', stamp: NOW_S - DAY },
+  { doi: '10.7002/held', kind: 'work', agency: 'datacite', url: 'https://repository.example/held', stamp: NOW_S - DAY },
+  { doi: '10.7003/secret', kind: 'registered', agency: 'datacite', stamp: NOW_S - DAY }
+]
+
+// The upstream's own records: what it answers once the copy is too old, or does not hold a DOI.
+const UPSTREAM: Record<string, HandleValue[]> = {
+  ...PROBE_RECORDS,
+  // As doi.org holds them: the prefix names Crossref's service, whose 10320/loc answers negotiated requests.
+  '10.7001': [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/CROSSREF</locs></HS_NAMESPACE>')],
+  '10.SERV/CROSSREF': [
+    admin(),
+    str(
+      1,
+      '10320/loc',
+      '<locations><location id="1" weight="0" http_role="conneg" href_template="https://data.crossref.org/{hdl}" /></locations>'
+    )
+  ],
+  '10.7001/old': [admin(), str(1, 'URL', 'https://publisher.example/old-upstream')],
+  '10.7001/elsewhere': [admin(), str(1, 'URL', 'https://publisher.example/elsewhere')]
+}
+
+/** A copy holding RECORDS, with 10.7002 marked whole as of 2025-04-30. */
+async function makeCopy(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-copy-'))
+  onTestFinished(() => {
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const copy = openCopy({ dir, writable: true })
+  const writer = createCopyWriter(copy, { maxBytes: 0, minFreeBytes: 0, nowS: () => NOW_S })
+  writer.putBatch(RECORDS.map((r) => encodeEntry(r, { importedAt: NOW_S - DAY, covered: false })))
+  writer.markWhole('10.7002', 'datacite', Date.parse('2025-04-30T00:00:00Z') / 1000)
+  await copy.close()
+  return dir
+}
+
+async function withCopy(overrides: Partial<Config> = {}) {
+  const dir = await makeCopy()
+  const ctx = await setup({
+    overrides: { registryCopy: dir, upstreamRetries: 0, ...overrides },
+    records: UPSTREAM,
+    deps: { now: () => NOW }
+  })
+  return { ...ctx, dir }
+}
+
+const CSL_JSON = { accept: 'application/vnd.citationstyles.csl+json' }
+
+describe('online, the copy answers a fresh record before the upstream', () => {
+  it('a DOI the copy holds fresh redirects to its URL with X-Cache: COPY, and the upstream is not asked for it', async () => {
+    const { app, upstream } = await withCopy()
+    const res = await app.inject({ url: '/10.7001/fresh' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://publisher.example/fresh')
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(upstream.count('10.7001/fresh')).toBe(0)
+  })
+
+  it('asked again, the record comes from the cache and still says COPY', async () => {
+    const { app } = await withCopy()
+    await app.inject({ url: '/10.7001/FRESH' })
+    const again = await app.inject({ url: '/10.7001/fresh' })
+    expect(again.headers['x-cache']).toBe('COPY')
+    expect(again.headers.location).toBe('https://publisher.example/fresh')
+  })
+
+  it('a record older than REGISTRY_COPY_MAX_AGE_SECONDS is asked of the upstream, whose answer is kept as today', async () => {
+    const { app, upstream } = await withCopy()
+    const first = await app.inject({ url: '/10.7001/old' })
+    expect(first.headers['x-cache']).toBe('MISS')
+    expect(first.headers.location).toBe('https://publisher.example/old-upstream')
+    const again = await app.inject({ url: '/10.7001/old' })
+    expect(again.headers['x-cache']).toBe('HIT')
+    expect(upstream.count('10.7001/old')).toBe(1)
+  })
+
+  it('with REGISTRY_COPY_MAX_AGE_SECONDS long enough, the same record answers from the copy', async () => {
+    const { app } = await withCopy({ registryCopyMaxAgeSeconds: 60 * DAY })
+    const res = await app.inject({ url: '/10.7001/old' })
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(res.headers.location).toBe('https://publisher.example/old-in-copy')
+  })
+
+  it('a DOI the copy does not hold is asked of the upstream', async () => {
+    const { app, upstream } = await withCopy()
+    const res = await app.inject({ url: '/10.7001/elsewhere' })
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(res.headers.location).toBe('https://publisher.example/elsewhere')
+    expect(upstream.count('10.7001/elsewhere')).toBe(1)
+  })
+
+  it('when the upstream fails, the too-old copy record stands in, marked STALE', async () => {
+    const { app, upstream } = await withCopy()
+    upstream.mode = { kind: 'status', status: 503 }
+    const res = await app.inject({ url: '/10.7001/old' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('STALE')
+    expect(res.headers.location).toBe('https://publisher.example/old-in-copy')
+  })
+
+  it('a DOI the upstream says does not exist is not found, whatever the copy is too old to vouch for', async () => {
+    const { app, upstream } = await withCopy()
+    upstream.delete('10.7001/old')
+    const res = await app.inject({ url: '/10.7001/old' })
+    expect(res.statusCode).toBe(404)
+  })
+
+  it('the REST API shows the record as doi.org holds it: the URL at index 1, ttl 86400, the agency’s date', async () => {
+    const { app } = await withCopy()
+    const res = await app.inject({ url: '/api/handles/10.7001/fresh' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(res.json()).toEqual({
+      responseCode: 1,
+      handle: '10.7001/fresh',
+      values: [
+        {
+          index: 1,
+          type: 'URL',
+          data: { format: 'string', value: 'https://publisher.example/fresh' },
+          ttl: 86400,
+          timestamp: new Date((NOW_S - DAY) * 1000).toISOString()
+        }
+      ]
+    })
+  })
+
+  it('the batch API says source "copy" for a DOI the copy answered', async () => {
+    const { app } = await withCopy()
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.7001/fresh\n10.7001/elsewhere\n'
+    })
+    const lines = res.body
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { input: string; source: string; registered: boolean; url: string })
+    expect(lines).toEqual([
+      expect.objectContaining({ input: '10.7001/fresh', registered: true, source: 'copy', url: 'https://publisher.example/fresh' }),
+      expect.objectContaining({ input: '10.7001/elsewhere', registered: true, source: 'upstream' })
+    ])
+  })
+
+  it('a negotiated request for CSL-JSON of a record the copy answered gets the copy’s CSL-JSON', async () => {
+    const { app } = await withCopy()
+    const res = await app.inject({ url: '/10.7001/fresh', headers: CSL_JSON })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('application/vnd.citationstyles.csl+json; charset=utf-8')
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(res.headers.link).toBe('<https://doi.org/10.7001/fresh>; rel="cite-as"')
+    expect(JSON.parse(res.body)).toEqual(CSL)
+  })
+})
+
+describe('the copy’s records stay out of the shared tiers', () => {
+  it('the cache snapshot holds the upstream’s records, never the copy’s', async () => {
+    const snapshotDir = mkdtempSync(join(tmpdir(), 'doi-proxy-copy-snapshot-'))
+    onTestFinished(() => {
+      rmSync(snapshotDir, { recursive: true, force: true })
+    })
+    const cacheFile = join(snapshotDir, 'cache.snapshot')
+    const { app } = await withCopy({ cacheFile })
+    expect((await app.inject({ url: '/10.7001/fresh' })).headers['x-cache']).toBe('COPY')
+    expect((await app.inject({ url: '/10.7001/elsewhere' })).headers['x-cache']).toBe('MISS')
+    await app.close()
+    const text = readFileSync(cacheFile, 'utf8')
+    // Keys are folded (ASCII upper case).
+    expect(text).toContain('"10.7001/ELSEWHERE"')
+    expect(text).not.toContain('10.7001/FRESH')
+  })
+})
+
+describe('the copy’s records stay out of Redis', () => {
+  const redis = useTestRedis()
+
+  it('the shared tier gets the upstream’s records, never the copy’s', async () => {
+    const { app } = await withCopy({ redisUrl: redis().url })
+    expect((await app.inject({ url: '/10.7001/fresh' })).headers['x-cache']).toBe('COPY')
+    expect((await app.inject({ url: '/10.7001/elsewhere' })).headers['x-cache']).toBe('MISS')
+    const client = redis().client()
+    onTestFinished(() => {
+      client.disconnect()
+    })
+    // The shared tier writes without waiting: wait for the upstream's record to be there.
+    let keys: string[] = []
+    for (let i = 0; i < 100 && !keys.some((k) => k.includes('10.7001/ELSEWHERE')); i++) {
+      keys = await client.keys('*')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(keys.some((k) => k.includes('10.7001/ELSEWHERE'))).toBe(true)
+    expect(keys.filter((k) => k.includes('FRESH'))).toEqual([])
+  })
+})
+
+describe('offline, the copy answers alone', () => {
+  const OFFLINE = { offline: true }
+
+  it('a DOI the copy holds redirects, however old, with X-Cache: COPY, and nobody is asked', async () => {
+    const { app, upstream } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7001/old' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://publisher.example/old-in-copy')
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('a DOI the copy does not hold is a 404 saying it is not in this resolver’s copy, never that it does not exist', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7001/elsewhere' })
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('DOI Not in This Resolver&#39;s Copy of the Registry')
+    expect(res.body).toContain('it is not in this resolver&#39;s copy of the registry')
+    expect(res.body).toContain('may well exist')
+  })
+
+  it('in a prefix the copy holds whole, the page names the prefix and the date it is complete to', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7002/missing' })
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('holds every DOI of 10.7002 registered by 2025-04-30, and not this one; it may have been registered since')
+  })
+
+  it('a DOI registered at DataCite without a public URL is unknown, and the page says why', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7003/secret' })
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('registered at DataCite, but its URL is not public')
+  })
+
+  it('the batch API says registered null for a DOI the copy does not hold, with the copy’s words', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/batch',
+      headers: { 'content-type': 'text/plain' },
+      payload: '10.7001/old\n10.7002/missing\n'
+    })
+    const lines = res.body
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines[0]).toMatchObject({ registered: true, source: 'copy', url: 'https://publisher.example/old-in-copy' })
+    expect(lines[1]).toMatchObject({ registered: null, source: 'copy', status: 404 })
+    expect(lines[1]!.error).toContain('holds every DOI of 10.7002 registered by 2025-04-30')
+    expect(lines[1]!.error).toContain('offline (OFFLINE=true)')
+  })
+
+  it('Which RA? names the agency from the prefix record the copy makes up', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/ra/10.7001/fresh,10.7002/held' })
+    expect(res.json()).toEqual([
+      { DOI: '10.7001/fresh', RA: 'Crossref' },
+      { DOI: '10.7002/held', RA: 'DataCite' }
+    ])
+  })
+
+  it('CSL-JSON is negotiated from the copy, offline', async () => {
+    const { app, upstream } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7001/fresh', headers: CSL_JSON })
+    expect(res.statusCode).toBe(200)
+    expect(JSON.parse(res.body)).toEqual(CSL)
+    expect(upstream.seen).toHaveLength(0)
+  })
+
+  it('a type the copy does not offer is a 406 naming what it offers, offline', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'application/rdf+xml' } })
+    expect(res.statusCode).toBe(406)
+    expect(res.body).toContain('application/vnd.citationstyles.csl+json')
+  })
+
+  it('a browser still gets the redirect to the DOI’s URL, with the prefix’s service records in place', async () => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0' } })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://publisher.example/fresh')
+  })
+})
+
+describe('repeats go through the door', () => {
+  it('a copy record asked again over HTTP is written by the door, keeping X-Cache: COPY', async () => {
+    const { app } = await withCopy()
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as { port: number }
+    const served = async (): Promise<number> => {
+      const text = (await app.inject({ url: '/metrics' })).body
+      return Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith('doi_proxy_prepared_answers_total '))
+          ?.split(' ')[1] ?? 0
+      )
+    }
+    const ask = async (): Promise<{ status: number; cache: unknown; location: unknown }> => {
+      const res = await request(`http://127.0.0.1:${port}/10.7001/fresh`)
+      await res.body.text()
+      return { status: res.statusCode, cache: res.headers['x-cache'], location: res.headers.location }
+    }
+    const answers = [await ask(), await ask(), await ask()]
+    for (const a of answers) expect(a).toEqual({ status: 302, cache: 'COPY', location: 'https://publisher.example/fresh' })
+    expect(await served()).toBeGreaterThanOrEqual(1)
+  })
+})
+
+describe('a REGISTRY_COPY that holds no copy stops the start', () => {
+  it('with a ConfigError naming the setting and the directory (main.ts: exit 78)', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'doi-proxy-no-copy-'))
+    onTestFinished(() => {
+      rmSync(empty, { recursive: true, force: true })
+    })
+    const started = buildApp(testConfig('http://127.0.0.1:9', { registryCopy: empty, offline: true }))
+    await expect(started).rejects.toBeInstanceOf(ConfigError)
+    await expect(started).rejects.toThrow(`invalid setting registryCopy (REGISTRY_COPY): ${JSON.stringify(empty)} holds no registry copy`)
+  })
+})
