@@ -21,7 +21,6 @@ import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
 import { setUpRegistryCopy } from './services/copy.js'
-import type { CitationFormatter } from './resolve/copy/metadata.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
@@ -45,8 +44,6 @@ export interface ServiceDeps {
   landingLookup?: LandingLookup | undefined
   /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
   batchHeartbeatMs?: number | undefined
-  /** The registry copy's citation formatter (BibTeX, RIS, bibliographies); without one the copy answers CSL-JSON only. */
-  copyCitations?: CitationFormatter | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -121,7 +118,7 @@ export async function createServices(
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
   // REGISTRY_COPY (issue 43): after the cache, before the upstream; offline it answers alone.
-  const copy = await setUpRegistryCopy(config, { metrics, log, now, citations: deps.copyCitations })
+  const copy = await setUpRegistryCopy(config, { metrics, log, now })
   closeLater(closers, copy)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.

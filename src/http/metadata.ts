@@ -19,6 +19,8 @@ import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../re
 import type { Admit } from '../resolve/upstream/fetcher.js'
 import type { Admission } from './admission.js'
 import type { CopyMetadata, CopyMetadataBody } from '../resolve/copy/metadata.js'
+import { CitationBusy, CitationError } from '../resolve/copy/citations.js'
+import { RefusedError } from './errors.js'
 
 /** The redirect the proxy decided: only what a metadata answer needs. */
 export interface NegotiatedRedirect {
@@ -39,13 +41,13 @@ export interface Admitted {
 }
 
 export interface MetadataAnswers {
-  /** The answer, now or later; undefined when the route should send its redirect. */
+  /** The answer, now or later; undefined (now or later) when the route should send its redirect. */
   answer(
     request: FastifyRequest,
     reply: FastifyReply,
     outcome: NegotiatedRedirect,
     admitted: Admitted
-  ): FastifyReply | Promise<FastifyReply> | undefined
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined
   /**
    * METADATA_MODE=fetch (and not offline): whether a negotiated request gets metadata or the redirect then
    * depends on its Accept header as a whole (its length, its parameters), which no variant key holds, so the
@@ -85,7 +87,7 @@ export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAns
     reply: FastifyReply,
     outcome: NegotiatedRedirect,
     admitted: Admitted
-  ): FastifyReply | Promise<FastifyReply> | undefined {
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined {
     // A location the reader extended with urlappend is redirected to, never fetched: otherwise a reader
     // could make us fetch any path and query on an allow-listed agency host ('/../../anything?x').
     if (!outcome.negotiated || outcome.appended) return undefined
@@ -102,7 +104,9 @@ export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAns
     }
     if (opts.copy !== undefined && outcome.cache === 'COPY') {
       const held = opts.copy.metadata.answer(outcome.handle, accept)
-      if (held.kind === 'answer') return sendCopy(reply, outcome, held.answer, now)
+      if (held.kind === 'answer') {
+        return sendCopy(reply, outcome, held.answer, { offline: opts.copy.offline, held: opts.copy.metadata.held }, now)
+      }
       // Offline nothing else can answer (plan-43 §1.10); online the agency does, as without a copy.
       if (held.kind === 'not-acceptable' && opts.copy.offline) return sendNotAcceptable(reply, outcome, held.offered, now, 'COPY')
     }
@@ -194,16 +198,30 @@ function sendNotAcceptable(
   return send(reply, outcome, cache, { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires }, now)
 }
 
-/** The registry copy's metadata: CSL-JSON at once, a formatted citation when its formatter is done. */
+/**
+ * The registry copy's metadata: CSL-JSON at once, a formatted citation when its formatter is done. When
+ * the formatter cannot: its queue full, 503 with Retry-After; too slow or closing, 503; a style or locale
+ * it does not hold, offline 406 naming what it holds, online the redirect (the agency formats it).
+ */
 function sendCopy(
   reply: FastifyReply,
   outcome: NegotiatedRedirect,
   answer: CopyMetadataBody | Promise<CopyMetadataBody>,
+  copy: { offline: boolean; held: readonly string[] },
   now: () => number
-): FastifyReply | Promise<FastifyReply> {
+): FastifyReply | Promise<FastifyReply | undefined> {
   const sendBody = (a: CopyMetadataBody): FastifyReply =>
     send(reply, outcome, 'COPY', { status: 200, contentType: a.contentType, body: a.body, expires: outcome.expires }, now)
-  return answer instanceof Promise ? answer.then(sendBody) : sendBody(answer)
+  if (!(answer instanceof Promise)) return sendBody(answer)
+  return answer.then(sendBody, (err: unknown) => {
+    if (!(err instanceof CitationError)) throw err
+    if (err.kind === 'unknown') return copy.offline ? sendNotAcceptable(reply, outcome, copy.held, now, 'COPY') : undefined
+    if (err instanceof CitationBusy) {
+      throw new RefusedError(503, 'DP_CITATIONS_BUSY', err.message, err.retryAfterSeconds * 1000)
+    }
+    if (err.kind === 'timeout' || err.kind === 'closed') throw new RefusedError(503, 'DP_CITATIONS_UNAVAILABLE', err.message)
+    throw err
+  })
 }
 
 /** The X-Cache of a metadata answer: the agencies' cache's, or COPY for the registry copy's. */

@@ -8,7 +8,7 @@ import { createCopyTier } from '../resolve/copy/tier.js'
 import type { CopyTier } from '../resolve/copy/tier.js'
 
 /** The settings the registry copy's serving reads. */
-export type CopySettings = Pick<Config, 'registryCopy' | 'registryCopyMaxAgeSeconds' | 'offline'>
+export type CopySettings = Pick<Config, 'registryCopy' | 'registryCopyMaxAgeSeconds' | 'registryCopyCitationQueue' | 'offline'>
 
 /** What the serving of the copy is made of: its store, the resolver's tier, the negotiated answers. */
 export interface RegistryCopy {
@@ -23,9 +23,10 @@ export interface CopyDeps {
   log: CopyLog
   /** Epoch ms. */
   now: () => number
-  /** The formatter of BibTeX, RIS and bibliographies (src/resolve/copy/citations.ts); without one, CSL-JSON only. */
-  citations?: CitationFormatter | undefined
 }
+
+// Formatted citations kept (citations.ts bounds their bytes too: 16 MiB).
+const CITATIONS_KEPT = 10_000
 
 /**
  * The registry copy (REGISTRY_COPY, issue 43), opened read-only for serving, with its tier for the resolver
@@ -62,13 +63,45 @@ export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): P
     for (const [agency, coverage] of Object.entries(store.coverage())) asOf[agency] = coverage.through
     return { records: stats.byAgency, asOf }
   })
+  const citations = await setUpCitations(config, deps)
   deps.log.info({ dir: config.registryCopy, records: store.stats().records }, 'registry copy attached')
   return {
     store,
     tier,
-    metadata: copyMetadata(tier, deps.citations),
+    metadata: copyMetadata(tier, citations.formatter),
     close: async () => {
+      await citations.close()
       await store.close()
     }
   }
+}
+
+/**
+ * BibTeX, RIS and bibliographies from the copy's CSL-JSON (src/resolve/copy/citations.ts): citation-js is
+ * loaded on the first citation asked, never at start; bibliographies wait in a queue of
+ * REGISTRY_COPY_CITATION_QUEUE (beyond it: 503 + Retry-After); each render counted in doi_proxy_copy_citations_total.
+ */
+async function setUpCitations(config: CopySettings, deps: CopyDeps): Promise<{ formatter: CitationFormatter; close: () => Promise<void> }> {
+  const { createCitations } = await import('../resolve/copy/citations.js')
+  const counter = deps.metrics.copy.citations
+  const citations = createCitations({
+    queueMax: config.registryCopyCitationQueue,
+    cacheMax: CITATIONS_KEPT,
+    log: deps.log,
+    count: (format, outcome) => counter.inc({ format, outcome })
+  })
+  const { keys, types, styles, locales } = citations.formats
+  const bibliography = types.find((t) => t.startsWith('text/x-bibliography'))
+  const formatter: CitationFormatter = {
+    formats: keys,
+    // What a 406 names: each type, each style and each locale once (not their combinations).
+    held: [
+      ...types.filter((t) => t !== bibliography),
+      ...(bibliography === undefined
+        ? []
+        : [...styles.map((s) => `${bibliography}; style=${s}`), ...locales.map((l) => `${bibliography}; locale=${l}`)])
+    ],
+    render: (csl, type, params) => citations.render(csl, type, params)
+  }
+  return { formatter, close: () => citations.close() }
 }

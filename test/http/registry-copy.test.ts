@@ -29,7 +29,10 @@ const CSL = {
   title: 'A fresh article',
   author: [{ family: 'Lovelace', given: 'Ada' }],
   issued: { 'date-parts': [[2026, 11, 20]] },
-  'container-title': 'Journal of Copies'
+  'container-title': 'Journal of Copies',
+  volume: '3',
+  issue: '2',
+  page: '10-19'
 }
 
 const RECORDS: CopyRecord[] = [
@@ -313,6 +316,90 @@ describe('offline, the copy answers alone', () => {
     const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0' } })
     expect(res.statusCode).toBe(302)
     expect(res.headers.location).toBe('https://publisher.example/fresh')
+  })
+})
+
+// What citation-js 0.7 (citeproc-js with its bundled styles) makes of CSL above, checked by hand: BibTeX keyed
+// as the agencies key it, RIS one tag a line, APA 7 and Vancouver (ICMJE: page ranges shortened, 10–9).
+const CITATIONS: ReadonlyArray<[string, string, string]> = [
+  [
+    'application/x-bibtex',
+    'application/x-bibtex; charset=utf-8',
+    '@article{Lovelace_2026,\n\tauthor = {Lovelace, Ada},\n\tjournal = {Journal of Copies},\n\tdoi = {10.7001/fresh},\n\tnumber = {2},\n\tyear = {2026},\n\tmonth = {nov 20},\n\tpages = {10--19},\n\ttitle = {A fresh article},\n\tvolume = {3},\n}\n'
+  ],
+  [
+    'application/x-research-info-systems',
+    'application/x-research-info-systems; charset=utf-8',
+    'TY  - JOUR\nAU  - Lovelace, Ada\nDA  - 2026/11/20/\nPY  - 2026\nDO  - 10.7001/fresh\nIS  - 2\nSP  - 10-19\nT2  - Journal of Copies\nTI  - A fresh article\nVL  - 3\nER  - \n'
+  ],
+  [
+    'text/x-bibliography; style=apa',
+    'text/x-bibliography; charset=utf-8',
+    'Lovelace, A. (2026). A fresh article. Journal of Copies, 3(2), 10–19. https://doi.org/10.7001/fresh\n'
+  ],
+  [
+    'text/x-bibliography; style=vancouver',
+    'text/x-bibliography; charset=utf-8',
+    '1.  Lovelace A. A fresh article. Journal of Copies. 2026 Nov 20;3(2):10–9. \n'
+  ]
+]
+
+describe('citations formatted from the copy’s metadata', () => {
+  describe.each([
+    ['online', {}],
+    ['offline', { offline: true }]
+  ])('%s', (_mode, overrides) => {
+    it.each(CITATIONS)('Accept: %s is answered from the copy', async (accept, contentType, body) => {
+      const { app, upstream } = await withCopy(overrides)
+      const res = await app.inject({ url: '/10.7001/fresh', headers: { accept } })
+      expect(res.statusCode).toBe(200)
+      expect(res.headers['content-type']).toBe(contentType)
+      expect(res.headers['x-cache']).toBe('COPY')
+      expect(res.body).toBe(body)
+      expect(upstream.count('10.7001/fresh')).toBe(0)
+    })
+  })
+
+  it('a bibliography without a style is APA, as the agencies format it', async () => {
+    const { app } = await withCopy({ offline: true })
+    const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'text/x-bibliography' } })
+    expect(res.body).toBe(CITATIONS[2]![2])
+  })
+
+  it('offline, a style the copy does not hold is a 406 naming the styles it holds', async () => {
+    const { app } = await withCopy({ offline: true })
+    const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'text/x-bibliography; style=chicago-author-date' } })
+    expect(res.statusCode).toBe(406)
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(res.body).toBe(
+      'No metadata of the type asked for (Accept) is held for this DOI. Held: application/vnd.citationstyles.csl+json, ' +
+        'application/x-bibtex, application/x-research-info-systems, text/x-bibliography; style=apa, ' +
+        'text/x-bibliography; style=vancouver, text/x-bibliography; style=harvard1, text/x-bibliography; locale=en-US\n'
+    )
+  })
+
+  it('online, a style the copy does not hold is redirected to the agency, which formats it', async () => {
+    const { app } = await withCopy()
+    const res = await app.inject({ url: '/10.7001/fresh', headers: { accept: 'text/x-bibliography; style=chicago-author-date' } })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers.location).toBe('https://data.crossref.org/10.7001%2Ffresh')
+  })
+
+  it('bibliographies beyond REGISTRY_COPY_CITATION_QUEUE are a 503 with Retry-After, counted on /metrics', async () => {
+    const { app } = await withCopy({ offline: true, registryCopyCitationQueue: 1 })
+    // One is formatted (citeproc's first takes half a second), one waits, the third finds the queue full.
+    const answers = await Promise.all(
+      ['apa', 'vancouver', 'harvard1'].map((style) =>
+        app.inject({ url: '/10.7001/fresh', headers: { accept: `text/x-bibliography; style=${style}` } })
+      )
+    )
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 200, 503])
+    const busy = answers.find((a) => a.statusCode === 503)!
+    expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(busy.body).toContain('citation formatter is busy')
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    expect(metrics).toContain('doi_proxy_copy_citations_total{format="bibliography",outcome="queue_full"} 1')
+    expect(metrics).toContain('doi_proxy_copy_citations_total{format="bibliography",outcome="done"} 2')
   })
 })
 

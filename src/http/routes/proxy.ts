@@ -159,8 +159,8 @@ export function proxyAnswer(opts: ProxyRouteOptions) {
       const outcome = await opts.service.answer(req)
       count(outcomeLabel(outcome), outcome.from)
       if (outcome.kind === 'redirect' && outcome.negotiated && opts.metadata !== undefined) {
-        const answered = opts.metadata.answer(request, reply, outcome, req)
-        if (answered !== undefined) return await answered
+        const answered = await opts.metadata.answer(request, reply, outcome, req)
+        if (answered !== undefined) return answered
       }
       if (outcome.kind === 'redirect' && localServices !== undefined) {
         const diversion = await localServices.divert(

@@ -17,6 +17,8 @@ export const CSL_JSON = 'application/vnd.citationstyles.csl+json'
 export interface CitationFormatter {
   /** Media types, with their parameters as a request names them (`text/x-bibliography; style=apa`). */
   readonly formats: readonly string[]
+  /** The same as a 406 names them to a reader (each style once, not every combination with a locale); default `formats`. */
+  readonly held?: readonly string[]
   /** The CSL rendered as `type` (the base media type) with `params` (style, locale…); rejects when it cannot (a full queue: 503). */
   render(csl: Csl, type: string, params: Readonly<Record<string, string>>): Promise<{ contentType: string; body: string | Buffer }>
 }
@@ -31,25 +33,29 @@ export interface CopyMetadataBody {
 export type CopyMetadataAnswer =
   /** The copy holds no metadata for the handle: the route goes on as without a copy. */
   | { kind: 'none' }
-  /** It holds metadata, but no type asked for (Accept) is one it offers: `offered` names those. */
+  /** It holds metadata, but no type asked for (Accept) is one it offers: `offered` names those (as `held`). */
   | { kind: 'not-acceptable'; offered: readonly string[] }
   | { kind: 'answer'; answer: CopyMetadataBody | Promise<CopyMetadataBody> }
 
 export interface CopyMetadata {
-  /** The types offered, CSL-JSON first. */
+  /** The types offered, CSL-JSON first, with every parameter set a request may name. */
   readonly offered: readonly string[]
+  /** The types offered as a reader is told them (a 406): CSL-JSON, then the formatter's `held`. */
+  readonly held: readonly string[]
   answer(handle: string, accept: string | readonly string[] | undefined): CopyMetadataAnswer
 }
 
 export function copyMetadata(tier: Pick<CopyTier, 'csl'>, citations?: CitationFormatter | undefined): CopyMetadata {
   const offered = [CSL_JSON, ...(citations?.formats ?? []).filter((f) => baseType(f) !== CSL_JSON)]
+  const held = [CSL_JSON, ...(citations?.held ?? citations?.formats ?? []).filter((f) => baseType(f) !== CSL_JSON)]
   return {
     offered,
+    held,
     answer(handle, accept) {
       const csl = tier.csl(handle, cacheKey(handle))
       if (csl === undefined) return { kind: 'none' }
       const type = chooseStoredType(accept, offered)
-      if (type === undefined) return { kind: 'not-acceptable', offered }
+      if (type === undefined) return { kind: 'not-acceptable', offered: held }
       const base = baseType(type)
       if (base === CSL_JSON || citations === undefined) {
         return { kind: 'answer', answer: { contentType: `${CSL_JSON}; charset=utf-8`, body: JSON.stringify(csl) } }
