@@ -21,6 +21,7 @@ import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
 import { setUpCaches } from './services/cache-tiers.js'
 import { setUpRegistryCopy } from './services/copy.js'
+import type { CopyDeps } from './services/copy.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
@@ -44,6 +45,8 @@ export interface ServiceDeps {
   landingLookup?: LandingLookup | undefined
   /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
   batchHeartbeatMs?: number | undefined
+  /** The registry copy's update schedule (REGISTRY_COPY_UPDATE_HOURS): how soon it first looks, the feeds' pace, each run's end. */
+  copyUpdates?: CopyDeps['updates']
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -118,7 +121,7 @@ export async function createServices(
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
   // REGISTRY_COPY (issue 43): after the cache, before the upstream; offline it answers alone.
-  const copy = await setUpRegistryCopy(config, { metrics, log, now })
+  const copy = await setUpRegistryCopy(config, { metrics, log, now, updates: deps.copyUpdates })
   closeLater(closers, copy)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.

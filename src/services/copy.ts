@@ -1,20 +1,28 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Config } from '../config/schema.js'
-import { ConfigError } from '../config/schema.js'
+import { ConfigError, upstreamUserAgent } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
 import { copyMetadata } from '../resolve/copy/metadata.js'
 import type { CitationFormatter, CopyMetadata } from '../resolve/copy/metadata.js'
 import type { CopyLog, CopyStore } from '../resolve/copy/store.js'
 import { createCopyTier } from '../resolve/copy/tier.js'
 import type { CopyTier } from '../resolve/copy/tier.js'
+import type { UpdateSchedule, UpdateScheduleOptions, UpdateScheduleSettings } from '../resolve/copy/updater.js'
 
 /** The settings the registry copy's serving reads. */
-export type CopySettings = Pick<Config, 'registryCopy' | 'registryCopyMaxAgeSeconds' | 'registryCopyCitationQueue' | 'offline'>
+export type CopySettings = Pick<
+  Config,
+  'registryCopy' | 'registryCopyMaxAgeSeconds' | 'registryCopyCitationQueue' | 'offline' | 'userAgent' | keyof UpdateScheduleSettings
+>
 
 /** What the serving of the copy is made of: its store, the resolver's tier, the negotiated answers. */
 export interface RegistryCopy {
   store: CopyStore
   tier: CopyTier
   metadata: CopyMetadata
+  /** REGISTRY_COPY_UPDATE_HOURS > 0: the schedule keeping the copy fresh (stopped at close, before the copy closes). */
+  updates: UpdateSchedule | undefined
   close(): Promise<void>
 }
 
@@ -23,6 +31,8 @@ export interface CopyDeps {
   log: CopyLog
   /** Epoch ms. */
   now: () => number
+  /** The update schedule's test hooks (how soon it first looks, the feeds' pace) and its runs' ends. */
+  updates?: Pick<UpdateScheduleOptions, 'firstCheckMs' | 'checkMs' | 'feedMinIntervalMs' | 'onRun'> | undefined
 }
 
 // Formatted citations kept (citations.ts bounds their bytes too: 16 MiB).
@@ -37,9 +47,18 @@ const CITATIONS_KEPT = 10_000
 export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): Promise<RegistryCopy | undefined> {
   if (config.registryCopy === undefined) return undefined
   const { CopyError, openCopy } = await import('../resolve/copy/store.js')
+  // Writable only when this process may update it (LMDB: one writer at a time, across processes).
+  const updating = config.registryCopyUpdateHours > 0 && !config.offline
   let store: CopyStore
   try {
-    store = openCopy({ dir: config.registryCopy, writable: false, log: deps.log })
+    // Opened writable, LMDB would make a copy where there is none: there must be one already.
+    if (updating && !existsSync(join(config.registryCopy, 'data.mdb'))) {
+      throw new CopyError(
+        'absent',
+        `${JSON.stringify(config.registryCopy)} holds no registry copy (no data.mdb): make one with doi-proxy import --to ${config.registryCopy}`
+      )
+    }
+    store = openCopy({ dir: config.registryCopy, writable: updating, log: deps.log })
   } catch (err) {
     if (err instanceof CopyError) throw new ConfigError(`invalid setting registryCopy (REGISTRY_COPY): ${err.message}`)
     throw err
@@ -64,16 +83,37 @@ export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): P
     return { records: stats.byAgency, asOf }
   })
   const citations = await setUpCitations(config, deps)
-  deps.log.info({ dir: config.registryCopy, records: store.stats().records }, 'registry copy attached')
+  const updates = updating ? await startUpdates(config, store, deps) : undefined
+  deps.log.info({ dir: config.registryCopy, records: store.stats().records, updating }, 'registry copy attached')
   return {
     store,
     tier,
     metadata: copyMetadata(tier, citations.formatter),
+    updates,
     close: async () => {
+      // The run in flight is cut (its state saved) before the copy it writes closes.
+      await updates?.stop()
       await citations.close()
       await store.close()
     }
   }
+}
+
+/**
+ * REGISTRY_COPY_UPDATE_HOURS: every process serving the copy runs the schedule (src/resolve/copy/updater.ts);
+ * the lease in the copy makes one of them update it at a time. Each run counted in doi_proxy_copy_updates_total.
+ */
+async function startUpdates(config: CopySettings, store: CopyStore, deps: CopyDeps): Promise<UpdateSchedule> {
+  const { startUpdateSchedule } = await import('../resolve/copy/updater.js')
+  return startUpdateSchedule({
+    settings: config,
+    copy: store,
+    userAgent: upstreamUserAgent(config),
+    log: deps.log,
+    nowMs: deps.now,
+    updatesCounter: deps.metrics.copy.updates,
+    ...deps.updates
+  })
 }
 
 /**

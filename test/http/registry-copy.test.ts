@@ -14,6 +14,8 @@ import { ConfigError } from '../../src/config/schema.js'
 import { setup, testConfig } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
+import { crossrefWork, FakeAgencyFeeds } from '../support/fake-agency-feeds.js'
+import type { UpdateOutcome } from '../../src/resolve/copy/updater.js'
 
 // Issue 43, plan-43 §1.7–§1.10: the registry copy as a tier of the resolver (after local records and the
 // cache, before the upstream), its freshness online, its words offline, its metadata. Each copy is a real
@@ -400,6 +402,79 @@ describe('citations formatted from the copy’s metadata', () => {
     const metrics = (await app.inject({ url: '/metrics' })).body
     expect(metrics).toContain('doi_proxy_copy_citations_total{format="bibliography",outcome="queue_full"} 1')
     expect(metrics).toContain('doi_proxy_copy_citations_total{format="bibliography",outcome="done"} 2')
+  })
+})
+
+describe('the server keeps the copy fresh (REGISTRY_COPY_UPDATE_HOURS)', () => {
+  const THROUGH = NOW_S - 2 * DAY
+
+  /** A copy covering Crossref to two days ago, holding 10.7001/moved at its old URL. */
+  async function copyToUpdate(): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-copy-update-'))
+    onTestFinished(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
+    const copy = openCopy({ dir, writable: true })
+    const writer = createCopyWriter(copy, { maxBytes: 0, minFreeBytes: 0, nowS: () => THROUGH })
+    writer.putBatch([
+      encodeEntry(
+        { doi: '10.7001/moved', kind: 'work', agency: 'crossref', url: 'https://publisher.example/before', stamp: THROUGH - DAY },
+        { importedAt: THROUGH, covered: true }
+      )
+    ])
+    writer.extendCoverage('crossref', { base: THROUGH, through: THROUGH })
+    await copy.close()
+    return dir
+  }
+
+  it('asks Crossref what changed since the copy’s coverage, writes it in, and serves the new URL from the copy', async () => {
+    const feeds = await FakeAgencyFeeds.start({
+      works: [crossrefWork('10.7001/moved', 'https://publisher.example/after', new Date((NOW_S - 3600) * 1000).toISOString())]
+    })
+    onTestFinished(() => feeds.close())
+    const dir = await copyToUpdate()
+    const runs: Array<[string, UpdateOutcome | Error]> = []
+    const { app } = await setup({
+      overrides: {
+        registryCopy: dir,
+        registryCopyUpdateHours: 1,
+        registryCopyMinFreeBytes: 0,
+        crossrefApiUrl: feeds.url,
+        dataciteApiUrl: feeds.url,
+        contactEmail: 'ops@example.org',
+        upstreamRetries: 0
+      },
+      records: UPSTREAM,
+      deps: { now: () => NOW, copyUpdates: { firstCheckMs: 0, feedMinIntervalMs: 0, onRun: (agency, r) => runs.push([agency, r]) } }
+    })
+    for (let i = 0; i < 500 && runs.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(runs.map(([agency, r]) => [agency, r instanceof Error ? r.message : r.outcome])).toEqual([['crossref', 'done']])
+    // DataCite is not asked: the copy holds none of its records.
+    expect(feeds.requestsTo('/dois')).toEqual([])
+    expect(
+      feeds.requestsTo('/works').every((r) => r.mailto === 'ops@example.org' && r.userAgent?.endsWith('(mailto:ops@example.org)'))
+    ).toBe(true)
+    const res = await app.inject({ url: '/10.7001/moved' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('COPY')
+    expect(res.headers.location).toBe('https://publisher.example/after')
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    expect(metrics).toContain('doi_proxy_copy_updates_total{agency="crossref",outcome="done"} 1')
+    expect(metrics).toContain(`doi_proxy_copy_as_of_seconds{agency="crossref"} ${NOW_S}`)
+  })
+
+  it('without the setting, the copy is opened read-only and nobody is asked', async () => {
+    const feeds = await FakeAgencyFeeds.start()
+    onTestFinished(() => feeds.close())
+    const dir = await copyToUpdate()
+    const { app } = await setup({
+      overrides: { registryCopy: dir, crossrefApiUrl: feeds.url, dataciteApiUrl: feeds.url },
+      records: UPSTREAM,
+      deps: { now: () => NOW, copyUpdates: { firstCheckMs: 0, feedMinIntervalMs: 0 } }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(feeds.seen).toEqual([])
+    expect((await app.inject({ url: '/10.7001/moved' })).headers.location).toBe('https://publisher.example/before')
   })
 })
 

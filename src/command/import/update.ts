@@ -4,9 +4,10 @@ import { createFeedClient, FeedError } from '../../resolve/copy/feeds.js'
 import { CopyError, openCopy } from '../../resolve/copy/store.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
 import { updateStateOf } from '../../handle/copy/feeds.js'
-import { leaseHolder, NoCoverage, runUpdate, stateKeyOf, withLease } from '../../resolve/copy/updater.js'
+import { leaseHolder, NoCoverage, recordRunEnd, runUpdate, stateKeyOf, withLease } from '../../resolve/copy/updater.js'
 import type { UpdateOutcome } from '../../resolve/copy/updater.js'
 import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
+import type { CopyWriter } from '../../resolve/copy/writer.js'
 
 /** The agencies whose APIs `doi-proxy import --update` asks for what changed. */
 export const UPDATE_AGENCIES = ['crossref', 'datacite'] as const
@@ -76,16 +77,18 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
   })
   let outcome: UpdateOutcome | undefined
   let lastSaid = 0
+  let writer: CopyWriter | undefined
   try {
-    const writer = createCopyWriter(copy, {
+    const copyWriter = createCopyWriter(copy, {
       maxBytes: config.registryCopyMaxBytes,
       minFreeBytes: config.registryCopyMinFreeBytes,
       nowS: () => Math.floor(Date.now() / 1000)
     })
+    writer = copyWriter
     const ran = await withLease(copy, { holder: leaseHolder() }, opts.signal, (signal) =>
       runUpdate(agency, {
         copy,
-        writer,
+        writer: copyWriter,
         feeds,
         baseUrl: agency === 'crossref' ? config.crossrefApiUrl : config.dataciteApiUrl,
         mailto: config.contactEmail,
@@ -108,11 +111,14 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
       return { exitCode: 75, pages: 0, records: 0 }
     }
     outcome = ran.value
+    // As the server's runs are: /status shows the last one, whoever ran it.
+    recordRunEnd(copyWriter, agency, outcome, Math.floor(Date.now() / 1000))
     say(summaryOf(outcome))
     for (const problem of outcome.problems) say(`  ${problem}`)
     return { exitCode: outcome.outcome === 'done' ? 0 : 130, pages: outcome.pages, records: outcome.records, outcome }
   } catch (err) {
     const code = exitCodeOf(err)
+    if (writer !== undefined && !(err instanceof NoCoverage)) recordRunEnd(writer, agency, err as Error, Math.floor(Date.now() / 1000))
     const resume = code === 2 ? '' : '; the pages written are kept: run the same command to go on'
     say(`${agency} update stopped: ${(err as Error).message}${resume}`)
     const saved = updateStateOf(copy.meta(stateKeyOf(agency)))

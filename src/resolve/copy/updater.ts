@@ -210,6 +210,49 @@ function finish(ctx: UpdateContext, agency: FeedAgency, state: UpdateState): voi
   })
 }
 
+// ---- the last run, for /status ----
+
+export const lastRunKeyOf = (agency: FeedAgency): string => `lastUpdate:${agency}`
+
+/** How an agency's last update run ended, kept in the copy's meta (every process sharing it reads the same). */
+export interface LastUpdate {
+  outcome: 'done' | 'interrupted' | 'disk_full' | 'failed'
+  /** Seconds since 1970. */
+  endedAt: number
+  pages: number
+  records: number
+  /** Why a run that failed stopped (its first 300 characters). */
+  error?: string
+}
+
+/** The run's end written into the copy's meta; a copy that cannot take it (full) is left as it is. */
+export function recordRunEnd(writer: CopyWriter, agency: FeedAgency, result: UpdateOutcome | Error, endedAt: number, log?: CopyLog): void {
+  const last: LastUpdate =
+    result instanceof Error
+      ? { outcome: updateOutcomeLabel(result), endedAt, pages: 0, records: 0, error: result.message.slice(0, 300) }
+      : { outcome: result.outcome, endedAt, pages: result.pages, records: result.records }
+  try {
+    writer.putMeta(lastRunKeyOf(agency), last)
+  } catch (err) {
+    log?.warn({ agency, err: (err as Error).message }, 'registry copy update: the end of the run could not be noted in the copy')
+  }
+}
+
+/** The agency's last update run as the copy holds it, or undefined when none was noted. */
+export function lastUpdateOf(copy: CopyStore, agency: FeedAgency): LastUpdate | undefined {
+  const raw = copy.meta(lastRunKeyOf(agency)) as Partial<LastUpdate> | null | undefined
+  if (raw === null || typeof raw !== 'object') return undefined
+  const outcomes: readonly string[] = ['done', 'interrupted', 'disk_full', 'failed']
+  if (typeof raw.outcome !== 'string' || !outcomes.includes(raw.outcome) || typeof raw.endedAt !== 'number') return undefined
+  return {
+    outcome: raw.outcome,
+    endedAt: raw.endedAt,
+    pages: typeof raw.pages === 'number' ? raw.pages : 0,
+    records: typeof raw.records === 'number' ? raw.records : 0,
+    ...(typeof raw.error === 'string' ? { error: raw.error.slice(0, 300) } : {})
+  }
+}
+
 // ---- the lease: one updater per copy ----
 
 export const LEASE_KEY = 'lease:updater'
@@ -445,10 +488,12 @@ export function startUpdateSchedule(opts: UpdateScheduleOptions): UpdateSchedule
             })
             opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
             opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(outcome) })
+            recordRunEnd(writer, agency, outcome, Math.floor(nowMs() / 1000), opts.log)
             opts.onRun?.(agency, outcome)
           } catch (err) {
             opts.log.warn({ agency, err: (err as Error).message }, 'registry copy update: run stopped; the next one resumes')
             opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(err as Error) })
+            recordRunEnd(writer, agency, err as Error, Math.floor(nowMs() / 1000), opts.log)
             opts.onRun?.(agency, err as Error)
           }
         }
