@@ -19,6 +19,7 @@ import type { ProxyService } from './resolve/lookup/proxy-service.js'
 import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
+import type { RegistryCopyStatus } from './status/snapshot.js'
 import { setUpCaches } from './services/cache-tiers.js'
 import { setUpRegistryCopy } from './services/copy.js'
 import type { CopyDeps } from './services/copy.js'
@@ -173,7 +174,8 @@ export async function createServices(
     worker: deps.clusterWorker?.index,
     serving: () => lifecycle.ready,
     verifier: verify.verifier,
-    batchHeartbeatMs: deps.batchHeartbeatMs
+    batchHeartbeatMs: deps.batchHeartbeatMs,
+    registryCopy: copy?.status
   })
   closers.push(async () => {
     status.stop()
@@ -269,6 +271,7 @@ function setUpServing(
     serving: () => boolean
     verifier: Verifier | undefined
     batchHeartbeatMs: number | undefined
+    registryCopy: (() => RegistryCopyStatus) | undefined
   }
 ) {
   const { metrics, now, resolver } = parts
@@ -276,7 +279,14 @@ function setUpServing(
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
-  const status = createStatusCollector({ metrics, settings: config, now, upstreamState: parts.upstreamState, worker: parts.worker })
+  const status = createStatusCollector({
+    metrics,
+    settings: config,
+    now,
+    upstreamState: parts.upstreamState,
+    worker: parts.worker,
+    registryCopy: parts.registryCopy
+  })
   const prepared = preparedAnswersOf(config, {
     resolver,
     metrics,

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../config/schema.js'
+import { updateStateOf } from '../handle/copy/feeds.js'
+import { AGENCIES } from '../handle/copy/types.js'
 import { ConfigError, upstreamUserAgent } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
 import { copyMetadata } from '../resolve/copy/metadata.js'
@@ -9,6 +11,7 @@ import type { CopyLog, CopyStore } from '../resolve/copy/store.js'
 import { createCopyTier } from '../resolve/copy/tier.js'
 import type { CopyTier } from '../resolve/copy/tier.js'
 import type { UpdateSchedule, UpdateScheduleOptions, UpdateScheduleSettings } from '../resolve/copy/updater.js'
+import type { RegistryCopyAgency, RegistryCopyStatus } from '../status/snapshot.js'
 
 /** The settings the registry copy's serving reads. */
 export type CopySettings = Pick<
@@ -23,6 +26,8 @@ export interface RegistryCopy {
   metadata: CopyMetadata
   /** REGISTRY_COPY_UPDATE_HOURS > 0: the schedule keeping the copy fresh (stopped at close, before the copy closes). */
   updates: UpdateSchedule | undefined
+  /** What /status shows of the copy, read from it now. */
+  status(): RegistryCopyStatus
   close(): Promise<void>
 }
 
@@ -90,6 +95,7 @@ export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): P
     tier,
     metadata: copyMetadata(tier, citations.formatter),
     updates,
+    status: await copyStatusReader(config, store, deps.now),
     close: async () => {
       // The run in flight is cut (its state saved) before the copy it writes closes.
       await updates?.stop()
@@ -144,4 +150,48 @@ async function setUpCitations(config: CopySettings, deps: CopyDeps): Promise<{ f
     render: (csl, type, params) => citations.render(csl, type, params)
   }
   return { formatter, close: () => citations.close() }
+}
+
+/** /status's registry copy: its records, as-of and last update per agency, and the update lease, read from the copy. */
+async function copyStatusReader(
+  config: Pick<Config, 'registryCopyUpdateHours'>,
+  store: CopyStore,
+  now: () => number
+): Promise<() => RegistryCopyStatus> {
+  // updater.ts loads the writer and LMDB: imported only once a copy is open.
+  const { lastUpdateOf, leaseNow, stateKeyOf } = await import('../resolve/copy/updater.js')
+  const iso = (seconds: number): string | null => (seconds > 0 ? new Date(seconds * 1000).toISOString() : null)
+  return () => {
+    const stats = store.stats()
+    const coverage = store.coverage()
+    const agencies: RegistryCopyAgency[] = []
+    for (const agency of AGENCIES) {
+      const fed = agency === 'other' ? undefined : agency
+      const last = fed === undefined ? undefined : lastUpdateOf(store, fed)
+      const pending = fed === undefined ? undefined : updateStateOf(store.meta(stateKeyOf(fed)))
+      const records = stats.byAgency[agency] ?? 0
+      const through = coverage[agency]?.through
+      if (records === 0 && through === undefined && last === undefined && pending === undefined) continue
+      agencies.push({
+        agency,
+        records,
+        asOf: through === undefined ? null : iso(through),
+        lastUpdate:
+          last === undefined
+            ? null
+            : { outcome: last.outcome, at: iso(last.endedAt) ?? '', pages: last.pages, records: last.records, error: last.error ?? null },
+        pending: pending === undefined ? null : { pages: pending.pages, records: pending.records }
+      })
+    }
+    const lease = leaseNow(store)
+    return {
+      records: stats.records,
+      fileBytes: stats.fileBytes,
+      updatedAt: iso(stats.updatedAt),
+      updateHours: config.registryCopyUpdateHours,
+      agencies,
+      // A lease past its time is nobody's.
+      lease: lease === undefined || lease.until <= now() ? null : { holder: lease.holder, until: new Date(lease.until).toISOString() }
+    }
+  }
 }

@@ -15,7 +15,9 @@ import { setup, testConfig } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
 import { crossrefWork, FakeAgencyFeeds } from '../support/fake-agency-feeds.js'
+import { takeLease } from '../../src/resolve/copy/updater.js'
 import type { UpdateOutcome } from '../../src/resolve/copy/updater.js'
+import type { StatusSnapshot } from '../../src/status/snapshot.js'
 
 // Issue 43, plan-43 §1.7–§1.10: the registry copy as a tier of the resolver (after local records and the
 // cache, before the upstream), its freshness online, its words offline, its metadata. Each copy is a real
@@ -461,6 +463,48 @@ describe('the server keeps the copy fresh (REGISTRY_COPY_UPDATE_HOURS)', () => {
     const metrics = (await app.inject({ url: '/metrics' })).body
     expect(metrics).toContain('doi_proxy_copy_updates_total{agency="crossref",outcome="done"} 1')
     expect(metrics).toContain(`doi_proxy_copy_as_of_seconds{agency="crossref"} ${NOW_S}`)
+    const status = (await app.inject({ url: '/status.json' })).json<StatusSnapshot>()
+    expect(status.registryCopy).toMatchObject({
+      records: 1,
+      updateHours: 1,
+      lease: null,
+      agencies: [
+        {
+          agency: 'crossref',
+          records: 1,
+          asOf: new Date(NOW).toISOString(),
+          lastUpdate: { outcome: 'done', at: new Date(NOW).toISOString(), pages: 1, records: 1, error: null },
+          pending: null
+        }
+      ]
+    })
+  })
+
+  it('/status shows the copy by agency and who holds the update lease, escaped', async () => {
+    const dir = await copyToUpdate()
+    const copy = openCopy({ dir, writable: true })
+    takeLease(copy, '<img src=x onerror=alert(1)>:42', NOW)
+    await copy.close()
+    const { app } = await setup({ overrides: { registryCopy: dir }, records: UPSTREAM, deps: { now: () => NOW } })
+    const status = (await app.inject({ url: '/status.json' })).json<StatusSnapshot>()
+    expect(status.registryCopy).toMatchObject({
+      records: 1,
+      updatedAt: new Date(THROUGH * 1000).toISOString(),
+      updateHours: 0,
+      agencies: [{ agency: 'crossref', records: 1, asOf: new Date(THROUGH * 1000).toISOString(), lastUpdate: null, pending: null }],
+      lease: { holder: '<img src=x onerror=alert(1)>:42', until: new Date(NOW + 5 * 60_000).toISOString() }
+    })
+    const page = (await app.inject({ url: '/status' })).body
+    expect(page).toContain('<h2 id="h-copy">Registry copy</h2>')
+    expect(page).toContain('<td>crossref</td><td class="num">1</td><td>2026-11-25 12:00:00</td><td>—</td><td>—</td>')
+    expect(page).toContain('Being updated by <code>&lt;img src=x onerror=alert(1)&gt;:42</code>')
+    expect(page).not.toContain('<img src=x')
+  })
+
+  it('/status has no registry copy section without a copy', async () => {
+    const { app } = await setup({ records: UPSTREAM })
+    expect((await app.inject({ url: '/status.json' })).json<StatusSnapshot>().registryCopy).toBeNull()
+    expect((await app.inject({ url: '/status' })).body).not.toContain('Registry copy')
   })
 
   it('without the setting, the copy is opened read-only and nobody is asked', async () => {
