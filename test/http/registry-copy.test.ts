@@ -266,6 +266,25 @@ describe('offline, the copy answers alone', () => {
     expect(res.body).toContain('holds every DOI of 10.7002 registered by 2025-04-30, and not this one; it may have been registered since')
   })
 
+  it.each([
+    ['10.7001/elsewhere', "It is not in this resolver's copy of the registry"],
+    [
+      '10.7002/missing',
+      "This resolver's copy of the registry holds every DOI of 10.7002 registered by 2025-04-30, and not this one; it may have been registered since"
+    ]
+  ])('the REST API says of %s what the page says, never that it does not exist', async (handle, words) => {
+    const { app } = await withCopy(OFFLINE)
+    const res = await app.inject({ url: `/api/handles/${handle}` })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toEqual({
+      responseCode: 301,
+      message: `${words}; this resolver is offline and did not ask the DOI System`,
+      handle
+    })
+    const page = await app.inject({ url: `/${handle}` })
+    expect(page.body).toContain(words.charAt(0).toLowerCase() + words.slice(1).replaceAll("'", '&#39;'))
+  })
+
   it('a DOI registered at DataCite without a public URL is unknown, and the page says why', async () => {
     const { app } = await withCopy(OFFLINE)
     const res = await app.inject({ url: '/10.7003/secret' })
