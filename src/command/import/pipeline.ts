@@ -6,8 +6,9 @@ import type { Agency, ImportProblem } from '../../handle/copy/types.js'
 import { cacheKey } from '../../handle/name.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
 import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
+import type { CopyWriter } from '../../resolve/copy/writer.js'
 import { unitsOf } from './sources.js'
-import type { InputArg, InputFile } from './sources.js'
+import type { InputArg, InputFile, Unit } from './sources.js'
 import { readUnit, StopReading } from './worker.js'
 import type { UnitBatch, UnitOptions } from './worker.js'
 
@@ -104,15 +105,45 @@ export class Interrupted extends Error {
   override name = 'Interrupted'
 }
 
+/** What one run carries from file to file: the writer, the sums, the progress, where the copy stands. */
+interface ImportRun {
+  readonly opts: ImportOptions
+  readonly writer: CopyWriter
+  readonly summary: ImportSummary
+  readonly prefixSet: ReadonlySet<string> | undefined
+  readonly progress: ImportProgress
+  readonly importedAt: number
+  problemLines: number
+  /** Where the copy stands: the last commit's file › entry › item, for "the copy holds everything up to …". */
+  lastCommitted: string
+}
+
+/** One file being read: its checkpoint's meta name and the state last committed. */
+interface FileRun {
+  readonly file: InputFile
+  readonly fileId: string
+  readonly id: string
+  state: FileState
+}
+
 export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
-  const { copy } = opts
-  const writer = createCopyWriter(copy, {
+  const run = startRun(opts)
+  try {
+    for (const arg of opts.inputs) await importArg(run, arg)
+  } catch (err) {
+    run.summary.stopped = stopOf(err, run.lastCommitted)
+  }
+  run.summary.records = opts.copy.stats().records
+  return run.summary
+}
+
+function startRun(opts: ImportOptions): ImportRun {
+  const writer = createCopyWriter(opts.copy, {
     maxBytes: opts.maxBytes,
     minFreeBytes: opts.minFreeBytes,
     nowS: opts.nowS,
     ...(opts.freeBytes === undefined ? {} : { freeBytes: opts.freeBytes })
   })
-  const problemsFile = join(copy.dir, 'import-problems.ndjson')
   const summary: ImportSummary = {
     imported: 0,
     unchanged: 0,
@@ -120,181 +151,203 @@ export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
     filtered: 0,
     malformed: 0,
     problems: [],
-    problemsFile,
+    problemsFile: join(opts.copy.dir, 'import-problems.ndjson'),
     files: 0,
     alreadyImported: 0,
     covered: [],
     records: 0
   }
-  const prefixSet = opts.prefixes === undefined ? undefined : new Set(opts.prefixes.map((p) => cacheKey(p)))
   const bytesTotal = opts.inputs.reduce((n, a) => n + a.files.reduce((m, f) => m + f.size, 0), 0)
-  const progress: ImportProgress = { bytesDone: 0, bytesTotal, records: 0, current: '' }
-  const importedAt = opts.nowS()
-  let problemLines = 0
-  // Where the copy stands: the last commit's file › entry › item, for "the copy holds everything up to …".
-  let lastCommitted = 'nothing of this run yet'
+  return {
+    opts,
+    writer,
+    summary,
+    prefixSet: opts.prefixes === undefined ? undefined : new Set(opts.prefixes.map((p) => cacheKey(p))),
+    progress: { bytesDone: 0, bytesTotal, records: 0, current: '' },
+    importedAt: opts.nowS(),
+    problemLines: 0,
+    lastCommitted: 'nothing of this run yet'
+  }
+}
 
-  const name = (problem: NamedProblem): void => {
-    summary.malformed++
-    if (summary.problems.length < FIRST_PROBLEMS) summary.problems.push(problem)
-    if (problemLines < MAX_PROBLEM_LINES) {
-      problemLines++
-      appendFileSync(problemsFile, JSON.stringify({ at: new Date(opts.nowS() * 1000).toISOString(), ...problem }) + '\n')
+/** Why the run stopped early, in words saying where the copy stands; any other error is thrown on. */
+function stopOf(err: unknown, lastCommitted: string): NonNullable<ImportSummary['stopped']> {
+  const cause = err instanceof StopReading ? err.reason : err
+  if (cause instanceof DiskFull) {
+    return {
+      reason: 'disk_full',
+      message: `stopped: ${cause.message}; the copy holds everything up to ${lastCommitted}; free some space and run the same command again`
     }
   }
-
-  try {
-    for (const arg of opts.inputs) {
-      const states: FileState[] = []
-      let argWhole = opts.since === undefined
-      for (const file of arg.files) {
-        summary.files++
-        const state = await importFile(file)
-        if (state === undefined) argWhole = false
-        else states.push(state)
-      }
-      // A tar, or a directory, of one agency's data files, read whole: the agency's coverage moves to its newest record.
-      const tar = arg.files.length === 1 && states[0]?.tar === true
-      const agencies = new Set(states.flatMap((s) => s.agencies))
-      const agency = [...agencies][0]
-      if (
-        argWhole &&
-        (arg.directory || tar) &&
-        agency !== undefined &&
-        agencies.size === 1 &&
-        states.every((s) => s.done && !s.damaged && s.allDataFiles)
-      ) {
-        const asOf = Math.max(...states.map((s) => s.newestStamp))
-        if (asOf > 0) {
-          const prefixes = writer.markWholeAgency(agency, asOf, prefixSet)
-          writer.extendCoverage(agency, { base: asOf, through: asOf })
-          summary.covered.push({ agency, asOf, prefixes })
-        }
-      }
+  if (cause instanceof Interrupted) {
+    return {
+      reason: 'interrupted',
+      message: `interrupted: the copy holds everything up to ${lastCommitted}; run the same command again to go on from there`
     }
-  } catch (err) {
-    const cause = err instanceof StopReading ? err.reason : err
-    if (cause instanceof DiskFull) {
-      summary.stopped = {
-        reason: 'disk_full',
-        message: `stopped: ${cause.message}; the copy holds everything up to ${lastCommitted}; free some space and run the same command again`
-      }
-    } else if (cause instanceof Interrupted) {
-      summary.stopped = {
-        reason: 'interrupted',
-        message: `interrupted: the copy holds everything up to ${lastCommitted}; run the same command again to go on from there`
-      }
-    } else throw cause
   }
-  summary.records = copy.stats().records
-  return summary
+  throw cause
+}
 
-  /** One file: passed over when imported whole before; else its units, resumed from its checkpoint. The file's state, or undefined when passed over. */
-  async function importFile(file: InputFile): Promise<FileState | undefined> {
-    const fileId = createHash('sha1').update(file.path).digest('hex').slice(0, 20)
-    const id = `file:${fileId}`
-    const head = headOf(file.path)
-    const held = copy.meta(id) as FileState | undefined
-    const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.head === head
-    if (same && held.done && !opts.again) {
-      summary.alreadyImported++
-      progress.bytesDone += file.size
+/** A problem counted, the first ones kept for the summary, each (up to a bound) a line of the problems file. */
+function nameProblem(run: ImportRun, problem: NamedProblem): void {
+  const { summary } = run
+  summary.malformed++
+  if (summary.problems.length < FIRST_PROBLEMS) summary.problems.push(problem)
+  if (run.problemLines < MAX_PROBLEM_LINES) {
+    run.problemLines++
+    appendFileSync(summary.problemsFile, JSON.stringify({ at: new Date(run.opts.nowS() * 1000).toISOString(), ...problem }) + '\n')
+  }
+}
+
+/** The files of one input argument; a tar, or a directory, of one agency's data files read whole moves its coverage. */
+async function importArg(run: ImportRun, arg: InputArg): Promise<void> {
+  const states: FileState[] = []
+  let argWhole = run.opts.since === undefined
+  for (const file of arg.files) {
+    run.summary.files++
+    const state = await importFile(run, file)
+    if (state === undefined) argWhole = false
+    else states.push(state)
+  }
+  // A tar, or a directory, of one agency's data files, read whole: the agency's coverage moves to its newest record.
+  const tar = arg.files.length === 1 && states[0]?.tar === true
+  const agencies = new Set(states.flatMap((s) => s.agencies))
+  const agency = [...agencies][0]
+  if (
+    argWhole &&
+    (arg.directory || tar) &&
+    agency !== undefined &&
+    agencies.size === 1 &&
+    states.every((s) => s.done && !s.damaged && s.allDataFiles)
+  ) {
+    const asOf = Math.max(...states.map((s) => s.newestStamp))
+    if (asOf > 0) {
+      const prefixes = run.writer.markWholeAgency(agency, asOf, run.prefixSet)
+      run.writer.extendCoverage(agency, { base: asOf, through: asOf })
+      run.summary.covered.push({ agency, asOf, prefixes })
+    }
+  }
+}
+
+/** One file: passed over when imported whole before; else its units, resumed from its checkpoint. The file's state, or undefined when passed over. */
+async function importFile(run: ImportRun, file: InputFile): Promise<FileState | undefined> {
+  const { opts, progress } = run
+  const fileId = createHash('sha1').update(file.path).digest('hex').slice(0, 20)
+  const id = `file:${fileId}`
+  const head = headOf(file.path)
+  const held = opts.copy.meta(id) as FileState | undefined
+  const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.head === head
+  if (same && held.done && !opts.again) {
+    run.summary.alreadyImported++
+    progress.bytesDone += file.size
+    opts.onProgress?.(progress)
+    return held
+  }
+  const f: FileRun = { file, fileId, id, state: same && !held.done && !opts.again ? held : newFileState(file, head) }
+  const units = unitsOf(file, {
+    onBytes: (n) => {
+      progress.bytesDone += n
       opts.onProgress?.(progress)
-      return held
+    },
+    onWarning: (entry, message) => {
+      f.state.damaged = true
+      nameProblem(run, { file: file.shown, ...(entry === '' ? {} : { entry }), message })
     }
-    let state: FileState =
-      same && !held.done && !opts.again
-        ? held
-        : {
-            path: file.path,
-            size: file.size,
-            mtimeMs: file.mtimeMs,
-            head,
-            done: false,
-            entriesInOrder: 0,
-            entriesOutOfOrder: [],
-            partial: {},
-            agencies: [],
-            allDataFiles: true,
-            damaged: false,
-            newestStamp: 0,
-            tar: false
-          }
-    const warn = (entry: string, message: string): void => {
-      state.damaged = true
-      name({ file: file.shown, ...(entry === '' ? {} : { entry }), message })
-    }
-    const units = unitsOf(file, {
-      onBytes: (n) => {
-        progress.bytesDone += n
-        opts.onProgress?.(progress)
-      },
-      onWarning: warn
-    })
-    for (;;) {
-      const next = await units.next()
-      if (next.done === true) break
-      const unit = next.value
-      if (unit.index < state.entriesInOrder || state.entriesOutOfOrder.includes(unit.entry)) continue
-      progress.current = unit.entry === '' ? file.shown : `${file.shown} › ${unit.entry}`
-      const where = (item?: number): string => `${progress.current}${item === undefined ? '' : ` item ${item}`}`
-      const unitOptions: UnitOptions = {
-        maxRecordBytes: opts.maxRecordBytes,
-        map: { abstracts: opts.abstracts },
-        ...(prefixSet === undefined ? {} : { prefixes: prefixSet }),
-        ...(opts.since === undefined ? {} : { since: opts.since }),
-        skipItems: state.partial[unit.entry] ?? 0,
-        importedAt,
-        inWhole: true,
-        batchSize: opts.batchSize
-      }
-      const commit = (batch: UnitBatch): void => {
-        const next: FileState = { ...state, partial: { ...state.partial }, entriesOutOfOrder: state.entriesOutOfOrder }
-        next.partial[unit.entry] = batch.itemsDone
-        if (unit.entry !== '') next.tar = true
-        next.newestStamp = Math.max(next.newestStamp, batch.newestStamp)
-        if (batch.final) {
-          delete next.partial[unit.entry]
-          if (unit.index === next.entriesInOrder) next.entriesInOrder = unit.index + 1
-          else next.entriesOutOfOrder = [...next.entriesOutOfOrder, unit.entry]
-          if (batch.format === undefined) next.allDataFiles = false
-          else {
-            const reading = READING[batch.format]
-            if (!next.agencies.includes(reading.agency)) next.agencies = [...next.agencies, reading.agency]
-            if (!reading.dataFile) next.allDataFiles = false
-          }
-        }
-        const counts = writer.putBatch(batch.entries, { name: id, value: next })
-        state = next
-        lastCommitted = where(batch.itemsDone === 0 ? undefined : batch.itemsDone)
-        summary.imported += counts.written
-        summary.unchanged += counts.unchanged + counts.older
-        summary.older += counts.older
-        summary.filtered += batch.filtered
-        progress.records += counts.written + counts.unchanged + counts.older + batch.filtered
-        for (const p of batch.problems) {
-          name({
-            file: file.shown,
-            ...(unit.entry === '' ? {} : { entry: unit.entry }),
-            ...(p.item === undefined ? {} : { item: p.item }),
-            ...(p.offset === undefined ? {} : { offset: p.offset }),
-            message: p.message
-          })
-        }
-        opts.onProgress?.(progress)
-        if (opts.signal?.aborted === true) throw new Interrupted('interrupted')
-      }
-      const end = await readUnit(unit.chunks, unitOptions, commit).catch(async (err: unknown) => {
+  })
+  for (;;) {
+    const next = await units.next()
+    if (next.done === true) break
+    const unit = next.value
+    if (unit.index < f.state.entriesInOrder || f.state.entriesOutOfOrder.includes(unit.entry)) continue
+    progress.current = unit.entry === '' ? file.shown : `${file.shown} › ${unit.entry}`
+    const end = await readUnit(unit.chunks, unitOptionsOf(run, f.state.partial[unit.entry] ?? 0), (batch) => commit(run, f, unit, batch)).catch(
+      async (err: unknown) => {
         await units.return({ tar: false }).catch(() => {})
         throw err
-      })
-      // Said in the file's last checkpoint (finishFile): a damaged file moves no coverage.
-      if (end.damaged) state.damaged = true
-    }
-    state = { ...state, done: true }
-    writer.finishFile(fileId, state)
-    return state
+      }
+    )
+    // Said in the file's last checkpoint (finishFile): a damaged file moves no coverage.
+    if (end.damaged) f.state.damaged = true
   }
+  f.state = { ...f.state, done: true }
+  run.writer.finishFile(fileId, f.state)
+  return f.state
+}
+
+function newFileState(file: InputFile, head: string): FileState {
+  return {
+    path: file.path,
+    size: file.size,
+    mtimeMs: file.mtimeMs,
+    head,
+    done: false,
+    entriesInOrder: 0,
+    entriesOutOfOrder: [],
+    partial: {},
+    agencies: [],
+    allDataFiles: true,
+    damaged: false,
+    newestStamp: 0,
+    tar: false
+  }
+}
+
+function unitOptionsOf(run: ImportRun, skipItems: number): UnitOptions {
+  const { opts } = run
+  return {
+    maxRecordBytes: opts.maxRecordBytes,
+    map: { abstracts: opts.abstracts },
+    ...(run.prefixSet === undefined ? {} : { prefixes: run.prefixSet }),
+    ...(opts.since === undefined ? {} : { since: opts.since }),
+    skipItems,
+    importedAt: run.importedAt,
+    inWhole: true,
+    batchSize: opts.batchSize
+  }
+}
+
+/** The commit step: a batch written with the file's next checkpoint in one transaction, then counted and its problems named. */
+function commit(run: ImportRun, f: FileRun, unit: Unit, batch: UnitBatch): void {
+  const { opts, summary, progress } = run
+  const next = checkpointAfter(f.state, unit, batch)
+  const counts = run.writer.putBatch(batch.entries, { name: f.id, value: next })
+  f.state = next
+  run.lastCommitted = `${progress.current}${batch.itemsDone === 0 ? '' : ` item ${batch.itemsDone}`}`
+  summary.imported += counts.written
+  summary.unchanged += counts.unchanged + counts.older
+  summary.older += counts.older
+  summary.filtered += batch.filtered
+  progress.records += counts.written + counts.unchanged + counts.older + batch.filtered
+  for (const p of batch.problems) {
+    nameProblem(run, {
+      file: f.file.shown,
+      ...(unit.entry === '' ? {} : { entry: unit.entry }),
+      ...(p.item === undefined ? {} : { item: p.item }),
+      ...(p.offset === undefined ? {} : { offset: p.offset }),
+      message: p.message
+    })
+  }
+  opts.onProgress?.(progress)
+  if (opts.signal?.aborted === true) throw new Interrupted('interrupted')
+}
+
+/** The file's state once `batch` of `unit` is written: items read, and when the unit ends, its entry, format and agency. */
+function checkpointAfter(state: FileState, unit: Unit, batch: UnitBatch): FileState {
+  const next: FileState = { ...state, partial: { ...state.partial }, entriesOutOfOrder: state.entriesOutOfOrder }
+  next.partial[unit.entry] = batch.itemsDone
+  if (unit.entry !== '') next.tar = true
+  next.newestStamp = Math.max(next.newestStamp, batch.newestStamp)
+  if (!batch.final) return next
+  delete next.partial[unit.entry]
+  if (unit.index === next.entriesInOrder) next.entriesInOrder = unit.index + 1
+  else next.entriesOutOfOrder = [...next.entriesOutOfOrder, unit.entry]
+  if (batch.format === undefined) next.allDataFiles = false
+  else {
+    const reading = READING[batch.format]
+    if (!next.agencies.includes(reading.agency)) next.agencies = [...next.agencies, reading.agency]
+    if (!reading.dataFile) next.allDataFiles = false
+  }
+  return next
 }
 
 /** SHA-1 of a file's first MiB: with its size and mtime, it tells a file imported before from another. */

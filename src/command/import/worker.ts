@@ -9,7 +9,7 @@ import type { SplitItem, SplitProblem, Splitter } from '../../handle/copy/item-s
 import { mirrorRecordOf } from '../../handle/copy/mirror-record.js'
 import { encodeEntry } from '../../handle/copy/record-codec.js'
 import { READING, sniff, SNIFF_BYTES } from '../../handle/copy/sniff.js'
-import type { ItemFormat } from '../../handle/copy/sniff.js'
+import type { Format, FormatReading, ItemFormat } from '../../handle/copy/sniff.js'
 import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
 import { cacheKey, prefixOf } from '../../handle/name.js'
 
@@ -73,22 +73,84 @@ export interface UnitEnd {
 const MAX_PROBLEMS_PER_BATCH = 1000
 const MAX_MESSAGE = 300
 
+type Sniffed = { format: Format } | { unknown: string }
+
+/** A unit being read: its format's reading, the batch being filled, the CSV header once read. */
+interface UnitRead {
+  readonly opts: UnitOptions
+  readonly format: ItemFormat
+  readonly reading: FormatReading
+  /** Its records are vouched for by a whole agency file's coverage. */
+  readonly covered: boolean
+  readonly mapOne: (value: unknown) => Mapped | undefined
+  batch: UnitBatch
+  header: string[] | undefined
+  /** The splitter met a fatal problem: the unit is damaged. */
+  fatal: boolean
+}
+
 export async function readUnit(
   source: AsyncIterable<Buffer>,
   opts: UnitOptions,
   onBatch: (batch: UnitBatch) => Promise<void> | void
 ): Promise<UnitEnd> {
-  let stream: AsyncIterable<Buffer> = source
-  let peeked = await peek(stream)
-  let sniffed = sniff(peeked.head)
+  const opened = await openUnit(source, opts)
+  if ('damaged' in opened) return await damagedAtStart(onBatch, opened.damaged)
+  const { stream, sniffed } = opened
+  if ('unknown' in sniffed) {
+    const batch = emptyBatch(0, true)
+    batch.problems.push({ message: `skipped: ${sniffed.unknown}` })
+    batch.malformed = 1
+    await onBatch(batch)
+    return { unknown: sniffed.unknown, damaged: false }
+  }
+  const format = sniffed.format as ItemFormat
+  const reading = READING[format]
+  const u: UnitRead = {
+    opts,
+    format,
+    reading,
+    covered: opts.inWhole && reading.dataFile,
+    mapOne: mapperOf(format, opts.map),
+    batch: emptyBatch(0, false),
+    header: undefined,
+    fatal: false
+  }
+  const onItem = (item: SplitItem): void => readItem(u, item)
+  const onProblem = (p: SplitProblem): void => splitProblem(u, p)
+  const splitter: Splitter =
+    reading.split === 'array'
+      ? createItemSplitter({ path: reading.path, maxBytes: opts.maxRecordBytes, onItem, onProblem })
+      : createLineSplitter({ maxBytes: opts.maxRecordBytes, onItem, onProblem })
+  let damaged = false
+  try {
+    for await (const chunk of stream) {
+      splitter.write(chunk)
+      if (splitter.stopped) break
+      if (u.batch.entries.length >= opts.batchSize || u.batch.problems.length >= MAX_PROBLEMS_PER_BATCH) await flush(u, splitter, onBatch, false)
+    }
+    splitter.end()
+  } catch (err) {
+    if (err instanceof StopReading) throw err
+    damaged = true
+    problem(u, { offset: undefined, message: readError(err) })
+  }
+  if (u.fatal) damaged = true
+  await flush(u, splitter, onBatch, true)
+  return { format, damaged }
+}
+
+/** The unit's bytes, gunzipped when gzip, and what they are; a gzip or tar within refused; or why gzip cannot be read. */
+async function openUnit(source: AsyncIterable<Buffer>, opts: UnitOptions): Promise<{ stream: AsyncIterable<Buffer>; sniffed: Sniffed } | { damaged: string }> {
+  let peeked = await peek(source)
+  let sniffed: Sniffed = sniff(peeked.head)
   if ('format' in sniffed && sniffed.format === 'gzip') {
     const gunzip = createGunzip()
     pipeline(Readable.from(peeked.stream), gunzip, () => {})
-    stream = gunzip
     try {
-      peeked = await peek(stream)
+      peeked = await peek(gunzip)
     } catch (err) {
-      return await damagedAtStart(onBatch, `the gzip data cannot be read (${(err as Error).message})`)
+      return { damaged: `the gzip data cannot be read (${(err as Error).message})` }
     }
     sniffed = sniff(peeked.head)
     if ('format' in sniffed && (sniffed.format === 'gzip' || sniffed.format === 'tar')) {
@@ -99,104 +161,83 @@ export async function readUnit(
   } else if ('format' in sniffed && sniffed.format === 'tar') {
     sniffed = { unknown: 'a tar inside a tar: unpack the outer one first' }
   }
-  if ('unknown' in sniffed) {
-    const batch = emptyBatch(0, true)
-    batch.problems.push({ message: `skipped: ${sniffed.unknown}` })
-    batch.malformed = 1
-    await onBatch(batch)
-    return { unknown: sniffed.unknown, damaged: false }
-  }
-  const format = sniffed.format as ItemFormat
-  const reading = READING[format]
-  const covered = opts.inWhole && reading.dataFile
+  return { stream: peeked.stream, sniffed }
+}
 
-  let batch = emptyBatch(0, false)
-  let header: string[] | undefined
-  const mapOne = mapperOf(format, opts.map)
+function problem(u: UnitRead, p: UnitProblem): void {
+  u.batch.problems.push({ ...p, message: p.message.length > MAX_MESSAGE ? p.message.slice(0, MAX_MESSAGE) + '…' : p.message })
+}
 
-  const problem = (p: UnitProblem): void => {
-    batch.problems.push({ ...p, message: p.message.length > MAX_MESSAGE ? p.message.slice(0, MAX_MESSAGE) + '…' : p.message })
-  }
-  const malformed = (item: SplitItem, message: string): void => {
-    problem({ item: item.index, offset: item.offset, message })
-  }
-  const onItem = (item: SplitItem): void => {
-    if (reading.split === 'csv' && header === undefined) {
-      header = csvRow(item.bytes)?.map((h) => h.trim().toLowerCase())
-      if (header === undefined || !header.includes('doi') || !header.includes('state')) {
-        header = []
-        problem({ item: item.index, offset: item.offset, message: 'the CSV has no header naming doi and state' })
-      }
-      return
-    }
-    if (item.index <= opts.skipItems) return
-    let value: unknown
-    if (reading.split === 'csv') {
-      const cells = csvRow(item.bytes)
-      if (cells === undefined) return malformed(item, 'not a CSV row')
-      value = Object.fromEntries((header ?? []).map((h, i) => [h, cells[i]]))
-    } else {
-      try {
-        value = JSON.parse(item.bytes.toString('utf8'))
-      } catch (err) {
-        return malformed(item, `not JSON (${(err as Error).message})`)
-      }
-    }
-    const mapped = mapOne(value)
-    if (mapped === undefined) return
-    if (typeof mapped === 'string') return malformed(item, mapped)
-    if (opts.prefixes !== undefined && !opts.prefixes.has(cacheKey(prefixOf(mapped.doi)))) {
-      batch.filtered++
-      return
-    }
-    if (opts.since !== undefined && mapped.stamp < opts.since) {
-      batch.filtered++
-      return
-    }
-    batch.entries.push(encodeEntry(mapped, { importedAt: opts.importedAt, covered }))
-    if (mapped.stamp > batch.newestStamp) batch.newestStamp = mapped.stamp
-  }
-  let fatal = false
-  const onProblem = (p: SplitProblem): void => {
-    if (p.fatal) fatal = true
-    if (p.item !== undefined && p.item <= opts.skipItems && !p.fatal) return
-    problem({ ...(p.item === undefined ? {} : { item: p.item }), offset: p.offset, message: p.message })
-  }
-  const splitter: Splitter =
-    reading.split === 'array'
-      ? createItemSplitter({ path: reading.path, maxBytes: opts.maxRecordBytes, onItem, onProblem })
-      : createLineSplitter({ maxBytes: opts.maxRecordBytes, onItem, onProblem })
+function splitProblem(u: UnitRead, p: SplitProblem): void {
+  if (p.fatal) u.fatal = true
+  if (p.item !== undefined && p.item <= u.opts.skipItems && !p.fatal) return
+  problem(u, { ...(p.item === undefined ? {} : { item: p.item }), offset: p.offset, message: p.message })
+}
 
-  const flush = async (final: boolean): Promise<void> => {
-    const out = batch
-    out.itemsDone = Math.max(splitter.done, opts.skipItems)
-    out.final = final
-    out.format = format
-    out.malformed = out.problems.length
-    batch = emptyBatch(0, false)
-    try {
-      await onBatch(out)
-    } catch (err) {
-      throw err instanceof StopReading ? err : new StopReading(err)
-    }
+/** One item: the CSV header, or parsed, mapped, filtered (--prefix, --since) and encoded into the batch. */
+function readItem(u: UnitRead, item: SplitItem): void {
+  const { opts, batch } = u
+  if (u.reading.split === 'csv' && u.header === undefined) {
+    u.header = csvHeader(u, item)
+    return
   }
+  if (item.index <= opts.skipItems) return
+  const value = valueOf(u, item)
+  if (value === NOT_READ) return
+  const mapped = u.mapOne(value)
+  if (mapped === undefined) return
+  if (typeof mapped === 'string') return problem(u, { item: item.index, offset: item.offset, message: mapped })
+  if (opts.prefixes !== undefined && !opts.prefixes.has(cacheKey(prefixOf(mapped.doi)))) {
+    batch.filtered++
+    return
+  }
+  if (opts.since !== undefined && mapped.stamp < opts.since) {
+    batch.filtered++
+    return
+  }
+  batch.entries.push(encodeEntry(mapped, { importedAt: opts.importedAt, covered: u.covered }))
+  if (mapped.stamp > batch.newestStamp) batch.newestStamp = mapped.stamp
+}
 
-  let damaged = false
+// An item that is no value (not a CSV row, not JSON): named already.
+const NOT_READ = Symbol('not read')
+
+function valueOf(u: UnitRead, item: SplitItem): unknown {
+  if (u.reading.split === 'csv') {
+    const cells = csvRow(item.bytes)
+    if (cells !== undefined) return Object.fromEntries((u.header ?? []).map((h, i) => [h, cells[i]]))
+    problem(u, { item: item.index, offset: item.offset, message: 'not a CSV row' })
+    return NOT_READ
+  }
   try {
-    for await (const chunk of peeked.stream) {
-      splitter.write(chunk)
-      if (splitter.stopped) break
-      if (batch.entries.length >= opts.batchSize || batch.problems.length >= MAX_PROBLEMS_PER_BATCH) await flush(false)
-    }
-    splitter.end()
+    return JSON.parse(item.bytes.toString('utf8'))
   } catch (err) {
-    if (err instanceof StopReading) throw err
-    damaged = true
-    problem({ offset: undefined, message: readError(err) })
+    problem(u, { item: item.index, offset: item.offset, message: `not JSON (${(err as Error).message})` })
+    return NOT_READ
   }
-  if (fatal) damaged = true
-  await flush(true)
-  return { format, damaged }
+}
+
+/** The CSV's first row, lower case; [] (and named) when it names no doi and state. */
+function csvHeader(u: UnitRead, item: SplitItem): string[] {
+  const header = csvRow(item.bytes)?.map((h) => h.trim().toLowerCase())
+  if (header !== undefined && header.includes('doi') && header.includes('state')) return header
+  problem(u, { item: item.index, offset: item.offset, message: 'the CSV has no header naming doi and state' })
+  return []
+}
+
+/** The batch handed on, a new one begun; the consumer's error stops the unit (StopReading). */
+async function flush(u: UnitRead, splitter: Splitter, onBatch: (batch: UnitBatch) => Promise<void> | void, final: boolean): Promise<void> {
+  const out = u.batch
+  out.itemsDone = Math.max(splitter.done, u.opts.skipItems)
+  out.final = final
+  out.format = u.format
+  out.malformed = out.problems.length
+  u.batch = emptyBatch(0, false)
+  try {
+    await onBatch(out)
+  } catch (err) {
+    throw err instanceof StopReading ? err : new StopReading(err)
+  }
 }
 
 /** An error the consumer threw (disk full, interrupted): it stops the unit, it is not the input's fault. */

@@ -67,243 +67,280 @@ interface Frame {
   target: boolean
 }
 
+/** Where an array splitter is in its stream: the path outside items, the item being cut inside one. */
+interface SplitState {
+  readonly path: readonly string[]
+  readonly maxBytes: number
+  readonly onItem: (item: SplitItem) => void
+  readonly onProblem: (problem: SplitProblem) => void
+  stack: Frame[]
+  /** Byte offset of the chunk being written. */
+  offset: number
+  done: number
+  stopped: boolean
+  rootClosed: boolean
+  seenTarget: boolean
+  // Outside items.
+  inString: boolean
+  escape: boolean
+  keyBytes: number[] | undefined
+  // Inside an item.
+  inItem: boolean
+  itemDepth: number
+  itemString: boolean
+  itemEscape: boolean
+  itemScalar: boolean
+  itemOffset: number
+  itemParts: Buffer[]
+  itemSize: number
+  itemOver: boolean
+  /** Where the item's bytes start in the chunk being written; -1: none in it. */
+  start: number
+}
+
 /** The items of the JSON array at `path` (object keys from the root; [] for a root array). */
 export function createItemSplitter(opts: SplitterOptions & { path: readonly string[] }): Splitter {
-  const { path, maxBytes, onItem, onProblem } = opts
-  const stack: Frame[] = []
-  let offset = 0
-  let done = 0
-  let stopped = false
-  let rootClosed = false
-  let seenTarget = false
-  // Outside items.
-  let inString = false
-  let escape = false
-  let keyBytes: number[] | undefined
-  // Inside an item.
-  let inItem = false
-  let itemDepth = 0
-  let itemString = false
-  let itemEscape = false
-  let itemScalar = false
-  let itemOffset = 0
-  let itemParts: Buffer[] = []
-  let itemSize = 0
-  let itemOver = false
-
-  function stop(at: number, message: string): void {
-    stopped = true
-    onProblem({ offset: at, message, fatal: true, ...(inItem ? { item: done + 1 } : {}) })
+  const s: SplitState = {
+    path: opts.path,
+    maxBytes: opts.maxBytes,
+    onItem: opts.onItem,
+    onProblem: opts.onProblem,
+    stack: [],
+    offset: 0,
+    done: 0,
+    stopped: false,
+    rootClosed: false,
+    seenTarget: false,
+    inString: false,
+    escape: false,
+    keyBytes: undefined,
+    inItem: false,
+    itemDepth: 0,
+    itemString: false,
+    itemEscape: false,
+    itemScalar: false,
+    itemOffset: 0,
+    itemParts: [],
+    itemSize: 0,
+    itemOver: false,
+    start: -1
   }
-
-  function isTargetPath(): boolean {
-    if (stack.length !== path.length) return false
-    return stack.every((f, i) => f.object && f.key === path[i])
-  }
-
-  function startItem(at: number): void {
-    inItem = true
-    itemDepth = 0
-    itemString = false
-    itemEscape = false
-    itemScalar = false
-    itemOffset = at
-    itemParts = []
-    itemSize = 0
-    itemOver = false
-  }
-
-  function keep(part: Buffer): void {
-    if (itemOver) return
-    itemSize += part.length
-    if (itemSize > maxBytes) {
-      itemOver = true
-      itemParts = []
-      return
-    }
-    itemParts.push(part)
-  }
-
-  function endItem(): void {
-    inItem = false
-    done++
-    if (itemOver) {
-      onProblem({
-        item: done,
-        offset: itemOffset,
-        message: `the item is larger than ${maxBytes} bytes (REGISTRY_COPY_MAX_RECORD_BYTES): skipped`,
-        fatal: false
-      })
-    } else {
-      const bytes = itemParts.length === 1 ? itemParts[0]! : Buffer.concat(itemParts)
-      onItem({ bytes, index: done, offset: itemOffset })
-    }
-    itemParts = []
-  }
-
-  /** One byte outside any item; false when it broke the structure. */
-  function structural(c: number, at: number): boolean {
-    const top = stack[stack.length - 1]
-    if (inString) {
-      if (escape) escape = false
-      else if (c === BACKSLASH) escape = true
-      else if (c === QUOTE) {
-        inString = false
-        if (keyBytes !== undefined && top !== undefined) top.key = Buffer.from(keyBytes).toString('utf8')
-        keyBytes = undefined
-        return true
-      }
-      if (keyBytes !== undefined) {
-        if (keyBytes.length < LONGEST_KEY) keyBytes.push(c)
-        else keyBytes = undefined
-      }
-      return true
-    }
-    if (isSpace(c)) return true
-    if (rootClosed) {
-      stop(at, `JSON error at byte ${at}: more after the end of the JSON value`)
-      return false
-    }
-    if (top === undefined && c !== OPEN_OBJECT && c !== OPEN_ARRAY) {
-      stop(at, `JSON error at byte ${at}: the file does not start with { or [`)
-      return false
-    }
-    switch (c) {
-      case QUOTE:
-        inString = true
-        escape = false
-        if (top?.object === true && top.expectKey) {
-          keyBytes = []
-          top.key = undefined
-        }
-        return true
-      case COLON:
-        if (top?.object === true) top.expectKey = false
-        return true
-      case COMMA:
-        if (top?.object === true) top.expectKey = true
-        return true
-      case OPEN_OBJECT:
-      case OPEN_ARRAY: {
-        const target = c === OPEN_ARRAY && !seenTarget && isTargetPath()
-        if (target) seenTarget = true
-        stack.push({ object: c === OPEN_OBJECT, key: undefined, expectKey: c === OPEN_OBJECT, target })
-        return true
-      }
-      case CLOSE_OBJECT:
-      case CLOSE_ARRAY: {
-        if (top === undefined || top.object !== (c === CLOSE_OBJECT)) {
-          stop(at, `JSON error at byte ${at}: an unexpected ${String.fromCharCode(c)}; the rest of the file is skipped`)
-          return false
-        }
-        stack.pop()
-        if (stack.length === 0) rootClosed = true
-        return true
-      }
-      default:
-        return true
-    }
-  }
-
   return {
     get done() {
-      return done
+      return s.done
     },
     get stopped() {
-      return stopped
+      return s.stopped
     },
-    write(chunk) {
-      if (stopped) return
-      let start = inItem ? 0 : -1
-      for (let i = 0; i < chunk.length; i++) {
-        const c = chunk[i]!
-        if (inItem) {
-          if (itemString) {
-            if (itemEscape) itemEscape = false
-            else if (c === BACKSLASH) itemEscape = true
-            else if (c === QUOTE) {
-              itemString = false
-              if (itemScalar && itemDepth === 0) {
-                keep(chunk.subarray(start, i + 1))
-                endItem()
-                start = -1
-              }
-            }
-            continue
-          }
-          if (c === QUOTE) {
-            itemString = true
-            continue
-          }
-          if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-            itemDepth++
-            continue
-          }
-          if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-            if (itemDepth === 0) {
-              // A number, true, false or null ended by the array's ]: the ] is the array's.
-              keep(chunk.subarray(start, i))
-              endItem()
-              start = -1
-              if (!structural(c, offset + i)) return
-              continue
-            }
-            itemDepth--
-            if (itemDepth === 0) {
-              keep(chunk.subarray(start, i + 1))
-              endItem()
-              start = -1
-            }
-            continue
-          }
-          if (c === COMMA && itemDepth === 0) {
-            keep(chunk.subarray(start, i))
-            endItem()
-            start = -1
-          }
-          continue
-        }
-        // Between items: an item starts at the first byte of a value in the target array.
-        const top = stack[stack.length - 1]
-        if (!inString && top?.target === true && !isSpace(c) && c !== COMMA && c !== CLOSE_ARRAY) {
-          if (!startsValue(c)) {
-            stop(offset + i, `JSON error at byte ${offset + i}: an unexpected ${String.fromCharCode(c)}; the rest of the file is skipped`)
-            return
-          }
-          startItem(offset + i)
-          start = i
-          if (c === OPEN_OBJECT || c === OPEN_ARRAY) itemDepth = 1
-          else {
-            itemScalar = true
-            if (c === QUOTE) itemString = true
-          }
-          continue
-        }
-        if (!structural(c, offset + i)) return
-      }
-      if (inItem && start >= 0) keep(chunk.subarray(start))
-      offset += chunk.length
-    },
-    end() {
-      if (stopped) return
-      if (inItem) {
-        stopped = true
-        onProblem({ item: done + 1, offset: itemOffset, message: 'the file ends inside this item: it was cut off', fatal: true })
-        return
-      }
-      if (!rootClosed && stack.length > 0) {
-        stopped = true
-        onProblem({ offset, message: 'the file ends before its JSON does: it was cut off', fatal: true })
-        return
-      }
-      if (!seenTarget) {
-        onProblem({
-          offset,
-          message: path.length === 0 ? 'no array of items' : `no array of items at ${path.map((k) => JSON.stringify(k)).join(' › ')}`,
-          fatal: true
-        })
-      }
+    write: (chunk) => writeChunk(s, chunk),
+    end: () => endStream(s)
+  }
+}
+
+function stop(s: SplitState, at: number, message: string): void {
+  s.stopped = true
+  s.onProblem({ offset: at, message, fatal: true, ...(s.inItem ? { item: s.done + 1 } : {}) })
+}
+
+function isTargetPath(s: SplitState): boolean {
+  if (s.stack.length !== s.path.length) return false
+  return s.stack.every((f, i) => f.object && f.key === s.path[i])
+}
+
+function startItem(s: SplitState, at: number): void {
+  s.inItem = true
+  s.itemDepth = 0
+  s.itemString = false
+  s.itemEscape = false
+  s.itemScalar = false
+  s.itemOffset = at
+  s.itemParts = []
+  s.itemSize = 0
+  s.itemOver = false
+}
+
+function keep(s: SplitState, part: Buffer): void {
+  if (s.itemOver) return
+  s.itemSize += part.length
+  if (s.itemSize > s.maxBytes) {
+    s.itemOver = true
+    s.itemParts = []
+    return
+  }
+  s.itemParts.push(part)
+}
+
+/** The item ends with the bytes of `chunk` before `end`: handed on, or named when too large. */
+function endItem(s: SplitState, chunk: Buffer, end: number): void {
+  keep(s, chunk.subarray(s.start, end))
+  s.start = -1
+  s.inItem = false
+  s.done++
+  if (s.itemOver) {
+    s.onProblem({
+      item: s.done,
+      offset: s.itemOffset,
+      message: `the item is larger than ${s.maxBytes} bytes (REGISTRY_COPY_MAX_RECORD_BYTES): skipped`,
+      fatal: false
+    })
+  } else {
+    const bytes = s.itemParts.length === 1 ? s.itemParts[0]! : Buffer.concat(s.itemParts)
+    s.onItem({ bytes, index: s.done, offset: s.itemOffset })
+  }
+  s.itemParts = []
+}
+
+function writeChunk(s: SplitState, chunk: Buffer): void {
+  if (s.stopped) return
+  s.start = s.inItem ? 0 : -1
+  for (let i = 0; i < chunk.length; i++) {
+    const c = chunk[i]!
+    const ok = s.inItem ? itemByte(s, chunk, i, c) : betweenItems(s, i, c)
+    if (!ok) return
+  }
+  if (s.inItem && s.start >= 0) keep(s, chunk.subarray(s.start))
+  s.offset += chunk.length
+}
+
+/** One byte inside an item; false when it broke the structure. */
+function itemByte(s: SplitState, chunk: Buffer, i: number, c: number): boolean {
+  if (s.itemString) {
+    if (s.itemEscape) s.itemEscape = false
+    else if (c === BACKSLASH) s.itemEscape = true
+    else if (c === QUOTE) {
+      s.itemString = false
+      if (s.itemScalar && s.itemDepth === 0) endItem(s, chunk, i + 1)
     }
+    return true
+  }
+  if (c === QUOTE) {
+    s.itemString = true
+    return true
+  }
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+    s.itemDepth++
+    return true
+  }
+  if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+    if (s.itemDepth === 0) {
+      // A number, true, false or null ended by the array's ]: the ] is the array's.
+      endItem(s, chunk, i)
+      return structural(s, c, s.offset + i)
+    }
+    s.itemDepth--
+    if (s.itemDepth === 0) endItem(s, chunk, i + 1)
+    return true
+  }
+  if (c === COMMA && s.itemDepth === 0) endItem(s, chunk, i)
+  return true
+}
+
+/** One byte between items: an item starts at the first byte of a value in the target array. */
+function betweenItems(s: SplitState, i: number, c: number): boolean {
+  const top = s.stack[s.stack.length - 1]
+  if (s.inString || top?.target !== true || isSpace(c) || c === COMMA || c === CLOSE_ARRAY) return structural(s, c, s.offset + i)
+  const at = s.offset + i
+  if (!startsValue(c)) {
+    stop(s, at, `JSON error at byte ${at}: an unexpected ${String.fromCharCode(c)}; the rest of the file is skipped`)
+    return false
+  }
+  startItem(s, at)
+  s.start = i
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) s.itemDepth = 1
+  else {
+    s.itemScalar = true
+    if (c === QUOTE) s.itemString = true
+  }
+  return true
+}
+
+/** One byte inside a string outside any item: a key of an object is kept, to follow the path. */
+function stringByte(s: SplitState, c: number, top: Frame | undefined): void {
+  if (s.escape) s.escape = false
+  else if (c === BACKSLASH) s.escape = true
+  else if (c === QUOTE) {
+    s.inString = false
+    if (s.keyBytes !== undefined && top !== undefined) top.key = Buffer.from(s.keyBytes).toString('utf8')
+    s.keyBytes = undefined
+    return
+  }
+  if (s.keyBytes !== undefined) {
+    if (s.keyBytes.length < LONGEST_KEY) s.keyBytes.push(c)
+    else s.keyBytes = undefined
+  }
+}
+
+/** One byte outside any item; false when it broke the structure. */
+function structural(s: SplitState, c: number, at: number): boolean {
+  const top = s.stack[s.stack.length - 1]
+  if (s.inString) {
+    stringByte(s, c, top)
+    return true
+  }
+  if (isSpace(c)) return true
+  if (s.rootClosed) {
+    stop(s, at, `JSON error at byte ${at}: more after the end of the JSON value`)
+    return false
+  }
+  if (top === undefined && c !== OPEN_OBJECT && c !== OPEN_ARRAY) {
+    stop(s, at, `JSON error at byte ${at}: the file does not start with { or [`)
+    return false
+  }
+  switch (c) {
+    case QUOTE:
+      s.inString = true
+      s.escape = false
+      if (top?.object === true && top.expectKey) {
+        s.keyBytes = []
+        top.key = undefined
+      }
+      return true
+    case COLON:
+      if (top?.object === true) top.expectKey = false
+      return true
+    case COMMA:
+      if (top?.object === true) top.expectKey = true
+      return true
+    case OPEN_OBJECT:
+    case OPEN_ARRAY: {
+      const target = c === OPEN_ARRAY && !s.seenTarget && isTargetPath(s)
+      if (target) s.seenTarget = true
+      s.stack.push({ object: c === OPEN_OBJECT, key: undefined, expectKey: c === OPEN_OBJECT, target })
+      return true
+    }
+    case CLOSE_OBJECT:
+    case CLOSE_ARRAY:
+      return close(s, c, at, top)
+    default:
+      return true
+  }
+}
+
+function close(s: SplitState, c: number, at: number, top: Frame | undefined): boolean {
+  if (top === undefined || top.object !== (c === CLOSE_OBJECT)) {
+    stop(s, at, `JSON error at byte ${at}: an unexpected ${String.fromCharCode(c)}; the rest of the file is skipped`)
+    return false
+  }
+  s.stack.pop()
+  if (s.stack.length === 0) s.rootClosed = true
+  return true
+}
+
+function endStream(s: SplitState): void {
+  if (s.stopped) return
+  if (s.inItem) {
+    s.stopped = true
+    s.onProblem({ item: s.done + 1, offset: s.itemOffset, message: 'the file ends inside this item: it was cut off', fatal: true })
+    return
+  }
+  if (!s.rootClosed && s.stack.length > 0) {
+    s.stopped = true
+    s.onProblem({ offset: s.offset, message: 'the file ends before its JSON does: it was cut off', fatal: true })
+    return
+  }
+  if (!s.seenTarget) {
+    const message = s.path.length === 0 ? 'no array of items' : `no array of items at ${s.path.map((k) => JSON.stringify(k)).join(' › ')}`
+    s.onProblem({ offset: s.offset, message, fatal: true })
   }
 }
 

@@ -336,133 +336,148 @@ interface Formatter {
   close(): Promise<void>
 }
 
-function createFormatter(opts: Required<Pick<CitationOptions, 'queueMax' | 'timeoutMs' | 'workerHeapMb'>> & { log: CopyLog }): Formatter {
+type FormatterOptions = Required<Pick<CitationOptions, 'queueMax' | 'timeoutMs' | 'workerHeapMb'>> & { log: CopyLog }
+
+/** The formatter thread's state: the jobs waiting, the one it formats, a running mean of how long one takes. */
+interface FormatterState {
+  readonly opts: FormatterOptions
+  readonly workerUrl: URL
+  /** The code the thread evaluates when run from the sources; undefined: `workerUrl` itself. */
+  readonly source: string | undefined
+  readonly waiting: Job[]
+  running: Job | undefined
+  worker: Worker | undefined
+  nextId: number
+  closed: boolean
+  meanMs: number
+}
+
+function createFormatter(opts: FormatterOptions): Formatter {
+  const f: FormatterState = { opts, ...formatterThread(), waiting: [], running: undefined, worker: undefined, nextId: 1, closed: false, meanMs: 15 }
+  return { format: (csl, style, locale) => enqueue(f, csl, style, locale), close: () => closeFormatter(f) }
+}
+
+/** Where the formatter thread's code is. */
+function formatterThread(): { workerUrl: URL; source: string | undefined } {
   const here = import.meta.url
   // Tests and `tsx` run the sources; the server runs dist/: the worker is the file beside this one.
   const fromSource = here.endsWith('.ts')
   const workerUrl = new URL(fromSource ? './citations-worker.ts' : './citations-worker.js', here)
+  if (!fromSource) return { workerUrl, source: undefined }
   // tsx's `--import` registers itself on the main thread only: the sources' worker registers tsx's hooks first.
-  const tsxApi = fromSource
-    ? pathToFileURL(
-        createRequire(here)
-          .resolve('tsx/esm/api')
-          .replace(/\.cjs$/, '.mjs')
-      ).href
-    : ''
-  const source = fromSource
-    ? `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(workerUrl.href)}) })`
-    : undefined
-  const waiting: Job[] = []
-  let running: Job | undefined
-  let worker: Worker | undefined
-  let nextId = 1
-  let closed = false
-  let meanMs = 15
+  const tsxApi = pathToFileURL(
+    createRequire(here)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs')
+  ).href
+  const source = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(workerUrl.href)}) })`
+  return { workerUrl, source }
+}
 
-  function spawn(): Worker {
-    const w = new Worker(source ?? workerUrl, {
-      eval: source !== undefined,
-      resourceLimits: { maxOldGenerationSizeMb: opts.workerHeapMb },
-      stdout: false,
-      stderr: false
-    })
-    w.unref() // the jobs' timers keep the process up while there is work; an idle formatter never does
-    w.on('message', (reply: BibliographyReply) => {
-      if (w !== worker || running === undefined || reply.id !== running.id) return
-      const job = running
-      running = undefined
-      clearTimeout(job.timer)
-      meanMs = 0.9 * meanMs + 0.1 * (Date.now() - (job.startedAt ?? Date.now()))
-      if ('body' in reply) job.resolve(reply.body)
-      else job.reject(new CitationError(`the citation could not be formatted: ${reply.error}`, 'failed'))
-      next()
-    })
-    w.on('error', (err) => {
-      if (w !== worker) return
-      opts.log.warn({ err: err.message }, 'the citation formatter thread failed; a new one takes the next citation')
-      lost(new CitationError(`the citation could not be formatted: ${err.message.slice(0, 200)}`, 'failed'))
-    })
-    w.on('exit', (code) => {
-      if (w !== worker) return
-      lost(new CitationError(`the citation formatter thread ended (code ${code})`, 'failed'))
-    })
-    return w
+function spawn(f: FormatterState): Worker {
+  const w = new Worker(f.source ?? f.workerUrl, {
+    eval: f.source !== undefined,
+    resourceLimits: { maxOldGenerationSizeMb: f.opts.workerHeapMb },
+    stdout: false,
+    stderr: false
+  })
+  w.unref() // the jobs' timers keep the process up while there is work; an idle formatter never does
+  w.on('message', (reply: BibliographyReply) => replied(f, w, reply))
+  w.on('error', (err) => {
+    if (w !== f.worker) return
+    f.opts.log.warn({ err: err.message }, 'the citation formatter thread failed; a new one takes the next citation')
+    lost(f, new CitationError(`the citation could not be formatted: ${err.message.slice(0, 200)}`, 'failed'))
+  })
+  w.on('exit', (code) => {
+    if (w !== f.worker) return
+    lost(f, new CitationError(`the citation formatter thread ended (code ${code})`, 'failed'))
+  })
+  return w
+}
+
+/** The thread's answer to the job it holds: settled, the mean updated, the next job begun. */
+function replied(f: FormatterState, w: Worker, reply: BibliographyReply): void {
+  if (w !== f.worker || f.running === undefined || reply.id !== f.running.id) return
+  const job = f.running
+  f.running = undefined
+  clearTimeout(job.timer)
+  f.meanMs = 0.9 * f.meanMs + 0.1 * (Date.now() - (job.startedAt ?? Date.now()))
+  if ('body' in reply) job.resolve(reply.body)
+  else job.reject(new CitationError(`the citation could not be formatted: ${reply.error}`, 'failed'))
+  next(f)
+}
+
+/** The thread is gone (failed, stuck, ended): the citation it held fails, the others go to a new one. */
+function lost(f: FormatterState, err: Error): void {
+  const w = f.worker
+  f.worker = undefined
+  // Terminated, not awaited: its exit is ignored (it is no longer `worker`).
+  if (w !== undefined) w.terminate().catch(() => {})
+  const job = f.running
+  f.running = undefined
+  if (job !== undefined) {
+    clearTimeout(job.timer)
+    job.reject(err)
   }
+  next(f)
+}
 
-  /** The thread is gone (failed, stuck, ended): the citation it held fails, the others go to a new one. */
-  function lost(err: Error): void {
-    const w = worker
-    worker = undefined
-    // Terminated, not awaited: its exit is ignored (it is no longer `worker`).
-    if (w !== undefined) w.terminate().catch(() => {})
-    const job = running
-    running = undefined
-    if (job !== undefined) {
-      clearTimeout(job.timer)
-      job.reject(err)
+function next(f: FormatterState): void {
+  if (f.closed || f.running !== undefined) return
+  const job = f.waiting.shift()
+  if (job === undefined) return
+  f.worker ??= spawn(f)
+  f.running = job
+  job.startedAt = Date.now()
+  f.worker.postMessage(job.message)
+}
+
+function enqueue(f: FormatterState, csl: Record<string, unknown>, style: string, locale: string): Promise<string> {
+  if (f.closed) return Promise.reject(new CitationError('the citation formatter is closed', 'closed'))
+  if (f.waiting.length >= f.opts.queueMax) {
+    const seconds = Math.min(60, Math.max(1, Math.ceil(((f.waiting.length + 1) * f.meanMs) / 1000)))
+    return Promise.reject(new CitationBusy(seconds))
+  }
+  return new Promise<string>((resolve, reject) => {
+    const id = f.nextId++
+    const job: Job = {
+      id,
+      message: { id, csl, style, locale },
+      resolve,
+      reject,
+      timer: setTimeout(() => timedOut(f, job, csl), f.opts.timeoutMs)
     }
-    next()
-  }
+    f.waiting.push(job)
+    next(f)
+  })
+}
 
-  function next(): void {
-    if (closed || running !== undefined) return
-    const job = waiting.shift()
-    if (job === undefined) return
-    worker ??= spawn()
-    running = job
-    job.startedAt = Date.now()
-    worker.postMessage(job.message)
+/** A job not formatted in time fails; when the thread holds it, the thread is stuck and a new one takes the rest. */
+function timedOut(f: FormatterState, job: Job, csl: Record<string, unknown>): void {
+  const err = new CitationError(`the citation was not formatted within ${f.opts.timeoutMs} ms`, 'timeout')
+  if (f.running === job) {
+    // The thread is stuck on this record (or far behind): a new one takes the rest.
+    f.opts.log.warn({ doi: csl.DOI, timeoutMs: f.opts.timeoutMs }, 'a citation took too long to format; the formatter thread is restarted')
+    lost(f, err)
+  } else {
+    const at = f.waiting.indexOf(job)
+    if (at >= 0) f.waiting.splice(at, 1)
+    job.reject(err)
   }
+}
 
-  function format(csl: Record<string, unknown>, style: string, locale: string): Promise<string> {
-    if (closed) return Promise.reject(new CitationError('the citation formatter is closed', 'closed'))
-    if (waiting.length >= opts.queueMax) {
-      const seconds = Math.min(60, Math.max(1, Math.ceil(((waiting.length + 1) * meanMs) / 1000)))
-      return Promise.reject(new CitationBusy(seconds))
-    }
-    return new Promise<string>((resolve, reject) => {
-      const id = nextId++
-      const job: Job = {
-        id,
-        message: { id, csl, style, locale },
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          const err = new CitationError(`the citation was not formatted within ${opts.timeoutMs} ms`, 'timeout')
-          if (running === job) {
-            // The thread is stuck on this record (or far behind): a new one takes the rest.
-            opts.log.warn(
-              { doi: csl.DOI, timeoutMs: opts.timeoutMs },
-              'a citation took too long to format; the formatter thread is restarted'
-            )
-            lost(err)
-          } else {
-            const at = waiting.indexOf(job)
-            if (at >= 0) waiting.splice(at, 1)
-            reject(err)
-          }
-        }, opts.timeoutMs)
-      }
-      waiting.push(job)
-      next()
-    })
+async function closeFormatter(f: FormatterState): Promise<void> {
+  if (f.closed) return
+  f.closed = true
+  const err = new CitationError('the citation formatter is closed', 'closed')
+  for (const job of [...(f.running === undefined ? [] : [f.running]), ...f.waiting.splice(0)]) {
+    clearTimeout(job.timer)
+    job.reject(err)
   }
-
-  async function close(): Promise<void> {
-    if (closed) return
-    closed = true
-    const err = new CitationError('the citation formatter is closed', 'closed')
-    for (const job of [...(running === undefined ? [] : [running]), ...waiting.splice(0)]) {
-      clearTimeout(job.timer)
-      job.reject(err)
-    }
-    running = undefined
-    const w = worker
-    worker = undefined
-    if (w !== undefined) await w.terminate()
-  }
-
-  return { format, close }
+  f.running = undefined
+  const w = f.worker
+  f.worker = undefined
+  if (w !== undefined) await w.terminate()
 }
 
 // ---- the service ----

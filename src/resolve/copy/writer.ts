@@ -5,7 +5,7 @@ import { decodeHead } from '../../handle/copy/record-codec.js'
 import type { Agency, AgencyCoverage, EncodedRecord, PrefixMark } from '../../handle/copy/types.js'
 import { prefixOf } from '../../handle/name.js'
 import { EMPTY_STATS } from './store.js'
-import type { CopyStats, CopyStore } from './store.js'
+import type { CopyDatabases, CopyStats, CopyStore } from './store.js'
 
 /**
  * Writes into the registry copy (issue 43, plan-43 §1.11–1.13): a batch of records and the run's
@@ -86,7 +86,7 @@ const SLACK_BYTES = 16 * 4096
 
 export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): CopyWriter {
   if (!copy.writable) throw new Error(`the registry copy in ${copy.dir} was opened read-only`)
-  const { root, records, prefixes, meta } = copy.databases
+  const { root, prefixes, meta } = copy.databases
   const freeBytes = opts.freeBytes ?? freeBytesOf
   const dataFile = join(copy.dir, 'data.mdb')
 
@@ -136,51 +136,7 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
   return {
     putBatch(entries, checkpoint) {
       checkRoom(entries)
-      return inTransaction(() => {
-        const counts: BatchCounts = { written: 0, unchanged: 0, older: 0, unreadable: 0 }
-        const stats = structuredClone((meta.get(STATS_KEY) as CopyStats | undefined) ?? EMPTY_STATS)
-        const marks = new Map<string, PrefixMark>()
-        for (const entry of entries) {
-          const head = decodeHead(entry.value)
-          if (typeof head === 'string') {
-            counts.unreadable++
-            continue
-          }
-          const held = records.getBinary(entry.key)
-          const heldHead = held === undefined ? undefined : decodeHead(held)
-          if (heldHead !== undefined && typeof heldHead !== 'string') {
-            if (heldHead.stamp > head.stamp) {
-              counts.older++
-              continue
-            }
-            if (heldHead.stamp === head.stamp) {
-              counts.unchanged++
-              continue
-            }
-          }
-          records.putSync(entry.key, entry.value)
-          counts.written++
-          stats.bytes += entry.value.length - (held?.length ?? 0)
-          if (heldHead !== undefined && typeof heldHead !== 'string') {
-            stats.byAgency[heldHead.agency] = (stats.byAgency[heldHead.agency] ?? 1) - 1
-          } else {
-            stats.records++
-            const prefix = prefixOf(head.doi)
-            const mark = marks.get(prefix) ??
-              prefixes.get(prefixKeyOf(prefix)) ?? { agency: head.agency, records: 0, whole: false, asOf: 0 }
-            marks.set(prefix, { ...mark, records: mark.records + 1 })
-          }
-          stats.byAgency[head.agency] = (stats.byAgency[head.agency] ?? 0) + 1
-        }
-        for (const [prefix, mark] of marks) prefixes.putSync(prefixKeyOf(prefix), mark)
-        // Nothing new (a file imported twice): the figures stay as they were, and no page is rewritten.
-        if (counts.written > 0) {
-          stats.updatedAt = opts.nowS()
-          meta.putSync(STATS_KEY, stats)
-        }
-        if (checkpoint !== undefined) meta.putSync(checkpoint.name, checkpoint.value)
-        return counts
-      })
+      return inTransaction(() => writeBatch(copy.databases, entries, checkpoint, opts.nowS))
     },
     finishFile(id, info) {
       inTransaction(() => meta.putSync(`file:${id}`, info))
@@ -217,6 +173,55 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
       inTransaction(() => meta.putSync(name, value))
     }
   }
+}
+
+/** A batch and its checkpoint, inside the writer's transaction: newer wins, the stats and prefix marks follow. */
+function writeBatch(dbs: CopyDatabases, entries: readonly EncodedRecord[], checkpoint: Checkpoint | undefined, nowS: () => number): BatchCounts {
+  const counts: BatchCounts = { written: 0, unchanged: 0, older: 0, unreadable: 0 }
+  const stats = structuredClone((dbs.meta.get(STATS_KEY) as CopyStats | undefined) ?? EMPTY_STATS)
+  const marks = new Map<string, PrefixMark>()
+  for (const entry of entries) writeRecord(dbs, entry, counts, stats, marks)
+  for (const [prefix, mark] of marks) dbs.prefixes.putSync(prefixKeyOf(prefix), mark)
+  // Nothing new (a file imported twice): the figures stay as they were, and no page is rewritten.
+  if (counts.written > 0) {
+    stats.updatedAt = nowS()
+    dbs.meta.putSync(STATS_KEY, stats)
+  }
+  if (checkpoint !== undefined) dbs.meta.putSync(checkpoint.name, checkpoint.value)
+  return counts
+}
+
+/** One record, unless what is held is as new or newer; counted, and its prefix's mark counted in `marks`. */
+function writeRecord(dbs: CopyDatabases, entry: EncodedRecord, counts: BatchCounts, stats: CopyStats, marks: Map<string, PrefixMark>): void {
+  const head = decodeHead(entry.value)
+  if (typeof head === 'string') {
+    counts.unreadable++
+    return
+  }
+  const held = dbs.records.getBinary(entry.key)
+  const heldHead = held === undefined ? undefined : decodeHead(held)
+  if (heldHead !== undefined && typeof heldHead !== 'string') {
+    if (heldHead.stamp > head.stamp) {
+      counts.older++
+      return
+    }
+    if (heldHead.stamp === head.stamp) {
+      counts.unchanged++
+      return
+    }
+  }
+  dbs.records.putSync(entry.key, entry.value)
+  counts.written++
+  stats.bytes += entry.value.length - (held?.length ?? 0)
+  if (heldHead !== undefined && typeof heldHead !== 'string') {
+    stats.byAgency[heldHead.agency] = (stats.byAgency[heldHead.agency] ?? 1) - 1
+  } else {
+    stats.records++
+    const prefix = prefixOf(head.doi)
+    const mark = marks.get(prefix) ?? dbs.prefixes.get(prefixKeyOf(prefix)) ?? { agency: head.agency, records: 0, whole: false, asOf: 0 }
+    marks.set(prefix, { ...mark, records: mark.records + 1 })
+  }
+  stats.byAgency[head.agency] = (stats.byAgency[head.agency] ?? 0) + 1
 }
 
 /** Bytes an unprivileged process may still write on the file system holding `dir`. */
