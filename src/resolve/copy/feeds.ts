@@ -71,100 +71,39 @@ const DEFAULT_MIN_INTERVAL_MS = 1_000
 const retryable = (status: number): boolean => status === 429 || (status >= 500 && status <= 599)
 const DROPPED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'ECONNREFUSED'])
 
+/** What every request of one client shares: its agent, headers and bounds, and when the last one started. */
+interface FeedRequests {
+  readonly agent: Dispatcher
+  readonly headers: Record<string, string>
+  readonly timeoutMs: number
+  readonly maxBytes: number
+  readonly retries: number
+  readonly baseDelayMs: number
+  readonly maxPauseMs: number
+  readonly minIntervalMs: number
+  readonly onRetry: FeedClientOptions['onRetry']
+  /** performance.now() of the last request's start. */
+  lastStart: number
+}
+
 export function createFeedClient(opts: FeedClientOptions): FeedClient {
-  const maxBytes = opts.maxBodyBytes ?? FEED_MAX_BODY_BYTES
-  const retries = opts.retries ?? DEFAULT_RETRIES
-  const baseDelayMs = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS
-  const maxPauseMs = opts.maxPauseMs ?? DEFAULT_MAX_PAUSE_MS
   const agent: Dispatcher = opts.dispatcher ?? new Agent(connectionLimits(1, Math.min(opts.timeoutMs, 10_000), opts.timeoutMs))
-  const headers = { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING }
+  const requests: FeedRequests = {
+    agent,
+    headers: { 'user-agent': opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING },
+    timeoutMs: opts.timeoutMs,
+    maxBytes: opts.maxBodyBytes ?? FEED_MAX_BODY_BYTES,
+    retries: opts.retries ?? DEFAULT_RETRIES,
+    baseDelayMs: opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS,
+    maxPauseMs: opts.maxPauseMs ?? DEFAULT_MAX_PAUSE_MS,
+    minIntervalMs: opts.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS,
+    onRetry: opts.onRetry,
+    lastStart: -Infinity
+  }
   // The queue of one: each request starts when the one before has ended, however many callers.
   let tail: Promise<unknown> = Promise.resolve()
   let active = 0
   let waiting = 0
-  // performance.now() of the last request's start.
-  let lastStart = -Infinity
-  const minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
-
-  /** One GET, whole and decoded, or the failure as it came (undici's, a timeout, ours). */
-  async function once(url: URL, signal: AbortSignal | undefined): Promise<WholeAnswer> {
-    const cancel = Cancel.after(opts.timeoutMs, `the agency took over ${opts.timeoutMs} ms (REGISTRY_COPY_UPDATE_TIMEOUT_MS)`)
-    const onAbort = (): void => cancel.end(new FeedError('interrupted', 'the update was interrupted'))
-    signal?.addEventListener('abort', onAbort)
-    if (signal?.aborted === true) onAbort()
-    const tooLarge = (): Error => new FeedError('unreadable', `the answer of ${url.origin} is larger than ${maxBytes} bytes`)
-    try {
-      const res = await getWhole(
-        agent,
-        { origin: url.origin, path: url.pathname + url.search, method: 'GET', headers },
-        { maxBytes, tooLarge, cancel }
-      )
-      const body = await decodeWhole(res, maxBytes, {
-        tooLarge,
-        unreadable: (detail) => new FeedError('unreadable', `the answer of ${url.origin} could not be read: ${detail}`)
-      })
-      return { ...res, body }
-    } finally {
-      cancel.clear()
-      signal?.removeEventListener('abort', onAbort)
-    }
-  }
-
-  /** Wait `ms`, or until the signal ends it. */
-  async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      if (signal?.aborted === true) {
-        reject(new FeedError('interrupted', 'the update was interrupted'))
-        return
-      }
-      const onAbort = (): void => {
-        clearTimeout(timer)
-        reject(new FeedError('interrupted', 'the update was interrupted'))
-      }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort)
-        resolve()
-      }, ms)
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
-  }
-
-  async function fetchJson(href: string, signal: AbortSignal | undefined): Promise<unknown> {
-    const url = new URL(href)
-    for (let attempt = 1; ; attempt++) {
-      const early = lastStart + minIntervalMs - performance.now()
-      if (early > 0) await pause(early, signal)
-      lastStart = performance.now()
-      let res: WholeAnswer | undefined
-      let reason: string
-      let waitMs: number | undefined
-      try {
-        res = await once(url, signal)
-      } catch (err) {
-        if (err instanceof FeedError) throw err
-        const code = (err as { code?: unknown }).code
-        if (isTimeoutError(err)) reason = `no whole answer within ${opts.timeoutMs} ms`
-        else if (typeof code === 'string' && DROPPED.has(code)) reason = `the connection failed (${code})`
-        else throw new FeedError('unavailable', `${url.origin} could not be reached: ${String(code ?? (err as Error).message)}`)
-      }
-      if (res !== undefined) {
-        if (res.statusCode === 200) return parsed(res, url)
-        if (!retryable(res.statusCode)) {
-          throw new FeedError('refused', `${url.origin} answered HTTP ${res.statusCode}: ${snippet(res.body)}`, res.statusCode)
-        }
-        reason = `HTTP ${res.statusCode}`
-        const asked = retryAfterMs(res.headers['retry-after'])
-        if (asked !== undefined) waitMs = Math.min(maxPauseMs, asked)
-      }
-      if (attempt > retries) {
-        throw new FeedError('unavailable', `${url.origin} gave no page after ${attempt} tries: ${reason!}`, res?.statusCode)
-      }
-      waitMs ??= Math.min(maxPauseMs, baseDelayMs * 2 ** (attempt - 1))
-      opts.onRetry?.(href, attempt, reason!, waitMs)
-      await pause(waitMs, signal)
-    }
-  }
-
   return {
     async getJson(url, signal) {
       const before = tail
@@ -178,7 +117,7 @@ export function createFeedClient(opts: FeedClientOptions): FeedClient {
       }
       active++
       try {
-        return await fetchJson(url, signal)
+        return await fetchJson(requests, url, signal)
       } finally {
         active--
         done()
@@ -189,6 +128,91 @@ export function createFeedClient(opts: FeedClientOptions): FeedClient {
       if (opts.dispatcher === undefined) await agent.destroy()
     }
   }
+}
+
+/** One GET, whole and decoded, or the failure as it came (undici's, a timeout, ours). */
+async function once(r: FeedRequests, url: URL, signal: AbortSignal | undefined): Promise<WholeAnswer> {
+  const cancel = Cancel.after(r.timeoutMs, `the agency took over ${r.timeoutMs} ms (REGISTRY_COPY_UPDATE_TIMEOUT_MS)`)
+  const onAbort = (): void => cancel.end(new FeedError('interrupted', 'the update was interrupted'))
+  signal?.addEventListener('abort', onAbort)
+  if (signal?.aborted === true) onAbort()
+  const tooLarge = (): Error => new FeedError('unreadable', `the answer of ${url.origin} is larger than ${r.maxBytes} bytes`)
+  try {
+    const res = await getWhole(
+      r.agent,
+      { origin: url.origin, path: url.pathname + url.search, method: 'GET', headers: r.headers },
+      { maxBytes: r.maxBytes, tooLarge, cancel }
+    )
+    const body = await decodeWhole(res, r.maxBytes, {
+      tooLarge,
+      unreadable: (detail) => new FeedError('unreadable', `the answer of ${url.origin} could not be read: ${detail}`)
+    })
+    return { ...res, body }
+  } finally {
+    cancel.clear()
+    signal?.removeEventListener('abort', onAbort)
+  }
+}
+
+/** Wait `ms`, or until the signal ends it. */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(new FeedError('interrupted', 'the update was interrupted'))
+      return
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer)
+      reject(new FeedError('interrupted', 'the update was interrupted'))
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** The page as JSON, asked again after a 429, a 5xx, a dropped connection or a timeout, at most `retries` times. */
+async function fetchJson(r: FeedRequests, href: string, signal: AbortSignal | undefined): Promise<unknown> {
+  const url = new URL(href)
+  for (let attempt = 1; ; attempt++) {
+    const early = r.lastStart + r.minIntervalMs - performance.now()
+    if (early > 0) await pause(early, signal)
+    r.lastStart = performance.now()
+    let res: WholeAnswer | undefined
+    let reason: string
+    let waitMs: number | undefined
+    try {
+      res = await once(r, url, signal)
+    } catch (err) {
+      reason = retryReason(err, url, r.timeoutMs)
+    }
+    if (res !== undefined) {
+      if (res.statusCode === 200) return parsed(res, url)
+      if (!retryable(res.statusCode)) {
+        throw new FeedError('refused', `${url.origin} answered HTTP ${res.statusCode}: ${snippet(res.body)}`, res.statusCode)
+      }
+      reason = `HTTP ${res.statusCode}`
+      const asked = retryAfterMs(res.headers['retry-after'])
+      if (asked !== undefined) waitMs = Math.min(r.maxPauseMs, asked)
+    }
+    if (attempt > r.retries) {
+      throw new FeedError('unavailable', `${url.origin} gave no page after ${attempt} tries: ${reason!}`, res?.statusCode)
+    }
+    waitMs ??= Math.min(r.maxPauseMs, r.baseDelayMs * 2 ** (attempt - 1))
+    r.onRetry?.(href, attempt, reason!, waitMs)
+    await pause(waitMs, signal)
+  }
+}
+
+/** Why a request that failed is asked again (a timeout, a dropped connection); any other failure is thrown. */
+function retryReason(err: unknown, url: URL, timeoutMs: number): string {
+  if (err instanceof FeedError) throw err
+  const code = (err as { code?: unknown }).code
+  if (isTimeoutError(err)) return `no whole answer within ${timeoutMs} ms`
+  if (typeof code === 'string' && DROPPED.has(code)) return `the connection failed (${code})`
+  throw new FeedError('unavailable', `${url.origin} could not be reached: ${String(code ?? (err as Error).message)}`)
 }
 
 function parsed(res: WholeAnswer, url: URL): unknown {

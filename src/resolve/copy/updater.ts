@@ -14,7 +14,7 @@ import { hostname } from 'node:os'
 import { crossrefRecordOf } from '../../handle/copy/crossref-record.js'
 import { dataciteRecordOf } from '../../handle/copy/datacite-record.js'
 import { cursorFits, OVERLAP_S, pageOf, pageUrl, updateStateOf } from '../../handle/copy/feeds.js'
-import type { FeedAgency, UpdateState } from '../../handle/copy/feeds.js'
+import type { FeedAgency, FeedPage, UpdateState } from '../../handle/copy/feeds.js'
 import { encodeEntry } from '../../handle/copy/record-codec.js'
 import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
 import { createFeedClient, FeedError } from './feeds.js'
@@ -97,107 +97,155 @@ export const stateKeyOf = (agency: FeedAgency): string => `update:${agency}`
  */
 export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise<UpdateOutcome> {
   const key = stateKeyOf(agency)
-  const mapOptions = ctx.mapOptions ?? { abstracts: true }
-  const saved = updateStateOf(ctx.copy.meta(key))
-  const resumed = saved !== undefined
-  let state: UpdateState
-  if (saved !== undefined) {
-    // A link to an API no longer configured: the pages start again, on the one configured now.
-    state = cursorFits(agency, saved.cursor, ctx.baseUrl)
-      ? saved
-      : { from: saved.from, pages: saved.pages, records: saved.records, startedAt: saved.startedAt }
-  } else {
-    const through = ctx.copy.coverage()[agency]?.through ?? ctx.since
-    if (through === undefined) {
-      throw new NoCoverage(
-        `the registry copy in ${ctx.copy.dir} holds no ${agency} coverage to update from: import ${agency === 'crossref' ? "Crossref's" : "DataCite's"} public data file into it first`
-      )
-    }
-    state = { from: Math.max(0, through - OVERLAP_S), pages: 0, records: 0, startedAt: ctx.nowS() }
-    ctx.writer.putMeta(key, state)
-  }
-  const outcome: UpdateOutcome = {
+  const { state, resumed } = startingState(agency, ctx, key)
+  const run: UpdateRun = {
     agency,
-    outcome: 'interrupted',
-    resumed,
-    pages: state.pages,
-    records: state.records,
-    written: 0,
-    unchanged: 0,
-    older: 0,
-    malformed: 0,
-    problems: [],
-    through: ctx.copy.coverage()[agency]?.through
-  }
-  const problem = (message: string): void => {
-    outcome.malformed++
-    if (outcome.problems.length < MAX_PROBLEMS) outcome.problems.push(message)
-  }
-  let restarts = 0
-  for (;;) {
-    if (ctx.signal?.aborted === true) return outcome
-    const url = pageUrl(agency, ctx.baseUrl, state, ctx.mailto)
-    let json: unknown
-    try {
-      json = await ctx.feeds.getJson(url, ctx.signal)
-    } catch (err) {
-      if (err instanceof FeedError && err.kind === 'interrupted') return outcome
-      // A cursor expires after idle minutes (a run killed, then resumed later): the pages start again; the
-      // records already written come back unchanged.
-      if (err instanceof FeedError && err.kind === 'refused' && state.cursor !== undefined && restarts < (ctx.maxRestarts ?? 3)) {
-        restarts++
-        ctx.log?.warn({ agency, url, err: err.message }, 'registry copy update: the cursor was refused; starting the pages again')
-        state = { from: state.from, pages: state.pages, records: state.records, startedAt: state.startedAt }
-        ctx.writer.putMeta(key, state)
-        continue
-      }
-      throw err
+    ctx,
+    key,
+    mapOptions: ctx.mapOptions ?? { abstracts: true },
+    state,
+    restarts: 0,
+    outcome: {
+      agency,
+      outcome: 'interrupted',
+      resumed,
+      pages: state.pages,
+      records: state.records,
+      written: 0,
+      unchanged: 0,
+      older: 0,
+      malformed: 0,
+      problems: [],
+      through: ctx.copy.coverage()[agency]?.through
     }
+  }
+  for (;;) {
+    if (ctx.signal?.aborted === true) return run.outcome
+    const url = pageUrl(agency, ctx.baseUrl, run.state, ctx.mailto)
+    const json = await askPage(run, url)
+    if (json === INTERRUPTED) return run.outcome
+    if (json === RESTARTED) continue
     const page = pageOf(agency, json, ctx.baseUrl)
     if (typeof page === 'string') throw new FeedError('unreadable', `${page} (${url})`)
     if (page.items.length === 0) break
-    const pageNo = state.pages + 1
-    const entries: EncodedRecord[] = []
-    const importedAt = ctx.nowS()
-    for (let i = 0; i < page.items.length; i++) {
-      // Mapping and encoding a page takes a while: let the server answer in between.
-      if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve))
-      const mapped = mappers[agency](page.items[i], mapOptions)
-      if (typeof mapped === 'string') {
-        problem(`${agency} update page ${pageNo} item ${i + 1}: ${mapped}`)
-        continue
-      }
-      const entry = encodeEntry(mapped, { importedAt, covered: true })
-      if (entry.value.length > ctx.maxRecordBytes) {
-        problem(
-          `${agency} update page ${pageNo} item ${i + 1}: ${mapped.doi} is ${entry.value.length} bytes, over REGISTRY_COPY_MAX_RECORD_BYTES ${ctx.maxRecordBytes}`
-        )
-        continue
-      }
-      entries.push(entry)
-    }
-    const next: UpdateState = {
-      from: state.from,
-      pages: pageNo,
-      records: state.records + page.items.length,
-      startedAt: state.startedAt,
-      ...(page.next === undefined ? {} : { cursor: page.next })
-    }
-    const counts = ctx.writer.putBatch(entries, { name: key, value: next })
-    state = next
-    outcome.pages = state.pages
-    outcome.records = state.records
-    outcome.written += counts.written
-    outcome.unchanged += counts.unchanged
-    outcome.older += counts.older
-    outcome.malformed += counts.unreadable
-    ctx.onPage?.({ agency, pages: state.pages, records: state.records, ...(page.total === undefined ? {} : { total: page.total }) })
+    writePage(run, page, await entriesOf(run, page))
     if (page.next === undefined) break
   }
-  finish(ctx, agency, state)
-  outcome.outcome = 'done'
-  outcome.through = ctx.copy.coverage()[agency]?.through
-  return outcome
+  finish(ctx, agency, run.state)
+  run.outcome.outcome = 'done'
+  run.outcome.through = ctx.copy.coverage()[agency]?.through
+  return run.outcome
+}
+
+/** One update run under way: where its pages stand (saved with each) and what it did so far. */
+interface UpdateRun {
+  readonly agency: FeedAgency
+  readonly ctx: UpdateContext
+  /** The meta entry of its state (`update:<agency>`). */
+  readonly key: string
+  readonly mapOptions: MapOptions
+  state: UpdateState
+  /** Times the pages started again after an expired cursor. */
+  restarts: number
+  readonly outcome: UpdateOutcome
+}
+
+/** Where the run starts: where the last one stopped, or the agency's coverage less a day (saved at once). */
+function startingState(agency: FeedAgency, ctx: UpdateContext, key: string): { state: UpdateState; resumed: boolean } {
+  const saved = updateStateOf(ctx.copy.meta(key))
+  if (saved !== undefined) {
+    // A link to an API no longer configured: the pages start again, on the one configured now.
+    const state = cursorFits(agency, saved.cursor, ctx.baseUrl)
+      ? saved
+      : { from: saved.from, pages: saved.pages, records: saved.records, startedAt: saved.startedAt }
+    return { state, resumed: true }
+  }
+  const through = ctx.copy.coverage()[agency]?.through ?? ctx.since
+  if (through === undefined) {
+    throw new NoCoverage(
+      `the registry copy in ${ctx.copy.dir} holds no ${agency} coverage to update from: import ${agency === 'crossref' ? "Crossref's" : "DataCite's"} public data file into it first`
+    )
+  }
+  const state = { from: Math.max(0, through - OVERLAP_S), pages: 0, records: 0, startedAt: ctx.nowS() }
+  ctx.writer.putMeta(key, state)
+  return { state, resumed: false }
+}
+
+const INTERRUPTED = Symbol('interrupted')
+const RESTARTED = Symbol('restarted')
+
+/** The page's JSON; INTERRUPTED by the signal; RESTARTED when an expired cursor started the pages again. */
+async function askPage(run: UpdateRun, url: string): Promise<unknown> {
+  const { ctx, agency } = run
+  try {
+    return await ctx.feeds.getJson(url, ctx.signal)
+  } catch (err) {
+    if (err instanceof FeedError && err.kind === 'interrupted') return INTERRUPTED
+    // A cursor expires after idle minutes (a run killed, then resumed later): the pages start again; the
+    // records already written come back unchanged.
+    if (err instanceof FeedError && err.kind === 'refused' && run.state.cursor !== undefined && run.restarts < (ctx.maxRestarts ?? 3)) {
+      run.restarts++
+      ctx.log?.warn({ agency, url, err: err.message }, 'registry copy update: the cursor was refused; starting the pages again')
+      const { from, pages, records, startedAt } = run.state
+      run.state = { from, pages, records, startedAt }
+      ctx.writer.putMeta(run.key, run.state)
+      return RESTARTED
+    }
+    throw err
+  }
+}
+
+function problem(run: UpdateRun, message: string): void {
+  run.outcome.malformed++
+  if (run.outcome.problems.length < MAX_PROBLEMS) run.outcome.problems.push(message)
+}
+
+/** The page's items mapped and encoded; an item that is no record, or too large, named and skipped. */
+async function entriesOf(run: UpdateRun, page: FeedPage): Promise<EncodedRecord[]> {
+  const { agency, ctx } = run
+  const pageNo = run.state.pages + 1
+  const entries: EncodedRecord[] = []
+  const importedAt = ctx.nowS()
+  for (let i = 0; i < page.items.length; i++) {
+    // Mapping and encoding a page takes a while: let the server answer in between.
+    if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve))
+    const mapped = mappers[agency](page.items[i], run.mapOptions)
+    if (typeof mapped === 'string') {
+      problem(run, `${agency} update page ${pageNo} item ${i + 1}: ${mapped}`)
+      continue
+    }
+    const entry = encodeEntry(mapped, { importedAt, covered: true })
+    if (entry.value.length > ctx.maxRecordBytes) {
+      problem(
+        run,
+        `${agency} update page ${pageNo} item ${i + 1}: ${mapped.doi} is ${entry.value.length} bytes, over REGISTRY_COPY_MAX_RECORD_BYTES ${ctx.maxRecordBytes}`
+      )
+      continue
+    }
+    entries.push(entry)
+  }
+  return entries
+}
+
+/** The page's records and the run's next state in one transaction, then counted. */
+function writePage(run: UpdateRun, page: FeedPage, entries: EncodedRecord[]): void {
+  const { ctx, outcome, state } = run
+  const next: UpdateState = {
+    from: state.from,
+    pages: state.pages + 1,
+    records: state.records + page.items.length,
+    startedAt: state.startedAt,
+    ...(page.next === undefined ? {} : { cursor: page.next })
+  }
+  const counts = ctx.writer.putBatch(entries, { name: run.key, value: next })
+  run.state = next
+  outcome.pages = next.pages
+  outcome.records = next.records
+  outcome.written += counts.written
+  outcome.unchanged += counts.unchanged
+  outcome.older += counts.older
+  outcome.malformed += counts.unreadable
+  ctx.onPage?.({ agency: run.agency, pages: next.pages, records: next.records, ...(page.total === undefined ? {} : { total: page.total }) })
 }
 
 /** The run complete: the coverage moves to when it began and its state goes, in one transaction. */
@@ -425,118 +473,142 @@ export function startUpdateSchedule(opts: UpdateScheduleOptions): UpdateSchedule
   if (settings.registryCopyUpdateHours <= 0) throw new Error('startUpdateSchedule: REGISTRY_COPY_UPDATE_HOURS is 0 (no updates)')
   if (!copy.writable) throw new Error(`startUpdateSchedule: the registry copy in ${copy.dir} was opened read-only`)
   const nowMs = opts.nowMs ?? Date.now
-  const holder = opts.holder ?? leaseHolder()
-  const agencies = opts.agencies ?? (['crossref', 'datacite'] as const)
-  const dueAfterS = settings.registryCopyUpdateHours * 3600
-  const feeds = createFeedClient({
-    userAgent: opts.userAgent,
-    timeoutMs: settings.registryCopyUpdateTimeoutMs,
-    ...(opts.feedRetries === undefined ? {} : { retries: opts.feedRetries }),
-    ...(opts.feedBaseDelayMs === undefined ? {} : { baseDelayMs: opts.feedBaseDelayMs }),
-    ...(opts.feedMinIntervalMs === undefined ? {} : { minIntervalMs: opts.feedMinIntervalMs }),
-    onRetry: (url, attempt, reason, waitMs) => opts.log.warn({ url, attempt, reason, waitMs }, 'registry copy update: asking again')
-  })
-  const writer = createCopyWriter(copy, {
-    maxBytes: settings.registryCopyMaxBytes,
-    minFreeBytes: settings.registryCopyMinFreeBytes,
-    nowS: () => Math.floor(nowMs() / 1000)
-  })
-  const stopping = new AbortController()
-  const skipped = new Set<FeedAgency>()
-  let running: Promise<void> | undefined
-  let timer: NodeJS.Timeout | undefined
-
-  function due(agency: FeedAgency): boolean {
-    if (copy.meta(stateKeyOf(agency)) !== undefined) return true
-    const through = copy.coverage()[agency]?.through
-    if (through === undefined) {
-      if (!skipped.has(agency)) opts.log.info({ agency }, 'registry copy update: the copy holds no coverage of this agency; not updated')
-      skipped.add(agency)
-      return false
-    }
-    return nowMs() / 1000 - through >= dueAfterS
+  const s: Schedule = {
+    opts,
+    nowMs,
+    holder: opts.holder ?? leaseHolder(),
+    agencies: opts.agencies ?? (['crossref', 'datacite'] as const),
+    feeds: createFeedClient({
+      userAgent: opts.userAgent,
+      timeoutMs: settings.registryCopyUpdateTimeoutMs,
+      ...(opts.feedRetries === undefined ? {} : { retries: opts.feedRetries }),
+      ...(opts.feedBaseDelayMs === undefined ? {} : { baseDelayMs: opts.feedBaseDelayMs }),
+      ...(opts.feedMinIntervalMs === undefined ? {} : { minIntervalMs: opts.feedMinIntervalMs }),
+      onRetry: (url, attempt, reason, waitMs) => opts.log.warn({ url, attempt, reason, waitMs }, 'registry copy update: asking again')
+    }),
+    writer: createCopyWriter(copy, {
+      maxBytes: settings.registryCopyMaxBytes,
+      minFreeBytes: settings.registryCopyMinFreeBytes,
+      nowS: () => Math.floor(nowMs() / 1000)
+    }),
+    stopping: new AbortController(),
+    skipped: new Set(),
+    running: undefined,
+    timer: undefined
   }
+  scheduleCheck(s, opts.firstCheckMs ?? DEFAULT_FIRST_CHECK_MS)
+  return { checkNow: () => checkNow(s), stop: () => stopSchedule(s) }
+}
 
-  async function check(): Promise<void> {
-    const dueNow = agencies.filter(due)
-    if (dueNow.length === 0 || stopping.signal.aborted) return
-    const result = await withLease(
-      copy,
-      {
-        holder,
-        nowMs,
-        log: opts.log,
-        ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
-        ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs })
+/** A schedule under way: its feed client and writer, the check in flight, the next one's timer. */
+interface Schedule {
+  readonly opts: UpdateScheduleOptions
+  readonly nowMs: () => number
+  readonly holder: string
+  readonly agencies: readonly FeedAgency[]
+  readonly feeds: FeedClient
+  readonly writer: CopyWriter
+  readonly stopping: AbortController
+  /** Agencies the copy holds no coverage of: logged once. */
+  readonly skipped: Set<FeedAgency>
+  running: Promise<void> | undefined
+  timer: NodeJS.Timeout | undefined
+}
+
+/** Due: a run stopped midway, or the coverage older than REGISTRY_COPY_UPDATE_HOURS. */
+function due(s: Schedule, agency: FeedAgency): boolean {
+  const { copy, log, settings } = s.opts
+  if (copy.meta(stateKeyOf(agency)) !== undefined) return true
+  const through = copy.coverage()[agency]?.through
+  if (through === undefined) {
+    if (!s.skipped.has(agency)) log.info({ agency }, 'registry copy update: the copy holds no coverage of this agency; not updated')
+    s.skipped.add(agency)
+    return false
+  }
+  return s.nowMs() / 1000 - through >= settings.registryCopyUpdateHours * 3600
+}
+
+/** The due agencies updated one after the other, if this process gets the lease. */
+async function check(s: Schedule): Promise<void> {
+  const { opts } = s
+  const dueNow = s.agencies.filter((agency) => due(s, agency))
+  if (dueNow.length === 0 || s.stopping.signal.aborted) return
+  const leaseOptions: LeaseOptions = {
+    holder: s.holder,
+    nowMs: s.nowMs,
+    log: opts.log,
+    ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
+    ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs })
+  }
+  const result = await withLease(opts.copy, leaseOptions, s.stopping.signal, async (signal) => {
+    for (const agency of dueNow) {
+      if (signal.aborted) return
+      await scheduledRun(s, agency, signal)
+    }
+  })
+  if (!result.ran) opts.log.info({ lease: result.lease }, 'registry copy update: another process holds the lease')
+}
+
+/** The schedule's one run of an agency: its end logged, counted and noted in the copy, whatever it was. */
+async function scheduledRun(s: Schedule, agency: FeedAgency, signal: AbortSignal): Promise<void> {
+  const { opts } = s
+  const { settings } = opts
+  try {
+    const outcome = await runUpdate(agency, {
+      copy: opts.copy,
+      writer: s.writer,
+      feeds: s.feeds,
+      baseUrl: agency === 'crossref' ? settings.crossrefApiUrl : settings.dataciteApiUrl,
+      mailto: settings.contactEmail,
+      nowS: () => Math.floor(s.nowMs() / 1000),
+      maxRecordBytes: settings.registryCopyMaxRecordBytes,
+      signal,
+      log: opts.log
+    })
+    opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
+    runEnded(s, agency, outcome)
+  } catch (err) {
+    opts.log.warn({ agency, err: (err as Error).message }, 'registry copy update: run stopped; the next one resumes')
+    runEnded(s, agency, err as Error)
+  }
+}
+
+function runEnded(s: Schedule, agency: FeedAgency, result: UpdateOutcome | Error): void {
+  s.opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(result) })
+  recordRunEnd(s.writer, agency, result, Math.floor(s.nowMs() / 1000), s.opts.log)
+  s.opts.onRun?.(agency, result)
+}
+
+function checkNow(s: Schedule): Promise<void> {
+  // One check at a time: a tick during a run waits for it rather than start a second.
+  s.running ??= check(s)
+    .catch((err: unknown) => s.opts.log.warn({ err: (err as Error).message }, 'registry copy update: the check failed'))
+    .finally(() => {
+      s.running = undefined
+    })
+  return s.running
+}
+
+function scheduleCheck(s: Schedule, ms: number): void {
+  s.timer = setTimeout(() => {
+    // checkNow never rejects: its failures are logged.
+    checkNow(s).then(
+      () => {
+        if (!s.stopping.signal.aborted) scheduleCheck(s, s.opts.checkMs ?? DEFAULT_CHECK_MS)
       },
-      stopping.signal,
-      async (signal) => {
-        for (const agency of dueNow) {
-          if (signal.aborted) return
-          const baseUrl = agency === 'crossref' ? settings.crossrefApiUrl : settings.dataciteApiUrl
-          try {
-            const outcome = await runUpdate(agency, {
-              copy,
-              writer,
-              feeds,
-              baseUrl,
-              mailto: settings.contactEmail,
-              nowS: () => Math.floor(nowMs() / 1000),
-              maxRecordBytes: settings.registryCopyMaxRecordBytes,
-              signal,
-              log: opts.log
-            })
-            opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
-            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(outcome) })
-            recordRunEnd(writer, agency, outcome, Math.floor(nowMs() / 1000), opts.log)
-            opts.onRun?.(agency, outcome)
-          } catch (err) {
-            opts.log.warn({ agency, err: (err as Error).message }, 'registry copy update: run stopped; the next one resumes')
-            opts.updatesCounter?.inc({ agency, outcome: updateOutcomeLabel(err as Error) })
-            recordRunEnd(writer, agency, err as Error, Math.floor(nowMs() / 1000), opts.log)
-            opts.onRun?.(agency, err as Error)
-          }
-        }
-      }
+      () => undefined
     )
-    if (!result.ran) opts.log.info({ lease: result.lease }, 'registry copy update: another process holds the lease')
-  }
+  }, ms)
+  s.timer.unref()
+}
 
-  function checkNow(): Promise<void> {
-    // One check at a time: a tick during a run waits for it rather than start a second.
-    running ??= check()
-      .catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, 'registry copy update: the check failed'))
-      .finally(() => {
-        running = undefined
-      })
-    return running
+async function stopSchedule(s: Schedule): Promise<void> {
+  s.stopping.abort()
+  clearTimeout(s.timer)
+  if (s.running !== undefined) {
+    let waited: NodeJS.Timeout | undefined
+    await Promise.race([s.running, new Promise<void>((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS)))])
+    clearTimeout(waited)
   }
-
-  function schedule(ms: number): void {
-    timer = setTimeout(() => {
-      // checkNow never rejects: its failures are logged.
-      checkNow().then(
-        () => {
-          if (!stopping.signal.aborted) schedule(opts.checkMs ?? DEFAULT_CHECK_MS)
-        },
-        () => undefined
-      )
-    }, ms)
-    timer.unref()
-  }
-  schedule(opts.firstCheckMs ?? DEFAULT_FIRST_CHECK_MS)
-
-  return {
-    checkNow,
-    async stop() {
-      stopping.abort()
-      clearTimeout(timer)
-      if (running !== undefined) {
-        let waited: NodeJS.Timeout | undefined
-        await Promise.race([running, new Promise<void>((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS)))])
-        clearTimeout(waited)
-      }
-      await feeds.close()
-    }
-  }
+  await s.feeds.close()
 }
