@@ -26,9 +26,11 @@ import type { CopyDeps } from './services/copy.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
+import type { LookupParts } from './services/lookup.js'
 import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
+import type { GuardedUpstream } from './services/upstream.js'
 import { setUpVerify } from './services/verify.js'
 import type { Verifier } from './resolve/verify/verifier.js'
 
@@ -111,7 +113,8 @@ export async function createServices(
     }
   })
   closeLater(closers, upstream)
-  const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
+  const caches = await setUpCaches(config, { log, metrics, now })
+  const { freshness, cache, openAccessCache, tiers } = caches
   closers.push(tiers.close)
   // A purge forgets the key's fetched metadata too (built below).
   let forgetMetadata = (_key: string): boolean => false
@@ -119,30 +122,12 @@ export async function createServices(
   const { fleet, purge } = joinFleet(config, { tiers, upstream, dropHere })
   closers.push(fleet.close)
   tellHost = fleet.tellHost
-  const local = await openLocalRecords(config, { log, metrics })
-  closeLater(closers, local)
-  // REGISTRY_COPY (issue 43): after the cache, before the upstream; offline it answers alone.
-  const copy = await setUpRegistryCopy(config, { metrics, log, now, updates: deps.copyUpdates })
-  closeLater(closers, copy)
-  // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
-  // (docs/testing-with-doi-proxy.md); flushed at close.
-  const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
-  closeLater(closers, recorder)
-  const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
-  const random = deps.random ?? Math.random
-  const { resolver, proxyService } = createLookup(config, {
-    fetcher,
-    queue,
-    local,
-    copy: copy?.tier,
-    cache,
-    freshness,
-    recorder,
-    metrics,
-    log,
-    now,
-    random
-  })
+  const { local, copy, recorder, resolver, proxyService } = await setUpLookup(
+    config,
+    deps,
+    { log, metrics, now, closers },
+    { upstream, queue, caches }
+  )
   const admission = createAdmission(config, metrics, tiers.redis)
   const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
   closeLater(closers, extras.openAccess)
@@ -197,6 +182,42 @@ export async function createServices(
     purge
   }
   return { services, hooks: hooksOf({ status, upstream, tiers, closers }) }
+}
+
+/**
+ * The lookup flow, and what it asks besides the upstream and the caches: the local records, the registry
+ * copy (REGISTRY_COPY, issue 43: after the cache, before the upstream; offline it answers alone) and the
+ * recorder (RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay,
+ * docs/testing-with-doi-proxy.md; flushed at close). Each closed with the app.
+ */
+async function setUpLookup(
+  config: Config,
+  deps: Pick<ServiceDeps, 'random' | 'copyUpdates'>,
+  core: { log: FastifyBaseLogger; metrics: Metrics; now: () => number; closers: Array<() => Promise<void>> },
+  parts: { upstream: GuardedUpstream | undefined; queue: LookupParts['queue']; caches: Caches }
+) {
+  const { log, metrics, now, closers } = core
+  const { upstream, caches } = parts
+  const local = await openLocalRecords(config, { log, metrics })
+  closeLater(closers, local)
+  const copy = await setUpRegistryCopy(config, { metrics, log, now, updates: deps.copyUpdates })
+  closeLater(closers, copy)
+  const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
+  closeLater(closers, recorder)
+  const { resolver, proxyService } = createLookup(config, {
+    fetcher: upstream === undefined ? undefined : caches.tiers.wrap(upstream.guarded),
+    queue: parts.queue,
+    local,
+    copy: copy?.tier,
+    cache: caches.cache,
+    freshness: caches.freshness,
+    recorder,
+    metrics,
+    log,
+    now,
+    random: deps.random ?? Math.random
+  })
+  return { local, copy, recorder, resolver, proxyService }
 }
 
 /** What must run when the server is ready, listens and closes, for app.ts to add as hooks. */

@@ -260,12 +260,12 @@ async function importFile(run: ImportRun, file: InputFile): Promise<FileState | 
     const unit = next.value
     if (unit.index < f.state.entriesInOrder || f.state.entriesOutOfOrder.includes(unit.entry)) continue
     progress.current = unit.entry === '' ? file.shown : `${file.shown} › ${unit.entry}`
-    const end = await readUnit(unit.chunks, unitOptionsOf(run, f.state.partial[unit.entry] ?? 0), (batch) => commit(run, f, unit, batch)).catch(
-      async (err: unknown) => {
-        await units.return({ tar: false }).catch(() => {})
-        throw err
-      }
-    )
+    const end = await readUnit(unit.chunks, unitOptionsOf(run, f.state.partial[unit.entry] ?? 0), (batch) =>
+      commit(run, f, unit, batch)
+    ).catch(async (err: unknown) => {
+      await units.return({ tar: false }).catch(() => {})
+      throw err
+    })
     // Said in the file's last checkpoint (finishFile): a damaged file moves no coverage.
     if (end.damaged) f.state.damaged = true
   }

@@ -127,7 +127,8 @@ export async function readUnit(
     for await (const chunk of stream) {
       splitter.write(chunk)
       if (splitter.stopped) break
-      if (u.batch.entries.length >= opts.batchSize || u.batch.problems.length >= MAX_PROBLEMS_PER_BATCH) await flush(u, splitter, onBatch, false)
+      if (u.batch.entries.length >= opts.batchSize || u.batch.problems.length >= MAX_PROBLEMS_PER_BATCH)
+        await flush(u, splitter, onBatch, false)
     }
     splitter.end()
   } catch (err) {
@@ -141,7 +142,10 @@ export async function readUnit(
 }
 
 /** The unit's bytes, gunzipped when gzip, and what they are; a gzip or tar within refused; or why gzip cannot be read. */
-async function openUnit(source: AsyncIterable<Buffer>, opts: UnitOptions): Promise<{ stream: AsyncIterable<Buffer>; sniffed: Sniffed } | { damaged: string }> {
+async function openUnit(
+  source: AsyncIterable<Buffer>,
+  opts: UnitOptions
+): Promise<{ stream: AsyncIterable<Buffer>; sniffed: Sniffed } | { damaged: string }> {
   let peeked = await peek(source)
   let sniffed: Sniffed = sniff(peeked.head)
   if ('format' in sniffed && sniffed.format === 'gzip') {

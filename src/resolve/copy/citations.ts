@@ -353,7 +353,16 @@ interface FormatterState {
 }
 
 function createFormatter(opts: FormatterOptions): Formatter {
-  const f: FormatterState = { opts, ...formatterThread(), waiting: [], running: undefined, worker: undefined, nextId: 1, closed: false, meanMs: 15 }
+  const f: FormatterState = {
+    opts,
+    ...formatterThread(),
+    waiting: [],
+    running: undefined,
+    worker: undefined,
+    nextId: 1,
+    closed: false,
+    meanMs: 15
+  }
   return { format: (csl, style, locale) => enqueue(f, csl, style, locale), close: () => closeFormatter(f) }
 }
 

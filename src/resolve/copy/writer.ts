@@ -176,7 +176,12 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
 }
 
 /** A batch and its checkpoint, inside the writer's transaction: newer wins, the stats and prefix marks follow. */
-function writeBatch(dbs: CopyDatabases, entries: readonly EncodedRecord[], checkpoint: Checkpoint | undefined, nowS: () => number): BatchCounts {
+function writeBatch(
+  dbs: CopyDatabases,
+  entries: readonly EncodedRecord[],
+  checkpoint: Checkpoint | undefined,
+  nowS: () => number
+): BatchCounts {
   const counts: BatchCounts = { written: 0, unchanged: 0, older: 0, unreadable: 0 }
   const stats = structuredClone((dbs.meta.get(STATS_KEY) as CopyStats | undefined) ?? EMPTY_STATS)
   const marks = new Map<string, PrefixMark>()
@@ -192,7 +197,13 @@ function writeBatch(dbs: CopyDatabases, entries: readonly EncodedRecord[], check
 }
 
 /** One record, unless what is held is as new or newer; counted, and its prefix's mark counted in `marks`. */
-function writeRecord(dbs: CopyDatabases, entry: EncodedRecord, counts: BatchCounts, stats: CopyStats, marks: Map<string, PrefixMark>): void {
+function writeRecord(
+  dbs: CopyDatabases,
+  entry: EncodedRecord,
+  counts: BatchCounts,
+  stats: CopyStats,
+  marks: Map<string, PrefixMark>
+): void {
   const head = decodeHead(entry.value)
   if (typeof head === 'string') {
     counts.unreadable++

@@ -164,7 +164,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
    * came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry(handle: string, bypassCache: boolean, key = cacheKey(handle)): { lookup: Lookup; cached: boolean } | undefined {
-    const local = localAnswer(handle, key)
+    const local = localAnswer(opts, handle, key)
     if (local !== undefined) return { lookup: local, cached: false }
     if (!bypassCache) {
       const entry = freshEntry(handle, key)
@@ -179,38 +179,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
     }
     // Bypassing the cache online asks the upstream; offline the copy is all there is.
     if (copy === undefined || (bypassCache && opts.upstream !== undefined)) return undefined
-    return copyAnswer(handle, key)
-  }
-
-  /**
-   * The registry copy's answer (plan-43 §1.7): a record it answers for is kept in the cache with origin
-   * 'copy', so every repeat is a cache hit (and goes through the door); offline, an absence with its words.
-   * Undefined online when the copy does not answer (absent, too old): the upstream is asked.
-   */
-  function copyAnswer(handle: string, key: string): { lookup: Lookup; cached: boolean } | undefined {
-    const found = copy!.peek(handle, key)
-    if (found.kind === 'found') {
-      const entry = copyEntryOf(found.values, now(), found.freshForMs, opts.freshness)
-      if (entry !== undefined) cache.set(key, entry)
-      return { lookup: { kind: 'found', values: found.values, cache: 'COPY', entry }, cached: false }
-    }
-    if (opts.upstream !== undefined) return undefined
-    return { lookup: { kind: 'not-found', cache: 'HIT', absence: copy!.absence(handle, key) }, cached: false }
-  }
-
-  /**
-   * The answer when the cache (and the upstream behind it) does not answer for a handle: a local record
-   * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
-   * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
-   */
-  function localAnswer(handle: string, key: string): Lookup | undefined {
-    if (opts.local !== undefined) {
-      const values = opts.local.get(handle, key)
-      if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
-      if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
-    }
-    // Offline with a registry copy, the cache (its records) and the copy answer next.
-    return opts.upstream === undefined && copy === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
+    return copyAnswer(opts, copy, handle, key)
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
@@ -234,7 +203,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
   function needsUpstream(handle: string, key = cacheKey(handle)): boolean {
     if (opts.upstream === undefined) return false
     return (
-      localAnswer(handle, key) === undefined &&
+      localAnswer(opts, handle, key) === undefined &&
       freshEntry(handle, key) === undefined &&
       (copy === undefined || copy.peek(handle, key, false).kind !== 'found')
     )
@@ -255,10 +224,41 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
    */
   function cachedAnswer(handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     // No Lookup built when the cache answers, as peekEntry does: this runs for every prepared answer.
-    return localAnswer(handle, key) === undefined ? freshEntry(handle, key) : undefined
+    return localAnswer(opts, handle, key) === undefined ? freshEntry(handle, key) : undefined
   }
 
   return { peekEntry, needsUpstream, knowsAbsence, cachedAnswer }
+}
+
+/**
+ * The registry copy's answer (plan-43 §1.7): a record it answers for is kept in the cache with origin
+ * 'copy', so every repeat is a cache hit (and goes through the door); offline, an absence with its words.
+ * Undefined online when the copy does not answer (absent, too old): the upstream is asked.
+ */
+function copyAnswer(opts: ResolverOptions, copy: CopyTier, handle: string, key: string): { lookup: Lookup; cached: boolean } | undefined {
+  const found = copy.peek(handle, key)
+  if (found.kind === 'found') {
+    const entry = copyEntryOf(found.values, opts.now(), found.freshForMs, opts.freshness)
+    if (entry !== undefined) opts.cache.set(key, entry)
+    return { lookup: { kind: 'found', values: found.values, cache: 'COPY', entry }, cached: false }
+  }
+  if (opts.upstream !== undefined) return undefined
+  return { lookup: { kind: 'not-found', cache: 'HIT', absence: copy.absence(handle, key) }, cached: false }
+}
+
+/**
+ * The answer when the cache (and the upstream behind it) does not answer for a handle: a local record
+ * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
+ * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
+ */
+function localAnswer(opts: ResolverOptions, handle: string, key: string): Lookup | undefined {
+  if (opts.local !== undefined) {
+    const values = opts.local.get(handle, key)
+    if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
+    if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
+  }
+  // Offline with a registry copy, the cache (its records) and the copy answer next.
+  return opts.upstream === undefined && opts.copy === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
 }
 
 /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops, each looked up as `asked`. */
