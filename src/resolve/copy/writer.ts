@@ -88,33 +88,6 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
   if (!copy.writable) throw new Error(`the registry copy in ${copy.dir} was opened read-only`)
   const { root, prefixes, meta } = copy.databases
   const freeBytes = opts.freeBytes ?? freeBytesOf
-  const dataFile = join(copy.dir, 'data.mdb')
-
-  function checkRoom(entries: readonly EncodedRecord[]): void {
-    let bytes = 0
-    for (const e of entries) bytes += e.key.length + e.value.length + PER_ENTRY_OVERHEAD
-    const needed = bytes * WRITE_AMPLIFICATION + SLACK_BYTES
-    const free = freeBytes(copy.dir)
-    if (opts.minFreeBytes > 0 && free - needed < opts.minFreeBytes) {
-      throw new DiskFull(
-        'min_free',
-        copy.dir,
-        free,
-        `the disk of ${copy.dir} is full: ${free} bytes free, and REGISTRY_COPY_MIN_FREE_BYTES keeps ${opts.minFreeBytes}`
-      )
-    }
-    if (opts.maxBytes > 0) {
-      const size = fileSize(dataFile)
-      if (size + needed > opts.maxBytes) {
-        throw new DiskFull(
-          'max_bytes',
-          copy.dir,
-          free,
-          `the registry copy in ${copy.dir} is ${size} bytes, and the next batch would take it past REGISTRY_COPY_MAX_BYTES ${opts.maxBytes}`
-        )
-      }
-    }
-  }
 
   function inTransaction<T>(write: () => T): T {
     try {
@@ -135,7 +108,7 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
 
   return {
     putBatch(entries, checkpoint) {
-      checkRoom(entries)
+      checkRoom(copy, opts, entries)
       return inTransaction(() => writeBatch(copy.databases, entries, checkpoint, opts.nowS))
     },
     finishFile(id, info) {
@@ -171,6 +144,33 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
     },
     putMeta(name, value) {
       inTransaction(() => meta.putSync(name, value))
+    }
+  }
+}
+
+/** Throws DiskFull when the batch would leave the file system less than REGISTRY_COPY_MIN_FREE_BYTES, or the copy past REGISTRY_COPY_MAX_BYTES. */
+function checkRoom(copy: CopyStore, opts: CopyWriterOptions, entries: readonly EncodedRecord[]): void {
+  let bytes = 0
+  for (const e of entries) bytes += e.key.length + e.value.length + PER_ENTRY_OVERHEAD
+  const needed = bytes * WRITE_AMPLIFICATION + SLACK_BYTES
+  const free = (opts.freeBytes ?? freeBytesOf)(copy.dir)
+  if (opts.minFreeBytes > 0 && free - needed < opts.minFreeBytes) {
+    throw new DiskFull(
+      'min_free',
+      copy.dir,
+      free,
+      `the disk of ${copy.dir} is full: ${free} bytes free, and REGISTRY_COPY_MIN_FREE_BYTES keeps ${opts.minFreeBytes}`
+    )
+  }
+  if (opts.maxBytes > 0) {
+    const size = fileSize(join(copy.dir, 'data.mdb'))
+    if (size + needed > opts.maxBytes) {
+      throw new DiskFull(
+        'max_bytes',
+        copy.dir,
+        free,
+        `the registry copy in ${copy.dir} is ${size} bytes, and the next batch would take it past REGISTRY_COPY_MAX_BYTES ${opts.maxBytes}`
+      )
     }
   }
 }
