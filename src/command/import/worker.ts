@@ -127,8 +127,8 @@ export async function readUnit(
     for await (const chunk of stream) {
       splitter.write(chunk)
       if (splitter.stopped) break
-      if (u.batch.entries.length >= opts.batchSize || u.batch.problems.length >= MAX_PROBLEMS_PER_BATCH)
-        await flush(u, splitter, onBatch, false)
+      const full = u.batch.entries.length >= opts.batchSize || u.batch.problems.length >= MAX_PROBLEMS_PER_BATCH
+      if (full) await flush(u, splitter, onBatch, false)
     }
     splitter.end()
   } catch (err) {
