@@ -164,7 +164,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
    * came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry(handle: string, bypassCache: boolean, key = cacheKey(handle)): { lookup: Lookup; cached: boolean } | undefined {
-    const local = localAnswer(opts, handle, key)
+    const local = localAnswer(handle, key)
     if (local !== undefined) return { lookup: local, cached: false }
     if (!bypassCache) {
       const entry = freshEntry(handle, key)
@@ -180,6 +180,21 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
     // Bypassing the cache online asks the upstream; offline the copy is all there is.
     if (copy === undefined || (bypassCache && opts.upstream !== undefined)) return undefined
     return copyAnswer(opts, copy, handle, key)
+  }
+
+  /**
+   * The answer when the cache (and the upstream behind it) does not answer for a handle: a local record
+   * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
+   * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
+   */
+  function localAnswer(handle: string, key: string): Lookup | undefined {
+    if (opts.local !== undefined) {
+      const values = opts.local.get(handle, key)
+      if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
+      if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
+    }
+    // Offline with a registry copy, the cache (its records) and the copy answer next.
+    return opts.upstream === undefined && copy === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
@@ -203,7 +218,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
   function needsUpstream(handle: string, key = cacheKey(handle)): boolean {
     if (opts.upstream === undefined) return false
     return (
-      localAnswer(opts, handle, key) === undefined &&
+      localAnswer(handle, key) === undefined &&
       freshEntry(handle, key) === undefined &&
       (copy === undefined || copy.peek(handle, key, false).kind !== 'found')
     )
@@ -224,7 +239,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
    */
   function cachedAnswer(handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
     // No Lookup built when the cache answers, as peekEntry does: this runs for every prepared answer.
-    return localAnswer(opts, handle, key) === undefined ? freshEntry(handle, key) : undefined
+    return localAnswer(handle, key) === undefined ? freshEntry(handle, key) : undefined
   }
 
   return { peekEntry, needsUpstream, knowsAbsence, cachedAnswer }
@@ -244,21 +259,6 @@ function copyAnswer(opts: ResolverOptions, copy: CopyTier, handle: string, key: 
   }
   if (opts.upstream !== undefined) return undefined
   return { lookup: { kind: 'not-found', cache: 'HIT', absence: copy.absence(handle, key) }, cached: false }
-}
-
-/**
- * The answer when the cache (and the upstream behind it) does not answer for a handle: a local record
- * stands in front of it, or its prefix is served only locally (read at every request: a reload shows
- * at once, behaviour.md §3), or there is no upstream at all. Undefined when the cache answers.
- */
-function localAnswer(opts: ResolverOptions, handle: string, key: string): Lookup | undefined {
-  if (opts.local !== undefined) {
-    const values = opts.local.get(handle, key)
-    if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
-    if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
-  }
-  // Offline with a registry copy, the cache (its records) and the copy answer next.
-  return opts.upstream === undefined && opts.copy === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
 }
 
 /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops, each looked up as `asked`. */
