@@ -462,6 +462,17 @@ async function main(): Promise<void> {
     const floorRow = steady[2]!
     const ceilingRows = steady.slice(3)
 
+    // Online, a prefix's own records (HS_NAMESPACE, the service it names) come from the upstream the first
+    // time a prefix is seen: asked here first, so the first reads below measure the copy's path, not upstream
+    // misses (their rows count what the upstream was still asked).
+    const prefixes = [...new Set(all.map((p) => decodeURIComponent(p.slice(1).split('/')[0]!)))]
+    const prefixStatuses = await warm(
+      server.baseUrl,
+      prefixes.map((p) => `/api/handles/${p}`),
+      { concurrency: 16 }
+    )
+    log(`  the ${n0(prefixes.length)} prefixes of those DOIs asked once through the REST API: ${JSON.stringify(prefixStatuses)}`)
+
     log(`(b) first reads of ${n0(firstCount)} distinct copy DOIs`)
     const firstRow = await once(
       'copy, first reads (the router)',
@@ -520,7 +531,7 @@ async function main(): Promise<void> {
       `Code: doi-proxy is ${codeVersion()}  `,
       `Load average (1 min): ${f(loadAtStart)} at the start, ${f(loadEnd)} at the end (2 cores: above 1, other work shared them)  `,
       `Cores: ${describePinning(pinning)}  `,
-      `Method (\`npm run bench:copy -- --works ${o.works}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
+      `Method (\`npm run bench:copy -- --works ${o.works}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
       '',
       '### Import',
       '',
