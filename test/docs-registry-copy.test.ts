@@ -212,7 +212,8 @@ describe('docs/registry-copy.md', () => {
   it('keeps its download commands (the only ones not run) pointing at the requester-pays bucket', () => {
     const notRun = blocks().filter((b) => b.note.startsWith('not run'))
     expect(notRun).toHaveLength(1)
-    for (const l of notRun[0]!.text.trim().split('\n'))
+    for (const l of notRun[0]!.text.trim().split('\n')) {
       expect(l).toMatch(/^aws s3 (ls|cp) --request-payer requester s3:\/\/api-snapshots-reqpays-crossref\//)
+    }
   })
 })

@@ -241,7 +241,9 @@ async function alternate(
   for (let r = 0; r < rounds; r++) {
     const order = [...state]
     const random = seededRandom(1000 + r)
-    for (let i = order.length - 1; i > 0 && r > 0; i--) {
+    // The first round as listed, each later one shuffled (Fisher–Yates, seeded by the round).
+    const shuffled = r === 0 ? 0 : order.length - 1
+    for (let i = shuffled; i > 0; i--) {
       const j = Math.floor(random() * (i + 1))
       ;[order[i], order[j]] = [order[j]!, order[i]!]
     }
@@ -393,8 +395,9 @@ async function main(): Promise<void> {
     log(
       `  a copy DOI answers ${copyAnswer.status} X-Cache ${xCache(copyAnswer)}; an upstream DOI ${cachedAnswer.status} X-Cache ${xCache(cachedAnswer)}`
     )
-    if (xCache(copyAnswer) !== 'COPY' || xCache(cachedAnswer) !== 'HIT')
+    if (xCache(copyAnswer) !== 'COPY' || xCache(cachedAnswer) !== 'HIT') {
       throw new Error('the copy or the cache does not answer as expected')
+    }
 
     // The same-bytes floor of the copy's answers (bench/README.md): each path's own answer, checked.
     const answers: Array<[string, CapturedAnswer]> = []
@@ -404,8 +407,9 @@ async function main(): Promise<void> {
     const checkPaths = [hotCopy[0]!, hotCopy[HOT / 2]!, hotCopy[HOT - 1]!]
     const oursBytes = (await Promise.all(checkPaths.map((p) => answerBytes(server.baseUrl, p)))).join('\n')
     const floorBytes = (await Promise.all(checkPaths.map((p) => answerBytes(floor.baseUrl, p)))).join('\n')
-    if (oursBytes !== floorBytes)
+    if (oursBytes !== floorBytes) {
       throw new Error(`the floor does not answer as ours:\n${oursBytes.slice(0, 600)}\n${floorBytes.slice(0, 600)}`)
+    }
     const ceiling = await startFloor({ empty: true, name: 'node:http empty 204' })
     extra.push(ceiling)
     const nginx = nginxAvailable() ? await startNginx('return-204') : undefined
