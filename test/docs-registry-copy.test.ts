@@ -209,6 +209,15 @@ describe('docs/registry-copy.md', () => {
     ])
   }, 240_000)
 
+  it('shows the disk-full stop and the progress line in the words the import writes (test/resolve/copy/disk-full.test.ts, import-terminal.test.ts make them)', () => {
+    expect(sampleAfter('stops with exit status 75 and says where the copy').trim()).toMatch(
+      /^stopped: the disk of \S+ is full: \d+ bytes free, and REGISTRY_COPY_MIN_FREE_BYTES keeps \d+; the copy holds everything up to \S+\.tar › \d{4}\.json\.gz item \d+; free some space and run the same command again$/
+    )
+    expect(sampleAfter('time left and the file it is in:').trim()).toMatch(
+      /^importing +\d+% +[\d,]+ records +[\d,]+\/s +[\d.]+ MB\/s +ETA \d+:\d\d +\S+ › \S+$/
+    )
+  })
+
   it('keeps its download commands (the only ones not run) pointing at the requester-pays bucket', () => {
     const notRun = blocks().filter((b) => b.note.startsWith('not run'))
     expect(notRun).toHaveLength(1)
