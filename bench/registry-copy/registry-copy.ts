@@ -23,7 +23,7 @@
  * Writes the "Registry copy" section of bench/RESULTS.md.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { forEachOption } from '../lib/args.js'
@@ -56,6 +56,8 @@ const TARGET_READY_S = 2
 const TARGET_RATIO = 0.8
 const TARGET_HOURS = 3
 const TARGET_ANON_MIB = 400
+/** The issue's memory figure, as a limit: the server is also run in a memory cgroup of this size. */
+const CGROUP_MIB = 400
 const CROSSREF_WORKS_2024 = 150_000_000
 const MB = 1e6
 const MIB = 2 ** 20
@@ -215,6 +217,36 @@ function dropCaches(): string | undefined {
   }
 }
 
+/**
+ * A memory cgroup (v1, root only) limited to `mib`, and the wrap that starts a process inside it; run `fn`
+ * with it, then its peak usage and how often the limit was hit. The reason instead when there is none.
+ */
+async function inMemoryCgroup<T>(
+  mib: number,
+  fn: (wrap: readonly string[]) => Promise<T>
+): Promise<{ value: T; maxUsageMiB: number; failcnt: number } | string> {
+  const base = '/sys/fs/cgroup/memory'
+  if (process.getuid?.() !== 0) return 'not root: no memory cgroup could be made'
+  if (!existsSync(join(base, 'memory.limit_in_bytes'))) return `no cgroup v1 memory controller at ${base}`
+  const dir = join(base, `doi-proxy-bench-${process.pid}`)
+  try {
+    mkdirSync(dir)
+    writeFileSync(join(dir, 'memory.limit_in_bytes'), String(mib * MIB))
+  } catch (err) {
+    return `the memory cgroup could not be made (${(err as Error).message})`
+  }
+  try {
+    // The server's own process joins the cgroup, then becomes node (exec: the same pid).
+    const value = await fn(['sh', '-c', `echo $$ > ${dir}/cgroup.procs && exec "$@"`, 'sh'])
+    const read = (name: string): number => Number(readFileSync(join(dir, name), 'utf8').trim())
+    return { value, maxUsageMiB: read('memory.max_usage_in_bytes') / MIB, failcnt: read('memory.failcnt') }
+  } finally {
+    try {
+      rmdirSync(dir)
+    } catch {} // a process still in it: left for the kernel to reap
+  }
+}
+
 interface Measured {
   name: string
   result: LoadResult
@@ -281,7 +313,8 @@ async function alternate(
 async function copyHits(t: Target): Promise<number> {
   const text = await (await fetch(`${t.baseUrl}/metrics`)).text()
   const line = text.split('\n').find((l) => l.startsWith('doi_proxy_copy_lookups_total{') && l.includes('result="hit"'))
-  return Number(line?.split(' ').pop() ?? NaN)
+  // Not there before the first lookup of a fresh server: none yet.
+  return line === undefined ? 0 : Number(line.split(' ').pop())
 }
 
 /** Each of `paths` asked once, in order, on `connections` connections: first reads; what the copy and the upstream answered. */
@@ -332,9 +365,11 @@ async function main(): Promise<void> {
 
   const importJson = join(dir, 'import.json')
   let imp: ImportFigures
+  let reused = false
   if (o.reuse && existsSync(importJson) && existsSync(join(store, 'data.mdb'))) {
     imp = JSON.parse(readFileSync(importJson, 'utf8')) as ImportFigures
     log(`reusing the copy in ${store} (imported before: ${n0(imp.records)} records)`)
+    reused = true
   } else {
     log(`importing into ${store}`)
     imp = await runImport(dir, store, made)
@@ -376,12 +411,13 @@ async function main(): Promise<void> {
       Array.from({ length: count }, (_, k) => pathOf(crossrefDoiOf(o.seed, (from + k * step) % crossrefWorks)))
     const firstCount = Math.min(o.quick ? 40_000 : 200_000, Math.floor(crossrefWorks / 3))
     const coldCount = Math.min(o.quick ? 5_000 : 20_000, Math.floor(crossrefWorks / 10))
-    const stride = Math.max(1, Math.floor(crossrefWorks / (HOT + firstCount + 2 * coldCount)))
-    const all = spread(HOT + firstCount + 2 * coldCount, 0, stride)
+    const stride = Math.max(1, Math.floor(crossrefWorks / (HOT + firstCount + 3 * coldCount)))
+    const all = spread(HOT + firstCount + 3 * coldCount, 0, stride)
     const hotCopy = all.slice(0, HOT)
     const first = all.slice(HOT, HOT + firstCount)
     const cold = all.slice(HOT + firstCount, HOT + firstCount + coldCount)
-    const warmPages = all.slice(HOT + firstCount + coldCount)
+    const warmPages = all.slice(HOT + firstCount + coldCount, HOT + firstCount + 2 * coldCount)
+    const limitedPaths = all.slice(HOT + firstCount + 2 * coldCount)
     if (new Set(all).size !== all.length) throw new Error('the DOI sets overlap: fewer works than the sets need')
     // Upstream DOIs under prefixes the copy does not hold (Crossref's are 10.1000–10.4999 here).
     const hotCached = Array.from({ length: HOT }, (_, i) => `/10.${9000 + (i % 20)}/bench.cached.${i}`)
@@ -512,11 +548,48 @@ async function main(): Promise<void> {
     const after = memoryOf(server.pid)
     const lookups = firstCount + 2 * coldCount + HOT + hit.result.requests + repeats.result.requests
 
+    log(`(d) a second server in a ${CGROUP_MIB} MiB memory cgroup: first reads of ${n0(coldCount)} DOIs, 4 connections`)
+    const limited = await inMemoryCgroup(CGROUP_MIB, async (wrap) => {
+      const small = await startOurs({ upstream, env, readyTimeoutMs: 120_000, wrap })
+      try {
+        await warm(
+          small.baseUrl,
+          prefixes.map((p) => `/api/handles/${p}`),
+          { concurrency: 16 }
+        )
+        const row = await once(
+          `copy, first reads, server in a ${CGROUP_MIB} MiB memory cgroup`,
+          small,
+          upstream,
+          limitedPaths,
+          4,
+          `${n0(coldCount)} distinct copy DOIs, 4 connections, a fresh server whose cgroup (v1) holds it and its page cache to ${CGROUP_MIB} MiB`
+        )
+        return { row, memory: memoryOf(small.pid) }
+      } finally {
+        await small.stop()
+      }
+    })
+    log(
+      typeof limited === 'string'
+        ? `  not run: ${limited}`
+        : `  ${n0(limited.value.row.result.rps)} req/s, p99 ${f(limited.value.row.result.p99)} ms; cgroup peak ${f(limited.maxUsageMiB, 0)} MiB, limit hit ${limited.failcnt} times`
+    )
+
     const provisional = o.works < FULL_WORKS
     const loadEnd = loadavg()[0] ?? NaN
     const ceilingTop = Math.max(...ceilingRows.map((r) => r.result.rps))
     const fastest = Math.max(hit.result.rps, repeats.result.rps, floorRow.result.rps)
-    const rows: Measured[] = [...ceilingRows, floorRow, hit, repeats, firstRow, warmRow, coldRow]
+    const rows: Measured[] = [
+      ...ceilingRows,
+      floorRow,
+      hit,
+      repeats,
+      firstRow,
+      warmRow,
+      coldRow,
+      ...(typeof limited === 'string' ? [] : [limited.value.row])
+    ]
     const tableRow = (r: Measured): string => {
       const isCeiling = r.name.startsWith('client')
       return `| ${r.name} | ${n0(r.result.rps)} | ${f(r.result.p50)} | ${f(r.result.p99)} | ${isCeiling ? '—' : ratio(r.result.rps, hit.result.rps)} | ${isCeiling ? '—' : ratio(r.result.rps, floorRow.result.rps)} | ${f(r.cpuPerAnswerUs, 1)} | ${r.note.replace(/\|/g, '/')} |`
@@ -535,10 +608,13 @@ async function main(): Promise<void> {
       `Code: doi-proxy is ${codeVersion()}  `,
       `Load average (1 min): ${f(loadAtStart)} at the start, ${f(loadEnd)} at the end (2 cores: above 1, other work shared them)  `,
       `Cores: ${describePinning(pinning)}  `,
-      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
+      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) answering first reads. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
       '',
       '### Import',
       '',
+      ...(reused
+        ? ['The import figures are those of an earlier run on the same files (`--reuse-copy`): this run measured the server only.', '']
+        : []),
       '| Records | Malformed | Input, compressed MB | Input, uncompressed MB | Wall s | CPU s (user + sys) | Records/s | MB/s compressed | MB/s uncompressed | Peak RSS MiB |',
       '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
       `| ${n0(imp.records)} | ${n0(imp.malformed)} | ${f(imp.compressedBytes / MB, 0)} | ${f(imp.uncompressedBytes / MB, 0)} | ${f(imp.wallS, 1)} | ${f(cpuS, 1)} (${f(imp.userS, 1)} + ${f(imp.systemS, 1)}) | ${n0(rate)} | ${f(imp.compressedBytes / MB / imp.wallS, 1)} | ${f(imp.uncompressedBytes / MB / imp.wallS, 1)} | ${f(imp.maxRssMiB, 0)} |`,
@@ -568,6 +644,9 @@ async function main(): Promise<void> {
       '|---|--:|--:|--:|',
       `| after /readyz | ${memoryText(atStart)} |`,
       `| after ${n0(lookups)} lookups | ${memoryText(after)} |`,
+      typeof limited === 'string'
+        ? `| a server in a ${CGROUP_MIB} MiB memory cgroup | not run: ${limited} |`
+        : `| a second server in a ${CGROUP_MIB} MiB memory cgroup, after ${n0(coldCount)} first reads (all ${limited.value.row.result.statuses['302'] === coldCount ? '302' : `not 302: ${statuses(limited.value.row.result)}`}; the cgroup's peak ${f(limited.maxUsageMiB, 0)} MiB with the page cache, limit hit ${limited.failcnt} times) | ${memoryText(limited.value.memory)} |`,
       '',
       '### Targets (issue 43 §4)',
       '',
