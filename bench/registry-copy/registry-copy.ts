@@ -548,6 +548,8 @@ async function main(): Promise<void> {
     const lookups = firstCount + 2 * coldCount + HOT + hit.result.requests + repeats.result.requests
 
     log(`(d) a second server in a ${CGROUP_MIB} MiB memory cgroup: first reads of ${n0(coldCount)} DOIs, 4 connections`)
+    // The first server is stopped first: pages it has mapped stay in memory, charged to it, whatever is dropped.
+    await server.stop()
     let limitedDropped: string | undefined
     const limited = await inMemoryCgroup(CGROUP_MIB, async (wrap) => {
       const small = await startOurs({ upstream, env, readyTimeoutMs: 120_000, wrap })
