@@ -39,6 +39,7 @@ export class PathError extends Error {
 }
 
 const READ_CHUNK = 1024 * 1024
+const GUNZIP_CHUNK = 128 * 1024
 const MAX_DEPTH = 32
 
 /** The files of the PATHs; `exclude`, the copy's own directory, is never read as an input. */
@@ -104,7 +105,7 @@ export async function* unitsOf(file: InputFile, opts: UnitsOptions): AsyncGenera
   let kind = sniff(peeked.head)
   let stream = peeked.stream
   if ('format' in kind && kind.format === 'gzip') {
-    const gunzip = createGunzip()
+    const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK })
     pipeline(Readable.from(peeked.stream), gunzip, () => {})
     try {
       peeked = await peek(gunzip)

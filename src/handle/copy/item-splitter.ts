@@ -3,7 +3,10 @@
  * parsing Crossref's 132 MB inner file at once cost twice the time per work, and all of it in memory). The
  * array splitter follows JSON's structure (depth and strings) only as far as needed to find the items of the
  * array at a path; each item is then JSON.parse'd alone by the caller, which names the ones that fail. An
- * item larger than `maxBytes` is never held: its bytes are dropped as they come and it is named.
+ * item larger than `maxBytes` is never held: its bytes are dropped as they come and it is named. Inside a
+ * string it jumps to the next quote (indexOf), and the values of the items' `dropKeys` (a Crossref work's
+ * `reference` list: half its bytes, read by no mapper) are never held: they come out as `null`, so the
+ * caller parses half the bytes.
  */
 
 export interface SplitItem {
@@ -34,6 +37,7 @@ export interface Splitter {
 }
 
 export interface SplitterOptions {
+  /** An item (or line) larger than this, in the input's bytes, is named and skipped. */
   maxBytes: number
   onItem: (item: SplitItem) => void
   onProblem: (problem: SplitProblem) => void
@@ -49,6 +53,9 @@ const COMMA = 0x2c
 const COLON = 0x3a
 const NEWLINE = 0x0a
 const RETURN = 0x0d
+const NULL = Buffer.from('null')
+// A key longer than this is none of the dropKeys: not gathered across chunks.
+const LONGEST_DROP_KEY = 64
 // Keys longer than this are no key of a path we look for: not kept.
 const LONGEST_KEY = 256
 
@@ -96,10 +103,27 @@ interface SplitState {
   itemOver: boolean
   /** Where the item's bytes start in the chunk being written; -1: none in it. */
   start: number
+  // Dropping a key's value (dropKeys), at the item's top level (depth 1 of an object item).
+  readonly dropKeys: ReadonlySet<string> | undefined
+  /** The item is an object (its keys are read for dropKeys). */
+  itemObject: boolean
+  /** At depth 1, the next string is a key. */
+  expectKey: boolean
+  /** Inside a key at depth 1: where its bytes start in this chunk, and those of earlier chunks. */
+  keyStart: number
+  keyCarry: Buffer | undefined
+  /** The key just read is one of dropKeys: its value, if an object or array, is dropped. */
+  dropNext: boolean
+  dropping: boolean
+  /** Where the dropped bytes start in the chunk being written. */
+  dropFrom: number
 }
 
-/** The items of the JSON array at `path` (object keys from the root; [] for a root array). */
-export function createItemSplitter(opts: SplitterOptions & { path: readonly string[] }): Splitter {
+/**
+ * The items of the JSON array at `path` (object keys from the root; [] for a root array). `dropKeys`: keys of
+ * an object item whose object or array value is replaced by `null` (their bytes still count for maxBytes).
+ */
+export function createItemSplitter(opts: SplitterOptions & { path: readonly string[]; dropKeys?: readonly string[] }): Splitter {
   const s: SplitState = {
     path: opts.path,
     maxBytes: opts.maxBytes,
@@ -123,7 +147,15 @@ export function createItemSplitter(opts: SplitterOptions & { path: readonly stri
     itemParts: [],
     itemSize: 0,
     itemOver: false,
-    start: -1
+    start: -1,
+    dropKeys: opts.dropKeys === undefined || opts.dropKeys.length === 0 ? undefined : new Set(opts.dropKeys),
+    itemObject: false,
+    expectKey: false,
+    keyStart: -1,
+    keyCarry: undefined,
+    dropNext: false,
+    dropping: false,
+    dropFrom: 0
   }
   return {
     get done() {
@@ -157,6 +189,12 @@ function startItem(s: SplitState, at: number): void {
   s.itemParts = []
   s.itemSize = 0
   s.itemOver = false
+  s.itemObject = false
+  s.expectKey = false
+  s.keyStart = -1
+  s.keyCarry = undefined
+  s.dropNext = false
+  s.dropping = false
 }
 
 function keep(s: SplitState, part: Buffer): void {
@@ -168,6 +206,16 @@ function keep(s: SplitState, part: Buffer): void {
     return
   }
   s.itemParts.push(part)
+}
+
+/** Bytes of the item not held (a dropped value): they count for maxBytes all the same. */
+function passOver(s: SplitState, bytes: number): void {
+  if (s.itemOver) return
+  s.itemSize += bytes
+  if (s.itemSize > s.maxBytes) {
+    s.itemOver = true
+    s.itemParts = []
+  }
 }
 
 /** The item ends with the bytes of `chunk` before `end`: handed on, or named when too large. */
@@ -192,14 +240,83 @@ function endItem(s: SplitState, chunk: Buffer, end: number): void {
 
 function writeChunk(s: SplitState, chunk: Buffer): void {
   if (s.stopped) return
-  s.start = s.inItem ? 0 : -1
-  for (let i = 0; i < chunk.length; i++) {
+  s.start = s.inItem && !s.dropping ? 0 : -1
+  s.dropFrom = 0
+  if (s.keyStart >= 0) s.keyStart = 0
+  const length = chunk.length
+  for (let i = 0; i < length; i++) {
+    if (s.inItem && s.itemString && !s.itemEscape) {
+      // Inside a string: straight to its closing quote, which itemByte then reads.
+      const q = closingQuote(chunk, i)
+      if (q < 0) {
+        s.itemEscape = trailingEscape(chunk, i)
+        break
+      }
+      i = q
+    }
     const c = chunk[i]!
     const ok = s.inItem ? itemByte(s, chunk, i, c) : betweenItems(s, i, c)
     if (!ok) return
   }
-  if (s.inItem && s.start >= 0) keep(s, chunk.subarray(s.start))
-  s.offset += chunk.length
+  if (s.inItem) {
+    if (s.dropping) passOver(s, length - s.dropFrom)
+    else if (s.start >= 0) keep(s, chunk.subarray(s.start))
+    if (s.keyStart >= 0) carryKey(s, chunk)
+  }
+  s.offset += length
+}
+
+/** The first quote at or after `from` that no backslash escapes (the string is open at `from`, no escape pending); -1 none. */
+function closingQuote(chunk: Buffer, from: number): number {
+  let at = from
+  for (;;) {
+    const q = chunk.indexOf(QUOTE, at)
+    if (q < 0) return -1
+    let b = q - 1
+    while (b >= from && chunk[b] === BACKSLASH) b--
+    if ((q - 1 - b) % 2 === 0) return q
+    at = q + 1
+  }
+}
+
+/** Whether the chunk ends with an odd run of backslashes (after `from`): the next chunk's first byte is escaped. */
+function trailingEscape(chunk: Buffer, from: number): boolean {
+  let b = chunk.length - 1
+  while (b >= from && chunk[b] === BACKSLASH) b--
+  return (chunk.length - 1 - b) % 2 === 1
+}
+
+/** A key at depth 1 goes on into the next chunk: its bytes so far kept, unless it is longer than any key dropped. */
+function carryKey(s: SplitState, chunk: Buffer): void {
+  const part = chunk.subarray(s.keyStart)
+  const carried = s.keyCarry === undefined ? Buffer.from(part) : Buffer.concat([s.keyCarry, part])
+  s.keyCarry = carried.length > LONGEST_DROP_KEY ? undefined : carried
+  if (s.keyCarry === undefined) s.keyStart = -1
+}
+
+/** A key at depth 1 ended before `end`: whether its value is to be dropped. */
+function endKey(s: SplitState, chunk: Buffer, end: number): void {
+  const tail = chunk.subarray(s.keyStart, end)
+  const key = s.keyCarry === undefined ? tail : Buffer.concat([s.keyCarry, tail])
+  s.dropNext = key.length <= LONGEST_DROP_KEY && s.dropKeys!.has(key.toString('latin1'))
+  s.keyStart = -1
+  s.keyCarry = undefined
+}
+
+/** The value of a dropped key begins at `i` ({ or [): the item's bytes before it kept, `null` in its place. */
+function startDrop(s: SplitState, chunk: Buffer, i: number): void {
+  if (s.start >= 0) keep(s, chunk.subarray(s.start, i))
+  if (!s.itemOver) s.itemParts.push(NULL)
+  s.start = -1
+  s.dropping = true
+  s.dropFrom = i
+}
+
+/** The dropped value ends before `end`: the item's bytes are kept again from there. */
+function endDrop(s: SplitState, end: number): void {
+  passOver(s, end - s.dropFrom)
+  s.dropping = false
+  s.start = end
 }
 
 /** One byte inside an item; false when it broke the structure. */
@@ -209,12 +326,19 @@ function itemByte(s: SplitState, chunk: Buffer, i: number, c: number): boolean {
     else if (c === BACKSLASH) s.itemEscape = true
     else if (c === QUOTE) {
       s.itemString = false
+      if (s.keyStart >= 0) endKey(s, chunk, i)
       if (s.itemScalar && s.itemDepth === 0) endItem(s, chunk, i + 1)
     }
     return true
   }
+  if (s.dropNext && s.itemDepth === 1 && !s.expectKey && !isSpace(c) && c !== COLON) {
+    // The first byte of a dropped key's value: an object or array is dropped, anything else kept.
+    s.dropNext = false
+    if (c === OPEN_OBJECT || c === OPEN_ARRAY) startDrop(s, chunk, i)
+  }
   if (c === QUOTE) {
     s.itemString = true
+    if (s.expectKey && s.itemDepth === 1) s.keyStart = i + 1
     return true
   }
   if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
@@ -229,7 +353,12 @@ function itemByte(s: SplitState, chunk: Buffer, i: number, c: number): boolean {
     }
     s.itemDepth--
     if (s.itemDepth === 0) endItem(s, chunk, i + 1)
+    else if (s.itemDepth === 1 && s.dropping) endDrop(s, i + 1)
     return true
+  }
+  if (s.itemDepth === 1 && s.itemObject) {
+    if (c === COLON) s.expectKey = false
+    else if (c === COMMA) s.expectKey = true
   }
   if (c === COMMA && s.itemDepth === 0) endItem(s, chunk, i)
   return true
@@ -246,8 +375,12 @@ function betweenItems(s: SplitState, i: number, c: number): boolean {
   }
   startItem(s, at)
   s.start = i
-  if (c === OPEN_OBJECT || c === OPEN_ARRAY) s.itemDepth = 1
-  else {
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+    s.itemDepth = 1
+    // An object item's keys are read when some are to be dropped.
+    s.itemObject = c === OPEN_OBJECT && s.dropKeys !== undefined
+    s.expectKey = s.itemObject
+  } else {
     s.itemScalar = true
     if (c === QUOTE) s.itemString = true
   }

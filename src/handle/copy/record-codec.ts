@@ -37,6 +37,9 @@ export const CSL_DICTIONARIES: ReadonlyMap<number, Buffer> = new Map([
 /** The dictionary new records are written with. */
 export const CURRENT_DICTIONARY = 1
 
+// zlib's level for the CSL: 3 took 35 % less time than the default 6 on generated works' CSL (1.5 kB) for
+// 1.7 % more bytes (649 against 638); the reader inflates any level alike.
+const CSL_LEVEL = 3
 const FLAG_COVERED = 1
 const FLAG_CSL = 2
 const FLAG_ABSTRACT_DROPPED = 4
@@ -123,7 +126,10 @@ export function decodeCsl(bytes: Uint8Array, dictionaries: ReadonlyMap<number, B
 function deflated(csl: Csl, dictionaryId: number): Buffer {
   const dictionary = dictionaryId === 0 ? undefined : CSL_DICTIONARIES.get(dictionaryId)
   if (dictionaryId !== 0 && dictionary === undefined) throw new RangeError(`no CSL dictionary ${dictionaryId}`)
-  return deflateRawSync(Buffer.from(JSON.stringify(csl), 'utf8'), dictionary === undefined ? {} : { dictionary })
+  return deflateRawSync(
+    Buffer.from(JSON.stringify(csl), 'utf8'),
+    dictionary === undefined ? { level: CSL_LEVEL } : { dictionary, level: CSL_LEVEL }
+  )
 }
 
 function u32(seconds: number): number {

@@ -37,11 +37,24 @@ export interface FormatReading {
   dataFile: boolean
   /** What a person is told it is. */
   words: string
+  /** Top-level keys of an item no mapper reads, whose object or array value the splitter drops unread (item-splitter.ts). */
+  dropKeys?: readonly string[]
 }
+
+// A Crossref work's cited references: half a work's bytes, and no part of its CSL (crossref-record.ts).
+const CROSSREF_DROPPED = ['reference']
 
 export const READING: Readonly<Record<ItemFormat, FormatReading>> = {
   // Crossref's annual public data file: a tar (or a directory, from the torrent) of *.json.gz, each {"items":[work…]}.
-  'crossref-file': { split: 'array', path: ['items'], agency: 'crossref', mapper: 'crossref', dataFile: true, words: 'Crossref data file' },
+  'crossref-file': {
+    split: 'array',
+    path: ['items'],
+    agency: 'crossref',
+    mapper: 'crossref',
+    dataFile: true,
+    words: 'Crossref data file',
+    dropKeys: CROSSREF_DROPPED
+  },
   // A page of Crossref's REST API /works: {"status","message-type":"work-list","message":{"items":[…]}}.
   'crossref-page': {
     split: 'array',
@@ -49,7 +62,8 @@ export const READING: Readonly<Record<ItemFormat, FormatReading>> = {
     agency: 'crossref',
     mapper: 'crossref',
     dataFile: false,
-    words: 'Crossref API page'
+    words: 'Crossref API page',
+    dropKeys: CROSSREF_DROPPED
   },
   'crossref-lines': {
     split: 'lines',

@@ -209,7 +209,9 @@ function writeRecord(
     counts.unreadable++
     return
   }
-  const held = dbs.records.getBinary(entry.key)
+  // getBinaryFast: no copy of what is held (read here only, before the next read reuses its buffer).
+  const held = dbs.records.getBinaryFast(entry.key)
+  const heldLength = held?.length ?? 0
   const heldHead = held === undefined ? undefined : decodeHead(held)
   if (heldHead !== undefined && typeof heldHead !== 'string') {
     if (heldHead.stamp > head.stamp) {
@@ -223,7 +225,7 @@ function writeRecord(
   }
   dbs.records.putSync(entry.key, entry.value)
   counts.written++
-  stats.bytes += entry.value.length - (held?.length ?? 0)
+  stats.bytes += entry.value.length - heldLength
   if (heldHead !== undefined && typeof heldHead !== 'string') {
     stats.byAgency[heldHead.agency] = (stats.byAgency[heldHead.agency] ?? 1) - 1
   } else {

@@ -108,7 +108,9 @@ describe('markup to plain text', () => {
     ['<mml:math><mml:mi>x</mml:mi></mml:math>-ray', 'x-ray'],
     ['&bogus; &#0;', '&bogus; &#0;'],
     ['A<br/>B<jats:sec><jats:title>Methods</jats:title>C</jats:sec>', 'A B C'], // block tags part words; only JATS headings are dropped
-    ['<i></i>', undefined]
+    ['<i></i>', undefined],
+    ['Deep learning in 3 words', 'Deep learning in 3 words'], // nothing to clean: returned as it is
+    ['Two  spaces,\ta tab\u00a0and a no-break space', 'Two spaces, a tab and a no-break space'] // any white space run is one space
   ])('%j → %j', (raw, expected) => {
     expect(plainText(raw)).toBe(expected)
   })

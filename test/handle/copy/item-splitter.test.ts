@@ -11,11 +11,12 @@ interface Split {
   problems: SplitProblem[]
 }
 
-function splitArray(path: string[], chunks: string[], maxBytes = 1 << 20): Split {
+function splitArray(path: string[], chunks: string[], maxBytes = 1 << 20, dropKeys?: string[]): Split {
   const out: Split = { items: [], problems: [] }
   const s = createItemSplitter({
     path,
     maxBytes,
+    ...(dropKeys === undefined ? {} : { dropKeys }),
     onItem: (i) => out.items.push(i.bytes.toString('utf8')),
     onProblem: (p) => out.problems.push(p)
   })
@@ -109,6 +110,39 @@ describe('items cut from a JSON array at a path', () => {
   it('text that is no JSON is said at once', () => {
     expect(splitArray(['items'], ['hello']).problems).toEqual([
       { offset: 0, message: 'JSON error at byte 0: the file does not start with { or [', fatal: true }
+    ])
+  })
+})
+
+// A Crossref work's `reference` list is read by no mapper: its value comes out as null, never held (plan-43 §8:
+// biblio-glutton skips them too). Keys as in Crossref's REST API work JSON.
+const WITH_REFERENCES =
+  '{"items":[{"DOI":"10.1/a","reference":[{"key":"r1","unstructured":"say \\"]}\\\\"},{"key":"r2"}],"title":["T"]},' +
+  '{"DOI":"10.1/b","x":{"reference":[1]},"reference" : {"a":[]} ,"note":"reference"},' +
+  '{"DOI":"10.1/c","reference":"kept: not an object or array","y":["reference",[2]]},["reference",[3]]]}'
+const WITHOUT_REFERENCES = [
+  '{"DOI":"10.1/a","reference":null,"title":["T"]}',
+  '{"DOI":"10.1/b","x":{"reference":[1]},"reference" : null ,"note":"reference"}',
+  '{"DOI":"10.1/c","reference":"kept: not an object or array","y":["reference",[2]]}',
+  '["reference",[3]]'
+]
+
+describe('dropped keys: the top-level values of an item the mappers never read', () => {
+  it.each(everyCut(WITH_REFERENCES).map((chunks) => [chunks.map((c) => c.length).join('+'), chunks]))(
+    'chunks of %s bytes: an object or array under the key is null, deeper keys and string values untouched',
+    (_, chunks) => {
+      const split = splitArray(['items'], chunks as string[], 1 << 20, ['reference'])
+      expect(split).toEqual({ items: WITHOUT_REFERENCES, problems: [] })
+      for (const item of split.items) expect(() => JSON.parse(item) as unknown).not.toThrow()
+    }
+  )
+
+  it('the bytes dropped still count for maxBytes: an item is as large as it is in the file', () => {
+    const text = `{"items":[{"DOI":"a","reference":[${'1,'.repeat(600)}1]},{"DOI":"b","reference":[1]}]}`
+    const split = splitArray(['items'], text.match(/[\s\S]{1,100}/g)!, 1000, ['reference'])
+    expect(split.items).toEqual(['{"DOI":"b","reference":null}'])
+    expect(split.problems).toMatchObject([
+      { item: 1, message: 'the item is larger than 1000 bytes (REGISTRY_COPY_MAX_RECORD_BYTES): skipped' }
     ])
   })
 })
