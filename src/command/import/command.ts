@@ -60,6 +60,7 @@ const EXIT_STRICT = 1
 const EXIT_CANT_CREATE = 73 // sysexits.h EX_CANTCREAT
 const EXIT_TEMPFAIL = 75 // sysexits.h EX_TEMPFAIL: the disk is full, run again once there is room
 const EXIT_INTERRUPTED = 130
+const EXIT_SOFTWARE = 70 // sysexits.h EX_SOFTWARE: a reading thread failed (a bug); the copy is whole, run it again
 const DEFAULT_BATCH = 10_000
 
 export interface ImportIo {
@@ -150,6 +151,7 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
       batchSize: cmd.batch,
       maxBytes: config.registryCopyMaxBytes,
       minFreeBytes: config.registryCopyMinFreeBytes,
+      jobs: cmd.jobs,
       nowS: () => Math.floor(Date.now() / 1000),
       ...(io.signal === undefined ? {} : { signal: io.signal }),
       onProgress: (p) => progress.update(p)
@@ -161,6 +163,7 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
     } else io.stdout.write(summaryText(summary))
     if (summary.stopped?.reason === 'disk_full') return EXIT_TEMPFAIL
     if (summary.stopped?.reason === 'interrupted') return EXIT_INTERRUPTED
+    if (summary.stopped?.reason === 'failed') return EXIT_SOFTWARE
     return cmd.strict && summary.malformed > 0 ? EXIT_STRICT : 0
   } finally {
     progress.end()

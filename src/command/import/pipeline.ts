@@ -7,16 +7,21 @@ import { cacheKey } from '../../handle/name.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
 import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
 import type { CopyWriter } from '../../resolve/copy/writer.js'
+import { createUnitReaders, ReaderFailed } from './readers.js'
+import type { UnitReaders } from './readers.js'
 import { unitsOf } from './sources.js'
-import type { InputArg, InputFile, Unit } from './sources.js'
-import { readUnit, StopReading } from './worker.js'
+import type { InputArg, InputFile } from './sources.js'
+import { StopReading } from './worker.js'
 import type { UnitBatch, UnitOptions } from './worker.js'
 
 /**
  * The import itself (plan-43 §1.11): for each input file, unless it was imported whole before (same size,
- * mtime and first MiB; --again reads it anyway), each of its units read in order, each batch of records
- * committed with the file's checkpoint in ONE transaction, so a run killed at any moment resumes where its
- * last commit ended and leaves nothing half-written. The problems of each batch are named in
+ * mtime and first MiB; --again reads it anyway), each of its units (the file, or each entry of its tar) handed
+ * in order to one of `jobs` reading threads (readers.ts), several read at once, within a file and across
+ * files; each batch of records committed here, as it comes, with the file's checkpoint in ONE transaction, so
+ * a run killed at any moment resumes where its last commit ended and leaves nothing half-written. The
+ * checkpoint says which entries are read whole (the first N, and those done ahead of one still being read)
+ * and how many items of each entry begun. The problems of each batch are named in
  * DIR/import-problems.ndjson after it commits. A tar or directory of one agency's data files read whole
  * (none damaged, no --since) moves the agency's coverage forward and marks its prefixes whole.
  */
@@ -34,6 +39,8 @@ export interface ImportOptions {
   batchSize: number
   maxBytes: number
   minFreeBytes: number
+  /** --jobs: threads reading the units (gunzip, split, parse, map, encode) while this one commits. */
+  jobs: number
   nowS: () => number
   /** Aborted: the batch being read is committed, then the run stops (exit 130). */
   signal?: AbortSignal
@@ -69,7 +76,7 @@ export interface ImportSummary {
   alreadyImported: number
   /** Agencies whose coverage moved forward (a whole data file): to when. */
   covered: Array<{ agency: Agency; asOf: number; prefixes: number }>
-  stopped?: { reason: 'disk_full' | 'interrupted'; message: string }
+  stopped?: { reason: 'disk_full' | 'interrupted' | 'failed'; message: string }
   /** The copy after the run. */
   records: number
 }
@@ -82,7 +89,7 @@ export interface FileState {
   /** SHA-1 of its first MiB: the same file, not one of the same size and time. */
   head: string
   done: boolean
-  /** The first N entries (units) are read whole; entries read whole out of order are listed. */
+  /** The entries (units) before the Nth are read whole; those read whole ahead of one still being read are listed. */
   entriesInOrder: number
   entriesOutOfOrder: string[]
   /** Items read of entries begun: a resumed run passes over that many. */
@@ -109,6 +116,7 @@ export class Interrupted extends Error {
 interface ImportRun {
   readonly opts: ImportOptions
   readonly writer: CopyWriter
+  readonly readers: UnitReaders
   readonly summary: ImportSummary
   readonly prefixSet: ReadonlySet<string> | undefined
   readonly progress: ImportProgress
@@ -118,19 +126,30 @@ interface ImportRun {
   lastCommitted: string
 }
 
-/** One file being read: its checkpoint's meta name and the state last committed. */
+/** One file being read: its checkpoint's meta name, the state last committed, its units handed out and not yet passed. */
 interface FileRun {
   readonly file: InputFile
   readonly fileId: string
   readonly id: string
   state: FileState
+  /** Units in the file's order from the first not read whole: the checkpoint's entriesInOrder moves past those done. */
+  open: OpenUnit[]
+}
+
+/** A unit handed to a reading thread (or passed over, read whole by an earlier run). */
+interface OpenUnit {
+  readonly entry: string
+  readonly index: number
+  done: boolean
 }
 
 export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
   const run = startRun(opts)
   try {
     for (const arg of opts.inputs) await importArg(run, arg)
+    await run.readers.close()
   } catch (err) {
+    await run.readers.close(err)
     run.summary.stopped = stopOf(err, run.lastCommitted)
   }
   run.summary.records = opts.copy.stats().records
@@ -161,6 +180,7 @@ function startRun(opts: ImportOptions): ImportRun {
   return {
     opts,
     writer,
+    readers: createUnitReaders({ jobs: opts.jobs }),
     summary,
     prefixSet: opts.prefixes === undefined ? undefined : new Set(opts.prefixes.map((p) => cacheKey(p))),
     progress: { bytesDone: 0, bytesTotal, records: 0, current: '' },
@@ -185,6 +205,12 @@ function stopOf(err: unknown, lastCommitted: string): NonNullable<ImportSummary[
       message: `interrupted: the copy holds everything up to ${lastCommitted}; run the same command again to go on from there`
     }
   }
+  if (cause instanceof ReaderFailed) {
+    return {
+      reason: 'failed',
+      message: `stopped: ${cause.message}; the copy holds everything up to ${lastCommitted}; run the same command again to go on from there`
+    }
+  }
   throw cause
 }
 
@@ -199,13 +225,17 @@ function nameProblem(run: ImportRun, problem: NamedProblem): void {
   }
 }
 
-/** The files of one input argument; a tar, or a directory, of one agency's data files read whole moves its coverage. */
+/** The files of one input argument, read at once; a tar, or a directory, of one agency's data files read whole moves its coverage. */
 async function importArg(run: ImportRun, arg: InputArg): Promise<void> {
-  const states: FileState[] = []
-  let argWhole = run.opts.since === undefined
+  const reading: Array<Promise<FileState | undefined>> = []
   for (const file of arg.files) {
     run.summary.files++
-    const state = await importFile(run, file)
+    // The next file is read while this one's last units still are: a directory of many small files keeps every thread busy.
+    reading.push((await importFile(run, file)).finished)
+  }
+  const states: FileState[] = []
+  let argWhole = run.opts.since === undefined
+  for (const state of await Promise.all(reading)) {
     if (state === undefined) argWhole = false
     else states.push(state)
   }
@@ -229,8 +259,12 @@ async function importArg(run: ImportRun, arg: InputArg): Promise<void> {
   }
 }
 
-/** One file: passed over when imported whole before; else its units, resumed from its checkpoint. The file's state, or undefined when passed over. */
-async function importFile(run: ImportRun, file: InputFile): Promise<FileState | undefined> {
+/**
+ * One file: passed over when imported whole before; else its units handed out, resumed from its checkpoint.
+ * Resolves once every unit is handed out, with `finished`: the file's state once all are committed (undefined
+ * when passed over), or the reason the import stopped.
+ */
+async function importFile(run: ImportRun, file: InputFile): Promise<{ finished: Promise<FileState | undefined> }> {
   const { opts, progress } = run
   const fileId = createHash('sha1').update(file.path).digest('hex').slice(0, 20)
   const id = `file:${fileId}`
@@ -241,9 +275,10 @@ async function importFile(run: ImportRun, file: InputFile): Promise<FileState | 
     run.summary.alreadyImported++
     progress.bytesDone += file.size
     opts.onProgress?.(progress)
-    return held
+    return { finished: Promise.resolve(held) }
   }
-  const f: FileRun = { file, fileId, id, state: same && !held.done && !opts.again ? held : newFileState(file, head) }
+  const state = same && !held.done && !opts.again ? held : newFileState(file, head)
+  const f: FileRun = { file, fileId, id, state, open: [] }
   const units = unitsOf(file, {
     onBytes: (n) => {
       progress.bytesDone += n
@@ -254,24 +289,50 @@ async function importFile(run: ImportRun, file: InputFile): Promise<FileState | 
       nameProblem(run, { file: file.shown, ...(entry === '' ? {} : { entry }), message })
     }
   })
-  for (;;) {
-    const next = await units.next()
-    if (next.done === true) break
-    const unit = next.value
-    if (unit.index < f.state.entriesInOrder || f.state.entriesOutOfOrder.includes(unit.entry)) continue
-    progress.current = unit.entry === '' ? file.shown : `${file.shown} › ${unit.entry}`
-    const end = await readUnit(unit.chunks, unitOptionsOf(run, f.state.partial[unit.entry] ?? 0), (batch) =>
-      commit(run, f, unit, batch)
-    ).catch(async (err: unknown) => {
-      await units.return({ tar: false }).catch(() => {})
-      throw err
-    })
-    // Said in the file's last checkpoint (finishFile): a damaged file moves no coverage.
-    if (end.damaged) f.state.damaged = true
+  const ends: Array<Promise<void>> = []
+  try {
+    for (;;) {
+      const next = await units.next()
+      if (next.done === true) break
+      const unit = next.value
+      if (unit.index < f.state.entriesInOrder) continue
+      if (f.state.entriesOutOfOrder.includes(unit.entry)) {
+        f.open.push({ entry: unit.entry, index: unit.index, done: true })
+        continue
+      }
+      const slot: OpenUnit = { entry: unit.entry, index: unit.index, done: false }
+      f.open.push(slot)
+      progress.current = shownOf(file, unit.entry)
+      const { done } = await run.readers.read({
+        chunks: unit.chunks,
+        opts: unitOptionsOf(run, f.state.partial[unit.entry] ?? 0),
+        onBatch: (batch) => commit(run, f, slot, batch),
+        where: shownOf(file, unit.entry)
+      })
+      // Said in the file's next checkpoint: a damaged file moves no coverage.
+      ends.push(
+        done.then((end) => {
+          if (end.damaged) f.state.damaged = true
+        })
+      )
+    }
+  } catch (err) {
+    await units.return({ tar: false }).catch(() => {})
+    await Promise.allSettled(ends)
+    throw err
   }
-  f.state = { ...f.state, done: true }
-  run.writer.finishFile(fileId, f.state)
-  return f.state
+  const finished = Promise.all(ends).then(() => {
+    f.state = { ...f.state, done: true }
+    run.writer.finishFile(fileId, f.state)
+    return f.state
+  })
+  // Awaited by importArg; until then a stop's rejection is not unhandled.
+  finished.catch(() => {})
+  return { finished }
+}
+
+function shownOf(file: InputFile, entry: string): string {
+  return entry === '' ? file.shown : `${file.shown} › ${entry}`
 }
 
 function newFileState(file: InputFile, head: string): FileState {
@@ -307,12 +368,16 @@ function unitOptionsOf(run: ImportRun, skipItems: number): UnitOptions {
 }
 
 /** The commit step: a batch written with the file's next checkpoint in one transaction, then counted and its problems named. */
-function commit(run: ImportRun, f: FileRun, unit: Unit, batch: UnitBatch): void {
+function commit(run: ImportRun, f: FileRun, slot: OpenUnit, batch: UnitBatch): void {
   const { opts, summary, progress } = run
-  const next = checkpointAfter(f.state, unit, batch)
+  const next = checkpointAfter(f, slot, batch)
   const counts = run.writer.putBatch(batch.entries, { name: f.id, value: next })
   f.state = next
-  run.lastCommitted = `${progress.current}${batch.itemsDone === 0 ? '' : ` item ${batch.itemsDone}`}`
+  if (batch.final) {
+    slot.done = true
+    while (f.open[0]?.done === true) f.open.shift()
+  }
+  run.lastCommitted = `${shownOf(f.file, slot.entry)}${batch.itemsDone === 0 ? '' : ` item ${batch.itemsDone}`}`
   summary.imported += counts.written
   summary.unchanged += counts.unchanged + counts.older
   summary.older += counts.older
@@ -321,7 +386,7 @@ function commit(run: ImportRun, f: FileRun, unit: Unit, batch: UnitBatch): void 
   for (const p of batch.problems) {
     nameProblem(run, {
       file: f.file.shown,
-      ...(unit.entry === '' ? {} : { entry: unit.entry }),
+      ...(slot.entry === '' ? {} : { entry: slot.entry }),
       ...(p.item === undefined ? {} : { item: p.item }),
       ...(p.offset === undefined ? {} : { offset: p.offset }),
       message: p.message
@@ -331,16 +396,26 @@ function commit(run: ImportRun, f: FileRun, unit: Unit, batch: UnitBatch): void 
   if (opts.signal?.aborted === true) throw new Interrupted('interrupted')
 }
 
-/** The file's state once `batch` of `unit` is written: items read, and when the unit ends, its entry, format and agency. */
-function checkpointAfter(state: FileState, unit: Unit, batch: UnitBatch): FileState {
+/**
+ * The file's state once `batch` of `slot` is written: items read; when the unit ends, its format and agency,
+ * and the entries read whole: entriesInOrder moves past the first units all done, the others done are listed.
+ */
+function checkpointAfter(f: FileRun, slot: OpenUnit, batch: UnitBatch): FileState {
+  const state = f.state
   const next: FileState = { ...state, partial: { ...state.partial }, entriesOutOfOrder: state.entriesOutOfOrder }
-  next.partial[unit.entry] = batch.itemsDone
-  if (unit.entry !== '') next.tar = true
+  next.partial[slot.entry] = batch.itemsDone
+  if (slot.entry !== '') next.tar = true
   next.newestStamp = Math.max(next.newestStamp, batch.newestStamp)
   if (!batch.final) return next
-  delete next.partial[unit.entry]
-  if (unit.index === next.entriesInOrder) next.entriesInOrder = unit.index + 1
-  else next.entriesOutOfOrder = [...next.entriesOutOfOrder, unit.entry]
+  delete next.partial[slot.entry]
+  let front = 0
+  while (front < f.open.length && (f.open[front]!.done || f.open[front] === slot)) front++
+  const passed = f.open.slice(0, front)
+  const last = passed[passed.length - 1]
+  if (last !== undefined) next.entriesInOrder = Math.max(next.entriesInOrder, last.index + 1)
+  const passedNames = new Set(passed.map((u) => u.entry))
+  next.entriesOutOfOrder = state.entriesOutOfOrder.filter((e) => !passedNames.has(e))
+  if (!passed.includes(slot)) next.entriesOutOfOrder.push(slot.entry)
   if (batch.format === undefined) next.allDataFiles = false
   else {
     const reading = READING[batch.format]

@@ -2,10 +2,10 @@ import { createReadStream } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import { basename, join, relative, resolve } from 'node:path'
 import { pipeline, Readable } from 'node:stream'
-import { createGunzip } from 'node:zlib'
+import { constants, createGunzip, gunzipSync } from 'node:zlib'
 import { Parser } from 'tar'
 import type { ReadEntry } from 'tar'
-import { sniff } from '../../handle/copy/sniff.js'
+import { sniff, SNIFF_BYTES } from '../../handle/copy/sniff.js'
 import { peek } from './worker.js'
 
 /**
@@ -105,6 +105,12 @@ export async function* unitsOf(file: InputFile, opts: UnitsOptions): AsyncGenera
   let kind = sniff(peeked.head)
   let stream = peeked.stream
   if ('format' in kind && kind.format === 'gzip') {
+    const inner = innerHead(peeked.head)
+    if (inner !== undefined && !isTar(inner)) {
+      // A gzipped file of items (the torrent's *.json.gz): the reading thread gunzips it, not this one.
+      yield { entry: '', index: 0, chunks: peeked.stream }
+      return { tar: false }
+    }
     const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK })
     pipeline(Readable.from(peeked.stream), gunzip, () => {})
     try {
@@ -192,6 +198,28 @@ async function* tarEntries(stream: AsyncIterable<Buffer>, opts: UnitsOptions): A
     }
     await feeding
   }
+}
+
+// What the first bytes of a gzip may grow to when they are told apart (a tar or not): a few MiB at most, whatever they hold.
+const INNER_HEAD_LIMIT = 4 * 1024 * 1024
+
+/** The first bytes a gzip holds, from its first bytes alone; undefined when they cannot be read (the gunzip stream then says why). */
+function innerHead(gzipHead: Buffer): Buffer | undefined {
+  // Deflate grows 1 KiB to 1 MiB at most: a smaller piece is tried when a larger one would grow past the limit.
+  for (const bytes of [SNIFF_BYTES, 8192, 1024]) {
+    try {
+      const out = gunzipSync(gzipHead.subarray(0, bytes), { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: INNER_HEAD_LIMIT })
+      return out.subarray(0, SNIFF_BYTES)
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_BUFFER_TOO_LARGE') return undefined
+    }
+  }
+  return undefined
+}
+
+function isTar(head: Buffer): boolean {
+  const kind = sniff(head)
+  return 'format' in kind && kind.format === 'tar'
 }
 
 function gzipWords(err: unknown): string {

@@ -17,8 +17,8 @@ import { cacheKey, prefixOf } from '../../handle/name.js'
  * One unit of an import (a file, or an entry of a tar): gunzipped if it is gzip, its format sniffed, its
  * items cut out one at a time (item-splitter.ts), parsed, mapped to records by the agency's mapper, filtered
  * (--prefix, --since) and encoded, handed on in batches. The batches' consumer commits them; while it does,
- * no more is read (back-pressure all the way to the file). Pure of the store: the same body runs in the
- * main thread or in a worker (pipeline.ts).
+ * no more is read (back-pressure all the way to the file). Pure of the store: it runs in the reading
+ * threads of `--jobs` (reader-thread.ts).
  */
 
 export interface UnitOptions {
@@ -155,7 +155,13 @@ async function openUnit(
   source: AsyncIterable<Buffer>,
   opts: UnitOptions
 ): Promise<{ stream: AsyncIterable<Buffer>; sniffed: Sniffed } | { damaged: string }> {
-  let peeked = await peek(source)
+  let peeked: Awaited<ReturnType<typeof peek>>
+  try {
+    peeked = await peek(source)
+  } catch (err) {
+    // The unit's bytes failed before their first 64 KiB (a tar entry cut off): named as the unit's problem.
+    return { damaged: readError(err) }
+  }
   let sniffed: Sniffed = sniff(peeked.head)
   if ('format' in sniffed && sniffed.format === 'gzip') {
     const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK })
