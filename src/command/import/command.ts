@@ -40,8 +40,8 @@ options:
       --to DIR             the copy's directory, made when missing (default: $REGISTRY_COPY)
       --prefix LIST        only DOIs of these prefixes, comma-separated (10.1234,10.5555)
       --since DATE         only records the agency changed on or after DATE (2025-01-31)
-      --jobs N             threads reading the files, 1 to 64 (default: the cores but one;
-                           this version reads with one, whatever N)
+      --jobs N             threads reading the files (gunzip, parse, map), 1 to 64, while
+                           one more writes (default: the cores but one, at least 1)
       --again              read files imported whole before (default: they are passed over)
       --strict             exit 1 when an item was named and skipped
       --json               the summary as JSON on standard output
@@ -51,8 +51,9 @@ options:
       --update AGENCY      ask crossref or datacite what changed since the copy's coverage
 
 Exit status: 0 done (items skipped are named, not failures); 1 with --strict when an item
-was skipped; 2 usage; 73 the copy cannot be written; 75 the disk is full (the copy is
-whole: free space and run the same command); 130 interrupted (run it again to go on).
+was skipped; 2 usage; 70 a reading thread failed (the copy is whole: run it again); 73 the
+copy cannot be written; 75 the disk is full (the copy is whole: free space and run the same
+command); 130 interrupted (run it again to go on).
 `
 
 const EXIT_USAGE = 2
