@@ -21,6 +21,9 @@ import type { UnitBatch, UnitEnd, UnitOptions } from './worker.js'
 const CHUNK_CREDIT = 16 * 1024 * 1024
 // A unit being read and one waiting behind it: no thread waits for the main thread between units.
 const UNITS_PER_READER = 2
+// A thread's young generation (V8's default is larger): measured on 30,000 generated works, the same speed within
+// the machine's noise and 20–25 MiB less memory a thread. Its old generation keeps V8's default: an item may be 64 MiB.
+const YOUNG_GENERATION_MB = 12
 
 /** A unit to read: its chunks (read by the caller's stream), how, and who commits its batches (synchronously, in order). */
 export interface UnitJob {
@@ -150,7 +153,12 @@ function send(reader: Reader, message: ToReader, transfer: ArrayBuffer[] = []): 
 
 function startReader(s: ReadersState): Reader {
   const { url, source } = threadCode()
-  const worker = new Worker(source ?? url, { eval: source !== undefined, stdout: false, stderr: false })
+  const worker = new Worker(source ?? url, {
+    eval: source !== undefined,
+    stdout: false,
+    stderr: false,
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB }
+  })
   const reader: Reader = { worker, units: 0, untaken: 0, wake: undefined }
   s.readers.push(reader)
   worker.on('message', (m: FromReader) => received(s, reader, m))
