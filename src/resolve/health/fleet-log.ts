@@ -201,15 +201,17 @@ interface Entry {
 }
 
 /**
- * The entries of an XREAD reply (`[[key, [[id, [field, value, …]], …]]]`, or null), each checked: ids in order
- * after each other, fields bounded. What is not an entry is left out.
+ * The entries of an XREAD reply, each checked: ids in order after each other, fields bounded; what is not an
+ * entry is left out. The reply is null, or a map of one stream to `[[id, [field, value, …]], …]`: flat
+ * (`[key, entries]`, RESP3 as ioredis gives it by default) or as pairs (`[[key, entries]]`, RESP2).
  */
 function entriesOf(reply: unknown): Entry[] {
   if (!Array.isArray(reply)) return []
+  const lists: unknown[] = typeof reply[0] === 'string' ? [reply[1]] : reply.map((pair) => (Array.isArray(pair) ? pair[1] : undefined))
   const out: Entry[] = []
-  for (const stream of reply) {
-    if (!Array.isArray(stream) || !Array.isArray(stream[1])) continue
-    for (const item of stream[1] as unknown[]) {
+  for (const list of lists) {
+    if (!Array.isArray(list)) continue
+    for (const item of list as unknown[]) {
       if (!Array.isArray(item) || !isLogId(item[0]) || !Array.isArray(item[1])) continue
       const last = out.at(-1)
       if (last !== undefined && compareLogIds(item[0], last.id) <= 0) continue
