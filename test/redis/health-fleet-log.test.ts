@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { compareLogIds } from '../../src/handle/health/log-id.js'
 import type { HealthEvent } from '../../src/handle/health/types.js'
 import { createLease, type Lease } from '../../src/resolve/fleet/lease.js'
-import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/redis.js'
+import { createRedisClient, waitConnected, type RedisClient } from '../../src/resolve/fleet/redis.js'
 import { createFleetLog, type FleetLog, type FleetLogOptions } from '../../src/resolve/health/fleet-log.js'
-import { useTestRedis } from '../support/redis.js'
+import { TestCluster, useTestRedis } from '../support/redis.js'
 
 // Issue 42, plan D8: every replica's health database is a copy fed by the fleet log, a Redis stream that only
 // the lease's holder writes checks to. Replicas on one real redis-server, each with its own connection and a
@@ -342,5 +342,62 @@ describe('the health log in Redis', () => {
     await until(() => db.applied.length === 2)
     expect(db.keys).toEqual(['10.5555/A', '10.5555/B'])
     expect(r.errors).toEqual(['SQLITE_FULL: database or disk is full'])
+  })
+})
+
+describe('the health log on a Redis Cluster', () => {
+  let cluster: TestCluster | undefined
+  beforeAll(async () => {
+    cluster = await TestCluster.start()
+  }, 30_000)
+  afterAll(async () => {
+    await cluster?.close()
+  })
+
+  async function clusterReplica(db = new MemoryDb()) {
+    const redis = createRedisClient({
+      topology: { kind: 'cluster', nodes: [{ host: '127.0.0.1', port: cluster?.masters[0]?.port ?? 0 }] },
+      commandTimeoutMs: 1_000,
+      connectTimeoutMs: 1_000
+    })
+    clients.push(redis)
+    expect(await waitConnected(redis, 5_000)).toBe(true)
+    const lease = createLease({ redis, prefix: PREFIX, ttlMs: 2_000, renewMs: 500 })
+    const errors: string[] = []
+    const log = createFleetLog({
+      redis,
+      prefix: PREFIX,
+      lease,
+      keepMs: HOUR,
+      apply: db.apply,
+      position: () => db.position,
+      onError: (err) => errors.push(err.message),
+      blockMs: 1_000
+    })
+    stoppable.push(log, lease)
+    return { db, lease, log, errors }
+  }
+
+  // The lease, its epoch and the log share one hash tag: one slot, so the scripts that touch them together run.
+  it("copies the checker's checks to the other replica, and refuses a stale holder's", async () => {
+    const checker = await clusterReplica()
+    checker.lease.start()
+    await until(() => checker.lease.held())
+    const other = await clusterReplica()
+    other.log.start()
+    const stale = createFleetLog({
+      redis: clients[0],
+      prefix: PREFIX,
+      lease: { key: checker.lease.key, token: () => 'a-holder-long-gone' },
+      keepMs: HOUR,
+      apply: () => true,
+      position: () => '0-0'
+    })
+    expect(await stale.publish(check('10.5555/STALE'))).toEqual({ ok: false, reason: 'not-holder' })
+    const keys = Array.from({ length: 20 }, (_, i) => `10.5555/C${i}`)
+    for (const key of keys) expect((await checker.log.publish(check(key))).ok).toBe(true)
+    await until(() => other.db.applied.length === 20)
+    expect(other.db.keys).toEqual(keys)
+    expect(other.errors).toEqual([])
   })
 })

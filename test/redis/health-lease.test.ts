@@ -206,6 +206,33 @@ describe('the health checker lease', () => {
     }
   })
 
+  it('bids only once the replica is ready (its copy of the log read to the end), and pauses while it cannot be', async () => {
+    const admin = redisServer().client()
+    let ready = false
+    let asked = 0
+    const changes: LeaseChange[] = []
+    const lease = createLease({
+      redis: await connection(),
+      prefix: PREFIX,
+      ttlMs: TTL,
+      renewMs: RENEW,
+      beforeBid: async () => {
+        asked++
+        if (!ready) throw new Error('the health log could not be read')
+      }
+    })
+    leases.push(lease)
+    lease.start((change) => changes.push(change))
+    await until(() => asked >= 2)
+    expect(lease.held()).toBe(false)
+    expect(await admin.exists(`${PREFIX}lease`)).toBe(0)
+    expect(changes).toEqual([{ state: 'paused', reason: 'not ready to bid: the health log could not be read' }])
+    ready = true
+    await until(() => lease.held())
+    expect(changes.at(-1)).toEqual({ state: 'held', epoch: 1 })
+    admin.disconnect()
+  })
+
   it('is held by the one process from the start without Redis', () => {
     const changes: LeaseChange[] = []
     const lease = createLease({ redis: undefined, prefix: PREFIX, ttlMs: TTL, renewMs: RENEW })

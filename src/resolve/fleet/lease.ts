@@ -10,7 +10,8 @@ import type { RedisClient } from './redis.js'
  * however late the old holder's write comes. Renewed every `renewMs` only while the token is still there;
  * a renewal that finds another token, or none, or that fails (Redis down: no holding can be proven) ends
  * the holding at once, and the holder hears it (`onChange`) before anyone else can take it over.
- * Without Redis (`redis` undefined) the one process holds it from `start()`.
+ * Without Redis (`redis` undefined) the one process holds it from `start()`. A Redis that loses its data (a
+ * restart without persistence) counts epochs from 1 again: the tokens, not the epochs, fence the writes.
  * Keys `<prefix>lease` and `<prefix>epoch`: the prefix carries one hash tag, so both (and the fleet log's
  * key) sit on one Cluster slot, as a script needs.
  */
@@ -133,8 +134,9 @@ export function createLease(opts: LeaseOptions) {
       await opts.beforeBid?.(stopping.signal)
     } catch (err) {
       if (stopping.signal.aborted) return 0
-      change('paused', { reason: fail(err) })
-      return renewMs
+      opts.onError?.(err instanceof Error ? err : new Error(String(err)))
+      change('paused', { reason: `not ready to bid: ${err instanceof Error ? err.message : String(err)}` })
+      return Math.min(renewMs, 1_000)
     }
     if (stopping.signal.aborted) return 0
     const next = randomUUID()

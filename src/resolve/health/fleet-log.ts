@@ -104,6 +104,14 @@ export function createFleetLog(opts: FleetLogOptions) {
     }
   }
 
+  function gap(from: string, to: string): void {
+    try {
+      opts.onGap?.({ from, to })
+    } catch (err) {
+      report(err)
+    }
+  }
+
   /**
    * Applies the entries of one read in order; how many the read held. A field that is not an event is skipped
    * (said once per entry); an entry whose predecessor is after the cursor says a gap.
@@ -112,7 +120,7 @@ export function createFleetLog(opts: FleetLogOptions) {
     const entries = entriesOf(reply)
     for (const entry of entries) {
       if (compareLogIds(entry.id, cursor) <= 0) continue
-      if (entry.prev !== undefined && compareLogIds(entry.prev, cursor) > 0) opts.onGap?.({ from: cursor, to: entry.id })
+      if (entry.prev !== undefined && compareLogIds(entry.prev, cursor) > 0) gap(cursor, entry.id)
       const event = decodeHealthEvent(entry.event)
       if (event === undefined) report(new Error(`health log entry ${entry.id} is not an event: skipped`))
       // An apply that throws (the disk) stops the read here: the entry is read again next time.
