@@ -163,6 +163,8 @@ export function createLease(opts: LeaseOptions) {
       return renewMs
     }
     change('elsewhere')
+    // Taken, but the answer came too late to believe: bid again at once (the same holding is taken back).
+    if (took === 1) return 0
     // The holder's time left (-1: a lease without a time, not ours to judge), at most one renewal period.
     const left = n !== undefined && Number.isFinite(n) && n > 0 ? n : renewMs
     return Math.min(renewMs, Math.max(10, left + 5))
