@@ -34,7 +34,7 @@ export interface FleetLogOptions {
   onError?: (err: Error) => void
   /** The in-process log's clock (epoch ms). */
   now?: () => number
-  /** How long one read waits for new entries (at most 5 s: stop() is never slower than a read). */
+  /** How long one read waits for new entries (100 ms to 5 s, 5 s by default). */
   blockMs?: number
   /** Entries per read (at most 500). */
   count?: number
@@ -66,7 +66,8 @@ return redis.call('XADD', KEYS[2], 'MINID', '~', string.format('%.0f', minid), '
 export function createFleetLog(opts: FleetLogOptions) {
   const { redis } = opts
   const logKey = `${opts.prefix}log`
-  const blockMs = Math.max(0, Math.min(MAX_BLOCK_MS, opts.blockMs ?? MAX_BLOCK_MS))
+  // At least a moment: a read that never waits would ask Redis in a busy loop.
+  const blockMs = Math.max(100, Math.min(MAX_BLOCK_MS, opts.blockMs ?? MAX_BLOCK_MS))
   const count = Math.max(1, Math.min(MAX_COUNT, opts.count ?? MAX_COUNT))
   const now = opts.now ?? Date.now
   const stopping = new AbortController()
