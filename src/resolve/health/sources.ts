@@ -33,8 +33,9 @@ export interface WatchedRow {
 /**
  * What the sources write to (the health database, resolve/health/db.ts). Synchronous: one call is one
  * transaction, of at most SYNC_BATCH rows.
- * - `upsertWatched`: each row's DOI gets its source's bit, `doi` and `prefix` as given, and `generation` (a DOI
- *   new to the sink is added, unchecked); returns how many new DOIs it refused (its own HEALTH_MAX_DOIS over
+ * - `upsertWatched`: each row's DOI gets its source's bit, its `prefix`, and `generation` (a DOI new to the
+ *   sink is added, unchecked); its `doi` as given, except that a `store` row's (the key lower-cased: the store
+ *   keeps no case) never replaces one held. Returns how many new DOIs it refused (its own HEALTH_MAX_DOIS over
  *   every source, seen ones included), 0 when none. A DOI it holds already is never refused.
  * - `sweepSources`: every DOI with `source`'s bit and a generation below `generation` loses that bit.
  * The seen DOIs' upserts (fleet log `watch` events) must leave `generation` as it is: a sweep of the store
@@ -177,8 +178,9 @@ export function createSources(opts: SourcesOptions): Sources {
       const info = await stat(file)
       signature = `${info.mtimeMs}:${info.size}:${info.ino}`
     } catch (err) {
-      if (!listMissing)
+      if (!listMissing) {
         log.warn({ err, file, kept: list.dois.size }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
+      }
       listMissing = true
       return false
     }
@@ -277,8 +279,9 @@ export async function readList(file: string, max: number, log: Pick<SourcesLog, 
   let lineNumber = 0
   const invalidLine = (text: string, why: string): void => {
     invalid++
-    if (invalid <= MAX_LOGGED_LINES)
+    if (invalid <= MAX_LOGGED_LINES) {
       log.warn({ file, line: lineNumber, text: text.slice(0, 200), problem: why }, 'health: HEALTH_LIST_FILE: skipped a line')
+    }
   }
   const take = (raw: string): void => {
     lineNumber++
