@@ -63,7 +63,7 @@ export interface SourcesOptions {
   maxDois: number
   log: SourcesLog
   now?: () => number
-  /** How often the list file's modification time is looked at; default a minute. */
+  /** How often the list file's modification time is looked at, and a failed sync tried again; default a minute. */
   listPollMs?: number
 }
 
@@ -106,6 +106,7 @@ interface ListRead {
 export function createSources(opts: SourcesOptions): Sources {
   const { sink, log, maxDois } = opts
   const now = opts.now ?? Date.now
+  const listPollMs = opts.listPollMs ?? 60_000
   const watched = watchedBy(opts.prefixes)
   let list: ListRead = { dois: new Map(), invalid: 0, refused: 0 }
   let listSignature: string | undefined // of the file as last read
@@ -128,16 +129,19 @@ export function createSources(opts: SourcesOptions): Sources {
     chain = chain.then(async () => {
       if (!queued[what] || stopped) return
       queued[what] = false
-      // A list that changed changes what the store may add (HEALTH_MAX_DOIS, the list first): both are synced.
-      if (what === 'list' && (await syncList())) {
-        queued.store = false
-        await syncStore()
+      try {
+        // A list that changed changes what the store may add (HEALTH_MAX_DOIS, the list first): both are synced.
+        if (what === 'list' && (await syncList())) {
+          queued.store = false
+          await syncStore()
+        }
+        if (what === 'store') await syncStore()
+        warnRefused()
+      } catch (err) {
+        // The sink failed (a busy database): nothing was swept; the same sync is tried again a poll later.
+        log.warn({ err, source: what }, 'health: syncing the watched DOIs failed; trying again later')
+        if (!stopped) setTimeout(later(what), listPollMs).unref()
       }
-      if (what === 'store') await syncStore()
-      warnRefused()
-    })
-    chain = chain.catch((err: unknown) => {
-      log.warn({ err }, 'health: syncing the watched DOIs failed; the next change tries again')
     })
     return chain
   }
@@ -193,13 +197,13 @@ export function createSources(opts: SourcesOptions): Sources {
       log.warn({ err, file, kept: list.dois.size }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
       return false
     }
-    listSignature = signature
     list = read
     log.info({ file, dois: read.dois.size, invalidLines: read.invalid, refused: read.refused }, 'health: HEALTH_LIST_FILE read')
     const rows = function* (): Generator<WatchedRow> {
       for (const [key, doi] of read.dois) yield { key, doi, prefix: prefixOfKey(key)!, source: 'list' }
     }
     await upsertAll('list', rows())
+    listSignature = signature // only once the sink has it all: a failure reads the file again
     return true
   }
 
@@ -249,7 +253,7 @@ export function createSources(opts: SourcesOptions): Sources {
       queued.store = false
       if (opts.store !== undefined && opts.prefixes.length > 0) stopReloads = opts.store.onReload(later('store'))
       if (opts.listFile !== undefined) {
-        timer = setInterval(later('list'), opts.listPollMs ?? 60_000)
+        timer = setInterval(later('list'), listPollMs)
         timer.unref()
       }
       await Promise.all([request('list'), request('store')])

@@ -210,6 +210,28 @@ describe('HEALTH_LIST_FILE: one DOI a line', () => {
     expect(Object.keys(sink.watched())).toEqual(['10.5555/B'])
   })
 
+  it('a sink that fails (a busy database) sweeps nothing, and the same sync is tried again a poll later', async () => {
+    const file = join(dir, 'watch.txt')
+    await writeFile(file, '10.5555/old\n')
+    const sink = memorySink()
+    let failures = 0
+    const failing: WatchedSink = {
+      upsertWatched: (rows, generation) => {
+        if (failures > 0 && failures-- > 0) throw new Error('SQLITE_BUSY')
+        return sink.upsertWatched(rows, generation)
+      },
+      sweepSources: (source, generation) => sink.sweepSources(source, generation)
+    }
+    const log = recordingLog()
+    await sources({ sink: failing, listFile: file, log }).start()
+    failures = 1
+    await writeFile(file, '10.5555/new\n')
+    await touch(file)
+    await eventually(() => log.lines.some((l) => l.msg.startsWith('health: syncing the watched DOIs failed')), 'the failure is logged')
+    await eventually(() => sink.watched()['10.5555/NEW'] !== undefined, 'the sync is tried again')
+    expect(Object.keys(sink.watched())).toEqual(['10.5555/NEW'])
+  })
+
   it(`a list of 25,000 DOIs reaches the sink in transactions of at most ${SYNC_BATCH} rows`, async () => {
     const file = join(dir, 'watch.txt')
     await writeFile(file, Array.from({ length: 25_000 }, (_, i) => `10.5555/n${i}`).join('\n'))
