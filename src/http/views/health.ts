@@ -40,9 +40,9 @@ export interface HealthPageOptions {
   prefix?: string | undefined
   /** Every prefix with watched DOIs, for the picker. */
   prefixes: readonly string[]
-  /** Paging of the broken list: this page (from 1), its size, and how many broken DOIs in all. */
-  page: number
-  pageSize: number
+  /** Paging of the broken list (keyset): where this page starts (`?after=`; undefined: the first), where the next does (null: last), and how many broken DOIs in all. */
+  after?: string | undefined
+  next: string | null
   brokenTotal: number
 }
 
@@ -156,13 +156,10 @@ function picker(ctx: PageContext, opts: HealthPageOptions): string {
 }
 
 function pager(ctx: PageContext, opts: HealthPageOptions): string {
-  const pages = Math.max(1, Math.ceil(opts.brokenTotal / opts.pageSize))
-  if (pages <= 1) return ''
-  const to = (n: number, text: string): string => link(query(ctx.baseUrl, 'health', { prefix: opts.prefix, page: String(n) }), text)
-  const parts = [`Page ${count(opts.page)} of ${count(pages)}`]
-  if (opts.page > 1) parts.unshift(to(opts.page - 1, 'Previous'))
-  if (opts.page < pages) parts.push(to(opts.page + 1, 'Next'))
-  return `<nav aria-label="Pages of broken DOIs"><p>${parts.join(' · ')}</p></nav>`
+  const parts: string[] = []
+  if (opts.after !== undefined) parts.push(link(query(ctx.baseUrl, 'health', { prefix: opts.prefix }), 'First page'))
+  if (opts.next !== null) parts.push(link(query(ctx.baseUrl, 'health', { prefix: opts.prefix, after: opts.next }), 'Next page'))
+  return parts.length === 0 ? '' : `<nav aria-label="Pages of broken DOIs"><p>${parts.join(' · ')}</p></nav>`
 }
 
 export function renderHealthPage(ctx: PageContext, report: HealthReport, opts: HealthPageOptions): string {

@@ -25,8 +25,8 @@ export interface DueDoi {
 }
 
 export interface SchedulerOptions {
-  /** The DOIs due at `now`, soonest first, at most `limit`, none of `skip` (in flight here). */
-  due: (now: number, limit: number, skip: ReadonlySet<string>) => DueDoi[]
+  /** The DOIs due at `now`, the longest due first, at most `limit` (those in flight here among them). */
+  due: (now: number, limit: number) => DueDoi[]
   /** When the next DOI falls due (epoch ms), or null when none is watched. */
   nextDueAt: () => number | null
   checker: Pick<Checker, 'check'>
@@ -73,7 +73,7 @@ export function createScheduler(opts: SchedulerOptions) {
     if (free <= 0) return 0
     const now = opts.now()
     // More than `free`: some may wait for a busy host.
-    const rows = opts.due(now, Math.min(free * 4, free + 1_000), new Set(inFlight.keys()))
+    const rows = opts.due(now, inFlight.size + Math.min(free * 4, free + 1_000))
     let started = 0
     let waiting = false
     for (const row of rows) {
