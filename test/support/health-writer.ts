@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { CHECK_KINDS, CHECK_VERDICTS, FAILURES, SHOWN_VERDICTS } from '../../src/handle/health/types.js'
 import type { CheckResult, CheckVerdict, DoiState, HealthEvent } from '../../src/handle/health/types.js'
@@ -93,6 +94,18 @@ export function eventAt(i: number): HealthEvent {
 /** The id of event i in the crash writer's log. */
 export const idOf = (i: number): string => `1700000000000-${i}`
 
+/** A line on stdout before going on (synchronous: what the parent reads was said after the commit, nothing queued). */
+function said(line: string): void {
+  for (;;) {
+    try {
+      writeSync(1, line)
+      return
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err
+    }
+  }
+}
+
 async function main(file: string): Promise<void> {
   const db = openHealthDb({ file, log: { info() {}, warn() {} }, checkpointEveryMs: 100, now: () => AT })
   let i = Number(db.logPosition().split('-')[1] ?? '0') + 1
@@ -109,7 +122,7 @@ async function main(file: string): Promise<void> {
       db.sweepSources('list', generation)
     }
     db.applyEvent(idOf(i), eventAt(i))
-    process.stdout.write(`applied ${idOf(i)}\n`)
+    said(`applied ${idOf(i)}\n`)
     i++
     // Let the checkpointer's thread and the kill in now and then.
     if (i % 20 === 0) await new Promise((resolve) => setImmediate(resolve))

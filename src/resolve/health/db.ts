@@ -420,6 +420,8 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
     }
   }
 
+  // Every write transaction is BEGIN IMMEDIATE: a deferred one that read first and then writes gets SQLITE_BUSY at
+  // once, without the busy timeout, when the checkpointer's connection holds a lock that instant (seen in the crash test).
   const apply = db.transaction((logId: string, event: HealthEvent): boolean => {
     if (!logIdAfter(logId, meta('log_position') ?? '0-0')) return false
     if (event.t === 'check') applyCheck(event)
@@ -452,6 +454,17 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
     return sweepStmt.run(bit, bit, generation).changes
   })
 
+  const generationStep = db.transaction((): number => {
+    const next = Number(meta('generation') ?? '0') + 1
+    setMeta.run('generation', String(next))
+    return next
+  })
+  const gapStep = db.transaction((from: number, to: number) => {
+    // The first gap's start is kept: the pages say "from … to …" over everything missed.
+    if (meta('gap_from') === undefined) setMeta.run('gap_from', String(from))
+    setMeta.run('gap_to', String(to))
+  })
+
   rebuildTally(db, opts.log)
   if (meta('created_at') === undefined) setMeta.run('created_at', String(now()))
   const every = opts.checkpointEveryMs ?? 5000
@@ -464,22 +477,16 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
 
   return {
     ...reading,
-    applyEvent: (logId, event) => apply(logId, event),
-    nextGeneration: db.transaction((): number => {
-      const next = Number(meta('generation') ?? '0') + 1
-      setMeta.run('generation', String(next))
-      return next
-    }),
-    upsertWatched: (source, dois, generation) => upsert(source, dois, generation),
-    sweepSources: (source, generation) => sweep(source, generation),
+    applyEvent: (logId, event) => apply.immediate(logId, event),
+    nextGeneration: () => generationStep.immediate(),
+    upsertWatched: (source, dois, generation) => upsert.immediate(source, dois, generation),
+    sweepSources: (source, generation) => sweep.immediate(source, generation),
     setTitles(key, titles, at) {
       setTitlesStmt.run(titles === null ? null : JSON.stringify(titles), at, key)
     },
-    recordGap: db.transaction((from: number, to: number) => {
-      // The first gap's start is kept: the pages say "from … to …" over everything missed.
-      if (meta('gap_from') === undefined) setMeta.run('gap_from', String(from))
-      setMeta.run('gap_to', String(to))
-    }),
+    recordGap: (from, to) => {
+      gapStep.immediate(from, to)
+    },
     async close() {
       const stopped = checkpointer?.stop()
       db.close()
@@ -514,5 +521,5 @@ function rebuildTally(db: Database.Database, log: HealthLog): void {
     db.exec('DELETE FROM tally')
     const insert = db.prepare('INSERT INTO tally (prefix, verdict, n) VALUES (?, ?, ?)')
     for (const { prefix, verdict, n } of actual) insert.run(prefix, verdict, n)
-  })()
+  }).immediate()
 }

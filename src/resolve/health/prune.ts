@@ -70,6 +70,15 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
     fillDay.run(today)
   })
 
+  let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]
+  const deleteOld = sql.transaction((cutoff: number): number => {
+    const rows = oldChecks.all(cutoff, after[0], after[1], batch)
+    for (const { id } of rows) deleteCheck.run(id)
+    const last = rows.at(-1)
+    if (last !== undefined) after = [last.at, last.id]
+    return rows.length
+  })
+
   let timer: NodeJS.Timeout | undefined
   let running: Promise<PruneResult> | undefined
   let stopping = false
@@ -85,20 +94,12 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
         result.worstBatchMs = Math.max(result.worstBatchMs, performance.now() - start)
       }
     }
-    timed(rollup)
+    timed(() => rollup.immediate())
     const cutoff = now() - opts.keepDays * DAY_MS
-    let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]
+    after = [Number.MIN_SAFE_INTEGER, 0]
     for (;;) {
       if (stopping) return result
-      const deleted = timed(
-        sql.transaction(() => {
-          const rows = oldChecks.all(cutoff, after[0], after[1], batch)
-          for (const { id } of rows) deleteCheck.run(id)
-          const last = rows.at(-1)
-          if (last !== undefined) after = [last.at, last.id]
-          return rows.length
-        })
-      )
+      const deleted = timed(() => deleteOld.immediate(cutoff))
       result.checks += deleted
       if (deleted < batch) break
       await turn()
@@ -135,7 +136,7 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
   }
 
   return {
-    rollup: () => rollup(),
+    rollup: () => rollup.immediate(),
     runOnce,
     start() {
       if (timer !== undefined) return
