@@ -70,6 +70,8 @@ export function startCheckpointer(file: string, opts: CheckpointerOptions): Chec
   })
   return {
     async stop() {
+      // Held while it ends: an unreferenced thread would let the process leave before the caller's next step.
+      worker.ref()
       worker.postMessage('stop')
       await ended
     }
