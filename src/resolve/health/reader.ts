@@ -180,7 +180,7 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
     'SELECT count(*) AS n FROM dois WHERE sources <> 0 AND prefix = ? AND verdict = ? AND confirmed_at >= ?'
   )
   const dailyStmt = sql.prepare<[string, string], { day: string; verdict: string; n: number }>(
-    'SELECT day, verdict, n FROM daily WHERE day >= ? AND prefix = ? ORDER BY day'
+    'SELECT day, verdict, n FROM daily WHERE prefix = ? AND day >= ? ORDER BY day'
   )
   // One failure verdict of one prefix after a place (confirmed_at, id): a range of the index dois_report.
   const brokenStmt = sql.prepare<[string, string, number, number, number], BrokenSqlRow>(
@@ -234,7 +234,7 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
     const span = Math.max(1, Math.min(3650, Math.trunc(days)))
     const at = now()
     const byDay = new Map<string, VerdictCounts>()
-    for (const { day, verdict, n } of dailyStmt.all(dayOf(at - (span - 1) * DAY_MS), prefix)) {
+    for (const { day, verdict, n } of dailyStmt.all(prefix, dayOf(at - (span - 1) * DAY_MS))) {
       const c = byDay.get(day) ?? zeroCounts()
       addCount(c, verdict, n)
       byDay.set(day, c)
