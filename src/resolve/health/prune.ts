@@ -59,7 +59,7 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
   )
   const deleteCheck = sql.prepare('DELETE FROM checks WHERE id = ?')
   const deleteDois = sql.prepare(
-    `DELETE FROM dois WHERE id IN (SELECT d.id FROM dois d WHERE d.sources = 0
+    `DELETE FROM dois WHERE id IN (SELECT d.id FROM dois d INDEXED BY dois_gone WHERE d.sources = 0
        AND NOT EXISTS (SELECT 1 FROM checks c WHERE c.doi_id = d.id) LIMIT ?)`
   )
   const deleteDays = sql.prepare('DELETE FROM daily WHERE day < ?')

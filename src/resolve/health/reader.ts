@@ -171,11 +171,9 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
   const watched = new Set(opts.watched ?? [])
 
   const tallyStmt = sql.prepare<[], { prefix: string; verdict: string; n: number }>('SELECT prefix, verdict, n FROM tally')
-  const overdueByPrefix = sql.prepare<[number], { prefix: string; n: number }>(
-    // By the due index, named: left to itself the planner walks all of dois_report for the GROUP BY.
-    'SELECT prefix, count(*) AS n FROM dois INDEXED BY dois_due WHERE sources <> 0 AND next_at < ? GROUP BY prefix'
+  const overdueOf = sql.prepare<[string, number], { n: number }>(
+    'SELECT count(*) AS n FROM dois WHERE sources <> 0 AND prefix = ? AND next_at < ?'
   )
-  const overdueAll = sql.prepare<[number], { n: number }>('SELECT count(*) AS n FROM dois WHERE sources <> 0 AND next_at < ?')
   const newlyCount = sql.prepare<[string, string, number], { n: number }>(
     'SELECT count(*) AS n FROM dois WHERE sources <> 0 AND prefix = ? AND verdict = ? AND confirmed_at >= ?'
   )
@@ -218,6 +216,10 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
   const lastCheckStmt = sql.prepare<[], { at: number | null }>('SELECT max(at) AS at FROM checks')
   const metaStmt = sql.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
 
+  /** Overdue DOIs of every prefix, each counted from the index alone. */
+  const overdueNow = (before: number): number =>
+    [...new Set(tallyStmt.all().map((row) => row.prefix))].reduce((sum, prefix) => sum + (overdueOf.get(prefix, before)?.n ?? 0), 0)
+
   /** Prefixes with DOIs (from the counts) and the watched ones, sorted; with their counts now. */
   const countsNow = (): Map<string, VerdictCounts> => {
     const counts = new Map<string, VerdictCounts>()
@@ -248,13 +250,12 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
   return {
     summary(summaryOpts = {}) {
       const at = now()
-      const overdue = new Map(overdueByPrefix.all(at - grace).map(({ prefix, n }) => [prefix, n]))
       return [...countsNow()].map(([prefix, counts]) => ({
         prefix,
         watched: watched.has(prefix),
         counts,
         newlyBroken: FAILURES.reduce((sum, verdict) => sum + (newlyCount.get(prefix, verdict, at - WEEK_MS)?.n ?? 0), 0),
-        overdue: overdue.get(prefix) ?? 0,
+        overdue: overdueOf.get(prefix, at - grace)?.n ?? 0,
         history: summaryOpts.days === undefined ? [] : daily(prefix, summaryOpts.days, counts)
       }))
     },
@@ -310,7 +311,7 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
       return { key: row.key, doi: row.doi, prefix: row.prefix, watched: row.sources !== 0, state: stateOfRow(row), checks }
     },
     checkerStatus() {
-      const figures: CheckerFigures = { lastCheckAt: lastCheckStmt.get()?.at ?? null, overdue: overdueAll.get(now() - grace)?.n ?? 0 }
+      const figures: CheckerFigures = { lastCheckAt: lastCheckStmt.get()?.at ?? null, overdue: overdueNow(now() - grace) }
       const from = metaStmt.get('gap_from')?.value
       const to = metaStmt.get('gap_to')?.value
       if (from !== undefined && to !== undefined) figures.historyGap = { from: Number(from), to: Number(to) }
