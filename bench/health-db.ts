@@ -325,11 +325,14 @@ async function main(): Promise<void> {
 
   // One prune day, with the writer as it runs (checkpoints on the thread).
   const pruning = openHealthDb({ file, log, now: () => end, intervalMs: INTERVAL })
-  const { n: before, first } = pruning.sqlite.prepare('SELECT count(*) AS n, min(at) AS first FROM checks').get() as {
-    n: number
-    first: number
-  }
-  // The oldest day goes (a file reused from an earlier run has lost its first days already).
+  const { n: before } = pruning.sqlite.prepare('SELECT count(*) AS n FROM checks').get() as { n: number }
+  // The oldest day goes (a file reused from an earlier run has lost its first days already; the last good checks
+  // of watched DOIs stay, whatever their age).
+  const { first } = pruning.sqlite
+    .prepare(
+      'SELECT min(c.at) AS first FROM checks c WHERE NOT EXISTS (SELECT 1 FROM dois d WHERE d.sources <> 0 AND d.last_good_check_id = c.id)'
+    )
+    .get() as { first: number }
   const keepDays = Math.ceil((end - first) / DAY) - 1
   const started = performance.now()
   const result = await createPruner(pruning, { keepDays, now: () => end }).runOnce()
