@@ -32,7 +32,7 @@ export const VERDICT_WORDS: Record<ShownVerdict, string> = {
   takeover: 'taken over: another domain, the DOI gone from the page',
   'not-found': 'not registered: the registry does not know it',
   'no-url': 'no URL: the record sends a reader nowhere',
-  unchecked: 'not checked yet'
+  unchecked: 'no verdict yet: not checked, or failing and not yet confirmed'
 }
 
 export interface HealthPageOptions {

@@ -168,6 +168,10 @@ export function createHealth(opts: HealthServiceOptions) {
   return {
     reader,
     seen,
+    /** Looks at the due list now (tests move their clock, then tick); answers how many checks started. */
+    tick: (): number => scheduler.tick(),
+    /** Checks under way. */
+    inFlight: (): number => scheduler.inFlight(),
     /** Starts watching, the log, the lease and (when held) the checks. */
     async start(): Promise<void> {
       metrics.healthEnabled.set(1)
