@@ -57,6 +57,9 @@ const HELP = `Usage: npm run bench:verify [-- options]
 const LEVELS = 'metadata,retraction,landing'
 const TARGET_CACHED_S = 2
 const TARGET_RATIO = 1.1
+const DEFAULT_ENTRIES = 1000
+/** A load average (1 min) at which the run's figures are marked provisional: the 2-core machine was shared. */
+const BUSY_LOAD = 3
 const MB = 2 ** 20
 const PROBE = pathToFileURL(join(ROOT, 'bench', 'lib', 'memory-probe.mjs')).href
 const BIN = join(ROOT, 'bin', 'doi-proxy.js')
@@ -76,7 +79,7 @@ interface Settings {
 
 function parse(argv: string[]): Settings {
   const s: Settings = {
-    entries: 1000,
+    entries: DEFAULT_ENTRIES,
     hosts: 50,
     latencyMs: 50,
     delayMs: OPTIONS.landingHostDelayMs.default,
@@ -619,6 +622,11 @@ function section(
     `Date: ${new Date().toISOString()}  `,
     `Code: ${codeVersion()}  `,
     `Load average (1 min): ${load.start.toFixed(2)} at the start, ${load.end.toFixed(2)} at the end (2 cores: above 1, something else ran too; read the ratios)  `,
+    ...(Math.max(load.start, load.end) >= BUSY_LOAD
+      ? [
+          `**Provisional**: the machine was busy with other work (load average ${BUSY_LOAD} or more on 2 cores)${s.entries < DEFAULT_ENTRIES ? ` and only ${s.entries} entries were timed` : ''}; every time here is longer than on a quiet machine, and the ratios noisier. Run \`npm run bench:verify\` again on a quiet one.  `
+        ]
+      : []),
     `Method (\`npm run bench:verify\`, bench/verify.ts): the real command, \`node bin/doi-proxy.js check --server URL --verify ${LEVELS} refs.bib\`, a process of its own, timed from spawn to exit, against our server (\`node dist/main.js\`, its defaults but LANDING_ALLOW_PRIVATE=127.0.0.0/8, LANDING_HOST_DELAY_MS as the row says, MAX_EVENT_LOOP_DELAY_MS=0${
       Object.keys(s.serverEnv).length === 0
         ? ''
