@@ -28,6 +28,7 @@ import { createHealthReader } from '../src/resolve/health/reader.js'
 import { forEachOption } from './lib/args.js'
 import { TMP } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
+import { seededRandom as random } from './lib/random.js'
 
 const HELP = `Usage: npm run bench:health-db [-- options]
   --rows N      checks in the file (default 10000000)
@@ -75,18 +76,6 @@ const START = Date.UTC(2025, 10, 1)
 const INTERVAL = 7 * DAY
 const RULES = { confirm: 3, gapMs: 6 * 3_600_000, intervalMs: INTERVAL }
 const log = { info() {}, warn: (obj: object, msg: string) => process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`) }
-
-/** A small deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** What a check finds, in proportions a repository might see: mostly alive, a few broken for a while. */
 function verdictFor(rnd: () => number, broken: boolean): CheckVerdict {

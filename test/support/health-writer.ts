@@ -4,6 +4,7 @@ import { CHECK_KINDS, CHECK_VERDICTS, FAILURES, SHOWN_VERDICTS } from '../../src
 import type { CheckResult, CheckVerdict, DoiState, HealthEvent } from '../../src/handle/health/types.js'
 import { openHealthDb } from '../../src/resolve/health/db.js'
 import type { WatchedDoi } from '../../src/resolve/health/db.js'
+import { seededRandom } from '../../bench/lib/random.js'
 
 /**
  * Health events for the database's tests (issue 42), and a writer to kill: run as a script
@@ -12,17 +13,8 @@ import type { WatchedDoi } from '../../src/resolve/health/db.js'
  * after each commit, until it is killed.
  */
 
-/** A small deterministic generator (mulberry32): event i is the same in every process. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A small deterministic generator (bench/lib/random.ts): event i is the same in every process. */
+export const random = seededRandom
 
 const pick = <T>(rnd: () => number, items: readonly T[]): T => items[Math.floor(rnd() * items.length)] as T
 

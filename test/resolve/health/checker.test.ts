@@ -1,14 +1,8 @@
-import pino from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
-import { addressRulesOf } from '../../../src/handle/address-rules.js'
-import { createChecker } from '../../../src/resolve/health/checker.js'
-import { createLandingChecks } from '../../../src/resolve/landing/landing-checks.js'
-import { createLandingProber } from '../../../src/resolve/landing/prober.js'
-import { createServices } from '../../../src/services.js'
-import { testConfig } from '../../support/app.js'
 import { FakeLandingSite, pages } from '../../support/fake-landing.js'
 import type { Page } from '../../support/fake-landing.js'
 import { FakeUpstream } from '../../support/fake-upstream.js'
+import { realChecker } from '../../support/health-checker.js'
 import { fakeLookup } from '../../support/landing-dns.js'
 import { admin, str } from '../../support/records.js'
 
@@ -26,26 +20,7 @@ async function world(table: Record<string, Page>) {
   opened.push(journal)
   const upstream = await FakeUpstream.start({})
   opened.push(upstream)
-  const { services, hooks } = await createServices(
-    testConfig(upstream.url),
-    {},
-    { log: pino({ level: 'silent' }), lifecycle: { ready: true } }
-  )
-  opened.push({ close: hooks.onClose })
-  const prober = createLandingProber({
-    userAgent: 'doi-proxy/test health',
-    timeoutMs: 5_000,
-    maxBytes: 64 * 1024,
-    perHost: 2,
-    hostDelayMs: 0,
-    robotsTtlMs: 60_000,
-    rules: addressRulesOf(['127.0.0.0/8']),
-    lookup,
-    retryBaseMs: 10
-  })
-  opened.push(prober)
-  const landing = createLandingChecks({ prober, ttlMs: 86_400_000, shortTtlMs: 3_600_000, maxEntries: 100 })
-  const checker = createChecker({ proxyService: services.proxyService, landing, resolveMs: 5_000 })
+  const checker = await realChecker(upstream, { lookup, perHost: 2, keepVerdicts: true }, opened)
   const register = (doi: string, path: string): void => {
     upstream.set(doi, [str(1, 'URL', `${journal.origin('journal.test')}${path}`), admin()])
   }

@@ -3,19 +3,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
-import { addressRulesOf } from '../../../src/handle/address-rules.js'
 import { cacheKey } from '../../../src/handle/name.js'
 import { createMetrics } from '../../../src/observe/metrics.js'
-import { createChecker } from '../../../src/resolve/health/checker.js'
 import { createHealth } from '../../../src/resolve/health/health-service.js'
 import type { HealthSettings } from '../../../src/resolve/health/health-service.js'
-import { createLandingChecks } from '../../../src/resolve/landing/landing-checks.js'
-import { createLandingProber } from '../../../src/resolve/landing/prober.js'
-import { createServices } from '../../../src/services.js'
-import { testConfig } from '../../support/app.js'
 import { FakeLandingSite, pages } from '../../support/fake-landing.js'
 import type { Page } from '../../support/fake-landing.js'
 import { FakeUpstream } from '../../support/fake-upstream.js'
+import { realChecker } from '../../support/health-checker.js'
 import { fakeLookup } from '../../support/landing-dns.js'
 import { admin, str } from '../../support/records.js'
 
@@ -50,27 +45,8 @@ async function world(n: number) {
   }
   const list = join(dir, 'watch.txt')
   writeFileSync(list, Array.from({ length: n }, (_, i) => `10.5555/w${i}`).join('\n') + '\n')
-  const { services, hooks } = await createServices(
-    testConfig(upstream.url),
-    {},
-    { log: pino({ level: 'silent' }), lifecycle: { ready: true } }
-  )
-  opened.push({ close: hooks.onClose })
-  const prober = createLandingProber({
-    userAgent: 'doi-proxy/test health',
-    timeoutMs: 5_000,
-    maxBytes: 64 * 1024,
-    perHost: PER_HOST,
-    hostDelayMs: 0,
-    robotsTtlMs: 60_000,
-    rules: addressRulesOf(['127.0.0.0/8']),
-    lookup,
-    retryBaseMs: 10
-  })
-  opened.push(prober)
   // No verdict kept: every check visits the page, so the sites count the checks.
-  const landing = createLandingChecks({ prober, ttlMs: 0, shortTtlMs: 0, maxEntries: 100 })
-  const checker = createChecker({ proxyService: services.proxyService, landing, resolveMs: 5_000 })
+  const checker = await realChecker(upstream, { lookup, perHost: PER_HOST, keepVerdicts: false }, opened)
   const settings: HealthSettings = {
     healthWatch: ['10.5555'],
     healthListFile: list,
