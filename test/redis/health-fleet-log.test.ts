@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { compareLogIds } from '../../src/handle/health/log-id.js'
 import type { HealthEvent } from '../../src/handle/health/types.js'
 import { createLease, type Lease } from '../../src/resolve/fleet/lease.js'
-import { createRedisClient, waitConnected, type RedisClient } from '../../src/resolve/fleet/redis.js'
+import { createRedisClient, waitConnected } from '../../src/resolve/fleet/redis.js'
 import { createFleetLog, type FleetLog, type FleetLogOptions } from '../../src/resolve/health/fleet-log.js'
-import { TestCluster, useTestRedis } from '../support/redis.js'
+import { TestCluster, useReplicaConnections, useTestRedis } from '../support/redis.js'
 
 // Issue 42, plan D8: every replica's health database is a copy fed by the fleet log, a Redis stream that only
 // the lease's holder writes checks to. Replicas on one real redis-server, each with its own connection and a
@@ -14,20 +14,12 @@ const PREFIX = 'doi-proxy:health:1:{fleet}:'
 const LOG = `${PREFIX}log`
 const HOUR = 3_600_000
 const redisServer = useTestRedis()
-const clients: RedisClient[] = []
+const connection = useReplicaConnections(redisServer, 300)
 const stoppable: Array<Lease | FleetLog> = []
 
 afterEach(async () => {
   await Promise.all(stoppable.splice(0).map(async (s) => await s.stop()))
-  for (const client of clients.splice(0)) client.disconnect()
 })
-
-async function connection(): Promise<RedisClient> {
-  const client = createRedisClient({ topology: { kind: 'server', url: redisServer().url }, commandTimeoutMs: 300, connectTimeoutMs: 300 })
-  clients.push(client)
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
-  return client
-}
 
 /** A replica's database as the log sees it: the events applied in order, and its position. */
 class MemoryDb {
@@ -360,7 +352,9 @@ describe('the health log on a Redis Cluster', () => {
       commandTimeoutMs: 1_000,
       connectTimeoutMs: 1_000
     })
-    clients.push(redis)
+    onTestFinished(() => {
+      redis.disconnect()
+    })
     expect(await waitConnected(redis, 5_000)).toBe(true)
     const lease = createLease({ redis, prefix: PREFIX, ttlMs: 2_000, renewMs: 500 })
     const errors: string[] = []
@@ -375,7 +369,7 @@ describe('the health log on a Redis Cluster', () => {
       blockMs: 1_000
     })
     stoppable.push(log, lease)
-    return { db, lease, log, errors }
+    return { db, lease, log, errors, redis }
   }
 
   // The lease, its epoch and the log share one hash tag: one slot, so the scripts that touch them together run.
@@ -386,7 +380,7 @@ describe('the health log on a Redis Cluster', () => {
     const other = await clusterReplica()
     other.log.start()
     const stale = createFleetLog({
-      redis: clients[0],
+      redis: checker.redis,
       prefix: PREFIX,
       lease: { key: checker.lease.key, token: () => 'a-holder-long-gone' },
       keepMs: HOUR,

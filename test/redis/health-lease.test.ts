@@ -2,9 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { HealthEvent } from '../../src/handle/health/types.js'
 import { createLease, type Lease, type LeaseChange } from '../../src/resolve/fleet/lease.js'
-import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/redis.js'
 import { createFleetLog } from '../../src/resolve/health/fleet-log.js'
-import { useTestRedis } from '../support/redis.js'
+import { useReplicaConnections, useTestRedis } from '../support/redis.js'
 
 // Issue 42, plan D8: one health checker for the whole fleet, by a lease in Redis. Replicas on one real
 // redis-server, each with its own connection (as two processes would), on short times: a lease of 600 ms
@@ -13,21 +12,12 @@ const PREFIX = 'doi-proxy:health:1:{fleet}:'
 const TTL = 600
 const RENEW = 150
 const redisServer = useTestRedis()
-const clients: RedisClient[] = []
+const connection = useReplicaConnections(redisServer, 300)
 const leases: Lease[] = []
 
 afterEach(async () => {
   await Promise.all(leases.splice(0).map(async (l) => await l.stop()))
-  for (const client of clients.splice(0)) client.disconnect()
 })
-
-/** A replica's connection, ready (nothing queues while connecting). */
-async function connection(): Promise<RedisClient> {
-  const client = createRedisClient({ topology: { kind: 'server', url: redisServer().url }, commandTimeoutMs: 300, connectTimeoutMs: 300 })
-  clients.push(client)
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
-  return client
-}
 
 /** A replica's lease, started, with every change it heard. */
 async function replica(opts: { ttlMs?: number; renewMs?: number } = {}) {
@@ -131,9 +121,10 @@ describe('the health checker lease', () => {
     await a.lease.stop()
     const b = await replica()
     await until(() => b.lease.held())
+    const spare = await connection()
     const logOf = (token: () => string | undefined) =>
       createFleetLog({
-        redis: clients[0],
+        redis: spare,
         prefix: PREFIX,
         lease: { key: b.lease.key, token },
         keepMs: 3_600_000,
