@@ -249,8 +249,9 @@ describe('the health alerts around a confirmation (issue 42)', () => {
     const deadline = Date.now() + 20_000
     let after = before
     while ((after.series.get('doi_proxy_health_newly_broken_total') ?? []).every((s) => s.value === 0)) {
-      if (Date.now() > deadline)
+      if (Date.now() > deadline) {
         throw new Error(`not confirmed: ${JSON.stringify([healthService.reader.summary(), site.paths, healthService.checkerState()])}`)
+      }
       await new Promise((resolve) => setTimeout(resolve, 50))
       after = await scrape()
     }
