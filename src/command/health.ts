@@ -13,6 +13,7 @@ import pino from 'pino'
 import { loadConfig } from '../config/load.js'
 import { OPTIONS } from '../config/schema.js'
 import type { Config } from '../config/schema.js'
+import { configuredBaseUrl } from '../http/base-url.js'
 import type { Health } from '../resolve/health/health-service.js'
 import { REASON_WORDS } from '../resolve/upstream/reachability.js'
 import type { ServiceDeps, Services } from '../services.js'
@@ -279,7 +280,7 @@ export async function runHealth(args: string[], io: Io, deps: ServiceDeps = {}):
       io.stderr.write(`doi-proxy health: ${visible(nothingFound(cmd, config))}\n`)
       return EXIT_USAGE
     }
-    const text = renderReport(cmd.format, report, config.publicBaseUrl ?? './')
+    const text = renderReport(cmd.format, report, configuredBaseUrl(config.publicBaseUrl) ?? './')
     if (cmd.out === undefined) io.stdout.write(text)
     else await writeWhole(cmd.out, text)
     const failed = await ourFailures(services)

@@ -155,12 +155,15 @@ describe.skipIf(!HEALTH_BUILT)('doi-proxy health: end to end', { timeout: 120_00
     ])
   })
 
-  it('--format html: the /health page, no script', async () => {
-    const r = await doiProxy(['health', '--list', 'both.txt', '--confirm-gap', '0', '--format', 'html'], dir, env)
+  it('--format html: the /health page, no script, its links to the server at PUBLIC_BASE_URL', async () => {
+    const r = await doiProxy(['health', '--list', 'both.txt', '--confirm-gap', '0', '--format', 'html'], dir, {
+      ...env,
+      PUBLIC_BASE_URL: 'https://doi.example.org'
+    })
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/^<!doctype html>/)
     expect(r.stdout).toContain('<h1>DOI health</h1>')
-    expect(r.stdout).toContain('10.5555/gone')
+    expect(r.stdout).toContain('href="https://doi.example.org/health?doi=10.5555%2Fgone"')
     expect(r.stdout).not.toContain('<script')
   })
 
