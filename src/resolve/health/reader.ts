@@ -61,6 +61,8 @@ export interface CheckerFigures {
   lastCheckAt: number | null
   overdue: number
   historyGap?: { from: number; to: number }
+  /** Where the host's checker is, as its writer last recorded it (the read-only processes show this). */
+  recorded?: { state: string; reason?: string }
 }
 
 export interface HealthReader {
@@ -162,6 +164,18 @@ function decodeCursor(text: string): Cursor {
     // said below
   }
   throw new RangeError('not a page of this list (after=)')
+}
+
+/** The checker's state as the writer recorded it (meta `checker`), or undefined when unreadable. */
+function recordedChecker(text: string | undefined): { state: string; reason?: string } | undefined {
+  if (text === undefined) return undefined
+  try {
+    const value = JSON.parse(text) as { state?: unknown; reason?: unknown } | null
+    if (typeof value?.state !== 'string') return undefined
+    return typeof value.reason === 'string' ? { state: value.state, reason: value.reason } : { state: value.state }
+  } catch {
+    return undefined
+  }
 }
 
 export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {}): HealthReader {
@@ -315,6 +329,8 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
       const from = metaStmt.get('gap_from')?.value
       const to = metaStmt.get('gap_to')?.value
       if (from !== undefined && to !== undefined) figures.historyGap = { from: Number(from), to: Number(to) }
+      const recorded = recordedChecker(metaStmt.get('checker')?.value)
+      if (recorded !== undefined) figures.recorded = recorded
       return figures
     }
   }

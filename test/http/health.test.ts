@@ -1,0 +1,241 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import type { Config } from '../../src/config/schema.js'
+import type { Services } from '../../src/services.js'
+import { setup, testConfig } from '../support/app.js'
+import { FakeLandingSite, pages } from '../support/fake-landing.js'
+import { FakeUpstream } from '../support/fake-upstream.js'
+import { fakeLookup } from '../support/landing-dns.js'
+import { admin, str } from '../support/records.js'
+
+// Issue 42 (plan §5, §6): /health, /health.json and /health.csv of a server whose checks ran through its own
+// health service, against a real fake registry and a real fake landing site on loopback.
+
+const MANY = 201 // one more than a page of /health's broken list
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+let dir: string
+let site: FakeLandingSite
+let upstream: FakeUpstream
+let app: FastifyInstance
+let services: Services | undefined
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'doi-proxy-health-http-'))
+  site = await FakeLandingSite.start({ pages: { '/alive': pages.citationDoi('10.5555/alive'), '/gone': pages.status(404) } })
+  const url = (path: string): string => `${site.origin('journal.test')}${path}`
+  const records: Record<string, ReturnType<typeof admin>[]> = {
+    '10.5555/alive': [str(1, 'URL', url('/alive')), admin()],
+    '10.5555/gone': [str(1, 'URL', url('/gone')), admin()],
+    '10.6666/gone': [str(1, 'URL', url('/gone')), admin()]
+  }
+  const many = Array.from({ length: MANY }, (_, i) => `10.7777/m${String(i).padStart(3, '0')}`)
+  for (const doi of many) records[doi] = [str(1, 'URL', url('/gone')), admin()]
+  upstream = await FakeUpstream.start(records)
+  const list = join(dir, 'watched.txt')
+  writeFileSync(list, ['# ours', '10.5555/alive', 'doi:10.5555/gone', 'https://doi.org/10.6666/gone', ...many, ''].join('\n'))
+  const config = testConfig(upstream.url, {
+    healthListFile: list,
+    healthDb: join(dir, 'health.sqlite'),
+    healthIntervalSeconds: 60,
+    healthConfirm: 2,
+    healthConfirmGapSeconds: 0,
+    healthKeepDays: 1,
+    landingAllowPrivate: ['127.0.0.0/8'],
+    landingHostDelayMs: 0,
+    landingPerHost: 4,
+    contactEmail: 'ops@example.org'
+  })
+  app = await buildApp(config, {
+    landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }),
+    onServices: (built) => {
+      services = built
+    }
+  })
+  await app.ready()
+  // Every DOI checked now, failures checked again until confirmed (HEALTH_CONFIRM=2): the command's pass.
+  await services?.health?.runOnce(0, new AbortController().signal)
+}, 120_000)
+
+afterAll(async () => {
+  await app?.close()
+  await upstream?.close()
+  await site?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('/health (issue 42)', () => {
+  it('shows an operator each prefix and the confirmed broken DOIs, with no script and a strict CSP', async () => {
+    const res = await app.inject('/health')
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(res.headers['content-security-policy']).toBe(CSP)
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
+    expect(res.body).toContain('<h1>DOI health</h1>')
+    expect(res.body).not.toContain('<script')
+    for (const [i, prefix] of ['10.5555', '10.6666', '10.7777'].entries()) {
+      expect(res.body).toContain(`<h2 id="h-prefix-${i}">${prefix}</h2>`)
+    }
+    expect(res.body).toContain('href="http://localhost:80/health?doi=10.5555%2Fgone"')
+    expect(res.body).toContain('Confirmed broken DOIs (203)')
+    expect(res.body).not.toContain('10.5555/alive</a>')
+  })
+
+  it('pages the broken list by a cursor: Next page, then the rest', async () => {
+    const first = await app.inject('/health')
+    const next = /href="[^"]*health\?after=([^"&]+)"[^>]*>Next page/.exec(first.body)
+    expect(next).not.toBeNull()
+    const rowsOf = (body: string): number => (body.match(/<tr><td><a href="[^"]*health\?doi=/g) ?? []).length
+    // The broken table of page one is full (the newly broken table repeats this week's).
+    const second = await app.inject(`/health?after=${next?.[1] ?? ''}`)
+    expect(second.statusCode).toBe(200)
+    expect(second.body).toContain('First page')
+    expect(second.body).not.toContain('Next page')
+    expect(rowsOf(first.body) - rowsOf(second.body)).toBe(200 - 3)
+  })
+
+  it('a cursor that is not one of ours is a 400, as a page and as JSON', async () => {
+    const page = await app.inject('/health?after=not-a-cursor')
+    expect(page.statusCode).toBe(400)
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(page.body).toContain('after=')
+  })
+
+  it('?prefix= shows that prefix alone', async () => {
+    const res = await app.inject('/health?prefix=10.6666')
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toContain('<option value="10.6666" selected>')
+    expect(res.body).toContain('10.6666/gone')
+    expect(res.body).not.toContain('10.5555/gone')
+    expect(res.body).toContain('Confirmed broken DOIs (1)')
+  })
+
+  it('?doi= shows one DOI: its verdict and its checks', async () => {
+    const res = await app.inject('/health?doi=10.5555/gone')
+    expect(res.statusCode).toBe(200)
+    expect(res.body).toContain('<h1>DOI health: 10.5555/gone</h1>')
+    expect(res.body).toContain('dead: 404')
+    expect(res.body).toContain('The last 2 checks, newest first')
+    const unknown = await app.inject('/health?doi=10.5555/never-watched')
+    expect(unknown.statusCode).toBe(404)
+  })
+
+  it('/health.json has the shape of plan §5, times in ISO 8601', async () => {
+    const res = await app.inject('/health.json')
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(res.headers['content-security-policy']).toBe(CSP)
+    const body = res.json()
+    expect(Object.keys(body)).toEqual(['generatedAt', 'settings', 'checker', 'prefixes', 'broken'])
+    expect(body.settings).toEqual({ intervalSeconds: 60, confirm: 2, confirmGapSeconds: 0, keepDays: 1 })
+    expect(body.checker).toMatchObject({ state: 'paused', overdue: 0, lastCheckAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) })
+    expect(body.prefixes.map((p: { prefix: string }) => p.prefix)).toEqual(['10.5555', '10.6666', '10.7777'])
+    expect(body.prefixes[0]).toMatchObject({
+      prefix: '10.5555',
+      watched: false,
+      counts: { alive: 1, unconfirmed: 0, blocked: 0, dead: 1, takeover: 0, 'not-found': 0, 'no-url': 0, unchecked: 0 },
+      newlyBroken: 1,
+      overdue: 0,
+      history: [{ day: expect.stringMatching(/^\d{4}-\d\d-\d\d$/), counts: expect.objectContaining({ dead: 1 }) }]
+    })
+    expect(body.broken).toHaveLength(MANY + 2)
+    expect(body.broken[0]).toEqual({
+      doi: '10.5555/gone',
+      prefix: '10.5555',
+      verdict: 'dead',
+      since: expect.stringMatching(/Z$/),
+      confirmedAt: expect.stringMatching(/Z$/),
+      url: `${site.origin('journal.test')}/gone`,
+      status: 404,
+      evidence: expect.any(String),
+      registeredUrl: `${site.origin('journal.test')}/gone`,
+      lastGoodUrl: null,
+      lastGoodAt: null,
+      checkedAt: expect.stringMatching(/Z$/)
+    })
+  })
+
+  it('/health.json?doi= gives that DOI state and checks', async () => {
+    const res = await app.inject('/health.json?doi=doi:10.5555/gone')
+    expect(res.statusCode).toBe(200)
+    const body = res.json()
+    expect(body).toMatchObject({ doi: '10.5555/gone', prefix: '10.5555', watched: true, state: { verdict: 'dead', streak: 0 } })
+    expect(body.checks.map((c: { kind: string; verdict: string }) => [c.kind, c.verdict])).toEqual([
+      ['confirm', 'dead'],
+      ['once', 'dead']
+    ])
+    expect(body.checks[0].at).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/)
+    const unknown = await app.inject('/health.json?doi=10.5555/never-watched')
+    expect(unknown.statusCode).toBe(404)
+    expect(unknown.json()).toEqual({ message: expect.stringContaining('not watched') })
+  })
+
+  it('/health.csv is exactly doi,verdict,since,url,evidence, one row per broken DOI, as an attachment', async () => {
+    const json = (await app.inject('/health.json?prefix=10.5555')).json()
+    const [gone] = json.broken as Array<{ since: string; evidence: string }>
+    const res = await app.inject('/health.csv?prefix=10.5555')
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8; header=present')
+    const today = new Date().toISOString().slice(0, 10)
+    expect(res.headers['content-disposition']).toBe(`attachment; filename="doi-health-10.5555-${today}.csv"`)
+    expect(gone?.evidence).not.toMatch(/[",\r\n]/)
+    expect(res.body).toBe(
+      `doi,verdict,since,url,evidence\r\n10.5555/gone,dead,${gone?.since},${site.origin('journal.test')}/gone,${gone?.evidence}\r\n`
+    )
+  })
+
+  it('/health.csv of all prefixes pages through every broken DOI', async () => {
+    const res = await app.inject('/health.csv')
+    const today = new Date().toISOString().slice(0, 10)
+    expect(res.headers['content-disposition']).toBe(`attachment; filename="doi-health-all-${today}.csv"`)
+    const lines = res.body.split('\r\n')
+    expect(lines[0]).toBe('doi,verdict,since,url,evidence')
+    expect(lines.at(-1)).toBe('')
+    expect(lines).toHaveLength(1 + MANY + 2 + 1)
+    expect(lines.slice(1, 3).map((l) => l.split(',')[0])).toEqual(['10.5555/gone', '10.6666/gone'])
+  })
+
+  it('is for the operators only: 403 outside STATUS_ALLOW and behind a proxy it cannot see past, never CORS', async () => {
+    for (const url of ['/health', '/health.json', '/health.csv', '/health?doi=10.5555/gone']) {
+      const outside = await app.inject({ url, remoteAddress: '203.0.113.9', headers: { origin: 'https://elsewhere.example' } })
+      expect(outside.statusCode).toBe(403)
+      expect(outside.body).toContain('STATUS_ALLOW')
+      expect(outside.body).not.toContain('10.5555/gone,')
+      expect(outside.headers['access-control-allow-origin']).toBeUndefined()
+      expect(outside.headers['cache-control']).toBe('no-store')
+      const proxied = await app.inject({ url, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': '198.51.100.4' } })
+      expect(proxied.statusCode).toBe(403)
+      const inside = await app.inject({ url, headers: { origin: 'https://elsewhere.example' } })
+      expect(inside.statusCode).toBe(200)
+      expect(inside.headers['access-control-allow-origin']).toBeUndefined()
+      expect(inside.headers['access-control-expose-headers']).toBeUndefined()
+    }
+  })
+})
+
+describe('/health with health off', () => {
+  it('is 404 for the page, the JSON and the CSV', async () => {
+    const { app: off } = await setup()
+    for (const url of ['/health', '/health.json', '/health.csv']) {
+      const res = await off.inject(url)
+      expect(res.statusCode).toBe(404)
+      expect(res.body).toContain('HEALTH_WATCH')
+    }
+    expect((await off.inject('/health.json')).json()).toEqual({ message: expect.stringContaining('off') })
+  })
+
+  it('builds no health service and no pages when no DOI is watched', async () => {
+    let built: Services | undefined
+    const { upstream: up } = await setup()
+    const config: Config = testConfig(up.url)
+    const off = await buildApp(config, { onServices: (s) => (built = s) })
+    await off.close()
+    expect(built?.health).toBeUndefined()
+    expect(built?.healthPages).toBeUndefined()
+  })
+})
