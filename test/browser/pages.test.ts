@@ -145,6 +145,17 @@ describe('the health page (issue 42)', () => {
     }
   })
 
+  it("one DOI's page shows its verdict since when and its checks", async () => {
+    const { page, context } = await openPage(browser, served.origin, '/health?doi=10.5555/dead-page', { javaScriptEnabled: false })
+    try {
+      expect(await page.locator('h1').textContent()).toBe('DOI health: 10.5555/dead-page')
+      expect(await page.locator('#state').textContent()).toMatch(/^dead: .* since /)
+      expect(await page.getByRole('table', { name: 'The last 4 checks, newest first' }).locator('tbody tr').count()).toBe(4)
+    } finally {
+      await context.close()
+    }
+  })
+
   it('the prefix picker shows one prefix, without JavaScript', async () => {
     const { page, context } = await openPage(browser, served.origin, '/health', { javaScriptEnabled: false })
     try {

@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
+import { openHealthDb } from '../../src/resolve/health/db.js'
+import { cacheKey } from '../../src/handle/name.js'
 import type { Config } from '../../src/config/schema.js'
 import type { Services } from '../../src/services.js'
 import { setup, testConfig } from '../support/app.js'
@@ -238,4 +240,78 @@ describe('/health with health off', () => {
     expect(built?.health).toBeUndefined()
     expect(built?.healthPages).toBeUndefined()
   })
+})
+
+describe('resolution health in a serving process (issue 42, plan D8)', () => {
+  it('checks a due DOI on its own once the server listens, and the host’s other workers read the same history', async () => {
+    const here = mkdtempSync(join(tmpdir(), 'doi-proxy-health-serving-'))
+    const landing = await FakeLandingSite.start({ pages: { '/p': pages.citationDoi('10.5555/due') } })
+    const registry = await FakeUpstream.start({ '10.5555/due': [str(1, 'URL', `${landing.origin('journal.test')}/p`), admin()] })
+    const apps: FastifyInstance[] = []
+    try {
+      const dbFile = join(here, 'health.sqlite')
+      const list = join(here, 'watched.txt')
+      writeFileSync(list, '10.5555/due\n')
+      const config = testConfig(registry.url, {
+        port: 0,
+        healthListFile: list,
+        healthDb: dbFile,
+        healthIntervalSeconds: 60,
+        healthKeepDays: 1,
+        healthConfirmGapSeconds: 0,
+        landingAllowPrivate: ['127.0.0.0/8'],
+        landingHostDelayMs: 0,
+        contactEmail: 'ops@example.org'
+      })
+      // Worker 2 starts before worker 1 has made the file: its pages say so (503) rather than fail.
+      const second = await buildApp(config, { clusterWorker: { index: 2 } })
+      apps.push(second)
+      await second.ready()
+      const early = await second.inject('/health.json')
+      expect(early.statusCode).toBe(503)
+      // The DOI watched two minutes ago (its first check due within an interval of then): due now.
+      const seed = openHealthDb({
+        file: dbFile,
+        log: { info: () => {}, warn: () => {} },
+        intervalMs: 60_000,
+        checkpointEveryMs: 0,
+        now: () => Date.now() - 120_000
+      })
+      seed.upsertWatched('list', [{ key: cacheKey('10.5555/due'), doi: '10.5555/due', prefix: '10.5555' }], seed.nextGeneration())
+      await seed.close()
+      // The writer (worker 1): the scheduler picks the DOI as it starts.
+      let built: Services | undefined
+      const first = await buildApp(config, {
+        clusterWorker: { index: 1 },
+        landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }),
+        onServices: (s) => (built = s)
+      })
+      apps.push(first)
+      await first.ready()
+      expect(built?.health).toBeDefined()
+      expect((await first.inject('/health.json')).json().checker.state).toBe('paused')
+      await first.listen({ host: '127.0.0.1', port: 0 })
+      await expect
+        .poll(async () => (await first.inject('/health.json?doi=10.5555/due')).json().checks?.length ?? 0, {
+          timeout: 90_000,
+          interval: 250
+        })
+        .toBeGreaterThan(0)
+      const mine = (await first.inject('/health.json?doi=10.5555/due')).json()
+      expect(mine.checks[0]).toMatchObject({ kind: 'scheduled', verdict: 'alive', status: 200 })
+      expect((await first.inject('/health.json')).json().checker.state).toBe('running')
+      expect(landing.paths).toContain('/p')
+      // Worker 2 reads the same history read-only, and the checker as worker 1 recorded it.
+      await new Promise((resolve) => setTimeout(resolve, 1_100))
+      const theirs = await second.inject('/health.json?doi=10.5555/due')
+      expect(theirs.statusCode).toBe(200)
+      expect(theirs.json().checks).toEqual(mine.checks)
+      expect((await second.inject('/health.json')).json().checker.state).toBe('running')
+    } finally {
+      for (const a of apps.reverse()) await a.close()
+      await registry.close()
+      await landing.close()
+      rmSync(here, { recursive: true, force: true })
+    }
+  }, 120_000)
 })

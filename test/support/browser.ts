@@ -9,6 +9,7 @@ import type { AppDeps } from '../../src/app.js'
 import type { Config } from '../../src/config/schema.js'
 import { advance, uncheckedState } from '../../src/handle/health/confirm.js'
 import { slotOf } from '../../src/handle/health/schedule.js'
+import { cacheKey } from '../../src/handle/name.js'
 import type { CheckResult, CheckVerdict, DoiState } from '../../src/handle/health/types.js'
 import { openHealthDb } from '../../src/resolve/health/db.js'
 import { createPruner } from '../../src/resolve/health/prune.js'
@@ -177,7 +178,7 @@ export async function seedHealth(dir: string, now = Date.now()): Promise<{ db: s
   for (let day = days - 1; day >= 0; day--) {
     const at = now - day * DAY_MS
     for (const { doi, checks } of SEEDED_DOIS) {
-      const key = doi.toLowerCase()
+      const key = cacheKey(doi)
       const prefix = doi.slice(0, doi.indexOf('/'))
       const check = checks[checks.length - 1 - day]
       if (check === undefined) continue
@@ -188,7 +189,7 @@ export async function seedHealth(dir: string, now = Date.now()): Promise<{ db: s
       const result: CheckResult = {
         verdict: check.verdict,
         status: check.status,
-        registeredUrl: `${JOURNAL}/${key}`,
+        registeredUrl: `${JOURNAL}/${doi}`,
         finalUrl: check.url,
         evidence: check.evidence,
         ms: 120
