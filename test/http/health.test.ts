@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { get } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -9,6 +10,7 @@ import { cacheKey } from '../../src/handle/name.js'
 import type { Config } from '../../src/config/schema.js'
 import type { Services } from '../../src/services.js'
 import { setup, testConfig } from '../support/app.js'
+import { startServer, workersListening } from '../support/server-process.js'
 import { FakeLandingSite, pages } from '../support/fake-landing.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { fakeLookup } from '../support/landing-dns.js'
@@ -315,3 +317,63 @@ describe('resolution health in a serving process (issue 42, plan D8)', () => {
     }
   }, 120_000)
 })
+
+describe('resolution health with WORKERS=2 (issue 42, plan D9)', () => {
+  it('watches the DOIs of a watched prefix that either worker found, worker 1 writing them', async () => {
+    const here = mkdtempSync(join(tmpdir(), 'doi-proxy-health-workers-'))
+    const landing = await FakeLandingSite.start({ pages: {} })
+    const dois = Array.from({ length: 20 }, (_, i) => `10.5555/w${i}`)
+    const registry = await FakeUpstream.start(
+      Object.fromEntries(dois.map((doi) => [doi, [str(1, 'URL', `${landing.origin()}/${doi}`), admin()]]))
+    )
+    try {
+      const server = await startServer({
+        WORKERS: '2',
+        UPSTREAM_URL: registry.url,
+        HEALTH_WATCH: '10.5555',
+        HEALTH_DB: join(here, 'health.sqlite'),
+        LANDING_ALLOW_PRIVATE: '127.0.0.0/8',
+        LOG_REQUESTS: 'true',
+        LOG_LEVEL: 'info'
+      })
+      await workersListening(server, 2)
+      const origin = `http://127.0.0.1:${server.port}`
+      // A connection each (no keep-alive), so the primary hands them to both workers.
+      for (const doi of dois) expect(await statusOnNewConnection(`${origin}/${doi}`)).toBe(302)
+      // Both workers answered some of them (the primary hands connections round robin).
+      const answeredBy = new Set(
+        server
+          .output()
+          .split('\n')
+          .filter((line) => line.includes('"/10.5555/w'))
+          .map((line) => (JSON.parse(line) as { pid: number }).pid)
+      )
+      expect(answeredBy.size).toBe(2)
+      await expect
+        .poll(
+          async () => {
+            const res = await fetch(`${origin}/health.json`)
+            return res.status === 200
+              ? ((await res.json()) as { prefixes: Array<{ counts: { unchecked: number } }> }).prefixes[0]?.counts.unchecked
+              : res.status
+          },
+          { timeout: 30_000, interval: 250 }
+        )
+        .toBe(dois.length)
+    } finally {
+      await registry.close()
+      await landing.close()
+      rmSync(here, { recursive: true, force: true })
+    }
+  }, 90_000)
+})
+
+/** GET `url` on a connection of its own, closed after: its status. */
+async function statusOnNewConnection(url: string): Promise<number | undefined> {
+  return await new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode))
+    }).on('error', reject)
+  })
+}
