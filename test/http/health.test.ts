@@ -377,3 +377,44 @@ async function statusOnNewConnection(url: string): Promise<number | undefined> {
     }).on('error', reject)
   })
 }
+
+describe('one landing stack per process (issue 42: never a second prober)', () => {
+  it('a page visited for ?verify=landing is not visited again by the health check of the same DOI', async () => {
+    const here = mkdtempSync(join(tmpdir(), 'doi-proxy-health-shared-'))
+    const landing = await FakeLandingSite.start({ pages: { '/shared': pages.citationDoi('10.5555/shared') } })
+    try {
+      const list = join(here, 'watched.txt')
+      writeFileSync(list, '10.5555/shared\n')
+      let built: Services | undefined
+      const { app: shared } = await setup({
+        records: { '10.5555/shared': [str(1, 'URL', `${landing.origin('journal.test')}/shared`), admin()] },
+        overrides: {
+          verifyLevels: ['landing'],
+          healthListFile: list,
+          healthDb: join(here, 'health.sqlite'),
+          healthConfirmGapSeconds: 0,
+          landingAllowPrivate: ['127.0.0.0/8'],
+          landingHostDelayMs: 0,
+          contactEmail: 'ops@example.org'
+        },
+        deps: { landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }), onServices: (s) => (built = s) }
+      })
+      const batch = await shared.inject({
+        method: 'POST',
+        url: '/api/batch?verify=landing',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(['10.5555/shared'])
+      })
+      expect(batch.statusCode).toBe(200)
+      expect(batch.body).toContain('"alive"')
+      await built?.health?.runOnce(0, new AbortController().signal)
+      const checks = (await shared.inject('/health.json?doi=10.5555/shared')).json().checks
+      expect(checks).toEqual([expect.objectContaining({ kind: 'once', verdict: 'alive' })])
+      expect(landing.paths.filter((p) => p === '/shared')).toEqual(['/shared'])
+      await shared.close() // before its database goes (closed again, harmlessly, when the test ends)
+    } finally {
+      await landing.close()
+      rmSync(here, { recursive: true, force: true })
+    }
+  })
+})
