@@ -82,9 +82,7 @@ export default async function healthRoutes(
         after: q.after,
         next,
         brokenTotal,
-        newlyBroken: reader
-          .newlyBroken(report.generatedAt - WEEK_MS, PAGE_SIZE)
-          .filter((b) => q.prefix === undefined || b.prefix === q.prefix)
+        newlyBroken: reader.newlyBroken(report.generatedAt - WEEK_MS, PAGE_SIZE, q.prefix)
       })
     )
   })

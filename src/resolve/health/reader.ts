@@ -72,8 +72,8 @@ export interface HealthReader {
   daily(prefix: string, days: number): PrefixSummary['history']
   /** Confirmed-broken DOIs by prefix, verdict and time confirmed, a page at a time. Throws RangeError on a bad `after`. */
   broken(opts?: { prefix?: string | undefined; after?: string | undefined; limit?: number }): BrokenPage
-  /** DOIs confirmed broken since `sinceMs` (at most `limit`), newest first. */
-  newlyBroken(sinceMs: number, limit?: number): BrokenRow[]
+  /** DOIs confirmed broken since `sinceMs` (at most `limit`; of `prefix` alone when given), newest first. */
+  newlyBroken(sinceMs: number, limit?: number, prefix?: string): BrokenRow[]
   /** One DOI (by its cache key) and its last `limit` checks; null when it was never watched. */
   history(key: string, limit?: number): DoiHistory | null
   checkerStatus(): CheckerFigures
@@ -296,10 +296,10 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
         next: rows.length > limit && last !== undefined ? encodeCursor([last.prefix, last.verdict, last.confirmed_at, last.id]) : null
       }
     },
-    newlyBroken(sinceMs, limit = PAGE_MAX) {
+    newlyBroken(sinceMs, limit = PAGE_MAX, only) {
       const bound = Math.max(1, Math.min(PAGE_MAX, Math.trunc(limit)))
       const rows: BrokenSqlRow[] = []
-      for (const prefix of countsNow().keys()) {
+      for (const prefix of only === undefined ? countsNow().keys() : [only]) {
         for (const verdict of FAILURES) rows.push(...newlyStmt.all(prefix, verdict, sinceMs, bound))
       }
       return rows
