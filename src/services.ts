@@ -27,6 +27,10 @@ import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
 import { setUpVerify } from './services/verify.js'
+import { setUpLanding } from './services/landing.js'
+import { setUpHealth } from './services/health.js'
+import type { HealthSetUp } from './services/health.js'
+import type { Health } from './resolve/health/health-service.js'
 import type { Verifier } from './resolve/verify/verifier.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
@@ -43,6 +47,8 @@ export interface ServiceDeps {
   landingLookup?: LandingLookup | undefined
   /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
   batchHeartbeatMs?: number | undefined
+  /** The health lease's time to live and renewal (tests shorten them); default 30 s and 10 s. */
+  healthLeaseMs?: { ttl: number; renew: number } | undefined
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -51,6 +57,11 @@ export interface Services extends RouteServices {
   admission: AdmissionControl
   /** The lines of a batch (POST /api/batch, src/http/routes/batch.ts) looked up, at most BATCH_CONCURRENCY at once. */
   batch: BatchAnswers
+  /**
+   * Resolution health (issue 42) where this process writes the host's history (the one process, or worker 1):
+   * `runOnce` is `doi-proxy health`'s pass; started by onListen. Undefined when health is off, and in the other workers.
+   */
+  health: Health | undefined
 }
 
 /** What createServices needs of the app being built: its logger, and whether it is serving (ready and not draining). */
@@ -63,7 +74,7 @@ export interface ServiceHost {
 export interface ServiceHooks {
   /** onReady: the status page's collector starts reading the counters. */
   onReady(): Promise<void>
-  /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. */
+  /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. Health checks start. */
   onListen(): Promise<void>
   /** preClose: the cache snapshot written as closing begins. */
   preClose(): Promise<void>
@@ -122,7 +133,21 @@ export async function createServices(
   closeLater(closers, recorder)
   const fetcher = upstream === undefined ? undefined : tiers.wrap(upstream.guarded)
   const random = deps.random ?? Math.random
-  const { resolver, proxyService } = createLookup(config, { fetcher, queue, local, cache, freshness, recorder, metrics, log, now, random })
+  // Health's seen DOIs (built below, on the proxy service): bound late, and only while HEALTH_WATCH names a prefix.
+  let onFound = (_handle: string, _key: string): void => {}
+  const { resolver, proxyService } = createLookup(config, {
+    fetcher,
+    queue,
+    local,
+    cache,
+    freshness,
+    recorder,
+    metrics,
+    log,
+    now,
+    random,
+    onFound: config.healthWatch.length > 0 ? (handle, key) => onFound(handle, key) : undefined
+  })
   const admission = createAdmission(config, metrics, tiers.redis)
   const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
   closeLater(closers, extras.openAccess)
@@ -130,6 +155,9 @@ export async function createServices(
   const metadata = setUpMetadata(config, { admission, stored, freshness, now, recorder })
   closers.push(metadata.close)
   forgetMetadata = metadata.answers.forget
+  // One landing stack per process (a prober on the fleet's host slots, its verdicts' cache): `?verify=landing` and health share it.
+  const landing = setUpLanding(config, { stored, recorder, redis: tiers.redis, metrics, log, landingLookup: deps.landingLookup })
+  closers.push(landing.close)
   // `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions, landing pages.
   const verify = await setUpVerify(config, {
     proxyService,
@@ -140,9 +168,31 @@ export async function createServices(
     metrics,
     log,
     now,
-    landingLookup: deps.landingLookup
+    landing: landing.checks
   })
   closers.push(verify.close)
+  // Resolution health (issue 42): the history, its pages, and (in the writer) the scheduled checks.
+  const health = setUpHealth(config, {
+    proxyService,
+    metadataService: metadata.service,
+    stored,
+    recorder,
+    landing: landing.live,
+    store: local,
+    cacheEntries: () => cache.entries(),
+    redis: tiers.redis,
+    fleet,
+    metrics,
+    log,
+    now,
+    worker: deps.clusterWorker?.index,
+    leaseTtlMs: deps.healthLeaseMs?.ttl,
+    leaseRenewMs: deps.healthLeaseMs?.renew
+  })
+  if (health !== undefined) {
+    if (health.onFound !== undefined) onFound = health.onFound
+    closers.push(health.close)
+  }
   const { fallbackHost, status, prepared, batch } = setUpServing(config, {
     metrics,
     now,
@@ -172,9 +222,11 @@ export async function createServices(
     prepared,
     upstreamState: reachability.state,
     status,
-    purge
+    purge,
+    health: health?.health,
+    healthPages: health?.pages
   }
-  return { services, hooks: hooksOf({ status, upstream, tiers, closers }) }
+  return { services, hooks: hooksOf({ status, upstream, tiers, closers, health }) }
 }
 
 /** What must run when the server is ready, listens and closes, for app.ts to add as hooks. */
@@ -183,16 +235,18 @@ function hooksOf(parts: {
   upstream: { probe: () => void } | undefined
   tiers: { preClose: ServiceHooks['preClose'] }
   closers: Array<() => Promise<void>>
+  health: Pick<HealthSetUp, 'start'> | undefined
 }): ServiceHooks {
-  const { status, upstream, tiers, closers } = parts
+  const { status, upstream, tiers, closers, health } = parts
   return {
     onReady: async () => {
       status.start()
     },
     // At start, one request says whether the upstream answers (logged by the tracker); a server that never
-    // listens (tests, tools) asks nothing.
+    // listens (tests, tools: `doi-proxy health` runs its own pass) asks nothing and checks nothing.
     onListen: async () => {
       upstream?.probe()
+      await health?.start()
     },
     preClose: tiers.preClose,
     onClose: async () => {

@@ -44,6 +44,8 @@ export interface HealthPageOptions {
   after?: string | undefined
   next: string | null
   brokenTotal: number
+  /** DOIs confirmed broken in the last seven days, newest first (whatever the page of the broken list); default: those of this page. */
+  newlyBroken?: readonly BrokenRow[] | undefined
 }
 
 /** One check as `?doi=` lists it. */
@@ -164,7 +166,7 @@ function pager(ctx: PageContext, opts: HealthPageOptions): string {
 
 export function renderHealthPage(ctx: PageContext, report: HealthReport, opts: HealthPageOptions): string {
   const weekAgo = report.generatedAt - 7 * 86_400_000
-  const newly = report.broken.filter((b) => b.confirmedAt >= weekAgo)
+  const newly = opts.newlyBroken ?? report.broken.filter((b) => b.confirmedAt >= weekAgo)
   const s = report.settings
   const files = { prefix: opts.prefix }
   const body = `<h1>DOI health</h1>

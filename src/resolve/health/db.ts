@@ -92,6 +92,8 @@ export interface HealthDb {
   setTitles(key: string, titles: string[] | null, at: number): void
   /** Checks this host never received (down longer than the fleet log keeps them): shown on the pages. */
   recordGap(from: number, to: number): void
+  /** Where this host's checker is (the writer's lease), for the pages of the host's read-only processes. */
+  recordChecker(state: { state: string; reason?: string | undefined }): void
   /** DOIs watched now. */
   watchedCount(): number
   /** New DOIs refused since open (HEALTH_MAX_DOIS). */
@@ -303,6 +305,7 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
       sweepSources: refuse,
       setTitles: refuse,
       recordGap: refuse,
+      recordChecker: refuse,
       close: async () => {
         db.close()
       }
@@ -486,6 +489,9 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
     },
     recordGap: (from, to) => {
       gapStep.immediate(from, to)
+    },
+    recordChecker(state) {
+      setMeta.run('checker', JSON.stringify({ state: state.state, ...(state.reason === undefined ? {} : { reason: state.reason }) }))
     },
     async close() {
       const stopped = checkpointer?.stop()

@@ -4,12 +4,13 @@
  * for the whole fleet (a lease in Redis; this process alone without Redis) running the scheduler, the pruner,
  * and the metrics read from the history. The pages read `reader`; `runOnce` is the command's single pass.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events'
 import { setTimeout as delay } from 'node:timers/promises'
 import type { Config } from '../../config/schema.js'
 import { advance } from '../../handle/health/confirm.js'
 import { logIdTime } from '../../handle/health/log-id.js'
 import { slotOf } from '../../handle/health/schedule.js'
-import type { CheckerState, CheckKind, CheckResult } from '../../handle/health/types.js'
+import type { CheckerState, CheckKind, CheckResult, HealthReport } from '../../handle/health/types.js'
 import { FAILURES } from '../../handle/health/types.js'
 import { prefixLabel } from '../../handle/health/watch.js'
 import type { Metrics } from '../../observe/metrics.js'
@@ -73,6 +74,7 @@ export function createHealth(opts: HealthServiceOptions) {
   const label = prefixLabel(s.healthWatch)
   let lease: Lease | undefined
   let leaseState: LeaseState = 'stopped'
+  let leaseReason: string | undefined
 
   const fleetLog = createFleetLog({
     redis: opts.redis,
@@ -158,11 +160,29 @@ export function createHealth(opts: HealthServiceOptions) {
     }
   }
 
-  function onLease(state: LeaseState): void {
+  function onLease(state: LeaseState, reason: string | undefined): void {
     leaseState = state
+    leaseReason = reason
     metrics.healthChecker.set(state === 'held' ? 1 : 0)
+    try {
+      // The host's read-only processes show the checker as this writer knows it.
+      if (state !== 'stopped') db.recordChecker(checkerState())
+    } catch (err) {
+      log.warn({ err }, 'the health checker state could not be recorded')
+    }
     if (state === 'held') scheduler.start()
     else scheduler.stop().catch((err: unknown) => log.warn({ err }, 'the health checker did not stop cleanly'))
+  }
+
+  function checkerState(): CheckerStatus {
+    if (leaseState === 'held') return { state: 'running' }
+    if (leaseState === 'elsewhere') return { state: 'elsewhere' }
+    if (leaseState === 'paused') {
+      return { state: 'paused', reason: leaseReason ?? 'Redis does not answer: no replica can prove it is the only checker' }
+    }
+    // Not started: a process that does not listen (`doi-proxy health`, tests) checks nothing on a schedule.
+    if (lease === undefined) return { state: 'paused', reason: 'the scheduled checks start when the server listens' }
+    return { state: 'off' }
   }
 
   return {
@@ -191,7 +211,7 @@ export function createHealth(opts: HealthServiceOptions) {
         }
       })
       lease.start((change) => {
-        onLease(change.state)
+        onLease(change.state, change.reason)
       })
       pruner.start()
       readMetrics()
@@ -199,24 +219,31 @@ export function createHealth(opts: HealthServiceOptions) {
       metricsTimer.unref()
     },
     /** Where the checker is, for the pages. */
-    checkerState(): { state: CheckerState; reason?: string } {
-      if (leaseState === 'held') return { state: 'running' }
-      if (leaseState === 'elsewhere') return { state: 'elsewhere' }
-      if (leaseState === 'paused') return { state: 'paused', reason: 'Redis does not answer: no replica can prove it is the only checker' }
-      return { state: 'off' }
-    },
+    checkerState,
+    /** What the pages read in this process (the writer's own connection). */
+    pages: { reader: () => reader, checkerState, settings: reportSettings(s) } satisfies HealthPages,
     /**
      * The command's pass (doi-proxy health): every watched DOI checked now, a failure checked again `confirmGapMs`
      * later until HEALTH_CONFIRM in a row confirm it or one does not; each check recorded. Answers the broken count.
      */
     async runOnce(confirmGapMs: number, signal: AbortSignal): Promise<number> {
+      // Each check in flight listens to the caller's signal (a resolution, a probe and its tries).
+      setMaxListeners(Math.max(getMaxListeners(signal), 8 * s.healthConcurrency + 10), signal)
       await sources.sync()
+      // Written to this database alone, never to a fleet's log in Redis (a lease the command does not hold would refuse it).
+      const onceLog = createFleetLog({
+        prefix: fleetPrefix,
+        keepMs: s.healthLogKeepSeconds * 1000,
+        apply: (id, event) => db.applyEvent(id, event),
+        position: () => db.logPosition(),
+        now
+      })
       const onceRules = { ...rules, gapMs: confirmGapMs }
       const checkOne = async (d: DueDoi, kind: CheckKind): Promise<void> => {
         const result: CheckResult = await opts.checker.check({ doi: d.doi, lastGood: d.lastGood }, kind, signal)
         const at = now()
         const next = advance(d.state, { verdict: result.verdict, kind }, { ...onceRules, slot: slotOf(d.key, intervalMs) }, at)
-        await fleetLog.publish({ v: 1, t: 'check', key: d.key, doi: d.doi, prefix: d.prefix, at, kind, state: next.state, ...result })
+        await onceLog.publish({ v: 1, t: 'check', key: d.key, doi: d.doi, prefix: d.prefix, at, kind, state: next.state, ...result })
         metrics.healthChecks.inc({ verdict: result.verdict })
       }
       const everyWatched = (): DueDoi[] => db.due(Number.MAX_SAFE_INTEGER, s.healthMaxDois)
@@ -243,6 +270,98 @@ export function createHealth(opts: HealthServiceOptions) {
 }
 
 export type Health = ReturnType<typeof createHealth>
+
+/** Where the fleet's checker is, as the pages say it. */
+export interface CheckerStatus {
+  state: CheckerState
+  reason?: string
+}
+
+/** What the pages (`/health`, `/health.json`, `/health.csv`) read, in the writer and in the host's read-only processes alike. */
+export interface HealthPages {
+  /** The history; undefined while a read-only process waits for the writer to make the file. */
+  reader(): HealthReader | undefined
+  checkerState(): CheckerStatus
+  settings: HealthReport['settings']
+}
+
+function reportSettings(s: Pick<HealthSettings, 'healthIntervalSeconds' | 'healthConfirm' | 'healthConfirmGapSeconds' | 'healthKeepDays'>) {
+  return {
+    intervalSeconds: s.healthIntervalSeconds,
+    confirm: s.healthConfirm,
+    confirmGapSeconds: s.healthConfirmGapSeconds,
+    keepDays: s.healthKeepDays
+  }
+}
+
+const CHECKER_STATES: readonly string[] = ['running', 'elsewhere', 'paused', 'off']
+// How often a read-only process tries to open the writer's file again while it is not there yet.
+const REOPEN_MS = 1_000
+
+/**
+ * The pages of a process that does not write (WORKERS > 1: every worker but the first): the host's file opened
+ * read-only once the writer has made it (tried again at most once a second until then), the checker's state as
+ * the writer recorded it.
+ */
+export function openHealthPages(opts: {
+  settings: Pick<
+    HealthSettings,
+    'healthDb' | 'healthWatch' | 'healthIntervalSeconds' | 'healthConfirm' | 'healthConfirmGapSeconds' | 'healthKeepDays'
+  >
+  log: HealthLog
+  now: () => number
+}): HealthPages & { close(): Promise<void> } {
+  const { settings: s, log, now } = opts
+  let db: HealthDb | undefined
+  let reader: HealthReader | undefined
+  let triedAt = Number.NEGATIVE_INFINITY
+  let closed = false
+  const open = (): HealthReader | undefined => {
+    if (reader !== undefined || closed || performance.now() - triedAt < REOPEN_MS) return reader
+    triedAt = performance.now()
+    try {
+      db = openHealthDb({ file: s.healthDb, readonly: true, log, now })
+      reader = createHealthReader(db, { watched: s.healthWatch, now })
+    } catch {
+      // The writer (worker 1) has not made or migrated the file yet: the pages say so, and ask again later.
+    }
+    return reader
+  }
+  return {
+    reader: open,
+    checkerState(): CheckerStatus {
+      const recorded = open()?.checkerStatus().recorded
+      if (recorded !== undefined && CHECKER_STATES.includes(recorded.state)) {
+        return { state: recorded.state as CheckerState, ...(recorded.reason === undefined ? {} : { reason: recorded.reason }) }
+      }
+      return { state: 'paused', reason: "this host's writer (worker 1) has not started yet" }
+    },
+    settings: reportSettings(s),
+    async close() {
+      closed = true
+      await db?.close()
+    }
+  }
+}
+
+/** What one `/health` page shows: the report (a page of the broken list from `after`) and where the next page starts. */
+export function healthReport(
+  pages: Pick<HealthPages, 'checkerState' | 'settings'>,
+  reader: HealthReader,
+  query: { prefix?: string | undefined; after?: string | undefined; limit?: number; now: number }
+): { report: HealthReport; next: string | null } {
+  const status = reader.checkerStatus()
+  const page = reader.broken({ prefix: query.prefix, after: query.after, limit: query.limit ?? 200 })
+  const days = Math.min(90, pages.settings.keepDays)
+  const prefixes = reader.summary({ days }).filter((p) => query.prefix === undefined || p.prefix === query.prefix)
+  const checker: HealthReport['checker'] = {
+    ...pages.checkerState(),
+    lastCheckAt: status.lastCheckAt,
+    overdue: status.overdue,
+    ...(status.historyGap === undefined ? {} : { historyGap: status.historyGap })
+  }
+  return { report: { generatedAt: query.now, settings: pages.settings, checker, prefixes, broken: page.rows }, next: page.next }
+}
 
 /** `work` for each item, at most `n` at once. */
 async function eachAtMost<T>(n: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {

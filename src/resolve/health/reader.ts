@@ -61,6 +61,8 @@ export interface CheckerFigures {
   lastCheckAt: number | null
   overdue: number
   historyGap?: { from: number; to: number }
+  /** Where the host's checker is, as its writer last recorded it (the read-only processes show this). */
+  recorded?: { state: string; reason?: string }
 }
 
 export interface HealthReader {
@@ -70,8 +72,8 @@ export interface HealthReader {
   daily(prefix: string, days: number): PrefixSummary['history']
   /** Confirmed-broken DOIs by prefix, verdict and time confirmed, a page at a time. Throws RangeError on a bad `after`. */
   broken(opts?: { prefix?: string | undefined; after?: string | undefined; limit?: number }): BrokenPage
-  /** DOIs confirmed broken since `sinceMs` (at most `limit`), newest first. */
-  newlyBroken(sinceMs: number, limit?: number): BrokenRow[]
+  /** DOIs confirmed broken since `sinceMs` (at most `limit`; of `prefix` alone when given), newest first. */
+  newlyBroken(sinceMs: number, limit?: number, prefix?: string): BrokenRow[]
   /** One DOI (by its cache key) and its last `limit` checks; null when it was never watched. */
   history(key: string, limit?: number): DoiHistory | null
   checkerStatus(): CheckerFigures
@@ -162,6 +164,18 @@ function decodeCursor(text: string): Cursor {
     // said below
   }
   throw new RangeError('not a page of this list (after=)')
+}
+
+/** The checker's state as the writer recorded it (meta `checker`), or undefined when unreadable. */
+function recordedChecker(text: string | undefined): { state: string; reason?: string } | undefined {
+  if (text === undefined) return undefined
+  try {
+    const value = JSON.parse(text) as { state?: unknown; reason?: unknown } | null
+    if (typeof value?.state !== 'string') return undefined
+    return typeof value.reason === 'string' ? { state: value.state, reason: value.reason } : { state: value.state }
+  } catch {
+    return undefined
+  }
 }
 
 export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {}): HealthReader {
@@ -282,10 +296,10 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
         next: rows.length > limit && last !== undefined ? encodeCursor([last.prefix, last.verdict, last.confirmed_at, last.id]) : null
       }
     },
-    newlyBroken(sinceMs, limit = PAGE_MAX) {
+    newlyBroken(sinceMs, limit = PAGE_MAX, only) {
       const bound = Math.max(1, Math.min(PAGE_MAX, Math.trunc(limit)))
       const rows: BrokenSqlRow[] = []
-      for (const prefix of countsNow().keys()) {
+      for (const prefix of only === undefined ? countsNow().keys() : [only]) {
         for (const verdict of FAILURES) rows.push(...newlyStmt.all(prefix, verdict, sinceMs, bound))
       }
       return rows
@@ -315,6 +329,8 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
       const from = metaStmt.get('gap_from')?.value
       const to = metaStmt.get('gap_to')?.value
       if (from !== undefined && to !== undefined) figures.historyGap = { from: Number(from), to: Number(to) }
+      const recorded = recordedChecker(metaStmt.get('checker')?.value)
+      if (recorded !== undefined) figures.recorded = recorded
       return figures
     }
   }
