@@ -252,121 +252,167 @@ function openReadonly(file: string | undefined): Database.Database {
 }
 
 function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | undefined): HealthDb {
-  const readonly = opts.readonly === true
-  const now = opts.now ?? Date.now
-  const intervalMs = opts.intervalMs ?? DEFAULT_INTERVAL_MS
-  const maxDois = opts.maxDois ?? 1_000_000
-  let refusedCount = 0
+  const refused = { n: 0 }
+  const reading = readingSide(db, file, opts.readonly === true, refused)
+  return opts.readonly === true ? readonlyDb(db, reading) : writerDb(db, opts, file, reading, refused)
+}
 
+type ReadingSide = Pick<HealthDb, 'file' | 'readonly' | 'sqlite' | 'logPosition' | 'due' | 'nextDueAt' | 'watchedCount' | 'refused'>
+
+/** The reads every connection answers, the read-only ones' too. */
+function readingSide(db: Database.Database, file: string | undefined, readonly: boolean, refused: { n: number }): ReadingSide {
   const getMeta = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
-  const meta = (key: string): string | undefined => getMeta.get(key)?.value
   const watchedStmt = db.prepare<[], { n: number | null }>('SELECT sum(n) AS n FROM tally')
-  const watchedCount = (): number => watchedStmt.get()?.n ?? 0
   const dueStmt = db.prepare(
     `SELECT d.key, d.doi, d.prefix, d.host, d.title, d.title_at, ${STATE_COLUMNS}, gu.url AS good_url, gu.domain AS good_domain, g.at AS good_at
      FROM dois d LEFT JOIN checks g ON g.id = d.last_good_check_id LEFT JOIN urls gu ON gu.id = g.final_url
      WHERE d.sources <> 0 AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`
   )
   const nextDueStmt = db.prepare<[], { next_at: number }>('SELECT next_at FROM dois WHERE sources <> 0 ORDER BY next_at LIMIT 1')
-
-  const reading = {
+  return {
     file,
     readonly,
     sqlite: db,
-    logPosition: (): string => meta('log_position') ?? '0-0',
-    due(at: number, limit: number): DueDoi[] {
-      return (dueStmt.all(at, Math.max(0, Math.trunc(limit))) as Array<Record<string, unknown>>).map((row) => ({
-        key: row.key as string,
-        doi: row.doi as string,
-        prefix: row.prefix as string,
-        host: row.host as string | null,
-        titles: parseTitles(row.title as string | null),
-        titlesAt: row.title_at as number | null,
-        state: stateOfRow(row as unknown as StateRow),
-        lastGood:
-          row.good_url === null || row.good_url === undefined
-            ? null
-            : { url: row.good_url as string, domain: row.good_domain as string, at: row.good_at as number }
-      }))
-    },
+    logPosition: (): string => getMeta.get('log_position')?.value ?? '0-0',
+    due: (at: number, limit: number): DueDoi[] =>
+      (dueStmt.all(at, Math.max(0, Math.trunc(limit))) as Array<Record<string, unknown>>).map(dueOfRow),
     nextDueAt: (): number | null => nextDueStmt.get()?.next_at ?? null,
-    watchedCount,
-    refused: () => refusedCount
+    watchedCount: (): number => watchedStmt.get()?.n ?? 0,
+    refused: () => refused.n
   }
-  if (readonly) {
-    const refuse = (): never => {
-      throw new Error('the health history is open read-only here')
-    }
-    return {
-      ...reading,
-      applyEvent: refuse,
-      nextGeneration: refuse,
-      upsertWatched: refuse,
-      sweepSources: refuse,
-      setTitles: refuse,
-      recordGap: refuse,
-      recordChecker: refuse,
-      close: async () => {
-        db.close()
-      }
+}
+
+/** A due DOI from its row (the columns of `readingSide`'s due statement). */
+function dueOfRow(row: Record<string, unknown>): DueDoi {
+  return {
+    key: row.key as string,
+    doi: row.doi as string,
+    prefix: row.prefix as string,
+    host: row.host as string | null,
+    titles: parseTitles(row.title as string | null),
+    titlesAt: row.title_at as number | null,
+    state: stateOfRow(row as unknown as StateRow),
+    lastGood:
+      row.good_url === null || row.good_url === undefined
+        ? null
+        : { url: row.good_url as string, domain: row.good_domain as string, at: row.good_at as number }
+  }
+}
+
+/** A read-only connection: every write refused. */
+function readonlyDb(db: Database.Database, reading: ReadingSide): HealthDb {
+  const refuse = (): never => {
+    throw new Error('the health history is open read-only here')
+  }
+  return {
+    ...reading,
+    applyEvent: refuse,
+    nextGeneration: refuse,
+    upsertWatched: refuse,
+    sweepSources: refuse,
+    setTitles: refuse,
+    recordGap: refuse,
+    recordChecker: refuse,
+    close: async () => {
+      db.close()
     }
   }
+}
 
-  // The writer's statements.
-  const setMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-  const tallyAdd = db.prepare(
-    'INSERT INTO tally (prefix, verdict, n) VALUES (?, ?, ?) ON CONFLICT (prefix, verdict) DO UPDATE SET n = n + excluded.n'
-  )
-  const tallyClean = db.prepare('DELETE FROM tally WHERE prefix = ? AND verdict = ? AND n <= 0')
-  const getDoi = db.prepare<[string], { id: number; prefix: string; sources: number; verdict: string }>(
-    'SELECT id, prefix, sources, verdict FROM dois WHERE key = ?'
-  )
-  const insertDoi = db.prepare(`INSERT INTO dois (key, doi, prefix, sources, generation, added_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-  const setSources = db.prepare('UPDATE dois SET sources = ?, generation = ? WHERE id = ?')
-  const urlId = db.prepare<[string], { id: number }>('SELECT id FROM urls WHERE url = ?')
-  const insertUrl = db.prepare('INSERT INTO urls (url, domain) VALUES (?, ?)')
-  const textId = db.prepare<[string], { id: number }>('SELECT id FROM texts WHERE text = ?')
-  const insertText = db.prepare('INSERT INTO texts (text) VALUES (?)')
-  const insertCheck = db.prepare(
-    `INSERT INTO checks (doi_id, at, kind, verdict, status, registered_url, final_url, evidence, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-  )
-  const updateState = db.prepare(
-    `UPDATE dois SET verdict = ?, since = ?, confirmed_at = ?, streak = ?, streak_verdict = ?, streak_first_at = ?,
-       streak_last_at = ?, win = ?, retries = ?, next_at = ?, host = coalesce(?, host),
-       last_check_id = coalesce(?, last_check_id), last_good_check_id = coalesce(?, last_good_check_id)
-     WHERE id = ?`
-  )
-  const setTitlesStmt = db.prepare('UPDATE dois SET title = ?, title_at = ? WHERE key = ?')
-  const leavingStmt = db.prepare<[number, number], { prefix: string; verdict: string; n: number }>(
-    'SELECT prefix, verdict, count(*) AS n FROM dois WHERE sources = ? AND generation < ? GROUP BY prefix, verdict'
-  )
-  const sweepStmt = db.prepare('UPDATE dois SET sources = sources & ~? WHERE (sources & ?) <> 0 AND generation < ?')
+/** The writer's connection: its transactions, the counts checked at open, the checkpointer started. */
+function writerDb(db: Database.Database, opts: OpenHealthDbOptions, file: string | undefined, reading: ReadingSide, refused: { n: number }): HealthDb {
+  const stmts = writerStatements(db)
+  const tx = writerTransactions(db, stmts, writerRows(stmts, opts), reading.watchedCount, refused)
+  rebuildTally(db, opts.log)
+  if (stmts.meta('created_at') === undefined) stmts.setMeta.run('created_at', String((opts.now ?? Date.now)()))
+  const checkpointer = startCheckpointing(db, file, opts)
+  return {
+    ...reading,
+    applyEvent: (logId, event) => tx.apply.immediate(logId, event),
+    nextGeneration: () => tx.generationStep.immediate(),
+    upsertWatched: (source, dois, generation) => tx.upsert.immediate(source, dois, generation),
+    sweepSources: (source, generation) => tx.sweep.immediate(source, generation),
+    setTitles(key, titles, at) {
+      stmts.setTitles.run(titles === null ? null : JSON.stringify(titles), at, key)
+    },
+    recordGap: (from, to) => {
+      tx.gapStep.immediate(from, to)
+    },
+    recordChecker(state) {
+      stmts.setMeta.run('checker', JSON.stringify({ state: state.state, ...(state.reason === undefined ? {} : { reason: state.reason }) }))
+    },
+    async close() {
+      const stopped = checkpointer?.stop()
+      db.close()
+      await stopped
+    }
+  }
+}
 
+/** Checkpoints copy the log into the file: on a thread of their own, never in a committing call on the loop (D3). */
+function startCheckpointing(db: Database.Database, file: string | undefined, opts: OpenHealthDbOptions): Checkpointer | undefined {
+  const every = opts.checkpointEveryMs ?? 5000
+  if (file === undefined || every <= 0) return undefined
+  db.pragma('wal_autocheckpoint = 0')
+  return startCheckpointer(file, { everyMs: every, truncateBytes: 64 * 1024 * 1024, log: opts.log })
+}
+
+/** The writer's prepared statements. */
+function writerStatements(db: Database.Database) {
+  const getMeta = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
+  return {
+    meta: (key: string): string | undefined => getMeta.get(key)?.value,
+    setMeta: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
+    tallyAdd: db.prepare(
+      'INSERT INTO tally (prefix, verdict, n) VALUES (?, ?, ?) ON CONFLICT (prefix, verdict) DO UPDATE SET n = n + excluded.n'
+    ),
+    tallyClean: db.prepare('DELETE FROM tally WHERE prefix = ? AND verdict = ? AND n <= 0'),
+    getDoi: db.prepare<[string], { id: number; prefix: string; sources: number; verdict: string }>(
+      'SELECT id, prefix, sources, verdict FROM dois WHERE key = ?'
+    ),
+    insertDoi: db.prepare(`INSERT INTO dois (key, doi, prefix, sources, generation, added_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    setSources: db.prepare('UPDATE dois SET sources = ?, generation = ? WHERE id = ?'),
+    urlId: db.prepare<[string], { id: number }>('SELECT id FROM urls WHERE url = ?'),
+    insertUrl: db.prepare('INSERT INTO urls (url, domain) VALUES (?, ?)'),
+    textId: db.prepare<[string], { id: number }>('SELECT id FROM texts WHERE text = ?'),
+    insertText: db.prepare('INSERT INTO texts (text) VALUES (?)'),
+    insertCheck: db.prepare(
+      `INSERT INTO checks (doi_id, at, kind, verdict, status, registered_url, final_url, evidence, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    ),
+    updateState: db.prepare(
+      `UPDATE dois SET verdict = ?, since = ?, confirmed_at = ?, streak = ?, streak_verdict = ?, streak_first_at = ?,
+         streak_last_at = ?, win = ?, retries = ?, next_at = ?, host = coalesce(?, host),
+         last_check_id = coalesce(?, last_check_id), last_good_check_id = coalesce(?, last_good_check_id)
+       WHERE id = ?`
+    ),
+    setTitles: db.prepare('UPDATE dois SET title = ?, title_at = ? WHERE key = ?'),
+    leaving: db.prepare<[number, number], { prefix: string; verdict: string; n: number }>(
+      'SELECT prefix, verdict, count(*) AS n FROM dois WHERE sources = ? AND generation < ? GROUP BY prefix, verdict'
+    ),
+    sweep: db.prepare('UPDATE dois SET sources = sources & ~? WHERE (sources & ?) <> 0 AND generation < ?'),
+    watchKeepingGeneration: db.prepare('UPDATE dois SET sources = sources | ? WHERE key = ?')
+  }
+}
+
+type WriterStatements = ReturnType<typeof writerStatements>
+
+/** The writer's row steps: the counts, the interned URLs and texts, a DOI watched, a check applied. */
+function writerRows(stmts: WriterStatements, opts: OpenHealthDbOptions) {
+  const now = opts.now ?? Date.now
+  const intervalMs = opts.intervalMs ?? DEFAULT_INTERVAL_MS
+  const maxDois = opts.maxDois ?? 1_000_000
   const tally = (prefix: string, verdict: string, n: number): void => {
-    tallyAdd.run(prefix, verdict, n)
-    if (n < 0) tallyClean.run(prefix, verdict)
+    stmts.tallyAdd.run(prefix, verdict, n)
+    if (n < 0) stmts.tallyClean.run(prefix, verdict)
   }
-  const intern = (url: string | null): number | null => {
-    if (url === null) return null
-    const known = urlId.get(url)
-    if (known !== undefined) return known.id
-    return Number(insertUrl.run(url, hostOf(url).domain).lastInsertRowid)
-  }
-  const internText = (text: string): number | null => {
-    if (text === '') return null
-    const known = textId.get(text)
-    if (known !== undefined) return known.id
-    return Number(insertText.run(text).lastInsertRowid)
-  }
-
-  /** Watch one DOI by `bits` (a new row, or a row gaining a bit); false when refused by HEALTH_MAX_DOIS. */
+  /** Watch one DOI by `bits` (a new row, or a row gaining a bit); 'refused' by HEALTH_MAX_DOIS. */
   const watch = (doi: WatchedDoi, bits: number, generation: number | undefined, watched: { n: number }): 'added' | 'refused' | 'known' => {
-    const row = getDoi.get(doi.key)
+    const row = stmts.getDoi.get(doi.key)
     if (row === undefined) {
       if (watched.n >= maxDois) return 'refused'
       const at = now()
       const first = uncheckedState(at, slotOf(doi.key, intervalMs), intervalMs)
-      insertDoi.run(doi.key, doi.doi, doi.prefix, bits, generation ?? 0, at, first.nextAt)
+      stmts.insertDoi.run(doi.key, doi.doi, doi.prefix, bits, generation ?? 0, at, first.nextAt)
       tally(doi.prefix, 'unchecked', 1)
       watched.n++
       return 'added'
@@ -376,31 +422,55 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
       tally(row.prefix, row.verdict, 1)
       watched.n++
     }
-    setSources.run(row.sources | bits, generation ?? 0, row.id)
+    stmts.setSources.run(row.sources | bits, generation ?? 0, row.id)
     return 'known'
   }
-  const watchKeepingGeneration = db.prepare('UPDATE dois SET sources = sources | ? WHERE key = ?')
+  return { tally, watch, applyCheck: checkApplier(stmts, tally) }
+}
 
-  const applyCheck = (event: Extract<HealthEvent, { t: 'check' }>): void => {
+type WriterRows = ReturnType<typeof writerRows>
+
+/** Ids of interned URLs (with their domain) and texts, made when new. */
+function interner(stmts: WriterStatements) {
+  return {
+    url: (url: string | null): number | null => {
+      if (url === null) return null
+      const known = stmts.urlId.get(url)
+      if (known !== undefined) return known.id
+      return Number(stmts.insertUrl.run(url, hostOf(url).domain).lastInsertRowid)
+    },
+    text: (text: string): number | null => {
+      if (text === '') return null
+      const known = stmts.textId.get(text)
+      if (known !== undefined) return known.id
+      return Number(stmts.insertText.run(text).lastInsertRowid)
+    }
+  }
+}
+
+/** One check event written: the check, the DOI's state, and the counts when its verdict moved. */
+function checkApplier(stmts: WriterStatements, tally: (prefix: string, verdict: string, n: number) => void) {
+  const intern = interner(stmts)
+  return (event: Extract<HealthEvent, { t: 'check' }>): void => {
     const verdictCode = VERDICT_CODE[event.verdict]
     const kindCode = CHECK_KINDS.indexOf(event.kind)
     if (verdictCode === undefined || kindCode < 0) throw new Error(`not a check this version knows: ${event.verdict}, ${event.kind}`)
-    let row = getDoi.get(event.key)
+    let row = stmts.getDoi.get(event.key)
     if (row === undefined) {
       // Checked by the fleet but not watched by this host's sources: kept (the history), not on its reports.
-      const id = Number(insertDoi.run(event.key, event.doi, event.prefix, 0, 0, event.at, event.state.nextAt).lastInsertRowid)
+      const id = Number(stmts.insertDoi.run(event.key, event.doi, event.prefix, 0, 0, event.at, event.state.nextAt).lastInsertRowid)
       row = { id, prefix: event.prefix, sources: 0, verdict: 'unchecked' }
     }
-    const registered = intern(event.registeredUrl)
-    const final = intern(event.finalUrl)
+    const registered = intern.url(event.registeredUrl)
+    const final = intern.url(event.finalUrl)
     const checkId = Number(
-      insertCheck.run(row.id, event.at, kindCode, verdictCode, event.status, registered, final, internText(event.evidence), event.ms)
+      stmts.insertCheck.run(row.id, event.at, kindCode, verdictCode, event.status, registered, final, intern.text(event.evidence), event.ms)
         .lastInsertRowid
     )
     const s = event.state
     const host =
       event.registeredUrl !== null ? hostOf(event.registeredUrl).host : event.finalUrl !== null ? hostOf(event.finalUrl).host : ''
-    updateState.run(
+    stmts.updateState.run(
       s.verdict,
       s.since,
       s.confirmedAt,
@@ -422,83 +492,60 @@ function wrap(db: Database.Database, opts: OpenHealthDbOptions, file: string | u
       tally(row.prefix, s.verdict, 1)
     }
   }
+}
 
-  // Every write transaction is BEGIN IMMEDIATE: a deferred one that read first and then writes gets SQLITE_BUSY at
-  // once, without the busy timeout, when the checkpointer's connection holds a lock that instant (seen in the crash test).
+/**
+ * The writer's transactions. Every one is run BEGIN IMMEDIATE: a deferred one that read first and then writes gets
+ * SQLITE_BUSY at once, without the busy timeout, when the checkpointer's connection holds a lock that instant (seen
+ * in the crash test).
+ */
+function writerTransactions(
+  db: Database.Database,
+  stmts: WriterStatements,
+  rows: WriterRows,
+  watchedCount: () => number,
+  refused: { n: number }
+) {
   const apply = db.transaction((logId: string, event: HealthEvent): boolean => {
-    if (!logIdAfter(logId, meta('log_position') ?? '0-0')) return false
-    if (event.t === 'check') applyCheck(event)
+    if (!logIdAfter(logId, stmts.meta('log_position') ?? '0-0')) return false
+    if (event.t === 'check') rows.applyCheck(event)
     else if (event.t === 'watch') {
-      const row = getDoi.get(event.key)
+      const row = stmts.getDoi.get(event.key)
       if (row === undefined || row.sources === 0) {
-        if (watch(event, SOURCE_BITS.seen, undefined, { n: watchedCount() }) === 'refused') refusedCount++
-      } else watchKeepingGeneration.run(SOURCE_BITS.seen, event.key)
+        if (rows.watch(event, SOURCE_BITS.seen, undefined, { n: watchedCount() }) === 'refused') refused.n++
+      } else stmts.watchKeepingGeneration.run(SOURCE_BITS.seen, event.key)
     } else throw new Error(`not an event this version knows: ${JSON.stringify((event as { t?: unknown }).t)}`)
-    setMeta.run('log_position', logId)
+    stmts.setMeta.run('log_position', logId)
     return true
   })
-
   const upsert = db.transaction((source: WatchSource, dois: Iterable<WatchedDoi>, generation: number) => {
     const counted = { added: 0, refused: 0 }
     const watched = { n: watchedCount() }
     for (const doi of dois) {
-      const outcome = watch(doi, SOURCE_BITS[source], generation, watched)
+      const outcome = rows.watch(doi, SOURCE_BITS[source], generation, watched)
       if (outcome === 'added') counted.added++
       else if (outcome === 'refused') counted.refused++
     }
-    refusedCount += counted.refused
+    refused.n += counted.refused
     return counted
   })
-
   const sweep = db.transaction((source: WatchSource, generation: number): number => {
     const bit = SOURCE_BITS[source]
     // The DOIs this sweep leaves unwatched leave the counts.
-    for (const { prefix, verdict, n } of leavingStmt.all(bit, generation)) tally(prefix, verdict, -n)
-    return sweepStmt.run(bit, bit, generation).changes
+    for (const { prefix, verdict, n } of stmts.leaving.all(bit, generation)) rows.tally(prefix, verdict, -n)
+    return stmts.sweep.run(bit, bit, generation).changes
   })
-
   const generationStep = db.transaction((): number => {
-    const next = Number(meta('generation') ?? '0') + 1
-    setMeta.run('generation', String(next))
+    const next = Number(stmts.meta('generation') ?? '0') + 1
+    stmts.setMeta.run('generation', String(next))
     return next
   })
   const gapStep = db.transaction((from: number, to: number) => {
     // The first gap's start is kept: the pages say "from … to …" over everything missed.
-    if (meta('gap_from') === undefined) setMeta.run('gap_from', String(from))
-    setMeta.run('gap_to', String(to))
+    if (stmts.meta('gap_from') === undefined) stmts.setMeta.run('gap_from', String(from))
+    stmts.setMeta.run('gap_to', String(to))
   })
-
-  rebuildTally(db, opts.log)
-  if (meta('created_at') === undefined) setMeta.run('created_at', String(now()))
-  const every = opts.checkpointEveryMs ?? 5000
-  let checkpointer: Checkpointer | undefined
-  if (file !== undefined && every > 0) {
-    // Checkpoints copy the log into the file: on a thread of their own, never in a committing call on the loop (D3).
-    db.pragma('wal_autocheckpoint = 0')
-    checkpointer = startCheckpointer(file, { everyMs: every, truncateBytes: 64 * 1024 * 1024, log: opts.log })
-  }
-
-  return {
-    ...reading,
-    applyEvent: (logId, event) => apply.immediate(logId, event),
-    nextGeneration: () => generationStep.immediate(),
-    upsertWatched: (source, dois, generation) => upsert.immediate(source, dois, generation),
-    sweepSources: (source, generation) => sweep.immediate(source, generation),
-    setTitles(key, titles, at) {
-      setTitlesStmt.run(titles === null ? null : JSON.stringify(titles), at, key)
-    },
-    recordGap: (from, to) => {
-      gapStep.immediate(from, to)
-    },
-    recordChecker(state) {
-      setMeta.run('checker', JSON.stringify({ state: state.state, ...(state.reason === undefined ? {} : { reason: state.reason }) }))
-    },
-    async close() {
-      const stopped = checkpointer?.stop()
-      db.close()
-      await stopped
-    }
-  }
+  return { apply, upsert, sweep, generationStep, gapStep }
 }
 
 function parseTitles(text: string | null): string[] | null {

@@ -10,7 +10,7 @@ import type { Config } from '../../config/schema.js'
 import { advance } from '../../handle/health/confirm.js'
 import { logIdTime } from '../../handle/health/log-id.js'
 import { slotOf } from '../../handle/health/schedule.js'
-import type { CheckerState, CheckKind, CheckResult, HealthReport } from '../../handle/health/types.js'
+import type { CheckerState, CheckKind, CheckResult, HealthEvent, HealthReport } from '../../handle/health/types.js'
 import { FAILURES } from '../../handle/health/types.js'
 import { prefixLabel } from '../../handle/health/watch.js'
 import type { Metrics } from '../../observe/metrics.js'
@@ -22,10 +22,12 @@ import type { Checker } from './checker.js'
 import { openHealthDb } from './db.js'
 import type { DueDoi, HealthDb, HealthLog, WatchSource } from './db.js'
 import { createFleetLog } from './fleet-log.js'
+import type { FleetLog } from './fleet-log.js'
 import { createPruner } from './prune.js'
 import { createHealthReader } from './reader.js'
 import type { HealthReader } from './reader.js'
 import { createScheduler } from './scheduler.js'
+import type { Scheduler } from './scheduler.js'
 import { createSeenDois } from './seen.js'
 import { createSources } from './sources.js'
 import type { WatchedRow } from './sources.js'
@@ -72,46 +74,16 @@ export function createHealth(opts: HealthServiceOptions) {
   const reader: HealthReader = createHealthReader(db, { watched: s.healthWatch, now })
   const fleetPrefix = `${s.redisKeyPrefix}health:1:{fleet}:`
   const label = prefixLabel(s.healthWatch)
-  let lease: Lease | undefined
-  let leaseState: LeaseState = 'stopped'
-  let leaseReason: string | undefined
-
-  const fleetLog = createFleetLog({
-    redis: opts.redis,
-    prefix: fleetPrefix,
-    lease: { key: `${fleetPrefix}lease`, token: () => lease?.token() },
-    keepMs: s.healthLogKeepSeconds * 1000,
-    apply: (id, event) => {
-      const applied = db.applyEvent(id, event)
-      if (event.t === 'check') scheduler.applied(event.key)
-      return applied
-    },
-    position: () => db.logPosition(),
-    onGap: ({ from, to }) => {
-      db.recordGap(logIdTime(from), logIdTime(to))
-    },
-    onError: (err) => {
-      log.warn({ err }, 'the health log could not be read or written')
-    }
+  const fleetLog = healthFleetLog(opts, db, fleetPrefix, {
+    applied: (key) => scheduler.applied(key),
+    leaseToken: () => checker.token()
   })
-
-  const scheduler = createScheduler({
-    due: (at, limit) => db.due(at, limit),
-    nextDueAt: () => db.nextDueAt(),
-    checker: opts.checker,
+  const scheduler = healthScheduler(opts, db, rules, {
     publish: async (event) => (await fleetLog.publish(event)).ok,
-    may: () => leaseState === 'held',
-    rules,
-    concurrency: s.healthConcurrency,
-    perHost: s.landingPerHost,
-    now,
-    onChecked: (result) => metrics.healthChecks.inc({ verdict: result.verdict }),
-    onNewlyBroken: (prefix, verdict) => metrics.healthNewlyBroken.inc({ prefix: label(prefix), verdict }),
-    onError: (err) => {
-      log.error({ err }, 'a health check failed')
-    }
+    may: () => checker.held(),
+    label
   })
-
+  const checker = checkerLease(opts, db, fleetPrefix, fleetLog, scheduler)
   const sources = createSources({
     sink: {
       upsertWatched: (rows, generation) => upsertBySource(db, rows, generation),
@@ -125,7 +97,6 @@ export function createHealth(opts: HealthServiceOptions) {
     maxDois: s.healthMaxDois,
     log
   })
-
   // A DOI the resolver found is told to the whole fleet (any replica may write a `watch` event).
   const seen = createSeenDois({
     prefixes: s.healthWatch,
@@ -134,30 +105,133 @@ export function createHealth(opts: HealthServiceOptions) {
     },
     log
   })
-
   const pruner = createPruner(db, { keepDays: s.healthKeepDays, log, now })
+  const readMetrics = (): void => readHealthMetrics(reader, metrics, label, log)
   let metricsTimer: NodeJS.Timeout | undefined
 
-  function readMetrics(): void {
-    try {
-      const summary = reader.summary({ days: 1 })
-      // Prefixes past the labels' bound share `other`: their counts add up.
-      const byLabel = new Map<string, number>()
-      for (const p of summary) {
-        for (const [verdict, n] of Object.entries(p.counts)) {
-          const key = `${label(p.prefix)}\n${verdict}`
-          byLabel.set(key, (byLabel.get(key) ?? 0) + n)
-        }
-      }
-      metrics.healthDois.reset()
-      for (const [key, n] of byLabel) {
-        const [prefix = '', verdict = ''] = key.split('\n')
-        metrics.healthDois.set({ prefix, verdict }, n)
-      }
-      metrics.healthOverdue.set(reader.checkerStatus().overdue)
-    } catch (err) {
-      log.warn({ err }, 'the health metrics could not be read')
+  return {
+    reader,
+    seen,
+    /** Looks at the due list now (tests move their clock, then tick); answers how many checks started. */
+    tick: (): number => scheduler.tick(),
+    /** Checks under way. */
+    inFlight: (): number => scheduler.inFlight(),
+    /** Starts watching, the log, the lease and (when held) the checks. */
+    async start(): Promise<void> {
+      metrics.healthEnabled.set(1)
+      await sources.sync()
+      sources.start()
+      fleetLog.start()
+      checker.start()
+      pruner.start()
+      readMetrics()
+      metricsTimer = setInterval(readMetrics, opts.metricsEveryMs ?? METRICS_EVERY_MS)
+      metricsTimer.unref()
+    },
+    /** Where the checker is, for the pages. */
+    checkerState: checker.state,
+    /** What the pages read in this process (the writer's own connection). */
+    pages: { reader: () => reader, checkerState: checker.state, settings: reportSettings(s) } satisfies HealthPages,
+    /**
+     * The command's pass (doi-proxy health): every watched DOI checked now, a failure checked again `confirmGapMs`
+     * later until HEALTH_CONFIRM in a row confirm it or one does not; each check recorded. Answers the broken count.
+     */
+    async runOnce(confirmGapMs: number, signal: AbortSignal): Promise<number> {
+      // Each check in flight listens to the caller's signal (a resolution, a probe and its tries).
+      setMaxListeners(Math.max(getMaxListeners(signal), 8 * s.healthConcurrency + 10), signal)
+      await sources.sync()
+      return await runOncePass({ opts, db, reader, fleetPrefix, rules: { ...rules, gapMs: confirmGapMs } }, signal)
+    },
+    async close(): Promise<void> {
+      clearInterval(metricsTimer)
+      await scheduler.stop()
+      await checker.stop()
+      await seen.stop()
+      await sources.stop()
+      await pruner.stop()
+      await fleetLog.stop()
+      await db.close()
     }
+  }
+}
+
+export type Health = ReturnType<typeof createHealth>
+
+/** The fleet log feeding this host's history: every event applied to the database, a gap recorded. */
+function healthFleetLog(
+  opts: HealthServiceOptions,
+  db: HealthDb,
+  fleetPrefix: string,
+  hooks: { applied(key: string): void; leaseToken(): string | undefined }
+) {
+  return createFleetLog({
+    redis: opts.redis,
+    prefix: fleetPrefix,
+    lease: { key: `${fleetPrefix}lease`, token: hooks.leaseToken },
+    keepMs: opts.settings.healthLogKeepSeconds * 1000,
+    apply: (id, event) => {
+      const applied = db.applyEvent(id, event)
+      if (event.t === 'check') hooks.applied(event.key)
+      return applied
+    },
+    position: () => db.logPosition(),
+    onGap: ({ from, to }) => {
+      db.recordGap(logIdTime(from), logIdTime(to))
+    },
+    onError: (err) => {
+      opts.log.warn({ err }, 'the health log could not be read or written')
+    }
+  })
+}
+
+/** The scheduled checks over the history's due list, while this process holds the lease. */
+function healthScheduler(
+  opts: HealthServiceOptions,
+  db: HealthDb,
+  rules: { confirm: number; gapMs: number; intervalMs: number },
+  hooks: { publish(event: HealthEvent): Promise<boolean>; may(): boolean; label(prefix: string): string }
+) {
+  const { settings: s, metrics } = opts
+  return createScheduler({
+    due: (at, limit) => db.due(at, limit),
+    nextDueAt: () => db.nextDueAt(),
+    checker: opts.checker,
+    publish: hooks.publish,
+    may: hooks.may,
+    rules,
+    concurrency: s.healthConcurrency,
+    perHost: s.landingPerHost,
+    now: opts.now,
+    onChecked: (result) => metrics.healthChecks.inc({ verdict: result.verdict }),
+    onNewlyBroken: (prefix, verdict) => metrics.healthNewlyBroken.inc({ prefix: hooks.label(prefix), verdict }),
+    onError: (err) => {
+      opts.log.error({ err }, 'a health check failed')
+    }
+  })
+}
+
+/** The fleet's one checker: the lease, the scheduler started while held, the state the pages show. */
+function checkerLease(
+  opts: HealthServiceOptions,
+  db: HealthDb,
+  fleetPrefix: string,
+  fleetLog: Pick<FleetLog, 'drain'>,
+  scheduler: Pick<Scheduler, 'start' | 'stop'>
+) {
+  const { log, metrics } = opts
+  let lease: Lease | undefined
+  let leaseState: LeaseState = 'stopped'
+  let leaseReason: string | undefined
+
+  function checkerState(): CheckerStatus {
+    if (leaseState === 'held') return { state: 'running' }
+    if (leaseState === 'elsewhere') return { state: 'elsewhere' }
+    if (leaseState === 'paused') {
+      return { state: 'paused', reason: leaseReason ?? 'Redis does not answer: no replica can prove it is the only checker' }
+    }
+    // Not started: a process that does not listen (`doi-proxy health`, tests) checks nothing on a schedule.
+    if (lease === undefined) return { state: 'paused', reason: 'the scheduled checks start when the server listens' }
+    return { state: 'off' }
   }
 
   function onLease(state: LeaseState, reason: string | undefined): void {
@@ -174,30 +248,11 @@ export function createHealth(opts: HealthServiceOptions) {
     else scheduler.stop().catch((err: unknown) => log.warn({ err }, 'the health checker did not stop cleanly'))
   }
 
-  function checkerState(): CheckerStatus {
-    if (leaseState === 'held') return { state: 'running' }
-    if (leaseState === 'elsewhere') return { state: 'elsewhere' }
-    if (leaseState === 'paused') {
-      return { state: 'paused', reason: leaseReason ?? 'Redis does not answer: no replica can prove it is the only checker' }
-    }
-    // Not started: a process that does not listen (`doi-proxy health`, tests) checks nothing on a schedule.
-    if (lease === undefined) return { state: 'paused', reason: 'the scheduled checks start when the server listens' }
-    return { state: 'off' }
-  }
-
   return {
-    reader,
-    seen,
-    /** Looks at the due list now (tests move their clock, then tick); answers how many checks started. */
-    tick: (): number => scheduler.tick(),
-    /** Checks under way. */
-    inFlight: (): number => scheduler.inFlight(),
-    /** Starts watching, the log, the lease and (when held) the checks. */
-    async start(): Promise<void> {
-      metrics.healthEnabled.set(1)
-      await sources.sync()
-      sources.start()
-      fleetLog.start()
+    state: checkerState,
+    held: (): boolean => leaseState === 'held',
+    token: (): string | undefined => lease?.token(),
+    start(): void {
       lease = createLease({
         redis: opts.redis,
         prefix: fleetPrefix,
@@ -213,63 +268,77 @@ export function createHealth(opts: HealthServiceOptions) {
       lease.start((change) => {
         onLease(change.state, change.reason)
       })
-      pruner.start()
-      readMetrics()
-      metricsTimer = setInterval(readMetrics, opts.metricsEveryMs ?? METRICS_EVERY_MS)
-      metricsTimer.unref()
     },
-    /** Where the checker is, for the pages. */
-    checkerState,
-    /** What the pages read in this process (the writer's own connection). */
-    pages: { reader: () => reader, checkerState, settings: reportSettings(s) } satisfies HealthPages,
-    /**
-     * The command's pass (doi-proxy health): every watched DOI checked now, a failure checked again `confirmGapMs`
-     * later until HEALTH_CONFIRM in a row confirm it or one does not; each check recorded. Answers the broken count.
-     */
-    async runOnce(confirmGapMs: number, signal: AbortSignal): Promise<number> {
-      // Each check in flight listens to the caller's signal (a resolution, a probe and its tries).
-      setMaxListeners(Math.max(getMaxListeners(signal), 8 * s.healthConcurrency + 10), signal)
-      await sources.sync()
-      // Written to this database alone, never to a fleet's log in Redis (a lease the command does not hold would refuse it).
-      const onceLog = createFleetLog({
-        prefix: fleetPrefix,
-        keepMs: s.healthLogKeepSeconds * 1000,
-        apply: (id, event) => db.applyEvent(id, event),
-        position: () => db.logPosition(),
-        now
-      })
-      const onceRules = { ...rules, gapMs: confirmGapMs }
-      const checkOne = async (d: DueDoi, kind: CheckKind): Promise<void> => {
-        const result: CheckResult = await opts.checker.check({ doi: d.doi, lastGood: d.lastGood }, kind, signal)
-        const at = now()
-        const next = advance(d.state, { verdict: result.verdict, kind }, { ...onceRules, slot: slotOf(d.key, intervalMs) }, at)
-        await onceLog.publish({ v: 1, t: 'check', key: d.key, doi: d.doi, prefix: d.prefix, at, kind, state: next.state, ...result })
-        metrics.healthChecks.inc({ verdict: result.verdict })
-      }
-      const everyWatched = (): DueDoi[] => db.due(Number.MAX_SAFE_INTEGER, s.healthMaxDois)
-      await eachAtMost(s.healthConcurrency, everyWatched(), async (d) => await checkOne(d, 'once'))
-      for (let round = 1; round < s.healthConfirm; round++) {
-        const failing = everyWatched().filter((d) => d.state.streak > 0)
-        if (failing.length === 0) break
-        await delay(confirmGapMs, undefined, { signal })
-        await eachAtMost(s.healthConcurrency, failing, async (d) => await checkOne(d, 'confirm'))
-      }
-      return reader.summary({ days: 1 }).reduce((n, p) => n + FAILURES.reduce((m, f) => m + p.counts[f], 0), 0)
-    },
-    async close(): Promise<void> {
-      clearInterval(metricsTimer)
-      await scheduler.stop()
+    stop: async (): Promise<void> => {
       await lease?.stop()
-      await seen.stop()
-      await sources.stop()
-      await pruner.stop()
-      await fleetLog.stop()
-      await db.close()
     }
   }
 }
 
-export type Health = ReturnType<typeof createHealth>
+/** The counts by prefix and verdict, and the overdue checks, read from the history into the metrics. */
+function readHealthMetrics(reader: HealthReader, metrics: HealthServiceOptions['metrics'], label: (prefix: string) => string, log: HealthLog): void {
+  try {
+    const summary = reader.summary({ days: 1 })
+    // Prefixes past the labels' bound share `other`: their counts add up.
+    const byLabel = new Map<string, number>()
+    for (const p of summary) {
+      for (const [verdict, n] of Object.entries(p.counts)) {
+        const key = `${label(p.prefix)}\n${verdict}`
+        byLabel.set(key, (byLabel.get(key) ?? 0) + n)
+      }
+    }
+    metrics.healthDois.reset()
+    for (const [key, n] of byLabel) {
+      const [prefix = '', verdict = ''] = key.split('\n')
+      metrics.healthDois.set({ prefix, verdict }, n)
+    }
+    metrics.healthOverdue.set(reader.checkerStatus().overdue)
+  } catch (err) {
+    log.warn({ err }, 'the health metrics could not be read')
+  }
+}
+
+/**
+ * The command's pass after the sources' sync: every watched DOI checked, failures confirmed `rules.gapMs` apart;
+ * answers the broken count.
+ */
+async function runOncePass(
+  ctx: {
+    opts: HealthServiceOptions
+    db: HealthDb
+    reader: HealthReader
+    fleetPrefix: string
+    rules: { confirm: number; gapMs: number; intervalMs: number }
+  },
+  signal: AbortSignal
+): Promise<number> {
+  const { opts, db, rules } = ctx
+  const { settings: s, now } = opts
+  // Written to this database alone, never to a fleet's log in Redis (a lease the command does not hold would refuse it).
+  const onceLog = createFleetLog({
+    prefix: ctx.fleetPrefix,
+    keepMs: s.healthLogKeepSeconds * 1000,
+    apply: (id, event) => db.applyEvent(id, event),
+    position: () => db.logPosition(),
+    now
+  })
+  const checkOne = async (d: DueDoi, kind: CheckKind): Promise<void> => {
+    const result: CheckResult = await opts.checker.check({ doi: d.doi, lastGood: d.lastGood }, kind, signal)
+    const at = now()
+    const next = advance(d.state, { verdict: result.verdict, kind }, { ...rules, slot: slotOf(d.key, rules.intervalMs) }, at)
+    await onceLog.publish({ v: 1, t: 'check', key: d.key, doi: d.doi, prefix: d.prefix, at, kind, state: next.state, ...result })
+    opts.metrics.healthChecks.inc({ verdict: result.verdict })
+  }
+  const everyWatched = (): DueDoi[] => db.due(Number.MAX_SAFE_INTEGER, s.healthMaxDois)
+  await eachAtMost(s.healthConcurrency, everyWatched(), async (d) => await checkOne(d, 'once'))
+  for (let round = 1; round < s.healthConfirm; round++) {
+    const failing = everyWatched().filter((d) => d.state.streak > 0)
+    if (failing.length === 0) break
+    await delay(rules.gapMs, undefined, { signal })
+    await eachAtMost(s.healthConcurrency, failing, async (d) => await checkOne(d, 'confirm'))
+  }
+  return ctx.reader.summary({ days: 1 }).reduce((n, p) => n + FAILURES.reduce((m, f) => m + p.counts[f], 0), 0)
+}
 
 /** Where the fleet's checker is, as the pages say it. */
 export interface CheckerStatus {
