@@ -72,131 +72,178 @@ const TRUST = 0.9
 // How long stop() waits for the loop's last command and the release.
 const STOP_MS = 2_000
 
-export function createLease(opts: LeaseOptions) {
-  const { redis, ttlMs, renewMs } = opts
-  const leaseKey = `${opts.prefix}lease`
-  const epochKey = `${opts.prefix}epoch`
-  let state: LeaseState = 'elsewhere'
-  let token: string | undefined
-  let epoch: number | undefined
-  // The token of the last holding, kept after it is lost: a renewal that failed while Redis still held it is taken back.
-  let lastToken = ''
-  let validUntil = 0
-  let expiry: NodeJS.Timeout | undefined
-  let onChange: (change: LeaseChange) => void = () => {}
-  // The first state after start() is always said (the listener knows nothing yet).
-  let said = false
-  let loop: Promise<void> | undefined
-  const stopping = new AbortController()
+/** The three scripts, on the lease's keys: take it (with a new epoch), renew a holding, give one up. */
+function leaseScripts(client: RedisClient, leaseKey: string, epochKey: string, ttlMs: number) {
+  return {
+    acquire: async (next: string, lastToken: string): Promise<unknown> =>
+      await client.eval(ACQUIRE, 2, leaseKey, epochKey, next, Math.ceil(ttlMs), lastToken),
+    renew: async (holding: string): Promise<unknown> => await client.eval(RENEW, 1, leaseKey, holding, Math.ceil(ttlMs)),
+    release: async (holding: string): Promise<unknown> => await client.eval(RELEASE, 1, leaseKey, holding)
+  }
+}
+
+type LeaseScripts = ReturnType<typeof leaseScripts>
+
+/** Where this replica's holding is: its state, token and epoch, how long it is believed, and the listener told. */
+function holdingState(opts: LeaseOptions) {
+  const h = {
+    state: 'elsewhere' as LeaseState,
+    token: undefined as string | undefined,
+    epoch: undefined as number | undefined,
+    // The token of the last holding, kept after it is lost: a renewal that failed while Redis still held it is taken back.
+    lastToken: '',
+    validUntil: 0,
+    expiry: undefined as NodeJS.Timeout | undefined,
+    onChange: (() => {}) as (change: LeaseChange) => void,
+    // The first state after start() is always said (the listener knows nothing yet).
+    said: false
+  }
 
   function change(next: LeaseState, extra: Omit<LeaseChange, 'state'> = {}): void {
-    const was = state
-    state = next
+    const was = h.state
+    h.state = next
     if (next !== 'held') {
-      token = undefined
-      epoch = undefined
-      clearTimeout(expiry)
+      h.token = undefined
+      h.epoch = undefined
+      clearTimeout(h.expiry)
     }
     // Repeated pauses or refusals are said once; every holding and every loss is said.
-    if (said && was === next && next !== 'held') return
-    said = true
+    if (h.said && was === next && next !== 'held') return
+    h.said = true
     try {
-      onChange({ state: next, ...extra })
+      h.onChange({ state: next, ...extra })
     } catch (err) {
       opts.onError?.(err instanceof Error ? err : new Error(String(err)))
     }
   }
-
-  const held = (): boolean => state === 'held' && (redis === undefined || performance.now() < validUntil)
 
   /** Believed until `until` (our clock): past it, the holding ends here even if no renewal answered. */
   function trustUntil(sentAt: number): void {
-    validUntil = sentAt + ttlMs * TRUST
-    clearTimeout(expiry)
-    expiry = setTimeout(
+    h.validUntil = sentAt + opts.ttlMs * TRUST
+    clearTimeout(h.expiry)
+    h.expiry = setTimeout(
       () => {
-        if (state === 'held') change('elsewhere', { reason: 'the lease was not renewed in its time' })
+        if (h.state === 'held') change('elsewhere', { reason: 'the lease was not renewed in its time' })
       },
-      Math.max(0, validUntil - performance.now())
+      Math.max(0, h.validUntil - performance.now())
     )
-    expiry.unref()
+    h.expiry.unref()
   }
 
-  const fail = (err: unknown): string => {
-    const error = err instanceof Error ? err : new Error(String(err))
-    opts.onError?.(error)
-    return `Redis did not answer: ${error.message}`
-  }
+  const held = (): boolean => h.state === 'held' && (opts.redis === undefined || performance.now() < h.validUntil)
+  return { h, change, trustUntil, held }
+}
 
-  /** One bid: the wait before the next step (how long the holder's lease has left, at most `renewMs`). */
-  async function bid(client: RedisClient): Promise<number> {
-    try {
-      await opts.beforeBid?.(stopping.signal)
-    } catch (err) {
-      if (stopping.signal.aborted) return 0
-      opts.onError?.(err instanceof Error ? err : new Error(String(err)))
-      change('paused', { reason: `not ready to bid: ${err instanceof Error ? err.message : String(err)}` })
-      return Math.min(renewMs, 1_000)
-    }
-    if (stopping.signal.aborted) return 0
-    const next = randomUUID()
-    const sentAt = performance.now()
-    let reply: unknown
-    try {
-      reply = await client.eval(ACQUIRE, 2, leaseKey, epochKey, next, Math.ceil(ttlMs), lastToken)
-    } catch (err) {
-      change('paused', { reason: fail(err) })
-      return Math.min(renewMs, 1_000)
-    }
-    const [took, n] = Array.isArray(reply) ? reply.map(Number) : [Number.NaN, Number.NaN]
-    // Taken, however late the answer came: a later bid takes it back while it is still there.
-    if (took === 1) lastToken = next
-    if (took === 1 && Number.isSafeInteger(n) && performance.now() < sentAt + ttlMs * TRUST) {
-      if (stopping.signal.aborted) {
-        await client.eval(RELEASE, 1, leaseKey, next).catch(() => {})
-        return 0
-      }
-      token = next
-      epoch = n
-      trustUntil(sentAt)
-      change('held', { epoch: n })
-      return renewMs
-    }
-    change('elsewhere')
-    // Taken, but the answer came too late to believe: bid again at once (the same holding is taken back).
-    if (took === 1) return 0
-    // The holder's time left (-1: a lease without a time, not ours to judge), at most one renewal period.
-    const left = n !== undefined && Number.isFinite(n) && n > 0 ? n : renewMs
-    return Math.min(renewMs, Math.max(10, left + 5))
-  }
+type Holding = ReturnType<typeof holdingState>
 
-  /** One renewal of the holding: the wait before the next step. */
-  async function renew(client: RedisClient, holding: string): Promise<number> {
-    const sentAt = performance.now()
-    let reply: unknown
-    try {
-      reply = await client.eval(RENEW, 1, leaseKey, holding, Math.ceil(ttlMs))
-    } catch (err) {
-      if (token === holding) change('paused', { reason: `the lease could not be renewed: ${fail(err)}` })
+interface LeaseSteps {
+  opts: LeaseOptions
+  holding: Holding
+  scripts: LeaseScripts
+  signal: AbortSignal
+}
+
+/** An error for the caller's log, and the reason the pages show. */
+function failed(opts: LeaseOptions, err: unknown): string {
+  const error = err instanceof Error ? err : new Error(String(err))
+  opts.onError?.(error)
+  return `Redis did not answer: ${error.message}`
+}
+
+/** Awaits `beforeBid`; the wait before trying again when it threw (0 when stopping), or undefined: bid now. */
+async function readyToBid({ opts, holding, signal }: LeaseSteps): Promise<number | undefined> {
+  try {
+    await opts.beforeBid?.(signal)
+  } catch (err) {
+    if (signal.aborted) return 0
+    opts.onError?.(err instanceof Error ? err : new Error(String(err)))
+    holding.change('paused', { reason: `not ready to bid: ${err instanceof Error ? err.message : String(err)}` })
+    return Math.min(opts.renewMs, 1_000)
+  }
+  return signal.aborted ? 0 : undefined
+}
+
+/** One bid: the wait before the next step (how long the holder's lease has left, at most `renewMs`). */
+async function bid(steps: LeaseSteps): Promise<number> {
+  const { opts, holding, scripts, signal } = steps
+  const { ttlMs, renewMs } = opts
+  const notReady = await readyToBid(steps)
+  if (notReady !== undefined) return notReady
+  const next = randomUUID()
+  const sentAt = performance.now()
+  let reply: unknown
+  try {
+    reply = await scripts.acquire(next, holding.h.lastToken)
+  } catch (err) {
+    holding.change('paused', { reason: failed(opts, err) })
+    return Math.min(renewMs, 1_000)
+  }
+  const [took, n] = Array.isArray(reply) ? reply.map(Number) : [Number.NaN, Number.NaN]
+  // Taken, however late the answer came: a later bid takes it back while it is still there.
+  if (took === 1) holding.h.lastToken = next
+  if (took === 1 && Number.isSafeInteger(n) && performance.now() < sentAt + ttlMs * TRUST) {
+    if (signal.aborted) {
+      await scripts.release(next).catch(() => {})
       return 0
     }
-    if (token !== holding) return 0
-    if (Number(reply) === 1) {
-      trustUntil(sentAt)
-      return renewMs
-    }
-    lastToken = ''
-    change('elsewhere', { reason: 'the lease was taken over or expired' })
+    holding.h.token = next
+    holding.h.epoch = n
+    holding.trustUntil(sentAt)
+    holding.change('held', { epoch: n })
+    return renewMs
+  }
+  holding.change('elsewhere')
+  // Taken, but the answer came too late to believe: bid again at once (the same holding is taken back).
+  if (took === 1) return 0
+  // The holder's time left (-1: a lease without a time, not ours to judge), at most one renewal period.
+  const left = n !== undefined && Number.isFinite(n) && n > 0 ? n : renewMs
+  return Math.min(renewMs, Math.max(10, left + 5))
+}
+
+/** One renewal of the holding: the wait before the next step. */
+async function renew({ opts, holding, scripts }: LeaseSteps, token: string): Promise<number> {
+  const sentAt = performance.now()
+  let reply: unknown
+  try {
+    reply = await scripts.renew(token)
+  } catch (err) {
+    if (holding.h.token === token) holding.change('paused', { reason: `the lease could not be renewed: ${failed(opts, err)}` })
     return 0
   }
-
-  async function run(client: RedisClient): Promise<void> {
-    while (!stopping.signal.aborted) {
-      const holding = token
-      const wait = holding !== undefined ? await renew(client, holding) : await bid(client)
-      if (wait > 0) await sleep(wait, undefined, { signal: stopping.signal }).catch(() => {})
-    }
+  if (holding.h.token !== token) return 0
+  if (Number(reply) === 1) {
+    holding.trustUntil(sentAt)
+    return opts.renewMs
   }
+  holding.h.lastToken = ''
+  holding.change('elsewhere', { reason: 'the lease was taken over or expired' })
+  return 0
+}
+
+/** Bid, or renew while held, until stopped. */
+async function runLease(steps: LeaseSteps): Promise<void> {
+  while (!steps.signal.aborted) {
+    const token = steps.holding.h.token
+    const wait = token !== undefined ? await renew(steps, token) : await bid(steps)
+    if (wait > 0) await sleep(wait, undefined, { signal: steps.signal }).catch(() => {})
+  }
+}
+
+/** `work` awaited at most STOP_MS, its failure ignored. */
+async function bounded(work: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([work.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, STOP_MS)))])
+  clearTimeout(timer)
+}
+
+export function createLease(opts: LeaseOptions) {
+  const { redis } = opts
+  const leaseKey = `${opts.prefix}lease`
+  const holding = holdingState(opts)
+  const { h, held } = holding
+  const scripts = redis === undefined ? undefined : leaseScripts(redis, leaseKey, `${opts.prefix}epoch`, opts.ttlMs)
+  let loop: Promise<void> | undefined
+  const stopping = new AbortController()
 
   return {
     /** The lease's key, for a write fenced by the token (the fleet log's publish script). */
@@ -207,44 +254,39 @@ export function createLease(opts: LeaseOptions) {
 
     /** The token of the holding, while held: a fenced write passes only with it. */
     token(): string | undefined {
-      return held() ? token : undefined
+      return held() ? h.token : undefined
     },
 
     epoch(): number | undefined {
-      return held() ? epoch : undefined
+      return held() ? h.epoch : undefined
     },
 
     state(): LeaseState {
-      return state
+      return h.state
     },
 
     /** Bid now and from now on; `listener` hears each change (taken, lost, paused, stopped). */
     start(listener: (change: LeaseChange) => void = () => {}): void {
       if (loop !== undefined || stopping.signal.aborted) return
-      onChange = listener
-      if (redis === undefined) {
+      h.onChange = listener
+      if (scripts === undefined) {
         loop = Promise.resolve()
-        token = randomUUID()
-        epoch = 0
-        change('held', { epoch: 0 })
+        h.token = randomUUID()
+        h.epoch = 0
+        holding.change('held', { epoch: 0 })
         return
       }
-      loop = run(redis)
+      loop = runLease({ opts, holding, scripts, signal: stopping.signal })
     },
 
     /** Stop bidding and renewing, and give the lease up if held (never waits on Redis more than a moment). */
     async stop(): Promise<void> {
       if (stopping.signal.aborted) return
       stopping.abort()
-      const holding = token
-      change('stopped')
-      let timer: NodeJS.Timeout | undefined
-      const bounded = async (work: Promise<unknown>): Promise<void> => {
-        await Promise.race([work.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, STOP_MS)))])
-        clearTimeout(timer)
-      }
+      const token = h.token
+      holding.change('stopped')
       await bounded(loop ?? Promise.resolve())
-      if (holding !== undefined && redis !== undefined) await bounded(redis.eval(RELEASE, 1, leaseKey, holding))
+      if (token !== undefined && scripts !== undefined) await bounded(scripts.release(token))
     }
   }
 }
