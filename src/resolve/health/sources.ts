@@ -108,20 +108,91 @@ export function createSources(opts: SourcesOptions): Sources {
   const now = opts.now ?? Date.now
   const listPollMs = opts.listPollMs ?? 60_000
   const watched = watchedBy(opts.prefixes)
+  const listFile: ListFileState = { signature: undefined, missing: false }
   let list: ListRead = { dois: new Map(), invalid: 0, refused: 0 }
-  let listSignature: string | undefined // of the file as last read
-  let listMissing = false
   let storeCount = 0
   let storeRefused = 0
   let sinkRefused = { store: 0, list: 0 }
   let lastGeneration = 0
-  let lastRefusedWarning = -Infinity
-  let stopped = false
   let timer: NodeJS.Timeout | undefined
   let stopReloads = (): void => {}
+  const refusedNow = (): number => list.refused + storeRefused + sinkRefused.list + sinkRefused.store
+  const warnRefused = refusedWarner(log, maxDois, now)
+  const syncs = syncChain({ list: syncList, store: syncStore, after: () => warnRefused(refusedNow()) }, log, listPollMs)
 
-  // One sync at a time; a request made while one runs is done once after it (more requests coalesce).
+  /** Generations grow across restarts too (a clock), and strictly within one. */
+  function nextGeneration(): number {
+    lastGeneration = Math.max(lastGeneration + 1, now())
+    return lastGeneration
+  }
+
+  async function upsert(source: 'store' | 'list', rows: Iterable<WatchedRow>): Promise<void> {
+    const refused = await upsertAll(sink, source, rows, nextGeneration())
+    sinkRefused = { ...sinkRefused, [source]: refused }
+  }
+
+  /** Read the list file when it changed; false when it did not (or cannot be read: the DOIs read before stay). */
+  async function syncList(): Promise<boolean> {
+    const file = opts.listFile
+    if (file === undefined) return false
+    const changed = await readListIfChanged(file, listFile, list.dois.size, maxDois, log)
+    if (changed === undefined) return false
+    const { read } = changed
+    list = read
+    log.info({ file, dois: read.dois.size, invalidLines: read.invalid, refused: read.refused }, 'health: HEALTH_LIST_FILE read')
+    const rows = function* (): Generator<WatchedRow> {
+      for (const [key, doi] of read.dois) yield { key, doi, prefix: prefixOfKey(key)!, source: 'list' }
+    }
+    await upsert('list', rows())
+    listFile.signature = changed.signature // only once the sink has it all: a failure reads the file again
+    return true
+  }
+
+  async function syncStore(): Promise<void> {
+    if (opts.store === undefined || opts.prefixes.length === 0) return
+    const { rows, refused } = storeRows(opts.store.keys(), watched, list.dois, maxDois)
+    storeCount = rows.length
+    storeRefused = refused
+    await upsert('store', rows)
+  }
+
+  return {
+    async sync() {
+      listFile.signature = undefined // read the list again even if its time did not change (a coarse clock)
+      await Promise.all([syncs.request('list'), syncs.request('store')])
+    },
+    async start() {
+      syncs.reset()
+      if (opts.store !== undefined && opts.prefixes.length > 0) stopReloads = opts.store.onReload(syncs.later('store'))
+      if (opts.listFile !== undefined) {
+        timer = setInterval(syncs.later('list'), listPollMs)
+        timer.unref()
+      }
+      await Promise.all([syncs.request('list'), syncs.request('store')])
+    },
+    async stop() {
+      const done = syncs.stop()
+      clearInterval(timer)
+      stopReloads()
+      await done
+    },
+    stats() {
+      return { store: storeCount, list: list.dois.size, invalidLines: list.invalid, refused: refusedNow() }
+    }
+  }
+}
+
+/**
+ * One sync at a time; a request made while one runs is done once after it (more requests coalesce). A list that
+ * changed changes what the store may add (HEALTH_MAX_DOIS, the list first): both are synced then.
+ */
+function syncChain(
+  sync: { list(): Promise<boolean>; store(): Promise<void>; after(): void },
+  log: SourcesLog,
+  retryMs: number
+) {
   let chain: Promise<void> = Promise.resolve()
+  let stopped = false
   const queued = { list: false, store: false }
   function request(what: 'list' | 'store'): Promise<void> {
     if (queued[what]) return chain
@@ -130,143 +201,126 @@ export function createSources(opts: SourcesOptions): Sources {
       if (!queued[what] || stopped) return
       queued[what] = false
       try {
-        // A list that changed changes what the store may add (HEALTH_MAX_DOIS, the list first): both are synced.
-        if (what === 'list' && (await syncList())) {
+        if (what === 'list' && (await sync.list())) {
           queued.store = false
-          await syncStore()
+          await sync.store()
         }
-        if (what === 'store') await syncStore()
-        warnRefused()
+        if (what === 'store') await sync.store()
+        sync.after()
       } catch (err) {
         // The sink failed (a busy database): nothing was swept; the same sync is tried again a poll later.
         log.warn({ err, source: what }, 'health: syncing the watched DOIs failed; trying again later')
-        if (!stopped) setTimeout(later(what), listPollMs).unref()
+        if (!stopped) setTimeout(later(what), retryMs).unref()
       }
     })
     return chain
   }
-
   /** A request from a timer or a listener: its promise never rejects (failures are logged in the chain). */
   const later = (what: 'list' | 'store') => (): void => {
     request(what).catch(() => {})
   }
-
-  /** Generations grow across restarts too (a clock), and strictly within one. */
-  function nextGeneration(): number {
-    lastGeneration = Math.max(lastGeneration + 1, now())
-    return lastGeneration
-  }
-
-  async function upsertAll(source: 'store' | 'list', rows: Iterable<WatchedRow>): Promise<void> {
-    const generation = nextGeneration()
-    let refused = 0
-    let batch: WatchedRow[] = []
-    for (const row of rows) {
-      batch.push(row)
-      if (batch.length < SYNC_BATCH) continue
-      refused += sink.upsertWatched(batch, generation)
-      batch = []
-      await yieldToLoop()
+  return {
+    request,
+    later,
+    reset(): void {
+      stopped = false
+      queued.list = false
+      queued.store = false
+    },
+    /** No more syncs; resolves when the one under way is done. */
+    stop(): Promise<void> {
+      stopped = true
+      return chain
     }
-    if (batch.length > 0) refused += sink.upsertWatched(batch, generation)
-    sink.sweepSources(source, generation)
-    sinkRefused = { ...sinkRefused, [source]: refused }
   }
+}
 
-  /** Read the list file when it changed; false when it did not (or cannot be read: the DOIs read before stay). */
-  async function syncList(): Promise<boolean> {
-    const file = opts.listFile
-    if (file === undefined) return false
-    let signature: string
-    try {
-      const info = await stat(file)
-      signature = `${info.mtimeMs}:${info.size}:${info.ino}`
-    } catch (err) {
-      if (!listMissing) {
-        log.warn({ err, file, kept: list.dois.size }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
-      }
-      listMissing = true
-      return false
-    }
-    listMissing = false
-    if (signature === listSignature) return false
-    let read: ListRead
-    try {
-      read = await readList(file, maxDois, log)
-    } catch (err) {
-      log.warn({ err, file, kept: list.dois.size }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
-      return false
-    }
-    list = read
-    log.info({ file, dois: read.dois.size, invalidLines: read.invalid, refused: read.refused }, 'health: HEALTH_LIST_FILE read')
-    const rows = function* (): Generator<WatchedRow> {
-      for (const [key, doi] of read.dois) yield { key, doi, prefix: prefixOfKey(key)!, source: 'list' }
-    }
-    await upsertAll('list', rows())
-    listSignature = signature // only once the sink has it all: a failure reads the file again
-    return true
-  }
-
-  async function syncStore(): Promise<void> {
-    if (opts.store === undefined || opts.prefixes.length === 0) return
-    // The key set is collected at once: a reload meanwhile swaps in another set, this one stays whole.
-    const rows: WatchedRow[] = []
-    const room = maxDois - list.dois.size
-    let own = 0
-    let refused = 0
-    for (const key of opts.store.keys()) {
-      if (!watched(key)) continue
-      const listed = list.dois.get(key)
-      if (listed === undefined) {
-        if (own >= room) {
-          refused++
-          continue
-        }
-        own++
-      }
-      rows.push({ key, doi: listed ?? key.toLowerCase(), prefix: prefixOfKey(key)!, source: 'store' })
-    }
-    storeCount = rows.length
-    storeRefused = refused
-    await upsertAll('store', rows)
-  }
-
-  function refusedNow(): number {
-    return list.refused + storeRefused + sinkRefused.list + sinkRefused.store
-  }
-
-  function warnRefused(): void {
-    const refused = refusedNow()
+/** A warning of the DOIs HEALTH_MAX_DOIS leaves unwatched, at most once an hour. */
+function refusedWarner(log: SourcesLog, maxDois: number, now: () => number): (refused: number) => void {
+  let lastRefusedWarning = -Infinity
+  return (refused) => {
     if (refused === 0 || now() - lastRefusedWarning < REFUSED_WARN_MS) return
     lastRefusedWarning = now()
     log.warn({ refused, maxDois }, `health: ${refused} DOIs are not watched: HEALTH_MAX_DOIS (${maxDois}) reached`)
   }
+}
 
-  return {
-    async sync() {
-      listSignature = undefined // read the list again even if its time did not change (a coarse clock)
-      await Promise.all([request('list'), request('store')])
-    },
-    async start() {
-      stopped = false
-      queued.list = false
-      queued.store = false
-      if (opts.store !== undefined && opts.prefixes.length > 0) stopReloads = opts.store.onReload(later('store'))
-      if (opts.listFile !== undefined) {
-        timer = setInterval(later('list'), listPollMs)
-        timer.unref()
+/** The rows to the sink in batches of SYNC_BATCH (the loop let go between two), then the sweep: how many it refused. */
+async function upsertAll(sink: WatchedSink, source: 'store' | 'list', rows: Iterable<WatchedRow>, generation: number): Promise<number> {
+  let refused = 0
+  let batch: WatchedRow[] = []
+  for (const row of rows) {
+    batch.push(row)
+    if (batch.length < SYNC_BATCH) continue
+    refused += sink.upsertWatched(batch, generation)
+    batch = []
+    await yieldToLoop()
+  }
+  if (batch.length > 0) refused += sink.upsertWatched(batch, generation)
+  sink.sweepSources(source, generation)
+  return refused
+}
+
+/**
+ * The store's DOIs of the watched prefixes, within the room the list leaves under HEALTH_MAX_DOIS. The key set is
+ * collected at once: a reload meanwhile swaps in another set, this one stays whole.
+ */
+function storeRows(
+  keys: Iterable<string>,
+  watched: (key: string) => boolean,
+  listed: ReadonlyMap<string, string>,
+  maxDois: number
+): { rows: WatchedRow[]; refused: number } {
+  const rows: WatchedRow[] = []
+  const room = maxDois - listed.size
+  let own = 0
+  let refused = 0
+  for (const key of keys) {
+    if (!watched(key)) continue
+    const doi = listed.get(key)
+    if (doi === undefined) {
+      if (own >= room) {
+        refused++
+        continue
       }
-      await Promise.all([request('list'), request('store')])
-    },
-    async stop() {
-      stopped = true
-      clearInterval(timer)
-      stopReloads()
-      await chain
-    },
-    stats() {
-      return { store: storeCount, list: list.dois.size, invalidLines: list.invalid, refused: refusedNow() }
+      own++
     }
+    rows.push({ key, doi: doi ?? key.toLowerCase(), prefix: prefixOfKey(key)!, source: 'store' })
+  }
+  return { rows, refused }
+}
+
+interface ListFileState {
+  /** Of the file as last read and handed to the sink whole. */
+  signature: string | undefined
+  /** Whether it could not be looked at last time (said once). */
+  missing: boolean
+}
+
+/** The list file read again when its signature changed; undefined when it did not, or cannot be read. */
+async function readListIfChanged(
+  file: string,
+  state: ListFileState,
+  kept: number,
+  maxDois: number,
+  log: SourcesLog
+): Promise<{ read: ListRead; signature: string } | undefined> {
+  let signature: string
+  try {
+    const info = await stat(file)
+    signature = `${info.mtimeMs}:${info.size}:${info.ino}`
+  } catch (err) {
+    if (!state.missing) log.warn({ err, file, kept }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
+    state.missing = true
+    return undefined
+  }
+  state.missing = false
+  if (signature === state.signature) return undefined
+  try {
+    return { read: await readList(file, maxDois, log), signature }
+  } catch (err) {
+    log.warn({ err, file, kept }, 'health: HEALTH_LIST_FILE cannot be read; its DOIs read before stay watched')
+    return undefined
   }
 }
 
