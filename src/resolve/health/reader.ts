@@ -179,11 +179,24 @@ function recordedChecker(text: string | undefined): { state: string; reason?: st
 }
 
 export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {}): HealthReader {
-  const sql = db.sqlite
   const now = opts.now ?? Date.now
   const grace = opts.overdueGraceMs ?? 3_600_000
-  const watched = new Set(opts.watched ?? [])
+  const counts = countQueries(db.sqlite, new Set(opts.watched ?? []), now, grace)
+  const broken = brokenQueries(db.sqlite, counts.prefixes)
+  return {
+    summary: counts.summary,
+    daily: (prefix, days) => counts.daily(prefix, days),
+    broken: broken.page,
+    newlyBroken: broken.since,
+    history: historyQuery(db.sqlite),
+    checkerStatus: statusQuery(db.sqlite, () => counts.overdueNow(now() - grace))
+  }
+}
 
+type Sql = HealthDb['sqlite']
+
+/** The counts now (`tally`), their history (`daily`), the newly broken and the overdue, by prefix. */
+function countQueries(sql: Sql, watched: ReadonlySet<string>, now: () => number, grace: number) {
   const tallyStmt = sql.prepare<[], { prefix: string; verdict: string; n: number }>('SELECT prefix, verdict, n FROM tally')
   const overdueOf = sql.prepare<[string, number], { n: number }>(
     'SELECT count(*) AS n FROM dois WHERE sources <> 0 AND prefix = ? AND next_at < ?'
@@ -194,45 +207,6 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
   const dailyStmt = sql.prepare<[string, string], { day: string; verdict: string; n: number }>(
     'SELECT day, verdict, n FROM daily WHERE prefix = ? AND day >= ? ORDER BY day'
   )
-  // One failure verdict of one prefix after a place (confirmed_at, id): a range of the index dois_report.
-  const brokenStmt = sql.prepare<[string, string, number, number, number], BrokenSqlRow>(
-    `SELECT ${BROKEN_COLUMNS}
-     WHERE d.sources <> 0 AND d.prefix = ? AND d.verdict = ? AND (d.confirmed_at, d.id) > (?, ?)
-     ORDER BY d.confirmed_at, d.id LIMIT ?`
-  )
-  const newlyStmt = sql.prepare<[string, string, number, number], BrokenSqlRow>(
-    `SELECT ${BROKEN_COLUMNS}
-     WHERE d.sources <> 0 AND d.prefix = ? AND d.verdict = ? AND d.confirmed_at >= ? ORDER BY d.confirmed_at DESC LIMIT ?`
-  )
-  const doiStmt = sql.prepare(
-    `SELECT d.id, d.key, d.doi, d.prefix, d.sources, d.verdict, d.since, d.confirmed_at, d.streak, d.streak_verdict,
-       d.streak_first_at, d.streak_last_at, d.win, d.retries, d.next_at FROM dois d WHERE d.key = ?`
-  )
-  const checksStmt = sql.prepare<
-    [number, number],
-    {
-      at: number
-      kind: number
-      verdict: number
-      status: number | null
-      registered_url: string | null
-      final_url: string | null
-      domain: string | null
-      evidence: string | null
-      ms: number | null
-    }
-  >(
-    `SELECT c.at, c.kind, c.verdict, c.status, ru.url AS registered_url, fu.url AS final_url, fu.domain, t.text AS evidence, c.ms
-     FROM checks c LEFT JOIN urls ru ON ru.id = c.registered_url LEFT JOIN urls fu ON fu.id = c.final_url
-     LEFT JOIN texts t ON t.id = c.evidence
-     WHERE c.doi_id = ? ORDER BY c.at DESC, c.id DESC LIMIT ?`
-  )
-  const lastCheckStmt = sql.prepare<[], { at: number | null }>('SELECT max(at) AS at FROM checks')
-  const metaStmt = sql.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
-
-  /** Overdue DOIs of every prefix, each counted from the index alone. */
-  const overdueNow = (before: number): number =>
-    [...new Set(tallyStmt.all().map((row) => row.prefix))].reduce((sum, prefix) => sum + (overdueOf.get(prefix, before)?.n ?? 0), 0)
 
   /** Prefixes with DOIs (from the counts) and the watched ones, sorted; with their counts now. */
   const countsNow = (): Map<string, VerdictCounts> => {
@@ -262,7 +236,12 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
   }
 
   return {
-    summary(summaryOpts = {}) {
+    daily,
+    prefixes: (): Iterable<string> => countsNow().keys(),
+    /** Overdue DOIs of every prefix, each counted from the index alone. */
+    overdueNow: (before: number): number =>
+      [...new Set(tallyStmt.all().map((row) => row.prefix))].reduce((sum, prefix) => sum + (overdueOf.get(prefix, before)?.n ?? 0), 0),
+    summary(summaryOpts: { days?: number } = {}): PrefixSummary[] {
       const at = now()
       return [...countsNow()].map(([prefix, counts]) => ({
         prefix,
@@ -272,12 +251,27 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
         overdue: overdueOf.get(prefix, at - grace)?.n ?? 0,
         history: summaryOpts.days === undefined ? [] : daily(prefix, summaryOpts.days, counts)
       }))
-    },
-    daily: (prefix, days) => daily(prefix, days),
-    broken(brokenOpts = {}) {
+    }
+  }
+}
+
+/** The confirmed-broken DOIs: a page of the list by a cursor, and those newly broken since a time. */
+function brokenQueries(sql: Sql, allPrefixes: () => Iterable<string>): { page: HealthReader['broken']; since: HealthReader['newlyBroken'] } {
+  // One failure verdict of one prefix after a place (confirmed_at, id): a range of the index dois_report.
+  const brokenStmt = sql.prepare<[string, string, number, number, number], BrokenSqlRow>(
+    `SELECT ${BROKEN_COLUMNS}
+     WHERE d.sources <> 0 AND d.prefix = ? AND d.verdict = ? AND (d.confirmed_at, d.id) > (?, ?)
+     ORDER BY d.confirmed_at, d.id LIMIT ?`
+  )
+  const newlyStmt = sql.prepare<[string, string, number, number], BrokenSqlRow>(
+    `SELECT ${BROKEN_COLUMNS}
+     WHERE d.sources <> 0 AND d.prefix = ? AND d.verdict = ? AND d.confirmed_at >= ? ORDER BY d.confirmed_at DESC LIMIT ?`
+  )
+  return {
+    page(brokenOpts = {}) {
       const limit = Math.max(1, Math.min(PAGE_MAX, Math.trunc(brokenOpts.limit ?? 200)))
       const cursor: Cursor = brokenOpts.after === undefined ? ['', '', 0, 0] : decodeCursor(brokenOpts.after)
-      const prefixes = brokenOpts.prefix !== undefined ? [brokenOpts.prefix] : [...countsNow().keys()]
+      const prefixes = brokenOpts.prefix !== undefined ? [brokenOpts.prefix] : [...allPrefixes()]
       const rows: BrokenSqlRow[] = []
       // Each failure verdict of each prefix in the index's order, after the cursor's place, until the page is full.
       const ranges = prefixes.flatMap((prefix) => FAILURES_SORTED.map((verdict) => [prefix, verdict] as const))
@@ -296,42 +290,75 @@ export function createHealthReader(db: HealthDb, opts: HealthReaderOptions = {})
         next: rows.length > limit && last !== undefined ? encodeCursor([last.prefix, last.verdict, last.confirmed_at, last.id]) : null
       }
     },
-    newlyBroken(sinceMs, limit = PAGE_MAX, only) {
+    since(sinceMs, limit = PAGE_MAX, only) {
       const bound = Math.max(1, Math.min(PAGE_MAX, Math.trunc(limit)))
       const rows: BrokenSqlRow[] = []
-      for (const prefix of only === undefined ? countsNow().keys() : [only]) {
+      for (const prefix of only === undefined ? allPrefixes() : [only]) {
         for (const verdict of FAILURES) rows.push(...newlyStmt.all(prefix, verdict, sinceMs, bound))
       }
       return rows
         .sort((a, b) => b.confirmed_at - a.confirmed_at || a.id - b.id)
         .slice(0, bound)
         .map(brokenRow)
-    },
-    history(key, limit = 100) {
-      const row = doiStmt.get(key) as
-        (Parameters<typeof stateOfRow>[0] & { id: number; key: string; doi: string; prefix: string; sources: number }) | undefined
-      if (row === undefined) return null
-      const checks = checksStmt.all(row.id, Math.max(1, Math.min(PAGE_MAX, Math.trunc(limit)))).map((c): CheckRow => ({
-        at: c.at,
-        kind: CHECK_KINDS[c.kind] ?? 'scheduled',
-        verdict: verdictOf(c.verdict) ?? 'error',
-        status: c.status,
-        registeredUrl: c.registered_url,
-        finalUrl: c.final_url,
-        domain: c.domain,
-        evidence: c.evidence ?? '',
-        ms: c.ms
-      }))
-      return { key: row.key, doi: row.doi, prefix: row.prefix, watched: row.sources !== 0, state: stateOfRow(row), checks }
-    },
-    checkerStatus() {
-      const figures: CheckerFigures = { lastCheckAt: lastCheckStmt.get()?.at ?? null, overdue: overdueNow(now() - grace) }
-      const from = metaStmt.get('gap_from')?.value
-      const to = metaStmt.get('gap_to')?.value
-      if (from !== undefined && to !== undefined) figures.historyGap = { from: Number(from), to: Number(to) }
-      const recorded = recordedChecker(metaStmt.get('checker')?.value)
-      if (recorded !== undefined) figures.recorded = recorded
-      return figures
     }
+  }
+}
+
+/** One DOI and its last checks. */
+function historyQuery(sql: Sql): HealthReader['history'] {
+  const doiStmt = sql.prepare(
+    `SELECT d.id, d.key, d.doi, d.prefix, d.sources, d.verdict, d.since, d.confirmed_at, d.streak, d.streak_verdict,
+       d.streak_first_at, d.streak_last_at, d.win, d.retries, d.next_at FROM dois d WHERE d.key = ?`
+  )
+  const checksStmt = sql.prepare<
+    [number, number],
+    {
+      at: number
+      kind: number
+      verdict: number
+      status: number | null
+      registered_url: string | null
+      final_url: string | null
+      domain: string | null
+      evidence: string | null
+      ms: number | null
+    }
+  >(
+    `SELECT c.at, c.kind, c.verdict, c.status, ru.url AS registered_url, fu.url AS final_url, fu.domain, t.text AS evidence, c.ms
+     FROM checks c LEFT JOIN urls ru ON ru.id = c.registered_url LEFT JOIN urls fu ON fu.id = c.final_url
+     LEFT JOIN texts t ON t.id = c.evidence
+     WHERE c.doi_id = ? ORDER BY c.at DESC, c.id DESC LIMIT ?`
+  )
+  return (key, limit = 100) => {
+    const row = doiStmt.get(key) as
+      (Parameters<typeof stateOfRow>[0] & { id: number; key: string; doi: string; prefix: string; sources: number }) | undefined
+    if (row === undefined) return null
+    const checks = checksStmt.all(row.id, Math.max(1, Math.min(PAGE_MAX, Math.trunc(limit)))).map((c): CheckRow => ({
+      at: c.at,
+      kind: CHECK_KINDS[c.kind] ?? 'scheduled',
+      verdict: verdictOf(c.verdict) ?? 'error',
+      status: c.status,
+      registeredUrl: c.registered_url,
+      finalUrl: c.final_url,
+      domain: c.domain,
+      evidence: c.evidence ?? '',
+      ms: c.ms
+    }))
+    return { key: row.key, doi: row.doi, prefix: row.prefix, watched: row.sources !== 0, state: stateOfRow(row), checks }
+  }
+}
+
+/** The checker's figures: the last check, the overdue, a gap in the history, the state its writer recorded. */
+function statusQuery(sql: Sql, overdue: () => number): HealthReader['checkerStatus'] {
+  const lastCheckStmt = sql.prepare<[], { at: number | null }>('SELECT max(at) AS at FROM checks')
+  const metaStmt = sql.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?')
+  return () => {
+    const figures: CheckerFigures = { lastCheckAt: lastCheckStmt.get()?.at ?? null, overdue: overdue() }
+    const from = metaStmt.get('gap_from')?.value
+    const to = metaStmt.get('gap_to')?.value
+    if (from !== undefined && to !== undefined) figures.historyGap = { from: Number(from), to: Number(to) }
+    const recorded = recordedChecker(metaStmt.get('checker')?.value)
+    if (recorded !== undefined) figures.recorded = recorded
+    return figures
   }
 }
