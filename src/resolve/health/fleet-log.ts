@@ -69,76 +69,12 @@ export function createFleetLog(opts: FleetLogOptions) {
   // At least a moment: a read that never waits would ask Redis in a busy loop.
   const blockMs = Math.max(100, Math.min(MAX_BLOCK_MS, opts.blockMs ?? MAX_BLOCK_MS))
   const count = Math.max(1, Math.min(MAX_COUNT, opts.count ?? MAX_COUNT))
-  const now = opts.now ?? Date.now
   const stopping = new AbortController()
-  // Read up to here: the database's position, or past it by entries that were no events (skipped, never applied).
-  let cursor = LOG_START
-  let lastLocal = LOG_START
+  const report = (err: unknown): void => opts.onError?.(err instanceof Error ? err : new Error(String(err)))
+  const publish = logPublisher(opts, logKey, report)
+  const readOnce = logReader(opts, logKey, count, report)
   let blocking: RedisClient | undefined
   let loop: Promise<void> | undefined
-
-  const report = (err: unknown): void => opts.onError?.(err instanceof Error ? err : new Error(String(err)))
-
-  /** Publish without Redis: the next id after the database's position, applied at once. */
-  function publishHere(event: HealthEvent): PublishOutcome {
-    if (encodeHealthEvent(event) === undefined) return { ok: false, reason: 'refused' }
-    const id = nextLogId(laterLogId(lastLocal, opts.position()), now())
-    lastLocal = id
-    opts.apply(id, event)
-    return { ok: true, id }
-  }
-
-  async function publish(event: HealthEvent): Promise<PublishOutcome> {
-    if (redis === undefined) return publishHere(event)
-    const text = encodeHealthEvent(event)
-    if (text === undefined) return { ok: false, reason: 'refused' }
-    // A check only under the lease; a DOI seen is announced by anyone.
-    const token = event.t === 'check' ? opts.lease?.token() : ''
-    if (token === undefined) return { ok: false, reason: 'not-holder' }
-    try {
-      const id = await redis.eval(PUBLISH, 2, opts.lease?.key ?? `${opts.prefix}lease`, logKey, token, Math.ceil(opts.keepMs), text)
-      if (id === null) return { ok: false, reason: 'not-holder' }
-      return typeof id === 'string' && isLogId(id) ? { ok: true, id } : { ok: false, reason: 'redis' }
-    } catch (err) {
-      report(err)
-      return { ok: false, reason: 'redis' }
-    }
-  }
-
-  function gap(from: string, to: string): void {
-    try {
-      opts.onGap?.({ from, to })
-    } catch (err) {
-      report(err)
-    }
-  }
-
-  /**
-   * Applies the entries of one read in order; how many the read held. A field that is not an event is skipped
-   * (said once per entry); an entry whose predecessor is after the cursor says a gap.
-   */
-  function applyAll(reply: unknown): number {
-    const entries = entriesOf(reply)
-    for (const entry of entries) {
-      if (compareLogIds(entry.id, cursor) <= 0) continue
-      if (entry.prev !== undefined && compareLogIds(entry.prev, cursor) > 0) gap(cursor, entry.id)
-      const event = decodeHealthEvent(entry.event)
-      if (event === undefined) report(new Error(`health log entry ${entry.id} is not an event: skipped`))
-      // An apply that throws (the disk) stops the read here: the entry is read again next time.
-      else opts.apply(entry.id, event)
-      cursor = entry.id
-    }
-    return entries.length
-  }
-
-  /** One read from the cursor (no later than the database's position): how many entries it held. */
-  async function readOnce(client: RedisClient, block: number): Promise<number> {
-    cursor = laterLogId(cursor, opts.position())
-    const args: Array<string | number> = ['COUNT', count]
-    if (block > 0) args.push('BLOCK', block)
-    const reply = await client.call('XREAD', ...args, 'STREAMS', logKey, cursor)
-    return applyAll(reply)
-  }
 
   async function consume(client: RedisClient): Promise<void> {
     let failures = 0
@@ -202,6 +138,85 @@ export function createFleetLog(opts: FleetLogOptions) {
 }
 
 export type FleetLog = ReturnType<typeof createFleetLog>
+
+/** Publishing: to the stream through the fenced script, or without Redis applied here at once. */
+function logPublisher(opts: FleetLogOptions, logKey: string, report: (err: unknown) => void): (event: HealthEvent) => Promise<PublishOutcome> {
+  const { redis } = opts
+  const now = opts.now ?? Date.now
+  let lastLocal = LOG_START
+
+  /** Publish without Redis: the next id after the database's position, applied at once. */
+  function publishHere(event: HealthEvent): PublishOutcome {
+    if (encodeHealthEvent(event) === undefined) return { ok: false, reason: 'refused' }
+    const id = nextLogId(laterLogId(lastLocal, opts.position()), now())
+    lastLocal = id
+    opts.apply(id, event)
+    return { ok: true, id }
+  }
+
+  return async (event) => {
+    if (redis === undefined) return publishHere(event)
+    const text = encodeHealthEvent(event)
+    if (text === undefined) return { ok: false, reason: 'refused' }
+    // A check only under the lease; a DOI seen is announced by anyone.
+    const token = event.t === 'check' ? opts.lease?.token() : ''
+    if (token === undefined) return { ok: false, reason: 'not-holder' }
+    try {
+      const id = await redis.eval(PUBLISH, 2, opts.lease?.key ?? `${opts.prefix}lease`, logKey, token, Math.ceil(opts.keepMs), text)
+      if (id === null) return { ok: false, reason: 'not-holder' }
+      return typeof id === 'string' && isLogId(id) ? { ok: true, id } : { ok: false, reason: 'redis' }
+    } catch (err) {
+      report(err)
+      return { ok: false, reason: 'redis' }
+    }
+  }
+}
+
+/** Reading: one XREAD from the cursor, its entries applied in order; how many entries the read held. */
+function logReader(
+  opts: FleetLogOptions,
+  logKey: string,
+  count: number,
+  report: (err: unknown) => void
+): (client: RedisClient, block: number) => Promise<number> {
+  // Read up to here: the database's position, or past it by entries that were no events (skipped, never applied).
+  let cursor = LOG_START
+
+  function gap(from: string, to: string): void {
+    try {
+      opts.onGap?.({ from, to })
+    } catch (err) {
+      report(err)
+    }
+  }
+
+  /**
+   * Applies the entries of one read in order; how many the read held. A field that is not an event is skipped
+   * (said once per entry); an entry whose predecessor is after the cursor says a gap.
+   */
+  function applyAll(reply: unknown): number {
+    const entries = entriesOf(reply)
+    for (const entry of entries) {
+      if (compareLogIds(entry.id, cursor) <= 0) continue
+      if (entry.prev !== undefined && compareLogIds(entry.prev, cursor) > 0) gap(cursor, entry.id)
+      const event = decodeHealthEvent(entry.event)
+      if (event === undefined) report(new Error(`health log entry ${entry.id} is not an event: skipped`))
+      // An apply that throws (the disk) stops the read here: the entry is read again next time.
+      else opts.apply(entry.id, event)
+      cursor = entry.id
+    }
+    return entries.length
+  }
+
+  /** One read from the cursor (no later than the database's position). */
+  return async (client, block) => {
+    cursor = laterLogId(cursor, opts.position())
+    const args: Array<string | number> = ['COUNT', count]
+    if (block > 0) args.push('BLOCK', block)
+    const reply = await client.call('XREAD', ...args, 'STREAMS', logKey, cursor)
+    return applyAll(reply)
+  }
+}
 
 interface Entry {
   id: string
