@@ -53,18 +53,12 @@ const BUSY_HOSTS_SLEEP_MS = 1_000
 
 export function createScheduler(opts: SchedulerOptions) {
   const inFlight = new Map<string, { host: string | null; controller: AbortController }>()
-  const perHost = new Map<string, number>()
+  const hosts = hostCounts(opts.perHost)
+  // DOIs whose event was published and is not yet applied.
+  const published = new Set<string>()
   let running = false
   let timer: NodeJS.Timeout | undefined
   let settled: Promise<void> = Promise.resolve()
-
-  const hostBusy = (host: string | null): boolean => host !== null && (perHost.get(host) ?? 0) >= opts.perHost
-  const count = (host: string | null, by: number): void => {
-    if (host === null) return
-    const n = (perHost.get(host) ?? 0) + by
-    if (n <= 0) perHost.delete(host)
-    else perHost.set(host, n)
-  }
 
   /** Starts what is due now, as far as the limits allow; answers how many were started. */
   function tick(): number {
@@ -79,7 +73,7 @@ export function createScheduler(opts: SchedulerOptions) {
     for (const row of rows) {
       if (started >= free) break
       if (inFlight.has(row.key)) continue
-      if (hostBusy(row.host)) {
+      if (hosts.busy(row.host)) {
         waiting = true
         continue
       }
@@ -93,15 +87,15 @@ export function createScheduler(opts: SchedulerOptions) {
   function launch(row: DueDoi): void {
     const controller = new AbortController()
     inFlight.set(row.key, { host: row.host, controller })
-    count(row.host, 1)
+    hosts.count(row.host, 1)
     // A failure in a streak, not yet confirmed, is checked again as a confirmation (an extra check by design).
     const kind: CheckKind = row.state.streak > 0 ? 'confirm' : 'scheduled'
-    const work = checkOne(row, kind, controller.signal)
+    const work = checkAndPublish(opts, published, row, kind, controller.signal)
       .catch((err: unknown) => {
         if (!controller.signal.aborted) opts.onError?.(err)
       })
       .finally(() => {
-        count(row.host, -1)
+        hosts.count(row.host, -1)
         // Still held until applied (applied()); a result not published frees it now.
         if (!published.has(row.key)) inFlight.delete(row.key)
         if (running) queueMicrotask(() => tick())
@@ -109,34 +103,10 @@ export function createScheduler(opts: SchedulerOptions) {
     settled = Promise.all([settled, work]).then(() => {})
   }
 
-  const published = new Set<string>()
-
-  async function checkOne(row: DueDoi, kind: CheckKind, signal: AbortSignal): Promise<void> {
-    const result = await opts.checker.check({ doi: row.doi, lastGood: row.lastGood }, kind, signal)
-    if (signal.aborted) return
-    const at = opts.now()
-    const next = advance(row.state, { verdict: result.verdict, kind }, { ...opts.rules, slot: slotOf(row.key, opts.rules.intervalMs) }, at)
-    const event: HealthEvent = { v: 1, t: 'check', key: row.key, doi: row.doi, prefix: row.prefix, at, kind, state: next.state, ...result }
-    published.add(row.key)
-    let kept = false
-    try {
-      kept = await opts.publish(event)
-    } finally {
-      if (!kept) published.delete(row.key)
-    }
-    if (!kept) return
-    opts.onChecked?.(result, event)
-    if (next.newlyBroken !== undefined) opts.onNewlyBroken?.(row.prefix, next.newlyBroken)
-  }
-
   function sleep(busyHosts: boolean): void {
     if (!running) return
     clearTimeout(timer)
-    const next = opts.nextDueAt()
-    const maxSleep = opts.maxSleepMs ?? MAX_SLEEP_MS
-    let ms = next === null ? maxSleep : Math.max(0, Math.min(maxSleep, next - opts.now()))
-    if (busyHosts) ms = Math.min(ms, BUSY_HOSTS_SLEEP_MS)
-    timer = setTimeout(() => tick(), Math.max(10, ms))
+    timer = setTimeout(() => tick(), sleepMs(opts, busyHosts))
     timer.unref()
   }
 
@@ -159,7 +129,7 @@ export function createScheduler(opts: SchedulerOptions) {
       await settled
       inFlight.clear()
       published.clear()
-      perHost.clear()
+      hosts.clear()
     },
     /** Checks under way (tests, /health). */
     inFlight: (): number => inFlight.size,
@@ -168,3 +138,47 @@ export function createScheduler(opts: SchedulerOptions) {
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>
+
+/** Checks in flight per landing host, against LANDING_PER_HOST. */
+function hostCounts(limit: number) {
+  const perHost = new Map<string, number>()
+  return {
+    busy: (host: string | null): boolean => host !== null && (perHost.get(host) ?? 0) >= limit,
+    count(host: string | null, by: number): void {
+      if (host === null) return
+      const n = (perHost.get(host) ?? 0) + by
+      if (n <= 0) perHost.delete(host)
+      else perHost.set(host, n)
+    },
+    clear: (): void => perHost.clear()
+  }
+}
+
+/** One check, its DOI's next state, published; `published` holds the key while its event is on the way. */
+async function checkAndPublish(opts: SchedulerOptions, published: Set<string>, row: DueDoi, kind: CheckKind, signal: AbortSignal): Promise<void> {
+  const result = await opts.checker.check({ doi: row.doi, lastGood: row.lastGood }, kind, signal)
+  if (signal.aborted) return
+  const at = opts.now()
+  const next = advance(row.state, { verdict: result.verdict, kind }, { ...opts.rules, slot: slotOf(row.key, opts.rules.intervalMs) }, at)
+  const event: HealthEvent = { v: 1, t: 'check', key: row.key, doi: row.doi, prefix: row.prefix, at, kind, state: next.state, ...result }
+  published.add(row.key)
+  let kept = false
+  try {
+    kept = await opts.publish(event)
+  } finally {
+    if (!kept) published.delete(row.key)
+  }
+  if (!kept) return
+  opts.onChecked?.(result, event)
+  if (next.newlyBroken !== undefined) opts.onNewlyBroken?.(row.prefix, next.newlyBroken)
+}
+
+/** How long until the next look at the due list: the next due time, within the bounds. */
+function sleepMs(opts: Pick<SchedulerOptions, 'nextDueAt' | 'now' | 'maxSleepMs'>, busyHosts: boolean): number {
+  const next = opts.nextDueAt()
+  const maxSleep = opts.maxSleepMs ?? MAX_SLEEP_MS
+  let ms = next === null ? maxSleep : Math.max(0, Math.min(maxSleep, next - opts.now()))
+  if (busyHosts) ms = Math.min(ms, BUSY_HOSTS_SLEEP_MS)
+  return Math.max(10, ms)
+}
+
