@@ -43,83 +43,17 @@ export interface Pruner {
 const DAY_MS = 86_400_000
 
 export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
-  const sql = db.sqlite
   const now = opts.now ?? Date.now
   const batch = Math.max(1, Math.trunc(opts.batch ?? 500))
   const everyMs = opts.everyMs ?? 3_600_000
-
-  const clearDay = sql.prepare('DELETE FROM daily WHERE day = ?')
-  const fillDay = sql.prepare('INSERT INTO daily (day, prefix, verdict, n) SELECT ?, prefix, verdict, n FROM tally WHERE n > 0')
-  // Old checks in time order after a cursor (a kept last-good check is passed over, not met again each batch).
-  const oldChecks = sql.prepare<[number, number, number, number], { id: number; at: number }>(
-    `SELECT c.id, c.at FROM checks c
-     WHERE c.at < ? AND (c.at, c.id) > (?, ?)
-       AND NOT EXISTS (SELECT 1 FROM dois d WHERE d.sources <> 0 AND d.last_good_check_id = c.id)
-     ORDER BY c.at, c.id LIMIT ?`
-  )
-  const deleteCheck = sql.prepare('DELETE FROM checks WHERE id = ?')
-  const deleteDois = sql.prepare(
-    `DELETE FROM dois WHERE id IN (SELECT d.id FROM dois d INDEXED BY dois_gone WHERE d.sources = 0
-       AND NOT EXISTS (SELECT 1 FROM checks c WHERE c.doi_id = d.id) LIMIT ?)`
-  )
-  const deleteDays = sql.prepare('DELETE FROM daily WHERE day < ?')
-
-  const rollup = sql.transaction(() => {
-    const today = dayOf(now())
-    clearDay.run(today)
-    fillDay.run(today)
-  })
-
-  let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]
-  const deleteOld = sql.transaction((cutoff: number): number => {
-    const rows = oldChecks.all(cutoff, after[0], after[1], batch)
-    for (const { id } of rows) deleteCheck.run(id)
-    const last = rows.at(-1)
-    if (last !== undefined) after = [last.at, last.id]
-    return rows.length
-  })
-
+  const steps = pruneSteps(db.sqlite, now, batch)
   let timer: NodeJS.Timeout | undefined
   let running: Promise<PruneResult> | undefined
   let stopping = false
 
-  const run = async (): Promise<PruneResult> => {
-    const result: PruneResult = { checks: 0, dois: 0, days: 0, batches: 0, worstBatchMs: 0 }
-    const timed = <T>(fn: () => T): T => {
-      const start = performance.now()
-      try {
-        return fn()
-      } finally {
-        result.batches++
-        result.worstBatchMs = Math.max(result.worstBatchMs, performance.now() - start)
-      }
-    }
-    timed(() => rollup.immediate())
-    const cutoff = now() - opts.keepDays * DAY_MS
-    after = [Number.MIN_SAFE_INTEGER, 0]
-    for (;;) {
-      if (stopping) return result
-      const deleted = timed(() => deleteOld.immediate(cutoff))
-      result.checks += deleted
-      if (deleted < batch) break
-      await turn()
-    }
-    for (;;) {
-      if (stopping) return result
-      const deleted = timed(() => deleteDois.run(batch).changes)
-      result.dois += deleted
-      if (deleted < batch) break
-      await turn()
-    }
-    result.days = timed(() => deleteDays.run(dayOf(cutoff)).changes)
-    // Free pages back to the file system, a bounded number each run (auto_vacuum = INCREMENTAL).
-    timed(() => sql.pragma('incremental_vacuum(1000)'))
-    return result
-  }
-
   const runOnce = (): Promise<PruneResult> => {
     // One run at a time: a second call joins the one under way.
-    running ??= run().finally(() => {
+    running ??= prunePass(steps, { keepDays: opts.keepDays, batch, now }, () => stopping).finally(() => {
       running = undefined
     })
     return running
@@ -136,7 +70,7 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
   }
 
   return {
-    rollup: () => rollup.immediate(),
+    rollup: () => steps.rollup.immediate(),
     runOnce,
     start() {
       if (timer !== undefined) return
@@ -153,4 +87,84 @@ export function createPruner(db: HealthDb, opts: PrunerOptions): Pruner {
       stopping = false
     }
   }
+}
+
+/** The pruner's statements and transactions, each one batch of at most `batch` rows. */
+function pruneSteps(sql: HealthDb['sqlite'], now: () => number, batch: number) {
+  const clearDay = sql.prepare('DELETE FROM daily WHERE day = ?')
+  const fillDay = sql.prepare('INSERT INTO daily (day, prefix, verdict, n) SELECT ?, prefix, verdict, n FROM tally WHERE n > 0')
+  // Old checks in time order after a cursor (a kept last-good check is passed over, not met again each batch).
+  const oldChecks = sql.prepare<[number, number, number, number], { id: number; at: number }>(
+    `SELECT c.id, c.at FROM checks c
+     WHERE c.at < ? AND (c.at, c.id) > (?, ?)
+       AND NOT EXISTS (SELECT 1 FROM dois d WHERE d.sources <> 0 AND d.last_good_check_id = c.id)
+     ORDER BY c.at, c.id LIMIT ?`
+  )
+  const deleteCheck = sql.prepare('DELETE FROM checks WHERE id = ?')
+  const deleteDois = sql.prepare(
+    `DELETE FROM dois WHERE id IN (SELECT d.id FROM dois d INDEXED BY dois_gone WHERE d.sources = 0
+       AND NOT EXISTS (SELECT 1 FROM checks c WHERE c.doi_id = d.id) LIMIT ?)`
+  )
+  const deleteDays = sql.prepare('DELETE FROM daily WHERE day < ?')
+  let after: [number, number] = [Number.MIN_SAFE_INTEGER, 0]
+  return {
+    rollup: sql.transaction(() => {
+      const today = dayOf(now())
+      clearDay.run(today)
+      fillDay.run(today)
+    }),
+    /** The old checks are met from the start again. */
+    restartChecks(): void {
+      after = [Number.MIN_SAFE_INTEGER, 0]
+    },
+    deleteOld: sql.transaction((cutoff: number): number => {
+      const rows = oldChecks.all(cutoff, after[0], after[1], batch)
+      for (const { id } of rows) deleteCheck.run(id)
+      const last = rows.at(-1)
+      if (last !== undefined) after = [last.at, last.id]
+      return rows.length
+    }),
+    deleteDois: (): number => deleteDois.run(batch).changes,
+    deleteDays: (before: string): number => deleteDays.run(before).changes,
+    // Free pages back to the file system, a bounded number each run (auto_vacuum = INCREMENTAL).
+    vacuum: (): unknown => sql.pragma('incremental_vacuum(1000)')
+  }
+}
+
+/** One run: today's chart point, the old checks, the DOIs gone, the old days, some pages freed; each batch timed. */
+async function prunePass(
+  steps: ReturnType<typeof pruneSteps>,
+  opts: { keepDays: number; batch: number; now: () => number },
+  stopping: () => boolean
+): Promise<PruneResult> {
+  const result: PruneResult = { checks: 0, dois: 0, days: 0, batches: 0, worstBatchMs: 0 }
+  const timed = <T>(fn: () => T): T => {
+    const start = performance.now()
+    try {
+      return fn()
+    } finally {
+      result.batches++
+      result.worstBatchMs = Math.max(result.worstBatchMs, performance.now() - start)
+    }
+  }
+  timed(() => steps.rollup.immediate())
+  const cutoff = opts.now() - opts.keepDays * DAY_MS
+  steps.restartChecks()
+  for (;;) {
+    if (stopping()) return result
+    const deleted = timed(() => steps.deleteOld.immediate(cutoff))
+    result.checks += deleted
+    if (deleted < opts.batch) break
+    await turn()
+  }
+  for (;;) {
+    if (stopping()) return result
+    const deleted = timed(() => steps.deleteDois())
+    result.dois += deleted
+    if (deleted < opts.batch) break
+    await turn()
+  }
+  result.days = timed(() => steps.deleteDays(dayOf(cutoff)))
+  timed(() => steps.vacuum())
+  return result
 }
