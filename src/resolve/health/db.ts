@@ -320,7 +320,13 @@ function readonlyDb(db: Database.Database, reading: ReadingSide): HealthDb {
 }
 
 /** The writer's connection: its transactions, the counts checked at open, the checkpointer started. */
-function writerDb(db: Database.Database, opts: OpenHealthDbOptions, file: string | undefined, reading: ReadingSide, refused: { n: number }): HealthDb {
+function writerDb(
+  db: Database.Database,
+  opts: OpenHealthDbOptions,
+  file: string | undefined,
+  reading: ReadingSide,
+  refused: { n: number }
+): HealthDb {
   const stmts = writerStatements(db)
   const tx = writerTransactions(db, stmts, writerRows(stmts, opts), reading.watchedCount, refused)
   rebuildTally(db, opts.log)

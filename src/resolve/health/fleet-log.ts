@@ -140,7 +140,11 @@ export function createFleetLog(opts: FleetLogOptions) {
 export type FleetLog = ReturnType<typeof createFleetLog>
 
 /** Publishing: to the stream through the fenced script, or without Redis applied here at once. */
-function logPublisher(opts: FleetLogOptions, logKey: string, report: (err: unknown) => void): (event: HealthEvent) => Promise<PublishOutcome> {
+function logPublisher(
+  opts: FleetLogOptions,
+  logKey: string,
+  report: (err: unknown) => void
+): (event: HealthEvent) => Promise<PublishOutcome> {
   const { redis } = opts
   const now = opts.now ?? Date.now
   let lastLocal = LOG_START

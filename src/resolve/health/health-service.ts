@@ -276,7 +276,12 @@ function checkerLease(
 }
 
 /** The counts by prefix and verdict, and the overdue checks, read from the history into the metrics. */
-function readHealthMetrics(reader: HealthReader, metrics: HealthServiceOptions['metrics'], label: (prefix: string) => string, log: HealthLog): void {
+function readHealthMetrics(
+  reader: HealthReader,
+  metrics: HealthServiceOptions['metrics'],
+  label: (prefix: string) => string,
+  log: HealthLog
+): void {
   try {
     const summary = reader.summary({ days: 1 })
     // Prefixes past the labels' bound share `other`: their counts add up.

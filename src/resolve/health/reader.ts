@@ -256,7 +256,10 @@ function countQueries(sql: Sql, watched: ReadonlySet<string>, now: () => number,
 }
 
 /** The confirmed-broken DOIs: a page of the list by a cursor, and those newly broken since a time. */
-function brokenQueries(sql: Sql, allPrefixes: () => Iterable<string>): { page: HealthReader['broken']; since: HealthReader['newlyBroken'] } {
+function brokenQueries(
+  sql: Sql,
+  allPrefixes: () => Iterable<string>
+): { page: HealthReader['broken']; since: HealthReader['newlyBroken'] } {
   // One failure verdict of one prefix after a place (confirmed_at, id): a range of the index dois_report.
   const brokenStmt = sql.prepare<[string, string, number, number, number], BrokenSqlRow>(
     `SELECT ${BROKEN_COLUMNS}

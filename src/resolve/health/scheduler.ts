@@ -155,7 +155,13 @@ function hostCounts(limit: number) {
 }
 
 /** One check, its DOI's next state, published; `published` holds the key while its event is on the way. */
-async function checkAndPublish(opts: SchedulerOptions, published: Set<string>, row: DueDoi, kind: CheckKind, signal: AbortSignal): Promise<void> {
+async function checkAndPublish(
+  opts: SchedulerOptions,
+  published: Set<string>,
+  row: DueDoi,
+  kind: CheckKind,
+  signal: AbortSignal
+): Promise<void> {
   const result = await opts.checker.check({ doi: row.doi, lastGood: row.lastGood }, kind, signal)
   if (signal.aborted) return
   const at = opts.now()
@@ -181,4 +187,3 @@ function sleepMs(opts: Pick<SchedulerOptions, 'nextDueAt' | 'now' | 'maxSleepMs'
   if (busyHosts) ms = Math.min(ms, BUSY_HOSTS_SLEEP_MS)
   return Math.max(10, ms)
 }
-

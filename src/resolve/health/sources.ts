@@ -186,11 +186,7 @@ export function createSources(opts: SourcesOptions): Sources {
  * One sync at a time; a request made while one runs is done once after it (more requests coalesce). A list that
  * changed changes what the store may add (HEALTH_MAX_DOIS, the list first): both are synced then.
  */
-function syncChain(
-  sync: { list(): Promise<boolean>; store(): Promise<void>; after(): void },
-  log: SourcesLog,
-  retryMs: number
-) {
+function syncChain(sync: { list(): Promise<boolean>; store(): Promise<void>; after(): void }, log: SourcesLog, retryMs: number) {
   let chain: Promise<void> = Promise.resolve()
   let stopped = false
   const queued = { list: false, store: false }
