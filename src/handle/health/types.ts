@@ -104,7 +104,7 @@ export type HealthEvent =
   | ({
       v: 1
       t: 'check'
-      /** The cache key (lower-cased handle); `doi` is the DOI as the list or the reader gave it. */
+      /** The cache key (`cacheKey`: the handle with ASCII letters folded to upper case); `doi` is the DOI as the list or the reader gave it. */
       key: string
       doi: string
       prefix: string

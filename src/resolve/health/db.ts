@@ -28,7 +28,7 @@ export const SOURCE_BITS = { store: 1, list: 2, seen: 4 } as const
 export type WatchSource = keyof typeof SOURCE_BITS
 
 export interface WatchedDoi {
-  /** The cache key (the handle lower-cased). */
+  /** The cache key (`cacheKey`: ASCII letters folded to upper case). */
   key: string
   /** The DOI as the list or the reader gave it. */
   doi: string
