@@ -16,7 +16,7 @@ import type { FakeUpstream } from './fake-upstream.js'
  * What it opens is pushed to `opened`, for the test to close.
  */
 export async function realChecker(
-  upstream: FakeUpstream,
+  upstream: Pick<FakeUpstream, 'url'>,
   opts: { lookup: LandingLookup; perHost: number; keepVerdicts: boolean },
   opened: Array<{ close: () => Promise<void> }>
 ): Promise<Checker> {
