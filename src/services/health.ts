@@ -15,7 +15,7 @@ import type { LocalStore } from '../resolve/local-store/store.js'
 import type { ProxyService } from '../resolve/lookup/proxy-service.js'
 import type { MetadataService } from '../resolve/metadata/agencies.js'
 import type { Recorder } from '../resolve/recording/recorder.js'
-import { createRegisteredMetadata } from '../resolve/verify/registered-metadata.js'
+import { registeredMetadataOf } from './verify.js'
 
 /** The settings resolution health reads (issue 42). */
 export type HealthServiceSettings = HealthSettings & Pick<Config, 'metadataHosts' | 'requestDeadlineMs'>
@@ -95,13 +95,7 @@ export function setUpHealth(config: HealthServiceSettings, parts: HealthParts): 
     }
   }
   if (parts.landing === undefined) throw new Error('health checks need the landing stack (services/landing.ts)')
-  const registered = createRegisteredMetadata({
-    proxyService: parts.proxyService,
-    service: parts.metadataService,
-    hosts: config.metadataHosts,
-    stored: parts.stored,
-    recorder: parts.recorder
-  })
+  const registered = registeredMetadataOf(config, parts)
   const checker = createChecker({
     proxyService: parts.proxyService,
     registered,

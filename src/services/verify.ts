@@ -12,6 +12,7 @@ import { createCrossrefUpdates } from '../resolve/retraction/crossref-updates.js
 import { loadRetractionWatch } from '../resolve/retraction/retraction-watch.js'
 import { createRetractions } from '../resolve/retraction/retractions.js'
 import { createRegisteredMetadata } from '../resolve/verify/registered-metadata.js'
+import type { RegisteredMetadata } from '../resolve/verify/registered-metadata.js'
 import { createVerifier } from '../resolve/verify/verifier.js'
 import type { Verifier } from '../resolve/verify/verifier.js'
 
@@ -54,6 +55,20 @@ export interface VerifyParts {
  * CROSSREF_CONCURRENCY, given by main/workers.ts, or the Retraction Watch file read now; offline, the answers recorded), the landing
  * verdicts (services/landing.ts setUpLanding, shared with health's checker). Undefined when VERIFY_LEVELS is empty: every `?verify=` is then refused.
  */
+/** The registered works (CSL-JSON through our own negotiation and cache) that verification and health checks compare with. */
+export function registeredMetadataOf(
+  config: Pick<Config, 'metadataHosts'>,
+  parts: Pick<VerifyParts, 'proxyService' | 'metadataService' | 'stored' | 'recorder'>
+): RegisteredMetadata {
+  return createRegisteredMetadata({
+    proxyService: parts.proxyService,
+    service: parts.metadataService,
+    hosts: config.metadataHosts,
+    stored: parts.stored,
+    recorder: parts.recorder
+  })
+}
+
 export async function setUpVerify(
   config: VerifySettings,
   parts: VerifyParts
@@ -61,13 +76,7 @@ export async function setUpVerify(
   const levels = new Set(config.verifyLevels)
   if (levels.size === 0) return { verifier: undefined, close: async () => {} }
   const { metrics, log } = parts
-  const registered = createRegisteredMetadata({
-    proxyService: parts.proxyService,
-    service: parts.metadataService,
-    hosts: config.metadataHosts,
-    stored: parts.stored,
-    recorder: parts.recorder
-  })
+  const registered = registeredMetadataOf(config, parts)
   const closers: Array<() => Promise<void>> = []
   let retractions: ReturnType<typeof createRetractions> | undefined
   if (levels.has('retraction') && config.retractionsFrom !== 'off') {

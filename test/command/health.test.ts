@@ -1,7 +1,4 @@
-import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -9,33 +6,11 @@ import { FakeLandingSite, pages } from '../support/fake-landing.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { urlRecord } from '../support/local-records.js'
 import { admin, str } from '../support/records.js'
-import { ranToEnd } from '../support/server-process.js'
+import { closedPort, doiProxy } from '../support/server-process.js'
 import type { Run } from '../support/server-process.js'
 
 // `doi-proxy health` (issue 42, plan §7) run as a user runs it: the real command through tsx, resolving through a
 // real fake registry on 127.0.0.1 and looking at real fake landing pages on 127.0.0.2.
-
-const REPO = new URL('../..', import.meta.url).pathname
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
-
-async function doiProxy(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  // Killed after a minute: a run that hangs fails its test instead of the suite.
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
-    cwd,
-    env: { ...process.env, ...env },
-    timeout: 60_000
-  })
-  return await ranToEnd(child)
-}
-
-/** A loopback port nothing listens on (one just closed). */
-async function closedPort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
 
 describe('doi-proxy health: usage', { timeout: 60_000 }, () => {
   it('with nothing to check, says what to give and exits 2', async () => {

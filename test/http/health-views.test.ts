@@ -125,7 +125,9 @@ describe("one DOI's page", () => {
           status: 404,
           registeredUrl: null,
           finalUrl: 'https://journal.example/a',
-          evidence: 'HTTP 404'
+          domain: 'journal.example',
+          evidence: 'HTTP 404',
+          ms: 120
         },
         {
           at: NOW - DAY,
@@ -134,7 +136,9 @@ describe("one DOI's page", () => {
           status: 404,
           registeredUrl: null,
           finalUrl: 'https://journal.example/a',
-          evidence: 'HTTP 404'
+          domain: 'journal.example',
+          evidence: 'HTTP 404',
+          ms: 131
         }
       ]
     })

@@ -170,3 +170,28 @@ export interface HealthReport {
   prefixes: PrefixSummary[]
   broken: BrokenRow[]
 }
+
+/** One check as the pages show it (the history of a DOI, `?doi=`), newest first. */
+export interface CheckRow {
+  at: number
+  kind: CheckKind
+  verdict: CheckVerdict
+  status: number | null
+  registeredUrl: string | null
+  finalUrl: string | null
+  /** The registrable domain of the final URL. */
+  domain: string | null
+  evidence: string
+  ms: number | null
+}
+
+/** One DOI as its page shows it: its state now and its last checks, newest first. */
+export interface DoiHistory {
+  key: string
+  doi: string
+  prefix: string
+  /** Whether a source watches it now (else it left them; its history stays until pruned). */
+  watched: boolean
+  state: DoiState
+  checks: CheckRow[]
+}

@@ -4,7 +4,7 @@
  * and dark by CSS), those newly broken this week, and each broken DOI with since when, why and its last good
  * URL; `?doi=` one DOI's checks. Pure: a report in, a string out; every string from records and pages escaped.
  */
-import type { BrokenRow, CheckKind, CheckVerdict, DoiState, HealthReport, PrefixSummary, ShownVerdict } from '../../handle/health/types.js'
+import type { BrokenRow, DoiHistory, HealthReport, PrefixSummary, ShownVerdict } from '../../handle/health/types.js'
 import { SHOWN_VERDICTS } from '../../handle/health/types.js'
 import { escapeHtml, htmlDocument, link } from './html.js'
 import type { PageContext } from './pages.js'
@@ -46,25 +46,6 @@ export interface HealthPageOptions {
   brokenTotal: number
   /** DOIs confirmed broken in the last seven days, newest first (whatever the page of the broken list); default: those of this page. */
   newlyBroken?: readonly BrokenRow[] | undefined
-}
-
-/** One check as `?doi=` lists it. */
-export interface CheckRow {
-  at: number
-  kind: CheckKind
-  verdict: CheckVerdict
-  status: number | null
-  registeredUrl: string | null
-  finalUrl: string | null
-  evidence: string
-}
-
-/** One DOI's page: its state now and its last checks, newest first. */
-export interface DoiHistory {
-  doi: string
-  prefix: string
-  state: DoiState
-  checks: readonly CheckRow[]
 }
 
 const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
@@ -195,7 +176,7 @@ ${pager(ctx, opts)}
   return htmlDocument('DOI health', body, ctx.baseUrl, `<style>\n${HEALTH_CSS}\n</style>\n`)
 }
 
-export function renderDoiHealthPage(ctx: PageContext, h: DoiHistory): string {
+export function renderDoiHealthPage(ctx: PageContext, h: Pick<DoiHistory, 'doi' | 'prefix' | 'state' | 'checks'>): string {
   const st = h.state
   const since = st.since === null ? '' : ` since ${time(st.since)} UTC`
   const streak =

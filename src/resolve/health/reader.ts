@@ -1,9 +1,8 @@
 import { CHECK_KINDS, FAILURES, SHOWN_VERDICTS, verdictOf } from '../../handle/health/types.js'
 import type {
   BrokenRow,
-  CheckKind,
-  CheckVerdict,
-  DoiState,
+  CheckRow,
+  DoiHistory,
   FailureVerdict,
   PrefixSummary,
   ShownVerdict,
@@ -25,30 +24,6 @@ export interface HealthReaderOptions {
   now?: () => number
   /** A DOI counts as overdue this long after it was due (the scheduler's turns and host queues are normal). */
   overdueGraceMs?: number
-}
-
-/** One check as the pages show it, newest first. */
-export interface CheckRow {
-  at: number
-  kind: CheckKind
-  verdict: CheckVerdict
-  status: number | null
-  registeredUrl: string | null
-  finalUrl: string | null
-  /** The registrable domain of the final URL. */
-  domain: string | null
-  evidence: string
-  ms: number | null
-}
-
-export interface DoiHistory {
-  key: string
-  doi: string
-  prefix: string
-  /** Whether a source watches it now (else it left them; its history stays until pruned). */
-  watched: boolean
-  state: DoiState
-  checks: CheckRow[]
 }
 
 export interface BrokenPage {
