@@ -10,7 +10,8 @@
  *   from the history after the run;
  * - per host, at the fakes: the most requests in flight (≤ LANDING_PER_HOST) and the shortest gap between two
  *   starts (≥ LANDING_HOST_DELAY_MS, less `--gap-tolerance`);
- * - nothing overdue at the end (the pages' count, and DOIs due over a minute ago);
+ * - every DOI's first check within a minute (a tenth of a short interval) of its due time, and nothing overdue at
+ *   the end (the pages' count, and DOIs due over that minute ago);
  * - the heap after a full GC every `--sample` seconds: its slope over the second half of the run (flat: it grows
  *   by at most 10 % of itself over that half).
  * Reported: checks per minute (max, mean), RSS, the event loop's delay (p50, p99, max), the file's bytes a check.
@@ -123,8 +124,8 @@ function parseArgs(argv: string[]): Args {
 const PREFIX = '10.5555'
 const SECOND = 1000
 const MINUTE = 60_000
-/** A DOI due longer ago than this at the end is late (the scheduler's turns and a host's queue are shorter). */
-const LATE_MS = MINUTE
+/** A check this long after it was due is late (the scheduler's turns and a host's queue are shorter): a minute, a tenth of a short interval. */
+const lateMs = (intervalMs: number): number => Math.min(MINUTE, intervalMs / 10)
 const log = { info() {}, warn: (obj: object, msg: string) => process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`) }
 
 /** The app's settings: the plan's, and what a bench needs (no cache file, loopback landing pages, a contact). */
@@ -186,7 +187,8 @@ interface Watched {
   id: number
   key: string
   slot: number
-  /** The window of the DOI's first check (schedule.ts firstCheckAt from when it was added). */
+  addedAt: number
+  /** The window its first check is due in (schedule.ts firstCheckAt from when it was added). */
   first: number
 }
 
@@ -198,11 +200,11 @@ function watchedOf(db: HealthDb, intervalMs: number): Watched[] {
   }>
   return rows.map(({ id, key, addedAt }) => {
     const slot = slotOf(key, intervalMs)
-    return { id, key, slot, first: windowOf(firstCheckAt(addedAt, slot, intervalMs), slot, intervalMs) }
+    return { id, key, slot, addedAt, first: windowOf(firstCheckAt(addedAt, slot, intervalMs), slot, intervalMs) }
   })
 }
 
-/** When the DOI's k-th window (0: the one of its first check) closes. */
+/** When the k-th window (0: the one its first check is due in) of a DOI closes. */
 const windowEnd = (w: Watched, k: number, intervalMs: number): number => w.slot + (w.first + k + 1) * intervalMs
 
 interface Sample {
@@ -338,16 +340,24 @@ interface Run {
 }
 
 /** Each DOI's scheduled checks by its windows: in each closed window, DOIs checked once, more than once, never. */
+/**
+ * Each DOI's scheduled checks by its windows (a confirmation is an extra check by design, and an error, ours, is not
+ * a check of the window). Window 1 is the one of the DOI's first check: that check is due within an interval of
+ * the DOI being watched (`firstCheckAt`), at its slot's offset into its window, so it may fall in the next window
+ * when it comes late; from it on, one check in each window. Per window: DOIs checked once, more than once, never
+ * (a closed window), or not judged (still open at the end); and the first checks that came later than an interval.
+ */
 function windowsOf(db: HealthDb, watched: readonly Watched[], args: Args, stopAt: number) {
   const intervalMs = args.interval * SECOND
   const byId = new Map(watched.map((w) => [w.id, w]))
-  const per = new Map<number, Int32Array>()
+  // Per DOI, the window of each of its scheduled checks, oldest first (checks are read in the order written).
+  const windowsBy = new Map<number, number[]>()
   const verdicts: Record<string, number> = {}
   const kinds: Record<string, number> = {}
   const perMinute = new Map<number, number>()
   let total = 0
-  let beyond = 0
-  const rows = db.sqlite.prepare('SELECT doi_id, at, kind, verdict FROM checks').raw().iterate() as Iterable<
+  let firstLate = 0
+  const rows = db.sqlite.prepare('SELECT doi_id, at, kind, verdict FROM checks ORDER BY id').raw().iterate() as Iterable<
     [number, number, number, number]
   >
   for (const [id, at, kindCode, verdictCode] of rows) {
@@ -358,32 +368,36 @@ function windowsOf(db: HealthDb, watched: readonly Watched[], args: Args, stopAt
     verdicts[verdict] = (verdicts[verdict] ?? 0) + 1
     perMinute.set(Math.floor(at / MINUTE), (perMinute.get(Math.floor(at / MINUTE)) ?? 0) + 1)
     const w = byId.get(id)
-    // A confirmation is an extra check by design, and an error (ours) is not a check of the window.
     if (w === undefined || kind !== 'scheduled' || verdict === 'error') continue
-    const k = windowOf(at, w.slot, intervalMs) - w.first
-    if (k < 0 || k >= args.windows) {
-      beyond++
-      continue
+    let list = windowsBy.get(id)
+    if (list === undefined) {
+      windowsBy.set(id, (list = []))
+      if (at > firstCheckAt(w.addedAt, w.slot, intervalMs) + lateMs(intervalMs)) firstLate++
     }
-    let counts = per.get(w.id)
-    if (counts === undefined) per.set(w.id, (counts = new Int32Array(args.windows)))
-    counts[k] = (counts[k] ?? 0) + 1
+    list.push(windowOf(at, w.slot, intervalMs))
   }
-  const windows = Array.from({ length: args.windows }, (_, k) => {
-    let once = 0
-    let twice = 0
-    let never = 0
-    let open = 0
-    for (const w of watched) {
-      const n = per.get(w.id)?.[k] ?? 0
-      if (n === 1) once++
-      else if (n > 1) twice++
-      else if (windowEnd(w, k, intervalMs) <= stopAt) never++
-      else open++
+  let beyond = 0
+  const windows = Array.from({ length: args.windows }, () => ({ once: 0, twice: 0, never: 0, open: 0 }))
+  for (const w of watched) {
+    const list = windowsBy.get(w.id) ?? []
+    if (list.length === 0 && firstCheckAt(w.addedAt, w.slot, intervalMs) + lateMs(intervalMs) <= stopAt) firstLate++
+    // Window 1: the first check's, or, never checked, the one its first check was due in.
+    const first = list[0] ?? w.first
+    const counts = new Array<number>(args.windows).fill(0)
+    for (const x of list) {
+      const k = x - first
+      if (k < args.windows) counts[k] = (counts[k] ?? 0) + 1
+      else beyond++
     }
-    return { window: k + 1, once, twice, never, open }
-  })
-  return { windows, verdicts, kinds, total, beyond, perMinute }
+    counts.forEach((n, k) => {
+      const tally = windows[k] as (typeof windows)[number]
+      if (n === 1) tally.once++
+      else if (n > 1) tally.twice++
+      else if (w.slot + (first + k + 1) * intervalMs <= stopAt) tally.never++
+      else tally.open++
+    })
+  }
+  return { windows: windows.map((x, k) => ({ window: k + 1, ...x })), firstLate, verdicts, kinds, total, beyond, perMinute }
 }
 
 async function report(args: Args, run: Run): Promise<void> {
@@ -405,7 +419,7 @@ async function report(args: Args, run: Run): Promise<void> {
   const late = writer.sqlite
     .prepare('SELECT count(*) FROM dois WHERE sources <> 0 AND next_at < ?')
     .pluck()
-    .get(run.stopAt - LATE_MS) as number
+    .get(run.stopAt - lateMs(intervalMs)) as number
   await writer.close()
   const dbBytes = statSync(run.dbFile).size + (existsSync(`${run.dbFile}-wal`) ? statSync(`${run.dbFile}-wal`).size : 0)
 
@@ -451,16 +465,16 @@ async function report(args: Args, run: Run): Promise<void> {
       .map(([k, n]) => `${k} ${int(n)}`)
       .join(', ')}`
   )
-  out('each DOI checked in its windows (schedule.ts windowOf of its slot; scheduled checks, not errors):')
+  out("each DOI's scheduled checks by its windows (schedule.ts windowOf of its slotOf; window 1: its first check's):")
   for (const x of w.windows) {
-    const full = args.oneBigHost
-      ? 'behind, as it must be'
-      : limit(x.never === 0 && x.open === 0, `window ${x.window}: ${x.never} DOIs not checked`)
+    const full = args.oneBigHost ? 'behind, as it must be' : limit(x.never === 0, `window ${x.window}: ${x.never} DOIs not checked`)
     out(
-      `  window ${x.window}: once ${int(x.once)} of ${int(watched.length)}, twice or more ${int(x.twice)} [${limit(x.twice === 0, `window ${x.window}: ${x.twice} DOIs checked twice`)}], never ${int(x.never)}${x.open > 0 ? `, still open ${int(x.open)}` : ''} [${full}]`
+      `  window ${x.window}: once ${int(x.once)} of ${int(watched.length)}, twice or more ${int(x.twice)} [${limit(x.twice === 0, `window ${x.window}: ${x.twice} DOIs checked twice`)}], never ${int(x.never)} [${full}]${x.open > 0 ? `, still open at the end (not judged) ${int(x.open)}` : ''}`
     )
   }
-  out(`  checks in no judged window (the next one's, begun before the end): ${int(w.beyond)}`)
+  out(
+    `  first checks more than ${lateMs(intervalMs) / 1000} s after they were due (firstCheckAt: within an interval of the DOI being watched): ${int(w.firstLate)} [${args.oneBigHost ? 'behind, as it must be' : limit(w.firstLate === 0, `${w.firstLate} first checks late`)}]; checks past the judged windows: ${int(w.beyond)}`
+  )
   out(
     `at the fakes: ${int(requests)} requests (robots.txt ${int(robots)}); per host the most in flight ${peak} (≤ ${perHost}: ${limit(peak <= perHost, `a host had ${peak} requests in flight`)}), the shortest gap between starts ${minGap === null ? '—' : minGap.toFixed(1)} ms (≥ ${delayMs} − ${args.gapTolerance} ms: ${limit(minGap === null || minGap >= delayMs - args.gapTolerance, `a host's starts ${minGap?.toFixed(1)} ms apart`)})`
   )
@@ -481,7 +495,7 @@ async function report(args: Args, run: Run): Promise<void> {
   )
   const behind = overdue > 0 || late > 0
   out(
-    `at the end: overdue (the pages' count, due over an hour ago) ${int(overdue)}, due over a minute ago ${int(late)} [${args.oneBigHost ? (behind ? 'behind, as it must be' : 'not behind yet') : limit(!behind, `${overdue} overdue, ${late} late at the end`)}]`
+    `at the end: overdue (the pages' count, due over an hour ago) ${int(overdue)}, due over ${lateMs(intervalMs) / 1000} s ago ${int(late)} [${args.oneBigHost ? (behind ? 'behind, as it must be' : 'not behind yet') : limit(!behind, `${overdue} overdue, ${late} late at the end`)}]`
   )
   const flat = !(growth > 0.1 * halfMean)
   out(
@@ -511,6 +525,7 @@ async function report(args: Args, run: Run): Promise<void> {
       kinds: w.kinds,
       verdicts: w.verdicts,
       windows: w.windows,
+      firstLate: w.firstLate,
       fakes: {
         requests,
         robots,
