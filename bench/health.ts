@@ -43,7 +43,7 @@ import type { Services } from '../src/services.js'
 import { fakeLookup } from '../test/support/landing-dns.js'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { codeVersion } from './lib/children.js'
-import { doiOf, startHealthFakes } from './lib/health-fakes.js'
+import { doiOf, SHORT_BY, startHealthFakes } from './lib/health-fakes.js'
 import type { FakeSite, FakesReport } from './lib/health-fakes.js'
 import { freePort, TMP } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
@@ -283,12 +283,12 @@ async function main(): Promise<void> {
     const intervalMs = args.interval * SECOND
     // The watched DOIs, once the sources have synced: when each one's last judged window closes.
     const reading = openHealthDb({ file: env.HEALTH_DB, readonly: true, log })
-    let watched: Watched[] = []
-    for (const deadline = Date.now() + 5 * MINUTE; watched.length < args.dois; await sleep(200)) {
-      if (Date.now() > deadline) throw new Error(`only ${watched.length} of ${args.dois} DOIs watched after 5 minutes`)
-      watched = watchedOf(reading, intervalMs)
+    const watchedCount = reading.sqlite.prepare('SELECT count(*) FROM dois WHERE sources <> 0').pluck()
+    for (const deadline = Date.now() + 5 * MINUTE; (watchedCount.get() as number) < args.dois; await sleep(200)) {
+      if (Date.now() > deadline) throw new Error(`only ${String(watchedCount.get())} of ${args.dois} DOIs watched after 5 minutes`)
     }
-    const endAt = Math.max(...watched.map((w) => windowEnd(w, args.windows - 1, intervalMs))) + SECOND
+    const watched = watchedOf(reading, intervalMs)
+    const endAt = watched.reduce((end, w) => Math.max(end, windowEnd(w, args.windows - 1, intervalMs)), 0) + SECOND
     process.stdout.write(
       `${int(watched.length)} DOIs watched ${((Date.now() - started) / 1000).toFixed(1)} s after the start; the run ends at ${new Date(endAt).toISOString()} (${((endAt - started) / MINUTE).toFixed(1)} min)\n`
     )
@@ -436,7 +436,10 @@ async function report(args: Args, run: Run): Promise<void> {
   const gaps = run.fakes.sites.map((s) => s.minGapMs).filter((g): g is number => g !== null)
   const minGap = gaps.length === 0 ? null : Math.min(...gaps)
   const underDelay = gaps.filter((g) => g < delayMs).length
-  const gapsUnder = run.fakes.sites.reduce((n, s) => n + s.gapsUnderDelay, 0)
+  const shortBy = new Array<number>(SHORT_BY.length + 1).fill(0)
+  for (const site of run.fakes.sites) site.shortBy.forEach((n, i) => (shortBy[i] = (shortBy[i] ?? 0) + n))
+  const gapsUnder = shortBy.reduce((a, b) => a + b, 0)
+  const shortText = shortBy.map((n, i) => `${i < SHORT_BY.length ? `≤ ${SHORT_BY[i]}` : `> ${SHORT_BY.at(-1)}`} ms ${int(n)}`).join(', ')
   const gapCount = run.fakes.sites.reduce((n, s) => n + Math.max(0, s.requests - 1), 0)
   const requests = run.fakes.sites.reduce((n, s) => n + s.requests, 0)
   const robots = run.fakes.sites.reduce((n, s) => n + s.robots, 0)
@@ -479,7 +482,7 @@ async function report(args: Args, run: Run): Promise<void> {
     `at the fakes: ${int(requests)} requests (robots.txt ${int(robots)}); per host the most in flight ${peak} (≤ ${perHost}: ${limit(peak <= perHost, `a host had ${peak} requests in flight`)}), the shortest gap between starts ${minGap === null ? '—' : minGap.toFixed(1)} ms (≥ ${delayMs} − ${args.gapTolerance} ms: ${limit(minGap === null || minGap >= delayMs - args.gapTolerance, `a host's starts ${minGap?.toFixed(1)} ms apart`)})`
   )
   out(
-    `  gaps under ${delayMs} ms: ${int(gapsUnder)} of ${int(gapCount)}, on ${underDelay} of ${run.fakes.sites.length} hosts (a start is timed when it arrives: the fakes' event loop ran up to ${run.fakes.loopMs.max.toFixed(0)} ms late, p99 ${run.fakes.loopMs.p99.toFixed(0)} ms; ours up to ${(run.loop.max / 1e6).toFixed(0)} ms)`
+    `  gaps under ${delayMs} ms: ${int(gapsUnder)} of ${int(gapCount)}, on ${underDelay} of ${run.fakes.sites.length} hosts; short by ${shortText} (a start is timed when it arrives: the fakes' event loop ran up to ${run.fakes.loopMs.max.toFixed(0)} ms late, p99 ${run.fakes.loopMs.p99.toFixed(0)} ms; ours up to ${(run.loop.max / 1e6).toFixed(0)} ms)`
   )
   if (busiest !== undefined) {
     out(`  busiest host ${busiest.name}: ${int(busiest.requests)} requests, mean answer ${busiest.meanMs?.toFixed(1) ?? '—'} ms`)
@@ -533,6 +536,7 @@ async function report(args: Args, run: Run): Promise<void> {
         minStartGapMs: minGap === null ? null : round(minGap),
         hostsUnderDelay: underDelay,
         gapsUnderDelay: gapsUnder,
+        shortByMs: Object.fromEntries(shortBy.map((n, i) => [i < SHORT_BY.length ? `<=${SHORT_BY[i]}` : `>${SHORT_BY.at(-1)}`, n])),
         gaps: gapCount,
         loopMs: { p99: round(run.fakes.loopMs.p99), max: round(run.fakes.loopMs.max) }
       },

@@ -51,8 +51,8 @@ export interface SiteReport {
   peak: number
   /** The shortest time between the starts of two requests (ms; null under two requests). */
   minGapMs: number | null
-  /** Gaps between two starts shorter than `delayMs`. */
-  gapsUnderDelay: number
+  /** Gaps between two starts shorter than `delayMs`, by how much shorter: up to each of SHORT_BY ms, then more. */
+  shortBy: number[]
   /** The mean time from a request's arrival to its answer's end (ms; null without one). */
   meanMs: number | null
 }
@@ -64,6 +64,8 @@ export interface FakesReport {
 }
 
 const MAX_HOSTS = 250 * 256
+/** The bounds (ms) of how much shorter than the delay a short gap was, for the report's histogram. */
+export const SHORT_BY = [10, 50, 100, 250] as const
 
 /** DOI n's name. */
 export function doiOf(prefix: string, n: number): string {
@@ -136,15 +138,21 @@ async function startSites(opts: HealthFakesOptions): Promise<{ started: Started;
     counters.map((c, h) => {
       const gap = c.minGapMs()
       const mean = c.meanMs()
-      let under = 0
-      for (let k = 1; k < c.starts.length; k++) if ((c.starts[k] as number) - (c.starts[k - 1] as number) < opts.delayMs) under++
+      const shortBy = new Array<number>(SHORT_BY.length + 1).fill(0)
+      for (let k = 1; k < c.starts.length; k++) {
+        const short = opts.delayMs - ((c.starts[k] as number) - (c.starts[k - 1] as number))
+        if (short <= 0) continue
+        const bucket = SHORT_BY.findIndex((bound) => short <= bound)
+        const at = bucket === -1 ? SHORT_BY.length : bucket
+        shortBy[at] = (shortBy[at] ?? 0) + 1
+      }
       return {
         name: (sites[h] as FakeSite).name,
         requests: c.requests,
         robots: robots[h] ?? 0,
         peak: c.peak,
         minGapMs: Number.isFinite(gap) ? gap : null,
-        gapsUnderDelay: under,
+        shortBy,
         meanMs: Number.isFinite(mean) ? mean : null
       }
     })
