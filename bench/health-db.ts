@@ -20,6 +20,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { advance, uncheckedState } from '../src/handle/health/confirm.js'
 import { slotOf } from '../src/handle/health/schedule.js'
+import { cacheKey } from '../src/handle/name.js'
 import type { CheckVerdict, DoiState, HealthEvent } from '../src/handle/health/types.js'
 import { openHealthDb } from '../src/resolve/health/db.js'
 import type { HealthDb, WatchedDoi } from '../src/resolve/health/db.js'
@@ -102,7 +103,8 @@ function doisOf(args: Args): Doi[] {
   const rnd = random(1)
   return Array.from({ length: args.dois }, (_, n) => {
     const prefix = n % 10 === 9 ? '10.6666' : '10.5555'
-    const key = `${prefix}/bench.${n}`
+    // The key as the app computes it from the DOI (ASCII folded to upper case), so `?doi=` finds it.
+    const key = cacheKey(`${prefix}/bench.${n}`)
     const slot = slotOf(key, INTERVAL)
     return {
       key,
