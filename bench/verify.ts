@@ -430,7 +430,7 @@ async function batchFloor(s: Settings, server: Target, bib: string, dir: string)
     }
   }
   floor.note = recorded
-    .map((r) => `POST ${r.path}: ${describeAnswer(r.answer)}, the body ${Buffer.byteLength(r.ask.body)} bytes`)
+    .map((r) => `POST ${r.path}: ${describeAnswer(r.answer)}, asked with a request body of ${Buffer.byteLength(r.ask.body)} bytes`)
     .join('; ')
   log(`floor: ${floor.note}; checked, identical but for Date`)
   return floor

@@ -168,12 +168,14 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     for (let waited = 0; pagesAsked() === 0 && waited < 5000; waited += 20) await sleep(20)
     expect(pagesAsked()).toBeGreaterThan(0)
     req.destroy()
-    const atLeave = pagesAsked()
     await sleep(1000)
-    // The pages being fetched are let go, and no other is asked for.
+    // The pages being fetched are let go (a line's request already on its way when the reader left may still
+    // arrive: at most VERIFY_CONCURRENCY in all), and no other is asked for.
+    const settled = pagesAsked()
     expect(site.inFlight).toBe(0)
-    expect(pagesAsked()).toBe(atLeave)
-    expect(atLeave).toBeLessThanOrEqual(2)
+    expect(settled).toBeLessThanOrEqual(2)
+    await sleep(1000)
+    expect(pagesAsked()).toBe(settled)
   })
 
   it('visits a landing page once for two batches asking about its DOI: the verdict is kept LANDING_TTL_SECONDS', async () => {
