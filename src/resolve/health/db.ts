@@ -200,6 +200,12 @@ function unusable(file: string | undefined, err: unknown): Error {
     )
   }
   if (err instanceof ConfigError) return err
+  // better-sqlite3 loads its native code on the first open: an install without scripts has none.
+  if ((err as Error).message.startsWith('Could not locate the bindings file')) {
+    return new ConfigError(
+      `invalid setting healthDb (HEALTH_DB): ${JSON.stringify(file ?? ':memory:')} cannot be opened: better-sqlite3's native code was not built here (installed with --ignore-scripts?); run \`npm rebuild better-sqlite3\``
+    )
+  }
   return new ConfigError(
     `invalid setting healthDb (HEALTH_DB): ${JSON.stringify(file ?? ':memory:')} cannot be used: ${(err as Error).message}`
   )
