@@ -23,10 +23,10 @@ import type { Reachability, UnreachableReason } from '../resolve/upstream/reacha
 import { createUpstreamClient } from '../resolve/upstream/client.js'
 import { runCheck } from './check/command.js'
 import { runHealth } from './health.js'
+import { EXIT_INTERRUPTED, onInterrupt } from './interrupt.js'
 import type { UpstreamClient } from '../resolve/upstream/client.js'
 
 const EXIT_USAGE = 2
-const EXIT_INTERRUPTED = 130
 const EXIT_UNAVAILABLE = 69 // sysexits.h EX_UNAVAILABLE: the upstream cannot be reached
 
 /** `record`: the types citation tools ask agencies for (citation.js, Zotero, manubot, R's rcrossref). */
@@ -312,13 +312,7 @@ async function mirror(cmd: MirrorCommand): Promise<number> {
     )
     return EXIT_UNAVAILABLE
   }
-  const stop = new AbortController()
-  const onSigint = (): void => {
-    if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once
-    process.stderr.write('\nstopping: finishing the requests in flight (Ctrl-C again to quit now)\n')
-    stop.abort()
-  }
-  process.on('SIGINT', onSigint)
+  const stop = onInterrupt((text) => process.stderr.write(text), 'finishing the requests in flight')
   const progress = createProgressLine(process.stderr)
   try {
     const summary = await runMirror({
@@ -336,7 +330,7 @@ async function mirror(cmd: MirrorCommand): Promise<number> {
     const metadata = await mirrorMetadata(cmd, list, stop.signal)
     return metadata === EXIT_INTERRUPTED ? metadata : Math.max(code, metadata)
   } finally {
-    process.off('SIGINT', onSigint)
+    stop.dispose()
     await upstream.close()
   }
 }

@@ -20,6 +20,7 @@ import type { ServiceDeps, Services } from '../services.js'
 import { visible } from './check/visible.js'
 import { HEALTH_FORMATS, readReport, renderReport, watchedCount } from './health-report.js'
 import type { HealthFormat } from './health-report.js'
+import { EXIT_INTERRUPTED, onInterrupt } from './interrupt.js'
 
 export const HEALTH_HELP = `doi-proxy health: are the DOIs we own still reaching their pages?
 
@@ -60,7 +61,6 @@ Examples:
 
 const EXIT_USAGE = 2
 const EXIT_UNAVAILABLE = 69 // sysexits.h EX_UNAVAILABLE, as mirror
-const EXIT_INTERRUPTED = 130
 const DEFAULT_CONFIRM_GAP_SECONDS = 30
 const MAX_CONFIRM_GAP_SECONDS = 604_800
 
@@ -245,13 +245,7 @@ export async function runHealth(args: string[], io: Io, deps: ServiceDeps = {}):
     return EXIT_USAGE
   }
   const { services, hooks } = built
-  const stop = new AbortController()
-  const onSigint = (): void => {
-    if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once
-    io.stderr.write('\nstopping: the checks in flight are dropped (Ctrl-C again to quit now)\n')
-    stop.abort()
-  }
-  process.on('SIGINT', onSigint)
+  const stop = onInterrupt((text) => io.stderr.write(text), 'the checks in flight are dropped')
   try {
     // services.ts builds it, not started, when health is on (as the options make it).
     const health = (services as Services & { health?: Health | undefined }).health
@@ -300,7 +294,7 @@ export async function runHealth(args: string[], io: Io, deps: ServiceDeps = {}):
     }
     return broken > 0 ? 1 : 0
   } finally {
-    process.off('SIGINT', onSigint)
+    stop.dispose()
     await hooks.onClose()
   }
 }
