@@ -6,7 +6,7 @@ import { FakeLandingSite, pages } from '../support/fake-landing.js'
 import { FakeUpstream } from '../support/fake-upstream.js'
 import { urlRecord } from '../support/local-records.js'
 import { admin, str } from '../support/records.js'
-import { closedPort, doiProxy } from '../support/server-process.js'
+import { closedPort, doiProxy, ranToEnd, startDoiProxy } from '../support/server-process.js'
 import type { Run } from '../support/server-process.js'
 
 // `doi-proxy health` (issue 42, plan §7) run as a user runs it: the real command through tsx, resolving through a
@@ -27,9 +27,6 @@ describe('doi-proxy health: usage', { timeout: 60_000 }, () => {
   })
 })
 
-// END TO END: these need `services.health` (issue 42 T7: services.ts builds the health service, not started, when
-// HEALTH_WATCH or HEALTH_LIST_FILE is set). Until that lands they are skipped; once services.ts builds it, they run.
-
 describe('doi-proxy health: end to end', { timeout: 120_000 }, () => {
   let dir: string
   let site: FakeLandingSite
@@ -39,11 +36,17 @@ describe('doi-proxy health: end to end', { timeout: 120_000 }, () => {
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'doi-proxy-health-'))
     site = await FakeLandingSite.start({
-      pages: { '/alive': pages.citationDoi('10.5555/alive'), '/gone': pages.status(404), '/local': pages.status(410) }
+      pages: {
+        '/alive': pages.citationDoi('10.5555/alive'),
+        '/gone': pages.status(404),
+        '/local': pages.status(410),
+        '/slow': pages.slow(30_000, pages.citationDoi('10.5555/slow'))
+      }
     })
     upstream = await FakeUpstream.start({
       '10.5555/alive': [str(1, 'URL', `${site.origin()}/alive`), admin()],
-      '10.5555/gone': [str(1, 'URL', `${site.origin()}/gone`), admin()]
+      '10.5555/gone': [str(1, 'URL', `${site.origin()}/gone`), admin()],
+      '10.5555/slow': [str(1, 'URL', `${site.origin()}/slow`), admin()]
     })
     env = {
       UPSTREAM_URL: upstream.url,
@@ -63,6 +66,21 @@ describe('doi-proxy health: end to end', { timeout: 120_000 }, () => {
   })
 
   const visits = (path: string): number => site.paths.filter((p) => p === path).length
+
+  it('Ctrl-C drops the checks in flight and says so: exit 130, not a minute later', async () => {
+    await writeFile(join(dir, 'slow.txt'), '10.5555/slow\n')
+    const child = startDoiProxy(['health', '--list', 'slow.txt'], dir, env)
+    const started = performance.now()
+    while (visits('/slow') === 0) {
+      if (performance.now() - started > 30_000) throw new Error('the slow page was never asked for')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    child.kill('SIGINT')
+    const r = await ranToEnd(child)
+    expect(r.stderr).toContain('stopping: the checks in flight are dropped (Ctrl-C again to quit now)')
+    expect(r.code).toBe(130)
+    expect(performance.now() - started).toBeLessThan(25_000)
+  })
 
   it('every DOI alive: one line per prefix, exit 0', async () => {
     const r = await doiProxy(['health', '--list', 'alive.txt'], dir, env)

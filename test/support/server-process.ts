@@ -183,13 +183,17 @@ const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).h
 
 /** Run the real `doi-proxy` command in `cwd` as a user would (through tsx, so no build is needed), to its end. */
 export async function doiProxy(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
+  return await ranToEnd(startDoiProxy(args, cwd, env))
+}
+
+/** The same command started, for a test that signals it while it runs (then `ranToEnd`). */
+export function startDoiProxy(args: string[], cwd: string, env: Record<string, string> = {}): ChildProcess {
   // Killed after a minute: a run that hangs (on a hostile file, a silent server) fails its test instead of the suite.
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
+  return spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
     cwd,
     env: { ...process.env, ...env },
     timeout: 60_000
   })
-  return await ranToEnd(child)
 }
 
 /** A loopback port nothing listens on (one just closed). */
