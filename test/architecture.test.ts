@@ -35,7 +35,8 @@ const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
   { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' },
   { part: 'retraction', what: 'retraction and correction notices: Crossref, the Retraction Watch file, cached and shared' },
   { part: 'landing', what: 'the landing-page prober: address guard, robots.txt, host slots, the verdicts cached and shared' },
-  { part: 'verify', what: 'one registered line verified: its registered metadata, and each level asked at once' }
+  { part: 'verify', what: 'one registered line verified: its registered metadata, and each level asked at once' },
+  { part: 'health', what: 'resolution health: the watched DOIs checked on a schedule, their history in SQLite, one checker for the fleet' }
 ]
 
 const ROOT = new URL('../', import.meta.url)

@@ -466,6 +466,11 @@ describe('deploy/doi-proxy.service, read', () => {
     expect(config.trustProxy).toBe(1)
   })
 
+  it('keeps the health history in its StateDirectory too, once health is on (issue 42)', () => {
+    const config = buildConfig(undefined, { ...unitEnv(), HEALTH_WATCH: '10.5555' })
+    expect(config.healthDb).toBe(`/var/lib/${unitValue('StateDirectory')[0] ?? ''}/health.sqlite`)
+  })
+
   it('starts with the settings docs/deployment.md writes to its environment file', () => {
     const lines = docLines('/etc/doi-proxy/doi-proxy.env')
     const file = lines.slice(lines.findIndex((l) => l.includes('tee /etc/doi-proxy/doi-proxy.env')) + 1, lines.indexOf('EOF'))

@@ -155,12 +155,20 @@ describe('the Dockerfile', () => {
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:22-alpine@sha256:[0-9a-f]{64}$/m)
   })
 
-  it('keeps the cache file on a /data volume owned by the unprivileged user, and lets WORKERS follow the CPU quota', () => {
+  it('keeps the cache file and the health history on a /data volume owned by the unprivileged user, and lets WORKERS follow the CPU quota', () => {
     expect(dockerfile).toMatch(/CACHE_FILE=\/data\/cache\.snapshot/)
+    expect(dockerfile).toMatch(/HEALTH_DB=\/data\/health\.sqlite/)
     expect(dockerfile).toMatch(/^VOLUME \["\/data"\]$/m)
     expect(dockerfile).toMatch(/chown node:node \/data/)
     expect(dockerfile).toMatch(/WORKERS=0/)
     expect(dockerfile).toMatch(/^USER node$/m)
+  })
+
+  it("builds better-sqlite3's native module in the dependencies stage only: no compiler in the image (issue 42)", () => {
+    const [build = '', deps = '', runtime = ''] = dockerfile.split(/^FROM /m).slice(1)
+    expect(build).toMatch(/^RUN npm ci --ignore-scripts /m) // tsc needs no native module
+    expect(deps).toMatch(/^RUN apk add --no-cache python3 make g\+\+\n[\s\S]*^RUN npm ci --omit=dev /m)
+    expect(runtime).not.toMatch(/apk add|npm ci/)
   })
 
   it('serves no sample records unless asked (LOCAL_STORE_DIR empty in the image)', () => {

@@ -73,7 +73,8 @@ const BAD: Record<PathUse, string[]> = {
 const NEEDS: Partial<Record<keyof Config, Record<string, string>>> = {
   oaSnapshotFile: { OA_PROVIDER: 'file' },
   redisTlsCaFile: { REDIS_URL: 'rediss://127.0.0.1:1' },
-  retractionsFile: { RETRACTIONS_FROM: 'file' }
+  retractionsFile: { RETRACTIONS_FROM: 'file' },
+  healthDb: { HEALTH_WATCH: '10.5555' } // used (and checked) only with health on
 }
 
 const withPath = Object.entries(OPTIONS).flatMap(([key, option]) =>
@@ -83,7 +84,7 @@ const withPath = Object.entries(OPTIONS).flatMap(([key, option]) =>
 describe('the settings that name a file or directory', () => {
   it('are all marked in the table: each whose variable says it names a path has a `path`, and only those', () => {
     const named = Object.values(OPTIONS)
-      .filter((o) => /_(FILE|DIR|DATABASE|PATH)$|^RECORD_TO$/.test(o.env))
+      .filter((o) => /_(FILE|DIR|DATABASE|PATH|DB)$|^RECORD_TO$/.test(o.env))
       .map((o) => o.env)
     expect(withPath.map((s) => s.env).sort()).toEqual(named.sort())
     expect(named.length).toBeGreaterThanOrEqual(6)

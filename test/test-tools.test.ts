@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -63,5 +63,20 @@ describe('npm test checks the programs it needs before anything else', () => {
       encoding: 'utf8'
     })
     expect([named.status, named.stderr]).toEqual([0, ''])
+  })
+})
+
+// npm 11 runs a dependency's install script with a warning unless package.json's allowScripts reviews it
+// (`--strict-allow-scripts` refuses it): every one in the lock file is named there (README, "Dependencies and why").
+describe("the dependencies' install scripts", () => {
+  it('each package of package-lock.json that has one is named in allowScripts, and no other', () => {
+    const read = (file: string): unknown => JSON.parse(readFileSync(new URL(`../${file}`, import.meta.url), 'utf8'))
+    const lock = read('package-lock.json') as { packages: Record<string, { hasInstallScript?: boolean }> }
+    const withScripts = Object.entries(lock.packages)
+      .filter(([path, entry]) => path !== '' && entry.hasInstallScript === true)
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
+    const { allowScripts } = read('package.json') as { allowScripts: Record<string, boolean> }
+    expect(withScripts).toContain('better-sqlite3') // the health history's SQLite (issue 42): built from source here
+    expect([...new Set(withScripts)].sort()).toEqual(Object.keys(allowScripts).sort())
   })
 })

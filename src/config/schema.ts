@@ -156,6 +156,18 @@ export interface Config extends OpenAccessConfig {
   landingCacheMaxEntries: number
   /** false, true (every address), or the addresses/CIDRs of the only private networks a landing check may reach (src/handle/address-rules.ts). */
   landingAllowPrivate: boolean | string[]
+  /** Issue 42: the prefixes whose DOIs are watched; health checking is on when this or healthListFile is set (`healthEnabled`). */
+  healthWatch: string[]
+  healthListFile: string | undefined
+  healthIntervalSeconds: number
+  healthConfirm: number
+  healthConfirmGapSeconds: number
+  /** The history's SQLite file; undefined while health is off (nothing opened, no path checked at start) or when HEALTH_DB is empty (in memory). */
+  healthDb: string | undefined
+  healthKeepDays: number
+  healthConcurrency: number
+  healthMaxDois: number
+  healthLogKeepSeconds: number
 }
 
 /**
@@ -304,7 +316,17 @@ export const OPTIONS: OptionTable<Config> = {
   landingShortTtlSeconds: { env: 'LANDING_SHORT_TTL_SECONDS', default: 3_600, parse: integer(0, 30 * 86400), doc: 'How long a `blocked` or `dead` landing verdict is cached, so a page back up is seen soon; at most LANDING_TTL_SECONDS.' },
   landingRobotsTtlSeconds: { env: 'LANDING_ROBOTS_TTL_SECONDS', default: 86_400, parse: integer(0, 86_400), doc: 'How long a site\'s robots.txt is kept (RFC 9309: at most a day).' },
   landingCacheMaxEntries: { env: 'LANDING_CACHE_MAX_ENTRIES', default: 100_000, parse: integer(1, 100_000_000), doc: 'Most landing verdicts held in memory.' },
-  landingAllowPrivate: { env: 'LANDING_ALLOW_PRIVATE', default: false, parse: flagOrNetworks, doc: 'A landing check never connects to a loopback, private, link-local or other special address (a registered URL must not reach your own network), whatever the name resolves to: the verdict is `dead`, naming the rule. `true` lifts this for every address; addresses or CIDRs (`10.1.0.0/16`) for those networks only (an intranet repository).' }
+  landingAllowPrivate: { env: 'LANDING_ALLOW_PRIVATE', default: false, parse: flagOrNetworks, doc: 'A landing check never connects to a loopback, private, link-local or other special address (a registered URL must not reach your own network), whatever the name resolves to: the verdict is `dead`, naming the rule. `true` lifts this for every address; addresses or CIDRs (`10.1.0.0/16`) for those networks only (an intranet repository).' },
+  healthWatch: { env: 'HEALTH_WATCH', default: [], parse: prefixes, doc: 'Resolution health (issue 42): the prefixes whose DOIs are checked on a schedule (comma-separated, each once): the DOIs of those prefixes in the local store and every one the resolver has answered. Health is on when this or HEALTH_LIST_FILE is set; off by default. Each check resolves the DOI and looks at its landing page with the landing prober (LANDING_* settings: its host limits, robots.txt, User-Agent); the verdicts are on `/health`, `/health.json` and `/health.csv` (who may see them: STATUS_ALLOW). Needs the network: refused with OFFLINE.' },
+  healthListFile: { env: 'HEALTH_LIST_FILE', default: undefined, parse: optional(text), doc: 'A file of DOIs to check on the same schedule, one a line (`10.5555/abc`, `doi:…` or a `https://doi.org/…` URL; `#` starts a comment), of any prefix; read again when it changes.', path: 'file to read' },
+  healthIntervalSeconds: { env: 'HEALTH_INTERVAL_SECONDS', default: 604_800, parse: integer(60, 31_536_000), doc: 'Each watched DOI is checked once in this long (a week), its checks spread evenly over it (never twice in one interval), within the landing prober\'s per-host limits: a host with more DOIs than they allow in an interval falls behind (shown as overdue), never faster.' },
+  healthConfirm: { env: 'HEALTH_CONFIRM', default: 3, parse: integer(1, 10), doc: 'A DOI is reported broken (dead, taken over, not found, no URL) only after this many failed checks in a row, each at least HEALTH_CONFIRM_GAP_SECONDS after the one before, so a publisher\'s short outage pages no one; 1 reports the first failure. A working page is believed at once.' },
+  healthConfirmGapSeconds: { env: 'HEALTH_CONFIRM_GAP_SECONDS', default: 21_600, parse: integer(0, 604_800), doc: 'Least time between two failed checks of a DOI that count towards HEALTH_CONFIRM (the re-checks are made this long after a failure). All of them must fit in one interval: (HEALTH_CONFIRM − 1) × this below HEALTH_INTERVAL_SECONDS.' },
+  healthDb: { env: 'HEALTH_DB', default: 'data/health.sqlite', parse: optional(text), doc: 'The SQLite file of every check and each DOI\'s state (relative to the working directory; `/data/health.sqlite` in the image), kept on a local disk (never NFS: SQLite\'s write-ahead log needs shared memory), with `-wal` and `-shm` files beside it. Empty keeps the history in memory only, lost at a restart. Used and checked at start only when health is on.', path: 'file to write' },
+  healthKeepDays: { env: 'HEALTH_KEEP_DAYS', default: 365, parse: integer(1, 3650), doc: 'Checks older than this are deleted (about 75 bytes a check: 100,000 DOIs checked weekly take about 0.4 GB a year); at least two intervals, so each check has one before it to compare with.' },
+  healthConcurrency: { env: 'HEALTH_CONCURRENCY', default: 32, parse: integer(1, 1024), doc: 'Most health checks in flight at once (most of them wait for a landing page\'s host, which costs only memory); the DOIs are resolved as one client of the fair queue, so readers keep their share of the upstream.' },
+  healthMaxDois: { env: 'HEALTH_MAX_DOIS', default: 1_000_000, parse: integer(1, 10_000_000), doc: 'Most DOIs watched; beyond it new DOIs are not watched (counted, and logged once an hour).' },
+  healthLogKeepSeconds: { env: 'HEALTH_LOG_KEEP_SECONDS', default: 172_800, parse: integer(3600, 2_592_000), doc: 'With Redis (REDIS_URL, Sentinel or Cluster; Redis 6.2 or later), one replica checks for the whole fleet and every replica\'s database copies its checks from a Redis stream kept this long (about 300 bytes a check); a replica down longer misses the checks in between (its /health says so).' },
 }
 
 export class ConfigError extends Error {
@@ -417,6 +439,7 @@ function checkTogether(config: Config): void {
       `invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`
     )
   }
+  checkHealth(config)
 }
 
 /** One way to reach Redis at most, and each option only where it means something. */
@@ -484,6 +507,47 @@ function checkVerify(config: Config): void {
   if (config.landingShortTtlSeconds > config.landingTtlSeconds) {
     throw new ConfigError(
       `invalid setting landingShortTtlSeconds (LANDING_SHORT_TTL_SECONDS): ${config.landingShortTtlSeconds} is above landingTtlSeconds ${config.landingTtlSeconds}: a blocked or dead page is looked at again sooner than a live one, never later`
+    )
+  }
+}
+
+/** Whether resolution health (issue 42) is on: some DOIs to watch. */
+export function healthEnabled(config: Pick<Config, 'healthWatch' | 'healthListFile'>): boolean {
+  return config.healthWatch.length > 0 || config.healthListFile !== undefined
+}
+
+/** The health settings (issue 42) that depend on each other or on others. */
+function checkHealth(config: Config): void {
+  const on = healthEnabled(config)
+  // Off, the file is never opened: its default path must not stop a start where data/ cannot be written.
+  if (!on) config.healthDb = undefined
+  if (on && config.offline) {
+    const [key, env, value] =
+      config.healthWatch.length > 0
+        ? ['healthWatch', 'HEALTH_WATCH', config.healthWatch.join(',')]
+        : ['healthListFile', 'HEALTH_LIST_FILE', config.healthListFile]
+    throw new ConfigError(
+      `invalid setting ${key} (${env}): ${JSON.stringify(value)} turns health checks on, which need the network; OFFLINE=true forbids it`
+    )
+  }
+  const seen = new Set<string>()
+  for (const prefix of config.healthWatch) {
+    if (seen.has(prefix.toLowerCase())) {
+      throw new ConfigError(`invalid setting healthWatch (HEALTH_WATCH): ${JSON.stringify(prefix)} is named twice`)
+    }
+    seen.add(prefix.toLowerCase())
+  }
+  // Every failure that confirms a breakage must come before the next scheduled check.
+  const span = (config.healthConfirm - 1) * config.healthConfirmGapSeconds
+  if (span >= config.healthIntervalSeconds) {
+    throw new ConfigError(
+      `invalid setting healthConfirmGapSeconds (HEALTH_CONFIRM_GAP_SECONDS): ${config.healthConfirm} checks (HEALTH_CONFIRM) ${config.healthConfirmGapSeconds} s apart take ${span} s, not below healthIntervalSeconds (HEALTH_INTERVAL_SECONDS) ${config.healthIntervalSeconds}: a breakage would be confirmed only after the next scheduled check`
+    )
+  }
+  // A verdict is judged against the check before it (a takeover against the last good one).
+  if (config.healthKeepDays * 86_400 < 2 * config.healthIntervalSeconds) {
+    throw new ConfigError(
+      `invalid setting healthKeepDays (HEALTH_KEEP_DAYS): ${config.healthKeepDays} days is less than two intervals of healthIntervalSeconds (HEALTH_INTERVAL_SECONDS) ${config.healthIntervalSeconds}: each check needs the one before it`
     )
   }
 }

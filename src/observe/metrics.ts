@@ -2,6 +2,7 @@ import cluster from 'node:cluster'
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { CounterConfiguration, LabelValues, RegistryContentType } from 'prom-client'
 import type { Config } from '../config/schema.js'
+import { CHECK_VERDICTS } from '../handle/health/types.js'
 import type { LandingVerdict, MetadataVerdict, RetractionVerdict } from '../handle/verify/types.js'
 
 /** One thing counted. */
@@ -160,6 +161,7 @@ export function createMetrics(opts: MetricsOptions = {}) {
     ...linkoutInstruments(registry),
     ...batchInstruments(registry),
     ...verifyInstruments(registry),
+    ...healthInstruments(registry),
     /** What /metrics answers: this process's figures, or under node:cluster every worker's (hostMetrics). */
     async exposition(): Promise<string> {
       return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
@@ -414,6 +416,57 @@ function verifyInstruments(registry: Registry) {
       help: 'Retraction lookups past the memory cache, by source (crossref, file, shared: from Redis, recorded: offline) and outcome',
       labelNames: ['source', 'outcome'] as const, // outcome: found (a notice), none, error, other_agency, not_recorded
       registers: [registry]
+    })
+  }
+}
+
+/**
+ * Resolution health (issue 42, HEALTH_WATCH): declared always (0 while off), so a dashboard and the alerts
+ * read the same series everywhere. The DOIs by verdict are set by each host's database writer from its copy
+ * of the fleet's history, so every replica shows the same figures (queries take `max by`); the checks and
+ * the newly broken are counted by the one checker of the fleet. `prefix` is a watched prefix, or one of the
+ * first others seen, then `other` (src/handle/health/watch.ts): never a label per DOI.
+ */
+function healthInstruments(registry: Registry) {
+  const healthChecks = new Counter({
+    name: 'doi_proxy_health_checks_total',
+    help: "Health checks made by this process (the fleet's checker), by what each found (error: ours, not the DOI's)",
+    labelNames: ['verdict'] as const, // CheckVerdict
+    registers: [registry]
+  })
+  // Every verdict shows from the start, at 0: a rate over a series that appears later misses its first checks.
+  for (const verdict of CHECK_VERDICTS) healthChecks.inc({ verdict }, 0)
+  return {
+    healthChecks,
+    healthDois: new Gauge({
+      name: 'doi_proxy_health_dois',
+      help: 'Watched DOIs by prefix and confirmed verdict (alive, unconfirmed, blocked, dead, takeover, not-found, no-url, unchecked)',
+      labelNames: ['prefix', 'verdict'] as const, // verdict: ShownVerdict
+      registers: [registry],
+      aggregator: 'max' // every replica holds the same copy: never a sum
+    }),
+    healthNewlyBroken: new Counter({
+      name: 'doi_proxy_health_newly_broken_total',
+      help: 'DOIs confirmed broken (HEALTH_CONFIRM failures in a row), by prefix and verdict (dead, takeover, not-found, no-url)',
+      labelNames: ['prefix', 'verdict'] as const, // verdict: FailureVerdict
+      registers: [registry]
+    }),
+    healthChecker: new Gauge({
+      name: 'doi_proxy_health_checker',
+      help: "1 while this process is the fleet's health checker (it holds the lease), else 0",
+      registers: [registry]
+    }),
+    healthOverdue: new Gauge({
+      name: 'doi_proxy_health_overdue_dois',
+      help: 'Watched DOIs whose check is due and not yet made (a host with more DOIs than its limits allow in an interval, the checker paused)',
+      registers: [registry],
+      aggregator: 'max'
+    }),
+    healthEnabled: new Gauge({
+      name: 'doi_proxy_health_enabled',
+      help: '1 when resolution health is on (HEALTH_WATCH or HEALTH_LIST_FILE), else 0',
+      registers: [registry],
+      aggregator: 'max'
     })
   }
 }

@@ -38,3 +38,32 @@ describe('the metrics of check --verify', () => {
     expect(text).toContain('doi_proxy_retraction_lookups_total{source="crossref",outcome="found"} 1')
   })
 })
+
+// Issue 42: resolution health's series, declared in every app (0 while health is off) so alerts and dashboards read them anywhere.
+describe('the metrics of resolution health', () => {
+  it('show checks by verdict from the start at 0, and DOIs by prefix and verdict once set', async () => {
+    const metrics = createMetrics()
+    const before = await metrics.exposition()
+    expect(before).toContain('doi_proxy_health_checks_total{verdict="dead"} 0')
+    expect(before).toContain('doi_proxy_health_checks_total{verdict="error"} 0')
+    expect(before).toContain('doi_proxy_health_enabled 0')
+    expect(before).toContain('doi_proxy_health_checker 0')
+    expect(before).toContain('# TYPE doi_proxy_health_newly_broken_total counter')
+    metrics.healthDois.set({ prefix: '10.5555', verdict: 'not-found' }, 3)
+    metrics.healthChecks.inc({ verdict: 'takeover' })
+    metrics.healthNewlyBroken.inc({ prefix: '10.5555', verdict: 'takeover' })
+    metrics.healthOverdue.set(2)
+    const text = await metrics.exposition()
+    expect(text).toContain('doi_proxy_health_dois{prefix="10.5555",verdict="not-found"} 3')
+    expect(text).toContain('doi_proxy_health_checks_total{verdict="takeover"} 1')
+    expect(text).toContain('doi_proxy_health_newly_broken_total{prefix="10.5555",verdict="takeover"} 1')
+    expect(text).toContain('doi_proxy_health_overdue_dois 2')
+  })
+
+  it("merged across workers, the DOIs by verdict read as one copy's (every writer holds the same), never a sum", async () => {
+    const workers = [createMetrics(), createMetrics()]
+    for (const metrics of workers) metrics.healthDois.set({ prefix: '10.5555', verdict: 'dead' }, 4)
+    const merged = AggregatorRegistry.aggregate(await Promise.all(workers.map(async (m) => await m.registry.getMetricsAsJSON())))
+    expect((await merged.getSingleMetric('doi_proxy_health_dois')?.get())?.values[0]?.value).toBe(4)
+  })
+})

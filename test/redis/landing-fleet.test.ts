@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressRulesOf } from '../../src/handle/address-rules.js'
-import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/redis.js'
 import { createFleetHostSlots } from '../../src/resolve/landing/fleet-host-slots.js'
 import { createLandingChecks } from '../../src/resolve/landing/landing-checks.js'
 import { createLandingProber, type LandingProber } from '../../src/resolve/landing/prober.js'
@@ -9,7 +8,7 @@ import { setup } from '../support/app.js'
 import { FakeLandingSite, pages } from '../support/fake-landing.js'
 import { fakeLookup } from '../support/landing-dns.js'
 import { str } from '../support/records.js'
-import { useTestRedis } from '../support/redis.js'
+import { useReplicaConnections, useTestRedis } from '../support/redis.js'
 
 // Issue 41: the replicas are polite together. Two probers (two replicas) on one real redis-server
 // against one site: LANDING_PER_HOST in flight and LANDING_HOST_DELAY_MS between starts hold for both
@@ -18,11 +17,10 @@ const DOI = '10.1234/fleet.1'
 const redisServer = useTestRedis()
 const lookup = fakeLookup({ 'a.test': '127.0.0.2' })
 const opened: Array<{ close: () => Promise<void> }> = []
-const clients: RedisClient[] = []
+const redis = useReplicaConnections(redisServer, 500)
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map(async (o) => await o.close()))
-  for (const client of clients.splice(0)) client.disconnect()
 })
 
 async function site(): Promise<FakeLandingSite> {
@@ -31,14 +29,6 @@ async function site(): Promise<FakeLandingSite> {
   })
   opened.push(s)
   return s
-}
-
-/** A replica's connection, ready (nothing queues while connecting: a command before then goes without Redis). */
-async function redis(): Promise<RedisClient> {
-  const client = createRedisClient({ topology: { kind: 'server', url: redisServer().url }, commandTimeoutMs: 500, connectTimeoutMs: 500 })
-  clients.push(client)
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
-  return client
 }
 
 /** A replica's prober: its own Redis connection, its host slots shared with the fleet. */

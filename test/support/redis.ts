@@ -7,7 +7,9 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import type { RedisOptions } from 'ioredis'
-import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
+import { createRedisClient } from '../../src/resolve/fleet/redis.js'
+import type { RedisClient } from '../../src/resolve/fleet/redis.js'
 import { openssl } from './tls.js'
 
 /**
@@ -443,4 +445,25 @@ export function useTestRedis(): () => TestRedis {
     client.disconnect()
   })
   return started
+}
+
+/**
+ * Replicas' connections to one test server, ready when answered (nothing queues while connecting: a command before
+ * then goes without Redis), each closed after the test. `timeoutMs` is both the command and the connect timeout.
+ */
+export function useReplicaConnections(redis: () => TestRedis, timeoutMs: number): () => Promise<RedisClient> {
+  const clients: RedisClient[] = []
+  afterEach(() => {
+    for (const client of clients.splice(0)) client.disconnect()
+  })
+  return async () => {
+    const client = createRedisClient({
+      topology: { kind: 'server', url: redis().url },
+      commandTimeoutMs: timeoutMs,
+      connectTimeoutMs: timeoutMs
+    })
+    clients.push(client)
+    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
+    return client
+  }
 }
