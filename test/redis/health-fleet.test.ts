@@ -136,36 +136,34 @@ describe('the health checker of a fleet of two replicas on one redis-server', ()
     // Not before the dead holder's lease ran out, and soon after (a lease and a renewal).
     expect(tookOver - killedAt).toBeGreaterThan(LEASE_TTL_MS / 2)
     expect(tookOver - killedAt).toBeLessThan(LEASE_TTL_MS + 4_000)
-    await until('every DOI checked', () => new Set(w.visits().map((v) => v.doi)).size === N, INTERVAL_MS + 10_000, [b])
-    await sleep(500) // the last checks recorded
+    // b's own history, read as b writes it: a's checks before the kill (through the fleet's log), its own after.
+    const db = openHealthDb({ file: b.db, readonly: true, log: pino({ level: 'silent' }), now: Date.now })
+    opened.push(db)
+    const reader = createHealthReader(db, { watched: ['10.5555'], now: Date.now })
+    const dois = Array.from({ length: N }, (_, i) => `10.5555/w${i}`)
+    const checksOf = (doi: string) => reader.history(cacheKey(doi), 100)?.checks ?? []
+    await until('every DOI checked and recorded', () => dois.every((doi) => checksOf(doi).length > 0), INTERVAL_MS + 15_000, [b])
     const stopped = new Promise((resolve) => b.child.once('exit', resolve))
     b.child.kill('SIGTERM')
     await stopped
 
-    // b's own history holds every check: a's before the kill (through the fleet's log), its own after.
-    const db = openHealthDb({ file: b.db, readonly: true, log: pino({ level: 'silent' }), now: Date.now })
-    opened.push(db)
-    const reader = createHealthReader(db, { watched: ['10.5555'], now: Date.now })
     let recorded = 0
     let recordedBeforeKill = 0
-    for (let i = 0; i < N; i++) {
-      const doi = `10.5555/w${i}`
+    for (const doi of dois) {
       const key = cacheKey(doi)
-      const checks = reader.history(key, 100)?.checks ?? []
-      expect(checks.length, doi).toBeGreaterThan(0)
+      const checks = checksOf(doi)
       const windows = checks.map((c) => windowOf(c.at, slotOf(key, INTERVAL_MS), INTERVAL_MS))
       expect(new Set(windows).size, `${doi} checked twice in one window`).toBe(windows.length)
       recorded += checks.length
       recordedBeforeKill += checks.filter((c) => c.at < killedAt).length
-      // After the kill, each visit is one of b's recorded checks: b never checks a DOI a recorded in the window.
-      const visitsAfter = w.visits().filter((v) => v.doi === doi && v.at > killedAt).length
-      expect(visitsAfter, doi).toBe(checks.filter((c) => c.at > killedAt).length)
+      // A visit never recorded is a check cut short (a's when it was killed, b's when it stopped): at most one a DOI.
+      const visits = w.visits().filter((v) => v.doi === doi).length
+      expect(visits - checks.length, doi).toBeGreaterThanOrEqual(0)
+      expect(visits - checks.length, doi).toBeLessThanOrEqual(1)
     }
     expect(recordedBeforeKill).toBeGreaterThanOrEqual(N / 3 - PER_HOST * 2)
-    // A visit a was making when it died was never recorded: b checks that DOI again (at most a's checks in flight).
-    const unrecorded = w.visits().length - recorded
-    expect(unrecorded).toBeGreaterThanOrEqual(0)
-    expect(unrecorded).toBeLessThanOrEqual(PER_HOST * w.sites.length)
+    // Cut short: at most what a had in flight when killed and b when stopped, LANDING_PER_HOST a host each.
+    expect(w.visits().length - recorded).toBeLessThanOrEqual(2 * PER_HOST * w.sites.length)
     for (const site of w.sites) expect(site.peak).toBeLessThanOrEqual(PER_HOST)
   }, 90_000)
 })
