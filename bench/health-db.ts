@@ -30,6 +30,7 @@ import { forEachOption } from './lib/args.js'
 import { TMP } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
 import { seededRandom as random } from './lib/random.js'
+import { medianP95Max } from './lib/load.js'
 
 const HELP = `Usage: npm run bench:health-db [-- options]
   --rows N      checks in the file (default 10000000)
@@ -196,12 +197,6 @@ async function fill(db: HealthDb, args: Args, dois: Doi[]): Promise<{ seconds: n
   return { seconds: (performance.now() - started) / 1000, now: clock }
 }
 
-function percentiles(samples: number[]): { p50: number; p95: number; max: number } {
-  const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
-  return { p50: at(0.5), p95: at(0.95), max: sorted.at(-1) ?? Number.NaN }
-}
-
 function timeIt(repeat: number, fn: () => unknown): { p50: number; p95: number; max: number; rows: number } {
   const samples: number[] = []
   let rows = 0
@@ -211,7 +206,7 @@ function timeIt(repeat: number, fn: () => unknown): { p50: number; p95: number; 
     samples.push(performance.now() - start)
     rows = Array.isArray(result) ? result.length : ((result as { rows?: unknown[] } | null)?.rows?.length ?? 1)
   }
-  return { ...percentiles(samples), rows }
+  return { ...medianP95Max(samples), rows }
 }
 
 const ms = (n: number): string => n.toFixed(n < 1 ? 3 : n < 10 ? 2 : 1)
@@ -310,7 +305,7 @@ async function main(): Promise<void> {
     writer.applyEvent(`${(baseMs ?? 0) + 1 + i}-0`, event)
     writes.push(performance.now() - start)
   }
-  const w = percentiles(writes)
+  const w = medianP95Max(writes)
   process.stdout.write(`\none check written (applyEvent, 1,000): p50 ${ms(w.p50)} ms, p95 ${ms(w.p95)} ms, max ${ms(w.max)} ms\n`)
   await writer.close()
 

@@ -24,6 +24,7 @@ import { addEnvPair, forEachOption } from './lib/args.js'
 import { codeVersion } from './lib/children.js'
 import { freePort, TMP } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
+import { medianP95Max } from './lib/load.js'
 
 const DEFAULT_FILE = join(TMP, 'health-db', 'health-10000000.sqlite')
 
@@ -82,12 +83,6 @@ async function describe(file: string) {
   } finally {
     await db.close()
   }
-}
-
-function percentiles(samples: number[]): { p50: number; p95: number; max: number } {
-  const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
-  return { p50: at(0.5), p95: at(0.95), max: sorted.at(-1) ?? Number.NaN }
 }
 
 const ms = (n: number): string => n.toFixed(n < 10 ? 2 : 1)
@@ -154,7 +149,7 @@ async function main(): Promise<void> {
         if (i > 0) samples.push(took)
       }
       if (status !== 200) failed.push(`${path}: ${status}`)
-      const p = percentiles(samples)
+      const p = medianP95Max(samples)
       results.push({ path, status, bytes, ...p })
       process.stdout.write(
         `| \`${path}\` | ${what} | ${status} | ${bytes.toLocaleString('en')} | ${ms(p.p50)} | ${ms(p.p95)} | ${ms(p.max)} |\n`

@@ -12,6 +12,12 @@ export function percentile(values: readonly number[], p: number): number {
   return nearestRank(Float64Array.from(values).sort(), p)
 }
 
+/** The median, the 95th percentile and the largest of `values`, as `percentile` reads them. */
+export function medianP95Max(values: readonly number[]): { p50: number; p95: number; max: number } {
+  const sorted = Float64Array.from(values).sort()
+  return { p50: nearestRank(sorted, 50), p95: nearestRank(sorted, 95), max: nearestRank(sorted, 100) }
+}
+
 function nearestRank(sorted: Float64Array, p: number): number {
   return sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
 }
