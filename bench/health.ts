@@ -9,7 +9,9 @@
  * - each DOI checked once in each of its windows (schedule.ts `windowOf` of its `slotOf`), never twice: counted
  *   from the history after the run;
  * - per host, at the fakes: the most requests in flight (≤ LANDING_PER_HOST) and the shortest gap between two
- *   starts (≥ LANDING_HOST_DELAY_MS, less `--gap-tolerance`);
+ *   starts (≥ LANDING_HOST_DELAY_MS, less `--gap-tolerance`: a fake times an arrival on its own busy loop);
+ * - per host, as we write them (undici's `sendHeaders` channel, bench/lib/write-gaps.ts): no two requests less
+ *   than LANDING_HOST_DELAY_MS apart;
  * - every DOI's first check within a minute (a tenth of a short interval) of its due time, and nothing overdue at
  *   the end (the pages' count, and DOIs due over that minute ago);
  * - the heap after a full GC every `--sample` seconds: its slope over the second half of the run (flat: it grows
@@ -21,7 +23,9 @@
  * and "never twice"; being behind is what it shows.
  *
  *   npm run bench:health                                   100,000 DOIs, 1,000 hosts, interval 1800 s, 2 windows (60–90 min)
- *   npm run bench:health -- --dois 2000 --hosts 20 --interval 120     a few minutes
+ *   npm run bench:health -- --dois 2000 --hosts 40 --interval 120     a few minutes (at 20 hosts, 100 DOIs a
+ *                                                                      host in 120 s at a start a second is near what
+ *                                                                      a host takes: first checks fall late)
  *   npm run bench:health -- --one-big-host --interval 600
  *
  * Prints its figures, then one line of JSON; bench/RESULTS.md's rows are written from them by hand.
@@ -47,6 +51,7 @@ import { doiOf, SHORT_BY, startHealthFakes } from './lib/health-fakes.js'
 import type { FakeSite, FakesReport } from './lib/health-fakes.js'
 import { freePort, TMP } from './lib/processes.js'
 import { machine, runBench } from './lib/results.js'
+import { watchWriteGaps, type WriteGaps } from './lib/write-gaps.js'
 
 const HELP = `Usage: npm run bench:health [-- options]
   --dois N            watched DOIs, in a local store (default 100000; 20000 with --one-big-host)
@@ -272,6 +277,8 @@ async function main(): Promise<void> {
     )
 
     const lookup = fakeLookup(Object.fromEntries(fakes.sites.map((s) => [s.name, s.address])))
+    const siteHosts = new Set(fakes.sites.map((s) => `${s.name}:${s.port}`))
+    const writes = watchWriteGaps(limits.delayMs, (host) => siteHosts.has(host))
     const loop = monitorEventLoopDelay({ resolution: 10 })
     let services: Services | undefined
     const logger = pino({ level: config.logLevel }, pino.destination(2))
@@ -318,10 +325,11 @@ async function main(): Promise<void> {
     loop.disable()
     await app.close()
     await reading.close()
+    writes.stop()
     const fakesSaw = await fakes.report()
     await fakes.stop()
     stopped = true
-    await report(args, { dir, dbFile: env.HEALTH_DB as string, started, stopAt, samples, loop, fakes: fakesSaw, limits })
+    await report(args, { dir, dbFile: env.HEALTH_DB as string, started, stopAt, samples, loop, fakes: fakesSaw, writes, limits })
   } finally {
     if (!stopped) await fakes.stop()
     if (!args.keep) rmSync(dir, { recursive: true, force: true })
@@ -336,6 +344,8 @@ interface Run {
   samples: Sample[]
   loop: ReturnType<typeof monitorEventLoopDelay>
   fakes: FakesReport
+  /** The gaps between our requests to a host as we write them. */
+  writes: WriteGaps
   limits: { perHost: number; delayMs: number }
 }
 
@@ -484,6 +494,10 @@ async function report(args: Args, run: Run): Promise<void> {
   out(
     `  gaps under ${delayMs} ms: ${int(gapsUnder)} of ${int(gapCount)}, on ${underDelay} of ${run.fakes.sites.length} hosts; short by ${shortText} (a start is timed when it arrives: the fakes' event loop ran up to ${run.fakes.loopMs.max.toFixed(0)} ms late, p99 ${run.fakes.loopMs.p99.toFixed(0)} ms; ours up to ${(run.loop.max / 1e6).toFixed(0)} ms)`
   )
+  const written = run.writes.report()
+  out(
+    `  as we write them (undici's sendHeaders): ${int(written.writes)} requests, the shortest gap between two to a host ${written.minGapMs === null ? '—' : written.minGapMs.toFixed(1)} ms, ${int(written.under)} of ${int(written.gaps)} under ${delayMs} ms (${limit(written.under === 0, `${written.under} requests written under ${delayMs} ms after the one before at their host`)})`
+  )
   if (busiest !== undefined) {
     out(`  busiest host ${busiest.name}: ${int(busiest.requests)} requests, mean answer ${busiest.meanMs?.toFixed(1) ?? '—'} ms`)
   }
@@ -540,6 +554,7 @@ async function report(args: Args, run: Run): Promise<void> {
         gaps: gapCount,
         loopMs: { p99: round(run.fakes.loopMs.p99), max: round(run.fakes.loopMs.max) }
       },
+      written: { ...written, minGapMs: written.minGapMs === null ? null : round(written.minGapMs) },
       checksPerMinute: { max: perMinuteMax, mean: round(perMinuteMean) },
       overdue,
       late,
