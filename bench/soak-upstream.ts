@@ -23,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { answerFor } from './fake-upstream.js'
-import { seededRandom } from './lib/load.js'
+import { seededRandom } from './lib/random.js'
 
 export const PHASES = ['healthy', 'down', 'slow', '429', '500'] as const
 export type Phase = (typeof PHASES)[number]

@@ -7,6 +7,9 @@
  *
  * - cached: a 1,000-entry .bib verified once, then three more times (target: under 2 s), beside the same
  *   check without --verify on the same cached server, and `check --help` (starting node and the command);
+ *   each beside its floor: the same check against bench/baselines/floor.mjs writing our server's own
+ *   answers to the check's batches (POST /api/batch, and ?verify=…; one batch each, CHUNK entries at most),
+ *   what the command itself costs when the server costs nothing;
  * - uncached: the same .bib on a fresh server, at LANDING_HOST_DELAY_MS as set (1,000 ms, the default) and
  *   at 0; its time ÷ the ideal, the longest any one limit alone makes it take (below), and each fake's
  *   own count: requests, the most in flight at once, the shortest gap between two starts;
@@ -26,10 +29,12 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
+import { CHUNK } from '../src/command/check/ask.js'
 import { OPTIONS } from '../src/config/schema.js'
 import { addEnvPair, forEachOption } from './lib/args.js'
 import { codeVersion } from './lib/children.js'
-import { cpuMs, ensureBuilt, ROOT, startOurs, track } from './lib/processes.js'
+import { answerBytes, describeAnswer, recordAnswers, writeAnswersFile } from './lib/floor-answer.js'
+import { cpuMs, ensureBuilt, ROOT, startFloor, startOurs, track } from './lib/processes.js'
 import type { Target, UpstreamProcess } from './lib/processes.js'
 import { machine, runBench, writeSection, RESULTS_PATH } from './lib/results.js'
 import { startVerifyFakes } from './lib/verify-fakes.js'
@@ -52,6 +57,9 @@ const HELP = `Usage: npm run bench:verify [-- options]
 const LEVELS = 'metadata,retraction,landing'
 const TARGET_CACHED_S = 2
 const TARGET_RATIO = 1.1
+const DEFAULT_ENTRIES = 1000
+/** A load average (1 min) at which the run's figures are marked provisional: the 2-core machine was shared. */
+const BUSY_LOAD = 3
 const MB = 2 ** 20
 const PROBE = pathToFileURL(join(ROOT, 'bench', 'lib', 'memory-probe.mjs')).href
 const BIN = join(ROOT, 'bin', 'doi-proxy.js')
@@ -71,7 +79,7 @@ interface Settings {
 
 function parse(argv: string[]): Settings {
   const s: Settings = {
-    entries: 1000,
+    entries: DEFAULT_ENTRIES,
     hosts: 50,
     latencyMs: 50,
     delayMs: OPTIONS.landingHostDelayMs.default,
@@ -388,21 +396,82 @@ async function uncached(
   return { result, server }
 }
 
+/**
+ * The floor of the cached runs: bench/baselines/floor.mjs writing our server's own answers to the check's
+ * batches, so that "ours ÷ floor" is what the server costs and the floor's own time is the command's
+ * (node's start, reading the .bib, sending a batch and reading its NDJSON, the report): the client's
+ * ceiling. The answers are recorded from real runs of the command, which must report as against ours, and
+ * both batches are asked of ours and of the floor again and compared before measuring. One batch per
+ * request line, so at most CHUNK entries (more would send several batches to one path).
+ */
+async function batchFloor(s: Settings, server: Target, bib: string, dir: string): Promise<Target | undefined> {
+  if (s.entries > CHUNK) {
+    log(`no floor: ${s.entries} entries are more than one batch of ${CHUNK}`)
+    return undefined
+  }
+  const recorded = await recordAnswers(server.baseUrl, async (url) => {
+    expectReport(await runCheck(['--server', url, bib], dir), s.entries, false)
+    expectReport(await runCheck(['--server', url, '--verify', LEVELS, bib], dir), s.entries, true)
+  })
+  const paths = recorded.map((r) => r.path)
+  if (new Set(paths).size !== paths.length || paths.length !== 2) {
+    throw new Error(`the check did not ask one batch a path: ${paths.join(', ')}`)
+  }
+  const floor = await startFloor({
+    answersFile: writeAnswersFile(recorded.map((r) => [r.path, r.answer])),
+    name: 'floor (node:http, same bytes)'
+  })
+  for (const r of recorded) {
+    const ours = await answerBytes(server.baseUrl, r.path, r.headers, r.ask)
+    const theirs = await answerBytes(floor.baseUrl, r.path, r.headers, r.ask)
+    if (ours !== theirs) {
+      await floor.stop()
+      throw new Error(`the floor does not answer POST ${r.path} as ours did:\n${ours.slice(0, 600)}\n${theirs.slice(0, 600)}`)
+    }
+  }
+  floor.note = recorded
+    .map((r) => `POST ${r.path}: ${describeAnswer(r.answer)}, asked with a request body of ${Buffer.byteLength(r.ask.body)} bytes`)
+    .join('; ')
+  log(`floor: ${floor.note}; checked, identical but for Date`)
+  return floor
+}
+
 interface Cached {
   help: number[]
   plain: number[]
   verify: number[]
-  /** CPU time of the last --verify run: the command's and the server's. */
+  /** The same two checks against the floor (empty without one). */
+  floorPlain: number[]
+  floorVerify: number[]
+  /** CPU time of the last --verify run: the command's and the server's; the command's against the floor. */
   checkCpuMs: number
   serverCpuMs: number
+  floorCheckCpuMs: number
   /** Requests the fakes had during the cached runs with --verify, by fake. */
   asked: Record<string, number>
 }
 
-async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: string, dir: string): Promise<Cached> {
-  const out: Cached = { help: [], plain: [], verify: [], checkCpuMs: NaN, serverCpuMs: NaN, asked: {} }
+async function cached(
+  fakes: VerifyFakes,
+  s: Settings,
+  server: Target,
+  floor: Target | undefined,
+  bib: string,
+  dir: string
+): Promise<Cached> {
+  const out: Cached = {
+    help: [],
+    plain: [],
+    verify: [],
+    floorPlain: [],
+    floorVerify: [],
+    checkCpuMs: NaN,
+    serverCpuMs: NaN,
+    floorCheckCpuMs: NaN,
+    asked: {}
+  }
   fakes.reset()
-  // Alternating, so a busy minute of the machine weighs on all three alike.
+  // Alternating, so a busy minute of the machine weighs on all of them alike.
   for (let round = 0; round < 3; round++) {
     out.help.push((await runCheck(['--help'], dir)).ms)
     const plain = await runCheck(['--server', server.baseUrl, bib], dir)
@@ -414,6 +483,14 @@ async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: stri
     out.checkCpuMs = verify.cpuMs ?? NaN
     expectReport(verify, s.entries, true)
     out.verify.push(verify.ms)
+    if (floor === undefined) continue
+    const floorPlain = await runCheck(['--server', floor.baseUrl, bib], dir)
+    expectReport(floorPlain, s.entries, false)
+    out.floorPlain.push(floorPlain.ms)
+    const floorVerify = await runCheck(['--server', floor.baseUrl, '--verify', LEVELS, bib], dir)
+    expectReport(floorVerify, s.entries, true)
+    out.floorVerify.push(floorVerify.ms)
+    out.floorCheckCpuMs = floorVerify.cpuMs ?? NaN
   }
   out.asked = {
     'Handle API': fakes.handles.requests,
@@ -422,7 +499,8 @@ async function cached(fakes: VerifyFakes, s: Settings, server: Target, bib: stri
     'landing sites': fakes.landing.reduce((n, c) => n + c.requests, 0)
   }
   log(
-    `cached: --help ${median(out.help).toFixed(0)} ms, plain ${median(out.plain).toFixed(0)} ms, --verify ${median(out.verify).toFixed(0)} ms`
+    `cached: --help ${median(out.help).toFixed(0)} ms, plain ${median(out.plain).toFixed(0)} ms (floor ${median(out.floorPlain).toFixed(0)}), ` +
+      `--verify ${median(out.verify).toFixed(0)} ms (floor ${median(out.floorVerify).toFixed(0)})`
   )
   return out
 }
@@ -471,7 +549,8 @@ function section(
   c: Cached,
   runs: Uncached[],
   memory: MemoryRow[],
-  baseline: CheckRun | undefined
+  baseline: CheckRun | undefined,
+  floor: Target | undefined
 ): string {
   const cachedMedian = median(c.verify)
   const plainMedian = median(c.plain)
@@ -480,12 +559,27 @@ function section(
   const asked = Object.entries(c.asked)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ')
+  const target = `target < ${TARGET_CACHED_S} s: **${cachedMedian < TARGET_CACHED_S * 1000 ? 'met' : 'missed'}**; asked of the fakes meanwhile: ${asked}`
+  const cpu = `CPU of the last: the command ${c.checkCpuMs.toFixed(0)} ms, the server ${c.serverCpuMs.toFixed(0)} ms`
+  const floorPlain = median(c.floorPlain)
+  const floorVerify = median(c.floorVerify)
+  const cachedRows =
+    floor === undefined
+      ? [
+          `| ${s.entries} entries, cached, without --verify (the baseline) | ${sec(plainMedian)} s | — | 1.00× | median of 3 (${all(c.plain)} ms); no floor: more than one batch of ${CHUNK} |`,
+          `| ${s.entries} entries, cached, \`--verify ${LEVELS}\` | **${sec(cachedMedian)} s** | the baseline, same server, alternating runs | ${(cachedMedian / plainMedian).toFixed(2)}× | median of 3 (${all(c.verify)} ms) after the uncached run; ${cpu}; ${target} |`
+        ]
+      : [
+          `| ${s.entries} entries, without --verify, against the floor | ${sec(floorPlain)} s | — | 1.00× | median of 3 (${all(c.floorPlain)} ms): the command's own time, the server costing nothing |`,
+          `| ${s.entries} entries, cached, without --verify | ${sec(plainMedian)} s | its floor, alternating runs | ${(plainMedian / floorPlain).toFixed(2)}× | median of 3 (${all(c.plain)} ms); our server's share ${sec(plainMedian - floorPlain)} s |`,
+          `| ${s.entries} entries, \`--verify ${LEVELS}\`, against the floor | ${sec(floorVerify)} s | — | 1.00× | median of 3 (${all(c.floorVerify)} ms): the command's own time, the server costing nothing; CPU of the last: the command ${c.floorCheckCpuMs.toFixed(0)} ms |`,
+          `| ${s.entries} entries, cached, \`--verify ${LEVELS}\` | **${sec(cachedMedian)} s** | its floor, alternating runs | **${(cachedMedian / floorVerify).toFixed(2)}×** | median of 3 (${all(c.verify)} ms) after the uncached run; our server's share ${sec(cachedMedian - floorVerify)} s; ${(cachedMedian / plainMedian).toFixed(2)}× the check without --verify; ${cpu}; ${target} |`
+        ]
   const speed = [
     '| Run | Wall time | Compared with | Ratio | Notes |',
     '|---|--:|---|--:|---|',
     `| \`check --help\` (starting node and the command) | ${sec(helpMedian)} s | — | — | median of 3 (${all(c.help)} ms) |`,
-    `| ${s.entries} entries, cached, without --verify (the baseline) | ${sec(plainMedian)} s | — | 1.00× | median of 3 (${all(c.plain)} ms) |`,
-    `| ${s.entries} entries, cached, \`--verify ${LEVELS}\` | **${sec(cachedMedian)} s** | the baseline, same server, alternating runs | ${(cachedMedian / plainMedian).toFixed(2)}× | median of 3 (${all(c.verify)} ms) after the uncached run; CPU of the last: the command ${c.checkCpuMs.toFixed(0)} ms, the server ${c.serverCpuMs.toFixed(0)} ms; target < ${TARGET_CACHED_S} s: **${cachedMedian < TARGET_CACHED_S * 1000 ? 'met' : 'missed'}**; asked of the fakes meanwhile: ${asked} |`,
+    ...cachedRows,
     ...runs.map((r) => {
       const top = r.bounds.reduce((a, b) => (b.ms > a.ms ? b : a))
       const ratio = r.run.ms / r.idealMs
@@ -528,13 +622,22 @@ function section(
     `Date: ${new Date().toISOString()}  `,
     `Code: ${codeVersion()}  `,
     `Load average (1 min): ${load.start.toFixed(2)} at the start, ${load.end.toFixed(2)} at the end (2 cores: above 1, something else ran too; read the ratios)  `,
+    ...(Math.max(load.start, load.end) >= BUSY_LOAD
+      ? [
+          `**Provisional**: the machine was busy with other work (load average ${BUSY_LOAD} or more on 2 cores)${s.entries < DEFAULT_ENTRIES ? ` and only ${s.entries} entries were timed` : ''}; every time here is longer than on a quiet machine, and the ratios noisier. Run \`npm run bench:verify\` again on a quiet one.  `
+        ]
+      : []),
     `Method (\`npm run bench:verify\`, bench/verify.ts): the real command, \`node bin/doi-proxy.js check --server URL --verify ${LEVELS} refs.bib\`, a process of its own, timed from spawn to exit, against our server (\`node dist/main.js\`, its defaults but LANDING_ALLOW_PRIVATE=127.0.0.0/8, LANDING_HOST_DELAY_MS as the row says, MAX_EVENT_LOOP_DELAY_MS=0${
       Object.keys(s.serverEnv).length === 0
         ? ''
         : `, ${Object.entries(s.serverEnv)
             .map(([k, v]) => `${k}=${v}`)
             .join(', ')}`
-    }), against fakes in the bench's process (bench/lib/verify-fakes.ts): the Handle API, an agency's CSL-JSON, Crossref's REST API and ${s.hosts} landing sites, one per address (127.0.1.10 and up; each work's host drawn uniformly, seed ${s.seed}), each answering after ${s.latencyMs} ms, a page ${s.pageBytes} bytes naming its DOI. The .bib's ${s.entries} entries (bench/lib/verify-works.ts) give title (LaTeX braces, a subtitle), authors (accents) and a year one after the registered one for half of them; one in a hundred is retracted. Every run's report is checked: every title matching, those retractions and no other, every page alive. The ideal of an uncached run is the longest any one limit alone makes it take, from what the fakes were asked: a pool takes requests × latency ÷ its cap; a landing host with n requests (robots.txt included) takes max((n − 1) × delay, (⌈n ÷ LANDING_PER_HOST⌉ − 1) × latency) + latency, since LANDING_HOST_DELAY_MS spaces the *starts*.`,
+    }), against fakes in the bench's process (bench/lib/verify-fakes.ts): the Handle API, an agency's CSL-JSON, Crossref's REST API and ${s.hosts} landing sites, one per address (127.0.1.10 and up; each work's host drawn uniformly, seed ${s.seed}), each answering after ${s.latencyMs} ms, a page ${s.pageBytes} bytes naming its DOI. The .bib's ${s.entries} entries (bench/lib/verify-works.ts) give title (LaTeX braces, a subtitle), authors (accents) and a year one after the registered one for half of them; one in a hundred is retracted. Every run's report is checked: every title matching, those retractions and no other, every page alive. The ideal of an uncached run is the longest any one limit alone makes it take, from what the fakes were asked: a pool takes requests × latency ÷ its cap; a landing host with n requests (robots.txt included) takes max((n − 1) × delay, (⌈n ÷ LANDING_PER_HOST⌉ − 1) × latency) + latency, since LANDING_HOST_DELAY_MS spaces the *starts*.${
+      floor === undefined
+        ? ''
+        : ` The floor of the cached runs: the same command against bench/baselines/floor.mjs (bare node:http) writing our server's own answers, recorded in this run from the command's batches through a stand-in that handed them to our server (bench/lib/floor-answer.ts recordAnswers; ${floor.note}), each batch's body read whole before answering, checked before measuring: identical but for Date. Its time is what the command costs when the server costs nothing (node's start, reading the .bib, sending the batch and reading the NDJSON, the report): the load generator's own ceiling, so ours ÷ floor is our server's share.`
+    }`,
     '',
     speed.join('\n'),
     '',
@@ -543,7 +646,9 @@ function section(
     limits.join('\n'),
     '',
     ...(mem.length === 0
-      ? []
+      ? s.output === '-'
+        ? []
+        : keptMemory()
       : [
           `Memory: .bib files of 10,000 entries (\`check\` reads at most 20 MB a file), each size on a fresh server, latency 0 and LANDING_HOST_DELAY_MS 0; the check under bench/lib/memory-probe.mjs (3 full GCs when it first writes to stdout: its report, when it holds every entry and verdict; its peak RSS at exit), the server's heap after 3 full GCs at rest before and after the run (SIGWINCH to the same probe), its RSS sampled every 100 ms.`,
           '',
@@ -551,6 +656,23 @@ function section(
           ''
         ])
   ].join('\n')
+}
+
+/**
+ * A run without memory runs (--memory 0) keeps the memory table RESULTS.md already has, said to be from
+ * the run that measured it (its date and code), rather than dropping it.
+ */
+function keptMemory(): string[] {
+  const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
+  const verify = /<!-- verify:start -->\n([\s\S]*?)<!-- verify:end -->/.exec(current)?.[1] ?? ''
+  const at = verify.indexOf('\nMemory')
+  if (at < 0) return []
+  const date = /^Date: (\S+)/m.exec(verify)?.[1] ?? 'an earlier run'
+  const code = /^Code: (.+?)\s*$/m.exec(verify)?.[1] ?? 'unknown'
+  const kept = verify.slice(at + 1).trimEnd()
+  // Kept twice: still the run that measured it.
+  if (kept.startsWith('Memory (kept from')) return [kept, '']
+  return [kept.replace(/^Memory:/, `Memory (kept from the run of ${date}, ${code}: this one measured speed only):`), '']
 }
 
 // ------------------------------------------------------------------ main
@@ -574,11 +696,14 @@ async function main(): Promise<void> {
     log(`${s.entries} entries over ${s.hosts} hosts, latency ${s.latencyMs} ms; load ${load.start.toFixed(2)}`)
     const first = await uncached(fakes, s, bib, s.delayMs, dir)
     servers.push(first.server)
-    const c = await cached(fakes, s, first.server, bib, dir)
+    const floor = await batchFloor(s, first.server, bib, dir)
+    if (floor !== undefined) servers.push(floor)
+    const c = await cached(fakes, s, first.server, floor, bib, dir)
     const baseline =
       s.memory.length === 0 ? undefined : await runCheck(['--server', first.server.baseUrl, '--verify', LEVELS, bib], dir, true)
     if (baseline !== undefined) expectReport(baseline, s.entries, true)
     await first.server.stop()
+    await floor?.stop()
     const second = s.delayMs === 0 ? undefined : await uncached(fakes, s, bib, 0, dir)
     if (second !== undefined) await second.server.stop()
     const runs = second === undefined ? [first.result] : [first.result, second.result]
@@ -586,7 +711,7 @@ async function main(): Promise<void> {
     const memory: MemoryRow[] = []
     for (const n of s.memory) memory.push(await memoryRun(fakes, s, n, dir))
     load.end = loadavg()[0] ?? NaN
-    const text = section(s, load, c, runs, memory, baseline)
+    const text = section(s, load, c, runs, memory, baseline, floor)
     if (s.output === '-') process.stdout.write(text + '\n')
     else {
       writeSection('verify', text)

@@ -17,6 +17,7 @@ import raRoutes from './http/routes/ra.js'
 import settingsRoutes from './http/routes/settings.js'
 import staticRoutes from './http/routes/static.js'
 import statusRoutes from './http/routes/status.js'
+import healthRoutes from './http/routes/health.js'
 import { answerClientError, createHttpServer } from './http/server-edge.js'
 import admission from './plugins/admission.js'
 import cors from './plugins/cors.js'
@@ -25,12 +26,14 @@ import preparedAnswers from './plugins/prepared-answers.js'
 import lifecycle from './plugins/lifecycle.js'
 import requestLog from './plugins/request-log.js'
 import { createServices } from './services.js'
-import type { ServiceDeps } from './services.js'
+import type { ServiceDeps, Services } from './services.js'
 
 /** What buildApp may be given instead of building it itself (the services' own, and the logger); tests pass real objects here, never mocks. */
 export interface AppDeps extends ServiceDeps {
   /** A pino logger (main.ts makes one); default: no logging. */
   logger?: FastifyBaseLogger
+  /** Told the object graph once built (tests drive `services.health` with it); nothing is replaced. */
+  onServices?: (services: Services) => void
 }
 
 /**
@@ -55,6 +58,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // service, admission gate); it registers nothing itself.
   const { services, hooks } = await createServices(config, deps, { log: app.log, lifecycle: app.lifecycle })
   const context = { config, services }
+  deps.onServices?.(services)
   app.addHook('onReady', hooks.onReady) // the status page's collector starts reading the counters (once a second; stopped by onClose)
   app.addHook('onListen', hooks.onListen) // one request says whether the upstream answers (not offline; not without listen)
   app.addHook('preClose', hooks.preClose) // the cache snapshot written as closing begins, not after requests drain
@@ -67,6 +71,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // The routes, each file its own encapsulated plugin; the router picks one by its path, not by this order.
   await app.register(opsRoutes, context) // /healthz, /readyz, /metrics
   await app.register(statusRoutes, context) // /status, /status.json (operators' networks only)
+  await app.register(healthRoutes, context) // /health, /health.json, /health.csv (the same networks; 404 with health off)
   await app.register(staticRoutes) // /robots.txt, /favicon.ico
   await app.register(apiRoutes, context) // /api/handles/{doi}, /api/openapi.json, other /api/ paths
   await app.register(cacheRoutes, context) // DELETE /api/cache/{doi}, with ADMIN_TOKEN

@@ -26,12 +26,14 @@ import type { CopyDeps } from './services/copy.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
-import type { LookupParts } from './services/lookup.js'
 import { setUpMetadata } from './services/metadata.js'
 import { setUpOpenAccess } from './services/open-access.js'
 import { setUpUpstream } from './services/upstream.js'
-import type { GuardedUpstream } from './services/upstream.js'
 import { setUpVerify } from './services/verify.js'
+import { setUpLanding } from './services/landing.js'
+import { setUpHealth } from './services/health.js'
+import type { HealthSetUp } from './services/health.js'
+import type { Health } from './resolve/health/health-service.js'
 import type { Verifier } from './resolve/verify/verifier.js'
 
 /** What createServices may be given instead of building it itself; tests pass real objects here, never mocks. */
@@ -48,6 +50,8 @@ export interface ServiceDeps {
   landingLookup?: LandingLookup | undefined
   /** How long a verifying batch's answer stays silent before a newline keeps it open; default 10 s. */
   batchHeartbeatMs?: number | undefined
+  /** The health lease's time to live and renewal (tests shorten them); default 30 s and 10 s. */
+  healthLeaseMs?: { ttl: number; renew: number } | undefined
   /** The registry copy's update schedule (REGISTRY_COPY_UPDATE_HOURS): how soon it first looks, the feeds' pace, each run's end. */
   copyUpdates?: CopyDeps['updates']
 }
@@ -58,6 +62,11 @@ export interface Services extends RouteServices {
   admission: AdmissionControl
   /** The lines of a batch (POST /api/batch, src/http/routes/batch.ts) looked up, at most BATCH_CONCURRENCY at once. */
   batch: BatchAnswers
+  /**
+   * Resolution health (issue 42) where this process writes the host's history (the one process, or worker 1):
+   * `runOnce` is `doi-proxy health`'s pass; started by onListen. Undefined when health is off, and in the other workers.
+   */
+  health: Health | undefined
 }
 
 /** What createServices needs of the app being built: its logger, and whether it is serving (ready and not draining). */
@@ -70,7 +79,7 @@ export interface ServiceHost {
 export interface ServiceHooks {
   /** onReady: the status page's collector starts reading the counters. */
   onReady(): Promise<void>
-  /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. */
+  /** onListen: one request says whether the upstream answers (logged by the tracker); nothing offline. Health checks start. */
   onListen(): Promise<void>
   /** preClose: the cache snapshot written as closing begins. */
   preClose(): Promise<void>
@@ -100,62 +109,56 @@ export async function createServices(
   const now = deps.now ?? Date.now
   // What holds a connection, a file or a timer, in the order opened: closed the other way round.
   const closers: Array<() => Promise<void>> = []
-  const metrics = createMetrics({ clusterWorker: deps.clusterWorker })
-  // Told to the other workers of the host (once the fleet is made, below, when Redis is connected).
-  let tellHost = (_message: FleetMessage): void => {}
-  // OFFLINE: no client to the upstream is built; the same holds for open access and metadata below.
-  const { reachability, upstream, queue } = setUpUpstream(config, {
-    metrics,
-    log,
-    dispatcher: deps.upstreamDispatcher,
-    onWait: (until) => {
-      tellHost({ kind: 'upstream-wait', until })
-    }
-  })
-  closeLater(closers, upstream)
-  const caches = await setUpCaches(config, { log, metrics, now })
-  const { freshness, cache, openAccessCache, tiers } = caches
-  closers.push(tiers.close)
-  // A purge forgets the key's fetched metadata too (built below).
-  let forgetMetadata = (_key: string): boolean => false
-  const dropHere = (key: string): boolean => dropFromMemory(key, { cache, openAccessCache, forgetMetadata })
-  const { fleet, purge } = joinFleet(config, { tiers, upstream, dropHere })
-  closers.push(fleet.close)
-  tellHost = fleet.tellHost
-  const { local, copy, recorder, resolver, proxyService } = await setUpLookup(
-    config,
-    deps,
-    { log, metrics, now, closers },
-    { upstream, queue, caches }
-  )
-  const admission = createAdmission(config, metrics, tiers.redis)
-  const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: openAccessCache })
-  closeLater(closers, extras.openAccess)
-  const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
-  const copyMetadata = copy === undefined ? undefined : { metadata: copy.metadata, offline: config.offline }
-  const metadata = setUpMetadata(config, { admission, stored, copy: copyMetadata, freshness, now, recorder })
-  closers.push(metadata.close)
-  forgetMetadata = metadata.answers.forget
-  // `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions, landing pages.
-  const verify = await setUpVerify(config, {
-    proxyService,
-    metadataService: metadata.service,
-    stored,
+  const base = await setUpBase(config, deps, { log, now, closers })
+  const { metrics, upstream, tiers, local, copy, recorder, fleet } = base
+  // Health's seen DOIs (built below, on the proxy service): bound late, and only while HEALTH_WATCH names a prefix.
+  let onFound = (_handle: string, _key: string): void => {}
+  const { resolver, proxyService } = createLookup(config, {
+    fetcher: upstream === undefined ? undefined : tiers.wrap(upstream.guarded),
+    queue: base.queue,
+    local,
+    copy: copy?.tier,
+    cache: base.cache,
+    freshness: base.freshness,
     recorder,
-    redis: tiers.redis,
     metrics,
     log,
     now,
-    landingLookup: deps.landingLookup
+    random: deps.random ?? Math.random,
+    onFound: config.healthWatch.length > 0 ? (handle, key) => onFound(handle, key) : undefined
   })
-  closers.push(verify.close)
+  const admission = createAdmission(config, metrics, tiers.redis)
+  const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: base.openAccessCache })
+  closeLater(closers, extras.openAccess)
+  const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
+  const copyMetadata = copy === undefined ? undefined : { metadata: copy.metadata, offline: config.offline }
+  const metadata = setUpMetadata(config, { admission, stored, copy: copyMetadata, freshness: base.freshness, now, recorder })
+  closers.push(metadata.close)
+  base.forgetMetadata(metadata.answers.forget)
+  const parts = { proxyService, metadataService: metadata.service, stored, recorder, redis: tiers.redis, metrics, log, now }
+  const { landing, verify } = await setUpChecking(config, deps, parts, closers)
+  // Resolution health (issue 42): the history, its pages, and (in the writer) the scheduled checks.
+  const health = setUpHealth(config, {
+    ...parts,
+    landing: landing.live,
+    store: local,
+    cacheEntries: () => base.cache.entries(),
+    fleet,
+    worker: deps.clusterWorker?.index,
+    leaseTtlMs: deps.healthLeaseMs?.ttl,
+    leaseRenewMs: deps.healthLeaseMs?.renew
+  })
+  if (health !== undefined) {
+    if (health.onFound !== undefined) onFound = health.onFound
+    closers.push(health.close)
+  }
   const { fallbackHost, status, prepared, batch } = setUpServing(config, {
     metrics,
     now,
     resolver,
     proxyService,
     negotiatedVaries: metadata.answers.fetching,
-    upstreamState: reachability.state,
+    upstreamState: base.reachability.state,
     worker: deps.clusterWorker?.index,
     serving: () => lifecycle.ready,
     verifier: verify.verifier,
@@ -177,47 +180,92 @@ export async function createServices(
     batch,
     fallbackHost,
     prepared,
-    upstreamState: reachability.state,
+    upstreamState: base.reachability.state,
     status,
-    purge
+    purge: base.purge,
+    health: health?.health,
+    healthPages: health?.pages
   }
-  return { services, hooks: hooksOf({ status, upstream, tiers, closers }) }
+  return { services, hooks: hooksOf({ status, upstream, tiers, closers, health }) }
 }
 
 /**
- * The lookup flow, and what it asks besides the upstream and the caches: the local records, the registry
- * copy (REGISTRY_COPY, issue 43: after the cache, before the upstream; offline it answers alone) and the
- * recorder (RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay,
- * docs/testing-with-doi-proxy.md; flushed at close). Each closed with the app.
+ * What the rest stands on: the metrics, the upstream client, the cache tiers, the fleet (the purge), the local
+ * store, the registry copy (REGISTRY_COPY, issue 43: a tier after the cache, before the upstream; offline it
+ * answers alone) and the recorder. `forgetMetadata` binds the metadata answers a purge forgets too (built later).
  */
-async function setUpLookup(
+async function setUpBase(
   config: Config,
-  deps: Pick<ServiceDeps, 'random' | 'copyUpdates'>,
-  core: { log: FastifyBaseLogger; metrics: Metrics; now: () => number; closers: Array<() => Promise<void>> },
-  parts: { upstream: GuardedUpstream | undefined; queue: LookupParts['queue']; caches: Caches }
+  deps: ServiceDeps,
+  ctx: { log: FastifyBaseLogger; now: () => number; closers: Array<() => Promise<void>> }
 ) {
-  const { log, metrics, now, closers } = core
-  const { upstream, caches } = parts
+  const { log, now, closers } = ctx
+  const metrics = createMetrics({ clusterWorker: deps.clusterWorker })
+  // Told to the other workers of the host (once the fleet is made, below, when Redis is connected).
+  let tellHost = (_message: FleetMessage): void => {}
+  // OFFLINE: no client to the upstream is built; the same holds for open access and metadata below.
+  const { reachability, upstream, queue } = setUpUpstream(config, {
+    metrics,
+    log,
+    dispatcher: deps.upstreamDispatcher,
+    onWait: (until) => {
+      tellHost({ kind: 'upstream-wait', until })
+    }
+  })
+  closeLater(closers, upstream)
+  const { freshness, cache, openAccessCache, tiers } = await setUpCaches(config, { log, metrics, now })
+  closers.push(tiers.close)
+  // A purge forgets the key's fetched metadata too (bound by the caller).
+  let forgetMetadata = (_key: string): boolean => false
+  const dropHere = (key: string): boolean => dropFromMemory(key, { cache, openAccessCache, forgetMetadata })
+  const { fleet, purge } = joinFleet(config, { tiers, upstream, dropHere })
+  closers.push(fleet.close)
+  tellHost = fleet.tellHost
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
   const copy = await setUpRegistryCopy(config, { metrics, log, now, updates: deps.copyUpdates })
   closeLater(closers, copy)
+  // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
+  // (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
   closeLater(closers, recorder)
-  const { resolver, proxyService } = createLookup(config, {
-    fetcher: upstream === undefined ? undefined : caches.tiers.wrap(upstream.guarded),
-    queue: parts.queue,
-    local,
-    copy: copy?.tier,
-    cache: caches.cache,
-    freshness: caches.freshness,
-    recorder,
+  return {
     metrics,
-    log,
-    now,
-    random: deps.random ?? Math.random
-  })
-  return { local, copy, recorder, resolver, proxyService }
+    reachability,
+    upstream,
+    queue,
+    freshness,
+    cache,
+    openAccessCache,
+    tiers,
+    fleet,
+    purge,
+    local,
+    copy,
+    recorder,
+    forgetMetadata: (forget: (key: string) => boolean): void => {
+      forgetMetadata = forget
+    }
+  }
+}
+
+/**
+ * One landing stack per process (a prober on the fleet's host slots, its verdicts' cache): `?verify=landing` and
+ * health share it; and `?verify=` (issue 41): the registered metadata through the agencies' cache, retractions,
+ * landing pages.
+ */
+async function setUpChecking(
+  config: Config,
+  deps: ServiceDeps,
+  parts: Omit<Parameters<typeof setUpVerify>[1], 'landing'>,
+  closers: Array<() => Promise<void>>
+) {
+  const { stored, recorder, redis, metrics, log } = parts
+  const landing = setUpLanding(config, { stored, recorder, redis, metrics, log, landingLookup: deps.landingLookup })
+  closers.push(landing.close)
+  const verify = await setUpVerify(config, { ...parts, landing: landing.checks })
+  closers.push(verify.close)
+  return { landing, verify }
 }
 
 /** What must run when the server is ready, listens and closes, for app.ts to add as hooks. */
@@ -226,16 +274,18 @@ function hooksOf(parts: {
   upstream: { probe: () => void } | undefined
   tiers: { preClose: ServiceHooks['preClose'] }
   closers: Array<() => Promise<void>>
+  health: Pick<HealthSetUp, 'start'> | undefined
 }): ServiceHooks {
-  const { status, upstream, tiers, closers } = parts
+  const { status, upstream, tiers, closers, health } = parts
   return {
     onReady: async () => {
       status.start()
     },
     // At start, one request says whether the upstream answers (logged by the tracker); a server that never
-    // listens (tests, tools) asks nothing.
+    // listens (tests, tools: `doi-proxy health` runs its own pass) asks nothing and checks nothing.
     onListen: async () => {
       upstream?.probe()
+      await health?.start()
     },
     preClose: tiers.preClose,
     onClose: async () => {

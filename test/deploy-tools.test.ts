@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { buildConfig } from '../src/config/schema.js'
 import { setup } from './support/app.js'
 import { envOf, replicas } from './support/compose.js'
+import { selfSignedCert } from './support/tls.js'
 
 // The files in deploy/ as an operator installs them, checked by the real tools: nginx (Debian's
 // package; .ci/run installs it) started with the shipped deploy/nginx.conf in front of a real doi-proxy.
@@ -306,29 +307,9 @@ describe('deploy/nginx.conf in front of doi-proxy, with a throw-away certificate
     // What certbot hands the hook: the new certificate's live directory in RENEWED_LINEAGE.
     const lineage = join(dir, 'renewed')
     mkdirSync(lineage, { recursive: true })
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=renewed',
-        '-addext',
-        'subjectAltName=DNS:localhost',
-        '-keyout',
-        join(lineage, 'privkey.pem'),
-        '-out',
-        join(lineage, 'fullchain.pem')
-      ],
-      { stdio: 'pipe' }
-    )
+    const { key, cert } = await selfSignedCert({ commonName: 'renewed', altNames: 'DNS:localhost', days: 1 })
+    writeFileSync(join(lineage, 'privkey.pem'), key)
+    writeFileSync(join(lineage, 'fullchain.pem'), cert)
     const renewed = new X509Certificate(readFileSync(join(lineage, 'fullchain.pem'))).fingerprint256
     // SIGHUP is what `nginx -s reload` and `systemctl reload nginx` send.
     const hook = run(fileURLToPath(new URL('../deploy/certbot-deploy-hook', import.meta.url)), [], {

@@ -85,6 +85,19 @@ const CHECKS: Record<string, (res: InjectResponse) => void> = {
   '/status.json': (res) => {
     expect(res.statusCode).toBe(200)
     expect(JSON.parse(res.body)).toMatchObject({ upstream: { reachability: { state: 'unreachable' } } })
+  },
+  // The quick start watches nothing: the health pages say how to turn them on.
+  '/health': (res) => {
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('HEALTH_WATCH')
+  },
+  '/health.json': (res) => {
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('HEALTH_WATCH')
+  },
+  '/health.csv': (res) => {
+    expect(res.statusCode).toBe(404)
+    expect(res.body).toContain('HEALTH_WATCH')
   }
 }
 

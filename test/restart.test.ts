@@ -115,7 +115,7 @@ describe('a restart', { timeout: 60_000 }, () => {
       const res = await fetch(`http://127.0.0.1:${second.port}/10.5555/plain`, { redirect: 'manual', headers: { connection: 'close' } })
       expect(res.status).toBe(302)
     }
-  })
+  }, 60_000)
 
   it('with WORKERS=2 and REDIS_URL the workers share one cache: a DOI asked again and again is fetched once', async () => {
     const redis = await TestRedis.start()

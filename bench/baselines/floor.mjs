@@ -5,7 +5,9 @@
 // itself, as it does for ours), so "ours ÷ floor" is the cost of being a resolver and nothing else.
 // Without it: a 302 with a body the size of our redirect page (the client-ceiling check and zipf use it).
 // With FLOOR_ANSWERS=<file.json> ({ answers: [[path, answer], …] }, bench/lib/floor-answer.ts writeAnswersFile):
-// each path's own captured answer, looked up by the request's path, as ours writes a different answer per DOI.
+// each path's own captured answer, looked up by the request's path with its query (POST /api/batch and
+// POST /api/batch?verify=… are two answers), as ours writes a different answer per DOI. A request with a
+// body (a POST) is read to its end before it is answered, as ours must read a batch before answering it.
 // With FLOOR_EMPTY=1: a 204 with no body, the least a node:http server can answer.
 // With FLOOR_WORKERS=N (N > 1): N processes sharing the port through node:cluster, as our server runs
 // with WORKERS=N, so that both have the same number of processes on the same cores.
@@ -70,8 +72,13 @@ function serve() {
         })
       : createServer((req, res) => {
           const a = byPath.get(req.url) ?? byPath.values().next().value
-          res.writeHead(a.status, a.flat)
-          res.end(a.body)
+          const answer = () => {
+            res.writeHead(a.status, a.flat)
+            res.end(a.body)
+          }
+          // GET and HEAD carry no body: answered at once, so the GET floors cost what they did before.
+          if (req.method === 'GET' || req.method === 'HEAD') answer()
+          else req.on('end', answer).resume()
         })
   server.keepAliveTimeout = keepAliveS * 1000
 

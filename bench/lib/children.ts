@@ -27,10 +27,11 @@ export function spawnTracked(
   name: string,
   script: string,
   args: readonly string[],
-  opts: { nodeArgs?: readonly string[]; env?: NodeJS.ProcessEnv } = {}
+  opts: { nodeArgs?: readonly string[]; env?: NodeJS.ProcessEnv; ipc?: boolean } = {}
 ): Tracked {
   mkdirSync(TMP, { recursive: true })
-  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe']
+  // With `ipc`, child.send() and the child's process.send() carry messages both ways (bench/lib/health-fakes.ts).
+  const stdio: StdioOptions = opts.ipc === true ? ['pipe', 'pipe', 'pipe', 'ipc'] : ['pipe', 'pipe', 'pipe']
   const child = track(
     spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], {
       cwd: ROOT,

@@ -12,7 +12,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { Pool } from 'undici'
-import { seededRandom } from './load.js'
+import { seededRandom } from './random.js'
 
 export interface Planned {
   kind: string

@@ -1,7 +1,7 @@
 /**
  * Load generation: autocannon (in this process) with a path chosen per request, exact latency
  * percentiles (autocannon's own histogram has 1 ms resolution, too coarse next to the floor),
- * seeded random numbers and a Zipf sampler, and a plain-HTTP warmer.
+ * a Zipf sampler (fed by ./random.ts), and a plain-HTTP warmer.
  */
 import autocannon from 'autocannon'
 import type { RequestSpec, Result } from 'autocannon'
@@ -12,20 +12,14 @@ export function percentile(values: readonly number[], p: number): number {
   return nearestRank(Float64Array.from(values).sort(), p)
 }
 
-function nearestRank(sorted: Float64Array, p: number): number {
-  return sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
+/** The median, the 95th percentile and the largest of `values`, as `percentile` reads them. */
+export function medianP95Max(values: readonly number[]): { p50: number; p95: number; max: number } {
+  const sorted = Float64Array.from(values).sort()
+  return { p50: nearestRank(sorted, 50), p95: nearestRank(sorted, 95), max: nearestRank(sorted, 100) }
 }
 
-/** mulberry32: a tiny seeded PRNG, so every server sees exactly the same request sequence. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
+function nearestRank(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN)
 }
 
 /** Zipf(s) over ranks 0..n-1 (rank 0 most popular), sampled by binary search in the CDF. */

@@ -73,14 +73,14 @@ export class Counter {
   }
 }
 
-interface Listening {
+export interface Listening {
   server: Server
   sockets: Set<Socket>
   origin: string
   host: string
 }
 
-async function listen(address: string, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
+export async function listen(address: string, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
   const server = createServer(handler)
   server.keepAliveTimeout = 60_000
   const sockets = new Set<Socket>()
@@ -96,12 +96,12 @@ async function listen(address: string, handler: (req: IncomingMessage, res: Serv
   return { server, sockets, host, origin: `http://${host}` }
 }
 
-async function close(l: Listening): Promise<void> {
+export async function close(l: Listening): Promise<void> {
   for (const socket of l.sockets) socket.destroy()
   await new Promise<void>((resolve) => l.server.close(() => resolve()))
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
+export function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), ...headers })
   res.end(body)
 }

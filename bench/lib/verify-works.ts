@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { seededRandom } from './load.js'
+import { seededRandom } from './random.js'
 
 export const PREFIXES = 20
 const FIRST_PREFIX = 5000

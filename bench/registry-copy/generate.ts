@@ -29,7 +29,7 @@ import type { ReadEntry } from 'tar'
 import { crossrefRecordOf } from '../../src/handle/copy/crossref-record.js'
 import { dataciteRecordOf, dataciteStateOf } from '../../src/handle/copy/datacite-record.js'
 import { forEachOption } from '../lib/args.js'
-import { seededRandom } from '../lib/load.js'
+import { seededRandom } from '../lib/random.js'
 
 const HELP = `Usage: node --import tsx bench/registry-copy/generate.ts [--seed 43] [--works N] [--datacite 0.15] [--out DIR] [--force]
   --seed N       the seed (default 43): the same seed and counts make the same bytes

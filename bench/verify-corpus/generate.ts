@@ -18,6 +18,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { seededRandom } from '../lib/random.js'
 import type { HallmarkCase, RealWork } from './derive-hallmark.js'
 import { CJK_FAMILIES, FAMILIES, GIVENS, INVENTED, PARTICLE_NAMES, SCAFFOLDS, SPELLINGS } from './vocabulary.js'
 
@@ -36,18 +37,6 @@ export interface CorpusEntry {
   /** How the registry writes the record (markup, a subtitle apart…). */
   quirks: string[]
   split: 'dev' | 'test'
-}
-
-/** mulberry32: a small, fast, seeded PRNG (public domain), so the corpus needs no dependency. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 /** FNV-1a: the split by `hash(work id) % 5` (one in five is test). */
@@ -931,7 +920,7 @@ const DETAILS = ['year-off', 'co-author-first', 'invented-author'] as const
 
 /** The corpus of `size` entries made from `seed`. */
 export function generateCorpus(seed = 41, size = 4000): CorpusEntry[] {
-  const r = new Random(mulberry32(seed))
+  const r = new Random(seededRandom(seed))
   const works = loadWorks()
   const pools = poolsOf(works)
   const order = r.shuffle(works)

@@ -3,7 +3,9 @@
  * The `doi-proxy` command: `mirror`, which copies the records of a reading list of DOIs into an NDJSON
  * file for the local store (src/command/mirror.ts), `record`, the same with the metadata citation tools ask for,
  * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered, and with --verify
- * whether each names the work cited, was retracted, and has a live landing page (src/command/check/).
+ * whether each names the work cited, was retracted, and has a live landing page (src/command/check/), and `health`,
+ * which checks once that the DOIs a repository owns still lead to their pages (src/command/health.ts), and
+ * `import`, which loads the agencies' public data files into a registry copy (src/command/import/).
  * An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
@@ -21,11 +23,12 @@ import { createReachability, PROBE_HANDLE, REASON_WORDS } from '../resolve/upstr
 import type { Reachability, UnreachableReason } from '../resolve/upstream/reachability.js'
 import { createUpstreamClient } from '../resolve/upstream/client.js'
 import { runCheck } from './check/command.js'
+import { runHealth } from './health.js'
 import { runImportCommand } from './import/command.js'
+import { EXIT_INTERRUPTED, onInterrupt } from './interrupt.js'
 import type { UpstreamClient } from '../resolve/upstream/client.js'
 
 const EXIT_USAGE = 2
-const EXIT_INTERRUPTED = 130
 const EXIT_UNAVAILABLE = 69 // sysexits.h EX_UNAVAILABLE: the upstream cannot be reached
 
 /** `record`: the types citation tools ask agencies for (citation.js, Zotero, manubot, R's rcrossref). */
@@ -44,6 +47,10 @@ Usage:
                                  doi-proxy's batch API; --verify metadata,retraction,landing
                                  also checks the works they name (see docs/checking-dois.md
                                  and doi-proxy check --help)
+  doi-proxy health --watch PREFIX | --list FILE
+                                 do the DOIs we own still reach their pages? checks each
+                                 one's landing page now, confirms failures, exit 1 when one
+                                 is broken (see docs/health.md and doi-proxy health --help)
   doi-proxy import [options] PATH...
                                  the agencies' public data files (Crossref, DataCite) into a
                                  registry copy the server answers from (REGISTRY_COPY; see
@@ -311,13 +318,7 @@ async function mirror(cmd: MirrorCommand): Promise<number> {
     )
     return EXIT_UNAVAILABLE
   }
-  const stop = new AbortController()
-  const onSigint = (): void => {
-    if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once
-    process.stderr.write('\nstopping: finishing the requests in flight (Ctrl-C again to quit now)\n')
-    stop.abort()
-  }
-  process.on('SIGINT', onSigint)
+  const stop = onInterrupt((text) => process.stderr.write(text), 'finishing the requests in flight')
   const progress = createProgressLine(process.stderr)
   try {
     const summary = await runMirror({
@@ -335,7 +336,7 @@ async function mirror(cmd: MirrorCommand): Promise<number> {
     const metadata = await mirrorMetadata(cmd, list, stop.signal)
     return metadata === EXIT_INTERRUPTED ? metadata : Math.max(code, metadata)
   } finally {
-    process.off('SIGINT', onSigint)
+    stop.dispose()
     await upstream.close()
   }
 }
@@ -388,14 +389,12 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'check') {
     return await runCheck(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
   }
+  if (command === 'health') {
+    return await runHealth(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
+  }
   if (command === 'import') {
-    const stop = new AbortController()
-    const onSigint = (): void => {
-      if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED) // a second Ctrl-C: leave at once (the copy is whole)
-      process.stderr.write('\nstopping: committing the batch being read (Ctrl-C again to quit now)\n')
-      stop.abort()
-    }
-    process.on('SIGINT', onSigint)
+    // A second Ctrl-C leaves at once: the copy is whole after every committed batch.
+    const stop = onInterrupt((text) => process.stderr.write(text), 'committing the batch being read')
     try {
       return await runImportCommand(rest, {
         cwd: process.cwd(),
@@ -405,11 +404,11 @@ async function main(argv: string[]): Promise<number> {
         signal: stop.signal
       })
     } finally {
-      process.off('SIGINT', onSigint)
+      stop.dispose()
     }
   }
   if (command !== 'mirror' && command !== 'record') {
-    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check, import)`)
+    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check, health, import)`)
   }
   const cmd = parseMirrorArgs(rest, process.env, command === 'record')
   if (cmd === 'help') {

@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
+import type { HealthPages } from '../resolve/health/health-service.js'
 import type { CountryLookup } from '../resolve/lookup/geoip.js'
 import type { ProxyService } from '../resolve/lookup/proxy-service.js'
 import type { UpstreamState } from '../resolve/upstream/reachability.js'
@@ -37,6 +38,8 @@ export interface RouteServices {
   status: StatusCollector
   /** Drop a cache key from every tier of every process (DELETE /api/cache/{doi}). */
   purge: (key: string) => Promise<PurgeResult>
+  /** What `/health` reads (issue 42); undefined when health is off. */
+  healthPages: HealthPages | undefined
 }
 
 /**

@@ -37,6 +37,11 @@ export interface LookupParts {
   now: () => number
   /** Random source in [0,1) for 10320/loc weighted choice. */
   random: () => number
+  /**
+   * Told of each record the upstream found on a miss (issue 42: resolution health's seen DOIs,
+   * src/resolve/health/seen.ts `onFound`); none while health watches no prefix, so a miss pays nothing.
+   */
+  onFound?: ((handle: string, key: string) => void) | undefined
 }
 
 /**
@@ -61,7 +66,8 @@ export function createLookup(settings: LookupSettings, parts: LookupParts): { re
       metrics.staleServed.inc()
       throttleStale(err.code, (suppressed) => log.warn({ handle, code: err.code, suppressed }, 'upstream failed; serving a stale record'))
     },
-    onRefreshError: (handle, err) => log.warn({ handle, err }, 'background refresh failed')
+    onRefreshError: (handle, err) => log.warn({ handle, err }, 'background refresh failed'),
+    onFound: parts.onFound
   })
   const reportedProblems = new LRUCache<string, true>({ max: 10_000 })
   const proxyService = createProxyService({

@@ -1,14 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/schema.js'
-import { landingUserAgent, upstreamUserAgent } from '../config/schema.js'
-import { addressRulesOf } from '../handle/address-rules.js'
+import { upstreamUserAgent } from '../config/schema.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RedisClient } from '../resolve/fleet/redis.js'
-import type { LandingLookup } from '../resolve/landing/address-guard.js'
-import { createFleetHostSlots } from '../resolve/landing/fleet-host-slots.js'
-import { createLandingChecks, type LandingChecks } from '../resolve/landing/landing-checks.js'
-import { createLandingProber } from '../resolve/landing/prober.js'
-import { createRecordedLanding } from '../resolve/landing/recorded-verdicts.js'
+import type { LandingChecks } from '../resolve/landing/landing-checks.js'
 import type { StoredMetadata } from '../resolve/local-store/metadata.js'
 import type { ProxyService } from '../resolve/lookup/proxy-service.js'
 import type { MetadataService } from '../resolve/metadata/agencies.js'
@@ -17,6 +12,7 @@ import { createCrossrefUpdates } from '../resolve/retraction/crossref-updates.js
 import { loadRetractionWatch } from '../resolve/retraction/retraction-watch.js'
 import { createRetractions } from '../resolve/retraction/retractions.js'
 import { createRegisteredMetadata } from '../resolve/verify/registered-metadata.js'
+import type { RegisteredMetadata } from '../resolve/verify/registered-metadata.js'
 import { createVerifier } from '../resolve/verify/verifier.js'
 import type { Verifier } from '../resolve/verify/verifier.js'
 
@@ -36,15 +32,6 @@ export type VerifySettings = Pick<
   | 'crossrefTimeoutMs'
   | 'crossrefMaxBodyBytes'
   | 'retractionsTtlSeconds'
-  | 'landingPerHost'
-  | 'landingHostDelayMs'
-  | 'landingTimeoutMs'
-  | 'landingMaxBytes'
-  | 'landingRobotsTtlSeconds'
-  | 'landingAllowPrivate'
-  | 'landingTtlSeconds'
-  | 'landingShortTtlSeconds'
-  | 'landingCacheMaxEntries'
   | 'upstreamConnectTimeoutMs'
 >
 
@@ -58,16 +45,30 @@ export interface VerifyParts {
   metrics: Metrics
   log: FastifyBaseLogger
   now: () => number
-  /** Name lookups of landing hosts (tests: test/support/landing-dns.ts); node:dns by default. */
-  landingLookup?: LandingLookup | undefined
+  /** The process's one landing stack (services/landing.ts `checks`); closed by its owner, not here. */
+  landing: Pick<LandingChecks, 'check'> | undefined
 }
 
 /**
  * The verifier of `POST /api/batch?verify=` (issue 41), built from the settings: the registered metadata
  * (through the agencies' cache), the retraction service (Crossref's REST API with this worker's share of
  * CROSSREF_CONCURRENCY, given by main/workers.ts, or the Retraction Watch file read now; offline, the answers recorded), the landing
- * verdicts (setUpLanding). Undefined when VERIFY_LEVELS is empty: every `?verify=` is then refused.
+ * verdicts (services/landing.ts setUpLanding, shared with health's checker). Undefined when VERIFY_LEVELS is empty: every `?verify=` is then refused.
  */
+/** The registered works (CSL-JSON through our own negotiation and cache) that verification and health checks compare with. */
+export function registeredMetadataOf(
+  config: Pick<Config, 'metadataHosts'>,
+  parts: Pick<VerifyParts, 'proxyService' | 'metadataService' | 'stored' | 'recorder'>
+): RegisteredMetadata {
+  return createRegisteredMetadata({
+    proxyService: parts.proxyService,
+    service: parts.metadataService,
+    hosts: config.metadataHosts,
+    stored: parts.stored,
+    recorder: parts.recorder
+  })
+}
+
 export async function setUpVerify(
   config: VerifySettings,
   parts: VerifyParts
@@ -75,13 +76,7 @@ export async function setUpVerify(
   const levels = new Set(config.verifyLevels)
   if (levels.size === 0) return { verifier: undefined, close: async () => {} }
   const { metrics, log } = parts
-  const registered = createRegisteredMetadata({
-    proxyService: parts.proxyService,
-    service: parts.metadataService,
-    hosts: config.metadataHosts,
-    stored: parts.stored,
-    recorder: parts.recorder
-  })
+  const registered = registeredMetadataOf(config, parts)
   const closers: Array<() => Promise<void>> = []
   let retractions: ReturnType<typeof createRetractions> | undefined
   if (levels.has('retraction') && config.retractionsFrom !== 'off') {
@@ -120,75 +115,12 @@ export async function setUpVerify(
       })
     }
   }
-  const landing = levels.has('landing') ? setUpLanding(config, parts, closers) : undefined
+  const landing = levels.has('landing') ? parts.landing : undefined
   const verifier = createVerifier({ registered, retractions, landing, metrics })
   return {
     verifier,
     close: async () => {
       for (const close of closers.reverse()) await close()
-    }
-  }
-}
-
-/**
- * The landing verdicts: online, the prober behind the fleet's host slots (LANDING_PER_HOST and
- * LANDING_HOST_DELAY_MS for all the replicas together when REDIS_URL is set) and the verdicts' cache
- * (one probe per DOI and URL across the fleet), each verdict recorded with RECORD_TO; offline, the
- * verdicts recorded earlier, and no page visited.
- */
-function setUpLanding(
-  config: VerifySettings,
-  parts: VerifyParts,
-  closers: Array<() => Promise<void>>
-): Pick<LandingChecks, 'check'> | undefined {
-  if (config.offline) return parts.stored === undefined ? undefined : createRecordedLanding(parts.stored)
-  const prefix = `${config.redisKeyPrefix}landing:1:`
-  const hostSlots = createFleetHostSlots({
-    redis: parts.redis,
-    prefix,
-    perHost: config.landingPerHost,
-    delayMs: config.landingHostDelayMs,
-    // A lease outlives the longest try: a replica that dies mid-fetch frees its slot after it.
-    leaseMs: config.landingTimeoutMs + 5_000
-  })
-  const prober = createLandingProber({
-    userAgent: landingUserAgent(config),
-    timeoutMs: config.landingTimeoutMs,
-    maxBytes: config.landingMaxBytes,
-    perHost: config.landingPerHost,
-    hostDelayMs: config.landingHostDelayMs,
-    robotsTtlMs: config.landingRobotsTtlSeconds * 1000,
-    rules: addressRulesOf(config.landingAllowPrivate),
-    lookup: parts.landingLookup,
-    hostSlots,
-    onFetch: (outcome) => {
-      parts.metrics.landingFetches.inc({ outcome })
-    }
-  })
-  closers.push(prober.close)
-  const checks = createLandingChecks({
-    prober,
-    ttlMs: config.landingTtlSeconds * 1000,
-    shortTtlMs: config.landingShortTtlSeconds * 1000,
-    maxEntries: config.landingCacheMaxEntries,
-    redis: parts.redis,
-    prefix,
-    // Another replica's probe is waited for as long as a page with its redirects and tries may take.
-    lockMs: 12 * config.landingTimeoutMs,
-    recorder: parts.recorder
-  })
-  if (config.contactEmail !== undefined) return checks
-  // Said once, when the first page is visited: a server that is never asked to visit one has nothing to fix.
-  let warned = false
-  return {
-    check: async (...args) => {
-      if (!warned) {
-        warned = true
-        parts.log.warn(
-          'CONTACT_EMAIL is empty: landing pages are visited by a crawler naming no one to contact (docs/checking-dois.md#the-crawler); publishers block crawlers they cannot reach'
-        )
-      }
-      return await checks.check(...args)
     }
   }
 }

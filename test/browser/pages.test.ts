@@ -1,26 +1,42 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser } from 'playwright-core'
-import { launchBrowser, openPage, serve, seriousViolations } from '../support/browser.js'
+import { launchBrowser, openPage, seedHealth, serve, seriousViolations } from '../support/browser.js'
+import { fakeLookup } from '../support/landing-dns.js'
 import type { Served } from '../support/browser.js'
 
 // behaviour.md §12: every page a person sees, in a real headless Chromium, light and dark.
 // One browser and one listening app for the whole file; a fresh context per page.
 let browser: Browser
 let served: Served
+let dir: string
 
 beforeAll(async () => {
   browser = await launchBrowser()
-  served = await serve({
-    upstreamRetries: 0,
-    localServices: [
-      { id: 'library', name: 'Our Library', url: 'https://resolver.example/openurl?rft_id=info:doi/{doi}', networks: [], prefixes: [] }
-    ]
-  })
+  // /health on a seeded history (issue 42): its DOIs listed, none due while the pages are looked at.
+  dir = mkdtempSync(join(tmpdir(), 'doi-proxy-browser-health-'))
+  const health = await seedHealth(dir)
+  served = await serve(
+    {
+      upstreamRetries: 0,
+      localServices: [
+        { id: 'library', name: 'Our Library', url: 'https://resolver.example/openurl?rft_id=info:doi/{doi}', networks: [], prefixes: [] }
+      ],
+      healthListFile: health.list,
+      healthDb: health.db,
+      healthKeepDays: 365
+    },
+    // No landing page is visited here; a name is never looked up for real.
+    { landingLookup: fakeLookup({}) }
+  )
 }, 30_000)
 
 afterAll(async () => {
   await browser?.close()
   await served?.close()
+  rmSync(dir, { recursive: true, force: true })
 })
 
 /** Pages by what a reader or an operator sees, with how to reach each. */
@@ -42,7 +58,10 @@ const PAGES: ReadonlyArray<{ name: string; path: string; status: number; before?
     }
   },
   { name: 'the settings page', path: '/settings', status: 200 },
-  { name: 'the status page', path: '/status', status: 200 }
+  { name: 'the status page', path: '/status', status: 200 },
+  { name: 'the health page', path: '/health', status: 200 },
+  { name: 'the health page of one prefix', path: '/health?prefix=10.5555', status: 200 },
+  { name: "one DOI's health page", path: '/health?doi=10.5555/dead-page', status: 200 }
 ]
 
 describe.each(['light', 'dark'] as const)('in the %s colour scheme', (colorScheme) => {
@@ -104,6 +123,45 @@ describe('without JavaScript', () => {
       expect(await page.locator('h1').textContent()).toBe('Resolver status')
       expect(await page.locator('svg[role=img]').count()).toBeGreaterThanOrEqual(3)
       expect(await page.locator('#refresh').count()).toBe(0)
+    } finally {
+      await context.close()
+    }
+  })
+})
+
+describe('the health page (issue 42)', () => {
+  it('shows each prefix, its chart and the broken DOIs, without JavaScript', async () => {
+    const { page, context, offOrigin } = await openPage(browser, served.origin, '/health', { javaScriptEnabled: false })
+    try {
+      expect(await page.locator('h1').textContent()).toBe('DOI health')
+      expect(await page.locator('h2').allTextContents()).toEqual(['10.5555', '10.6666', 'Newly broken this week', 'Broken DOIs'])
+      expect(await page.locator('svg[role=img]').count()).toBe(2)
+      const broken = page.getByRole('table', { name: /Confirmed broken DOIs/ })
+      expect(await broken.getByRole('link', { name: '10.5555/dead-page' }).count()).toBe(1)
+      expect(await broken.getByText('HTTP 404: HTTP 404 <Not Found> & "gone"').count()).toBe(1)
+      expect(offOrigin).toEqual([])
+    } finally {
+      await context.close()
+    }
+  })
+
+  it("one DOI's page shows its verdict since when and its checks", async () => {
+    const { page, context } = await openPage(browser, served.origin, '/health?doi=10.5555/dead-page', { javaScriptEnabled: false })
+    try {
+      expect(await page.locator('h1').textContent()).toBe('DOI health: 10.5555/dead-page')
+      expect(await page.locator('#state').textContent()).toMatch(/^dead: .* since /)
+      expect(await page.getByRole('table', { name: 'The last 4 checks, newest first' }).locator('tbody tr').count()).toBe(4)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('the prefix picker shows one prefix, without JavaScript', async () => {
+    const { page, context } = await openPage(browser, served.origin, '/health', { javaScriptEnabled: false })
+    try {
+      await page.getByLabel('Prefix').selectOption('10.6666')
+      await Promise.all([page.waitForURL(/\/health\?prefix=10\.6666$/), page.getByRole('button', { name: 'Show' }).click()])
+      expect(await page.locator('h2').allTextContents()).toEqual(['10.6666', 'Newly broken this week', 'Broken DOIs'])
     } finally {
       await context.close()
     }

@@ -182,7 +182,9 @@ describe('from another project', { timeout: 180_000 }, () => {
       join(dir, 'package-lock.json'),
       JSON.stringify({ name: 'my-docs', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2)
     )
-    const install = await sh('npm', ['ci', '--offline'], dir)
+    // Without install scripts: better-sqlite3's would fetch its prebuilt binary from GitHub (no test reaches the
+    // internet) or compile SQLite for minutes; `check` never opens SQLite (it loads its native code on first open).
+    const install = await sh('npm', ['ci', '--offline', '--ignore-scripts'], dir)
     expect(install.code, install.stderr).toBe(0)
     expectChecked(await sh('npx', ['--offline', 'doi-proxy', 'check', '--server', server, 'refs.md'], dir))
     expectChecked(await sh(join(dir, 'node_modules', '.bin', 'doi-proxy'), ['check', '--server', server, 'refs.md'], dir))
@@ -196,6 +198,7 @@ describe('from another project', { timeout: 180_000 }, () => {
       [
         'exec',
         '--yes',
+        '--ignore-scripts', // as above: no install script reaches the internet or compiles
         `--registry=${registry.url}`,
         '--prefer-offline',
         `--package=${tarball}`,

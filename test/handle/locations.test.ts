@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { seededRandom } from '../../bench/lib/random.js'
 import {
   chooseLocation,
   namespaceLocHandles,
@@ -433,7 +434,8 @@ describe('weights and the draw', () => {
   })
 
   it('draws in proportion to the weights: 1 and 3 give about 25% and 75%, weight 0 never', () => {
-    const rng = mulberry32(20261122)
+    // Seeded, so the statistical test is repeatable.
+    const rng = seededRandom(20261122)
     const counts = new Map<string, number>()
     const values = weighted('1', '0', '3')
     for (let i = 0; i < 10_000; i++) {
@@ -445,18 +447,6 @@ describe('weights and the draw', () => {
     expect(Math.abs((counts.get('http://w2.example/') ?? 0) / 10_000 - 0.75)).toBeLessThan(0.02)
   })
 })
-
-/** A small seeded PRNG (mulberry32), so the statistical test is repeatable. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 describe('candidates, in the reference order (seen through action=showurls)', () => {
   it('probe 10.5555/loc?action=showurls: byte for byte the reference output', () => {

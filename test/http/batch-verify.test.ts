@@ -7,82 +7,46 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { pino, type Logger } from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { setup } from '../support/app.js'
-import { FakeAgency } from '../support/fake-agency.js'
-import { FakeCrossrefApi } from '../support/fake-crossref-api.js'
-import { FakeLandingSite, pages } from '../support/fake-landing.js'
-import { fakeLookup } from '../support/landing-dns.js'
-import { admin, str } from '../support/records.js'
+import { pages } from '../support/fake-landing.js'
+import { cslRecord, verifyingApp } from '../support/verifying-app.js'
 import type { Config } from '../../src/config/schema.js'
-import type { HandleValue } from '../../src/handle/types.js'
 import type { BatchResult } from '../../src/http/batch.js'
 
 // POST /api/batch?verify= (issue 41) against real fakes on loopback addresses: the Handle API, an agency
 // answering CSL-JSON, Crossref's REST API, and landing pages on 127.0.0.2 reached through an injected lookup.
 
-const CSL = 'application/vnd.citationstyles.csl+json'
 const PAPER = '10.9999/paper'
 const RETRACTED = '10.9999/retracted'
 const SLOW = '10.9999/slow'
 const HANGING = 20
 
-/** A CSL-JSON record as an agency answers it. */
-function csl(title: string, year: number, family: string): Record<string, string> {
-  return {
-    [CSL]: JSON.stringify({ type: 'article-journal', title, issued: { 'date-parts': [[year]] }, author: [{ family, given: 'A.' }] })
-  }
-}
-
+/** POST /api/batch?verify= against the fakes: a DOI a page, a retracted one whose page is gone, a slow page, and pages that hang. */
 async function withFakes(opts: { overrides?: Partial<Config>; heartbeatMs?: number; logger?: Logger } = {}) {
-  const agency = await FakeAgency.start({
-    [PAPER]: csl('Soil microbes of Iowa', 2017, 'Schrödinger'),
-    [RETRACTED]: csl('A retracted result', 2020, 'Doe'),
-    [SLOW]: csl('A slow page', 2021, 'Roe')
-  })
-  const crossref = await FakeCrossrefApi.start({
-    works: {
+  const landing: Record<string, string> = { [PAPER]: '/paper', [RETRACTED]: '/retracted', [SLOW]: '/slow' }
+  // Pages that take ten seconds, one a DOI.
+  for (let i = 0; i < HANGING; i++) landing[`10.9999/hang${i}`] = `/hang?${i}`
+  return await verifyingApp({
+    prefix: '10.9999',
+    agency: {
+      [PAPER]: cslRecord('Soil microbes of Iowa', 2017, 'Schrödinger'),
+      [RETRACTED]: cslRecord('A retracted result', 2020, 'Doe'),
+      [SLOW]: cslRecord('A slow page', 2021, 'Roe')
+    },
+    crossref: {
       [PAPER]: {},
       [SLOW]: {},
       [RETRACTED]: { 'updated-by': [{ DOI: '10.9999/notice', type: 'retraction', date: '2021-03-04' }] }
-    }
-  })
-  const site = await FakeLandingSite.start({
+    },
     pages: {
       '/paper': pages.citationDoi(PAPER),
       '/retracted': pages.status(404),
       '/slow': pages.slow(600, pages.citationDoi(SLOW)),
       '/hang': pages.slow(10_000, pages.status(200))
-    }
-  })
-  onTestFinished(async () => {
-    await site.close()
-    await crossref.close()
-    await agency.close()
-  })
-  const page = (path: string): string => `${site.origin('journal.test')}${path}`
-  const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
-  const records: Record<string, HandleValue[]> = {
-    10.9999: [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/FAKE</locs></HS_NAMESPACE>')],
-    '10.SERV/FAKE': [admin(), str(1, '10320/loc', conneg)],
-    [PAPER]: [str(1, 'URL', page('/paper'))],
-    [RETRACTED]: [str(1, 'URL', page('/retracted'))],
-    [SLOW]: [str(1, 'URL', page('/slow'))]
-  }
-  // Pages that take ten seconds, one a DOI.
-  for (let i = 0; i < HANGING; i++) records[`10.9999/hang${i}`] = [str(1, 'URL', page(`/hang?${i}`))]
-  const { app } = await setup({
-    records,
-    overrides: {
-      upstreamRetries: 0,
-      metadataHosts: [agency.host],
-      crossrefApiUrl: crossref.url,
-      landingAllowPrivate: ['127.0.0.2/32'],
-      landingHostDelayMs: 0,
-      landingTimeoutMs: 2000,
-      ...opts.overrides
     },
-    deps: { landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }), batchHeartbeatMs: opts.heartbeatMs, logger: opts.logger }
+    landing,
+    overrides: { landingTimeoutMs: 2000, ...opts.overrides },
+    deps: { batchHeartbeatMs: opts.heartbeatMs, logger: opts.logger }
   })
-  return { app, agency, crossref, site }
 }
 
 async function verifyBatch(
@@ -204,12 +168,14 @@ describe('POST /api/batch?verify=: each registered line checked', () => {
     for (let waited = 0; pagesAsked() === 0 && waited < 5000; waited += 20) await sleep(20)
     expect(pagesAsked()).toBeGreaterThan(0)
     req.destroy()
-    const atLeave = pagesAsked()
     await sleep(1000)
-    // The pages being fetched are let go, and no other is asked for.
+    // The pages being fetched are let go (a line's request already on its way when the reader left may still
+    // arrive: at most VERIFY_CONCURRENCY in all), and no other is asked for.
+    const settled = pagesAsked()
     expect(site.inFlight).toBe(0)
-    expect(pagesAsked()).toBe(atLeave)
-    expect(atLeave).toBeLessThanOrEqual(2)
+    expect(settled).toBeLessThanOrEqual(2)
+    await sleep(1000)
+    expect(pagesAsked()).toBe(settled)
   })
 
   it('visits a landing page once for two batches asking about its DOI: the verdict is kept LANDING_TTL_SECONDS', async () => {

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressRulesOf } from '../../src/handle/address-rules.js'
-import { createRedisClient, type RedisClient } from '../../src/resolve/fleet/redis.js'
+import type { LandingLookup } from '../../src/resolve/landing/address-guard.js'
 import { createFleetHostSlots } from '../../src/resolve/landing/fleet-host-slots.js'
 import { createLandingChecks } from '../../src/resolve/landing/landing-checks.js'
 import { createLandingProber, type LandingProber } from '../../src/resolve/landing/prober.js'
 import { setup } from '../support/app.js'
 import { FakeLandingSite, pages } from '../support/fake-landing.js'
-import { fakeLookup } from '../support/landing-dns.js'
+import { fakeLookup, slowFirst } from '../support/landing-dns.js'
 import { str } from '../support/records.js'
-import { useTestRedis } from '../support/redis.js'
+import { useReplicaConnections, useTestRedis } from '../support/redis.js'
 
 // Issue 41: the replicas are polite together. Two probers (two replicas) on one real redis-server
 // against one site: LANDING_PER_HOST in flight and LANDING_HOST_DELAY_MS between starts hold for both
@@ -18,11 +18,10 @@ const DOI = '10.1234/fleet.1'
 const redisServer = useTestRedis()
 const lookup = fakeLookup({ 'a.test': '127.0.0.2' })
 const opened: Array<{ close: () => Promise<void> }> = []
-const clients: RedisClient[] = []
+const redis = useReplicaConnections(redisServer, 500)
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map(async (o) => await o.close()))
-  for (const client of clients.splice(0)) client.disconnect()
 })
 
 async function site(): Promise<FakeLandingSite> {
@@ -33,16 +32,8 @@ async function site(): Promise<FakeLandingSite> {
   return s
 }
 
-/** A replica's connection, ready (nothing queues while connecting: a command before then goes without Redis). */
-async function redis(): Promise<RedisClient> {
-  const client = createRedisClient({ topology: { kind: 'server', url: redisServer().url }, commandTimeoutMs: 500, connectTimeoutMs: 500 })
-  clients.push(client)
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
-  return client
-}
-
 /** A replica's prober: its own Redis connection, its host slots shared with the fleet. */
-async function replica(perHost: number, hostDelayMs: number): Promise<LandingProber> {
+async function replica(perHost: number, hostDelayMs: number, lookupOf: LandingLookup = lookup): Promise<LandingProber> {
   const p = createLandingProber({
     userAgent: 'doi-proxy/test landing-check',
     timeoutMs: 5_000,
@@ -51,7 +42,7 @@ async function replica(perHost: number, hostDelayMs: number): Promise<LandingPro
     hostDelayMs,
     robotsTtlMs: 60_000,
     rules: addressRulesOf(['127.0.0.2/32']),
-    lookup,
+    lookup: lookupOf,
     retryBaseMs: 10,
     hostSlots: createFleetHostSlots({
       redis: await redis(),
@@ -88,6 +79,16 @@ describe('host slots across the fleet', () => {
     expect(starts).toHaveLength(8) // each replica's robots.txt, then the six pages
     // Measured where the fake sees each request come: a new connection's setup may shift one by a few ms.
     for (const [i, t] of starts.slice(1).entries()) expect(t - (starts[i] ?? 0)).toBeGreaterThanOrEqual(120)
+  })
+
+  it('counts LANDING_HOST_DELAY_MS from when a request is written, across two replicas', async () => {
+    // Replica a's first name lookup takes 600 ms: its slot must hold b's next start until a's request is written.
+    const s = await site()
+    const [a, b] = [await replica(2, 300, slowFirst(lookup, 600)), await replica(2, 300)]
+    await Promise.all([probeAll(a, s, '/fast', 2, 'a'), probeAll(b, s, '/fast', 2, 'b')])
+    const starts = s.seen.map((r) => r.at)
+    expect(starts).toHaveLength(6) // each replica's robots.txt, then the four pages
+    for (const [i, t] of starts.slice(1).entries()) expect(t - (starts[i] ?? 0)).toBeGreaterThanOrEqual(290)
   })
 
   it('probes a DOI once across two replicas', async () => {

@@ -1,7 +1,7 @@
-import { createServer } from 'node:http'
-import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { sendEndless } from './endless-body.js'
+import { startLocalServer } from './local-server.js'
+import type { LocalServer } from './local-server.js'
 
 /**
  * A fake of Crossref's REST API on 127.0.0.1, a real HTTP server answering `GET /works/{doi}` as the real
@@ -61,32 +61,23 @@ export class FakeCrossrefApi {
   mode: FakeCrossrefMode = 'normal'
   inFlight = 0
   peak = 0
-  private readonly sockets = new Set<Socket>()
 
   private constructor(
-    private readonly server: Server,
+    private readonly server: LocalServer,
     private readonly works: Map<string, FakeCrossrefWork>
   ) {}
 
   /** `works`: DOI → its notices; other DOIs are unknown (404). DOIs are matched without regard to case, as Crossref does. */
   static async start(opts: { works: Record<string, FakeCrossrefWork> }): Promise<FakeCrossrefApi> {
-    const server = createServer()
-    const fake = new FakeCrossrefApi(server, new Map(Object.entries(opts.works).map(([k, v]) => [k.toLowerCase(), v])))
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      fake.answer(req, res)
-    })
-    server.on('connection', (socket: Socket) => {
-      fake.sockets.add(socket)
-      socket.on('close', () => fake.sockets.delete(socket))
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const works = new Map(Object.entries(opts.works).map(([k, v]) => [k.toLowerCase(), v]))
+    // A request comes only once the port is known, after `fake` is set.
+    const fake: FakeCrossrefApi = new FakeCrossrefApi(await startLocalServer((req, res) => fake.answer(req, res)), works)
     return fake
   }
 
   /** CROSSREF_API_URL. */
   get url(): string {
-    const { port } = this.server.address() as AddressInfo
-    return `http://127.0.0.1:${port}`
+    return this.server.url
   }
 
   /** The DOIs asked for, in order. */
@@ -150,7 +141,6 @@ export class FakeCrossrefApi {
   }
 
   async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    await this.server.close()
   }
 }

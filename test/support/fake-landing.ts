@@ -1,11 +1,7 @@
-import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
+import { selfSignedCert as selfSigned } from './tls.js'
 
 /**
  * Fake landing pages (issue 41): a real HTTP (or HTTPS, with a self-signed certificate) server on a
@@ -213,35 +209,7 @@ export class Sentinel {
   }
 }
 
-/** A throw-away self-signed certificate for 127.0.0.2 and journal.test (openssl), as a crawler must refuse. */
+/** A throw-away self-signed certificate for 127.0.0.2 and journal.test, as a crawler must refuse. */
 export async function selfSignedCert(): Promise<{ key: string; cert: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-landing-tls-'))
-  try {
-    await promisify(execFile)(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        'key.pem',
-        '-out',
-        'cert.pem',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=journal.test',
-        '-addext',
-        'subjectAltName=DNS:journal.test,IP:127.0.0.2'
-      ],
-      { cwd: dir }
-    )
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  return await selfSigned({ commonName: 'journal.test', altNames: 'DNS:journal.test,IP:127.0.0.2', days: 2 })
 }

@@ -1,7 +1,7 @@
-import { createServer } from 'node:http'
-import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { sendEndless } from './endless-body.js'
+import { startLocalServer } from './local-server.js'
+import type { LocalServer } from './local-server.js'
 
 /**
  * A fake Unpaywall and a fake OpenAlex on 127.0.0.1: real HTTP servers answering as the real APIs do
@@ -26,33 +26,24 @@ export interface SeenOaRequest {
 export class FakeOpenAccess {
   readonly seen: SeenOaRequest[] = []
   mode: FakeOaMode = 'normal'
-  private readonly sockets = new Set<Socket>()
 
   private constructor(
-    private readonly server: Server,
+    private readonly server: LocalServer,
     readonly kind: 'unpaywall' | 'openalex',
     private readonly copies: Map<string, string | null>
   ) {}
 
   /** `copies`: DOI (lower case) → its open copy's URL, or null (known, not open); other DOIs are unknown (404). */
   static async start(kind: 'unpaywall' | 'openalex', copies: Record<string, string | null>): Promise<FakeOpenAccess> {
-    const server = createServer()
-    const fake = new FakeOpenAccess(server, kind, new Map(Object.entries(copies).map(([k, v]) => [k.toLowerCase(), v])))
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      fake.answer(req, res)
-    })
-    server.on('connection', (socket: Socket) => {
-      fake.sockets.add(socket)
-      socket.on('close', () => fake.sockets.delete(socket))
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const known = new Map(Object.entries(copies).map(([k, v]) => [k.toLowerCase(), v]))
+    // A request comes only once the port is known, after `fake` is set.
+    const fake: FakeOpenAccess = new FakeOpenAccess(await startLocalServer((req, res) => fake.answer(req, res)), kind, known)
     return fake
   }
 
   /** The base URL to configure: UNPAYWALL_URL (with its /v2) or OPENALEX_URL. */
   get url(): string {
-    const { port } = this.server.address() as AddressInfo
-    return `http://127.0.0.1:${port}${this.kind === 'unpaywall' ? '/v2' : ''}`
+    return `${this.server.url}${this.kind === 'unpaywall' ? '/v2' : ''}`
   }
 
   /** Requests for DOIs (the path), in order. */
@@ -116,7 +107,6 @@ export class FakeOpenAccess {
   }
 
   async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    await this.server.close()
   }
 }

@@ -29,3 +29,13 @@ export function fakeLookup(names: Record<string, string | string[]>): LandingLoo
   lookup.asked = asked
   return lookup
 }
+
+/** `lookup` with its first answer held `ms` (a slow resolver, or our event loop stalled meanwhile). */
+export function slowFirst(lookup: LandingLookup, ms: number): LandingLookup {
+  let first = true
+  return (hostname, options, callback) => {
+    const wait = first ? ms : 0
+    first = false
+    setTimeout(() => lookup(hostname, options, callback), wait)
+  }
+}

@@ -7,7 +7,10 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import type { RedisOptions } from 'ioredis'
-import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
+import { createRedisClient } from '../../src/resolve/fleet/redis.js'
+import type { RedisClient } from '../../src/resolve/fleet/redis.js'
+import { openssl } from './tls.js'
 
 /**
  * Real redis-server processes on 127.0.0.1 and free ports, with no persistence, for tests of the shared
@@ -143,19 +146,7 @@ export interface TestCa {
 
 export async function makeTestCa(): Promise<TestCa> {
   const dir = mkdtempSync(join(tmpdir(), 'doi-proxy-ca-'))
-  // Asynchronous: a test's app measures its event loop, and a blocked one sheds load (503).
-  const run = async (...args: string[]): Promise<void> => {
-    try {
-      await promisify(execFile)('openssl', args, { cwd: dir })
-    } catch (err) {
-      const { code, stderr } = err as { code?: unknown; stderr?: string }
-      throw new Error(
-        code === 'ENOENT'
-          ? 'openssl is not installed: `apt-get install -y openssl`; .ci/run installs it'
-          : `openssl ${args[0]} failed: ${stderr}`
-      )
-    }
-  }
+  const run = async (...args: string[]): Promise<void> => await openssl(dir, ...args)
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
   await run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=doi-proxy test CA')
   await run('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
@@ -454,4 +445,25 @@ export function useTestRedis(): () => TestRedis {
     client.disconnect()
   })
   return started
+}
+
+/**
+ * Replicas' connections to one test server, ready when answered (nothing queues while connecting: a command before
+ * then goes without Redis), each closed after the test. `timeoutMs` is both the command and the connect timeout.
+ */
+export function useReplicaConnections(redis: () => TestRedis, timeoutMs: number): () => Promise<RedisClient> {
+  const clients: RedisClient[] = []
+  afterEach(() => {
+    for (const client of clients.splice(0)) client.disconnect()
+  })
+  return async () => {
+    const client = createRedisClient({
+      topology: { kind: 'server', url: redis().url },
+      commandTimeoutMs: timeoutMs,
+      connectTimeoutMs: timeoutMs
+    })
+    clients.push(client)
+    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve))
+    return client
+  }
 }

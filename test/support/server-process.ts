@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { expect, onTestFinished } from 'vitest'
 
 /** src/main.ts as a real process: its output so far, and the port it said it listens on. */
@@ -172,4 +175,32 @@ export async function ranToEnd(child: ChildProcess): Promise<Run> {
   })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   return { code, stdout, stderr }
+}
+
+const REPO = new URL('../..', import.meta.url).pathname
+// tsx as the repository has it: the command runs in another folder, where `--import tsx` would not resolve.
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
+
+/** Run the real `doi-proxy` command in `cwd` as a user would (through tsx, so no build is needed), to its end. */
+export async function doiProxy(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
+  return await ranToEnd(startDoiProxy(args, cwd, env))
+}
+
+/** The same command started, for a test that signals it while it runs (then `ranToEnd`). */
+export function startDoiProxy(args: string[], cwd: string, env: Record<string, string> = {}): ChildProcess {
+  // Killed after a minute: a run that hangs (on a hostile file, a silent server) fails its test instead of the suite.
+  return spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    timeout: 60_000
+  })
+}
+
+/** A loopback port nothing listens on (one just closed). */
+export async function closedPort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
 }

@@ -104,7 +104,7 @@ export type HealthEvent =
   | ({
       v: 1
       t: 'check'
-      /** The cache key (lower-cased handle); `doi` is the DOI as the list or the reader gave it. */
+      /** The cache key (`cacheKey`: the handle with ASCII letters folded to upper case); `doi` is the DOI as the list or the reader gave it. */
       key: string
       doi: string
       prefix: string
@@ -169,4 +169,29 @@ export interface HealthReport {
   }
   prefixes: PrefixSummary[]
   broken: BrokenRow[]
+}
+
+/** One check as the pages show it (the history of a DOI, `?doi=`), newest first. */
+export interface CheckRow {
+  at: number
+  kind: CheckKind
+  verdict: CheckVerdict
+  status: number | null
+  registeredUrl: string | null
+  finalUrl: string | null
+  /** The registrable domain of the final URL. */
+  domain: string | null
+  evidence: string
+  ms: number | null
+}
+
+/** One DOI as its page shows it: its state now and its last checks, newest first. */
+export interface DoiHistory {
+  key: string
+  doi: string
+  prefix: string
+  /** Whether a source watches it now (else it left them; its history stays until pruned). */
+  watched: boolean
+  state: DoiState
+  checks: CheckRow[]
 }

@@ -1,7 +1,7 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { baseUrlFor } from '../base-url.js'
-import { networkMatcher } from '../client.js'
 import { RequestError } from '../errors.js'
+import { operatorOnly } from '../operator-only.js'
 import type { RouteContext } from '../route-context.js'
 import { REFRESH_SCRIPT_HASH, renderStatusPage } from '../views/status.js'
 
@@ -23,17 +23,7 @@ export default async function statusRoutes(
   { config, services }: RouteContext<'statusAllow' | 'publicBaseUrl'>
 ): Promise<void> {
   const { status: collector, fallbackHost } = services
-  const allowed = networkMatcher(config.statusAllow)
-
-  const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
-    reply.removeHeader('access-control-allow-origin').removeHeader('access-control-expose-headers')
-    reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
-    // Through a proxy we could not see past (TRUST_PROXY off), request.ip is the proxy's own address,
-    // often loopback: never a pass.
-    const forwarded = request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined
-    if (forwarded && request.ip === request.socket.remoteAddress) return false
-    return allowed(request.ip)
-  }
+  const guard = operatorOnly(config.statusAllow)
   const forbidden = 'The status page is only for the people who run this resolver, from the networks they allowed (STATUS_ALLOW).'
 
   // A refusal is rendered by the one error handler (src/plugins/error-pages.ts): a page, or {"message"} JSON.

@@ -115,7 +115,7 @@ function clock(iso: string): string {
   return iso.slice(11, 19)
 }
 
-function count(n: number): string {
+export function count(n: number): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
@@ -132,7 +132,12 @@ function labelsText(labels: Record<string, string>): string {
   return Object.values(labels).join(', ')
 }
 
-function table(caption: string, head: readonly string[], rows: readonly string[][], numeric: ReadonlySet<number> = new Set()): string {
+export function table(
+  caption: string,
+  head: readonly string[],
+  rows: readonly string[][],
+  numeric: ReadonlySet<number> = new Set()
+): string {
   const th = head.map((h, i) => `<th scope="col"${numeric.has(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('')
   const body =
     rows.length === 0
@@ -147,7 +152,7 @@ ${body}
 </table></div>`
 }
 
-function figures(items: ReadonlyArray<[string, string]>): string {
+export function figures(items: ReadonlyArray<[string, string]>): string {
   return `<ul class="figures">${items.map(([label, value]) => `<li><strong>${value}</strong>${escapeHtml(label)}</li>`).join('')}</ul>`
 }
 

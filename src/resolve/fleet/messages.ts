@@ -9,10 +9,17 @@ import type { RedisClient } from './redis.js'
  * - `upstream-wait`: the registry answered 429 with a Retry-After; no process of the host asks it before
  *   `until` (epoch ms: one host, one clock). Told to the host only: the registry limits an address.
  * - `purge`: drop a record (DELETE /api/cache/{doi}) from every tier of every process.
+ * - `health-seen`: DOIs of a watched prefix the upstream found (issue 42, src/resolve/health/seen.ts), each
+ *   as the reader gave it, for the host's health database writer (worker 1) to watch. Told to the host
+ *   only (with Redis, the fleet log carries them): at most MAX_SEEN_PER_MESSAGE, each a DOI (with a '/').
  * A message is checked as it arrives (a Redis others can write to may say anything); a process never
  * acts twice on its own.
  */
-export type FleetMessage = { kind: 'upstream-wait'; until: number } | { kind: 'purge'; key: string }
+export type FleetMessage =
+  { kind: 'upstream-wait'; until: number } | { kind: 'purge'; key: string } | { kind: 'health-seen'; dois: string[] }
+
+/** Most DOIs one `health-seen` message names (a second's batch is cut into messages of this many). */
+export const MAX_SEEN_PER_MESSAGE = 1000
 
 /** The node:cluster message that carries a FleetMessage between a worker and the primary. */
 const HOST_MESSAGE = 'doi-proxy:fleet'
@@ -45,7 +52,7 @@ export function createFleet(opts: { redis?: RedisClient | undefined; channel: st
   // replica's lookups with a wait); the registry's wait comes from this host's primary only.
   const deliver = (from: unknown, raw: unknown, viaRedis: boolean): void => {
     if (from === me) return
-    const message = checkMessage(raw)
+    const message = fleetMessageOf(raw)
     if (message === undefined || (viaRedis && message.kind !== 'purge')) return
     for (const listener of listeners) listener(message)
   }
@@ -117,15 +124,21 @@ export function relayFleetMessages(): void {
   })
 }
 
-/** A message as it must be, or undefined. */
-function checkMessage(raw: unknown): FleetMessage | undefined {
-  const m = raw as { kind?: unknown; until?: unknown; key?: unknown } | null
+/** A message as it must be, or undefined (exported for its tests). */
+export function fleetMessageOf(raw: unknown): FleetMessage | undefined {
+  const m = raw as { kind?: unknown; until?: unknown; key?: unknown; dois?: unknown } | null
   if (m === null || typeof m !== 'object') return undefined
   if (m.kind === 'upstream-wait' && typeof m.until === 'number' && Number.isFinite(m.until)) {
     return { kind: 'upstream-wait', until: m.until }
   }
   if (m.kind === 'purge' && typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY_LENGTH) {
     return { kind: 'purge', key: m.key }
+  }
+  if (m.kind === 'health-seen' && Array.isArray(m.dois) && m.dois.length > 0 && m.dois.length <= MAX_SEEN_PER_MESSAGE) {
+    const dois = m.dois as unknown[]
+    if (dois.every((doi) => typeof doi === 'string' && doi.length <= MAX_KEY_LENGTH && doi.indexOf('/') > 0)) {
+      return { kind: 'health-seen', dois: dois as string[] }
+    }
   }
   return undefined
 }

@@ -16,6 +16,8 @@ export interface HopContext {
   maxBytes: number
   /** The caller leaving: its reason is thrown (not a verdict). */
   signal?: AbortSignal | undefined
+  /** Called as the request is written on its socket (the host's slot counts its gap from then). */
+  onSent?: (() => void) | undefined
 }
 
 export type HopAnswer =
@@ -40,7 +42,8 @@ export async function fetchPage(url: URL, ctx: HopContext, onText: (text: string
   const timeout = AbortSignal.timeout(ctx.timeoutMs)
   const signal = ctx.signal === undefined ? timeout : AbortSignal.any([ctx.signal, timeout])
   try {
-    const res = await ctx.dispatcher.request({
+    const dispatcher = ctx.onSent === undefined ? ctx.dispatcher : ctx.dispatcher.compose(whenSent(ctx.onSent))
+    const res = await dispatcher.request({
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
       method: 'GET',
@@ -79,6 +82,25 @@ export async function fetchPage(url: URL, ctx: HopContext, onText: (text: string
     if (timeout.aborted) return { kind: 'failed', reason: 'timeout', detail: `no whole answer in ${ctx.timeoutMs} ms`, retryable: true }
     return failureOf(err, url)
   }
+}
+
+/**
+ * An interceptor telling `onSent` when the request is written: undici starts a request's handler
+ * (onRequestStart) on its socket, after any lookup and connection, in the same turn as it writes the headers.
+ */
+function whenSent(onSent: () => void): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (options, handler) =>
+    dispatch(options, {
+      onRequestStart: (controller, context) => {
+        onSent()
+        handler.onRequestStart?.(controller, context)
+      },
+      onRequestUpgrade: (controller, status, headers, socket) => handler.onRequestUpgrade?.(controller, status, headers, socket),
+      onResponseStart: (controller, status, headers, message) => handler.onResponseStart?.(controller, status, headers, message),
+      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+      onResponseError: (controller, error) => handler.onResponseError?.(controller, error)
+    })
 }
 
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/

@@ -8,8 +8,10 @@ import { createHostSlots, MAX_CRAWL_DELAY_MS, type HostSlots } from './host-slot
  * replicas together, not each. A slot is first taken here (the local limits, which hold alone when Redis
  * is absent or failing), then in Redis through one Lua script per host: a sorted set of leases (expiring
  * after `leaseMs`, the longest a try takes, so a replica that dies frees its slots) and the next start's
- * time, both on Redis's clock (`TIME`), so the replicas' clocks need not agree. A replica that finds no
- * slot looks again when the script says one may be free (at most every `pollMs`).
+ * time, both on Redis's clock (`TIME`), so the replicas' clocks need not agree. As locally, the gap runs
+ * from the request's writing: a grant holds the next start for its lease, and `sent()` (or a release
+ * unsent) sets it to the gap from then (a replica that dies unsent frees it when the lease ends). A
+ * replica that finds no slot looks again when the script says one may be free (at most every `pollMs`).
  */
 export interface FleetHostSlotsOptions {
   redis: RedisClient | undefined
@@ -25,7 +27,8 @@ export interface FleetHostSlotsOptions {
 }
 
 // KEYS: the leases, the next start. ARGV: perHost, gap ms, lease ms, token.
-// Returns 0 when the lease is taken, else how many ms until a slot may be free.
+// Returns 0 when the lease is taken, else how many ms until a slot may be free. A lease taken with a gap
+// holds the next start until SENT says when its request was written.
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -39,7 +42,16 @@ local nextStart = tonumber(redis.call('GET', KEYS[2]) or '0')
 if now < nextStart then return nextStart - now end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
 redis.call('PEXPIRE', KEYS[1], lease)
-if gap > 0 then redis.call('SET', KEYS[2], now + gap, 'PX', gap) end
+if gap > 0 then redis.call('SET', KEYS[2], now + lease, 'PX', lease) end
+return 0
+`
+
+// KEYS: the next start. ARGV: gap ms. The request is written: the next start is the gap from now.
+const SENT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gap = tonumber(ARGV[1])
+redis.call('SET', KEYS[1], now + gap, 'PX', gap)
 return 0
 `
 
@@ -71,21 +83,34 @@ export function createFleetHostSlots(opts: FleetHostSlotsOptions): HostSlots {
 
   return {
     async acquire(host, { signal, crawlDelayMs } = {}) {
-      const release = await local.acquire(host, { signal, crawlDelayMs })
+      const slot = await local.acquire(host, { signal, crawlDelayMs })
       const gapMs = Math.max(opts.delayMs, Math.min(crawlDelayMs ?? 0, MAX_CRAWL_DELAY_MS))
       let token: string | undefined
       try {
         token = await lease(host, gapMs, signal)
       } catch (err) {
-        release()
+        slot.release()
         throw err
       }
+      const [leases, next] = keysOf(host)
+      let sent = token === undefined || gapMs <= 0
       let released = false
-      return () => {
-        if (released) return
-        released = true
-        release()
-        if (token !== undefined) redis?.zrem(keysOf(host)[0], token).catch(() => {})
+      const markSent = (): void => {
+        slot.sent()
+        if (sent) return
+        sent = true
+        // Should Redis fail here, the held next start ends with the lease: later, never sooner.
+        redis?.eval(SENT, 1, next, Math.ceil(gapMs)).catch(() => {})
+      }
+      return {
+        sent: markSent,
+        release: () => {
+          if (released) return
+          released = true
+          markSent()
+          slot.release()
+          if (token !== undefined) redis?.zrem(leases, token).catch(() => {})
+        }
       }
     }
   }

@@ -1,9 +1,13 @@
 /**
  * Politeness per host for landing checks (issue 41), whoever asks (`check --verify`, issue 42's health
  * checks): at most `perHost` requests to a host at once, and at least `delayMs` between two starts (a
- * robots.txt `Crawl-delay` wins when longer, capped at MAX_CRAWL_DELAY_MS). Waiters are served in turn; one
- * that leaves (its signal aborts) gives up its place. Local to this process: a slow host holds only its
- * own waiters. Hosts idle past their delay are forgotten, and at most `maxHosts` are held.
+ * robots.txt `Crawl-delay` wins when longer, capped at MAX_CRAWL_DELAY_MS). A start is when the request is
+ * written, not when its slot is granted: a name lookup, a connection or a stall of our event loop comes
+ * between the two, so the gap is counted from `sent()`, and no other slot of that host is granted until
+ * then (granted ones 1 s apart reached a host 190 ms apart when the loop stalled: bench/RESULTS.md).
+ * Waiters are served in turn; one that leaves (its signal aborts) gives up its place. Local to this
+ * process: a slow host holds only its own waiters. Hosts idle past their delay are forgotten, and at most
+ * `maxHosts` are held.
  */
 export interface HostSlotsOptions {
   perHost: number
@@ -11,17 +15,23 @@ export interface HostSlotsOptions {
   maxHosts?: number
 }
 
-export type Release = () => void
+/** A granted slot. */
+export interface HostSlot {
+  /** The request is written now: the host's next start waits the gap from here. Once; later calls do nothing. */
+  sent: () => void
+  /** The request is over (answered or failed); a slot released unsent counts as sent now. Twice is once. */
+  release: () => void
+}
 
 export interface HostSlots {
-  acquire: (host: string, opts?: { signal?: AbortSignal | undefined; crawlDelayMs?: number | undefined }) => Promise<Release>
+  acquire: (host: string, opts?: { signal?: AbortSignal | undefined; crawlDelayMs?: number | undefined }) => Promise<HostSlot>
 }
 
 export const MAX_CRAWL_DELAY_MS = 60_000
 
 interface Waiter {
   gapMs: number
-  resolve: (release: Release) => void
+  resolve: (slot: HostSlot) => void
   reject: (reason: unknown) => void
   signal: AbortSignal | undefined
   onAbort: () => void
@@ -29,6 +39,8 @@ interface Waiter {
 
 interface HostState {
   active: number
+  /** A slot granted with a gap and not yet sent: nothing else starts before its gap can be counted. */
+  unsent: boolean
   nextStart: number
   queue: Waiter[]
   timer: NodeJS.Timeout | undefined
@@ -42,12 +54,36 @@ export function createHostSlots(opts: HostSlotsOptions): HostSlots {
     const now = performance.now()
     for (const [host, state] of hosts) {
       if (hosts.size <= maxHosts) return
-      if (state.active === 0 && state.queue.length === 0 && state.nextStart <= now) hosts.delete(host)
+      if (state.active === 0 && !state.unsent && state.queue.length === 0 && state.nextStart <= now) hosts.delete(host)
+    }
+  }
+
+  const grant = (host: string, state: HostState, gapMs: number): HostSlot => {
+    state.active++
+    let sent = gapMs <= 0
+    state.unsent = !sent
+    let released = false
+    const markSent = (): void => {
+      if (sent) return
+      sent = true
+      state.unsent = false
+      state.nextStart = Math.max(state.nextStart, performance.now() + gapMs)
+      pump(host, state)
+    }
+    return {
+      sent: markSent,
+      release: () => {
+        if (released) return
+        released = true
+        state.active--
+        if (!sent) markSent()
+        else pump(host, state)
+      }
     }
   }
 
   const pump = (host: string, state: HostState): void => {
-    while (state.active < opts.perHost && state.queue.length > 0) {
+    while (state.active < opts.perHost && !state.unsent && state.queue.length > 0) {
       const now = performance.now()
       if (now < state.nextStart) {
         state.timer ??= setTimeout(() => {
@@ -58,15 +94,8 @@ export function createHostSlots(opts: HostSlotsOptions): HostSlots {
       }
       const waiter = state.queue.shift() as Waiter
       waiter.signal?.removeEventListener('abort', waiter.onAbort)
-      state.active++
       state.nextStart = now + waiter.gapMs
-      let released = false
-      waiter.resolve(() => {
-        if (released) return
-        released = true
-        state.active--
-        pump(host, state)
-      })
+      waiter.resolve(grant(host, state, waiter.gapMs))
     }
     if (state.active === 0 && state.queue.length === 0 && state.timer === undefined && hosts.size > maxHosts) forgetIdle()
   }
@@ -76,13 +105,13 @@ export function createHostSlots(opts: HostSlotsOptions): HostSlots {
       signal?.throwIfAborted()
       let state = hosts.get(host)
       if (state === undefined) {
-        state = { active: 0, nextStart: 0, queue: [], timer: undefined }
+        state = { active: 0, unsent: false, nextStart: 0, queue: [], timer: undefined }
         hosts.set(host, state)
         if (hosts.size > maxHosts) forgetIdle()
       }
       const gapMs = Math.max(opts.delayMs, Math.min(crawlDelayMs ?? 0, MAX_CRAWL_DELAY_MS))
       const held = state
-      return await new Promise<Release>((resolve, reject) => {
+      return await new Promise<HostSlot>((resolve, reject) => {
         const waiter: Waiter = {
           gapMs,
           resolve,

@@ -94,6 +94,19 @@ export function createLandingChecks(opts: LandingChecksOptions) {
     return outcome.value
   }
 
+  /** A probe made now whatever is kept (health's confirmations, issue 42); its verdict replaces the kept one here and in Redis. */
+  async function reprobe(key: string, doi: string, url: string, titles: readonly string[], signal: AbortSignal): Promise<LandingResult> {
+    const value = await opts.prober.probe({ doi, url, titles }, signal)
+    const ttlMs = ttlOf(value)
+    if (value.verdict !== null) await shared.put(key, value, ttlMs)
+    cache.delete(key)
+    keep(key, value, ttlMs)
+    if (opts.recorder !== undefined) recordLandingVerdict(opts.recorder, doi, url, value)
+    return value
+  }
+
+  const keyOf = (doi: string, url: string): string => createHash('sha256').update(`${doi.toLowerCase()}\n${url}`).digest('hex')
+
   return {
     /** The landing verdict of a DOI's registered URL: cached, shared, or probed once; `signal` is this caller leaving (its reason thrown). */
     async check(
@@ -105,7 +118,7 @@ export function createLandingChecks(opts: LandingChecksOptions) {
     ): Promise<LandingResult> {
       signal?.throwIfAborted()
       // The URL is part of the key: a DOI registered anew at another URL is checked anew.
-      const key = createHash('sha256').update(`${doi.toLowerCase()}\n${url}`).digest('hex')
+      const key = keyOf(doi, url)
       const cached = cache.get(key)
       if (cached !== undefined) return cached
       let flight = flights.get(key)
@@ -122,6 +135,22 @@ export function createLandingChecks(opts: LandingChecksOptions) {
         return { verdict: null, status: null, url, evidence: null, error: 'too many landing checks at once: try again later' }
       }
       flight ??= takeOff(flights, key, (flightSignal) => fly(key, doi, url, titles, flightSignal))
+      return await waitFor(flights, key, flight, signal)
+    },
+
+    /**
+     * The page visited again, whatever verdict is kept (a failure must be seen again to be confirmed: issue 42);
+     * a probe under way for the same DOI and URL is joined rather than doubled. Never admitted: the health checker
+     * is its own paced client.
+     */
+    async recheck(doi: string, url: string, titles: readonly string[], signal?: AbortSignal): Promise<LandingResult> {
+      signal?.throwIfAborted()
+      const key = keyOf(doi, url)
+      let flight = flights.get(key)
+      if (flight === undefined && flights.size >= (opts.maxFlights ?? MAX_FLIGHTS)) {
+        return { verdict: null, status: null, url, evidence: null, error: 'too many landing checks at once: try again later' }
+      }
+      flight ??= takeOff(flights, key, (flightSignal) => reprobe(key, doi, url, titles, flightSignal))
       return await waitFor(flights, key, flight, signal)
     }
   }

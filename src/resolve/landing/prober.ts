@@ -108,13 +108,20 @@ function hopTrier(opts: LandingProberOptions, agent: Agent, slots: HostSlots): T
   const retryBaseMs = opts.retryBaseMs ?? 1_000
   return async function tryHop(url, crawlDelayMs, maxBytes, onText, signal, statuses) {
     for (let tries = 1; ; tries++) {
-      const release = await slots.acquire(url.host, { signal, crawlDelayMs })
+      const slot = await slots.acquire(url.host, { signal, crawlDelayMs })
       let answer: HopAnswer
       try {
-        const ctx: HopContext = { dispatcher: agent, userAgent: opts.userAgent, timeoutMs: opts.timeoutMs, maxBytes, signal }
+        const ctx: HopContext = {
+          dispatcher: agent,
+          userAgent: opts.userAgent,
+          timeoutMs: opts.timeoutMs,
+          maxBytes,
+          signal,
+          onSent: slot.sent
+        }
         answer = await fetchPage(url, ctx, onText?.() ?? (() => {}))
       } finally {
-        release()
+        slot.release()
       }
       opts.onFetch?.(fetchLabel(answer))
       const wait = answer.kind === 'answer' && !statuses ? undefined : retryWait(answer, tries, retryBaseMs)

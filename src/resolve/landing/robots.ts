@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import robotsParserModule from 'robots-parser'
 import type { FailureReason } from '../../handle/landing/verdict.js'
+import { untilAborted } from '../upstream/deadline.js'
 
 // A CommonJS module whose types say `export default`: under NodeNext the default import is module.exports, the function itself.
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default
@@ -80,7 +81,7 @@ export function createRobotsRules(opts: RobotsOptions) {
           () => cache.delete(origin)
         )
       }
-      const rules = await raced(pending, signal)
+      const rules = await untilAborted(pending, signal)
       if (rules.kind === 'all') return { allowed: true }
       if (rules.kind === 'none') return { allowed: false, why: rules.why }
       if (rules.kind === 'failed') return { allowed: false, failure: rules.failure }
@@ -94,19 +95,3 @@ export function createRobotsRules(opts: RobotsOptions) {
 }
 
 export type RobotsRules = ReturnType<typeof createRobotsRules>
-
-/** The promise's value, or the signal's reason as soon as it aborts. */
-async function raced<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return await promise
-  signal.throwIfAborted()
-  let onAbort = (): void => {}
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-  try {
-    return await Promise.race([promise, aborted])
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
-}

@@ -53,6 +53,13 @@ export interface LocalStore {
   isAuthoritative(handle: string, key?: string): boolean
   /** Counts for logs and /metrics. */
   stats(): LocalStoreStats
+  /**
+   * The cacheKey of every record loaded now (prefix records too: a key without '/'), for the health checker's
+   * watched DOIs (issue 42). The set loaded when called: a reload swaps in a new one and leaves this one whole.
+   */
+  keys(): Iterable<string>
+  /** Call `listener` after each reload that swapped in a new set of records; returns what stops it. Never before the first load. */
+  onReload(listener: () => void): () => void
   /** Stop watching. Safe to call twice. */
   close(): Promise<void>
 }
@@ -87,6 +94,7 @@ export async function openLocalStore(opts: LocalStoreOptions): Promise<LocalStor
     duplicates: []
   }
   let closed = false
+  const reloadListeners = new Set<() => void>()
 
   /** Read the directory and swap in the new snapshot. Never throws: on failure the old snapshot stays. */
   async function reload(reason: string): Promise<void> {
@@ -117,6 +125,13 @@ export async function openLocalStore(opts: LocalStoreOptions): Promise<LocalStor
       opts.log.warn({ handle: d.handle, kept: d.kept, dropped: d.dropped }, 'local store: a handle is defined twice; the later one wins')
     }
     opts.log.info({ dir, reason, ...next.stats }, 'local store loaded')
+    for (const listener of reloadListeners) {
+      try {
+        listener()
+      } catch (err) {
+        opts.log.error({ err, dir }, 'local store: a listener of reloads failed')
+      }
+    }
   }
 
   // Watch first, then load: a change made while the first load runs is seen and reloaded after it.
@@ -142,8 +157,22 @@ export async function openLocalStore(opts: LocalStoreOptions): Promise<LocalStor
     stats() {
       return { ...snapshot.stats }
     },
+    keys() {
+      // The snapshot's map is never changed once built: iterating it while a reload runs is safe.
+      return snapshot.records.keys()
+    },
+    onReload(listener) {
+      const own = (): void => {
+        listener()
+      }
+      reloadListeners.add(own)
+      return () => {
+        reloadListeners.delete(own)
+      }
+    },
     async close() {
       closed = true
+      reloadListeners.clear()
       stopWatching()
       await reloader.idle()
     }

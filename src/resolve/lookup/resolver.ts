@@ -69,6 +69,8 @@ export interface ResolverOptions {
   refreshAhead?: boolean
   onStale?: (handle: string, err: UpstreamError) => void
   onRefreshError?: (handle: string, err: unknown) => void
+  /** Each record the upstream found for a lookup that missed, once stored (upstream-turns.ts): issue 42's seen DOIs. */
+  onFound?: ((handle: string, key: string) => void) | undefined
 }
 
 // behaviour.md §3 / behaviour.md R2: more than 20 hops is "Alias chain too long"; a loop is a chain that is too long.

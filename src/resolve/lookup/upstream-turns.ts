@@ -25,6 +25,12 @@ export interface UpstreamTurnsOptions {
   /** The resolver's tallies, bound once: lookups that joined another, asked on their own, or bypassed the cache. */
   count: { shared: Tally; miss: Tally; bypass: Tally }
   onRefreshError?: ((handle: string, err: unknown) => void) | undefined
+  /**
+   * Told of each record the upstream itself found and that was stored (a miss, or a refresh; never a hit, nor
+   * the shared tier's copy): resolution health's "seen" DOIs (issue 42). `key` is the handle's cacheKey. Must
+   * be cheap and never throw: it runs on the lookup's way back.
+   */
+  onFound?: ((handle: string, key: string) => void) | undefined
 }
 
 /**
@@ -163,6 +169,7 @@ function fetchAndStore(opts: UpstreamTurnsOptions) {
       const answer = await upstream.fetchRecord(handle, params, deadline)
       metrics.upstreamDuration.observe({ outcome: answer.kind === 'found' ? 'found' : 'not_found' }, (performance.now() - started) / 1000)
       store(key, answer)
+      if (answer.kind === 'found') opts.onFound?.(handle, key)
       return answer
     } catch (err) {
       metrics.upstreamDuration.observe({ outcome: 'error' }, (performance.now() - started) / 1000)

@@ -18,6 +18,7 @@ import { createSharedAnswers } from '../fleet/shared-answers.js'
 import type { SharedAnswer, SharedAnswerCodec } from '../fleet/shared-answers.js'
 import type { StoredMetadata } from '../local-store/metadata.js'
 import type { Recorder } from '../recording/recorder.js'
+import { untilAborted } from '../upstream/deadline.js'
 import type { CrossrefUpdates } from './crossref-updates.js'
 import type { RetractionWatchNotices } from './retraction-watch.js'
 
@@ -179,15 +180,15 @@ export function createRetractions(opts: RetractionsOptions) {
       }
       const key = cacheKey(doi)
       const joined = kept.get(key) ?? inFlight.get(key)
-      if (joined !== undefined) return await waitFor(Promise.resolve(joined), findOpts.signal)
+      if (joined !== undefined) return await untilAborted(Promise.resolve(joined), findOpts.signal)
       await findOpts.admit?.()
       // Admission took its time: another reader may have started or finished this lookup meanwhile.
       const meanwhile = kept.get(key) ?? inFlight.get(key)
-      if (meanwhile !== undefined) return await waitFor(Promise.resolve(meanwhile), findOpts.signal)
+      if (meanwhile !== undefined) return await untilAborted(Promise.resolve(meanwhile), findOpts.signal)
       if (inFlight.size >= MAX_IN_FLIGHT) return count('crossref', unknownVerdict('too many retraction lookups at once: try again later'))
       const lookup = lookUp(key, doi).finally(() => inFlight.delete(key))
       inFlight.set(key, lookup)
-      return await waitFor(lookup, findOpts.signal)
+      return await untilAborted(lookup, findOpts.signal)
     },
 
     /** Every lookup still running has ended (tests; a clean close). */
@@ -241,21 +242,5 @@ async function crossrefVerdict(opts: RetractionsOptions, doi: string, deadline: 
   } catch (err) {
     opts.onError?.(doi, err)
     return unknownVerdict(`Crossref could not say: ${(err as Error).message}`)
-  }
-}
-
-/** A lookup's verdict for one reader; the reader leaving (`signal`) throws its reason, the lookup goes on. */
-async function waitFor(lookup: Promise<RetractionResult>, signal: AbortSignal | undefined): Promise<RetractionResult> {
-  if (signal === undefined) return await lookup
-  signal.throwIfAborted()
-  let leave: (() => void) | undefined
-  const left = new Promise<never>((_resolve, reject) => {
-    leave = () => reject(signal.reason)
-    signal.addEventListener('abort', leave, { once: true })
-  })
-  try {
-    return await Promise.race([lookup, left])
-  } finally {
-    signal.removeEventListener('abort', leave!)
   }
 }

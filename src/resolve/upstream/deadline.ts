@@ -22,3 +22,22 @@ export async function within<T>(pending: Promise<T>, deadline: number | undefine
     )
   })
 }
+
+/**
+ * Wait for `pending` until `signal` aborts; then reject with the signal's reason. As with `within`, the work goes
+ * on: only this waiter leaves (a lookup others share, a robots.txt another page needs).
+ */
+export async function untilAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return await pending
+  signal.throwIfAborted()
+  let onAbort = (): void => {}
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([pending, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}

@@ -1,8 +1,7 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer as createHttpServer } from 'node:http'
-import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,32 +9,9 @@ import { XMLValidator } from 'fast-xml-parser'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { setup } from '../../support/app.js'
 import { admin, str, PROBE_RECORDS } from '../../support/records.js'
-import { ranToEnd } from '../../support/server-process.js'
-import type { Run } from '../../support/server-process.js'
+import { closedPort, doiProxy } from '../../support/server-process.js'
 
 const REPO = new URL('../../..', import.meta.url).pathname
-// tsx as the repository has it: the command runs in another folder, where `--import tsx` would not resolve.
-const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
-
-/** Run the real command as a user would (through tsx, so no build is needed). */
-async function doiProxy(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  // Killed after a minute: a run that hangs on a hostile file fails its test instead of the suite.
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
-    cwd,
-    env: { ...process.env, ...env },
-    timeout: 60_000
-  })
-  return await ranToEnd(child)
-}
-
-/** A loopback port nothing listens on (one just closed). */
-async function closedPort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
 
 // docs/checking-dois.md's examples of output, each compared below with what a run prints.
 const DOC = readFileSync(new URL('../../../docs/checking-dois.md', import.meta.url), 'utf8')

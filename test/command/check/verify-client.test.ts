@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { copyFile, mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { Server } from 'node:http'
@@ -6,21 +5,9 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ranToEnd } from '../../support/server-process.js'
-import type { Run } from '../../support/server-process.js'
+import { doiProxy } from '../../support/server-process.js'
 
-const REPO = new URL('../../..', import.meta.url).pathname
-const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
 const FIXTURES = new URL('../../fixtures/verify/', import.meta.url).pathname
-
-async function doiProxy(args: string[], cwd: string): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'src/command/cli.ts'), ...args], {
-    cwd,
-    env: process.env,
-    timeout: 60_000
-  })
-  return await ranToEnd(child)
-}
 
 type Line = string | { doi: string; title: string; year?: number; author?: string }
 

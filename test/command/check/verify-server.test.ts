@@ -5,13 +5,10 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { XMLValidator } from 'fast-xml-parser'
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
-import { setup } from '../../support/app.js'
-import { FakeAgency } from '../../support/fake-agency.js'
-import { FakeCrossrefApi } from '../../support/fake-crossref-api.js'
-import { FakeLandingSite, pages } from '../../support/fake-landing.js'
-import { fakeLookup } from '../../support/landing-dns.js'
-import { admin, str } from '../../support/records.js'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { pages } from '../../support/fake-landing.js'
+import { str } from '../../support/records.js'
+import { cslRecord, verifyingApp } from '../../support/verifying-app.js'
 import { ranToEnd } from '../../support/server-process.js'
 import type { Run } from '../../support/server-process.js'
 import type { HandleValue } from '../../../src/handle/types.js'
@@ -23,12 +20,7 @@ import type { HandleValue } from '../../../src/handle/types.js'
 
 const REPO = new URL('../../..', import.meta.url).pathname
 const TSX = new URL('../../../node_modules/tsx/dist/loader.mjs', import.meta.url).href
-const CSL = 'application/vnd.citationstyles.csl+json'
 const ALL = 'metadata,retraction,landing'
-
-const csl = (title: string, year: number): Record<string, string> => ({
-  [CSL]: JSON.stringify({ type: 'article-journal', title, issued: { 'date-parts': [[year]] }, author: [{ family: 'Berg', given: 'Jan' }] })
-})
 
 /** One .bib entry a line, so each DOI's line is its entry's. */
 const ENTRIES = {
@@ -45,17 +37,19 @@ type Entry = keyof typeof ENTRIES
 
 /** A doi-proxy on 127.0.0.1 with every verify level on, and the fakes it verifies against. */
 async function verifyingDoiProxy(extra: Record<string, HandleValue[]> = {}): Promise<{ url: string; page: (path: string) => string }> {
-  const agency = await FakeAgency.start({
-    '10.5555/good': csl('Soil microbes of Iowa', 2017),
-    '10.5555/wrong-title': csl('Soil erosion in Kansas wheat fields', 2020),
-    '10.5555/retracted': csl('A retracted result', 2020),
-    '10.5555/dead': csl('A dead page', 2021),
-    '10.5555/blocked': csl('A page behind a wall', 2021),
-    '10.5555/casino': csl('A page taken over', 2021),
-    '10.5555/other-agency': csl('Registered elsewhere', 2021)
-  })
-  const crossref = await FakeCrossrefApi.start({
-    works: {
+  const csl = (title: string, year: number): Record<string, string> => cslRecord(title, year, 'Berg', 'Jan')
+  const { app, page } = await verifyingApp({
+    prefix: '10.5555',
+    agency: {
+      '10.5555/good': csl('Soil microbes of Iowa', 2017),
+      '10.5555/wrong-title': csl('Soil erosion in Kansas wheat fields', 2020),
+      '10.5555/retracted': csl('A retracted result', 2020),
+      '10.5555/dead': csl('A dead page', 2021),
+      '10.5555/blocked': csl('A page behind a wall', 2021),
+      '10.5555/casino': csl('A page taken over', 2021),
+      '10.5555/other-agency': csl('Registered elsewhere', 2021)
+    },
+    crossref: {
       '10.5555/good': {},
       '10.5555/wrong-title': {},
       '10.5555/retracted': { 'updated-by': [{ DOI: '10.5555/notice', type: 'retraction', date: '2021-03-04' }] },
@@ -63,9 +57,7 @@ async function verifyingDoiProxy(extra: Record<string, HandleValue[]> = {}): Pro
       '10.5555/blocked': {},
       '10.5555/casino': {}
       // 10.5555/other-agency: unknown to Crossref, so whether it was retracted cannot be told (verdict null)
-    }
-  })
-  const site = await FakeLandingSite.start({
+    },
     pages: {
       '/good': pages.citationDoi('10.5555/good'),
       '/wrong-title': pages.citationDoi('10.5555/wrong-title'),
@@ -74,34 +66,12 @@ async function verifyingDoiProxy(extra: Record<string, HandleValue[]> = {}): Pro
       '/casino': pages.casino(),
       '/other-agency': pages.citationDoi('10.5555/other-agency')
       // /dead: 404
-    }
-  })
-  onTestFinished(async () => {
-    await site.close()
-    await crossref.close()
-    await agency.close()
-  })
-  const page = (path: string): string => `${site.origin('journal.test')}${path}`
-  const conneg = `<locations><location weight="0" http_role="conneg" href_template="${agency.origin}/{hdl}"/></locations>`
-  const records: Record<string, HandleValue[]> = {
-    '10.5555': [admin(), str(2, 'HS_NAMESPACE', '<HS_NAMESPACE><locs>10.SERV/FAKE</locs></HS_NAMESPACE>')],
-    '10.SERV/FAKE': [admin(), str(1, '10320/loc', conneg)],
-    ...extra
-  }
-  for (const name of ['good', 'wrong-title', 'retracted', 'dead', 'blocked', 'casino', 'other-agency']) {
-    records[`10.5555/${name}`] = [str(1, 'URL', page(`/${name}`))]
-  }
-  const { app } = await setup({
-    records,
-    overrides: {
-      upstreamRetries: 0,
-      metadataHosts: [agency.host],
-      crossrefApiUrl: crossref.url,
-      landingAllowPrivate: ['127.0.0.2/32'],
-      landingHostDelayMs: 0,
-      landingTimeoutMs: 5000
     },
-    deps: { landingLookup: fakeLookup({ 'journal.test': '127.0.0.2' }) }
+    landing: Object.fromEntries(
+      ['good', 'wrong-title', 'retracted', 'dead', 'blocked', 'casino', 'other-agency'].map((name) => [`10.5555/${name}`, `/${name}`])
+    ),
+    records: extra,
+    overrides: { landingTimeoutMs: 5000 }
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, page }

@@ -184,3 +184,26 @@ describe('checks asked at once', () => {
     expect(pagesAsked(s)).toEqual([])
   })
 })
+
+describe('a landing verdict checked again (issue 42: confirming a failure)', () => {
+  it('visits the page again though a verdict is kept, and keeps the new one', async () => {
+    const table: Record<string, Parameters<typeof FakeLandingSite.start>[0]['pages'][string]> = { '/moving': pages.citationDoi(DOI) }
+    const s = await FakeLandingSite.start({ pages: table })
+    opened.push(s)
+    const c = checks()
+    expect((await c.check(DOI, url(s, '/moving'), [])).verdict).toBe('alive')
+    table['/moving'] = pages.status(404)
+    expect((await c.check(DOI, url(s, '/moving'), [])).verdict).toBe('alive')
+    expect((await c.recheck(DOI, url(s, '/moving'), [])).verdict).toBe('dead')
+    expect((await c.check(DOI, url(s, '/moving'), [])).verdict).toBe('dead')
+    expect(pagesAsked(s).filter((p) => p === '/moving').length).toBeGreaterThanOrEqual(2)
+  })
+
+  it('joins a probe already under way for the same DOI and URL: the site sees one request', async () => {
+    const s = await site()
+    const c = checks()
+    const [first, again] = await Promise.all([c.check(DOI, url(s, '/slow'), []), c.recheck(DOI, url(s, '/slow'), [])])
+    expect(again).toEqual(first)
+    expect(pagesAsked(s)).toEqual(['/slow'])
+  })
+})

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { addressRulesOf } from '../../../src/handle/address-rules.js'
 import { createLandingProber, type LandingProber, type LandingProberOptions } from '../../../src/resolve/landing/prober.js'
 import { FakeLandingSite, pages, type Page } from '../../support/fake-landing.js'
-import { fakeLookup } from '../../support/landing-dns.js'
+import { fakeLookup, slowFirst } from '../../support/landing-dns.js'
 
 // Issue 41: a careful crawler. At most LANDING_PER_HOST at once and LANDING_HOST_DELAY_MS between starts
 // per host (a robots.txt Crawl-delay wins when longer), robots.txt honoured (RFC 9309), a slow host
@@ -63,6 +63,16 @@ describe('per-host limits', () => {
     expect(s.seen).toHaveLength(5) // robots.txt, then the four pages
     // Measured where the fake sees each request come: a new connection's setup may shift one by a few ms.
     for (const gap of gaps(s.seen.map((r) => r.at))) expect(gap).toBeGreaterThanOrEqual(170)
+  })
+
+  it('counts LANDING_HOST_DELAY_MS from when a request is written, not from its slot', async () => {
+    // The first connection's name lookup takes 600 ms: a slot's gap counted from its grant let the next
+    // request (on a connection of its own) reach the host before it.
+    const s = await site(undefined)
+    const p = prober({ perHost: 2, hostDelayMs: 300, lookup: slowFirst(lookup, 600) })
+    await Promise.all([0, 1, 2].map(async (i) => await p.probe({ doi: DOI, url: url(s, `/fast?${i}`), titles: [] })))
+    expect(s.seen).toHaveLength(4) // robots.txt, then the three pages
+    for (const gap of gaps(s.seen.map((r) => r.at))) expect(gap).toBeGreaterThanOrEqual(290)
   })
 
   it("waits a robots.txt's Crawl-delay when it is longer", async () => {

@@ -198,6 +198,41 @@ describe('openLocalStore: reload when files change (issue 7 §1)', () => {
     expect(log.lines.some((l) => l.level === 'error' && l.msg.includes('b.json'))).toBe(true)
   })
 
+  it('keys() lists every loaded record by its cacheKey (upper-cased), prefix records too, and a reload tells its listeners after the swap', async () => {
+    await writeFile(
+      join(dir, 'r.ndjson'),
+      `${urlRecord('10.5555/One', 'https://example.org/one')}\n${urlRecord('10.5555', 'https://example.org/prefix')}\n`
+    )
+    store = await openLocalStore({ dir, authoritativePrefixes: [], watch: true, poll: true, pollIntervalMs: 50, log: recordingLog() })
+    const s = store
+    expect([...s.keys()].sort()).toEqual(['10.5555', '10.5555/ONE'])
+    const seen: string[][] = []
+    const stop = s.onReload(() => seen.push([...s.keys()].sort()))
+    const before = s.keys() // taken before the reload: still the old set when read after it
+    await writeFile(join(dir, 'r.ndjson'), `${urlRecord('10.5555/two', 'https://example.org/two')}\n`)
+    await eventually(() => seen.length > 0, 'the listener is told of the reload')
+    expect(seen[0]).toEqual(['10.5555/TWO'])
+    expect([...before].sort()).toEqual(['10.5555', '10.5555/ONE'])
+    stop()
+    await writeFile(join(dir, 'r.ndjson'), `${urlRecord('10.5555/three', 'https://example.org/three')}\n`)
+    await eventually(() => s.get('10.5555/three') !== undefined, 'the third set is loaded')
+    expect(seen).toHaveLength(1)
+  })
+
+  it('a listener of reloads that throws is logged, and the others are still told', async () => {
+    const log = recordingLog()
+    await writeFile(join(dir, 'r.ndjson'), urlRecord('10.5555/a', 'https://example.org/a'))
+    store = await openLocalStore({ dir, authoritativePrefixes: [], watch: true, poll: true, pollIntervalMs: 50, log })
+    let told = 0
+    store.onReload(() => {
+      throw new Error('listener broke')
+    })
+    store.onReload(() => told++)
+    await writeFile(join(dir, 'r.ndjson'), urlRecord('10.5555/b', 'https://example.org/b'))
+    await eventually(() => told > 0, 'the second listener is told')
+    expect(log.lines.some((l) => l.level === 'error' && l.msg === 'local store: a listener of reloads failed')).toBe(true)
+  })
+
   it('a reader never sees half a reload: 2,000 records replaced by 2,000 others', async () => {
     const N = 2000
     const version = (tag: string): string =>
