@@ -16,7 +16,7 @@ export interface HopContext {
   maxBytes: number
   /** The caller leaving: its reason is thrown (not a verdict). */
   signal?: AbortSignal | undefined
-  /** Called as the request is written on its socket (the host's slot counts its gap from then). */
+  /** Called once the request is written on its socket (the host's slot counts its gap from then). */
   onSent?: (() => void) | undefined
 }
 
@@ -85,14 +85,16 @@ export async function fetchPage(url: URL, ctx: HopContext, onText: (text: string
 }
 
 /**
- * An interceptor telling `onSent` when the request is written: undici starts a request's handler
- * (onRequestStart) on its socket, after any lookup and connection, in the same turn as it writes the headers.
+ * An interceptor telling `onSent` once the request is written: undici starts a request's handler
+ * (onRequestStart) on its socket, after any lookup and connection, and then writes the headers in the same
+ * turn; `onSent` runs when that turn ends (process.nextTick), so after the write even when a pause (a GC)
+ * comes between the two: the next start is never counted from a moment before this one's.
  */
 function whenSent(onSent: () => void): Dispatcher.DispatcherComposeInterceptor {
   return (dispatch) => (options, handler) =>
     dispatch(options, {
       onRequestStart: (controller, context) => {
-        onSent()
+        process.nextTick(onSent)
         handler.onRequestStart?.(controller, context)
       },
       onRequestUpgrade: (controller, status, headers, socket) => handler.onRequestUpgrade?.(controller, status, headers, socket),

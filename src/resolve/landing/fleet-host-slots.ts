@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { RedisClient } from '../fleet/redis.js'
-import { createHostSlots, MAX_CRAWL_DELAY_MS, type HostSlots } from './host-slots.js'
+import { createHostSlots, gapOf, type HostSlots } from './host-slots.js'
 
 /**
  * Host slots across the fleet (issue 41): LANDING_PER_HOST and LANDING_HOST_DELAY_MS hold for all the
@@ -84,7 +84,7 @@ export function createFleetHostSlots(opts: FleetHostSlotsOptions): HostSlots {
   return {
     async acquire(host, { signal, crawlDelayMs } = {}) {
       const slot = await local.acquire(host, { signal, crawlDelayMs })
-      const gapMs = Math.max(opts.delayMs, Math.min(crawlDelayMs ?? 0, MAX_CRAWL_DELAY_MS))
+      const gapMs = gapOf(opts.delayMs, crawlDelayMs)
       let token: string | undefined
       try {
         token = await lease(host, gapMs, signal)

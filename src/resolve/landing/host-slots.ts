@@ -29,6 +29,11 @@ export interface HostSlots {
 
 export const MAX_CRAWL_DELAY_MS = 60_000
 
+/** The gap after a start at a host: `delayMs`, or its robots.txt's Crawl-delay when longer (at most MAX_CRAWL_DELAY_MS). */
+export function gapOf(delayMs: number, crawlDelayMs: number | undefined): number {
+  return Math.max(delayMs, Math.min(crawlDelayMs ?? 0, MAX_CRAWL_DELAY_MS))
+}
+
 interface Waiter {
   gapMs: number
   resolve: (slot: HostSlot) => void
@@ -39,7 +44,7 @@ interface Waiter {
 
 interface HostState {
   active: number
-  /** A slot granted with a gap and not yet sent: nothing else starts before its gap can be counted. */
+  /** A slot granted with a gap and not yet sent (so still active): nothing else starts before its gap can be counted. */
   unsent: boolean
   nextStart: number
   queue: Waiter[]
@@ -54,7 +59,7 @@ export function createHostSlots(opts: HostSlotsOptions): HostSlots {
     const now = performance.now()
     for (const [host, state] of hosts) {
       if (hosts.size <= maxHosts) return
-      if (state.active === 0 && !state.unsent && state.queue.length === 0 && state.nextStart <= now) hosts.delete(host)
+      if (state.active === 0 && state.queue.length === 0 && state.nextStart <= now) hosts.delete(host)
     }
   }
 
@@ -109,7 +114,7 @@ export function createHostSlots(opts: HostSlotsOptions): HostSlots {
         hosts.set(host, state)
         if (hosts.size > maxHosts) forgetIdle()
       }
-      const gapMs = Math.max(opts.delayMs, Math.min(crawlDelayMs ?? 0, MAX_CRAWL_DELAY_MS))
+      const gapMs = gapOf(opts.delayMs, crawlDelayMs)
       const held = state
       return await new Promise<HostSlot>((resolve, reject) => {
         const waiter: Waiter = {

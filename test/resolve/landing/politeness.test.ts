@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressRulesOf } from '../../../src/handle/address-rules.js'
 import { createLandingProber, type LandingProber, type LandingProberOptions } from '../../../src/resolve/landing/prober.js'
@@ -72,6 +73,28 @@ describe('per-host limits', () => {
     const p = prober({ perHost: 2, hostDelayMs: 300, lookup: slowFirst(lookup, 600) })
     await Promise.all([0, 1, 2].map(async (i) => await p.probe({ doi: DOI, url: url(s, `/fast?${i}`), titles: [] })))
     expect(s.seen).toHaveLength(4) // robots.txt, then the three pages
+    for (const gap of gaps(s.seen.map((r) => r.at))) expect(gap).toBeGreaterThanOrEqual(290)
+  })
+
+  it('counts LANDING_HOST_DELAY_MS from after the write, even when a pause comes between a request start and its write', async () => {
+    // undici tells subscribers of undici:client:sendHeaders between a request's start and its write: a
+    // subscriber that holds the loop 200 ms (as a GC may) delays the first page's write, not the next page.
+    const s = await site(undefined)
+    const p = prober({ perHost: 2, hostDelayMs: 300 })
+    let held = 0
+    const hold = (message: unknown): void => {
+      const path = (message as { request: { path: string } }).request.path
+      if (path === '/fast?0' && held++ === 0) for (const until = performance.now() + 200; performance.now() < until;);
+    }
+    subscribe('undici:client:sendHeaders', hold)
+    try {
+      await p.probe({ doi: DOI, url: url(s, '/fast?0'), titles: [] })
+      await Promise.all([1, 2].map(async (i) => await p.probe({ doi: DOI, url: url(s, `/fast?${i}`), titles: [] })))
+    } finally {
+      unsubscribe('undici:client:sendHeaders', hold)
+    }
+    expect(held).toBe(1)
+    expect(s.seen.map((r) => r.path)).toEqual(['/robots.txt', '/fast?0', '/fast?1', '/fast?2'])
     for (const gap of gaps(s.seen.map((r) => r.at))) expect(gap).toBeGreaterThanOrEqual(290)
   })
 
