@@ -19,10 +19,12 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs'
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
 import { once } from 'node:events'
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import { createGzip, gunzipSync } from 'node:zlib'
 import { Header, Parser } from 'tar'
 import type { ReadEntry } from 'tar'
@@ -37,6 +39,7 @@ const HELP = `Usage: node --import tsx bench/registry-copy/generate.ts [--seed 4
   --datacite F   the share of DataCite records, 0–1 (default 0.15)
   --out DIR      where (default bench/.tmp/copy-<seed>-<works>/); reused when its manifest matches
   --force        make the files again even when DIR holds them
+  --threads N    threads making Crossref's files (default: the cores); the bytes are the same
   --check        then read them back through the copy's mappers (crossrefRecordOf, dataciteRecordOf,
                  dataciteStateOf) and count records, problems and shapes`
 
@@ -754,6 +757,68 @@ class TarWriter {
   }
 }
 
+interface MadeFile {
+  gz: Buffer
+  /** The works' JSON alone, without the wrapper and commas. */
+  jsonBytes: number
+}
+
+/** Crossref's file of works start … end − 1: `{"items":[…]}`, gzipped. */
+async function crossrefFile(seed: number, start: number, end: number): Promise<MadeFile> {
+  const file = new GzipFile()
+  await file.write('{"items":[')
+  for (let i = start; i < end; i++) await file.write(i === start ? crossrefWorkJson(seed, i) : `,${crossrefWorkJson(seed, i)}`)
+  await file.write(']}')
+  const gz = await file.finish()
+  return { gz, jsonBytes: file.bytes - 12 - (end - start - 1) }
+}
+
+/**
+ * `threads` worker threads running this file (through tsx, as the command line does), each making whole
+ * files on request; a request goes to the thread with the fewest waiting.
+ */
+function fileMakers(threads: number): { make: typeof crossrefFile; close: () => Promise<void> } {
+  const workers = Array.from({ length: threads }, () => {
+    const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { role: MAKER } })
+    const waiting = new Map<number, { resolve: (m: MadeFile) => void; reject: (e: Error) => void }>()
+    w.on('message', (m: { id: number; gz: Uint8Array; jsonBytes: number }) => {
+      waiting.get(m.id)?.resolve({ gz: Buffer.from(m.gz.buffer, m.gz.byteOffset, m.gz.byteLength), jsonBytes: m.jsonBytes })
+      waiting.delete(m.id)
+    })
+    w.on('error', (err) => {
+      for (const p of waiting.values()) p.reject(err)
+      waiting.clear()
+    })
+    return { w, waiting }
+  })
+  let ids = 0
+  return {
+    make: (seed, start, end) =>
+      new Promise<MadeFile>((resolve, reject) => {
+        const t = workers.reduce((a, b) => (b.waiting.size < a.waiting.size ? b : a))
+        const id = ids++
+        t.waiting.set(id, { resolve, reject })
+        t.w.postMessage({ id, seed, start, end })
+      }),
+    close: async () => {
+      await Promise.all(workers.map(({ w }) => w.terminate()))
+    }
+  }
+}
+
+const MAKER = 'crossref-file-maker'
+/** Node 20 does not give a worker `--import tsx`'s hooks before its entry: the thread registers tsx, then loads this file. */
+const THREAD_SOURCE = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
+  .then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
+
+if (!isMainThread && (workerData as { role?: unknown } | null)?.role === MAKER) {
+  parentPort!.on('message', (m: { id: number; seed: number; start: number; end: number }) => {
+    void crossrefFile(m.seed, m.start, m.end).then(({ gz, jsonBytes }) => {
+      parentPort!.postMessage({ id: m.id, gz, jsonBytes }) // copied: a small Buffer may share a pool
+    })
+  })
+}
+
 export interface GenerateOptions {
   seed: number
   works: number
@@ -765,6 +830,8 @@ export interface GenerateOptions {
   perFile?: { crossref: number; datacite: number }
   /** Called every few seconds and at the end of each part. */
   progress?: (line: string) => void
+  /** Threads making Crossref's files (default 1); each file is made from its works' own streams, so the bytes are the same. */
+  threads?: number
 }
 
 export interface GenerateReport {
@@ -825,17 +892,25 @@ export async function generate(opts: GenerateOptions): Promise<GenerateReport> {
   // Crossref: N.json.gz of 5,000 works each.
   const crossref = { works: crossrefCount, files: 0, jsonBytes: 0, gzBytes: 0 }
   const crTar = new TarWriter(join(opts.out, 'crossref-annual.tar.partial'))
-  for (let start = 0; start < crossrefCount; start += crPerFile) {
-    const file = new GzipFile()
-    const end = Math.min(crossrefCount, start + crPerFile)
-    await file.write('{"items":[')
-    for (let i = start; i < end; i++) await file.write(i === start ? crossrefWorkJson(opts.seed, i) : `,${crossrefWorkJson(opts.seed, i)}`)
-    await file.write(']}')
-    const gz = await file.finish()
-    crossref.jsonBytes += file.bytes - 12 - (end - start - 1) // the works alone, without the wrapper and commas
-    await crTar.add(`${crossref.files++}.json.gz`, gz)
-    crossref.gzBytes += gz.length
-    say(end, 'crossref', crossrefCount)
+  const makeFile = opts.threads !== undefined && opts.threads > 1 ? fileMakers(opts.threads) : { make: crossrefFile, close: async () => {} }
+  const ranges: Array<[number, number]> = []
+  for (let start = 0; start < crossrefCount; start += crPerFile) ranges.push([start, Math.min(crossrefCount, start + crPerFile)])
+  try {
+    // Files are asked for ahead (two a thread) and added to the tar in order.
+    const ahead = Math.max(1, 2 * (opts.threads ?? 1))
+    const made: Array<Promise<MadeFile>> = ranges.slice(0, ahead).map(([s, e]) => makeFile.make(opts.seed, s, e))
+    for (let k = 0; k < ranges.length; k++) {
+      const { gz, jsonBytes } = await made[k]!
+      const next = ranges[k + ahead]
+      if (next !== undefined) made.push(makeFile.make(opts.seed, next[0], next[1]))
+      made[k] = undefined as unknown as Promise<MadeFile> // let the bytes go once written
+      crossref.jsonBytes += jsonBytes
+      await crTar.add(`${crossref.files++}.json.gz`, gz)
+      crossref.gzBytes += gz.length
+      say(ranges[k]![1], 'crossref', crossrefCount)
+    }
+  } finally {
+    await makeFile.close()
   }
   await crTar.close()
 
@@ -1023,7 +1098,7 @@ export async function checkCopyFiles(dir: string): Promise<CheckReport> {
 // ---- the command ----
 
 function parseArgs(argv: string[]): GenerateOptions & { check: boolean } {
-  const opts = { seed: 43, works: 200_000, datacite: 0.15, out: '', force: false, check: false }
+  const opts = { seed: 43, works: 200_000, datacite: 0.15, out: '', force: false, check: false, threads: availableParallelism() }
   const whole = (name: string, v: string, min: number): number => {
     const n = Number(v)
     if (!Number.isInteger(n) || n < min) throw new Error(`${name} wants a whole number ≥ ${min}, got "${v}"`)
@@ -1039,6 +1114,7 @@ function parseArgs(argv: string[]): GenerateOptions & { check: boolean } {
     } else if (arg === '--out') opts.out = resolve(value())
     else if (arg === '--force') opts.force = true
     else if (arg === '--check') opts.check = true
+    else if (arg === '--threads') opts.threads = whole(arg, value(), 1)
     else return false
     return true
   })

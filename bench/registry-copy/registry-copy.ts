@@ -378,7 +378,7 @@ async function main(): Promise<void> {
   const roundS = o.quick ? 2 : 3
 
   log(`generating ${n0(o.works)} works in ${dir} (reused when made before)`)
-  const made = await generate({ seed: o.seed, works: o.works, datacite: o.datacite, out: dir, progress: (l) => log(`  generate: ${l}`) })
+  const made = await generate({ seed: o.seed, works: o.works, datacite: o.datacite, out: dir, threads: availableParallelism(), progress: (l) => log(`  generate: ${l}`) })
   log(`  ${made.cached ? 'made before' : `made in ${made.seconds} s`}: mean work ${n0(made.meanWorkBytes)} B`)
 
   const importJson = join(dir, 'import.json')

@@ -111,6 +111,12 @@ export async function setUpRegistryCopy(config: CopySettings, deps: CopyDeps): P
  */
 async function startUpdates(config: CopySettings, store: CopyStore, deps: CopyDeps): Promise<UpdateSchedule> {
   const { startUpdateSchedule } = await import('../resolve/copy/updater.js')
+  if (config.contactEmail === undefined) {
+    deps.log.warn(
+      { setting: 'CONTACT_EMAIL' },
+      'REGISTRY_COPY_UPDATE_HOURS asks Crossref without a mailto: set CONTACT_EMAIL so Crossref serves the updates from its polite pool and can reach you'
+    )
+  }
   return startUpdateSchedule({
     settings: config,
     copy: store,

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { importUpdate } from '../../src/command/import/update.js'
+import { importUpdate, NO_CONTACT } from '../../src/command/import/update.js'
 import type { ImportUpdateOptions } from '../../src/command/import/update.js'
 import { loadConfig } from '../../src/config/load.js'
 import { copyKeyOf } from '../../src/handle/copy/key.js'
@@ -81,6 +81,24 @@ describe('doi-proxy import --update', () => {
     } finally {
       await copy.close()
     }
+  })
+
+  it('says one page, not "1 pages"', async () => {
+    fake.works.splice(1)
+    await importUpdate(options())
+    expect(said.find((line) => line.startsWith('crossref updated'))).toMatch(/ · 1 page · 1 record · written 1 · /)
+  })
+
+  it('warns before a Crossref update without CONTACT_EMAIL, and updates all the same', async () => {
+    const result = await importUpdate(options({}, { CONTACT_EMAIL: '' }))
+    expect(said[0]).toBe(NO_CONTACT)
+    expect(result.exitCode).toBe(0)
+    expect(fake.seen.every((r) => r.mailto === null)).toBe(true)
+  })
+
+  it('says nothing of CONTACT_EMAIL when it is set', async () => {
+    await importUpdate(options())
+    expect(said).not.toContain(NO_CONTACT)
   })
 
   it('asks with mailto from CONTACT_EMAIL and the User-Agent naming it, one request at a time', async () => {

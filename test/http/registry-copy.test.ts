@@ -11,6 +11,7 @@ import { openCopy } from '../../src/resolve/copy/store.js'
 import { createCopyWriter } from '../../src/resolve/copy/writer.js'
 import { buildApp } from '../../src/app.js'
 import { ConfigError } from '../../src/config/schema.js'
+import pino from 'pino'
 import { setup, testConfig } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
@@ -497,6 +498,19 @@ describe('the server keeps the copy fresh (REGISTRY_COPY_UPDATE_HOURS)', () => {
         }
       ]
     })
+  })
+
+  it('warns at start when it would ask Crossref without CONTACT_EMAIL', async () => {
+    const dir = await copyToUpdate()
+    const lines: string[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) })
+    const settings = { registryCopy: dir, registryCopyUpdateHours: 1, registryCopyMinFreeBytes: 0 }
+    // A first check an hour away: nothing is asked during the test.
+    const later = { now: () => NOW, copyUpdates: { firstCheckMs: 3_600_000 } }
+    await setup({ overrides: { ...settings, contactEmail: undefined }, records: UPSTREAM, deps: { ...later, logger } })
+    await setup({ overrides: { ...settings, contactEmail: 'ops@example.org' }, records: UPSTREAM, deps: { ...later, logger } })
+    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => /CONTACT_EMAIL/.test(l.msg))
+    expect(warned).toEqual([expect.objectContaining({ level: 40, msg: expect.stringContaining('without a mailto') })])
   })
 
   it('/status shows the copy by agency and who holds the update lease, escaped', async () => {

@@ -50,6 +50,10 @@ export interface ImportUpdateResult {
 
 const PROGRESS_EVERY_MS = 10_000
 
+/** Said before a Crossref update without CONTACT_EMAIL (Crossref's etiquette: identify yourself with a mailto). */
+export const NO_CONTACT =
+  'CONTACT_EMAIL is not set: Crossref serves requests without a mailto from its public pool, with lower limits, and cannot reach you when a run misbehaves; set CONTACT_EMAIL=you@example.org'
+
 /**
  * `doi-proxy import --update crossref|datacite`: what changed at the agency since the copy's coverage,
  * page by page, resumable (plan-43 §1.12), through resolve/copy/updater.ts `runUpdate`, holding the copy's
@@ -66,6 +70,7 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
     )
     return { exitCode: 73, pages: 0, records: 0 }
   }
+  if (agency === 'crossref' && config.contactEmail === undefined) say(NO_CONTACT)
   const feeds = createFeedClient({
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.registryCopyUpdateTimeoutMs,
@@ -136,11 +141,16 @@ function exitCodeOf(err: unknown): number {
   return 73
 }
 
+/** "1 page", "2 pages", "1,201 records". */
+function counted(x: number, noun: string): string {
+  return `${x.toLocaleString('en-US')} ${noun}${x === 1 ? '' : 's'}`
+}
+
 function summaryOf(o: UpdateOutcome): string {
   const n = (x: number): string => x.toLocaleString('en-US')
   const head =
     o.outcome === 'done'
       ? `${o.agency} updated${o.resumed ? ' (resumed)' : ''}: the copy now covers it to ${new Date((o.through ?? 0) * 1000).toISOString()}`
       : `${o.agency} update interrupted: run the same command to go on from page ${n(o.pages + 1)}`
-  return `${head} · ${n(o.pages)} pages · ${n(o.records)} records · written ${n(o.written)} · unchanged ${n(o.unchanged)} · older than held ${n(o.older)} · malformed ${n(o.malformed)}`
+  return `${head} · ${counted(o.pages, 'page')} · ${counted(o.records, 'record')} · written ${n(o.written)} · unchanged ${n(o.unchanged)} · older than held ${n(o.older)} · malformed ${n(o.malformed)}`
 }
