@@ -812,10 +812,9 @@ const THREAD_SOURCE = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'
   .then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
 
 if (!isMainThread && (workerData as { role?: unknown } | null)?.role === MAKER) {
-  parentPort!.on('message', (m: { id: number; seed: number; start: number; end: number }) => {
-    void crossrefFile(m.seed, m.start, m.end).then(({ gz, jsonBytes }) => {
-      parentPort!.postMessage({ id: m.id, gz, jsonBytes }) // copied: a small Buffer may share a pool
-    })
+  parentPort!.on('message', async (m: { id: number; seed: number; start: number; end: number }) => {
+    const { gz, jsonBytes } = await crossrefFile(m.seed, m.start, m.end)
+    parentPort!.postMessage({ id: m.id, gz, jsonBytes }) // copied: a small Buffer may share a pool
   })
 }
 

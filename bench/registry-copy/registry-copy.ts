@@ -18,6 +18,7 @@
  *    (b) first reads of distinct copy DOIs (each asked once: the router, the copy read, the entry made);
  *    (c) first reads after `echo 3 > /proc/sys/vm/drop_caches` (root only; else said), the pages of the
  *        copy not in memory, beside the same count with them in memory;
+ *    (d) requests drawn with Zipf (s = 1) over every Crossref work: first reads and repeats mixed;
  *    RssAnon / RssFile / RSS of the server (/proc/PID/status) at start and after the lookups.
  *    The load generator's own ceiling (wrk against node:http's empty 204) is measured in the same run.
  * Writes the "Registry copy" section of bench/RESULTS.md.
@@ -359,6 +360,25 @@ async function once(
   }
 }
 
+/**
+ * `count` work numbers (0 … n − 1) drawn with Zipf s = 1 over ranks 1 … n (the continuous approximation:
+ * P(rank ≤ k) = ln k / ln n, so rank = ⌊n^u⌋), each rank's work fixed by a permutation (× a prime, mod n)
+ * so the popular works are spread over the copy, not its first file.
+ */
+function zipfSample(count: number, n: number, seed: number): number[] {
+  const random = seededRandom(seed)
+  let step = 1_000_003
+  while (gcd(step, n) !== 1) step += 2
+  return Array.from({ length: count }, () => {
+    const rank = Math.min(n, Math.max(1, Math.floor(n ** random())))
+    return Number((BigInt(rank - 1) * BigInt(step)) % BigInt(n))
+  })
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b)
+}
+
 // ---- the report ----
 
 const n0 = (n: number): string => Math.round(n).toLocaleString('en')
@@ -378,7 +398,14 @@ async function main(): Promise<void> {
   const roundS = o.quick ? 2 : 3
 
   log(`generating ${n0(o.works)} works in ${dir} (reused when made before)`)
-  const made = await generate({ seed: o.seed, works: o.works, datacite: o.datacite, out: dir, threads: availableParallelism(), progress: (l) => log(`  generate: ${l}`) })
+  const made = await generate({
+    seed: o.seed,
+    works: o.works,
+    datacite: o.datacite,
+    out: dir,
+    threads: availableParallelism(),
+    progress: (l) => log(`  generate: ${l}`)
+  })
   log(`  ${made.cached ? 'made before' : `made in ${made.seconds} s`}: mean work ${n0(made.meanWorkBytes)} B`)
 
   const importJson = join(dir, 'import.json')
@@ -562,10 +589,25 @@ async function main(): Promise<void> {
         : `${n0(coldCount)} distinct copy DOIs, 4 connections; ${dropped}: the copy's pages may all be in memory`
     )
     log(`  pages in memory: p99 ${f(warmRow.result.p99)} ms; ${dropped ?? 'page cache dropped'}: p99 ${f(coldRow.result.p99)} ms`)
+    const zipfCount = o.quick ? 100_000 : 500_000
+    log(
+      `(d) ${n0(zipfCount)} requests, Zipf (s = 1) over all ${n0(crossrefWorks)} Crossref works of the copy, ${o.connections} connections`
+    )
+    const zipfPaths = zipfSample(zipfCount, crossrefWorks, 3).map((i) => pathOf(crossrefDoiOf(o.seed, i)))
+    const zipfDistinct = new Set(zipfPaths).size
+    const zipfRow = await once(
+      'copy, Zipf over every work',
+      server,
+      upstream,
+      zipfPaths,
+      o.connections,
+      `${n0(zipfCount)} requests drawn with Zipf s = 1 over the ${n0(crossrefWorks)} Crossref works (a rank's work by a fixed permutation), ${n0(zipfDistinct)} distinct: first reads and repeats mixed as readers' are`
+    )
+    log(`  ${n0(zipfRow.result.rps)} req/s, p99 ${f(zipfRow.result.p99)} ms, ${n0(zipfDistinct)} distinct DOIs`)
     const after = memoryOf(server.pid)
-    const lookups = firstCount + 2 * coldCount + HOT + hit.result.requests + repeats.result.requests
+    const lookups = firstCount + 2 * coldCount + HOT + hit.result.requests + repeats.result.requests + zipfCount
 
-    log(`(d) a second server in a ${CGROUP_MIB} MiB memory cgroup: first reads of ${n0(coldCount)} DOIs, 4 connections`)
+    log(`(e) a second server in a ${CGROUP_MIB} MiB memory cgroup: first reads of ${n0(coldCount)} DOIs, 4 connections`)
     // The first server is stopped first: pages it has mapped stay in memory, charged to it, whatever is dropped.
     await server.stop()
     let limitedDropped: string | undefined
@@ -610,6 +652,7 @@ async function main(): Promise<void> {
       firstRow,
       warmRow,
       coldRow,
+      zipfRow,
       ...(typeof limited === 'string' ? [] : [limited.value.row])
     ]
     const tableRow = (r: Measured): string => {
@@ -630,7 +673,7 @@ async function main(): Promise<void> {
       `Code: doi-proxy is ${codeVersion()}  `,
       `Load average (1 min): ${f(loadAtStart)} at the start, ${f(loadEnd)} at the end (2 cores: above 1, other work shared them)  `,
       `Cores: ${describePinning(pinning)}  `,
-      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) answering first reads. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
+      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then requests drawn with Zipf (s = 1) over every Crossref work of the copy; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) answering first reads. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
       '',
       '### Import',
       '',

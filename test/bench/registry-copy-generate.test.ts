@@ -46,6 +46,16 @@ describe('the generated agency files', () => {
     expect(crossrefDoiOf(44, 0)).not.toBe(crossrefDoiOf(43, 0))
   }, 120_000)
 
+  it('are the same bytes made on two threads as on one', async () => {
+    const one = join(root, 'one-thread')
+    const two = join(root, 'two-threads')
+    await generate({ seed: 43, works: 2500, datacite: 0.2, out: one, ...SMALL })
+    await generate({ seed: 43, works: 2500, datacite: 0.2, out: two, threads: 2, ...SMALL })
+    for (const name of ['crossref-annual.tar', 'datacite.tar', 'datacite-states.csv']) {
+      expect(sha(join(two, name))).toBe(sha(join(one, name)))
+    }
+  }, 120_000)
+
   it('are made once: the same options again find the directory made', async () => {
     const out = join(root, 'once')
     expect((await generate({ seed: 43, works: 300, datacite: 0.15, out, ...SMALL })).cached).toBe(false)
