@@ -475,7 +475,10 @@ async function main(): Promise<void> {
     log(
       `  a copy DOI answers ${copyAnswer.status} X-Cache ${xCache(copyAnswer)}; an upstream DOI ${cachedAnswer.status} X-Cache ${xCache(cachedAnswer)}`
     )
-    if (xCache(copyAnswer) !== 'COPY' || xCache(cachedAnswer) !== 'HIT') {
+    // A query makes a request not plain: the door passes it to Fastify, whose route finds the cache entry.
+    const viaRouter = (p: string): string => `${p}?via=router`
+    const routedAnswer = await captureAnswer(server.baseUrl, viaRouter(hotCached[0]!))
+    if (xCache(copyAnswer) !== 'COPY' || xCache(cachedAnswer) !== 'HIT' || xCache(routedAnswer) !== 'HIT' || routedAnswer.status !== 302) {
       throw new Error('the copy or the cache does not answer as expected')
     }
 
@@ -515,6 +518,12 @@ async function main(): Promise<void> {
           note: `${HOT} copy DOIs, each asked before: X-Cache COPY`
         },
         {
+          name: 'cache hits through the router',
+          t: server,
+          paths: uniform(hotCached.map(viaRouter), 1),
+          note: `the same ${HOT} upstream DOIs with a query (\`?via=router\`): not plain, so the door passes them to Fastify's route, the path every first read takes: X-Cache HIT`
+        },
+        {
           name: 'same-bytes floor',
           t: floor,
           paths: uniform(hotCopy, 2),
@@ -543,8 +552,9 @@ async function main(): Promise<void> {
     )
     const hit = steady[0]!
     const repeats = steady[1]!
-    const floorRow = steady[2]!
-    const ceilingRows = steady.slice(3)
+    const routedHit = steady[2]!
+    const floorRow = steady[3]!
+    const ceilingRows = steady.slice(4)
 
     // Online, a prefix's own records (HS_NAMESPACE, the service it names) come from the upstream the first
     // time a prefix is seen: asked here first, so the first reads below measure the copy's path, not upstream
@@ -649,6 +659,7 @@ async function main(): Promise<void> {
       floorRow,
       hit,
       repeats,
+      routedHit,
       firstRow,
       warmRow,
       coldRow,
@@ -673,7 +684,7 @@ async function main(): Promise<void> {
       `Code: doi-proxy is ${codeVersion()}  `,
       `Load average (1 min): ${f(loadAtStart)} at the start, ${f(loadEnd)} at the end (2 cores: above 1, other work shared them)  `,
       `Cores: ${describePinning(pinning)}  `,
-      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then requests drawn with Zipf (s = 1) over every Crossref work of the copy; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) answering first reads. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
+      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same ${HOT} with a query so that Fastify's route answers them (cache hits through the router, the path of every first read), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then requests drawn with Zipf (s = 1) over every Crossref work of the copy; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) answering first reads. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
       '',
       '### Import',
       '',
@@ -720,7 +731,8 @@ async function main(): Promise<void> {
       `| import rate → Crossref's ~150 M works | < ${TARGET_HOURS} h | ${f(hours150, 1)} h at ${n0(rate)} records/s | ${yes(hours150 < TARGET_HOURS)} |`,
       `| \`/readyz\` after a start with the copy | < ${TARGET_READY_S} s | ${f(readyS)} s (${f(bare.readyS)} s without the copy, same machine, just before) | ${yes(readyS < TARGET_READY_S)} |`,
       `| copy repeats ÷ cache hits, same run | ≥ ${TARGET_RATIO}× | ${ratio(repeats.result.rps, hit.result.rps)} (p99 ${f(repeats.result.p99)} vs ${f(hit.result.p99)} ms) | ${yes(repeats.result.rps / hit.result.rps >= TARGET_RATIO)} |`,
-      `| copy first reads ÷ cache hits, same run (not a target: the router's path, plan-43 §8) | — | ${ratio(firstRow.result.rps, hit.result.rps)} | — |`,
+      `| copy first reads ÷ cache hits through the router, same run (both Fastify's path: the copy's read and a new entry against a cache peek) | ≥ ${TARGET_RATIO}× | ${ratio(firstRow.result.rps, routedHit.result.rps)} (p99 ${f(firstRow.result.p99)} vs ${f(routedHit.result.p99)} ms) | ${yes(firstRow.result.rps / routedHit.result.rps >= TARGET_RATIO)} |`,
+      `| copy first reads ÷ cache hits answered by the door (not like for like: a first read of any DOI takes the router's path) | — | ${ratio(firstRow.result.rps, hit.result.rps)} | — |`,
       `| p99 of a first read whose page is not in memory | — | ${dropped === undefined ? `${f(coldRow.result.p99)} ms (${f(warmRow.result.p99)} ms with the pages in memory)` : `not measured: ${dropped}`} | — |`,
       `| RssAnon of the server after the lookups | < ${TARGET_ANON_MIB} MiB | ${f(after?.anonMiB, 0)} MiB (RSS ${f(after?.rssMiB, 0)}, of which the copy's mapped pages ${f(after?.fileMiB, 0)}) with ${n0(imp.records)} records | ${after === undefined ? '—' : yes(after.anonMiB < TARGET_ANON_MIB)}${provisional ? ' (at this size)' : ''} |`,
       `| the client is not the limit: fastest row ÷ the client's ceiling | well under 1× | ${ratio(fastest, ceilingTop)} (${n0(fastest)} of ${n0(ceilingTop)} req/s) | ${yes(fastest / ceilingTop < 0.8)} |`,
