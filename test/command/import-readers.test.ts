@@ -7,6 +7,7 @@ import { crossrefPage, crossrefWork, crossrefWorks } from '../support/copy-files
 // send back, how far ahead of them the main thread may read, and how a failure stops them all.
 
 const OPTIONS: UnitOptions = {
+  name: 'part.jsonl',
   maxRecordBytes: 4 * 1024 * 1024,
   map: { abstracts: true },
   skipItems: 0,

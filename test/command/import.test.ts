@@ -16,6 +16,7 @@ import {
   crossrefWork,
   crossrefWorks,
   cutOff,
+  DATACITE_README,
   dataciteRecord,
   dataciteTar,
   gz,
@@ -43,12 +44,13 @@ interface Ran {
 
 const ENV = { REGISTRY_COPY_MIN_FREE_BYTES: '0' }
 
-async function importing(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+async function importing(args: string[], env: Record<string, string> = {}, signal?: AbortSignal): Promise<Ran> {
   let stdout = ''
   let stderr = ''
   const code = await runImportCommand(args, {
     cwd: root,
     env: { ...ENV, ...env },
+    ...(signal === undefined ? {} : { signal }),
     stdout: { write: (s: string) => Boolean((stdout += s)) } as unknown as NodeJS.WritableStream,
     stderr: { write: (s: string) => Boolean((stderr += s)) } as unknown as NodeJS.WritableStream
   })
@@ -278,13 +280,14 @@ describe('bad input: each named and skipped, the rest imported', () => {
     expect(ran.problems).toContainEqual(expect.objectContaining({ file: cut, message: expect.stringMatching(/tar is damaged|cut off/) }))
   })
 
-  it('a file in no format import reads is named and passed over', async () => {
-    const odd = write(fresh('notes.txt'), 'hello\n')
+  it('a file named as data in no format import reads is named malformed and passed over', async () => {
+    const odd = write(join(fresh('dir'), 'notes.json'), 'hello\n')
     const ran = await json(['--to', fresh('copy'), odd])
     expect(ran).toMatchObject({
       code: 0,
       imported: 0,
       malformed: 1,
+      passedOver: 0,
       problems: [{ file: odd, message: 'skipped: not a format import reads: it starts "hello\\n"' }]
     })
   })
@@ -292,8 +295,156 @@ describe('bad input: each named and skipped, the rest imported', () => {
   it('a file name with a terminal escape is shown escaped', async () => {
     const odd = write(join(fresh('dir'), 'evil\u001b[2J.txt'), 'hello\n')
     const ran = await importing(['--to', fresh('copy'), odd])
-    expect(ran.stdout).toContain('evil\\u001b[2J.txt: skipped')
+    expect(ran.stdout).toContain('evil\\u001b[2J.txt: text, not records')
     expect(ran.stdout).not.toContain('\u001b')
+  })
+})
+
+describe('entries that hold no records', () => {
+  it("DataCite's data file with its README and monthly reports: they are passed over, said once, and the coverage is set", async () => {
+    const parts = [
+      [dataciteRecord('10.5281/zenodo.1'), dataciteRecord('10.5281/zenodo.2')],
+      [dataciteRecord('10.6084/m9.1', { updated: '2025-02-03T00:00:00Z' })]
+    ]
+    const tar = await dataciteTar(fresh('datacite.tar'), parts, undefined, true)
+    const to = fresh('copy')
+    const ran = await importing(['--to', to, '--strict', tar])
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toContain('imported 3 · unchanged 0 · filtered 0 · malformed 0\n')
+    expect(ran.stdout).toContain(
+      [
+        'passed over 3 entries that hold no records:',
+        `  ${tar} › README.txt: text, not records (it starts ${JSON.stringify(DATACITE_README.slice(0, 40))})`,
+        `  ${tar} › dois/updated_2025-01/2025-01.csv.gz: a CSV, not a DOI state list (its header: "doi,client_id,resource_type_general,updated")`,
+        `  ${tar} › dois/updated_2025-02/2025-02.csv.gz: a CSV, not a DOI state list (its header: "doi,client_id,resource_type_general,updated")`
+      ].join('\n')
+    )
+    expect(ran.stdout).toContain('the copy holds every DataCite DOI of its 2 prefixes as of 2025-02-03')
+    await withCopy(to, (copy) => {
+      expect(copy.coverage()).toEqual({ datacite: { base: Date.UTC(2025, 1, 3) / 1000, through: Date.UTC(2025, 1, 3) / 1000 } })
+      expect(copy.prefix('10.5281')).toMatchObject({ whole: true })
+    })
+  })
+
+  it('a Crossref directory with a README and a checksum list beside its .json.gz still moves the coverage', async () => {
+    const dir = fresh('crossref-dir')
+    write(join(dir, '0.json.gz'), gz(crossrefInner(crossrefWorks('10.5555', 0, 2))))
+    write(join(dir, 'README.md'), '# Crossref public data file 2025\n')
+    write(join(dir, 'md5sums.txt'), 'd41d8cd98f00b204e9800998ecf8427e  0.json.gz\n')
+    const ran = await json(['--to', fresh('copy'), dir])
+    expect(ran).toMatchObject({ code: 0, imported: 2, malformed: 0, passedOver: 2, covered: [{ agency: 'crossref', prefixes: 1 }] })
+  })
+
+  it('an entry named as data that cannot be read is malformed, and the file is not counted whole', async () => {
+    const tar = await tarOf(fresh('datacite.tar'), [
+      ['README.txt', DATACITE_README],
+      ['dois/updated_2025-01/part_0000.jsonl.gz', gz(lines([dataciteRecord('10.5281/zenodo.1')]))],
+      // A download that saved an error page under the part's name.
+      ['dois/updated_2025-01/part_0001.jsonl.gz', '<html><body>502 Bad Gateway</body></html>\n']
+    ])
+    const ran = await json(['--to', fresh('copy'), tar])
+    expect(ran).toMatchObject({ code: 0, imported: 1, malformed: 1, passedOver: 1, covered: [] })
+    expect(ran.problems).toEqual([
+      expect.objectContaining({
+        entry: 'dois/updated_2025-01/part_0001.jsonl.gz',
+        message: expect.stringMatching(/^skipped: not a format/)
+      })
+    ])
+  })
+
+  it('a text file given on its own is passed over, not malformed', async () => {
+    const odd = write(join(fresh('dir'), 'notes.txt'), 'hello\n')
+    expect(await json(['--to', fresh('copy'), '--strict', odd])).toMatchObject({
+      code: 0,
+      malformed: 0,
+      passedOver: 1,
+      passedOverNamed: [{ file: odd, message: 'text, not records (it starts "hello\\n")' }]
+    })
+  })
+})
+
+describe('filters, and the same file run again', () => {
+  const twoPrefixes = async (): Promise<string> =>
+    await crossrefAnnualTar(fresh('crossref.tar'), [crossrefWorks('10.5555', 0, 3), crossrefWorks('10.6666', 0, 2)])
+
+  it('a file imported for one --prefix is read again for another; for the same one, or after a run without --prefix, it is passed over', async () => {
+    const tar = await twoPrefixes()
+    const to = fresh('copy')
+    expect(await json(['--to', to, '--prefix', '10.5555', tar])).toMatchObject({ imported: 3, filtered: 2, alreadyImported: 0 })
+    expect(await json(['--to', to, '--prefix', '10.6666', tar])).toMatchObject({ imported: 2, filtered: 3, alreadyImported: 0 })
+    expect(await json(['--to', to, '--prefix', '10.6666', tar])).toMatchObject({ imported: 0, alreadyImported: 1 })
+    expect(await json(['--to', to, tar])).toMatchObject({ imported: 0, unchanged: 5, alreadyImported: 0 })
+    expect(await json(['--to', to, '--prefix', '10.5555', tar])).toMatchObject({ imported: 0, alreadyImported: 1 })
+  })
+
+  it('a file imported with --since, then without: the older records are read, and only then is the agency covered', async () => {
+    const tar = await crossrefAnnualTar(fresh('crossref.tar'), [
+      crossrefWorks('10.5555', 0, 2, Date.UTC(2024, 5, 1)),
+      crossrefWorks('10.5555', 2, 2, Date.UTC(2025, 5, 1))
+    ])
+    const to = fresh('copy')
+    expect(await json(['--to', to, '--since', '2025-01-01', tar])).toMatchObject({ imported: 2, filtered: 2, covered: [] })
+    expect(await json(['--to', to, tar])).toMatchObject({ imported: 2, alreadyImported: 0, covered: [{ agency: 'crossref' }] })
+    await withCopy(to, (copy) => expect(copy.head(copyKeyOf('10.5555/w0'))).toMatchObject({ kind: 'work' }))
+  })
+
+  it('a file imported with --no-abstracts, then without: the abstracts are read in', async () => {
+    const work = { ...crossrefWork('10.5555/abs'), abstract: '<jats:p>We show things.</jats:p>' }
+    const tar = await crossrefAnnualTar(fresh('crossref.tar'), [[work]])
+    const to = fresh('copy')
+    expect(await json(['--to', to, '--no-abstracts', tar])).toMatchObject({ imported: 1 })
+    expect(await json(['--to', to, '--no-abstracts', tar])).toMatchObject({ alreadyImported: 1 })
+    expect(await json(['--to', to, tar])).toMatchObject({ imported: 1, alreadyImported: 0 })
+    await withCopy(to, (copy) => {
+      expect(copy.head(copyKeyOf('10.5555/abs'))).toMatchObject({ abstractDropped: false })
+      expect(decodeCsl(copy.get(copyKeyOf('10.5555/abs'))!)).toMatchObject({ abstract: 'We show things.' })
+    })
+    // A file read with its abstracts covers a later --no-abstracts run.
+    expect(await json(['--to', to, '--no-abstracts', tar])).toMatchObject({ alreadyImported: 1 })
+  })
+
+  it('stopped during a --prefix run, the same file run without --prefix reads what the filter left out', async () => {
+    const tar = await crossrefAnnualTar(fresh('crossref.tar'), [crossrefWorks('10.6666', 0, 3), crossrefWorks('10.5555', 0, 3)])
+    const to = fresh('copy')
+    // Stopped (as by Ctrl-C) once the first batch is committed: the checkpoint is past the first entry, all of it filtered out.
+    const stopped = await importing(['--to', to, '--jobs', '1', '--prefix', '10.5555', tar], {}, AbortSignal.abort())
+    expect(stopped.code).toBe(130)
+    expect(await json(['--to', to, tar])).toMatchObject({ code: 0, covered: [{ agency: 'crossref', prefixes: 2 }] })
+    await withCopy(to, (copy) => {
+      expect(copy.stats().records).toBe(6)
+      expect(copy.prefix('10.6666')).toMatchObject({ records: 3, whole: true })
+    })
+  })
+})
+
+describe('the URL rules of records (ALLOWED_SCHEMES)', () => {
+  const gopher = (doi: string): string => `gopher://gopher.example/1/${doi}`
+  const inputs = (): string[] => [
+    write(fresh('p.json'), crossrefPage([crossrefWork('10.5555/g', { url: gopher('10.5555/g') })])),
+    write(fresh('d.jsonl'), lines([dataciteRecord('10.5281/g', { url: gopher('10.5281/g') })])),
+    write(fresh('m.ndjson'), lines([mirrorRecord('10.1000/g', gopher('10.1000/g'))]))
+  ]
+
+  it('a URL of a scheme ALLOWED_SCHEMES adds is imported, from every format', async () => {
+    const to = fresh('copy')
+    expect(await json(['--to', to, ...inputs()], { ALLOWED_SCHEMES: 'http,https,ftp,gopher' })).toMatchObject({
+      imported: 3,
+      malformed: 0
+    })
+    await withCopy(to, (copy) => expect(copy.head(copyKeyOf('10.5281/g'))).toMatchObject({ target: gopher('10.5281/g') }))
+  })
+
+  it('without it, each is skipped and named, saying the schemes allowed', async () => {
+    const ran = await json(['--to', fresh('copy'), ...inputs()])
+    expect(ran).toMatchObject({ imported: 0, malformed: 3 })
+    for (const p of ran.problems as Array<{ message: string }>) expect(p.message).toContain('(scheme not in http, https, ftp,')
+  })
+
+  it('a javascript: URL is refused even when ALLOWED_SCHEMES names javascript', async () => {
+    const page = write(fresh('p.json'), crossrefPage([crossrefWork('10.5555/js', { url: 'javascript:alert(1)' })]))
+    const ran = await json(['--to', fresh('copy'), page], { ALLOWED_SCHEMES: 'https,javascript' })
+    expect(ran).toMatchObject({ imported: 0, malformed: 1 })
+    expect((ran.problems as Array<{ message: string }>)[0]?.message).toContain('javascript')
   })
 })
 

@@ -113,12 +113,32 @@ export async function crossrefAnnualTar(path: string, parts: ReadonlyArray<reado
   )
 }
 
-/** DataCite's data file: monthly folders of gzipped JSON lines, and its DOI/state CSV beside them. */
-export async function dataciteTar(path: string, parts: ReadonlyArray<readonly unknown[]>, states?: string): Promise<string> {
-  const entries: Array<[string, string | Buffer]> = parts.map((items, i) => [
-    `dois/updated_2025-${String(i + 1).padStart(2, '0')}/part_0000.jsonl.gz`,
-    gz(lines(items))
-  ])
+/** DataCite's README at the top of its data file: text, no records. */
+export const DATACITE_README = 'DataCite Public Data File 2024\n\nThis file contains metadata for all DataCite DOIs in Findable state.\n'
+
+/** A month's tabular report (dois/updated_YYYY-MM/YYYY-MM.csv.gz): a CSV of that month's DOIs, not their states. */
+export function dataciteReport(items: readonly unknown[]): string {
+  const rows = items.map((i) => `${(i as { id: string }).id},demo.client,Dataset,2025-01-02T00:00:00Z`)
+  return ['doi,client_id,resource_type_general,updated', ...rows].join('\n') + '\n'
+}
+
+/**
+ * DataCite's data file: monthly folders of gzipped JSON lines, and its DOI/state CSV beside them; `extras`: its
+ * README and each month's report, as the real file has them (support.datacite.org, "DataCite Public Data File").
+ */
+export async function dataciteTar(
+  path: string,
+  parts: ReadonlyArray<readonly unknown[]>,
+  states?: string,
+  extras = false
+): Promise<string> {
+  const entries: Array<[string, string | Buffer]> = []
+  if (extras) entries.push(['README.txt', DATACITE_README])
+  for (const [i, items] of parts.entries()) {
+    const month = `2025-${String(i + 1).padStart(2, '0')}`
+    if (extras) entries.push([`dois/updated_${month}/${month}.csv.gz`, gz(dataciteReport(items))])
+    entries.push([`dois/updated_${month}/part_0000.jsonl.gz`, gz(lines(items))])
+  }
   if (states !== undefined) entries.push(['dois/states.csv', states])
   return await tarOf(path, entries)
 }

@@ -152,6 +152,7 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
       batchSize: cmd.batch,
       maxBytes: config.registryCopyMaxBytes,
       minFreeBytes: config.registryCopyMinFreeBytes,
+      allowedSchemes: config.allowedSchemes,
       jobs: cmd.jobs,
       nowS: () => Math.floor(Date.now() / 1000),
       ...(io.signal === undefined ? {} : { signal: io.signal }),

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
-import { appendFileSync, closeSync, openSync, readSync } from 'node:fs'
-import { join } from 'node:path'
+import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { READING } from '../../handle/copy/sniff.js'
 import type { Agency, ImportProblem } from '../../handle/copy/types.js'
 import { cacheKey } from '../../handle/name.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
-import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
+import { createCopyWriter, DiskFull, diskFullOf, freeBytesOf } from '../../resolve/copy/writer.js'
 import type { CopyWriter } from '../../resolve/copy/writer.js'
 import { createUnitReaders, ReaderFailed } from './readers.js'
 import type { UnitReaders } from './readers.js'
@@ -21,9 +21,13 @@ import type { UnitBatch, UnitOptions } from './worker.js'
  * files; each batch of records committed here, as it comes, with the file's checkpoint in ONE transaction, so
  * a run killed at any moment resumes where its last commit ended and leaves nothing half-written. The
  * checkpoint says which entries are read whole (the first N, and those done ahead of one still being read)
- * and how many items of each entry begun. The problems of each batch are named in
- * DIR/import-problems.ndjson after it commits. A tar or directory of one agency's data files read whole
- * (none damaged, no --since) moves the agency's coverage forward and marks its prefixes whole.
+ * and how many items of each entry begun, and the filters (--prefix, --since, --no-abstracts) it is read with: a
+ * file done is passed over only by a run its filters hold all of (done unfiltered, it covers any filtered run).
+ * The problems of each batch are written to DIR/import-problems.ndjson before it commits (so a run stopped
+ * between the two names them again, never loses them); the disk full there stops the run as LMDB's does. An
+ * entry that holds no records (a README, a report: sniff.ts notRecords) is passed over and said, not named
+ * malformed. A tar or directory of one agency's data files read whole (none damaged, no --since, each file
+ * read with filters that hold all of this run's) moves the agency's coverage forward and marks its prefixes whole.
  */
 
 export interface ImportOptions {
@@ -39,6 +43,8 @@ export interface ImportOptions {
   batchSize: number
   maxBytes: number
   minFreeBytes: number
+  /** ALLOWED_SCHEMES: the URL schemes a record may redirect to (the mappers' default: its default). */
+  allowedSchemes?: readonly string[]
   /** --jobs: threads reading the units (gunzip, split, parse, map, encode) while this one commits. */
   jobs: number
   nowS: () => number
@@ -70,6 +76,10 @@ export interface ImportSummary {
   malformed: number
   /** The first problems named (at most FIRST_PROBLEMS). */
   problems: NamedProblem[]
+  /** Files or entries that hold no records (a README, a report): passed over, not malformed. */
+  passedOver: number
+  /** The first of them (at most FIRST_PROBLEMS), `message` saying why. */
+  passedOverNamed: NamedProblem[]
   problemsFile: string
   files: number
   /** Files imported whole before, passed over. */
@@ -101,6 +111,18 @@ export interface FileState {
   newestStamp: number
   /** The file is a tar (its units are entries). */
   tar: boolean
+  /** What it is read with; absent in a checkpoint older than them (it covers no run). */
+  filters?: ImportFilters
+}
+
+/** The filters a file is read with: what its checkpoint vouches for. */
+export interface ImportFilters {
+  /** --prefix, as cache keys, sorted; absent: every prefix. */
+  prefixes?: string[]
+  /** --since, seconds. */
+  since?: number
+  /** false with --no-abstracts. */
+  abstracts: boolean
 }
 
 export const FIRST_PROBLEMS = 50
@@ -122,6 +144,10 @@ interface ImportRun {
   readonly progress: ImportProgress
   readonly importedAt: number
   problemLines: number
+  /** Lines of the problems file not yet written (a tar's warnings): written before the next commit. */
+  pendingLines: string[]
+  /** What every file is read with. */
+  readonly filters: ImportFilters
   /** Where the copy stands: the last commit's file › entry › item, for "the copy holds everything up to …". */
   lastCommitted: string
 }
@@ -147,6 +173,7 @@ export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
   const run = startRun(opts)
   try {
     for (const arg of opts.inputs) await importArg(run, arg)
+    writeProblems(run, [])
     await run.readers.close()
   } catch (err) {
     await run.readers.close(err)
@@ -170,6 +197,8 @@ function startRun(opts: ImportOptions): ImportRun {
     filtered: 0,
     malformed: 0,
     problems: [],
+    passedOver: 0,
+    passedOverNamed: [],
     problemsFile: join(opts.copy.dir, 'import-problems.ndjson'),
     files: 0,
     alreadyImported: 0,
@@ -177,15 +206,22 @@ function startRun(opts: ImportOptions): ImportRun {
     records: 0
   }
   const bytesTotal = opts.inputs.reduce((n, a) => n + a.files.reduce((m, f) => m + f.size, 0), 0)
+  const prefixSet = opts.prefixes === undefined ? undefined : new Set(opts.prefixes.map((p) => cacheKey(p)))
   return {
     opts,
     writer,
     readers: createUnitReaders({ jobs: opts.jobs }),
     summary,
-    prefixSet: opts.prefixes === undefined ? undefined : new Set(opts.prefixes.map((p) => cacheKey(p))),
+    prefixSet,
     progress: { bytesDone: 0, bytesTotal, records: 0, current: '' },
     importedAt: opts.nowS(),
     problemLines: 0,
+    pendingLines: [],
+    filters: {
+      ...(prefixSet === undefined ? {} : { prefixes: [...prefixSet].sort() }),
+      ...(opts.since === undefined ? {} : { since: opts.since }),
+      abstracts: opts.abstracts
+    },
     lastCommitted: 'nothing of this run yet'
   }
 }
@@ -214,14 +250,45 @@ function stopOf(err: unknown, lastCommitted: string): NonNullable<ImportSummary[
   throw cause
 }
 
-/** A problem counted, the first ones kept for the summary, each (up to a bound) a line of the problems file. */
-function nameProblem(run: ImportRun, problem: NamedProblem): void {
+/** A problem counted, the first ones kept for the summary. */
+function countProblem(run: ImportRun, problem: NamedProblem): void {
   const { summary } = run
   summary.malformed++
   if (summary.problems.length < FIRST_PROBLEMS) summary.problems.push(problem)
-  if (run.problemLines < MAX_PROBLEM_LINES) {
-    run.problemLines++
-    appendFileSync(summary.problemsFile, JSON.stringify({ at: new Date(run.opts.nowS() * 1000).toISOString(), ...problem }) + '\n')
+}
+
+/** The problem as a line of the problems file, up to a bound of lines a run. */
+function problemLine(run: ImportRun, problem: NamedProblem): string | undefined {
+  if (run.problemLines >= MAX_PROBLEM_LINES) return undefined
+  run.problemLines++
+  return JSON.stringify({ at: new Date(run.opts.nowS() * 1000).toISOString(), ...problem }) + '\n'
+}
+
+/**
+ * The pending lines and `lines` appended to the problems file, whole or not at all: a write that fails is cut
+ * back, so the file never holds half a line; the disk full there is DiskFull, as LMDB's is.
+ */
+function writeProblems(run: ImportRun, lines: readonly string[]): void {
+  const text = run.pendingLines.join('') + lines.join('')
+  run.pendingLines = []
+  if (text === '') return
+  let fd: number | undefined
+  let size = 0
+  try {
+    fd = openSync(run.summary.problemsFile, 'a')
+    size = fstatSync(fd).size
+    writeFileSync(fd, text)
+  } catch (err) {
+    if (fd !== undefined) {
+      try {
+        ftruncateSync(fd, size)
+      } catch {
+        // The cut failed too: the next run's lines start after a partial one, which readers of the file skip.
+      }
+    }
+    throw diskFullOf(err, run.opts.copy.dir, run.opts.freeBytes ?? freeBytesOf) ?? err
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
@@ -248,7 +315,7 @@ async function importArg(run: ImportRun, arg: InputArg): Promise<void> {
     (arg.directory || tar) &&
     agency !== undefined &&
     agencies.size === 1 &&
-    states.every((s) => s.done && !s.damaged && s.allDataFiles)
+    states.every((s) => s.done && !s.damaged && s.allDataFiles && covers(s.filters, run.filters))
   ) {
     const asOf = Math.max(...states.map((s) => s.newestStamp))
     if (asOf > 0) {
@@ -270,14 +337,17 @@ async function importFile(run: ImportRun, file: InputFile): Promise<{ finished: 
   const id = `file:${fileId}`
   const head = headOf(file.path)
   const held = opts.copy.meta(id) as FileState | undefined
-  const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.head === head
-  if (same && held.done && !opts.again) {
+  // The same file, read (or begun) with filters that hold all this run reads: a file read for 10.1103 does not hold 10.1088.
+  const usable = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.head === head
+  const same = usable && !opts.again && covers(held.filters, run.filters)
+  if (same && held.done) {
     run.summary.alreadyImported++
     progress.bytesDone += file.size
     opts.onProgress?.(progress)
     return { finished: Promise.resolve(held) }
   }
-  const state = same && !held.done && !opts.again ? held : newFileState(file, head)
+  // Resumed, what was read before is as wide as this run or wider: the state says this run's filters from now on.
+  const state = same ? { ...held, filters: run.filters } : newFileState(file, head, run.filters)
   const f: FileRun = { file, fileId, id, state, open: [] }
   const units = unitsOf(file, {
     onBytes: (n) => {
@@ -286,7 +356,10 @@ async function importFile(run: ImportRun, file: InputFile): Promise<{ finished: 
     },
     onWarning: (entry, message) => {
       f.state.damaged = true
-      nameProblem(run, { file: file.shown, ...(entry === '' ? {} : { entry }), message })
+      const problem = { file: file.shown, ...(entry === '' ? {} : { entry }), message }
+      countProblem(run, problem)
+      const line = problemLine(run, problem)
+      if (line !== undefined) run.pendingLines.push(line)
     }
   })
   const ends: Array<Promise<void>> = []
@@ -305,7 +378,7 @@ async function importFile(run: ImportRun, file: InputFile): Promise<{ finished: 
       progress.current = shownOf(file, unit.entry)
       const { done } = await run.readers.read({
         chunks: unit.chunks,
-        opts: unitOptionsOf(run, f.state.partial[unit.entry] ?? 0),
+        opts: unitOptionsOf(run, unit.entry === '' ? basename(file.path) : unit.entry, f.state.partial[unit.entry] ?? 0),
         onBatch: (batch) => commit(run, f, slot, batch),
         where: shownOf(file, unit.entry)
       })
@@ -335,7 +408,16 @@ function shownOf(file: InputFile, entry: string): string {
   return entry === '' ? file.shown : `${file.shown} › ${entry}`
 }
 
-function newFileState(file: InputFile, head: string): FileState {
+/** A file read with `held` filters holds all a run with `wanted` reads: each of held's is the same or wider. */
+function covers(held: ImportFilters | undefined, wanted: ImportFilters): boolean {
+  if (held === undefined) return false
+  const heldPrefixes = held.prefixes
+  if (heldPrefixes !== undefined && (wanted.prefixes === undefined || !wanted.prefixes.every((p) => heldPrefixes.includes(p)))) return false
+  if (held.since !== undefined && (wanted.since === undefined || wanted.since < held.since)) return false
+  return held.abstracts || !wanted.abstracts
+}
+
+function newFileState(file: InputFile, head: string, filters: ImportFilters): FileState {
   return {
     path: file.path,
     size: file.size,
@@ -349,15 +431,17 @@ function newFileState(file: InputFile, head: string): FileState {
     allDataFiles: true,
     damaged: false,
     newestStamp: 0,
-    tar: false
+    tar: false,
+    filters
   }
 }
 
-function unitOptionsOf(run: ImportRun, skipItems: number): UnitOptions {
+function unitOptionsOf(run: ImportRun, name: string, skipItems: number): UnitOptions {
   const { opts } = run
   return {
+    name,
     maxRecordBytes: opts.maxRecordBytes,
-    map: { abstracts: opts.abstracts },
+    map: { abstracts: opts.abstracts, ...(opts.allowedSchemes === undefined ? {} : { schemes: opts.allowedSchemes }) },
     ...(run.prefixSet === undefined ? {} : { prefixes: run.prefixSet }),
     ...(opts.since === undefined ? {} : { since: opts.since }),
     skipItems,
@@ -367,9 +451,24 @@ function unitOptionsOf(run: ImportRun, skipItems: number): UnitOptions {
   }
 }
 
-/** The commit step: a batch written with the file's next checkpoint in one transaction, then counted and its problems named. */
+/**
+ * The commit step: the batch's problems written to the problems file, then the batch with the file's next
+ * checkpoint in one transaction, then counted. Problems first: a run stopped between the two names them again
+ * when resumed (at worst twice in the file), where the other order could lose them.
+ */
 function commit(run: ImportRun, f: FileRun, slot: OpenUnit, batch: UnitBatch): void {
   const { opts, summary, progress } = run
+  const problems: NamedProblem[] = batch.problems.map((p) => ({
+    file: f.file.shown,
+    ...(slot.entry === '' ? {} : { entry: slot.entry }),
+    ...(p.item === undefined ? {} : { item: p.item }),
+    ...(p.offset === undefined ? {} : { offset: p.offset }),
+    message: p.message
+  }))
+  writeProblems(
+    run,
+    problems.map((p) => problemLine(run, p)).filter((l): l is string => l !== undefined)
+  )
   const next = checkpointAfter(f, slot, batch)
   const counts = run.writer.putBatch(batch.entries, { name: f.id, value: next })
   f.state = next
@@ -383,14 +482,12 @@ function commit(run: ImportRun, f: FileRun, slot: OpenUnit, batch: UnitBatch): v
   summary.older += counts.older
   summary.filtered += batch.filtered
   progress.records += counts.written + counts.unchanged + counts.older + batch.filtered
-  for (const p of batch.problems) {
-    nameProblem(run, {
-      file: f.file.shown,
-      ...(slot.entry === '' ? {} : { entry: slot.entry }),
-      ...(p.item === undefined ? {} : { item: p.item }),
-      ...(p.offset === undefined ? {} : { offset: p.offset }),
-      message: p.message
-    })
+  for (const p of problems) countProblem(run, p)
+  if (batch.passedOver !== undefined) {
+    summary.passedOver++
+    if (summary.passedOverNamed.length < FIRST_PROBLEMS) {
+      summary.passedOverNamed.push({ file: f.file.shown, ...(slot.entry === '' ? {} : { entry: slot.entry }), message: batch.passedOver })
+    }
   }
   opts.onProgress?.(progress)
   if (opts.signal?.aborted === true) throw new Interrupted('interrupted')
@@ -416,6 +513,8 @@ function checkpointAfter(f: FileRun, slot: OpenUnit, batch: UnitBatch): FileStat
   const passedNames = new Set(passed.map((u) => u.entry))
   next.entriesOutOfOrder = state.entriesOutOfOrder.filter((e) => !passedNames.has(e))
   if (!passed.includes(slot)) next.entriesOutOfOrder.push(slot.entry)
+  // An entry that holds no records (a README) leaves the file as whole as its data files make it.
+  if (batch.passedOver !== undefined) return next
   if (batch.format === undefined) next.allDataFiles = false
   else {
     const reading = READING[batch.format]

@@ -4,7 +4,8 @@ import { visible } from '../check/visible.js'
 /**
  * The import's summary (plan-43 §4), for a person or, with --json, a program:
  *   imported 9,998,123 · unchanged 0 · filtered 1,877 · malformed 12 (named in DIR/import-problems.ndjson)
- * then up to 50 problems, each named file › entry item N: why. File names and messages come from the
+ * then up to 50 problems, each named file › entry item N: why; then the entries passed over as no records (a
+ * README, a report), not counted as malformed. File names and messages come from the
  * input: what a terminal would obey is shown escaped (check/visible.ts).
  */
 
@@ -25,6 +26,12 @@ export function summaryText(s: ImportSummary): string {
   ]
   for (const p of s.problems) lines.push(`  ${problemLine(p)}`)
   if (s.malformed > s.problems.length) lines.push(`  … and ${NUMBER.format(s.malformed - s.problems.length)} more in ${s.problemsFile}`)
+  if (s.passedOver > 0) {
+    // Not problems: a README or a report beside the data files, said once here and nowhere else.
+    lines.push(`passed over ${NUMBER.format(s.passedOver)} ${s.passedOver === 1 ? 'entry that holds' : 'entries that hold'} no records:`)
+    for (const p of s.passedOverNamed) lines.push(`  ${problemLine(p)}`)
+    if (s.passedOver > s.passedOverNamed.length) lines.push(`  … and ${NUMBER.format(s.passedOver - s.passedOverNamed.length)} more`)
+  }
   if (s.alreadyImported > 0) {
     lines.push(
       `${NUMBER.format(s.alreadyImported)} file${s.alreadyImported === 1 ? ' was' : 's were'} imported whole before: passed over (--again reads them anew)`
@@ -50,6 +57,8 @@ export function summaryJson(s: ImportSummary): string {
       malformed: s.malformed,
       problems: s.problems,
       problemsFile: s.problemsFile,
+      passedOver: s.passedOver,
+      passedOverNamed: s.passedOverNamed,
       files: s.files,
       alreadyImported: s.alreadyImported,
       covered: s.covered,

@@ -8,7 +8,7 @@ import { createItemSplitter, createLineSplitter } from '../../handle/copy/item-s
 import type { SplitItem, SplitProblem, Splitter } from '../../handle/copy/item-splitter.js'
 import { mirrorRecordOf } from '../../handle/copy/mirror-record.js'
 import { encodeEntry } from '../../handle/copy/record-codec.js'
-import { READING, sniff, SNIFF_BYTES } from '../../handle/copy/sniff.js'
+import { notRecords, READING, sniff, SNIFF_BYTES } from '../../handle/copy/sniff.js'
 import type { Format, FormatReading, ItemFormat } from '../../handle/copy/sniff.js'
 import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
 import { cacheKey, prefixOf } from '../../handle/name.js'
@@ -22,6 +22,8 @@ import { cacheKey, prefixOf } from '../../handle/name.js'
  */
 
 export interface UnitOptions {
+  /** The unit's name (the entry's path in its tar, or the file's): with its first bytes, it tells a README from a data file. */
+  name: string
   /** REGISTRY_COPY_MAX_RECORD_BYTES: a larger item is named and never held. */
   maxRecordBytes: number
   map: MapOptions
@@ -60,12 +62,16 @@ export interface UnitBatch {
   final: boolean
   /** The unit's format, once sniffed. */
   format?: ItemFormat
+  /** The unit holds no records (a README, a report): why. Passed over, not malformed; its file may still be whole. */
+  passedOver?: string
 }
 
 export interface UnitEnd {
   format?: ItemFormat
   /** Why the unit was not read at all (not a format import reads). */
   unknown?: string
+  /** Why it holds no records (notRecords): passed over, not malformed. */
+  passedOver?: string
   /** The unit ended early: cut off, or its structure broken (named in the last batch's problems). */
   damaged: boolean
 }
@@ -76,7 +82,7 @@ const GUNZIP_CHUNK = 128 * 1024
 const QUOTE_BYTE = 0x22
 const MAX_MESSAGE = 300
 
-type Sniffed = { format: Format } | { unknown: string }
+type Sniffed = { format: Format } | { unknown: string; passedOver?: string }
 
 /** A unit being read: its format's reading, the batch being filled, the CSV header once read. */
 interface UnitRead {
@@ -102,6 +108,11 @@ export async function readUnit(
   const { stream, sniffed } = opened
   if ('unknown' in sniffed) {
     const batch = emptyBatch(0, true)
+    if (sniffed.passedOver !== undefined) {
+      batch.passedOver = sniffed.passedOver
+      await onBatch(batch)
+      return { passedOver: sniffed.passedOver, damaged: false }
+    }
     batch.problems.push({ message: `skipped: ${sniffed.unknown}` })
     batch.malformed = 1
     await onBatch(batch)
@@ -171,7 +182,7 @@ async function openUnit(
     } catch (err) {
       return { damaged: `the gzip data cannot be read (${(err as Error).message})` }
     }
-    sniffed = sniff(peeked.head)
+    sniffed = withPassOver(sniff(peeked.head), opts.name, peeked.head)
     if ('format' in sniffed && (sniffed.format === 'gzip' || sniffed.format === 'tar')) {
       sniffed = {
         unknown: `a ${sniffed.format === 'gzip' ? 'gzip' : 'tar'} inside a gzip inside ${opts.inWhole ? 'a tar' : 'this file'}: unpack it first`
@@ -179,8 +190,15 @@ async function openUnit(
     }
   } else if ('format' in sniffed && sniffed.format === 'tar') {
     sniffed = { unknown: 'a tar inside a tar: unpack the outer one first' }
-  }
+  } else sniffed = withPassOver(sniffed, opts.name, peeked.head)
   return { stream: peeked.stream, sniffed }
+}
+
+/** A unit in no format import reads, with why it holds no records when it is no data at all (a README, a report). */
+function withPassOver(sniffed: Sniffed, name: string, head: Buffer): Sniffed {
+  if (!('unknown' in sniffed)) return sniffed
+  const why = notRecords(name, head)
+  return why === undefined ? sniffed : { ...sniffed, passedOver: why }
 }
 
 function problem(u: UnitRead, p: UnitProblem): void {

@@ -61,7 +61,7 @@ export function crossrefRecordOf(work: unknown, opts: MapOptions): Mapped {
   if ('problem' in checked) return checked.problem
   const doi = checked.doi
   const resource = w.resource as { primary?: { URL?: unknown } } | undefined
-  const url = copyUrlOf(resource?.primary?.URL)
+  const url = copyUrlOf(resource?.primary?.URL, opts.schemes)
   if ('problem' in url) return `${doi}: ${url.problem}`
   const stamp = stampOf(w)
   if (stamp === undefined) return `${doi}: the work has no date (indexed, deposited or created)`

@@ -9,6 +9,9 @@ import { locationFor } from '../redirect.js'
 /** The schemes a copy's registered URL may have: ALLOWED_SCHEMES' default (config/schema.ts); the resolver checks again at redirect time. */
 export const COPY_URL_SCHEMES: readonly string[] = ['http', 'https', 'ftp']
 
+/** Schemes a browser runs: never kept, whatever ALLOWED_SCHEMES says (security.md: no javascript: or data: relayed to readers). */
+export const NEVER_SCHEMES: readonly string[] = ['javascript', 'vbscript', 'data']
+
 /** Longest registered URL kept: browsers and servers give up near 8 KiB (RFC 9110 §4.1 recommends ≥ 8,000 octets). */
 export const MAX_URL_LENGTH = 8000
 
@@ -18,14 +21,18 @@ export const MAX_FIELD_LENGTH = 100_000
 /** Most names kept per role: CSL processors and citations use a handful; 5,000 covers the largest consortium papers. */
 export const MAX_NAMES = 5000
 
-/** A registered URL as the copy keeps it, or why it is refused: the redirect rule (locationFor) plus a size bound. */
-export function copyUrlOf(raw: unknown): { url: string } | { problem: string } {
+/**
+ * A registered URL as the copy keeps it, or why it is refused: the redirect rule (locationFor) with the
+ * configured ALLOWED_SCHEMES (`schemes`) less NEVER_SCHEMES, plus a size bound.
+ */
+export function copyUrlOf(raw: unknown, schemes: readonly string[] = COPY_URL_SCHEMES): { url: string } | { problem: string } {
   if (typeof raw !== 'string' || raw.trim() === '') return { problem: 'the record has no URL' }
   const url = raw.trim()
   if (url.length > MAX_URL_LENGTH) return { problem: `the URL is longer than ${MAX_URL_LENGTH} characters (${url.length})` }
-  if (locationFor(url, undefined, COPY_URL_SCHEMES) === undefined) {
+  const allowed = schemes.filter((s) => !NEVER_SCHEMES.includes(s))
+  if (locationFor(url, undefined, allowed) === undefined) {
     return {
-      problem: `the URL ${JSON.stringify(url.slice(0, 80))} is not one the resolver redirects to (scheme not in ${COPY_URL_SCHEMES.join(', ')}, a control character or a bad host)`
+      problem: `the URL ${JSON.stringify(url.slice(0, 80))} is not one the resolver redirects to (scheme not in ${allowed.join(', ')}, a control character or a bad host)`
     }
   }
   return { url }

@@ -87,7 +87,7 @@ export function dataciteRecordOf(line: unknown, opts: MapOptions): Mapped {
   if (state === 'draft') return `${doi}: a draft DOI is not registered`
   // A Registered DOI resolves but its URL is not public (DataCite support, "DOI states").
   if (state === 'registered' && text(a.url) === undefined) return { doi, kind: 'registered', agency: 'datacite', stamp }
-  const url = copyUrlOf(a.url)
+  const url = copyUrlOf(a.url, opts.schemes)
   if ('problem' in url) return `${doi}: ${url.problem}`
   const { csl, abstractDropped } = dataciteCsl(a, doi, opts)
   return { doi, kind: 'work', agency: 'datacite', url: url.url, stamp, csl, ...(abstractDropped ? { abstractDropped } : {}) }

@@ -40,7 +40,7 @@ export function mirrorRecordOf(item: unknown, opts: MapOptions): Mapped {
     return { doi, kind: 'alias', agency: 'other', aliasOf: alias, stamp, ...extra }
   }
   const urlValue = firstUrlValue(values)
-  const url = copyUrlOf(urlValue === undefined ? undefined : valueString(urlValue))
+  const url = copyUrlOf(urlValue === undefined ? undefined : valueString(urlValue), opts.schemes)
   if ('problem' in url) return `${doi}: ${url.problem}`
   return { doi, kind: 'work', agency: 'other', url: url.url, stamp, ...extra }
 }

@@ -145,3 +145,34 @@ function objectFormat(text: string): { format: Format } | { unknown: string } {
 function ascii(bytes: Uint8Array, at: number, length: number): string {
   return String.fromCharCode(...bytes.subarray(at, at + length))
 }
+
+// Names the agencies and doi-proxy give their data (records, or a tar of them): what bears one was meant to be read.
+const DATA_NAME = /\.(?:json|jsonl|ndjson|tar|tgz)(?:\.gz)?$/i
+// Files an operating system leaves beside others (hidden ones, .DS_Store and ._*, are never read at all: sources.ts).
+const SYSTEM_FILES = new Set(['thumbs.db', 'desktop.ini'])
+
+/**
+ * Why an input (a file, or an entry of a tar) in no format import reads holds no records, so it is passed over
+ * rather than named malformed; undefined when it looks meant to be data and is not readable (it then keeps its
+ * file from counting whole: the copy must not claim all of a file it did not read). `head` is its first bytes,
+ * after gunzip. Not records: a file an operating system keeps; text that is no JSON (a README, a checksum list,
+ * a CSV report such as DataCite's monthly YYYY-MM.csv.gz) unless its name says JSON or tar. An HTML page saved
+ * under a data file's name, binary data, JSON of another shape, an empty data file: meant to be data.
+ */
+export function notRecords(name: string, head: Uint8Array): string | undefined {
+  const base = (name.split('/').pop() ?? name).toLowerCase()
+  if (SYSTEM_FILES.has(base)) return 'a file the operating system keeps, not records'
+  if (DATA_NAME.test(base)) return undefined
+  const bytes = Buffer.from(head.buffer, head.byteOffset, head.byteLength)
+  if (bytes.includes(0)) return undefined
+  let text = bytes.toString('utf8')
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+  const start = text.trimStart()
+  if (start === '') return 'empty, not records'
+  if (start.startsWith('{') || start.startsWith('[')) return undefined
+  const firstLine = (start.split('\n', 1)[0] ?? '').trim()
+  if (firstLine.includes(',') && !firstLine.includes(' ')) {
+    return `a CSV, not a DOI state list (its header: ${JSON.stringify(firstLine.slice(0, 80))})`
+  }
+  return `text, not records (it starts ${JSON.stringify(start.slice(0, 40))})`
+}

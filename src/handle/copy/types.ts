@@ -88,6 +88,8 @@ export type Mapped = CopyRecord | string
 export interface MapOptions {
   /** false with `--no-abstracts`: the CSL `abstract` is left out and the record says so. */
   abstracts: boolean
+  /** ALLOWED_SCHEMES: the schemes a registered URL may have (default: its default, csl.ts COPY_URL_SCHEMES). */
+  schemes?: readonly string[]
 }
 
 /** One row of DataCite's DOI/state CSV (`doi,state,client_id,updated`), as csv-parse gives it. */

@@ -93,16 +93,7 @@ export function createCopyWriter(copy: CopyStore, opts: CopyWriterOptions): Copy
     try {
       return root.transactionSync(write)
     } catch (err) {
-      if (isDiskError(err)) {
-        const free = safeFree(freeBytes, copy.dir)
-        throw new DiskFull(
-          'write_failed',
-          copy.dir,
-          free,
-          `the disk of ${copy.dir} is full: writing failed (${(err as Error).message})${free === undefined ? '' : `, ${free} bytes free`}`
-        )
-      }
-      throw err
+      throw diskFullOf(err, copy.dir, freeBytes) ?? err
     }
   }
 
@@ -218,7 +209,8 @@ function writeRecord(
       counts.older++
       return
     }
-    if (heldHead.stamp === head.stamp) {
+    // The same record: unchanged, unless it brings the abstract an import with --no-abstracts left out.
+    if (heldHead.stamp === head.stamp && !(heldHead.abstractDropped && !head.abstractDropped)) {
       counts.unchanged++
       return
     }
@@ -235,6 +227,21 @@ function writeRecord(
     marks.set(prefix, { ...mark, records: mark.records + 1 })
   }
   stats.byAgency[head.agency] = (stats.byAgency[head.agency] ?? 0) + 1
+}
+
+/**
+ * A write in the copy's directory `dir` that failed for want of room (LMDB's, or the import's problems file) as
+ * DiskFull, in the same words; undefined for any other error.
+ */
+export function diskFullOf(err: unknown, dir: string, freeBytes: (dir: string) => number = freeBytesOf): DiskFull | undefined {
+  if (!isDiskError(err)) return undefined
+  const free = safeFree(freeBytes, dir)
+  return new DiskFull(
+    'write_failed',
+    dir,
+    free,
+    `the disk of ${dir} is full: writing failed (${(err as Error).message})${free === undefined ? '' : `, ${free} bytes free`}`
+  )
 }
 
 /** Bytes an unprivileged process may still write on the file system holding `dir`. */
@@ -259,12 +266,13 @@ function fileSize(path: string): number {
   }
 }
 
-// LMDB's errors when the disk is full: EIO (5, seen on a full tmpfs and ext4), ENOSPC (28), MDB_MAP_FULL (-30792).
-const DISK_ERRORS = new Set([5, 28, -30792, 'EIO', 'ENOSPC'])
+// LMDB's errors when the disk is full: EIO (5, seen on a full tmpfs and ext4), ENOSPC (28), MDB_MAP_FULL (-30792);
+// Node's for a file: the codes ENOSPC, and EDQUOT (a quota reached: no room for us either).
+const DISK_ERRORS = new Set([5, 28, 122, -30792, 'EIO', 'ENOSPC', 'EDQUOT'])
 
 function isDiskError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   if (DISK_ERRORS.has(code as number | string)) return true
   const message = err instanceof Error ? err.message : ''
-  return /No space left|Input\/output error|MDB_MAP_FULL/i.test(message)
+  return /No space left|Input\/output error|MDB_MAP_FULL|Disk quota exceeded/i.test(message)
 }

@@ -54,6 +54,45 @@ describe('the URL a copy record may redirect to', () => {
   ])('%j → %j', (raw, expected) => {
     expect(copyUrlOf(raw)).toEqual(expected)
   })
+
+  // ALLOWED_SCHEMES (config/schema.ts) as configured: the same rule as records' (behaviour.md §9), less the schemes a
+  // browser runs (security.md: no javascript: or data: relayed to readers).
+  it.each([
+    ['gopher://g.example/1/x', ['http', 'https', 'gopher'], { url: 'gopher://g.example/1/x' }],
+    [
+      'gopher://g.example/1/x',
+      ['http', 'https'],
+      {
+        problem:
+          'the URL "gopher://g.example/1/x" is not one the resolver redirects to (scheme not in http, https, a control character or a bad host)'
+      }
+    ],
+    [
+      'ftp://ftp.example.org/a',
+      ['https'],
+      {
+        problem:
+          'the URL "ftp://ftp.example.org/a" is not one the resolver redirects to (scheme not in https, a control character or a bad host)'
+      }
+    ],
+    [
+      'javascript:alert(1)',
+      ['https', 'javascript'],
+      {
+        problem:
+          'the URL "javascript:alert(1)" is not one the resolver redirects to (scheme not in https, a control character or a bad host)'
+      }
+    ],
+    [
+      'data:text/html,x',
+      ['https', 'data'],
+      {
+        problem: 'the URL "data:text/html,x" is not one the resolver redirects to (scheme not in https, a control character or a bad host)'
+      }
+    ]
+  ])('%j with ALLOWED_SCHEMES %j → %j', (raw, schemes, expected) => {
+    expect(copyUrlOf(raw, schemes)).toEqual(expected)
+  })
 })
 
 describe('CSL dates', () => {

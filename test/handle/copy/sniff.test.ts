@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { READING, sniff, SNIFF_BYTES } from '../../../src/handle/copy/sniff.js'
+import { notRecords, READING, sniff, SNIFF_BYTES } from '../../../src/handle/copy/sniff.js'
 
 // Sources: plan-43 §1.11 (the formats and their shapes); RFC 1952 §2.3.1 (gzip: 1f 8b); POSIX pax "ustar
 // Interchange Format" (magic at byte 257); file(1)'s magic for zip, bzip2, xz, zstd; Crossref REST API docs
@@ -96,5 +96,31 @@ describe('how each format is read', () => {
     ['mirror-array', 'array', [], 'other', false]
   ] as const)('%s: %s at %j, %s, a data file: %s', (format, split, path, agency, dataFile) => {
     expect(READING[format]).toMatchObject({ split, path, agency, dataFile })
+  })
+})
+
+// Sources: support.datacite.org "DataCite Public Data File" (a README, and dois/updated_YYYY-MM/YYYY-MM.csv.gz, a
+// month's tabular report, beside the part_NNNN.jsonl.gz); docs/registry-copy.md §1 (import passes over the rest).
+describe('an input in no format import reads: no records (passed over) or data it cannot read (malformed)', () => {
+  it.each([
+    ['README.txt', bytes('DataCite Public Data File 2024\n'), 'text, not records (it starts "DataCite Public Data File 2024\\n")'],
+    ['README', bytes('\ufeff  Read me\n'), 'text, not records (it starts "Read me\\n")'],
+    ['md5sums.txt', bytes('d41d8cd9  0.json.gz\n'), 'text, not records (it starts "d41d8cd9  0.json.gz\\n")'],
+    [
+      'dois/updated_2024-07/2024-07.csv.gz',
+      bytes('doi,client_id,resource_type_general,updated\n10.5281/z,cern.zenodo,Dataset,2024-07-01\n'),
+      'a CSV, not a DOI state list (its header: "doi,client_id,resource_type_general,updated")'
+    ],
+    ['dois/Thumbs.db', Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0]), 'a file the operating system keeps, not records'],
+    ['notes.md', bytes(''), 'empty, not records'],
+    // Meant to be data: named as data, or JSON, or binary.
+    ['dois/updated_2024-07/part_0001.jsonl.gz', bytes('<html>502 Bad Gateway</html>\n'), undefined],
+    ['crossref-2024.tar', bytes('<html>403</html>'), undefined],
+    ['0001.json', bytes(''), undefined],
+    ['manifest', bytes('{"name":"x"}\n'), undefined],
+    ['list', bytes('[1,2]'), undefined],
+    ['blob.bin', Buffer.from([1, 2, 0, 3]), undefined]
+  ])('%s %j → %j', (name, head, expected) => {
+    expect(notRecords(name, head)).toBe(expected)
   })
 })

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { copyKeyOf } from '../../../src/handle/copy/key.js'
 import { openCopy } from '../../../src/resolve/copy/store.js'
-import { crossrefAnnualTar, crossrefWorks } from '../../support/copy-files.js'
+import { crossrefAnnualTar, crossrefWorks, dataciteRecord, lines, write } from '../../support/copy-files.js'
 import { findOnPath } from '../../support/test-tools.js'
 
 // The disk fills during an import (plan-43 §1.13): the importer stops with exit 75 and says where the copy
@@ -42,7 +42,7 @@ interface Ran {
 }
 
 /** `script` run in a namespace of its own with DIR a fresh 16 MiB tmpfs; OUT is outside it. */
-async function inSmallDisk(script: string): Promise<Ran> {
+async function inSmallDisk(script: string, env: Record<string, string> = {}): Promise<Ran> {
   const dir = join(root, `disk-${Math.random().toString(36).slice(2)}`)
   mkdirSync(dir)
   const shell = `set -u; mount -t tmpfs -o size=16m tmpfs "$DIR" || exit 99; cd "$REPO"; ${script}`
@@ -53,7 +53,8 @@ async function inSmallDisk(script: string): Promise<Ran> {
       REPO,
       OUT: join(root, `out-${Math.random().toString(36).slice(2)}`),
       TAR: tar,
-      NODE: process.execPath
+      NODE: process.execPath,
+      ...env
     },
     stdio: ['ignore', 'pipe', 'pipe']
   })
@@ -121,4 +122,46 @@ describe.skipIf(!canUnshare)('the disk fills during an import', () => {
     )
     expect(summary.records).toBeGreaterThan(0)
   }, 120_000)
+
+  it('the problems file filling the disk stops the import (exit 75) as LMDB does; with room again each problem is named whole', async () => {
+    // 3,000 records refused (a javascript: URL), about 300 bytes of problems file each: the first batch's 1,000 lines
+    // do not fit in the 100 KiB a filler leaves free, while the batch itself (no record, a checkpoint) would.
+    const bad = write(
+      join(root, 'refused.jsonl'),
+      lines(
+        Array.from({ length: 3000 }, (_, i) => dataciteRecord(`10.5281/refused.${i}`, { url: `javascript:alert(${i})//${'x'.repeat(60)}` }))
+      )
+    )
+    const good = write(join(root, 'good.jsonl'), lines([dataciteRecord('10.5281/good')]))
+    const problems = join(root, 'problems.ndjson')
+    const run = (input: string) =>
+      `REGISTRY_COPY_MIN_FREE_BYTES=0 "$NODE" --import tsx src/command/cli.ts import --to "$DIR/copy" --json "${input}"`
+    const ran = await inSmallDisk(
+      `${run(good)} > /dev/null; echo "good $?"; ` +
+        `cat /dev/zero > "$DIR/filler" 2>/dev/null; truncate -s -100K "$DIR/filler"; ` +
+        `${run(bad)} > "$DIR/../p-first.json" 2>"$DIR/../p-first.err"; echo "first $?"; cat "$DIR/../p-first.json"; cat "$DIR/../p-first.err" >&2; ` +
+        `rm "$DIR/filler"; ${run(bad)} > "$DIR/../p-second.json"; echo "second $?"; cat "$DIR/../p-second.json"; ` +
+        `cp "$DIR/copy/import-problems.ndjson" "${problems}"`
+    )
+    expect(ran.stdout).toMatch(/^good 0$/m)
+    expect(ran.stdout).toMatch(/^first 75$/m)
+    const [first, second] = ran.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { malformed: number; stopped?: { reason: string; message: string } })
+    expect(first?.stopped?.reason).toBe('disk_full')
+    expect(first?.stopped?.message).toMatch(
+      /^stopped: the disk of .*\/copy is full: writing failed \(ENOSPC: no space left on device, write\), \d+ bytes free; the copy holds everything up to .*; free some space and run the same command again$/
+    )
+    expect(ran.stderr).toContain('doi-proxy import: stopped: the disk of')
+    expect(ran.stdout).toMatch(/^second 0$/m)
+    expect(second).toMatchObject({ malformed: 3000 })
+    // Every problem named once the room is back, each line whole: the failed write was cut back, not left half done.
+    const named = readFileSync(problems, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { item: number })
+    expect(new Set(named.map((p) => p.item)).size).toBe(3000)
+    expect(named.length).toBe(3000)
+  }, 180_000)
 })
