@@ -52,14 +52,16 @@ options:
       --progress-seconds N when not on a terminal, a progress line this often (default: 30)
       --update AGENCY      ask crossref or datacite what changed since the copy's coverage;
                            with --prefix, only for those prefixes (at most ${MAX_UPDATE_PREFIXES}; by
-                           default the prefixes the copy was imported with, if it was with
-                           --prefix); with --since, from DATE when the copy has no coverage of
-                           the agency (or to start earlier than it)
+                           default the ones the copy was imported with, if it was with --prefix);
+                           with --since, from DATE when the copy has no coverage of the agency
+                           (or earlier than its coverage)
 
 Exit status: 0 done (items skipped are named, not failures); 1 with --strict when an item
 was skipped; 2 usage; 70 a reading thread failed (the copy is whole: run it again); 73 the
 copy cannot be written; 75 the disk is full (the copy is whole: free space and run the same
-command); 130 interrupted (run it again to go on).
+command); 130 interrupted (run it again to go on). With --update, also: 2 the copy has no
+coverage of the agency (import its data file, or give --since), or --since is after it; 69
+the agency gave no page; 75 another process is updating the copy (try again later).
 `
 
 const EXIT_USAGE = 2
@@ -153,7 +155,11 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
   })
   try {
     // What the copy may hold from now on: its updates ask for these prefixes only (updater.ts noteScope).
-    noteScope(copy, cmd.prefixes)
+    try {
+      noteScope(copy, cmd.prefixes)
+    } catch {
+      // A full disk: the import's writer meets it too and stops cleanly, saying so (a copy with records and no scope is any prefix).
+    }
     const summary = await runImport({
       copy,
       inputs,
