@@ -134,6 +134,16 @@ describe('online, the copy answers a fresh record before the upstream', () => {
     expect(upstream.count('10.7001/elsewhere')).toBe(1)
   })
 
+  it('a DOI absent from a prefix the copy holds whole is still asked of the upstream (it may have been registered since)', async () => {
+    const { app, upstream } = await withCopy()
+    upstream.set('10.7002/registered-since', [admin(), str(1, 'URL', 'https://repository.example/registered-since')])
+    const res = await app.inject({ url: '/10.7002/registered-since' })
+    expect(res.statusCode).toBe(302)
+    expect(res.headers['x-cache']).toBe('MISS')
+    expect(res.headers.location).toBe('https://repository.example/registered-since')
+    expect(upstream.count('10.7002/registered-since')).toBe(1)
+  })
+
   it('when the upstream fails, the too-old copy record stands in, marked STALE', async () => {
     const { app, upstream } = await withCopy()
     upstream.mode = { kind: 'status', status: 503 }

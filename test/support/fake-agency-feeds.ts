@@ -6,11 +6,11 @@ import type { AddressInfo, Socket } from 'node:net'
 /**
  * A fake of the agencies' update feeds on 127.0.0.1, a real HTTP server answering as Crossref's and
  * DataCite's REST APIs do:
- * - `GET /works?filter=from-update-date:YYYY-MM-DD&rows=N&cursor=*|<c>&mailto=…`: `{"status": "ok",
- *   "message-type": "work-list", "message": {"total-results", "items", "next-cursor"}}`, the works whose
- *   `indexed` is on or after the day, in order; a cursor left idle longer than `cursorTtlMs` is refused
+ * - `GET /works?filter=from-update-date:YYYY-MM-DD[,prefix:10.x…]&rows=N&cursor=*|<c>&mailto=…`: `{"status":
+ *   "ok", "message-type": "work-list", "message": {"total-results", "items", "next-cursor"}}`, the works whose
+ *   `indexed` is on or after the day (and whose DOI is of one of the prefixes, ORed, when given), in order; a cursor left idle longer than `cursorTtlMs` is refused
  *   (HTTP 400, as Crossref's expired cursors are); past the last work, an empty page.
- * - `GET /dois?query=updated:[T TO *]&sort=updated&page[size]=N&page[cursor]=1|<c>`: `{"data": [{id, type:
+ * - `GET /dois?query=updated:[T TO *][&prefix=10.a,10.b]&sort=updated&page[size]=N&page[cursor]=1|<c>`: `{"data": [{id, type:
  *   "dois", attributes}], "meta": {"total"}, "links": {"self", "next"}}`, `next` absent on the last page.
  * Or busy or broken: 429/503 with Retry-After, 500, slow, a body cut short. It records each request's path,
  * query, mailto and User-Agent, when it came, and the most requests it had in flight at once (polite: 1).
@@ -53,6 +53,8 @@ export class FakeAgencyFeeds {
   peak = 0
   /** A cursor idle longer than this is refused (400). */
   cursorTtlMs = 5 * 60_000
+  /** Ignore the prefix filters (an agency that does not apply them): every matching work or DOI is listed. */
+  ignorePrefixes = false
   /** Called with each request before it is answered (tests change the mode mid-run). */
   onRequest: ((req: SeenFeedRequest) => void) | undefined
   private readonly cursors = new Map<string, Cursor>()
@@ -155,17 +157,23 @@ export class FakeAgencyFeeds {
   }
 
   private crossref(url: URL, res: ServerResponse): void {
-    const filter = /^from-update-date:(\d{4}-\d{2}-\d{2})$/.exec(url.searchParams.get('filter') ?? '')
+    const [first = '', ...more] = (url.searchParams.get('filter') ?? '').split(',')
+    const filter = /^from-update-date:(\d{4}-\d{2}-\d{2})$/.exec(first)
+    const prefixes = more.map((f) => /^prefix:(10\.[^/]+)$/.exec(f)?.[1]?.toLowerCase())
     const rows = Number(url.searchParams.get('rows') ?? '20')
     const cursorParam = url.searchParams.get('cursor')
-    if (filter === null || !Number.isInteger(rows) || rows < 1 || rows > 1000 || cursorParam === null) {
+    if (filter === null || prefixes.includes(undefined) || !Number.isInteger(rows) || rows < 1 || rows > 1000 || cursorParam === null) {
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'failed', message: 'bad query' }))
       return
     }
     let cursor: Cursor | undefined
     if (cursorParam === '*') {
       const from = Date.parse(`${filter[1]}T00:00:00Z`)
-      const items = this.works.filter((w) => ((w.indexed as { timestamp?: number } | undefined)?.timestamp ?? 0) >= from)
+      const items = this.works.filter(
+        (w) =>
+          ((w.indexed as { timestamp?: number } | undefined)?.timestamp ?? 0) >= from &&
+          (prefixes.length === 0 || this.ignorePrefixes || prefixes.includes(prefixOf(String(w.DOI))))
+      )
       cursor = { items, offset: 0, lastUsed: Date.now() }
     } else {
       cursor = this.cursors.get(cursorParam)
@@ -207,7 +215,11 @@ export class FakeAgencyFeeds {
       return
     }
     const from = Date.parse(range[1]!)
-    const all = this.dois.filter((d) => Date.parse(d.updated) >= from).sort((a, b) => Date.parse(a.updated) - Date.parse(b.updated))
+    const prefixes = url.searchParams.get('prefix')?.toLowerCase().split(',')
+    const all = this.dois
+      .filter((d) => prefixes === undefined || this.ignorePrefixes || prefixes.includes(prefixOf(d.doi)))
+      .filter((d) => Date.parse(d.updated) >= from)
+      .sort((a, b) => Date.parse(a.updated) - Date.parse(b.updated))
     const offset = cursorParam === '1' ? 0 : Number(Buffer.from(cursorParam, 'base64url').toString('utf8'))
     if (!Number.isInteger(offset) || offset < 0) {
       res
@@ -253,4 +265,9 @@ export function crossrefWork(doi: string, url: string, indexed: string, title = 
     indexed: { 'date-parts': [[2026, 1, 1]], 'date-time': indexed, timestamp: ms },
     URL: `https://doi.org/${doi}`
   }
+}
+
+/** A DOI's prefix, lower case, as the agencies compare them. */
+function prefixOf(doi: string): string {
+  return doi.slice(0, Math.max(0, doi.indexOf('/'))).toLowerCase()
 }

@@ -10,6 +10,8 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../../config/load.js'
 import type { Config } from '../../config/schema.js'
 import { openCopy } from '../../resolve/copy/store.js'
+import { MAX_UPDATE_PREFIXES, PREFIX_PATTERN } from '../../handle/copy/feeds.js'
+import { noteScope } from '../../resolve/copy/updater.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
 import { visible } from '../check/visible.js'
 import { runImport } from './pipeline.js'
@@ -24,7 +26,7 @@ export const IMPORT_HELP = `doi-proxy import: the agencies' data files into a re
 
 Usage:
   doi-proxy import [options] PATH...
-  doi-proxy import --update crossref|datacite [--to DIR]
+  doi-proxy import --update crossref|datacite [--to DIR] [--prefix LIST] [--since DATE]
 
 Reads each PATH (a file, or every file below a directory), whatever its name: the format
 is told from its content. Crossref's annual public data file (a tar, or the directory of
@@ -48,12 +50,18 @@ options:
       --no-abstracts       leave the works' abstracts out (about 30 % less disk)
       --batch N            records written in one transaction, 1 to 100000 (default: 10000)
       --progress-seconds N when not on a terminal, a progress line this often (default: 30)
-      --update AGENCY      ask crossref or datacite what changed since the copy's coverage
+      --update AGENCY      ask crossref or datacite what changed since the copy's coverage;
+                           with --prefix, only for those prefixes (at most ${MAX_UPDATE_PREFIXES}; by
+                           default the ones the copy was imported with, if it was with --prefix);
+                           with --since, from DATE when the copy has no coverage of the agency
+                           (or earlier than its coverage)
 
 Exit status: 0 done (items skipped are named, not failures); 1 with --strict when an item
 was skipped; 2 usage; 70 a reading thread failed (the copy is whole: run it again); 73 the
 copy cannot be written; 75 the disk is full (the copy is whole: free space and run the same
-command); 130 interrupted (run it again to go on).
+command); 130 interrupted (run it again to go on). With --update, also: 2 the copy has no
+coverage of the agency (import its data file, or give --since), or --since is after it; 69
+the agency gave no page; 75 another process is updating the copy (try again later).
 `
 
 const EXIT_USAGE = 2
@@ -108,11 +116,16 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
   const copyDir = resolve(io.cwd, dir)
   if (cmd.update !== undefined) {
     if (cmd.paths.length > 0) return usage(io, new UsageError('--update reads no files: give no PATH with it'))
+    if (cmd.prefixes !== undefined && cmd.prefixes.length > MAX_UPDATE_PREFIXES) {
+      return usage(io, new UsageError(`--prefix with --update takes at most ${MAX_UPDATE_PREFIXES} prefixes, got ${cmd.prefixes.length}`))
+    }
     const result = await importUpdate({
       agency: cmd.update,
       dir: copyDir,
       config,
       say: (line) => io.stderr.write(line + '\n'),
+      ...(cmd.since === undefined ? {} : { since: cmd.since }),
+      ...(cmd.prefixes === undefined ? {} : { prefixes: cmd.prefixes }),
       ...(io.signal === undefined ? {} : { signal: io.signal })
     })
     return result.exitCode
@@ -141,6 +154,12 @@ export async function runImportCommand(args: string[], io: ImportIo): Promise<nu
     logSeconds: cmd.progressSeconds
   })
   try {
+    // What the copy may hold from now on: its updates ask for these prefixes only (updater.ts noteScope).
+    try {
+      noteScope(copy, cmd.prefixes)
+    } catch {
+      // A full disk: the import's writer meets it too and stops cleanly, saying so (a copy with records and no scope is any prefix).
+    }
     const summary = await runImport({
       copy,
       inputs,
@@ -218,11 +237,9 @@ function parseImportArgs(args: string[]): ImportCommand | 'help' {
   }
 }
 
-const PREFIX = /^10\.[^/\s,]+$/
-
 function prefixList(raw: string[]): string[] {
   const prefixes = raw.flatMap((r) => r.split(',')).map((p) => p.trim())
-  const bad = prefixes.find((p) => !PREFIX.test(p))
+  const bad = prefixes.find((p) => !PREFIX_PATTERN.test(p))
   if (bad !== undefined || prefixes.length === 0) {
     throw new UsageError(
       `--prefix takes DOI prefixes such as 10.1234, comma-separated; ${JSON.stringify((bad ?? '').slice(0, 60))} is not one`

@@ -4,7 +4,7 @@ import { createFeedClient, FeedError } from '../../resolve/copy/feeds.js'
 import { CopyError, openCopy } from '../../resolve/copy/store.js'
 import type { CopyStore } from '../../resolve/copy/store.js'
 import { updateStateOf } from '../../handle/copy/feeds.js'
-import { leaseHolder, NoCoverage, recordRunEnd, runUpdate, stateKeyOf, withLease } from '../../resolve/copy/updater.js'
+import { copyScopeOf, leaseHolder, NoCoverage, recordRunEnd, runUpdate, stateKeyOf, withLease } from '../../resolve/copy/updater.js'
 import type { UpdateOutcome } from '../../resolve/copy/updater.js'
 import { createCopyWriter, DiskFull } from '../../resolve/copy/writer.js'
 import type { CopyWriter } from '../../resolve/copy/writer.js'
@@ -24,10 +24,13 @@ export interface ImportUpdateOptions {
   /** Stops between pages, the state saved (Ctrl-C). */
   signal?: AbortSignal
   /**
-   * Where to start (seconds since 1970) when the copy holds no coverage of the agency (`--since`); without
-   * it such a run is refused (exit 2): the agency's public data file is the way to fill an empty copy.
+   * Where to start (seconds since 1970; `--since`) when the copy holds no coverage of the agency, or earlier
+   * than its coverage; without it a copy with no coverage is refused (exit 2), as is a date after the
+   * coverage (the changes between would be missed).
    */
   since?: number
+  /** Only DOIs of these prefixes (`--prefix`); undefined: the copy's scope (the prefixes it was imported with), else all. */
+  prefixes?: readonly string[]
   /** Test hooks: the feed client's tries, first wait and spacing, how often progress is said. */
   retries?: number
   baseDelayMs?: number
@@ -71,6 +74,11 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
     return { exitCode: 73, pages: 0, records: 0 }
   }
   if (agency === 'crossref' && config.contactEmail === undefined) say(NO_CONTACT)
+  const scope = copyScopeOf(copy)
+  const prefixes = opts.prefixes ?? scope
+  if (opts.prefixes === undefined && scope !== undefined) {
+    say(`asking ${agency} only for ${scope.join(', ')}: the prefixes the copy was imported with (--prefix)`)
+  }
   const feeds = createFeedClient({
     userAgent: upstreamUserAgent(config),
     timeoutMs: config.registryCopyUpdateTimeoutMs,
@@ -101,6 +109,7 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
         maxRecordBytes: config.registryCopyMaxRecordBytes,
         signal,
         ...(opts.since === undefined ? {} : { since: opts.since }),
+        ...(prefixes === undefined ? {} : { prefixes }),
         onPage(p) {
           if (Date.now() - lastSaid < (opts.progressEveryMs ?? PROGRESS_EVERY_MS)) return
           lastSaid = Date.now()
@@ -148,9 +157,15 @@ function counted(x: number, noun: string): string {
 
 function summaryOf(o: UpdateOutcome): string {
   const n = (x: number): string => x.toLocaleString('en-US')
+  const of = o.prefixes === undefined ? '' : ` (${o.prefixes.join(', ')})`
+  const since = new Date((o.through ?? 0) * 1000).toISOString()
   const head =
-    o.outcome === 'done'
-      ? `${o.agency} updated${o.resumed ? ' (resumed)' : ''}: the copy now covers it to ${new Date((o.through ?? 0) * 1000).toISOString()}`
-      : `${o.agency} update interrupted: run the same command to go on from page ${n(o.pages + 1)}`
-  return `${head} · ${counted(o.pages, 'page')} · ${counted(o.records, 'record')} · written ${n(o.written)} · unchanged ${n(o.unchanged)} · older than held ${n(o.older)} · malformed ${n(o.malformed)}`
+    o.outcome === 'interrupted'
+      ? `${o.agency} update interrupted: run the same command to go on from page ${n(o.pages + 1)}`
+      : o.covered
+        ? `${o.agency}${of} updated${o.resumed ? ' (resumed)' : ''}: the copy now covers it to ${since}`
+        : // The run left out prefixes the copy holds: it cannot vouch for their records (updater.ts finish).
+          `${o.agency}${of} updated${o.resumed ? ' (resumed)' : ''}: its records written; the copy's ${o.agency} coverage ${o.through === undefined ? 'is still none' : `stays at ${since}`}, as the copy holds other prefixes too (an update of them all moves it)`
+  const filtered = o.prefixes === undefined ? '' : ` · filtered ${n(o.filtered)}`
+  return `${head} · ${counted(o.pages, 'page')} · ${counted(o.records, 'record')} · written ${n(o.written)} · unchanged ${n(o.unchanged)} · older than held ${n(o.older)}${filtered} · malformed ${n(o.malformed)}`
 }

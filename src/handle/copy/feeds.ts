@@ -7,7 +7,12 @@
  * `message.next-cursor` until a page comes back empty (Crossref REST API docs, "Deep paging with cursors").
  * DataCite: `GET /dois?query=updated:[T TO *]&sort=updated&page[size]=1000&page[cursor]=1`, then the
  * answer's `links.next` until there is none (DataCite support, "Pagination": cursor-based paging).
+ * Limited to some prefixes (a copy imported with `--prefix`): Crossref's `prefix:10.x` filters, ORed
+ * (REST API filters: "filters with the same name are ORed"); DataCite's `prefix` filter, comma-separated
+ * (support.datacite.org "Queries and filtering"; lupo splits it on commas into one terms query). The
+ * updater also passes over any item outside them: the agency's filter is trusted for economy, not truth.
  */
+import { cacheKey, prefixOf } from '../name.js'
 
 /** The agencies whose APIs list what changed. */
 export const FEED_AGENCIES = ['crossref', 'datacite'] as const
@@ -25,10 +30,21 @@ export const OVERLAP_S = 86_400
 /** A cursor (or next link) longer than this is not one an agency would give: refused, never stored. */
 export const MAX_CURSOR_LENGTH = 4096
 
+/**
+ * At most this many prefixes in one update (each is a filter in the URL: 100 keep it under 3 KB), and in a
+ * copy's scope (imports with --prefix add up; past this the scope is any prefix, and updates ask for all).
+ */
+export const MAX_UPDATE_PREFIXES = 100
+
+/** A DOI prefix as `--prefix` takes it: 10. then no '/', space or comma. */
+export const PREFIX_PATTERN = /^10\.[^/\s,]+$/
+
 /** Where an update run stands, saved in the copy's meta (`update:<agency>`) with each page's records. */
 export interface UpdateState {
   /** Seconds since 1970: records changed since then are asked for. */
   from: number
+  /** The prefixes the run asks for; undefined: all of the agency. */
+  prefixes?: string[]
   /** Crossref's next cursor, or DataCite's next link; undefined: the first page. */
   cursor?: string
   pages: number
@@ -59,10 +75,17 @@ function baseOf(base: string): string {
   return base.replace(/\/+$/, '')
 }
 
-/** The URL of a page of Crossref's works updated since `fromS`: the first with no cursor (`*`). */
-export function crossrefUpdatesUrl(base: string, fromS: number, cursor: string | undefined, mailto: string | undefined): string {
+/** The URL of a page of Crossref's works updated since `fromS` (of `prefixes` only, when given): the first with no cursor (`*`). */
+export function crossrefUpdatesUrl(
+  base: string,
+  fromS: number,
+  cursor: string | undefined,
+  mailto: string | undefined,
+  prefixes?: readonly string[]
+): string {
+  const filters = [`from-update-date:${crossrefDay(fromS)}`, ...(prefixes ?? []).map((p) => `prefix:${p}`)]
   const query = [
-    `filter=${encodeURIComponent(`from-update-date:${crossrefDay(fromS)}`)}`,
+    `filter=${encodeURIComponent(filters.join(','))}`,
     `rows=${PAGE_ROWS}`,
     // Crossref's cursors may hold '+' and '/': encoded, as its docs ask.
     `cursor=${encodeURIComponent(cursor ?? '*')}`
@@ -71,10 +94,11 @@ export function crossrefUpdatesUrl(base: string, fromS: number, cursor: string |
   return `${baseOf(base)}/works?${query.join('&')}`
 }
 
-/** The first page of DataCite's DOIs updated since `fromS` (the next ones are its `links.next`). */
-export function dataciteUpdatesUrl(base: string, fromS: number): string {
+/** The first page of DataCite's DOIs updated since `fromS` (of `prefixes` only, when given; the next pages are its `links.next`). */
+export function dataciteUpdatesUrl(base: string, fromS: number, prefixes?: readonly string[]): string {
   const query = [
     `query=${encodeURIComponent(`updated:[${dataciteTime(fromS)} TO *]`)}`,
+    ...(prefixes === undefined ? [] : [`prefix=${encodeURIComponent(prefixes.join(','))}`]),
     'sort=updated',
     `${encodeURIComponent('page[size]')}=${PAGE_ROWS}`,
     `${encodeURIComponent('page[cursor]')}=1`
@@ -83,9 +107,14 @@ export function dataciteUpdatesUrl(base: string, fromS: number): string {
 }
 
 /** The URL of the page a run stands at. */
-export function pageUrl(agency: FeedAgency, base: string, state: Pick<UpdateState, 'from' | 'cursor'>, mailto: string | undefined): string {
-  if (agency === 'crossref') return crossrefUpdatesUrl(base, state.from, state.cursor, mailto)
-  return state.cursor ?? dataciteUpdatesUrl(base, state.from)
+export function pageUrl(
+  agency: FeedAgency,
+  base: string,
+  state: Pick<UpdateState, 'from' | 'cursor' | 'prefixes'>,
+  mailto: string | undefined
+): string {
+  if (agency === 'crossref') return crossrefUpdatesUrl(base, state.from, state.cursor, mailto, state.prefixes)
+  return state.cursor ?? dataciteUpdatesUrl(base, state.from, state.prefixes)
 }
 
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x)
@@ -159,5 +188,69 @@ export function updateStateOf(raw: unknown): UpdateState | undefined {
   if (from === undefined || pages === undefined || records === undefined || startedAt === undefined) return undefined
   const cursor = raw.cursor
   if (cursor !== undefined && (typeof cursor !== 'string' || cursor === '' || cursor.length > MAX_CURSOR_LENGTH)) return undefined
-  return { from, pages, records, startedAt, ...(cursor === undefined ? {} : { cursor }) }
+  const prefixes = raw.prefixes === undefined ? undefined : prefixListOf(raw.prefixes)
+  if (prefixes === null) return undefined
+  return { from, pages, records, startedAt, ...(cursor === undefined ? {} : { cursor }), ...(prefixes === undefined ? {} : { prefixes }) }
+}
+
+/** A list of prefixes read back from the copy: null when it is not one (a hostile or damaged meta). */
+function prefixListOf(raw: unknown): string[] | null {
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_UPDATE_PREFIXES) return null
+  return raw.every((p): p is string => typeof p === 'string' && PREFIX_PATTERN.test(p)) ? raw : null
+}
+
+// ---- the copy's scope: the prefixes it was imported with ----
+
+/**
+ * The prefixes a copy holds records of, as its meta says (`scope`: `{prefixes}`, written when it was made
+ * with `--prefix`); undefined: any (no scope recorded, or a file imported without `--prefix`).
+ */
+export function scopeOf(raw: unknown): string[] | undefined {
+  if (!isObject(raw)) return undefined
+  return prefixListOf(raw.prefixes) ?? undefined
+}
+
+/** Sorted, without repeats (compared as the copy's keys: ASCII folded). */
+export function prefixUnion(a: readonly string[], b: readonly string[]): string[] {
+  const byKey = new Map<string, string>()
+  for (const p of [...a, ...b]) if (!byKey.has(cacheKey(p))) byKey.set(cacheKey(p), p)
+  return [...byKey.entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, p]) => p)
+}
+
+/**
+ * The copy's scope after records of `prefixes` (undefined: of any prefix) are written into it: a copy
+ * that held nothing takes the prefixes as its scope; one scoped already widens to the union; one that
+ * may hold any prefix stays so (undefined), as does a scope grown past MAX_UPDATE_PREFIXES.
+ */
+export function scopeAfter(
+  held: readonly string[] | undefined,
+  empty: boolean,
+  prefixes: readonly string[] | undefined
+): string[] | undefined {
+  if (prefixes === undefined) return undefined
+  if (held === undefined && !empty) return undefined
+  const union = prefixUnion(held ?? [], prefixes)
+  return union.length > MAX_UPDATE_PREFIXES ? undefined : union
+}
+
+/**
+ * Whether a run asking `prefixes` (undefined: all) lists every change of what the copy holds, its scope
+ * (undefined: any prefix): only then may the agency's coverage move to the run's start.
+ */
+export function runCoversScope(prefixes: readonly string[] | undefined, scope: readonly string[] | undefined): boolean {
+  if (prefixes === undefined) return true
+  if (scope === undefined) return false
+  const asked = new Set(prefixes.map(cacheKey))
+  return scope.every((p) => asked.has(cacheKey(p)))
+}
+
+/** Whether two prefix lists (undefined: all) ask for the same DOIs. */
+export function samePrefixes(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b
+  return runCoversScope(a, b) && runCoversScope(b, a)
+}
+
+/** Whether a DOI is of one of the prefixes (their cache keys): the updater's own filter of the agency's answer. */
+export function inPrefixes(doi: string, keys: ReadonlySet<string>): boolean {
+  return keys.has(cacheKey(prefixOf(doi)))
 }

@@ -6,6 +6,11 @@
  * began (a change made during the run may have been listed before it was made). Newer wins, as for an
  * import: asking twice for a record changes nothing.
  *
+ * A copy made with `--prefix` records its scope (meta `scope`: the prefixes it holds records of); its
+ * updates ask only for those, the server's schedule too. A run limited to prefixes moves the agency's
+ * coverage only when they include the whole scope: coverage says every record the copy holds of the agency
+ * is as new as `through`, and a run that did not list the other prefixes' changes cannot vouch for them.
+ *
  * One process updates a copy at a time, whatever the WORKERS or replicas sharing it: a lease in the copy's
  * own meta (`lease:updater` {holder, until}), taken and renewed in a write transaction (LMDB serialises
  * writers across processes), renewed each minute, lapsing after five: a holder that died frees it.
@@ -13,10 +18,23 @@
 import { hostname } from 'node:os'
 import { crossrefRecordOf } from '../../handle/copy/crossref-record.js'
 import { dataciteRecordOf } from '../../handle/copy/datacite-record.js'
-import { cursorFits, OVERLAP_S, pageOf, pageUrl, updateStateOf } from '../../handle/copy/feeds.js'
+import {
+  cursorFits,
+  inPrefixes,
+  OVERLAP_S,
+  pageOf,
+  pageUrl,
+  prefixUnion,
+  runCoversScope,
+  samePrefixes,
+  scopeAfter,
+  scopeOf,
+  updateStateOf
+} from '../../handle/copy/feeds.js'
 import type { FeedAgency, FeedPage, UpdateState } from '../../handle/copy/feeds.js'
 import { encodeEntry } from '../../handle/copy/record-codec.js'
 import type { EncodedRecord, MapOptions, Mapped } from '../../handle/copy/types.js'
+import { cacheKey } from '../../handle/name.js'
 import { createFeedClient, FeedError } from './feeds.js'
 import type { FeedClient } from './feeds.js'
 import type { CopyLog, CopyStore } from './store.js'
@@ -35,8 +53,13 @@ export interface UpdateContext {
   nowS: () => number
   /** Largest record kept (REGISTRY_COPY_MAX_RECORD_BYTES, its encoded bytes); a larger one is skipped and named. */
   maxRecordBytes: number
-  /** Where to start when the copy holds no coverage of the agency (seconds since 1970); without it such a run is refused. */
+  /**
+   * Where to start (seconds since 1970) when the copy holds no coverage of the agency, or earlier than its
+   * coverage; without it a copy with no coverage is refused, and so is a `since` after the coverage (a gap).
+   */
   since?: number
+  /** Only DOIs of these prefixes are asked for and written (the copy's scope, or `--prefix`); undefined: all. */
+  prefixes?: readonly string[]
   mapOptions?: MapOptions
   /** Stops between pages (and cuts the request in flight): the state saved, the run resumable. */
   signal?: AbortSignal
@@ -64,18 +87,23 @@ export interface UpdateOutcome {
   /** Pages and records of the whole run, the earlier part of a resumed one included. */
   pages: number
   records: number
-  /** In this process: records written (new or newer), unchanged (same stamp), older than held, malformed. */
+  /** In this process: records written (new or newer), unchanged (same stamp), older than held, outside the prefixes, malformed. */
   written: number
   unchanged: number
   older: number
+  filtered: number
   malformed: number
+  /** The prefixes asked for; undefined: all of the agency. */
+  prefixes: string[] | undefined
+  /** Done, and the agency's coverage moved (false when the run's prefixes leave out some the copy holds). */
+  covered: boolean
   /** The first problems met (at most 50), each naming its page and item. */
   problems: string[]
   /** The agency's coverage after the run (seconds since 1970); unchanged unless done. */
   through: number | undefined
 }
 
-/** The copy holds nothing to update from: no coverage of the agency and no `since`. */
+/** Nothing truthful to start from: no coverage of the agency and no `since`, or a `since` after the coverage. */
 export class NoCoverage extends Error {
   override name = 'NoCoverage'
 }
@@ -89,6 +117,33 @@ const mappers: Record<FeedAgency, (item: unknown, opts: MapOptions) => Mapped> =
 
 export const stateKeyOf = (agency: FeedAgency): string => `update:${agency}`
 
+/** The copy's scope in its meta: `{prefixes}` when it was made with --prefix. */
+export const SCOPE_KEY = 'scope'
+
+/** The prefixes the copy holds records of (its scope), or undefined: any. */
+export function copyScopeOf(copy: CopyStore): string[] | undefined {
+  return scopeOf(copy.meta(SCOPE_KEY))
+}
+
+/**
+ * Before records of `prefixes` (undefined: of any prefix) are written into the copy (an import, an update):
+ * its scope, widened as handle/copy/feeds.ts `scopeAfter` says, in one transaction. The scope after.
+ */
+export function noteScope(copy: CopyStore, prefixes: readonly string[] | undefined): string[] | undefined {
+  const { root, meta } = copy.databases
+  return root.transactionSync(() => {
+    const held = scopeOf(meta.get(SCOPE_KEY))
+    const records = (meta.get('stats') as { records?: unknown } | undefined)?.records
+    const empty = held === undefined && !(typeof records === 'number' && records > 0) && meta.get(SCOPE_KEY) === undefined
+    const next = scopeAfter(held, empty, prefixes)
+    if (next === undefined) {
+      // Any prefix from now on, written so that an empty copy's first import without --prefix is remembered too.
+      if (meta.get(SCOPE_KEY) === undefined || held !== undefined) meta.putSync(SCOPE_KEY, { any: true })
+    } else meta.putSync(SCOPE_KEY, { prefixes: next })
+    return next
+  })
+}
+
 /**
  * One update run of `agency`, from where the last one stopped or from its coverage less a day. Throws a
  * FeedError when the agency cannot give a page (after its retries), DiskFull when the copy has no room,
@@ -97,12 +152,15 @@ export const stateKeyOf = (agency: FeedAgency): string => `update:${agency}`
  */
 export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise<UpdateOutcome> {
   const key = stateKeyOf(agency)
-  const { state, resumed } = startingState(agency, ctx, key)
+  const prefixes = ctx.prefixes === undefined ? undefined : prefixUnion([], ctx.prefixes)
+  const { state, resumed } = startingState(agency, ctx, key, prefixes)
+  if (prefixes !== undefined) noteScope(ctx.copy, prefixes)
   const run: UpdateRun = {
     agency,
     ctx,
     key,
     mapOptions: ctx.mapOptions ?? { abstracts: true },
+    prefixKeys: prefixes === undefined ? undefined : new Set(prefixes.map(cacheKey)),
     state,
     restarts: 0,
     outcome: {
@@ -114,7 +172,10 @@ export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise
       written: 0,
       unchanged: 0,
       older: 0,
+      filtered: 0,
       malformed: 0,
+      prefixes,
+      covered: false,
       problems: [],
       through: ctx.copy.coverage()[agency]?.through
     }
@@ -131,7 +192,7 @@ export async function runUpdate(agency: FeedAgency, ctx: UpdateContext): Promise
     writePage(run, page, await entriesOf(run, page))
     if (page.next === undefined) break
   }
-  finish(ctx, agency, run.state)
+  run.outcome.covered = finish(ctx, agency, run.state)
   run.outcome.outcome = 'done'
   run.outcome.through = ctx.copy.coverage()[agency]?.through
   return run.outcome
@@ -144,32 +205,62 @@ interface UpdateRun {
   /** The meta entry of its state (`update:<agency>`). */
   readonly key: string
   readonly mapOptions: MapOptions
+  /** The cache keys of the prefixes asked for; undefined: all. */
+  readonly prefixKeys: ReadonlySet<string> | undefined
   state: UpdateState
   /** Times the pages started again after an expired cursor. */
   restarts: number
   readonly outcome: UpdateOutcome
 }
 
-/** Where the run starts: where the last one stopped, or the agency's coverage less a day (saved at once). */
-function startingState(agency: FeedAgency, ctx: UpdateContext, key: string): { state: UpdateState; resumed: boolean } {
+/**
+ * Where the run starts (saved at once): where the last one stopped; or the agency's coverage less a day, or
+ * `since` (less a day) when given and not after the coverage.
+ */
+function startingState(
+  agency: FeedAgency,
+  ctx: UpdateContext,
+  key: string,
+  prefixes: string[] | undefined
+): { state: UpdateState; resumed: boolean } {
   const saved = updateStateOf(ctx.copy.meta(key))
   if (saved !== undefined) {
-    // A link to an API no longer configured: the pages start again, on the one configured now.
-    const state = cursorFits(agency, saved.cursor, ctx.baseUrl)
-      ? saved
-      : { from: saved.from, pages: saved.pages, records: saved.records, startedAt: saved.startedAt }
-    return { state, resumed: true }
+    const { from, pages, records, startedAt } = saved
+    const asked = prefixes === undefined ? {} : { prefixes }
+    // A link to an API no longer configured, or other prefixes asked for than the stopped run's: the pages
+    // start again from the same date (the coverage the run vouches for stays its first start).
+    if (!cursorFits(agency, saved.cursor, ctx.baseUrl) || !samePrefixes(saved.prefixes, prefixes)) {
+      const state = { from, pages, records, startedAt, ...asked }
+      ctx.writer.putMeta(key, state)
+      return { state, resumed: true }
+    }
+    return { state: saved, resumed: true }
   }
-  const through = ctx.copy.coverage()[agency]?.through ?? ctx.since
-  if (through === undefined) {
+  const through = ctx.copy.coverage()[agency]?.through
+  const name = agency === 'crossref' ? "Crossref's" : "DataCite's"
+  if (through === undefined && ctx.since === undefined) {
     throw new NoCoverage(
-      `the registry copy in ${ctx.copy.dir} holds no ${agency} coverage to update from: import ${agency === 'crossref' ? "Crossref's" : "DataCite's"} public data file into it first`
+      `the registry copy in ${ctx.copy.dir} holds no ${agency} coverage to update from: import ${name} public data file into it first, or give --since DATE (the date the data it holds is as of) to ask for what changed since then`
     )
   }
-  const state = { from: Math.max(0, through - OVERLAP_S), pages: 0, records: 0, startedAt: ctx.nowS() }
+  if (through !== undefined && ctx.since !== undefined && ctx.since > through) {
+    throw new NoCoverage(
+      `--since ${dayOf(ctx.since)} is after the copy's ${agency} coverage (${dayOf(through)}): the changes between would be missed; leave --since out, give an earlier date, or import ${name} newer data file`
+    )
+  }
+  const start = Math.min(through ?? Infinity, ctx.since ?? Infinity)
+  const state = {
+    from: Math.max(0, start - OVERLAP_S),
+    pages: 0,
+    records: 0,
+    startedAt: ctx.nowS(),
+    ...(prefixes === undefined ? {} : { prefixes })
+  }
   ctx.writer.putMeta(key, state)
   return { state, resumed: false }
 }
+
+const dayOf = (s: number): string => new Date(s * 1000).toISOString().slice(0, 10)
 
 const INTERRUPTED = Symbol('interrupted')
 const RESTARTED = Symbol('restarted')
@@ -186,8 +277,8 @@ async function askPage(run: UpdateRun, url: string): Promise<unknown> {
     if (err instanceof FeedError && err.kind === 'refused' && run.state.cursor !== undefined && run.restarts < (ctx.maxRestarts ?? 3)) {
       run.restarts++
       ctx.log?.warn({ agency, url, err: err.message }, 'registry copy update: the cursor was refused; starting the pages again')
-      const { from, pages, records, startedAt } = run.state
-      run.state = { from, pages, records, startedAt }
+      const { from, pages, records, startedAt, prefixes } = run.state
+      run.state = { from, pages, records, startedAt, ...(prefixes === undefined ? {} : { prefixes }) }
       ctx.writer.putMeta(run.key, run.state)
       return RESTARTED
     }
@@ -214,6 +305,11 @@ async function entriesOf(run: UpdateRun, page: FeedPage): Promise<EncodedRecord[
       problem(run, `${agency} update page ${pageNo} item ${i + 1}: ${mapped}`)
       continue
     }
+    // The agency's prefix filter is trusted for economy only: a record outside the prefixes is not written.
+    if (run.prefixKeys !== undefined && !inPrefixes(mapped.doi, run.prefixKeys)) {
+      run.outcome.filtered++
+      continue
+    }
     const entry = encodeEntry(mapped, { importedAt, covered: true })
     if (entry.value.length > ctx.maxRecordBytes) {
       problem(
@@ -235,7 +331,8 @@ function writePage(run: UpdateRun, page: FeedPage, entries: EncodedRecord[]): vo
     pages: state.pages + 1,
     records: state.records + page.items.length,
     startedAt: state.startedAt,
-    ...(page.next === undefined ? {} : { cursor: page.next })
+    ...(page.next === undefined ? {} : { cursor: page.next }),
+    ...(state.prefixes === undefined ? {} : { prefixes: state.prefixes })
   }
   const counts = ctx.writer.putBatch(entries, { name: run.key, value: next })
   run.state = next
@@ -248,13 +345,20 @@ function writePage(run: UpdateRun, page: FeedPage, entries: EncodedRecord[]): vo
   ctx.onPage?.({ agency: run.agency, pages: next.pages, records: next.records, ...(page.total === undefined ? {} : { total: page.total }) })
 }
 
-/** The run complete: the coverage moves to when it began and its state goes, in one transaction. */
-function finish(ctx: UpdateContext, agency: FeedAgency, state: UpdateState): void {
+/**
+ * The run complete, its state gone and, when its prefixes include all the copy holds (its scope), the
+ * coverage moved to when it began, in one transaction. Whether the coverage moved.
+ */
+function finish(ctx: UpdateContext, agency: FeedAgency, state: UpdateState): boolean {
   const { root, meta } = ctx.copy.databases
-  root.transactionSync(() => {
-    const held = ctx.copy.coverage()[agency]
-    ctx.writer.extendCoverage(agency, { base: held?.base ?? 0, through: state.startedAt })
+  return root.transactionSync(() => {
+    const covers = runCoversScope(state.prefixes, copyScopeOf(ctx.copy))
+    if (covers) {
+      const held = ctx.copy.coverage()[agency]
+      ctx.writer.extendCoverage(agency, { base: held?.base ?? 0, through: state.startedAt })
+    }
     meta.removeSync(stateKeyOf(agency))
+    return covers
   })
 }
 
@@ -553,6 +657,7 @@ async function check(s: Schedule): Promise<void> {
 async function scheduledRun(s: Schedule, agency: FeedAgency, signal: AbortSignal): Promise<void> {
   const { opts } = s
   const { settings } = opts
+  const scope = copyScopeOf(opts.copy)
   try {
     const outcome = await runUpdate(agency, {
       copy: opts.copy,
@@ -563,7 +668,9 @@ async function scheduledRun(s: Schedule, agency: FeedAgency, signal: AbortSignal
       nowS: () => Math.floor(s.nowMs() / 1000),
       maxRecordBytes: settings.registryCopyMaxRecordBytes,
       signal,
-      log: opts.log
+      log: opts.log,
+      // A copy made with --prefix is kept fresh for its prefixes only.
+      ...(scope === undefined ? {} : { prefixes: scope })
     })
     opts.log.info({ ...outcome, problems: outcome.problems.slice(0, 5) }, 'registry copy update: run ended')
     runEnded(s, agency, outcome)

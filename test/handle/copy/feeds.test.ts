@@ -5,9 +5,15 @@ import {
   cursorFits,
   dataciteTime,
   dataciteUpdatesUrl,
+  inPrefixes,
   MAX_CURSOR_LENGTH,
+  MAX_UPDATE_PREFIXES,
   pageOf,
   pageUrl,
+  runCoversScope,
+  samePrefixes,
+  scopeAfter,
+  scopeOf,
   updateStateOf
 } from '../../../src/handle/copy/feeds.js'
 import type { FeedAgency, FeedPage, UpdateState } from '../../../src/handle/copy/feeds.js'
@@ -174,9 +180,94 @@ describe("a run's state read back from the copy", () => {
     ['a cursor of another type', { ...good, cursor: 7 }, undefined],
     ['an empty cursor', { ...good, cursor: '' }, undefined],
     ['a date as text', { ...good, from: '2026-01-01' }, undefined],
+    ['with the prefixes it asks for', { ...good, prefixes: ['10.1103'] }, { ...good, prefixes: ['10.1103'] }],
+    ['prefixes that are not a list', { ...good, prefixes: '10.1103' }, undefined],
+    ['a prefix that is not one', { ...good, prefixes: ['10.1103', 'javascript:'] }, undefined],
+    ['an empty list of prefixes', { ...good, prefixes: [] }, undefined],
     ['not an object', 'update', undefined],
     ['absent', undefined, undefined]
   ])('%s', (_, raw, expected) => {
     expect(updateStateOf(raw)).toEqual(expected)
+  })
+})
+
+// Crossref REST API filters: `prefix` (a DOI prefix such as 10.5555), filters of the same name ORed;
+// DataCite "Queries and filtering": `prefix` (10.5061); lupo splits it on commas (one terms query, ORed).
+describe('the URL of a page limited to prefixes', () => {
+  it.each<[string, string, string]>([
+    [
+      'Crossref: one prefix filter each, after the date',
+      crossrefUpdatesUrl('https://api.crossref.org', T, undefined, undefined, ['10.1103', '10.1088']),
+      'https://api.crossref.org/works?filter=from-update-date%3A2026-11-27%2Cprefix%3A10.1103%2Cprefix%3A10.1088&rows=1000&cursor=*'
+    ],
+    [
+      'DataCite: the prefix filter, comma-separated',
+      dataciteUpdatesUrl('https://api.datacite.org', T, ['10.5281', '10.5061']),
+      'https://api.datacite.org/dois?query=updated%3A%5B2026-11-27T13%3A30%3A05Z%20TO%20*%5D&prefix=10.5281%2C10.5061&sort=updated&page%5Bsize%5D=1000&page%5Bcursor%5D=1'
+    ],
+    [
+      "Crossref, a later page of a run's prefixes",
+      pageUrl('crossref', 'https://api.crossref.org', { from: T, cursor: 'c', prefixes: ['10.1103'] }, undefined),
+      'https://api.crossref.org/works?filter=from-update-date%3A2026-11-27%2Cprefix%3A10.1103&rows=1000&cursor=c'
+    ]
+  ])('%s', (_, made, expected) => {
+    expect(made).toBe(expected)
+  })
+})
+
+describe("a copy's scope (the prefixes it holds records of)", () => {
+  it.each<[string, unknown, string[] | undefined]>([
+    ['the prefixes recorded', { prefixes: ['10.1088', '10.1103'] }, ['10.1088', '10.1103']],
+    ['any prefix, recorded', { any: true }, undefined],
+    ['none recorded: any prefix', undefined, undefined],
+    ['a damaged list: any prefix (asking for all is never wrong)', { prefixes: ['10.1103', 7] }, undefined],
+    ['too many: any prefix', { prefixes: Array.from({ length: MAX_UPDATE_PREFIXES + 1 }, (_, i) => `10.${1000 + i}`) }, undefined]
+  ])('read back: %s', (_, raw, expected) => {
+    expect(scopeOf(raw)).toEqual(expected)
+  })
+
+  it.each<[string, string[] | undefined, boolean, string[] | undefined, string[] | undefined]>([
+    ['an empty copy takes the prefixes of its first import', undefined, true, ['10.1103', '10.1088'], ['10.1088', '10.1103']],
+    [
+      'a scoped copy widens to the union, folded as keys',
+      ['10.1103', '10.abc'],
+      false,
+      ['10.ABC', '10.1088'],
+      ['10.1088', '10.1103', '10.abc']
+    ],
+    ['records of any prefix: any', ['10.1103'], false, undefined, undefined],
+    ['a copy holding records and no scope stays any', undefined, false, ['10.1103'], undefined],
+    ['past the most prefixes: any', Array.from({ length: MAX_UPDATE_PREFIXES }, (_, i) => `10.${1000 + i}`), false, ['10.99999'], undefined]
+  ])('after an import or update: %s', (_, held, empty, prefixes, expected) => {
+    expect(scopeAfter(held, empty, prefixes)).toEqual(expected)
+  })
+
+  it.each<[string, string[] | undefined, string[] | undefined, boolean]>([
+    ['a run of all the agency covers any scope', undefined, undefined, true],
+    ['a run of some prefixes does not cover a copy of any prefix', ['10.1103'], undefined, false],
+    ['a run of the scope covers it', ['10.1103', '10.1088'], ['10.1088', '10.1103'], true],
+    ['a run of more than the scope covers it', ['10.1103', '10.1088', '10.5555'], ['10.1103'], true],
+    ['a run of part of the scope does not', ['10.1103'], ['10.1088', '10.1103'], false],
+    ['prefixes compared as keys (ASCII folded)', ['10.ABC'], ['10.abc'], true]
+  ])('whether the coverage may move: %s', (_, run, scope, expected) => {
+    expect(runCoversScope(run, scope)).toBe(expected)
+  })
+
+  it.each<[string, string[] | undefined, string[] | undefined, boolean]>([
+    ['all and all', undefined, undefined, true],
+    ['all and some', undefined, ['10.1103'], false],
+    ['the same in another order', ['10.1103', '10.1088'], ['10.1088', '10.1103'], true],
+    ['one more', ['10.1103'], ['10.1103', '10.1088'], false]
+  ])('the same prefixes asked: %s', (_, a, b, expected) => {
+    expect(samePrefixes(a, b)).toBe(expected)
+  })
+
+  it.each<[string, string, boolean]>([
+    ['a DOI of the prefix', '10.1103/PhysRev.47.777', true],
+    ['its prefix folded', '10.ABC/x', true],
+    ['another prefix', '10.1088/x', false],
+    ['a prefix that only starts the same', '10.11030/x', false]
+  ])('the updater keeps %s', (_, doi, kept) => {
+    expect(inPrefixes(doi, new Set(['10.1103', '10.ABC']))).toBe(kept)
   })
 })
