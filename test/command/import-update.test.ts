@@ -85,6 +85,22 @@ describe('doi-proxy import --update', () => {
     }
   })
 
+  it('applies ALLOWED_SCHEMES to what it writes, as the import does', async () => {
+    fake.works.push(crossrefWork('10.5555/gopher', 'gopher://example.org/1', iso(NOW - DAY)))
+    const refused = await importUpdate(options())
+    expect(refused.outcome?.malformed).toBe(2) // javascript: and gopher:
+    said = []
+    dir = await makeCopy()
+    const allowed = await importUpdate(options({}, { ALLOWED_SCHEMES: 'http,https,ftp,gopher' }))
+    expect(allowed.outcome?.malformed).toBe(1) // javascript: is never a redirect
+    const copy = openCopy({ dir, writable: false })
+    try {
+      expect(copy.head(copyKeyOf('10.5555/gopher'))).toMatchObject({ target: 'gopher://example.org/1' })
+    } finally {
+      await copy.close()
+    }
+  })
+
   it('says one page, not "1 pages"', async () => {
     fake.works.splice(1)
     await importUpdate(options())

@@ -107,6 +107,7 @@ export async function importUpdate(opts: ImportUpdateOptions): Promise<ImportUpd
         mailto: config.contactEmail,
         nowS: () => Math.floor(Date.now() / 1000),
         maxRecordBytes: config.registryCopyMaxRecordBytes,
+        mapOptions: { abstracts: true, schemes: config.allowedSchemes },
         signal,
         ...(opts.since === undefined ? {} : { since: opts.since }),
         ...(prefixes === undefined ? {} : { prefixes }),

@@ -519,6 +519,8 @@ export interface UpdateScheduleSettings {
   registryCopyMaxBytes: number
   registryCopyMinFreeBytes: number
   registryCopyMaxRecordBytes: number
+  /** ALLOWED_SCHEMES: the same URL rules as the import's (and the records'). */
+  allowedSchemes: readonly string[]
 }
 
 export interface UpdateScheduleOptions {
@@ -667,6 +669,7 @@ async function scheduledRun(s: Schedule, agency: FeedAgency, signal: AbortSignal
       mailto: settings.contactEmail,
       nowS: () => Math.floor(s.nowMs() / 1000),
       maxRecordBytes: settings.registryCopyMaxRecordBytes,
+      mapOptions: { abstracts: true, schemes: settings.allowedSchemes },
       signal,
       log: opts.log,
       // A copy made with --prefix is kept fresh for its prefixes only.

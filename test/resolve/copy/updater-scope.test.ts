@@ -180,6 +180,7 @@ describe("the copy's scope", () => {
     const schedule = startUpdateSchedule({
       settings: {
         registryCopyUpdateHours: 24,
+        allowedSchemes: ['http', 'https', 'ftp'],
         crossrefApiUrl: fake.url,
         dataciteApiUrl: fake.url,
         contactEmail: undefined,

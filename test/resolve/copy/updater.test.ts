@@ -284,6 +284,7 @@ describe("the copy's updater lease", () => {
 describe('the schedule in the server', () => {
   const settings = (): UpdateScheduleSettings => ({
     registryCopyUpdateHours: 24,
+    allowedSchemes: ['http', 'https', 'ftp'],
     crossrefApiUrl: fake.url,
     dataciteApiUrl: fake.url,
     contactEmail: MAILTO,
