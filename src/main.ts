@@ -14,6 +14,7 @@ import { logDestination } from './main/log-destination.js'
 import { LocalStoreError } from './resolve/local-store/store.js'
 import type { Config } from './config/schema.js'
 import { budgetsExceeded, workerCount, workerShare } from './main/workers.js'
+import { memoryWarning, memoryWarningMessage } from './main/memory-limit.js'
 import { answerHostMetrics, answerPrimaryAsks } from './observe/metrics.js'
 import { relayFleetMessages } from './resolve/fleet/messages.js'
 
@@ -32,11 +33,14 @@ async function main(): Promise<void> {
   )
   // A worker is told how many there are (the primary counted the cores once): one figure for all of them.
   const workers = Number(process.env.DOI_PROXY_WORKERS ?? '') || workerCount(settings.workers)
+  // The container's memory limit (cgroup v1 or v2), once: its caches must fit, or the server dies when they fill.
+  const memoryLimit = process.constrainedMemory?.()
   if (workers > 1 && cluster.isPrimary) {
     // Asked once here, so a port in use is one line, not one from each worker and another from the primary.
     const problem = await listenProblem(settings.host, settings.port)
     if (problem !== undefined) refuseToStart(problem)
     warnAboutContact(settings, logger)
+    warnAboutMemory(settings, memoryLimit, workers, logger)
     runPrimary(workers, settings, logger)
     return
   }
@@ -44,6 +48,8 @@ async function main(): Promise<void> {
   if (cluster.isWorker) answerPrimaryAsks()
   const workerIndex = process.env.DOI_PROXY_WORKER_INDEX
   const config = workerConfig(settings, workers, workerIndex)
+  // Before the app: a large CACHE_FILE loaded at start could already be too much.
+  if (cluster.isPrimary) warnAboutMemory(config, memoryLimit, workers, logger)
   const app = await startApp(config, logger, workerIndex)
   drainOnStop(app, config, logger)
   try {
@@ -243,6 +249,22 @@ function warnAboutContact(config: Config, logger: pino.Logger): void {
       "CONTACT_EMAIL is empty: set it to an address doi.org's operators can reach you at (it goes into the User-Agent); anonymous heavy clients get rate-limited"
     )
   }
+}
+
+/** A record cache larger than the memory limit allows fills up hours after start, then V8 stops the process: said at start. */
+function warnAboutMemory(config: Config, limit: number | undefined, workers: number, logger: pino.Logger): void {
+  const warning = memoryWarning(limit, workers, config.cacheMaxBytes)
+  if (warning === undefined) return
+  logger.warn(
+    {
+      setting: 'CACHE_MAX_BYTES',
+      cacheMaxBytes: warning.cacheMaxBytes,
+      memoryLimitMiB: warning.limitMiB,
+      workers: warning.workers,
+      suggested: warning.suggestedCacheMaxBytes
+    },
+    memoryWarningMessage(warning)
+  )
 }
 
 main().catch((err: unknown) => {

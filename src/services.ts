@@ -19,7 +19,10 @@ import type { ProxyService } from './resolve/lookup/proxy-service.js'
 import type { Resolver } from './resolve/lookup/resolver.js'
 import { openRecorder } from './resolve/recording/recorder.js'
 import { createStatusCollector } from './status/collector.js'
+import type { RegistryCopyStatus } from './status/snapshot.js'
 import { setUpCaches } from './services/cache-tiers.js'
+import { setUpRegistryCopy } from './services/copy.js'
+import type { CopyDeps } from './services/copy.js'
 import type { Caches } from './services/cache-tiers.js'
 import { joinFleet } from './services/fleet.js'
 import { createLookup, openLocalRecords } from './services/lookup.js'
@@ -49,6 +52,8 @@ export interface ServiceDeps {
   batchHeartbeatMs?: number | undefined
   /** The health lease's time to live and renewal (tests shorten them); default 30 s and 10 s. */
   healthLeaseMs?: { ttl: number; renew: number } | undefined
+  /** The registry copy's update schedule (REGISTRY_COPY_UPDATE_HOURS): how soon it first looks, the feeds' pace, each run's end. */
+  copyUpdates?: CopyDeps['updates']
 }
 
 /** What the routes and the hot path share: built once per app by createServices (each field: src/http/route-context.ts). */
@@ -105,13 +110,14 @@ export async function createServices(
   // What holds a connection, a file or a timer, in the order opened: closed the other way round.
   const closers: Array<() => Promise<void>> = []
   const base = await setUpBase(config, deps, { log, now, closers })
-  const { metrics, upstream, tiers, local, recorder, fleet } = base
+  const { metrics, upstream, tiers, local, copy, recorder, fleet } = base
   // Health's seen DOIs (built below, on the proxy service): bound late, and only while HEALTH_WATCH names a prefix.
   let onFound = (_handle: string, _key: string): void => {}
   const { resolver, proxyService } = createLookup(config, {
     fetcher: upstream === undefined ? undefined : tiers.wrap(upstream.guarded),
     queue: base.queue,
     local,
+    copy: copy?.tier,
     cache: base.cache,
     freshness: base.freshness,
     recorder,
@@ -125,7 +131,8 @@ export async function createServices(
   const extras = await setUpRedirectExtras(config, { log, metrics, now, redis: tiers.redis, cache: base.openAccessCache })
   closeLater(closers, extras.openAccess)
   const stored = local === undefined ? undefined : (h: string) => local.metadata(h)
-  const metadata = setUpMetadata(config, { admission, stored, freshness: base.freshness, now, recorder })
+  const copyMetadata = copy === undefined ? undefined : { metadata: copy.metadata, offline: config.offline }
+  const metadata = setUpMetadata(config, { admission, stored, copy: copyMetadata, freshness: base.freshness, now, recorder })
   closers.push(metadata.close)
   base.forgetMetadata(metadata.answers.forget)
   const parts = { proxyService, metadataService: metadata.service, stored, recorder, redis: tiers.redis, metrics, log, now }
@@ -155,7 +162,8 @@ export async function createServices(
     worker: deps.clusterWorker?.index,
     serving: () => lifecycle.ready,
     verifier: verify.verifier,
-    batchHeartbeatMs: deps.batchHeartbeatMs
+    batchHeartbeatMs: deps.batchHeartbeatMs,
+    registryCopy: copy?.status
   })
   closers.push(async () => {
     status.stop()
@@ -183,7 +191,8 @@ export async function createServices(
 
 /**
  * What the rest stands on: the metrics, the upstream client, the cache tiers, the fleet (the purge), the local
- * store and the recorder. `forgetMetadata` binds the metadata answers a purge forgets too (built later).
+ * store, the registry copy (REGISTRY_COPY, issue 43: a tier after the cache, before the upstream; offline it
+ * answers alone) and the recorder. `forgetMetadata` binds the metadata answers a purge forgets too (built later).
  */
 async function setUpBase(
   config: Config,
@@ -214,6 +223,8 @@ async function setUpBase(
   tellHost = fleet.tellHost
   const local = await openLocalRecords(config, { log, metrics })
   closeLater(closers, local)
+  const copy = await setUpRegistryCopy(config, { metrics, log, now, updates: deps.copyUpdates })
+  closeLater(closers, copy)
   // RECORD_TO: what is fetched, and what the local store answers, is written for an offline replay
   // (docs/testing-with-doi-proxy.md); flushed at close.
   const recorder = config.recordTo !== undefined && upstream !== undefined ? await openRecorder({ dir: config.recordTo, log }) : undefined
@@ -230,6 +241,7 @@ async function setUpBase(
     fleet,
     purge,
     local,
+    copy,
     recorder,
     forgetMetadata: (forget: (key: string) => boolean): void => {
       forgetMetadata = forget
@@ -330,6 +342,7 @@ function setUpServing(
     serving: () => boolean
     verifier: Verifier | undefined
     batchHeartbeatMs: number | undefined
+    registryCopy: (() => RegistryCopyStatus) | undefined
   }
 ) {
   const { metrics, now, resolver } = parts
@@ -337,7 +350,14 @@ function setUpServing(
   const fallbackHost = `${config.host}:${config.port}`
   // The bounds beside the figures they bound, for /metrics too (dashboards and alerts divide by them).
   metrics.showBounds(config)
-  const status = createStatusCollector({ metrics, settings: config, now, upstreamState: parts.upstreamState, worker: parts.worker })
+  const status = createStatusCollector({
+    metrics,
+    settings: config,
+    now,
+    upstreamState: parts.upstreamState,
+    worker: parts.worker,
+    registryCopy: parts.registryCopy
+  })
   const prepared = preparedAnswersOf(config, {
     resolver,
     metrics,

@@ -31,6 +31,7 @@ const RESOLVE_PARTS: ReadonlyArray<{ part: string; what: string }> = [
   { part: 'open-access', what: 'the open-access copy finder and its providers' },
   { part: 'cache', what: 'the record cache, its entries and their work, the cache file, the shared tier in Redis' },
   { part: 'metadata', what: "the agencies' metadata, fetched and cached" },
+  { part: 'copy', what: "the registry copy: the agencies' public data files in one LMDB store on disk, its writer" },
   { part: 'lookup', what: "the lookup flow: resolver, proxy service, 10320/loc loader, the reader's country" },
   { part: 'recording', what: 'recording while serving (RECORD_TO) and its lock file' },
   { part: 'retraction', what: 'retraction and correction notices: Crossref, the Retraction Watch file, cached and shared' },

@@ -84,7 +84,7 @@ const withPath = Object.entries(OPTIONS).flatMap(([key, option]) =>
 describe('the settings that name a file or directory', () => {
   it('are all marked in the table: each whose variable says it names a path has a `path`, and only those', () => {
     const named = Object.values(OPTIONS)
-      .filter((o) => /_(FILE|DIR|DATABASE|PATH|DB)$|^RECORD_TO$/.test(o.env))
+      .filter((o) => /_(FILE|DIR|DATABASE|PATH|DB)$|^RECORD_TO$|^REGISTRY_COPY$/.test(o.env))
       .map((o) => o.env)
     expect(withPath.map((s) => s.env).sort()).toEqual(named.sort())
     expect(named.length).toBeGreaterThanOrEqual(6)

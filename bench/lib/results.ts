@@ -1,8 +1,10 @@
 /**
- * bench/RESULTS.md is written by the scripts, never by hand. It has six sections, each replaced
- * whole by the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts),
- * the restart with a large snapshot (bench/restart.ts), the batch API's (bench/run.ts --scenario batch),
- * the fault matrix (bench/faults.ts) and check --verify's (bench/verify.ts).
+ * bench/RESULTS.md is written by the scripts, but for one section. It has eight, each replaced whole by
+ * the script that owns it: the speed table (bench/run.ts), the memory table (bench/memory.ts), the restart
+ * with a large snapshot (bench/restart.ts), the batch API's (bench/run.ts --scenario batch), the fault
+ * matrix (bench/faults.ts), check --verify's (bench/verify.ts) and the registry copy's
+ * (bench/registry-copy/registry-copy.ts); owners' health is written by hand from bench:health,
+ * bench:health-db and bench:health-pages, and kept as it is.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
@@ -241,13 +243,13 @@ export function speedSection(run: SpeedRun): string {
 }
 
 // `health` is written by hand from bench:health, bench:health-db and bench:health-pages (issue 42); kept as it is here.
-const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults', 'verify', 'health'] as const
+const SECTIONS = ['speed', 'memory', 'restart', 'batch', 'faults', 'verify', 'health', 'copy'] as const
 type Section = (typeof SECTIONS)[number]
 
 /** Replace one section of RESULTS.md, keeping the other as it was. */
 export function writeSection(section: Section, body: string): void {
   const current = existsSync(RESULTS_PATH) ? readFileSync(RESULTS_PATH, 'utf8') : ''
-  const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '', verify: '', health: '' }
+  const parts: Record<Section, string> = { speed: '', memory: '', restart: '', batch: '', faults: '', verify: '', health: '', copy: '' }
   const command: Record<Section, string> = {
     speed: 'bench',
     memory: 'bench:memory',
@@ -255,7 +257,8 @@ export function writeSection(section: Section, body: string): void {
     batch: 'bench:batch',
     faults: 'bench:faults',
     verify: 'bench:verify',
-    health: 'bench:health'
+    health: 'bench:health',
+    copy: 'bench:copy'
   }
   for (const name of SECTIONS) {
     const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(current)
@@ -265,7 +268,7 @@ export function writeSection(section: Section, body: string): void {
   const text = [
     '# Benchmark results',
     '',
-    '<!-- Written by bench/run.ts, bench/memory.ts, bench/restart.ts, bench/faults.ts and bench/verify.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:restart` / `npm run bench:batch` / `npm run bench:faults` / `npm run bench:verify`. The health section alone is written by hand, from `npm run bench:health`, `bench:health-db` and `bench:health-pages`. -->',
+    '<!-- Written by bench/run.ts, bench/memory.ts, bench/restart.ts, bench/faults.ts, bench/verify.ts and bench/registry-copy/registry-copy.ts. Do not edit by hand: run `npm run bench` / `npm run bench:memory` / `npm run bench:restart` / `npm run bench:batch` / `npm run bench:faults` / `npm run bench:verify` / `npm run bench:copy`. The health section alone is written by hand, from `npm run bench:health`, `bench:health-db` and `bench:health-pages`. -->',
     'How to read this: [bench/README.md](README.md).',
     '',
     ...SECTIONS.flatMap((name) => [`<!-- ${name}:start -->`, parts[name].trimEnd(), `<!-- ${name}:end -->`, ''])

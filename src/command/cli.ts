@@ -4,7 +4,8 @@
  * file for the local store (src/command/mirror.ts), `record`, the same with the metadata citation tools ask for,
  * and `check`, which finds the DOIs in files and asks a doi-proxy whether they are registered, and with --verify
  * whether each names the work cited, was retracted, and has a live landing page (src/command/check/), and `health`,
- * which checks once that the DOIs a repository owns still lead to their pages (src/command/health.ts).
+ * which checks once that the DOIs a repository owns still lead to their pages (src/command/health.ts), and
+ * `import`, which loads the agencies' public data files into a registry copy (src/command/import/).
  * An entry point: it reads
  * process.env (the same UPSTREAM_URL, USER_AGENT, CONTACT_EMAIL and METADATA_HOSTS as the server) and exits.
  */
@@ -23,6 +24,7 @@ import type { Reachability, UnreachableReason } from '../resolve/upstream/reacha
 import { createUpstreamClient } from '../resolve/upstream/client.js'
 import { runCheck } from './check/command.js'
 import { runHealth } from './health.js'
+import { runImportCommand } from './import/command.js'
 import { EXIT_INTERRUPTED, onInterrupt } from './interrupt.js'
 import type { UpstreamClient } from '../resolve/upstream/client.js'
 
@@ -49,6 +51,10 @@ Usage:
                                  do the DOIs we own still reach their pages? checks each
                                  one's landing page now, confirms failures, exit 1 when one
                                  is broken (see docs/health.md and doi-proxy health --help)
+  doi-proxy import [options] PATH...
+                                 the agencies' public data files (Crossref, DataCite) into a
+                                 registry copy the server answers from (REGISTRY_COPY; see
+                                 docs/registry-copy.md and doi-proxy import --help)
   doi-proxy --help               this help
 
 Start the server with \`npm start\` (or \`node dist/main.js\`).
@@ -386,8 +392,23 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'health') {
     return await runHealth(rest, { cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr })
   }
+  if (command === 'import') {
+    // A second Ctrl-C leaves at once: the copy is whole after every committed batch.
+    const stop = onInterrupt((text) => process.stderr.write(text), 'committing the batch being read')
+    try {
+      return await runImportCommand(rest, {
+        cwd: process.cwd(),
+        env: process.env,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        signal: stop.signal
+      })
+    } finally {
+      stop.dispose()
+    }
+  }
   if (command !== 'mirror' && command !== 'record') {
-    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check, health)`)
+    throw new UsageError(`unknown command ${JSON.stringify(command)} (the commands are: mirror, record, check, health, import)`)
   }
   const cmd = parseMirrorArgs(rest, process.env, command === 'record')
   if (cmd === 'help') {
@@ -397,11 +418,23 @@ async function main(argv: string[]): Promise<number> {
   return await mirror(cmd)
 }
 
+// A command whose work stopped waiting on something that can never come (the event loop empty, the
+// promise unsettled) would otherwise exit 0 as if it had finished.
+let finished = false
+process.on('beforeExit', () => {
+  if (finished) return
+  finished = true
+  process.stderr.write('doi-proxy: stopped before finishing (nothing left to wait for): this is a bug; run the same command again\n')
+  process.exitCode = 70 // sysexits.h EX_SOFTWARE
+})
+
 main(process.argv.slice(2)).then(
   (code) => {
+    finished = true
     process.exitCode = code
   },
   (err: unknown) => {
+    finished = true
     const e = err as { code?: string; message?: string }
     if (err instanceof UsageError || e?.code?.startsWith('ERR_PARSE_ARGS') === true) {
       // parseArgs explains at length how to pass a value starting with '-'; its first sentence names the problem.

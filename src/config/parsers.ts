@@ -50,6 +50,16 @@ export function integer(min: number, max: number): Parse<number> {
   }
 }
 
+/** 0 (off), or an integer from `min` to `max`. */
+export function zeroOrInteger(min: number, max: number): Parse<number> {
+  const checked = integer(0, max)
+  return (raw, refuse) => {
+    const n = checked(raw, refuse)
+    if (n !== 0 && n < min) return refuse.expected(`0 or an integer from ${min} to ${max}`)
+    return n
+  }
+}
+
 /** One of `values`, spelled exactly. */
 export function oneOf<T extends string>(values: readonly T[], expected: string): Parse<T> {
   return (raw, refuse) => values.find((value) => value === raw) ?? refuse.expected(expected)

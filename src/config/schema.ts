@@ -25,7 +25,8 @@ import {
   secret,
   text,
   urlTemplate,
-  verifyLevels
+  verifyLevels,
+  zeroOrInteger
 } from './parsers.js'
 import type { Parse, Refuse } from './parsers.js'
 
@@ -168,6 +169,16 @@ export interface Config extends OpenAccessConfig {
   healthConcurrency: number
   healthMaxDois: number
   healthLogKeepSeconds: number
+  /** Issue 43: the registry copy's directory (an LMDB store made by `doi-proxy import`); undefined: no copy. */
+  registryCopy: string | undefined
+  registryCopyMaxAgeSeconds: number
+  registryCopyUpdateHours: number
+  registryCopyMaxBytes: number
+  registryCopyMinFreeBytes: number
+  registryCopyMaxRecordBytes: number
+  registryCopyCitationQueue: number
+  registryCopyUpdateTimeoutMs: number
+  dataciteApiUrl: string
 }
 
 /**
@@ -208,7 +219,7 @@ export const OPTIONS: OptionTable<Config> = {
   publicBaseUrl: { env: 'PUBLIC_BASE_URL', default: undefined, parse: optional(httpUrl), doc: 'Base URL of this resolver as users see it (behind a reverse proxy), for alias redirects and self-links. Default: taken from the request.' },
   trustProxy: { env: 'TRUST_PROXY', default: false, parse: proxyTrust, doc: 'Trust `X-Forwarded-*` headers (client address, scheme, host) from your own reverse proxy: a number of proxies in front (`1` behind one nginx: the address it saw, which a client cannot forge), or their addresses/CIDRs. `true` trusts every hop, so the client address is the leftmost `X-Forwarded-For` entry, which a client can write itself unless your proxy overwrites the header. Never set it without a proxy.' },
   cacheMaxEntries: { env: 'CACHE_MAX_ENTRIES', default: 200_000, parse: integer(1, 100_000_000), doc: 'Most records (and not-found answers) held in memory.' },
-  cacheMaxBytes: { env: 'CACHE_MAX_BYTES', default: 256 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024 * 1024), doc: 'Most bytes of records held in memory (estimated from their JSON size).' },
+  cacheMaxBytes: { env: 'CACHE_MAX_BYTES', default: 256 * 1024 * 1024, parse: integer(1024, 64 * 1024 * 1024 * 1024), doc: 'Most bytes of records held in memory by each process (estimated from their JSON size; they take up to about 3× that in memory, so a process needs ~128 MiB plus 3× this: a warning at start when the container\'s memory limit is smaller; docs/operations.md, Tuning).' },
   cacheMaxTtlSeconds: { env: 'CACHE_MAX_TTL_SECONDS', default: 86_400, parse: integer(0, 30 * 86400), doc: 'A record is kept fresh at most this long, whatever its values\' `ttl` say.' },
   cacheMinTtlSeconds: { env: 'CACHE_MIN_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'A record is kept fresh at least this long (except a value with `ttl` 0: not cached).' },
   negativeTtlSeconds: { env: 'NEGATIVE_TTL_SECONDS', default: 60, parse: integer(0, 86400), doc: 'How long a not-found answer is cached (a DOI\'s, and an agency\'s 404 or 406 for fetched metadata); 0 disables. To drop one sooner (a DOI registered minutes ago): `DELETE /api/cache/{doi}` with ADMIN_TOKEN.' },
@@ -327,6 +338,15 @@ export const OPTIONS: OptionTable<Config> = {
   healthConcurrency: { env: 'HEALTH_CONCURRENCY', default: 32, parse: integer(1, 1024), doc: 'Most health checks in flight at once (most of them wait for a landing page\'s host, which costs only memory); the DOIs are resolved as one client of the fair queue, so readers keep their share of the upstream.' },
   healthMaxDois: { env: 'HEALTH_MAX_DOIS', default: 1_000_000, parse: integer(1, 10_000_000), doc: 'Most DOIs watched; beyond it new DOIs are not watched (counted, and logged once an hour).' },
   healthLogKeepSeconds: { env: 'HEALTH_LOG_KEEP_SECONDS', default: 172_800, parse: integer(3600, 2_592_000), doc: 'With Redis (REDIS_URL, Sentinel or Cluster; Redis 6.2 or later), one replica checks for the whole fleet and every replica\'s database copies its checks from a Redis stream kept this long (about 300 bytes a check); a replica down longer misses the checks in between (its /health says so).' },
+  registryCopy: { env: 'REGISTRY_COPY', default: undefined, parse: optional(text), doc: 'Directory of the registry copy: every DOI of the agencies\' public data files, made by `doi-proxy import --to DIR` (an LMDB store, `data.mdb`), answered after local records and the cache, before the upstream (`X-Cache: COPY`); offline it answers alone. The start stops when it holds no copy. Empty: no copy. See docs/registry-copy.md.', path: 'directory to read' },
+  registryCopyMaxAgeSeconds: { env: 'REGISTRY_COPY_MAX_AGE_SECONDS', default: 604_800, parse: integer(0, 315_360_000), doc: 'Online, a copy record answers while its data is younger than this: the agency\'s last change to it, or the copy\'s coverage of the agency (its whole file, then each completed update) when newer; older, the upstream is asked (and the copy stands in if it fails). Not the time it was imported: a file six months old is six months old. 0: online the copy only stands in. Offline the copy always answers.' },
+  registryCopyUpdateHours: { env: 'REGISTRY_COPY_UPDATE_HOURS', default: 0, parse: integer(0, 720), doc: 'Every this many hours the server asks Crossref and DataCite what changed since the copy\'s coverage and writes it in (`doi-proxy import --update` does the same by hand): one updater per copy, whatever the WORKERS or replicas sharing it. Needs REGISTRY_COPY writable, and not OFFLINE. 0: never.' },
+  registryCopyMaxBytes: { env: 'REGISTRY_COPY_MAX_BYTES', default: 0, parse: zeroOrInteger(64 * 1024 * 1024, 2 ** 50), doc: 'The registry copy\'s file may not grow past this (at least 64 MiB): an import or update stops cleanly before it, the copy whole. 0: no cap.' },
+  registryCopyMinFreeBytes: { env: 'REGISTRY_COPY_MIN_FREE_BYTES', default: 256 * 1024 * 1024, parse: integer(0, 2 ** 40), doc: 'An import or update stops cleanly, the copy whole, before the copy\'s file system has less free than this.' },
+  registryCopyMaxRecordBytes: { env: 'REGISTRY_COPY_MAX_RECORD_BYTES', default: 4 * 1024 * 1024, parse: integer(64 * 1024, 64 * 1024 * 1024), doc: 'Largest record (one work, one JSON line) an import or update reads; a larger one is skipped and named, never held in memory.' },
+  registryCopyCitationQueue: { env: 'REGISTRY_COPY_CITATION_QUEUE', default: 64, parse: integer(1, 10_000), doc: 'Formatted citations (`text/x-bibliography` from the copy\'s metadata) waiting for the formatter; beyond it, 503 with Retry-After.' },
+  registryCopyUpdateTimeoutMs: { env: 'REGISTRY_COPY_UPDATE_TIMEOUT_MS', default: 60_000, parse: integer(1_000, 600_000), doc: 'One page of an update (headers and body, at most 64 MiB) gives up after this long; it is asked again, the run resumes where it stopped.' },
+  dataciteApiUrl: { env: 'DATACITE_API_URL', default: 'https://api.datacite.org', parse: httpUrl, doc: 'Base of DataCite\'s REST API: the registry copy\'s updates ask `DATACITE_API_URL/dois?query=updated:[…]` for what changed.' }
 }
 
 export class ConfigError extends Error {
@@ -434,6 +454,7 @@ function checkTogether(config: Config): void {
   }
   checkRedis(config)
   checkVerify(config)
+  checkRegistryCopy(config)
   if (config.cacheMinTtlSeconds > config.cacheMaxTtlSeconds) {
     throw new ConfigError(
       `invalid setting cacheMinTtlSeconds: ${config.cacheMinTtlSeconds} is above cacheMaxTtlSeconds ${config.cacheMaxTtlSeconds}`
@@ -548,6 +569,22 @@ function checkHealth(config: Config): void {
   if (config.healthKeepDays * 86_400 < 2 * config.healthIntervalSeconds) {
     throw new ConfigError(
       `invalid setting healthKeepDays (HEALTH_KEEP_DAYS): ${config.healthKeepDays} days is less than two intervals of healthIntervalSeconds (HEALTH_INTERVAL_SECONDS) ${config.healthIntervalSeconds}: each check needs the one before it`
+    )
+  }
+}
+
+/** The registry copy's settings (issue 43) that depend on others. */
+function checkRegistryCopy(config: Config): void {
+  if (config.registryCopyUpdateHours === 0) return
+  if (config.registryCopy === undefined) {
+    throw new ConfigError(
+      `invalid setting registryCopyUpdateHours (REGISTRY_COPY_UPDATE_HOURS): ${config.registryCopyUpdateHours} means something only with REGISTRY_COPY, the copy to update`
+    )
+  }
+  // Offline nothing may be asked of the agencies: an update would be refused every time.
+  if (config.offline) {
+    throw new ConfigError(
+      `invalid setting registryCopyUpdateHours (REGISTRY_COPY_UPDATE_HOURS): ${config.registryCopyUpdateHours} asks the agencies for updates, which OFFLINE forbids; set 0 offline`
     )
   }
 }

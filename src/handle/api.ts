@@ -165,9 +165,14 @@ export function apiNotFound(handle: string): ApiBody {
 /**
  * Not in an offline resolver's local records: responseCode 301 ("server not responsible for handle", the
  * Handle protocol's own word for a server that does not hold it), not 100, which would say it does not exist.
- * The route sends it with HTTP 404.
+ * The route sends it with HTTP 404. With a registry copy (issue 43), `absence` is the copy's words for it,
+ * the not-found page's own (resolve/copy/tier.ts `absence`).
  */
-export function apiNotHeldOffline(handle: string): ApiBody {
+export function apiNotHeldOffline(handle: string, absence?: string): ApiBody {
+  if (absence !== undefined && absence !== '') {
+    const words = absence.charAt(0).toUpperCase() + absence.slice(1)
+    return apiError(301, `${words}; this resolver is offline and did not ask the DOI System`, handle)
+  }
   return apiError(301, "Not in this resolver's local records: it is offline and did not ask the DOI System", handle)
 }
 

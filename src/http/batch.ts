@@ -11,7 +11,7 @@ import type { Verifier } from '../resolve/verify/verifier.js'
 import { cacheKey } from '../handle/name.js'
 import { negotiate } from '../handle/negotiate.js'
 import { parseProxyQuery } from '../handle/query.js'
-import type { ProxyService } from '../resolve/lookup/proxy-service.js'
+import type { ProxyOutcome, ProxyService } from '../resolve/lookup/proxy-service.js'
 import type { Resolver } from '../resolve/lookup/resolver.js'
 import type { Admit } from '../resolve/upstream/fetcher.js'
 import type { ClientTicket } from '../resolve/upstream/fair-queue.js'
@@ -35,10 +35,12 @@ export interface BatchResult {
   /** Where a plain GET /{doi} redirects to; null when it does not redirect. */
   url: string | null
   /**
-   * On a line that could not be checked, 'upstream' says it needed the registry (asked, or refused by a limit first).
-   * null: nothing answered (the line is not a DOI name, or only-if-cached and the name is not held).
+   * Where the answer came from: the local records, the registry copy (REGISTRY_COPY, issue 43; offline, its
+   * absence too), the cache, the upstream. On a line that could not be checked, 'upstream' says it needed the
+   * registry (asked, or refused by a limit first). null: nothing answered (the line is not a DOI name, or
+   * only-if-cached and the name is not held).
    */
-  source: 'local' | 'cache' | 'upstream' | null
+  source: 'local' | 'copy' | 'cache' | 'upstream' | null
   /** The status a plain GET /{doi} answers (null: not asked, the line is not a DOI name, whatever is wrong with it). */
   status: number | null
   error?: string
@@ -91,6 +93,7 @@ const PLAIN_PARAMS = parseProxyQuery('')
 const BROWSER = negotiate({ accept: 'text/html' })
 const NOT_HELD_OFFLINE =
   "not in this resolver's records: it is offline (OFFLINE=true) and did not ask the DOI System, so the DOI may well be registered"
+const COPY_OFFLINE = 'the resolver is offline (OFFLINE=true) and did not ask the DOI System'
 // Results waiting ahead of the reader, at most: enough to keep the lookups busy behind one slow line.
 const WINDOW = 1024
 // A verifying batch's answer silent this long gets a newline: REQUEST_TIMEOUT_MS and the reader's body timeout see it alive.
@@ -227,12 +230,7 @@ async function resolveLine(opts: BatchOptions, handle: string, admit: Admit, req
     const outcome = await opts.service.answer({ handle, params: PLAIN_PARAMS, client: { negotiation: BROWSER }, admit })
     const { status, location } = plainAnswer(req.ctx, outcome)
     const doi = outcome.kind === 'alias' ? outcome.target : outcome.handle
-    const source =
-      outcome.cache === 'MISS' || outcome.cache === 'BYPASS'
-        ? 'upstream'
-        : outcome.cache === 'STALE' || opts.resolver.cachedAnswer(handle) !== undefined
-          ? 'cache'
-          : 'local'
+    const source = sourceOf(opts.resolver, handle, outcome)
     if (outcome.kind !== 'not-found') {
       return {
         result: { doi, registered: true, url: location, source, status },
@@ -242,13 +240,30 @@ async function resolveLine(opts: BatchOptions, handle: string, admit: Admit, req
     if (outcome.message !== undefined) {
       return { result: { doi: null, registered: false, url: location, source, status, error: outcome.message }, counted: 'not_found' }
     }
-    // Offline, a name the local records do not hold may well be registered: we cannot say.
+    // Offline, a name the local records do not hold may well be registered: we cannot say (the copy says why).
     if (!opts.resolver.knowsAbsence(handle)) {
-      return { result: { doi: null, registered: null, url: location, source, status, error: NOT_HELD_OFFLINE }, counted: 'not_found' }
+      const error = outcome.absence === undefined ? NOT_HELD_OFFLINE : `${outcome.absence}; ${COPY_OFFLINE}`
+      return { result: { doi: null, registered: null, url: location, source, status, error }, counted: 'not_found' }
     }
     return { result: { doi: null, registered: false, url: location, source, status }, counted: 'not_found' }
   } catch (err) {
     return failedLine(err, req)
+  }
+}
+
+/** Where a line's answer came from; the registry copy's answers are COPY, or, offline, an absence in its words. */
+function sourceOf(resolver: Resolver, handle: string, outcome: ProxyOutcome): BatchResult['source'] {
+  switch (outcome.cache) {
+    case 'MISS':
+    case 'BYPASS':
+      return 'upstream'
+    case 'COPY':
+      return 'copy'
+    case 'STALE':
+      return 'cache'
+    default:
+      if (outcome.kind === 'not-found' && outcome.absence !== undefined) return 'copy'
+      return resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Negotiated requests answered with metadata instead of a redirect (docs/metadata.md). The proxy route
  * hands every redirect whose chosen location answers content negotiation here first:
- * 1. metadata stored in the local record answers, in any mode (offline included);
+ * 1. metadata stored in the local record answers, in any mode (offline included); so does the registry
+ *    copy's (CSL-JSON, and what its formatter renders from it) when the copy answered the record (X-Cache: COPY);
  * 2. with METADATA_MODE=fetch (and not offline), the metadata is fetched from the chosen location when it
  *    is on the allow-list, through the cache, the admission gate, the agency's fair queue and the deadline;
  *    the reader's Accept is passed on whole (style=, locale= included), and when the agency has nothing for
@@ -17,6 +18,9 @@ import type { StoredMetadata } from '../resolve/local-store/metadata.js'
 import type { MetadataAnswer, MetadataCacheStatus, MetadataService } from '../resolve/metadata/agencies.js'
 import type { Admit } from '../resolve/upstream/fetcher.js'
 import type { Admission } from './admission.js'
+import type { CopyMetadata, CopyMetadataBody } from '../resolve/copy/metadata.js'
+import { CitationBusy, CitationError } from '../resolve/copy/citations.js'
+import { RefusedError } from './errors.js'
 
 /** The redirect the proxy decided: only what a metadata answer needs. */
 export interface NegotiatedRedirect {
@@ -26,6 +30,8 @@ export interface NegotiatedRedirect {
   /** The location carries the reader's urlappend. */
   appended: boolean
   expires: number
+  /** Where the record came from (the proxy's X-Cache): COPY lets the registry copy's metadata answer. */
+  cache?: string | undefined
 }
 
 /** What the request already passed, when the record had to be fetched (one gate and one deadline per request). */
@@ -35,13 +41,13 @@ export interface Admitted {
 }
 
 export interface MetadataAnswers {
-  /** The answer, now or later; undefined when the route should send its redirect. */
+  /** The answer, now or later; undefined (now or later) when the route should send its redirect. */
   answer(
     request: FastifyRequest,
     reply: FastifyReply,
     outcome: NegotiatedRedirect,
     admitted: Admitted
-  ): FastifyReply | Promise<FastifyReply> | undefined
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined
   /**
    * METADATA_MODE=fetch (and not offline): whether a negotiated request gets metadata or the redirect then
    * depends on its Accept header as a whole (its length, its parameters), which no variant key holds, so the
@@ -60,6 +66,8 @@ export interface MetadataAnswersOptions {
   admission: Pick<Admission, 'gate'>
   /** The local store's stored metadata, when there is a store. */
   stored?: ((handle: string) => StoredMetadata | undefined) | undefined
+  /** The registry copy's metadata (REGISTRY_COPY, issue 43); `offline`: a type it does not offer is a 406, not a redirect. */
+  copy?: { metadata: CopyMetadata; offline: boolean } | undefined
   now: () => number
   /** RECORD_TO: every metadata answer fetched is recorded (src/resolve/recording/recorder.ts). */
   recorder?: Pick<Recorder, 'recordMetadata'> | undefined
@@ -79,7 +87,7 @@ export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAns
     reply: FastifyReply,
     outcome: NegotiatedRedirect,
     admitted: Admitted
-  ): FastifyReply | Promise<FastifyReply> | undefined {
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined {
     // A location the reader extended with urlappend is redirected to, never fetched: otherwise a reader
     // could make us fetch any path and query on an allow-listed agency host ('/../../anything?x').
     if (!outcome.negotiated || outcome.appended) return undefined
@@ -93,6 +101,14 @@ export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAns
       }
       // Nothing stored fits and nothing will be fetched: what an agency answers for a type it lacks.
       if (service === undefined) return sendNotAcceptable(reply, outcome, [...stored.keys()], now)
+    }
+    if (opts.copy !== undefined && outcome.cache === 'COPY') {
+      const held = opts.copy.metadata.answer(outcome.handle, accept)
+      if (held.kind === 'answer') {
+        return sendCopy(reply, outcome, held.answer, { offline: opts.copy.offline, held: opts.copy.metadata.held }, now)
+      }
+      // Offline nothing else can answer (plan-43 §1.10); online the agency does, as without a copy.
+      if (held.kind === 'not-acceptable' && opts.copy.offline) return sendNotAcceptable(reply, outcome, held.offered, now, 'COPY')
     }
     if (service === undefined || accept === undefined || !SAFE_ACCEPT.test(accept)) return undefined
     const url = allowedMetadataUrl(outcome.location, hosts)
@@ -144,7 +160,8 @@ export function createMetadataAnswers(opts: MetadataAnswersOptions): MetadataAns
 
   return {
     answer,
-    fetching: service !== undefined,
+    // The copy's answer too depends on the Accept header as a whole (its parameters: a style).
+    fetching: service !== undefined || opts.copy !== undefined,
     forget: (handleKey) => service?.forget(handleKey) ?? false
   }
 }
@@ -170,16 +187,51 @@ function sendAnswer(
   return send(reply, outcome, cache, page, now)
 }
 
-function sendNotAcceptable(reply: FastifyReply, outcome: NegotiatedRedirect, types: readonly string[], now: () => number): FastifyReply {
+function sendNotAcceptable(
+  reply: FastifyReply,
+  outcome: NegotiatedRedirect,
+  types: readonly string[],
+  now: () => number,
+  cache: AnswerCacheStatus = 'HIT'
+): FastifyReply {
   const body = `No metadata of the type asked for (Accept) is held for this DOI. Held: ${types.join(', ')}\n`
-  return send(reply, outcome, 'HIT', { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires }, now)
+  return send(reply, outcome, cache, { status: 406, contentType: 'text/plain; charset=utf-8', body, expires: outcome.expires }, now)
 }
+
+/**
+ * The registry copy's metadata: CSL-JSON at once, a formatted citation when its formatter is done. When
+ * the formatter cannot: its queue full, 503 with Retry-After; too slow or closing, 503; a style or locale
+ * it does not hold, offline 406 naming what it holds, online the redirect (the agency formats it).
+ */
+function sendCopy(
+  reply: FastifyReply,
+  outcome: NegotiatedRedirect,
+  answer: CopyMetadataBody | Promise<CopyMetadataBody>,
+  copy: { offline: boolean; held: readonly string[] },
+  now: () => number
+): FastifyReply | Promise<FastifyReply | undefined> {
+  const sendBody = (a: CopyMetadataBody): FastifyReply =>
+    send(reply, outcome, 'COPY', { status: 200, contentType: a.contentType, body: a.body, expires: outcome.expires }, now)
+  if (!(answer instanceof Promise)) return sendBody(answer)
+  return answer.then(sendBody, (err: unknown) => {
+    if (!(err instanceof CitationError)) throw err
+    if (err.kind === 'unknown') return copy.offline ? sendNotAcceptable(reply, outcome, copy.held, now, 'COPY') : undefined
+    if (err instanceof CitationBusy) {
+      throw new RefusedError(503, 'DP_CITATIONS_BUSY', err.message, err.retryAfterSeconds * 1000)
+    }
+    if (err.kind === 'timeout' || err.kind === 'closed') throw new RefusedError(503, 'DP_CITATIONS_UNAVAILABLE', err.message)
+    throw err
+  })
+}
+
+/** The X-Cache of a metadata answer: the agencies' cache's, or COPY for the registry copy's. */
+type AnswerCacheStatus = MetadataCacheStatus | 'COPY'
 
 /** The answer's status, headers (Expires never in the past, by `now`) and body. */
 function send(
   reply: FastifyReply,
   outcome: NegotiatedRedirect,
-  cache: MetadataCacheStatus,
+  cache: AnswerCacheStatus,
   a: { status: number; contentType: string | undefined; body: string | Buffer; expires: number },
   now: () => number
 ): FastifyReply {

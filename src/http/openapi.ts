@@ -216,9 +216,9 @@ export const OPENAPI_DOCUMENT = {
                         'Where a plain `GET /{doi}` from a browser redirects to (for an alias, our own URL of its target, as doi.org answers); null when it does not redirect.'
                     },
                     source: {
-                      enum: ['local', 'cache', 'upstream', null],
+                      enum: ['local', 'copy', 'cache', 'upstream', null],
                       description:
-                        'Where the answer came from; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.'
+                        'Where the answer came from: the local records, the registry copy (`REGISTRY_COPY`; offline, its absence too), the cache, the upstream; null for a line that is not a DOI name, and under `Cache-Control: only-if-cached` for a name not held.'
                     },
                     status: {
                       type: ['integer', 'null'],

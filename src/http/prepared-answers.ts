@@ -159,7 +159,8 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
       if (name === undefined) return
       const kept = reuse.entry.work?.answers.get(name)
       if (kept !== undefined && kept.validUntil >= reuse.validUntil) return
-      const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
+      // The entry's origin says what the kept answer's X-Cache is: a registry copy's record stays COPY (issue 43).
+      const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires, reuse.entry.origin === 'copy' ? 'COPY' : 'HIT')
       resolver.attach(variant.handle, reuse.entry, (work) => addAnswer(work, name, answer))
     },
     serve(req, res) {
@@ -291,12 +292,12 @@ function answerName(variant: PlainTarget & Partial<Pick<Variant, 'negotiation' |
   }
 }
 
-/** The parts, ready for every later request of its variant: X-Cache HIT, CORS and the length included. */
-function prepareAnswer(parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
+/** The parts, ready for every later request of its variant: X-Cache (HIT, or COPY), CORS and the length included. */
+function prepareAnswer(parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined, cache: CacheStatus): PreparedAnswer {
   // Its own memory, not a slice of Node's shared 8 KiB buffer pool, which one kept slice would pin whole.
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(parts.body))
   body.write(parts.body)
-  const named = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
+  const named = { ...parts.headers, ...CORS_HEADERS, 'x-cache': cache, 'content-length': String(body.length) }
   const headers = Object.entries(named).flat()
   if (expires !== undefined) headers.push('expires', '')
   return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, named, body) }

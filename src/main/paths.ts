@@ -1,6 +1,6 @@
 import { accessSync, closeSync, constants, openSync, opendirSync, statSync } from 'node:fs'
 import type { Stats } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { ConfigError, OPTIONS } from '../config/schema.js'
 import type { Config, PathUse } from '../config/schema.js'
 
@@ -20,6 +20,35 @@ export function checkPaths(config: Config): void {
       throw new ConfigError(`invalid setting ${key} (${option.env}): ${JSON.stringify(value)} ${problem}; it must name ${WANTED[use]}`)
     }
   }
+  const copyProblem = registryCopyProblem(config)
+  if (copyProblem !== undefined) {
+    throw new ConfigError(`invalid setting registryCopy (REGISTRY_COPY): ${JSON.stringify(config.registryCopy)} ${copyProblem}`)
+  }
+}
+
+/**
+ * The registry copy's directory (issue 43), once it is known to be a readable directory: it must hold a
+ * copy (LMDB's `data.mdb`; the format inside is the store's to judge when it opens), and an updating server
+ * (REGISTRY_COPY_UPDATE_HOURS) must be able to write it (its file and the lock file beside it).
+ */
+export function registryCopyProblem(config: Pick<Config, 'registryCopy' | 'registryCopyUpdateHours'>): string | undefined {
+  const dir = config.registryCopy
+  if (dir === undefined) return undefined
+  const data = join(dir, 'data.mdb')
+  const found = statOf(data)
+  if (typeof found === 'string') {
+    if (found === 'ENOENT') return `holds no registry copy (no data.mdb); make one with doi-proxy import --to ${dir}`
+    return `has a data.mdb that cannot be looked at (${found})`
+  }
+  if (!found.isFile()) return 'has a data.mdb that is not a file'
+  const readable = failure(() => {
+    closeSync(openSync(data, 'r'))
+  }, 'has a data.mdb that cannot be read')
+  if (readable !== undefined || config.registryCopyUpdateHours === 0) return readable
+  return failure(() => {
+    accessSync(dir, constants.W_OK)
+    accessSync(data, constants.W_OK)
+  }, 'cannot be written, and REGISTRY_COPY_UPDATE_HOURS updates it: give the server write access, or set REGISTRY_COPY_UPDATE_HOURS=0 (a read-only copy)')
 }
 
 const WANTED: Record<PathUse, string> = {

@@ -167,6 +167,7 @@ export function createMetrics(opts: MetricsOptions = {}) {
       return opts.clusterWorker !== undefined ? await hostMetrics(registry) : await registry.metrics()
     },
     ...sharedTierInstruments(registry),
+    ...copyInstruments(registry),
     ...boundInstruments(registry)
   }
 }
@@ -505,6 +506,72 @@ function sharedTierInstruments(registry: Registry) {
       registry.registerMetric(sharedCache.lookups)
       registry.registerMetric(sharedCache.errors)
       registry.registerMetric(sharedCache.up)
+    }
+  }
+}
+
+/** What the registry copy (issue 43) shows of itself: its records and coverage per agency. */
+export interface CopyFigures {
+  /** Records held, by agency (crossref, datacite, other). */
+  records: Readonly<Record<string, number>>
+  /** The newest time each agency's records are known complete to (coverage.through), seconds since 1970. */
+  asOf: Readonly<Record<string, number>>
+}
+
+/** The registry copy (src/resolve/copy/): registered by observeCopy when a copy is attached or written. */
+function copyInstruments(registry: Registry) {
+  let figures = (): CopyFigures => ({ records: {}, asOf: {} })
+  const copy = {
+    /** hit (answered), too_old (the upstream asked), absent (not held), stand_in (too old, answered as the upstream failed). */
+    lookups: talliedCounter({
+      name: 'doi_proxy_copy_lookups_total',
+      help: 'Registry copy lookups by result: hit, too_old (the upstream was asked), absent, stand_in (the upstream failed)',
+      labelNames: ['result'] as const,
+      registers: []
+    }),
+    records: new Gauge({
+      name: 'doi_proxy_copy_records',
+      help: 'Records held in the registry copy, by agency',
+      labelNames: ['agency'] as const,
+      registers: [],
+      aggregator: 'max', // one copy shared by the workers: the same figure each, never a sum
+      collect() {
+        for (const [agency, n] of Object.entries(figures().records)) this.set({ agency }, n)
+      }
+    }),
+    asOf: new Gauge({
+      name: 'doi_proxy_copy_as_of_seconds',
+      help: "The time the registry copy holds an agency's records complete to (its whole file, then each completed update), seconds since 1970",
+      labelNames: ['agency'] as const,
+      registers: [],
+      aggregator: 'max',
+      collect() {
+        for (const [agency, s] of Object.entries(figures().asOf)) this.set({ agency }, s)
+      }
+    }),
+    updates: new Counter({
+      name: 'doi_proxy_copy_updates_total',
+      help: 'Registry copy updates by agency and outcome: done, failed, interrupted, disk_full',
+      labelNames: ['agency', 'outcome'] as const,
+      registers: []
+    }),
+    citations: new Counter({
+      name: 'doi_proxy_copy_citations_total',
+      help: "Citations formatted from the registry copy's metadata, by format (bibtex, ris, bibliography) and outcome: done, queue_full, failed",
+      labelNames: ['format', 'outcome'] as const,
+      registers: []
+    })
+  }
+  return {
+    copy,
+    /** A copy is attached: its instruments join /metrics, the gauges read `read` when scraped. */
+    observeCopy(read: () => CopyFigures): void {
+      figures = read
+      registry.registerMetric(copy.lookups)
+      registry.registerMetric(copy.records)
+      registry.registerMetric(copy.asOf)
+      registry.registerMetric(copy.updates)
+      registry.registerMetric(copy.citations)
     }
   }
 }

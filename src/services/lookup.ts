@@ -6,6 +6,7 @@ import { cacheKey } from '../handle/name.js'
 import { createLogThrottle } from '../observe/log-throttle.js'
 import type { Metrics } from '../observe/metrics.js'
 import type { RecordCache } from '../resolve/cache/record-cache.js'
+import type { CopyTier } from '../resolve/copy/tier.js'
 import { openLocalStore } from '../resolve/local-store/store.js'
 import type { LocalStore } from '../resolve/local-store/store.js'
 import { createProxyService } from '../resolve/lookup/proxy-service.js'
@@ -25,6 +26,8 @@ export interface LookupParts {
   fetcher: RecordFetcher | undefined
   queue: FairQueue
   local: LocalStore | undefined
+  /** The registry copy's tier (REGISTRY_COPY); undefined without a copy. */
+  copy?: CopyTier | undefined
   cache: RecordCache
   freshness: FreshnessPolicy
   /** RECORD_TO: what is fetched, and what the local store answers, is written down too. */
@@ -42,8 +45,8 @@ export interface LookupParts {
 }
 
 /**
- * The lookup flow (docs/architecture.md, "One lookup path"): the resolver (local records, the cache, the fair
- * queue, the upstream) and the proxy service on it, with their logs: a stale answer and a failed refresh,
+ * The lookup flow (docs/architecture.md, "One lookup path"): the resolver (local records, the cache, the
+ * registry copy, the fair queue, the upstream) and the proxy service on it, with their logs: a stale answer and a failed refresh,
  * throttled; broken 10320/loc data, once per record.
  */
 export function createLookup(settings: LookupSettings, parts: LookupParts): { resolver: Resolver; proxyService: ProxyService } {
@@ -53,6 +56,7 @@ export function createLookup(settings: LookupSettings, parts: LookupParts): { re
     upstream: fetcher === undefined || recorder === undefined ? fetcher : recordingFetcher(fetcher, recorder),
     queue: parts.queue,
     local: recorder === undefined || local === undefined ? local : recordingLocal(local, recorder),
+    copy: parts.copy,
     cache: parts.cache,
     metrics,
     now,

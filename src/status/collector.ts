@@ -14,7 +14,7 @@ import { mergeLatency, quantile, toMs } from './latency.js'
 import { limitRows } from './settings.js'
 import type { StatusSettings } from './settings.js'
 import { OUTCOMES } from './snapshot.js'
-import type { BreakerName, Outcome, Reachable, StatusSnapshot } from './snapshot.js'
+import type { BreakerName, Outcome, Reachable, RegistryCopyStatus, StatusSnapshot } from './snapshot.js'
 
 export interface CollectorOptions {
   metrics: Metrics
@@ -27,6 +27,8 @@ export interface CollectorOptions {
   slots?: number
   /** Under node:cluster (WORKERS > 1), this worker's number: the page shows this worker's figures only. */
   worker?: number | undefined
+  /** The registry copy's figures, read from it when the page is asked for (src/services/copy.ts); none without a copy. */
+  registryCopy?: (() => RegistryCopyStatus) | undefined
 }
 
 const BREAKER_NAMES: readonly BreakerName[] = ['closed', 'half-open', 'open']
@@ -98,7 +100,8 @@ export function createStatusCollector(opts: CollectorOptions) {
       },
       linkout: history.rowsOf('linkout'),
       openAccess: await openAccessOf(history, metrics, settings),
-      upstreamErrors: history.upstreamErrors()
+      upstreamErrors: history.upstreamErrors(),
+      registryCopy: opts.registryCopy?.() ?? null
     }
   }
 

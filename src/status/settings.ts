@@ -16,6 +16,8 @@ export type StatusSettings = Pick<
   | 'localServices'
   | 'oaProvider'
   | 'oaDailyLimit'
+  | 'registryCopy'
+  | 'registryCopyMaxAgeSeconds'
   // The limits (LIMITS).
   | 'maxEventLoopDelayMs'
   | 'rateLimitMax'
@@ -87,11 +89,24 @@ export function limitRows(
 ): LimitRow[] {
   const known = new Set(LIMITS.map((l) => l.reason))
   const others = [...new Set(seen)].filter((reason) => !known.has(reason)).map((reason) => ({ reason, limit: reason, setting: () => '' }))
-  return [...LIMITS, ...others].map(({ reason, limit, setting }) => {
+  const copy = settings.registryCopy === undefined ? [] : [COPY_ROW]
+  return [...LIMITS, ...copy, ...others].map(({ reason, limit, setting }) => {
     const counts = reason === null ? null : refused(reason)
     const refusedLastHour = counts?.lastHour ?? null
     return { reason, limit, setting: setting(settings), refusedLastHour, refusedSinceStart: counts?.sinceStart ?? null }
   })
+}
+
+/** With REGISTRY_COPY (issue 43): how old a copy record may be and still answer before the upstream. */
+const COPY_ROW: Limit = {
+  reason: null,
+  limit: 'Registry copy answers before the upstream',
+  setting: (s) =>
+    s.offline
+      ? 'always (OFFLINE: the copy answers alone)'
+      : s.registryCopyMaxAgeSeconds === 0
+        ? 'never first; it stands in when the upstream fails (REGISTRY_COPY_MAX_AGE_SECONDS=0)'
+        : `while its data is younger than ${ms(s.registryCopyMaxAgeSeconds * 1000)} (REGISTRY_COPY_MAX_AGE_SECONDS)`
 }
 
 function ms(n: number): string {

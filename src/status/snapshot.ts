@@ -105,4 +105,37 @@ export interface StatusSnapshot {
   openAccess: { provider: string; callsToday: number; dailyLimit: number | null; lookups: CountRow[] } | null
   /** Newest first, at most 20. */
   upstreamErrors: UpstreamErrorEntry[]
+  /** The registry copy (REGISTRY_COPY, issue 43); null without one. */
+  registryCopy: RegistryCopyStatus | null
+}
+
+/** What the registry copy holds and how fresh it is, read from the copy itself (every process sharing it sees the same). */
+export interface RegistryCopyStatus {
+  records: number
+  /** Bytes of its file on disk. */
+  fileBytes: number
+  /** The last batch written (ISO); null if never. */
+  updatedAt: string | null
+  /** REGISTRY_COPY_UPDATE_HOURS: how often the server updates it; 0 never. */
+  updateHours: number
+  agencies: RegistryCopyAgency[]
+  /** Who updates the copy now (`host:pid`) and until when (ISO) the lease runs; null when nobody. */
+  lease: { holder: string; until: string } | null
+}
+
+export interface RegistryCopyAgency {
+  agency: string
+  records: number
+  /** The time the copy holds the agency's records complete to (ISO, its coverage); null when not covered. */
+  asOf: string | null
+  /** The last update run's end; null when none was noted. */
+  lastUpdate: {
+    outcome: 'done' | 'interrupted' | 'disk_full' | 'failed'
+    at: string
+    pages: number
+    records: number
+    error: string | null
+  } | null
+  /** A run stopped midway (or running now), to be resumed: its pages and records so far; null when none. */
+  pending: { pages: number; records: number } | null
 }

@@ -437,7 +437,7 @@ describe('the doi-proxy command', () => {
       message: 'doi-proxy: --accept takes media types such as application/x-bibtex, comma-separated; "bibtex" is not one'
     },
     { args: ['mirror', '--input', '/nonexistent/list.txt'], message: 'doi-proxy: cannot read --input "/nonexistent/list.txt" (ENOENT)' },
-    { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror, record, check, health)' },
+    { args: ['unmirror'], message: 'doi-proxy: unknown command "unmirror" (the commands are: mirror, record, check, health, import)' },
     { args: ['record', '--dois', 'a.txt', '--input', 'b.txt'], message: 'doi-proxy: give the list once: --dois FILE or --input FILE' }
   ])('a usage error names the option and value: $args', async ({ args, message }) => {
     const run = await doiProxy(args)

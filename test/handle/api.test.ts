@@ -6,6 +6,7 @@ import {
   apiHandleOf,
   apiHttpStatus,
   apiNotFound,
+  apiNotHeldOffline,
   apiParamsError,
   apiSuccess,
   apiUnknownEndpoint,
@@ -376,6 +377,20 @@ describe('error bodies (behaviour.md R7; [HNS92] ResponseGsonTypeHierarchyAdapte
     ['not found: 404 and no message', apiNotFound('10.1/x'), 404, '{"responseCode":100,"handle":"10.1/x"}'],
     ['values not found: 200, values before handle', apiValuesNotFound('10.1/x'), 200, '{"responseCode":200,"values":[],"handle":"10.1/x"}'],
     ['empty handle: 400', apiEmptyHandle(), 400, '{"responseCode":102,"message":"Empty handle invalid"}'],
+    // Offline: 301, "server not responsible for handle" ([HNS92] AbstractResponse.RC_SERVER_NOT_RESP), never 100.
+    [
+      'offline, not in the local records: 301 (the route answers 404)',
+      apiNotHeldOffline('10.1/x'),
+      400,
+      '{"responseCode":301,"message":"Not in this resolver\'s local records: it is offline and did not ask the DOI System","handle":"10.1/x"}'
+    ],
+    // Offline with a registry copy (issue 43): the copy's words, as the not-found page says them (resolve/copy/tier.ts).
+    [
+      'offline, not in the registry copy: its words first',
+      apiNotHeldOffline('10.1/x', "it is not in this resolver's copy of the registry"),
+      400,
+      '{"responseCode":301,"message":"It is not in this resolver\'s copy of the registry; this resolver is offline and did not ask the DOI System","handle":"10.1/x"}'
+    ],
     [
       'upstream failure: responseCode 2 with a message (the route answers 502/504)',
       apiError(2, 'Upstream timed out', '10.1/x'),

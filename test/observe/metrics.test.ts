@@ -67,3 +67,27 @@ describe('the metrics of resolution health', () => {
     expect((await merged.getSingleMetric('doi_proxy_health_dois')?.get())?.values[0]?.value).toBe(4)
   })
 })
+
+// Issue 43: the registry copy's figures join /metrics only when a copy is attached.
+describe('the metrics of the registry copy', () => {
+  it('are absent without a copy', async () => {
+    expect(await createMetrics().exposition()).not.toContain('doi_proxy_copy_')
+  })
+
+  it('show lookups by result, records and as-of per agency, updates and citations once a copy is observed', async () => {
+    const metrics = createMetrics()
+    const hit = metrics.copy.lookups.tally({ result: 'hit' })
+    hit.inc()
+    hit.inc()
+    metrics.copy.updates.inc({ agency: 'crossref', outcome: 'done' })
+    metrics.copy.citations.inc({ format: 'bibliography', outcome: 'queue_full' })
+    metrics.observeCopy(() => ({ records: { crossref: 9, datacite: 4 }, asOf: { crossref: 1_750_000_000 } }))
+    const text = await metrics.exposition()
+    expect(text).toContain('doi_proxy_copy_lookups_total{result="hit"} 2')
+    expect(text).toContain('doi_proxy_copy_records{agency="crossref"} 9')
+    expect(text).toContain('doi_proxy_copy_records{agency="datacite"} 4')
+    expect(text).toContain('doi_proxy_copy_as_of_seconds{agency="crossref"} 1750000000')
+    expect(text).toContain('doi_proxy_copy_updates_total{agency="crossref",outcome="done"} 1')
+    expect(text).toContain('doi_proxy_copy_citations_total{format="bibliography",outcome="queue_full"} 1')
+  })
+})

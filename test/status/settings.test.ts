@@ -13,6 +13,8 @@ const SETTINGS: StatusSettings = {
   localServices: [],
   oaProvider: undefined,
   oaDailyLimit: 0,
+  registryCopy: undefined,
+  registryCopyMaxAgeSeconds: 604_800,
   maxEventLoopDelayMs: 0,
   rateLimitMax: 100,
   rateLimitWindowMs: 60_000,
@@ -36,6 +38,25 @@ describe('the settings /status shows (src/status/settings.ts)', () => {
       '8 in flight, 32 waiting (UPSTREAM_PER_CLIENT, UPSTREAM_CLIENT_QUEUE)',
       '16 in flight, 1000 waiting, at most 2500 ms (UPSTREAM_MAX_CONCURRENT, UPSTREAM_QUEUE_SIZE, UPSTREAM_QUEUE_TIMEOUT_MS)'
     ])
+  })
+
+  it.each([
+    [{ offline: false, registryCopyMaxAgeSeconds: 604_800 }, 'while its data is younger than 604800 s (REGISTRY_COPY_MAX_AGE_SECONDS)'],
+    [
+      { offline: false, registryCopyMaxAgeSeconds: 0 },
+      'never first; it stands in when the upstream fails (REGISTRY_COPY_MAX_AGE_SECONDS=0)'
+    ],
+    [{ offline: true, registryCopyMaxAgeSeconds: 604_800 }, 'always (OFFLINE: the copy answers alone)']
+  ])('with a registry copy (%o), a row says when it answers: %s', async (settings, words) => {
+    const withCopy = { ...SETTINGS, ...settings, registryCopy: '/var/lib/doi-proxy/copy' }
+    const s = await createStatusCollector({ metrics: createMetrics(), settings: withCopy }).snapshot()
+    expect(s.limits.at(-1)).toEqual({
+      reason: null,
+      limit: 'Registry copy answers before the upstream',
+      setting: words,
+      refusedLastHour: null,
+      refusedSinceStart: null
+    })
   })
 
   it('a reason a request was refused under that no limit names gets a row of its own, after the limits', async () => {

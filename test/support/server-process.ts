@@ -30,8 +30,13 @@ export const QUIET_SERVER_ENV: Readonly<Record<string, string>> = {
  * file, a contact address, and no load shedding: a process just started on a busy machine can see an
  * event-loop delay over the default second), and resolve once it says it listens; killed when the test ends.
  */
-export async function startServer(env: Record<string, string>, opts: { ownProcessGroup?: boolean } = {}): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export async function startServer(
+  env: Record<string, string>,
+  opts: { ownProcessGroup?: boolean; wrap?: readonly string[] } = {}
+): Promise<Started> {
+  // `wrap`: a command that runs the server as its last arguments (e.g. joins a cgroup, then execs them).
+  const [command = process.execPath, ...args] = [...(opts.wrap ?? []), process.execPath, '--import', 'tsx', 'src/main.ts']
+  const child = spawn(command, args, {
     env: { ...process.env, ...QUIET_SERVER_ENV, MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so a test can signal every process of it at once, as systemd and a terminal do.

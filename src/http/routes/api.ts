@@ -105,7 +105,7 @@ export async function answerApi(
     const { contentType, body } = serializeApi(
       result.kind === 'not-found'
         ? opts.offline === true
-          ? apiNotHeldOffline(handle)
+          ? apiNotHeldOffline(handle, result.absence)
           : apiNotFound(handle)
         : answerBody(handle, result.values, params),
       format

@@ -159,8 +159,8 @@ export function proxyAnswer(opts: ProxyRouteOptions) {
       const outcome = await opts.service.answer(req)
       count(outcomeLabel(outcome), outcome.from)
       if (outcome.kind === 'redirect' && outcome.negotiated && opts.metadata !== undefined) {
-        const answered = opts.metadata.answer(request, reply, outcome, req)
-        if (answered !== undefined) return await answered
+        const answered = await opts.metadata.answer(request, reply, outcome, req)
+        if (answered !== undefined) return answered
       }
       if (outcome.kind === 'redirect' && localServices !== undefined) {
         const diversion = await localServices.divert(
@@ -284,7 +284,11 @@ function redirectParts(outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): An
 
 /** The not-found page (its links use our base URL). */
 function notFoundParts(ctx: PageContext, outcome: Extract<ProxyOutcome, { kind: 'not-found' }>, offline: boolean): AnswerParts {
-  const body = renderNotFoundPage(ctx, outcome.handle, outcome.message === undefined ? { offline } : { message: outcome.message })
+  const body = renderNotFoundPage(
+    ctx,
+    outcome.handle,
+    outcome.message === undefined ? { offline, absence: outcome.absence } : { message: outcome.message }
+  )
   return { status: statusOf(outcome), headers: { 'content-type': HTML }, body }
 }
 

@@ -207,18 +207,28 @@ const LIKELY_CAUSES = `<p>This may be because:</p>
  * says so and never that the DOI is wrong (docs/local-records.md, "Offline").
  */
 const OFFLINE_HEADLINE = "DOI Not in This Resolver's Local Records"
+/** Offline with a registry copy (issue 43): the copy's words say what the absence means (src/resolve/copy/tier.ts). */
+const COPY_HEADLINE = "DOI Not in This Resolver's Copy of the Registry"
 
-export function renderNotFoundPage(ctx: PageContext, handle: string, opts?: { message?: string; offline?: boolean }): string {
+export function renderNotFoundPage(
+  ctx: PageContext,
+  handle: string,
+  opts?: { message?: string; offline?: boolean; absence?: string | undefined }
+): string {
   const h = escapeHtml(handle)
   const message = opts?.message
-  const headline = message ?? (opts?.offline === true ? OFFLINE_HEADLINE : 'DOI Not Found')
+  const absence = opts?.offline === true ? opts.absence : undefined
+  const headline = message ?? (absence !== undefined ? COPY_HEADLINE : opts?.offline === true ? OFFLINE_HEADLINE : 'DOI Not Found')
   const intro =
     message !== undefined
       ? `<p>The DOI <code>${h}</code> cannot be resolved: ${escapeHtml(message)}.</p>\n`
-      : opts?.offline === true
-        ? `<p>This resolver is offline: it answers only from its local records, and <code>${h}</code> is not among them. ` +
-          `It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
-        : `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
+      : absence !== undefined
+        ? `<p>This resolver is offline: it answers from its local records and its copy of the registry, and cannot answer for <code>${h}</code>: ` +
+          `${escapeHtml(absence)}. It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
+        : opts?.offline === true
+          ? `<p>This resolver is offline: it answers only from its local records, and <code>${h}</code> is not among them. ` +
+            `It was not looked up in the DOI System, where it may well exist (try ${link('https://doi.org/' + encodeURLPath(handle), 'doi.org')}).</p>\n`
+          : `<p>This DOI cannot be found in the DOI System: <code>${h}</code></p>\n${LIKELY_CAUSES}`
   return htmlDocument(
     `Error: ${headline}`,
     `<h1>${escapeHtml(headline)}</h1>

@@ -178,6 +178,7 @@ ${requestsSection(s, history)}
 ${cacheSection(s)}
 ${upstreamSection(s, history)}
 ${breakerSection(s)}
+${copySection(s)}
 <section aria-labelledby="h-limits">
 <h2 id="h-limits">Limits in force</h2>
 ${table(
@@ -302,6 +303,47 @@ function breakerSection(s: StatusSnapshot): string {
 <h2 id="h-breaker">Circuit breaker</h2>
 <p>${state}. Prefix breakers opened ${count(s.breaker.prefixOpeningsLastHour)} times in the period.</p>
 <p>Last openings (UTC, seen once a second): ${s.breaker.openings.length === 0 ? 'none since start.' : escapeHtml(s.breaker.openings.map((o) => `${o.slice(0, 10)} ${clock(o)}`).join(', '))}</p>
+</section>`
+}
+
+const UPDATE_OUTCOMES: Readonly<Record<string, string>> = {
+  done: 'done',
+  interrupted: 'interrupted (the next run resumes)',
+  disk_full: 'stopped: the disk is full',
+  failed: 'failed'
+}
+
+/** The registry copy (REGISTRY_COPY): its records, as-of and last update per agency, and who updates it. */
+function copySection(s: StatusSnapshot): string {
+  const c = s.registryCopy
+  if (c === null) return ''
+  const when = (iso: string | null): string => (iso === null ? '—' : escapeHtml(`${iso.slice(0, 10)} ${clock(iso)}`))
+  const rows = c.agencies.map((a) => {
+    const last = a.lastUpdate
+    const lastText =
+      last === null
+        ? '—'
+        : `${when(last.at)}: ${escapeHtml(UPDATE_OUTCOMES[last.outcome] ?? last.outcome)}, ${count(last.records)} records in ${count(last.pages)} pages${last.error === null ? '' : ` (${escapeHtml(last.error)})`}`
+    const pending = a.pending === null ? '—' : `${count(a.pending.records)} records in ${count(a.pending.pages)} pages so far`
+    return [escapeHtml(a.agency), count(a.records), when(a.asOf), lastText, pending]
+  })
+  const updates =
+    c.updateHours === 0
+      ? 'This server does not update it (REGISTRY_COPY_UPDATE_HOURS=0).'
+      : `This server updates an agency when its as-of is ${count(c.updateHours)} hours old (REGISTRY_COPY_UPDATE_HOURS), one process at a time.`
+  const lease =
+    c.lease === null
+      ? 'Nobody is updating it now.'
+      : `Being updated by <code>${escapeHtml(c.lease.holder)}</code> (its lease runs to ${when(c.lease.until)} UTC).`
+  return `<section aria-labelledby="h-copy">
+<h2 id="h-copy">Registry copy</h2>
+${figures([
+  ['records', count(c.records)],
+  ['on disk', escapeHtml(bytes(c.fileBytes))],
+  ['last written (UTC)', when(c.updatedAt)]
+])}
+${table('The copy by agency (times in UTC)', ['Agency', 'Records', 'Complete to', 'Last update', 'Update to resume'], rows, new Set([1]))}
+<p>${escapeHtml(updates)} ${lease}</p>
 </section>`
 }
 

@@ -43,7 +43,15 @@ type Decided =
   | { kind: 'values'; handle: string; values: HandleValue[]; vary: boolean; cache: CacheStatus; reuse?: Reuse | undefined }
   | { kind: 'no-values'; handle: string; cache: CacheStatus }
   | { kind: 'showurls'; handle: string; xml: string; vary: boolean; cache: CacheStatus }
-  | { kind: 'not-found'; handle: string; message?: string; cache: CacheStatus; reuse?: Reuse | undefined }
+  | {
+      kind: 'not-found'
+      handle: string
+      message?: string
+      cache: CacheStatus
+      reuse?: Reuse | undefined
+      /** Offline: why the absence says nothing about the DOI, in words naming the registry copy (src/resolve/copy/tier.ts). */
+      absence?: string | undefined
+    }
   | { kind: 'refused'; handle: string; message: string; cache: CacheStatus } // a 400 about the request itself
 
 /**
@@ -109,7 +117,7 @@ export function createProxyService(opts: ProxyServiceOptions) {
   }
 
   async function fromRecord(req: ProxyRequest, handle: string, result: Lookup): Promise<Decided> {
-    if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache }
+    if (result.kind === 'not-found') return { kind: 'not-found', handle, cache: result.cache, absence: result.absence }
     return await decide(req, handle, result.values, result.cache, undefined)
   }
 
@@ -124,7 +132,8 @@ export function createProxyService(opts: ProxyServiceOptions) {
         kind: 'not-found',
         handle: req.handle,
         cache: chain.cache,
-        reuse: entry !== undefined ? { entry, validUntil: Infinity } : undefined
+        reuse: entry !== undefined ? { entry, validUntil: Infinity } : undefined,
+        absence: chain.absence
       }
     }
     // Redirect mode after at least one alias: a 301 to our own URL of the target (behaviour.md R2 HS_ALIAS); not for POST.
@@ -264,10 +273,13 @@ function locattFor(req: ProxyRequest): readonly string[] {
 
 /**
  * Where an answer's record came from, as /status counts it. A hit without a cache entry is a local record
- * (the cache's own hits always carry theirs); BYPASS asked the upstream, as a miss does.
+ * (the cache's own hits always carry theirs); the registry copy's answers count as hits (they are at hand,
+ * and kept in the cache); BYPASS asked the upstream, as a miss does.
  */
 export function answeredFrom(found: { cache: CacheStatus; entry?: CachedAnswer | undefined }): AnsweredFrom {
   switch (found.cache) {
+    case 'COPY':
+      return 'hit'
     case 'HIT':
       return found.entry === undefined ? 'local' : 'hit'
     case 'STALE':

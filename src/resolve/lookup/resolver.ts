@@ -8,6 +8,8 @@ import { aliasTarget } from '../../handle/record.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { RecordCache } from '../cache/record-cache.js'
 import type { CachedAnswer } from '../cache/entry.js'
+import { copyEntryOf } from '../cache/entry.js'
+import type { CopyTier } from '../copy/tier.js'
 import type { EntryWork } from '../cache/entry-work.js'
 import { upstreamErrors, UpstreamError } from '../upstream/errors.js'
 import type { FairQueue } from '../upstream/fair-queue.js'
@@ -17,15 +19,17 @@ import type { UpstreamAnswer } from '../upstream/client.js'
 import { within } from '../upstream/deadline.js'
 import { createUpstreamTurns } from './upstream-turns.js'
 
-export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
+/** COPY: the registry copy answered (issue 43), read from it now or kept in the cache since. */
+export type CacheStatus = 'HIT' | 'COPY' | 'MISS' | 'STALE' | 'BYPASS'
 
 /**
  * A record or its absence; `entry` is the cache entry it came from, for keeping work with it: given with
- * every hit, and with a miss that shared its upstream answer with another lookup.
+ * every hit, and with a miss that shared its upstream answer with another lookup. `absence`: offline, words
+ * saying why a handle the registry copy does not answer may still exist (src/resolve/copy/tier.ts).
  */
 export type Lookup =
   | { kind: 'found'; values: HandleValue[]; cache: CacheStatus; entry?: CachedAnswer | undefined }
-  | { kind: 'not-found'; cache: CacheStatus; entry?: CachedAnswer | undefined }
+  | { kind: 'not-found'; cache: CacheStatus; entry?: CachedAnswer | undefined; absence?: string | undefined }
 
 /** The end of an alias chain: the record of the last handle, and how many HS_ALIAS hops led there. */
 export type ChainResult =
@@ -38,7 +42,14 @@ export type ChainResult =
       cache: CacheStatus
       entry?: CachedAnswer | undefined
     }
-  | { kind: 'not-found'; handle: string; hops: number; cache: CacheStatus; entry?: CachedAnswer | undefined }
+  | {
+      kind: 'not-found'
+      handle: string
+      hops: number
+      cache: CacheStatus
+      entry?: CachedAnswer | undefined
+      absence?: string | undefined
+    }
   | { kind: 'alias-chain-too-long'; handle: string; cache: CacheStatus }
 
 export interface ResolverOptions {
@@ -47,6 +58,8 @@ export interface ResolverOptions {
   /** Upstream-bound work waits here, per client, for its turn (behaviour.md §9). None: no bound (tools, tests). */
   queue?: FairQueue | undefined
   local?: LocalRecords | undefined
+  /** The registry copy (REGISTRY_COPY, issue 43): after the cache, before the upstream; offline it answers alone. */
+  copy?: CopyTier | undefined
   cache: RecordCache
   metrics: Metrics
   now: () => number
@@ -64,7 +77,7 @@ export interface ResolverOptions {
 export const MAX_ALIAS_HOPS = 20
 
 /**
- * Gets handle records: what is at hand (a local record, a fresh cache entry) at once, anything else from
+ * Gets handle records: what is at hand (a local record, a fresh cache entry, the registry copy) at once, anything else from
  * the upstream once the request is admitted (src/resolve/lookup/upstream-turns.ts: one upstream request for
  * concurrent misses of a key), a stale record when the upstream fails. Knows nothing about HTTP requests
  * from clients, only the ticket of who asks.
@@ -100,7 +113,7 @@ export function createResolver(opts: ResolverOptions) {
       return toLookup(answer, missStatus(params), turns.entryForTaker(key, answer))
     } catch (err) {
       // The shared tier may have left an expired copy meanwhile (behaviour.md §11).
-      const stale = staleStandIn(handle, err, cached ?? cache.peek(key))
+      const stale = staleStandIn(handle, err, cached ?? cache.peek(key)) ?? copyStandIn(handle, key, err)
       if (stale !== undefined) return stale
       throw err
     }
@@ -113,6 +126,16 @@ export function createResolver(opts: ResolverOptions) {
     count.stale.inc()
     opts.onStale?.(handle, err)
     return { kind: 'found', values: fallback.values, cache: 'STALE' }
+  }
+
+  /** The registry copy's record, whatever its age, standing in for a failed or late lookup (plan-43 §1.7), or undefined. */
+  function copyStandIn(handle: string, key: string, err: unknown): Lookup | undefined {
+    if (opts.copy === undefined || !(err instanceof UpstreamError) || !err.staleable) return undefined
+    const values = opts.copy.standIn(handle, key)
+    if (values === undefined) return undefined
+    count.stale.inc()
+    opts.onStale?.(handle, err)
+    return { kind: 'found', values, cache: 'STALE' }
   }
 
   return {
@@ -132,24 +155,33 @@ export type Resolver = ReturnType<typeof createResolver>
 
 /**
  * What answers without waiting, read synchronously: a local record (which stands in front of the cache),
- * or a fresh cache entry. `cachedAnswer` is the hot path's (src/http/prepared-answers.ts): no Lookup built.
+ * a fresh cache entry, or the registry copy. `cachedAnswer` is the hot path's (src/http/prepared-answers.ts): no Lookup built.
  */
 function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: string, key: string) => void) {
-  const { cache, now } = opts
+  const { cache, now, copy } = opts
 
   /**
-   * The answer when it is at hand without waiting: a local record, or a fresh cache entry (unless the
-   * request bypasses the cache); `cached` says it came from the cache. Undefined when the upstream must be asked.
+   * The answer when it is at hand without waiting: a local record, a fresh cache entry (unless the
+   * request bypasses the cache), or the registry copy's record (offline, its absence too); `cached` says it
+   * came from the cache. Undefined when the upstream must be asked.
    */
   function peekEntry(handle: string, bypassCache: boolean, key = cacheKey(handle)): { lookup: Lookup; cached: boolean } | undefined {
     const local = localAnswer(handle, key)
     if (local !== undefined) return { lookup: local, cached: false }
-    if (bypassCache) return undefined
-    const entry = freshEntry(handle, key)
-    if (entry === undefined) return undefined
-    const lookup: Lookup =
-      entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
-    return { lookup, cached: true }
+    if (!bypassCache) {
+      const entry = freshEntry(handle, key)
+      if (entry !== undefined) {
+        const status: CacheStatus = entry.origin === 'copy' ? 'COPY' : 'HIT'
+        const lookup: Lookup =
+          entry.kind === 'found'
+            ? { kind: 'found', values: entry.values, cache: status, entry }
+            : { kind: 'not-found', cache: status, entry }
+        return { lookup, cached: true }
+      }
+    }
+    // Bypassing the cache online asks the upstream; offline the copy is all there is.
+    if (copy === undefined || (bypassCache && opts.upstream !== undefined)) return undefined
+    return copyAnswer(opts, copy, handle, key)
   }
 
   /**
@@ -163,7 +195,8 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
       if (values !== undefined) return { kind: 'found', values, cache: 'HIT' }
       if (opts.local.isAuthoritative(handle, key)) return { kind: 'not-found', cache: 'HIT' }
     }
-    return opts.upstream === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
+    // Offline with a registry copy, the cache (its records) and the copy answer next.
+    return opts.upstream === undefined && copy === undefined ? { kind: 'not-found', cache: 'HIT' } : undefined
   }
 
   /** The fresh cache entry of a handle, starting a background refresh when it is in its last tenth of life. */
@@ -171,15 +204,26 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
     const entry = cache.peek(key)
     const at = now()
     if (entry === undefined || !isFresh(entry, at)) return undefined
-    if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
+    // A copy's record is not refreshed ahead: when it runs out, the copy is asked again first.
+    if (
+      opts.refreshAhead === true &&
+      entry.kind === 'found' &&
+      entry.origin === undefined &&
+      at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10
+    ) {
       refreshInBackground(handle, key)
     }
     return entry
   }
 
-  /** Whether a lookup must ask the upstream: no local record answers (nor offline's absence), and no fresh entry. */
+  /** Whether a lookup must ask the upstream: there is one, no local record answers, no fresh entry, nor the registry copy. */
   function needsUpstream(handle: string, key = cacheKey(handle)): boolean {
-    return localAnswer(handle, key) === undefined && freshEntry(handle, key) === undefined
+    if (opts.upstream === undefined) return false
+    return (
+      localAnswer(handle, key) === undefined &&
+      freshEntry(handle, key) === undefined &&
+      (copy === undefined || copy.peek(handle, key, false).kind !== 'found')
+    )
   }
 
   /**
@@ -203,6 +247,22 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
   return { peekEntry, needsUpstream, knowsAbsence, cachedAnswer }
 }
 
+/**
+ * The registry copy's answer (plan-43 §1.7): a record it answers for is kept in the cache with origin
+ * 'copy', so every repeat is a cache hit (and goes through the door); offline, an absence with its words.
+ * Undefined online when the copy does not answer (absent, too old): the upstream is asked.
+ */
+function copyAnswer(opts: ResolverOptions, copy: CopyTier, handle: string, key: string): { lookup: Lookup; cached: boolean } | undefined {
+  const found = copy.peek(handle, key)
+  if (found.kind === 'found') {
+    const entry = copyEntryOf(found.values, opts.now(), found.freshForMs, opts.freshness)
+    if (entry !== undefined) opts.cache.set(key, entry)
+    return { lookup: { kind: 'found', values: found.values, cache: 'COPY', entry }, cached: false }
+  }
+  if (opts.upstream !== undefined) return undefined
+  return { lookup: { kind: 'not-found', cache: 'HIT', absence: copy.absence(handle, key) }, cached: false }
+}
+
 /** Follow HS_ALIAS values from `handle` (behaviour.md §3), at most MAX_ALIAS_HOPS hops, each looked up as `asked`. */
 async function followAliases(lookup: Resolver['lookup'], handle: string, asked: LookupRequest): Promise<ChainResult> {
   let current = handle
@@ -211,7 +271,9 @@ async function followAliases(lookup: Resolver['lookup'], handle: string, asked: 
   for (let hops = 0; ; hops++) {
     const result = await lookup(current, asked)
     worst = worse(worst, result.cache)
-    if (result.kind === 'not-found') return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry }
+    if (result.kind === 'not-found') {
+      return { kind: 'not-found', handle: current, hops, cache: worst, entry: result.entry, absence: result.absence }
+    }
     const target = aliasTarget(result.values)
     if (target === undefined) {
       return { kind: 'found', handle: current, values: result.values, hops, aliasValues, cache: worst, entry: result.entry }
@@ -230,14 +292,16 @@ async function followAliases(lookup: Resolver['lookup'], handle: string, asked: 
  * The one rule for the proxy (proxy-service.ts) and the REST API (http/routes/api.ts).
  */
 export function reusableEntry(answer: { cache: CacheStatus; entry?: CachedAnswer | undefined; hops?: number }): CachedAnswer | undefined {
-  return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0 ? answer.entry : undefined
+  return (answer.cache === 'HIT' || answer.cache === 'COPY' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
+    ? answer.entry
+    : undefined
 }
 
 function toLookup(answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAnswer): Lookup {
   return answer.kind === 'found' ? { kind: 'found', values: answer.record.values, cache, entry } : { kind: 'not-found', cache, entry }
 }
 
-const RANK: Record<CacheStatus, number> = { HIT: 0, MISS: 1, BYPASS: 2, STALE: 3 }
+const RANK: Record<CacheStatus, number> = { HIT: 0, COPY: 1, MISS: 2, BYPASS: 3, STALE: 4 }
 function worse(a: CacheStatus, b: CacheStatus): CacheStatus {
   return RANK[b] > RANK[a] ? b : a
 }
