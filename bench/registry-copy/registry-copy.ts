@@ -25,7 +25,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { availableParallelism, loadavg } from 'node:os'
+import { availableParallelism, cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { forEachOption } from '../lib/args.js'
 import { codeVersion } from '../lib/children.js'
@@ -162,7 +162,8 @@ async function runImport(
   const started = performance.now()
   // The runner is pinned to its cores (pinCores) and a child inherits that: the import gets every core back,
   // as on a machine doing nothing else (its threads are the point of --jobs).
-  const everyCore = `0-${availableParallelism() - 1}`
+  // (availableParallelism() counts the runner's own cores once pinned: cpus() counts the machine's.)
+  const everyCore = `0-${cpus().length - 1}`
   const command = typeof pinning === 'string' ? [process.execPath, ...args] : ['taskset', '-a', '-c', everyCore, process.execPath, ...args]
   const child = track(
     spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, REGISTRY_COPY_MIN_FREE_BYTES: String(256 * MIB) } })
@@ -730,7 +731,7 @@ async function main(): Promise<void> {
       '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
       `| ${n0(imp.records)} | ${n0(imp.malformed)} | ${f(imp.compressedBytes / MB, 0)} | ${f(imp.uncompressedBytes / MB, 0)} | ${f(imp.wallS, 1)} | ${f(cpuS, 1)} (${f(imp.userS, 1)} + ${f(imp.systemS, 1)}) | ${n0(rate)} | ${f(imp.compressedBytes / MB / imp.wallS, 1)} | ${f(imp.uncompressedBytes / MB / imp.wallS, 1)} | ${f(imp.maxRssMiB, 0)} |`,
       '',
-      `At ${n0(rate)} records/s, Crossref's whole file (~150 M works) would take **${f(hours150, 1)} h** (target < ${TARGET_HOURS} h: ${hours150 < TARGET_HOURS ? 'met' : '**not met**'} at this rate; the import read with ${imp.jobs === undefined ? 'one thread' : `\`--jobs ${imp.jobs}\` (${imp.jobs} reading thread${imp.jobs === 1 ? '' : 's'} and the writing one)`} on ${availableParallelism()} cores, and a copy larger than memory writes slower than this one: plan-43 §8).`,
+      `At ${n0(rate)} records/s, Crossref's whole file (~150 M works) would take **${f(hours150, 1)} h** (target < ${TARGET_HOURS} h: ${hours150 < TARGET_HOURS ? 'met' : '**not met**'} at this rate; the import read with ${imp.jobs === undefined ? 'one thread' : `\`--jobs ${imp.jobs}\` (${imp.jobs} reading thread${imp.jobs === 1 ? '' : 's'} and the writing one)`} on ${cpus().length} cores, and a copy larger than memory writes slower than this one: plan-43 §8).`,
       '',
       '### On disk',
       '',
