@@ -25,7 +25,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { availableParallelism, loadavg } from 'node:os'
+import { availableParallelism, cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { forEachOption } from '../lib/args.js'
 import { codeVersion } from '../lib/children.js'
@@ -35,6 +35,7 @@ import { mergeLoads, Samples, warm } from '../lib/load.js'
 import { seededRandom } from '../lib/random.js'
 import type { LoadResult } from '../lib/load.js'
 import { describePinning, pinCores } from '../lib/pinning.js'
+import type { Pinning } from '../lib/pinning.js'
 import { cpuMs, ensureBuilt, nginxAvailable, ROOT, startFloor, startNginx, startOurs, startUpstream, TMP, track } from '../lib/processes.js'
 import type { Target, UpstreamProcess } from '../lib/processes.js'
 import { machine, runBench, writeSection, RESULTS_PATH } from '../lib/results.js'
@@ -135,7 +136,13 @@ const INPUTS = ['crossref-annual.tar', 'datacite.tar', 'datacite-states.csv']
 const RUSAGE_HOOK =
   'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();process.stderr.write("\\n@@rusage "+JSON.stringify(u)+"\\n")})'
 
-async function runImport(dir: string, store: string, made: GenerateReport, jobs: number): Promise<ImportFigures> {
+async function runImport(
+  dir: string,
+  store: string,
+  made: GenerateReport,
+  jobs: number,
+  pinning: Pinning | string
+): Promise<ImportFigures> {
   rmSync(store, { recursive: true, force: true })
   const files = INPUTS.map((f) => join(dir, f))
   const args = [
@@ -153,8 +160,13 @@ async function runImport(dir: string, store: string, made: GenerateReport, jobs:
     ...files
   ]
   const started = performance.now()
+  // The runner is pinned to its cores (pinCores) and a child inherits that: the import gets every core back,
+  // as on a machine doing nothing else (its threads are the point of --jobs).
+  // (availableParallelism() counts the runner's own cores once pinned: cpus() counts the machine's.)
+  const everyCore = `0-${cpus().length - 1}`
+  const command = typeof pinning === 'string' ? [process.execPath, ...args] : ['taskset', '-a', '-c', everyCore, process.execPath, ...args]
   const child = track(
-    spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, REGISTRY_COPY_MIN_FREE_BYTES: String(256 * MIB) } })
+    spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, REGISTRY_COPY_MIN_FREE_BYTES: String(256 * MIB) } })
   )
   let out = ''
   let err = ''
@@ -424,7 +436,7 @@ async function main(): Promise<void> {
     reused = true
   } else {
     log(`importing into ${store}`)
-    imp = await runImport(dir, store, made, o.jobs)
+    imp = await runImport(dir, store, made, o.jobs, pinning)
     writeFileSync(importJson, JSON.stringify(imp, null, 2))
   }
   const rate = imp.records / imp.wallS
@@ -708,7 +720,7 @@ async function main(): Promise<void> {
       `Code: doi-proxy is ${codeVersion()}  `,
       `Load average (1 min): ${f(loadAtStart)} at the start, ${f(loadEnd)} at the end (2 cores: above 1, other work shared them)  `,
       `Cores: ${describePinning(pinning)}  `,
-      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same ${HOT} with a query so that Fastify's route answers them (cache hits through the router, the path of every first read), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then requests drawn with Zipf (s = 1) over every Crossref work of the copy; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) with CACHE_MAX_BYTES ${SMALL_CACHE_MIB} MiB, answering first reads, then Zipf requests. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
+      `Method (\`npm run bench:copy -- --works ${o.works}${o.quick ? ' --quick' : ''}\`, bench/registry-copy/registry-copy.ts; bench/README.md "Registry copy"): bench/registry-copy/generate.ts made ${n0(made.crossref.works)} Crossref works (annual-file tar of ${made.crossref.files} \`.json.gz\`, mean work ${n0(made.meanWorkBytes)} B of JSON) and ${n0(made.dataciteRecords.records)} DataCite records (tar of ${made.dataciteRecords.files} \`.jsonl.gz\`, mean ${n0(made.meanDataciteBytes)} B) with their state CSV (${n0(made.dataciteRecords.stateRows)} rows), seed ${o.seed}. \`doi-proxy import --json\` read the three files into an empty copy, on every core (the runner's pinning lifted with taskset), timed from spawn to exit (CPU and peak RSS: getrusage at exit, every thread). The server (\`node dist/main.js\`, WORKERS=1, online with a fake upstream on 127.0.0.1 for DOIs not in the copy, REGISTRY_COPY_MAX_AGE_SECONDS at its maximum so every copy record answers) was timed from spawn to \`/readyz\` 200. Then, in one run of that server, wrk (\`-t1 -c${o.connections}\`) in ${rounds} alternating rounds of ${roundS} s (order shuffled each round): ${HOT} copy DOIs asked before (repeats: the prepared answers of the door, \`X-Cache: COPY\`), ${HOT} upstream DOIs asked before (cache hits), the same ${HOT} with a query so that Fastify's route answers them (cache hits through the router, the path of every first read), the same-bytes floor of the copy's answers, and the load generator's ceiling; then the prefixes of the copy DOIs below asked once (\`/api/handles/<prefix>\`: online their records come from the upstream), and distinct copy DOIs each asked once (first reads); then first reads on 4 connections with the copy's pages in memory and after dropping the page cache; then requests drawn with Zipf (s = 1) over every Crossref work of the copy; then a second server started in a ${CGROUP_MIB} MiB memory cgroup (v1, \`memory.limit_in_bytes\`: the process and the page cache it brings in) with CACHE_MAX_BYTES ${SMALL_CACHE_MIB} MiB, answering first reads, then Zipf requests. Memory from /proc/PID/status: RssAnon is the process's own memory; RssFile is the copy's pages mapped in, which the kernel takes back when it needs them (plan-43 §1.3).`,
       '',
       '### Import',
       '',
@@ -719,7 +731,7 @@ async function main(): Promise<void> {
       '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
       `| ${n0(imp.records)} | ${n0(imp.malformed)} | ${f(imp.compressedBytes / MB, 0)} | ${f(imp.uncompressedBytes / MB, 0)} | ${f(imp.wallS, 1)} | ${f(cpuS, 1)} (${f(imp.userS, 1)} + ${f(imp.systemS, 1)}) | ${n0(rate)} | ${f(imp.compressedBytes / MB / imp.wallS, 1)} | ${f(imp.uncompressedBytes / MB / imp.wallS, 1)} | ${f(imp.maxRssMiB, 0)} |`,
       '',
-      `At ${n0(rate)} records/s, Crossref's whole file (~150 M works) would take **${f(hours150, 1)} h** (target < ${TARGET_HOURS} h: ${hours150 < TARGET_HOURS ? 'met' : '**not met**'} at this rate; the import read with ${imp.jobs === undefined ? 'one thread' : `\`--jobs ${imp.jobs}\` (${imp.jobs} reading thread${imp.jobs === 1 ? '' : 's'} and the writing one)`} on ${availableParallelism()} cores, and a copy larger than memory writes slower than this one: plan-43 §8).`,
+      `At ${n0(rate)} records/s, Crossref's whole file (~150 M works) would take **${f(hours150, 1)} h** (target < ${TARGET_HOURS} h: ${hours150 < TARGET_HOURS ? 'met' : '**not met**'} at this rate; the import read with ${imp.jobs === undefined ? 'one thread' : `\`--jobs ${imp.jobs}\` (${imp.jobs} reading thread${imp.jobs === 1 ? '' : 's'} and the writing one)`} on ${cpus().length} cores, and a copy larger than memory writes slower than this one: plan-43 §8).`,
       '',
       '### On disk',
       '',
