@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { runCoversScope } from '../../handle/copy/feeds.js'
 import { READING } from '../../handle/copy/sniff.js'
 import type { Agency, ImportProblem } from '../../handle/copy/types.js'
 import { cacheKey } from '../../handle/name.js'
@@ -411,8 +412,8 @@ function shownOf(file: InputFile, entry: string): string {
 /** A file read with `held` filters holds all a run with `wanted` reads: each of held's is the same or wider. */
 function covers(held: ImportFilters | undefined, wanted: ImportFilters): boolean {
   if (held === undefined) return false
-  const heldPrefixes = held.prefixes
-  if (heldPrefixes !== undefined && (wanted.prefixes === undefined || !wanted.prefixes.every((p) => heldPrefixes.includes(p)))) return false
+  // Prefixes read (undefined: all) that take in every prefix wanted: the rule an update's prefixes and a copy's scope follow.
+  if (!runCoversScope(held.prefixes, wanted.prefixes)) return false
   if (held.since !== undefined && (wanted.since === undefined || wanted.since < held.since)) return false
   return held.abstracts || !wanted.abstracts
 }
