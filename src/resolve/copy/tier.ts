@@ -48,6 +48,13 @@ export interface CopyTier {
   absence(handle: string, key: string): string
   /** The record's CSL-JSON, when the copy holds one (negotiated answers, src/resolve/copy/metadata.ts). */
   csl(handle: string, key: string): Csl | undefined
+  /**
+   * The URL of a work the copy answers for now (the door's copy redirects, src/http/prepared-answers.ts), or
+   * undefined (not held, an alias, too old, a made-up record): what `peek` finds, without building the values. Not counted.
+   */
+  workUrl(handle: string, key: string): string | undefined
+  /** Count a lookup the copy answered (the door's, which reads with workUrl). */
+  countHit(): void
 }
 
 // doi.org's relative TTL of a DOI's values (behaviour.md R11).
@@ -94,6 +101,13 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
     return typeof stats?.updatedAt === 'number' ? stats.updatedAt : 0
   }
 
+  /** Seconds the head's record still answers online (Infinity offline); 0 or less: too old. */
+  function freshFor(head: CopyHead): number {
+    if (offline) return Infinity
+    const at = now()
+    return freshForSeconds(effectiveAsOf(head, coverageNow(at)), Math.floor(at / 1000), opts.maxAgeS)
+  }
+
   return {
     offline,
     peek(handle, key, counted = true) {
@@ -108,12 +122,7 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
         count?.absent.inc()
         return { kind: 'absent' }
       }
-      if (offline) {
-        count?.hit.inc()
-        return { kind: 'found', values: valuesOf(head), freshForMs: Infinity }
-      }
-      const at = now()
-      const fresh = freshForSeconds(effectiveAsOf(head, coverageNow(at)), Math.floor(at / 1000), opts.maxAgeS)
+      const fresh = freshFor(head)
       if (fresh <= 0) {
         count?.tooOld.inc()
         return { kind: 'too-old' }
@@ -146,7 +155,12 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
       const bytes = copy.get(copyKeyOf(key))
       const csl = bytes === undefined ? undefined : decodeCsl(bytes)
       return typeof csl === 'object' ? csl : undefined
-    }
+    },
+    workUrl(handle, key) {
+      const head = headOf(handle, key)
+      return head?.kind === 'work' && freshFor(head) > 0 ? head.target : undefined
+    },
+    countHit: () => opts.count?.hit.inc()
   }
 }
 
