@@ -124,6 +124,10 @@ const MAX_REMEMBERED_TARGETS = 4096
 // How many copy redirects are kept, one per prefix and negotiation, least recently used first out: Crossref
 // has some 30,000 prefixes, and each redirect is a hundred bytes.
 const MAX_COPY_REDIRECTS = 16_384
+// And at most these bytes of keys and redirects: a reader's headers make the negotiation part of the key.
+const MAX_COPY_REDIRECT_BYTES = 4 * 1024 * 1024
+// A negotiation longer than this (a long Accept-Language, say) is answered by the route, never kept.
+const MAX_KEPT_NEGOTIATION = 1024
 
 /** The redirect every registry copy's work of a prefix gets for a negotiation, but for its URL (CopyReuse). */
 interface CopyRedirect {
@@ -142,7 +146,11 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
   }
   const targets = new Map<string, PlainTarget | null>()
   // By prefix and negotiation (copyRedirectKey): what a copy's work of the prefix is redirected with.
-  const copyRedirects = new LRUCache<string, CopyRedirect>({ max: MAX_COPY_REDIRECTS })
+  const copyRedirects = new LRUCache<string, CopyRedirect>({
+    max: MAX_COPY_REDIRECTS,
+    maxSize: MAX_COPY_REDIRECT_BYTES,
+    sizeCalculation: (_redirect, key) => 2 * key.length + 128
+  })
   // By target: the last answer served, and what chose it (the targets' own memo, bounded with them).
   const lastServed = new WeakMap<PlainTarget, LastServed>()
 
@@ -209,7 +217,7 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
    */
   function keepCopyRedirect(variant: Variant, reuse: CopyReuse, parts: AnswerParts): void {
     const location = parts.headers.location
-    if (typeof location !== 'string') return
+    if (typeof location !== 'string' || variant.negotiation.length > MAX_KEPT_NEGOTIATION) return
     const redirect: CopyRedirect = {
       status: parts.status,
       vary: parts.headers.vary !== undefined,

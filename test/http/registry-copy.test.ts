@@ -656,9 +656,10 @@ describe('the door answers the copy’s works from the copy, and the cache keeps
   })
 
   it('a record imported again while the server runs is redirected to its new URL at the next request, by the door too', async () => {
-    const { get, dir } = await listening()
+    const { get, dir, served } = await listening()
     await get('/10.7001/fresh')
     expect((await get('/10.7001/no-csl')).headers.location).toBe('https://publisher.example/no-csl')
+    const before = await served()
     const file = join(dir, 'moved.ndjson')
     writeFileSync(file, `${JSON.stringify(mirrorRecord('10.7001/no-csl', 'https://publisher.example/moved', '2026-11-27T11:00:00Z'))}\n`)
     // Another process writes it, as `doi-proxy import` does beside a running server.
@@ -668,7 +669,35 @@ describe('the door answers the copy’s works from the copy, and the cache keeps
       env: { ...process.env, NO_COLOR: '1', REGISTRY_COPY_MIN_FREE_BYTES: '0' }
     })
     expect(imported.status, imported.stderr).toBe(0)
+    await new Promise((resolve) => setTimeout(resolve, 110))
     expect((await get('/10.7001/no-csl')).headers.location).toBe('https://publisher.example/moved')
+    expect(await served()).toBe(before + 1)
+  })
+
+  it('a copy record too old to answer online is not the door’s: the upstream answers it', async () => {
+    const { get, upstream } = await listening()
+    await get('/10.7001/fresh')
+    const res = await get('/10.7001/old')
+    expect(res.headers).toMatchObject({ location: 'https://publisher.example/old-upstream', 'x-cache': 'MISS' })
+    expect(upstream.count('10.7001/old')).toBe(1)
+  })
+
+  it('what the door learned of one prefix is not used for another', async () => {
+    const { get, served } = await listening()
+    await get('/10.7001/fresh')
+    const before = await served()
+    expect((await get('/10.7002/held')).headers.location).toBe('https://repository.example/held')
+    expect(await served()).toBe(before)
+  })
+
+  it('a reader’s very long Accept-Language is answered by the route, and nothing is kept for it', async () => {
+    const { get, route, served } = await listening()
+    const long = { 'accept-language': Array.from({ length: 400 }, (_, i) => `x-l${i}`).join(',') }
+    await get('/10.7001/fresh', long)
+    const before = await served()
+    const res = await get('/10.7001/no-csl', long)
+    expect(await served()).toBe(before)
+    expect(res).toEqual(await route('/10.7001/no-csl', long))
   })
 
   it('a work whose URL has a scheme outside ALLOWED_SCHEMES shows its values, though the door knows its prefix', async () => {
@@ -696,9 +725,11 @@ describe('the door answers the copy’s works from the copy, and the cache keeps
       }
     ]
     writeFileSync(join(local, 'ours.ndjson'), `${JSON.stringify({ handle: '10.7001/no-csl', values })}\n`)
-    const { get } = await listening({ localStoreDir: local })
+    const { get, served } = await listening({ localStoreDir: local })
     await get('/10.7001/fresh')
+    const before = await served()
     const res = await get('/10.7001/no-csl')
+    expect(await served()).toBe(before)
     expect(res.headers.location).toBe('https://library.example/no-csl')
     expect(res.headers['x-cache']).toBe('HIT')
   })

@@ -5,7 +5,7 @@ import { expiresAt, expiresFrom, expiryRule, filterValues } from '../../handle/r
 import type { ExpiryRule } from '../../handle/record.js'
 import { locationFor, sameTarget } from '../../handle/redirect.js'
 import { chooseLocation, planLocations, renderShowUrls } from '../../handle/locations.js'
-import type { LocationRequest } from '../../handle/locations.js'
+import type { LocationDecision, LocationRequest } from '../../handle/locations.js'
 import { addPlan } from '../cache/entry-work.js'
 import type { Negotiation } from '../../handle/negotiate.js'
 import type { CachedAnswer } from '../cache/entry.js'
@@ -258,7 +258,7 @@ function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
         ? undefined
         : entry !== undefined
           ? { entry, validUntil, expires }
-          : keepWith === 'copy' && onlyItsUrl(decision, values)
+          : keepWith === 'copy' && handle.includes('/') && onlyItsUrl(decision, values)
             ? { copy: true, validUntil, expires }
             : undefined
     return {
@@ -288,19 +288,16 @@ function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
 export type ProxyService = ReturnType<typeof createProxyService>
 
 /**
- * Whether a record's redirect carries nothing of it but its one URL value's address (no Link or other
- * record-supplied header, no head lines): then every record of the prefix with one URL gets the same
- * redirect to its own URL (CopyReuse).
+ * Whether a record's redirect carries nothing of it but its one URL value's address: that value chosen
+ * (not a 10320/loc location, whose href may merely equal it), no Link or other record-supplied header,
+ * no 10320/headers line at all (a meta refresh is kept only for the URL it names). Then every record of
+ * the prefix with one URL value gets the same redirect to its own URL (CopyReuse).
  */
-function onlyItsUrl(
-  decision: { href: string; linkHeaders: readonly string[]; extraHeaders: readonly unknown[]; headLines: readonly string[] },
-  values: readonly HandleValue[]
-): boolean {
-  const [value] = values
+function onlyItsUrl(decision: Extract<LocationDecision, { kind: 'redirect' }>, values: readonly HandleValue[]): boolean {
   return (
     values.length === 1 &&
-    value?.type === 'URL' &&
-    value.data.value === decision.href &&
+    values[0]?.type === 'URL' &&
+    decision.urlOnly &&
     decision.linkHeaders.length === 0 &&
     decision.extraHeaders.length === 0 &&
     decision.headLines.length === 0

@@ -292,7 +292,7 @@ async function followAliases(lookup: Resolver['lookup'], handle: string, asked: 
  * The one rule for the proxy (proxy-service.ts) and the REST API (http/routes/api.ts).
  */
 export function reusableEntry(answer: { cache: CacheStatus; entry?: CachedAnswer | undefined; hops?: number }): CachedAnswer | undefined {
-  return (answer.cache === 'HIT' || answer.cache === 'COPY' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
+  return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
     ? answer.entry
     : undefined
 }
