@@ -381,7 +381,7 @@ function setUpServing(
 }
 
 /** The door's settings: what turns it off, and what its pages' links are made of. */
-type DoorSettings = Pick<Config, 'logRequests' | 'localServices' | 'maxHandleLength' | 'publicBaseUrl' | 'trustProxy'>
+type DoorSettings = Pick<Config, 'logRequests' | 'localServices' | 'maxHandleLength' | 'publicBaseUrl' | 'trustProxy' | 'allowedSchemes'>
 type DoorParts = Pick<PreparedAnswersOptions, 'resolver' | 'negotiatedVaries' | 'fallbackHost' | 'serving' | 'now'> & { metrics: Metrics }
 
 /** The answers kept with cached records and written before routing (src/http/prepared-answers.ts), counted as the route counts them. */
@@ -393,6 +393,7 @@ function preparedAnswersOf(settings: DoorSettings, parts: DoorParts): PreparedAn
     enabled: !settings.logRequests && settings.localServices.length === 0,
     negotiatedVaries: parts.negotiatedVaries,
     maxHandleLength: settings.maxHandleLength,
+    allowedSchemes: settings.allowedSchemes,
     publicBaseUrl: settings.publicBaseUrl,
     behindProxy: settings.trustProxy !== false,
     fallbackHost: parts.fallbackHost,

@@ -138,6 +138,12 @@ export type LocationDecision =
       negotiated: boolean
       /** Every request with the same locatt gets this answer: no country, address or random draw decided it. */
       sameForEveryone: boolean
+      /**
+       * The chosen location is one of the record's own URL values (not a 10320/loc location), and no
+       * 10320/headers line could depend on which: another record of the namespace with one URL value
+       * would get this answer with its own URL (the door's copy redirects, src/http/prepared-answers.ts).
+       */
+      urlOnly: boolean
       /** The values the answer depends on (their TTLs bound Expires). */
       usedValues: HandleValue[]
       /** What was skipped as broken, for one log line per record. */
@@ -168,6 +174,7 @@ export function chooseLocation(req: LocationRequest, plan?: LocationPlan): Locat
     vary: ctx.vary,
     negotiated: CONNEG_ROLE.test(attr(chosen.el, 'http_role') ?? ''),
     sameForEveryone,
+    urlOnly: chosen.source === 'legacy' && derived.headElements.length === 0,
     usedValues: ctx.usedValues,
     problems: unique(problems)
   }
@@ -222,6 +229,7 @@ function legacyOnlyDecision(values: readonly HandleValue[], problems: string[]):
     vary: false,
     negotiated: false,
     sameForEveryone: true,
+    urlOnly: true,
     usedValues: [url],
     problems: unique(problems)
   }

@@ -261,9 +261,12 @@ function sourceOf(resolver: Resolver, handle: string, outcome: ProxyOutcome): Ba
       return 'copy'
     case 'STALE':
       return 'cache'
-    default:
+    default: {
       if (outcome.kind === 'not-found' && outcome.absence !== undefined) return 'copy'
-      return resolver.cachedAnswer(handle) !== undefined ? 'cache' : 'local'
+      // A cache entry, unless a local record stands in front of it (the copy answered COPY above).
+      const atHand = resolver.atTheDoor(handle)
+      return atHand !== undefined && atHand.kind !== 'copy' ? 'cache' : 'local'
+    }
   }
 }
 

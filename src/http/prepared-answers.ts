@@ -5,19 +5,26 @@
  * listener before Fastify routes it. Which request gets which answer is decided here only, by
  * `variantOf`; the routes `keep` what they rendered, the listener `serve`s it. Both go through the same
  * variant, so a rule changed here changes both.
+ *
+ * A registry copy's work is never cached (src/resolve/lookup/resolver.ts copyAnswer): what is kept for it is
+ * the redirect the route gave one work of its prefix for a negotiation (CopyReuse), and a plain `/{doi}` of
+ * any work of that prefix and negotiation gets the same redirect to its own URL, read from the copy.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { LRUCache } from 'lru-cache'
 import { apiHandleOf } from '../handle/api.js'
-import { cacheKey, handleFromPath } from '../handle/name.js'
+import { cacheKey, handleFromPath, prefixOf } from '../handle/name.js'
 import { negotiate, negotiationHeadersOf } from '../handle/negotiate.js'
 import type { NegotiationHeaders } from '../handle/negotiate.js'
 import type { ExpiryRule } from '../handle/record.js'
 import { expiresFrom } from '../handle/record.js'
+import { locationFor } from '../handle/redirect.js'
 import type { EntryWork, PreparedAnswer } from '../resolve/cache/entry-work.js'
-import type { Reuse } from '../resolve/lookup/proxy-service.js'
+import type { CopyReuse, Reuse } from '../resolve/lookup/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/cache/entry-work.js'
 import type { CacheStatus, Resolver } from '../resolve/lookup/resolver.js'
+import { redirectParts } from './redirect-parts.js'
 import type { Tally } from '../observe/metrics.js'
 import { baseUrlOf, configuredBaseUrl } from './base-url.js'
 
@@ -28,6 +35,8 @@ export const CORS_HEADERS = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers': EXPOSED_HEADERS.join(', ')
 } as const
+
+const CORS_LIST = Object.entries(CORS_HEADERS).flat()
 
 /** The REST API's path prefix; `/api/handles/{handle}` is its record. */
 export const API_HANDLES = '/api/handles'
@@ -81,7 +90,9 @@ export interface Variant extends PlainTarget {
 }
 
 export interface PreparedAnswersOptions {
-  resolver: Pick<Resolver, 'cachedAnswer' | 'attach' | 'countHit'>
+  resolver: Pick<Resolver, 'atTheDoor' | 'attach' | 'countHit' | 'countCopyHit'>
+  /** ALLOWED_SCHEMES: a copy's work whose URL has another scheme is not redirected (the route shows its values). */
+  allowedSchemes: readonly string[]
   /** Off when an answer may depend on who asks (a local service) or each answer must be logged. */
   enabled: boolean
   /** Metadata is fetched for negotiated requests (docs/metadata.md): such a redirect hangs on the whole Accept. */
@@ -110,6 +121,21 @@ export interface PreparedAnswers {
 
 // How many request targets' parses are remembered; the parse is a pure function of the target.
 const MAX_REMEMBERED_TARGETS = 4096
+// How many copy redirects are kept, one per prefix and negotiation, least recently used first out: Crossref
+// has some 30,000 prefixes, and each redirect is a hundred bytes.
+const MAX_COPY_REDIRECTS = 16_384
+// And at most these bytes of keys and redirects: a reader's headers make the negotiation part of the key.
+const MAX_COPY_REDIRECT_BYTES = 4 * 1024 * 1024
+// A negotiation longer than this (a long Accept-Language, say) is answered by the route, never kept.
+const MAX_KEPT_NEGOTIATION = 1024
+
+/** The redirect every registry copy's work of a prefix gets for a negotiation, but for its URL (CopyReuse). */
+interface CopyRedirect {
+  status: number
+  vary: boolean
+  validUntil: number
+  expires: ExpiryRule
+}
 
 export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAnswers {
   const { resolver } = opts
@@ -119,6 +145,12 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
     fallbackHost: opts.fallbackHost
   }
   const targets = new Map<string, PlainTarget | null>()
+  // By prefix and negotiation (copyRedirectKey): what a copy's work of the prefix is redirected with.
+  const copyRedirects = new LRUCache<string, CopyRedirect>({
+    max: MAX_COPY_REDIRECTS,
+    maxSize: MAX_COPY_REDIRECT_BYTES,
+    sizeCalculation: (_redirect, key) => 2 * key.length + 128
+  })
   // By target: the last answer served, and what chose it (the targets' own memo, bounded with them).
   const lastServed = new WeakMap<PlainTarget, LastServed>()
 
@@ -155,12 +187,15 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
       if (variant === undefined) return
       // A page's links use the base URL it was rendered with: kept only when the listener would key it the same.
       if (renderedBase !== undefined && renderedBase !== variant.baseUrl) return
+      if ('copy' in reuse) {
+        if (kind === 'redirect') keepCopyRedirect(variant, reuse, parts)
+        return
+      }
       const name = answerName(variant, kind)
       if (name === undefined) return
       const kept = reuse.entry.work?.answers.get(name)
       if (kept !== undefined && kept.validUntil >= reuse.validUntil) return
-      // The entry's origin says what the kept answer's X-Cache is: a registry copy's record stays COPY (issue 43).
-      const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires, reuse.entry.origin === 'copy' ? 'COPY' : 'HIT')
+      const answer = prepareAnswer(parts, reuse.validUntil, reuse.expires)
       resolver.attach(variant.handle, reuse.entry, (work) => addAnswer(work, name, answer))
     },
     serve(req, res) {
@@ -176,12 +211,52 @@ export function createPreparedAnswers(opts: PreparedAnswersOptions): PreparedAns
     }
   }
 
+  /**
+   * Keep the redirect a copy's work got as its prefix's, for its negotiation, when the door would write the
+   * same bytes for it (redirectParts of its status, Location and Vary alone): otherwise none is kept.
+   */
+  function keepCopyRedirect(variant: Variant, reuse: CopyReuse, parts: AnswerParts): void {
+    const location = parts.headers.location
+    if (typeof location !== 'string' || variant.negotiation.length > MAX_KEPT_NEGOTIATION) return
+    const redirect: CopyRedirect = {
+      status: parts.status,
+      vary: parts.headers.vary !== undefined,
+      validUntil: reuse.validUntil,
+      expires: reuse.expires
+    }
+    if (!sameParts(copyRedirectParts(redirect, location), parts)) return
+    copyRedirects.set(copyRedirectKey(variant.handle, variant.negotiation), redirect)
+  }
+
+  /** A plain `/{doi}` of a copy's work, when its prefix's redirect for the request's negotiation is kept and holds. */
+  function serveCopyRedirect(req: IncomingMessage, res: ServerResponse, target: PlainTarget, url: string): boolean {
+    if (target.api) return false
+    const redirect = copyRedirects.get(copyRedirectKey(target.handle, negotiationOf(target, negotiationHeadersOf(req.headers))))
+    const now = opts.now()
+    if (redirect === undefined || redirect.validUntil <= now) return false
+    // Another scheme or a control character: the route shows the values page (behaviour.md §4).
+    const location = locationFor(url, undefined, opts.allowedSchemes)
+    if (location === undefined) return false
+    const parts = copyRedirectParts(redirect, location)
+    const headers = headerList(parts.headers, 'COPY', Buffer.byteLength(parts.body))
+    headers.push('expires', httpDate(expiresFrom(redirect.expires, now)))
+    resolver.countCopyHit()
+    opts.served.inc()
+    opts.outcomes.redirect.inc()
+    res.writeHead(parts.status, headers)
+    if (req.method === 'HEAD') res.end()
+    else res.end(parts.body)
+    return true
+  }
+
   function serveIfPrepared(req: IncomingMessage, res: ServerResponse): boolean {
     const { method, url } = req
     if (!opts.enabled || (method !== 'GET' && method !== 'HEAD') || url === undefined || !opts.serving()) return false
     const target = targetOf(url)
     if (target === undefined) return false
-    const work = resolver.cachedAnswer(target.handle, target.key)?.work
+    const found = resolver.atTheDoor(target.handle, target.key)
+    if (found?.kind === 'copy') return serveCopyRedirect(req, res, target, found.url)
+    const work = found?.work
     if (work === undefined) return false
     const asked = negotiationHeadersOf(req.headers)
     let last = lastServed.get(target)
@@ -292,15 +367,41 @@ function answerName(variant: PlainTarget & Partial<Pick<Variant, 'negotiation' |
   }
 }
 
-/** The parts, ready for every later request of its variant: X-Cache (HIT, or COPY), CORS and the length included. */
-function prepareAnswer(parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined, cache: CacheStatus): PreparedAnswer {
+/** Which copy redirect a handle's prefix and a negotiation share; a prefix's case does not matter. */
+function copyRedirectKey(handle: string, negotiation: string): string {
+  return `${cacheKey(prefixOf(handle))}\u0000${negotiation}`
+}
+
+/** The parts of a copy's work's redirect to `location`: the route's, through the same function (redirect-parts.ts). */
+function copyRedirectParts(redirect: CopyRedirect, location: string): AnswerParts {
+  return redirectParts({ status: redirect.status, location, vary: redirect.vary, linkHeaders: [], extraHeaders: [], headLines: [] })
+}
+
+function sameParts(a: AnswerParts, b: AnswerParts): boolean {
+  return a.status === b.status && a.body === b.body && JSON.stringify(a.headers) === JSON.stringify(b.headers)
+}
+
+/** The parts, ready for every later request of its variant: X-Cache (HIT), CORS and the length included. */
+function prepareAnswer(parts: AnswerParts, validUntil: number, expires: ExpiryRule | undefined): PreparedAnswer {
   // Its own memory, not a slice of Node's shared 8 KiB buffer pool, which one kept slice would pin whole.
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(parts.body))
   body.write(parts.body)
-  const named = { ...parts.headers, ...CORS_HEADERS, 'x-cache': cache, 'content-length': String(body.length) }
-  const headers = Object.entries(named).flat()
+  const named = { ...parts.headers, ...CORS_HEADERS, 'x-cache': 'HIT', 'content-length': String(body.length) }
+  const headers = headerList(parts.headers, 'HIT', body.length)
   if (expires !== undefined) headers.push('expires', '')
   return { status: parts.status, headers, body, validUntil, expires, expiresSecond: -1, bytes: preparedBytes(parts.status, named, body) }
+}
+
+/**
+ * An answer's headers as writeHead takes them, name and value in turn: its own, then CORS, X-Cache and
+ * Content-Length. Built in a loop: spreading them into one object and flattening its entries cost some
+ * 12 µs an answer, more than all the rest of a copy redirect at the door.
+ */
+function headerList(own: Record<string, string | string[]>, cache: CacheStatus, length: number): Array<string | string[]> {
+  const list: Array<string | string[]> = []
+  for (const name in own) list.push(name, own[name]!)
+  list.push(...CORS_LIST, 'x-cache', cache, 'content-length', String(length))
+  return list
 }
 
 /** Send the parts through Fastify (the first request of a variant, and every request that is not prepared). */

@@ -392,6 +392,25 @@ describe('answers the same for everyone (may be prepared once per record)', () =
   })
 })
 
+describe('urlOnly: the answer depends on the record only through its chosen URL value (the door’s copy redirects)', () => {
+  const url = val(1, 'URL', 'https://pub.example/a')
+  const sameHref = val(3, '10320/loc', '<locations><location href="https://pub.example/a" weight="1"/></locations>')
+  const refresh = val(4, '10320/headers', '<meta http-equiv="refresh" content="0; url=https://elsewhere.example/"/>')
+  it.each<[string, LocationRequest, boolean]>([
+    // [case, request, urlOnly]
+    ['a record with one URL value and no 10320/loc (reference case A)', req([url]), true],
+    [
+      'its URL chosen beside the Crossref service’s namespace locations, a browser asking',
+      req([url], { namespaceValues: CROSSREF_SERVICE, locatt: automaticLocatt(BROWSER) }),
+      true
+    ],
+    ['a 10320/loc location chosen, though its href is the URL value’s', req([url, sameHref], { locatt: [] }), false],
+    ['a 10320/headers refresh to another URL: not on this page, but on the page of a record whose URL it names', req([url, refresh]), false]
+  ])('%s: %s', (_name, request, expected) => {
+    expect(redirect(chooseLocation(request)).urlOnly).toBe(expected)
+  })
+})
+
 describe('a plan built once per record gives the same decisions', () => {
   it.each([
     ['the probe 10.5555/loc for curl', req(PROBE_LOC, { locatt: CURL_LOCATT })],

@@ -1,6 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { Config } from '../../src/config/schema.js'
@@ -16,6 +18,7 @@ import { setup, testConfig } from '../support/app.js'
 import { PROBE_RECORDS, admin, str } from '../support/records.js'
 import { useTestRedis } from '../support/redis.js'
 import { crossrefWork, FakeAgencyFeeds } from '../support/fake-agency-feeds.js'
+import { mirrorRecord } from '../support/copy-files.js'
 import { takeLease } from '../../src/resolve/copy/updater.js'
 import type { UpdateOutcome } from '../../src/resolve/copy/updater.js'
 import type { StatusSnapshot } from '../../src/status/snapshot.js'
@@ -45,7 +48,8 @@ const RECORDS: CopyRecord[] = [
   { doi: '10.7001/old', kind: 'work', agency: 'crossref', url: 'https://publisher.example/old-in-copy', stamp: NOW_S - 30 * DAY },
   { doi: '10.7001/no-csl', kind: 'work', agency: 'crossref', url: 'https://publisher.example/no-csl', stamp: NOW_S - DAY },
   { doi: '10.7002/held', kind: 'work', agency: 'datacite', url: 'https://repository.example/held', stamp: NOW_S - DAY },
-  { doi: '10.7003/secret', kind: 'registered', agency: 'datacite', stamp: NOW_S - DAY }
+  { doi: '10.7003/secret', kind: 'registered', agency: 'datacite', stamp: NOW_S - DAY },
+  { doi: '10.7001/by-ftp', kind: 'work', agency: 'crossref', url: 'ftp://files.example/by-ftp', stamp: NOW_S - DAY }
 ]
 
 // The upstream's own records: what it answers once the copy is too old, or does not hold a DOI.
@@ -91,6 +95,25 @@ async function withCopy(overrides: Partial<Config> = {}) {
 
 const CSL_JSON = { accept: 'application/vnd.citationstyles.csl+json' }
 
+/** A figure from /metrics (a line's name with its labels as written), 0 when absent. */
+async function metric(app: { inject: (o: { url: string }) => Promise<{ body: string }> }, name: string): Promise<number> {
+  const text = (await app.inject({ url: '/metrics' })).body
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+  return Number(line?.slice(name.length + 1) ?? 0)
+}
+
+/** An answer as a reader sees it: the headers that do not change by the second or by connection. */
+interface Answer {
+  status: number
+  headers: Record<string, unknown>
+  body: string
+}
+
+function answerOf(status: number, headers: Record<string, unknown>, body: string): Answer {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...kept } = headers
+  return { status, headers: kept, body }
+}
+
 describe('online, the copy answers a fresh record before the upstream', () => {
   it('a DOI the copy holds fresh redirects to its URL with X-Cache: COPY, and the upstream is not asked for it', async () => {
     const { app, upstream } = await withCopy()
@@ -101,12 +124,13 @@ describe('online, the copy answers a fresh record before the upstream', () => {
     expect(upstream.count('10.7001/fresh')).toBe(0)
   })
 
-  it('asked again, the record comes from the cache and still says COPY', async () => {
+  it('asked again, the record is read from the copy again and still says COPY', async () => {
     const { app } = await withCopy()
     await app.inject({ url: '/10.7001/FRESH' })
     const again = await app.inject({ url: '/10.7001/fresh' })
     expect(again.headers['x-cache']).toBe('COPY')
     expect(again.headers.location).toBe('https://publisher.example/fresh')
+    expect(await metric(app, 'doi_proxy_copy_lookups_total{result="hit"}')).toBe(2)
   })
 
   it('a record older than REGISTRY_COPY_MAX_AGE_SECONDS is asked of the upstream, whose answer is kept as today', async () => {
@@ -565,28 +589,162 @@ describe('the server keeps the copy fresh (REGISTRY_COPY_UPDATE_HOURS)', () => {
   })
 })
 
-describe('repeats go through the door', () => {
-  it('a copy record asked again over HTTP is written by the door, keeping X-Cache: COPY', async () => {
-    const { app } = await withCopy()
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const { port } = app.server.address() as { port: number }
-    const served = async (): Promise<number> => {
-      const text = (await app.inject({ url: '/metrics' })).body
-      return Number(
-        text
-          .split('\n')
-          .find((l) => l.startsWith('doi_proxy_prepared_answers_total '))
-          ?.split(' ')[1] ?? 0
-      )
+describe('the door answers the copy’s works from the copy, and the cache keeps none of them', () => {
+  /** The app listening on 127.0.0.1 (the door is on the raw listener; app.inject goes to the route). */
+  async function listening(overrides: Partial<Config> = {}, now = (): number => NOW) {
+    const dir = await makeCopy()
+    const ctx = await setup({ overrides: { registryCopy: dir, upstreamRetries: 0, ...overrides }, records: UPSTREAM, deps: { now } })
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = ctx.app.server.address() as { port: number }
+    const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {
+      const res = await request(`http://127.0.0.1:${port}${path}`, { headers, method })
+      return answerOf(res.statusCode, res.headers, await res.body.text())
     }
-    const ask = async (): Promise<{ status: number; cache: unknown; location: unknown }> => {
-      const res = await request(`http://127.0.0.1:${port}/10.7001/fresh`)
-      await res.body.text()
-      return { status: res.statusCode, cache: res.headers['x-cache'], location: res.headers.location }
+    const route = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> => {
+      const res = await ctx.app.inject({ url: path, headers, method })
+      return answerOf(res.statusCode, res.headers, res.body)
     }
-    const answers = [await ask(), await ask(), await ask()]
-    for (const a of answers) expect(a).toEqual({ status: 302, cache: 'COPY', location: 'https://publisher.example/fresh' })
-    expect(await served()).toBeGreaterThanOrEqual(1)
+    const served = async (): Promise<number> => await metric(ctx.app, 'doi_proxy_prepared_answers_total')
+    return { ...ctx, dir, get, route, served }
+  }
+
+  const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en' }
+
+  for (const [asked, headers] of [
+    ['no Accept', {}],
+    ['a browser’s Accept', BROWSER]
+  ] as const) {
+    it(`with ${asked}, another work of a prefix the route answered is redirected by the door with the bytes the route gives it`, async () => {
+      const { get, route, served } = await listening()
+      expect((await get('/10.7001/fresh', headers)).status).toBe(302)
+      const before = await served()
+      const door = await get('/10.7001/no-csl', headers)
+      expect(await served()).toBe(before + 1)
+      expect(door).toEqual(await route('/10.7001/no-csl', headers))
+      expect(door).toMatchObject({ status: 302, headers: { location: 'https://publisher.example/no-csl', 'x-cache': 'COPY' } })
+    })
+  }
+
+  it('a request for CSL-JSON is never given the door’s redirect: the copy’s metadata answers it', async () => {
+    const { get, served } = await listening()
+    await get('/10.7001/no-csl')
+    await get('/10.7001/no-csl', CSL_JSON)
+    const before = await served()
+    const res = await get('/10.7001/fresh', CSL_JSON)
+    expect(await served()).toBe(before)
+    expect(res.status).toBe(200)
+    expect(JSON.parse(res.body)).toEqual(CSL)
+  })
+
+  it('a HEAD of another work of the prefix gets from the door the route’s headers and no body', async () => {
+    const { get, route, served } = await listening()
+    await get('/10.7001/fresh')
+    const before = await served()
+    const door = await get('/10.7001/no-csl', {}, 'HEAD')
+    expect(await served()).toBe(before + 1)
+    expect(door).toEqual(await route('/10.7001/no-csl', {}, 'HEAD'))
+    expect(door).toMatchObject({ status: 302, body: '' })
+  })
+
+  it('offline, the copy’s works asked again and again leave the record cache empty', async () => {
+    const { app, get } = await listening({ offline: true })
+    for (let i = 0; i < 3; i++) {
+      for (const doi of ['10.7001/fresh', '10.7001/no-csl', '10.7002/held']) expect((await get(`/${doi}`)).headers['x-cache']).toBe('COPY')
+    }
+    expect(await metric(app, 'doi_proxy_copy_lookups_total{result="hit"}')).toBeGreaterThanOrEqual(9)
+    expect(await metric(app, 'doi_proxy_cache_entries')).toBe(0)
+  })
+
+  it('a record imported again while the server runs is redirected to its new URL at the next request, by the door too', async () => {
+    const { get, dir, served } = await listening()
+    await get('/10.7001/fresh')
+    expect((await get('/10.7001/no-csl')).headers.location).toBe('https://publisher.example/no-csl')
+    const before = await served()
+    const file = join(dir, 'moved.ndjson')
+    writeFileSync(file, `${JSON.stringify(mirrorRecord('10.7001/no-csl', 'https://publisher.example/moved', '2026-11-27T11:00:00Z'))}\n`)
+    // Another process writes it, as `doi-proxy import` does beside a running server.
+    const imported = spawnSync(process.execPath, ['--import', 'tsx', 'src/command/cli.ts', 'import', '--to', dir, file], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', REGISTRY_COPY_MIN_FREE_BYTES: '0' }
+    })
+    expect(imported.status, imported.stderr).toBe(0)
+    await new Promise((resolve) => setTimeout(resolve, 110))
+    expect((await get('/10.7001/no-csl')).headers.location).toBe('https://publisher.example/moved')
+    expect(await served()).toBe(before + 1)
+  })
+
+  it('a copy record too old to answer online is not the door’s: the upstream answers it', async () => {
+    const { get, upstream } = await listening()
+    await get('/10.7001/fresh')
+    const res = await get('/10.7001/old')
+    expect(res.headers).toMatchObject({ location: 'https://publisher.example/old-upstream', 'x-cache': 'MISS' })
+    expect(upstream.count('10.7001/old')).toBe(1)
+  })
+
+  it('what the door learned of one prefix is not used for another', async () => {
+    const { get, served } = await listening()
+    await get('/10.7001/fresh')
+    const before = await served()
+    expect((await get('/10.7002/held')).headers.location).toBe('https://repository.example/held')
+    expect(await served()).toBe(before)
+  })
+
+  it('a reader’s very long Accept-Language is answered by the route, and nothing is kept for it', async () => {
+    const { get, route, served } = await listening()
+    const long = { 'accept-language': Array.from({ length: 400 }, (_, i) => `x-l${i}`).join(',') }
+    await get('/10.7001/fresh', long)
+    const before = await served()
+    const res = await get('/10.7001/no-csl', long)
+    expect(await served()).toBe(before)
+    expect(res).toEqual(await route('/10.7001/no-csl', long))
+  })
+
+  it('a work whose URL has a scheme outside ALLOWED_SCHEMES shows its values, though the door knows its prefix', async () => {
+    const { get, served } = await listening({ allowedSchemes: ['https', 'http'] })
+    await get('/10.7001/fresh')
+    const before = await served()
+    const res = await get('/10.7001/by-ftp')
+    expect(res.status).toBe(200)
+    expect(res.body).toContain('ftp://files.example/by-ftp')
+    expect(await served()).toBe(before)
+  })
+
+  it('a local record stands in front of the copy at the door too', async () => {
+    const local = mkdtempSync(join(tmpdir(), 'doi-proxy-copy-local-'))
+    onTestFinished(() => {
+      rmSync(local, { recursive: true, force: true })
+    })
+    const values = [
+      {
+        index: 1,
+        type: 'URL',
+        data: { format: 'string', value: 'https://library.example/no-csl' },
+        ttl: 86400,
+        timestamp: '2026-11-01T00:00:00Z'
+      }
+    ]
+    writeFileSync(join(local, 'ours.ndjson'), `${JSON.stringify({ handle: '10.7001/no-csl', values })}\n`)
+    const { get, served } = await listening({ localStoreDir: local })
+    await get('/10.7001/fresh')
+    const before = await served()
+    const res = await get('/10.7001/no-csl')
+    expect(await served()).toBe(before)
+    expect(res.headers.location).toBe('https://library.example/no-csl')
+    expect(res.headers['x-cache']).toBe('HIT')
+  })
+
+  it('once the prefix’s namespace locations run out, the route answers the prefix’s works again (and the door after it)', async () => {
+    let now = NOW
+    const { get, route, served } = await listening({}, () => now)
+    await get('/10.7001/fresh')
+    now += 2 * DAY * 1000
+    const before = await served()
+    const later = await get('/10.7001/no-csl')
+    expect(await served()).toBe(before)
+    expect(later).toEqual(await route('/10.7001/no-csl'))
+    expect((await get('/10.7001/fresh')).headers.location).toBe('https://publisher.example/fresh')
+    expect(await served()).toBe(before + 1)
   })
 })
 

@@ -22,11 +22,8 @@ import type { MetadataAnswers } from '../metadata.js'
 import { negotiate, negotiationHeadersOf } from '../../handle/negotiate.js'
 import type { AnswerKind, AnswerParts, PreparedAnswers } from '../prepared-answers.js'
 import { httpDate, sendParts } from '../prepared-answers.js'
+import { HTML, redirectParts, SAFE_HEADER_VALUE } from '../redirect-parts.js'
 
-const HTML = 'text/html; charset=utf-8'
-// A header value we may send: visible ASCII and spaces/tabs only (no CR, LF or other controls).
-const SAFE_HEADER_VALUE = /^[\t\x20-\x7e]*$/
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // No script, no style, no loads, and a sandbox: an XHTML namespace in a hostile record stays inert text.
 const SHOWURLS_CSP = "default-src 'none'; sandbox"
 
@@ -263,23 +260,6 @@ function statusOf(outcome: ProxyOutcome): number {
 export function plainAnswer(ctx: PageContext, outcome: ProxyOutcome): { status: number; location: string | null } {
   const location = outcome.kind === 'redirect' ? outcome.location : outcome.kind === 'alias' ? aliasLocation(ctx, outcome.target, '') : null
   return { status: statusOf(outcome), location }
-}
-
-/** A redirect's status, headers and page. */
-function redirectParts(outcome: Extract<ProxyOutcome, { kind: 'redirect' }>): AnswerParts {
-  const headers: Record<string, string | string[]> = { location: outcome.location }
-  if (outcome.vary) headers.vary = 'Accept'
-  // A record's own headers were allow-listed when its 10320/loc was prepared (behaviour.md §9).
-  const links = outcome.linkHeaders.filter((l) => SAFE_HEADER_VALUE.test(l))
-  for (const [name, value] of outcome.extraHeaders) {
-    if (!HEADER_NAME.test(name) || !SAFE_HEADER_VALUE.test(value)) continue
-    const lower = name.toLowerCase()
-    if (lower === 'link') links.push(value)
-    else headers[lower] = value
-  }
-  if (links.length > 0) headers.link = links
-  headers['content-type'] = HTML
-  return { status: statusOf(outcome), headers, body: renderRedirectBody(outcome.location, outcome.headLines) }
 }
 
 /** The not-found page (its links use our base URL). */

@@ -256,8 +256,6 @@ export async function writeSnapshot(opts: WriteOptions): Promise<number> {
   try {
     let chunk = JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, writtenAt: opts.now(), source: opts.source }) + '\n'
     for (const [key, entry] of entries) {
-      // A registry copy's record is on disk already, and a snapshot answers for the upstream (issue 43).
-      if (entry.kind !== 'unread' && entry.origin === 'copy') continue
       chunk += `[${JSON.stringify(key)},${encodeEntry(entry)}]\n`
       written++
       if (chunk.length >= WRITE_CHUNK_BYTES) {

@@ -36,7 +36,7 @@ export interface UnreadEntry {
   text: string
 }
 
-/** The entry's text. Never given a registry copy's entry (`origin: 'copy'`): the snapshot file and Redis skip those. */
+/** The entry's text. */
 export function encodeEntry(entry: CachedAnswer | UnreadEntry): string {
   if (entry.kind === 'unread') return `[${ENTRY_VERSION},${entry.storedAt},${entry.freshUntil},1,${entry.text}]`
   return entry.kind === 'found'

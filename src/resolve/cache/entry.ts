@@ -9,8 +9,7 @@ import type { UpstreamAnswer } from '../upstream/client.js'
  * One cached answer. `freshUntil` is epoch ms by the injected clock. `work` is what was worked
  * out once for it (src/resolve/cache/entry-work.ts), added as requests first need it. `textLength`: the length of
  * the JSON the values were read from, when known (an upstream answer), so that sizing the entry does not
- * write the values out again. `origin` 'copy': read from the registry copy (issue 43), not the upstream:
- * answered with `X-Cache: COPY`, never written to Redis nor to the snapshot file (the copy is on disk already).
+ * write the values out again. The registry copy's records are never kept here (src/resolve/lookup/resolver.ts copyAnswer).
  */
 export type CachedAnswer =
   | {
@@ -20,22 +19,8 @@ export type CachedAnswer =
       freshUntil: number
       work?: EntryWork
       textLength?: number
-      origin?: EntryOrigin
     }
-  | { kind: 'not-found'; storedAt: number; freshUntil: number; work?: EntryWork; origin?: EntryOrigin }
-
-/** Where an entry came from when not from the upstream (absent: the upstream, as every entry before issue 43). */
-export type EntryOrigin = 'copy'
-
-/**
- * The entry of a record the registry copy answers, stored at `at`: fresh while both the record's own ttl
- * rule (src/handle/freshness.ts) and the copy's remaining freshness allow; undefined when not kept (a ttl of 0).
- */
-export function copyEntryOf(values: HandleValue[], at: number, freshForMs: number, policy: FreshnessPolicy): CachedAnswer | undefined {
-  const life = entryFor({ kind: 'found', record: { values } }, at, policy)
-  if (life === undefined) return undefined
-  return { kind: 'found', values, storedAt: at, freshUntil: Math.min(life.freshUntil, at + freshForMs), origin: 'copy' }
-}
+  | { kind: 'not-found'; storedAt: number; freshUntil: number; work?: EntryWork }
 
 /**
  * The entry to keep for an upstream answer stored at `at` by the freshness rule (src/handle/freshness.ts),

@@ -103,8 +103,7 @@ export function createSharedTier(opts: SharedTierOptions) {
   /** Store an entry for its remaining freshness + staleness; fire and forget. */
   function put(key: string, entry: CachedAnswer): void {
     const ttl = staleUntil(entry, opts.freshness) - now()
-    // A registry copy's record answers for this process's copy, not for the upstream the other replicas share (issue 43).
-    if (ttl <= 0 || entry.origin === 'copy' || !usable()) return
+    if (ttl <= 0 || !usable()) return
     count.write.inc()
     redis.set(recordKey(key), encodeEntry(entry), 'PX', Math.ceil(ttl)).then(answered, (err: unknown) => fail(reasonOf(err), err))
   }

@@ -10,7 +10,7 @@ import type { CopyStore } from './store.js'
 /**
  * The resolver's view of the registry copy (issue 43, plan-43 §1.7–§1.9): whether the copy answers for a
  * handle now, with the record as doi.org holds it (its URL at index 1, HS_ALIAS for an alias, ttl 86400,
- * the agency's stamp as timestamp) and how long it may be kept; a record of any age to stand in when the
+ * the agency's stamp as timestamp), and the URL of a work for the door; a record of any age to stand in when the
  * upstream fails; and, offline, what an absence means in words. Offline only, it also makes up the prefix
  * records and the agencies' service records (handle/copy/agencies.ts), so Which RA? and negotiation work
  * unplugged; online those come from the upstream. Reads are synchronous (LMDB, memory-mapped): a copy
@@ -19,8 +19,8 @@ import type { CopyStore } from './store.js'
 
 /** What the copy says of a handle now. */
 export type CopyFind =
-  /** It answers: the values, and for how long (ms) it would still answer (Infinity offline). */
-  | { kind: 'found'; values: HandleValue[]; freshForMs: number }
+  /** It answers, with these values. */
+  | { kind: 'found'; values: HandleValue[] }
   /** It holds the record, too old to answer online (the upstream is asked; it may still stand in). */
   | { kind: 'too-old' }
   /** It does not hold the handle (or holds it without a public URL): `words` say what that means. */
@@ -48,6 +48,13 @@ export interface CopyTier {
   absence(handle: string, key: string): string
   /** The record's CSL-JSON, when the copy holds one (negotiated answers, src/resolve/copy/metadata.ts). */
   csl(handle: string, key: string): Csl | undefined
+  /**
+   * The URL of a work the copy answers for now (the door's copy redirects, src/http/prepared-answers.ts), or
+   * undefined (not held, an alias, too old, a made-up record): what `peek` finds, without building the values. Not counted.
+   */
+  workUrl(handle: string, key: string): string | undefined
+  /** Count a lookup the copy answered (the door's, which reads with workUrl). */
+  countHit(): void
 }
 
 // doi.org's relative TTL of a DOI's values (behaviour.md R11).
@@ -94,6 +101,13 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
     return typeof stats?.updatedAt === 'number' ? stats.updatedAt : 0
   }
 
+  /** Seconds the head's record still answers online (Infinity offline); 0 or less: too old. */
+  function freshFor(head: CopyHead): number {
+    if (offline) return Infinity
+    const at = now()
+    return freshForSeconds(effectiveAsOf(head, coverageNow(at)), Math.floor(at / 1000), opts.maxAgeS)
+  }
+
   return {
     offline,
     peek(handle, key, counted = true) {
@@ -103,23 +117,17 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
         const values = madeUp(handle)
         if (values !== undefined) {
           count?.hit.inc()
-          return { kind: 'found', values, freshForMs: Infinity }
+          return { kind: 'found', values }
         }
         count?.absent.inc()
         return { kind: 'absent' }
       }
-      if (offline) {
-        count?.hit.inc()
-        return { kind: 'found', values: valuesOf(head), freshForMs: Infinity }
-      }
-      const at = now()
-      const fresh = freshForSeconds(effectiveAsOf(head, coverageNow(at)), Math.floor(at / 1000), opts.maxAgeS)
-      if (fresh <= 0) {
+      if (freshFor(head) <= 0) {
         count?.tooOld.inc()
         return { kind: 'too-old' }
       }
       count?.hit.inc()
-      return { kind: 'found', values: valuesOf(head), freshForMs: fresh * 1000 }
+      return { kind: 'found', values: valuesOf(head) }
     },
     standIn(handle, key) {
       const head = headOf(handle, key)
@@ -146,7 +154,12 @@ export function createCopyTier(opts: CopyTierOptions): CopyTier {
       const bytes = copy.get(copyKeyOf(key))
       const csl = bytes === undefined ? undefined : decodeCsl(bytes)
       return typeof csl === 'object' ? csl : undefined
-    }
+    },
+    workUrl(handle, key) {
+      const head = headOf(handle, key)
+      return head?.kind === 'work' && freshFor(head) > 0 ? head.target : undefined
+    },
+    countHit: () => opts.count?.hit.inc()
   }
 }
 

@@ -5,7 +5,7 @@ import { expiresAt, expiresFrom, expiryRule, filterValues } from '../../handle/r
 import type { ExpiryRule } from '../../handle/record.js'
 import { locationFor, sameTarget } from '../../handle/redirect.js'
 import { chooseLocation, planLocations, renderShowUrls } from '../../handle/locations.js'
-import type { LocationRequest } from '../../handle/locations.js'
+import type { LocationDecision, LocationRequest } from '../../handle/locations.js'
 import { addPlan } from '../cache/entry-work.js'
 import type { Negotiation } from '../../handle/negotiate.js'
 import type { CachedAnswer } from '../cache/entry.js'
@@ -56,13 +56,27 @@ type Decided =
 
 /**
  * Present when every request of the same variant (handle as written, negotiation, no query) gets this
- * very answer, so it may be prepared once and kept with the record's cache entry (src/resolve/cache/entry-work.ts).
+ * very answer, so it may be prepared once: kept with the record's cache entry (src/resolve/cache/entry-work.ts),
+ * or, for a registry copy's work, as the redirect every work of its prefix gets for that negotiation.
  */
-export interface Reuse {
+export type Reuse = EntryReuse | CopyReuse
+
+export interface EntryReuse {
   entry: CachedAnswer
   /** Until when it holds (epoch ms): the kept namespace locations may change after. */
   validUntil: number
   expires?: ExpiryRule | undefined
+}
+
+/**
+ * A registry copy's work (one URL value, no alias followed) redirected to its own URL with nothing of the
+ * record's in the answer but that URL: any other work of the same prefix gets the same redirect to its own
+ * URL, for the same negotiation, while the prefix's namespace locations hold (src/http/prepared-answers.ts).
+ */
+export interface CopyReuse {
+  copy: true
+  validUntil: number
+  expires: ExpiryRule
 }
 
 /**
@@ -140,17 +154,20 @@ export function createProxyService(opts: ProxyServiceOptions) {
     if (chain.hops > 0 && params.action === 'redirect' && req.post !== true) {
       return { kind: 'alias', handle: req.handle, target: chain.handle, expires: expiresAt(chain.aliasValues, now()), cache: chain.cache }
     }
-    return await decide(req, chain.handle, chain.values, chain.cache, entry, answeredFrom(chain) === 'local')
+    const keepWith = entry ?? (chain.cache === 'COPY' && chain.hops === 0 ? 'copy' : undefined)
+    return await decide(req, chain.handle, chain.values, chain.cache, keepWith, answeredFrom(chain) === 'local')
   }
 
+  /** `keepWith`: the cache entry the answer's work may be kept with, or 'copy' for a registry copy's work reached without an alias. */
   async function decide(
     req: ProxyRequest,
     handle: string,
     all: HandleValue[],
     cache: CacheStatus,
-    entry: CachedAnswer | undefined,
+    keepWith: CachedAnswer | 'copy' | undefined,
     local = false
   ): Promise<Decided> {
+    const entry = keepWith === 'copy' ? undefined : keepWith
     const { params } = req
     const values = filterValues(all, { indexes: params.indexes, types: params.types })
     if (values.length === 0 && hasTypeOrIndexFilter(params)) return { kind: 'no-values', handle, cache }
@@ -159,7 +176,7 @@ export function createProxyService(opts: ProxyServiceOptions) {
     }
     const slot = values === all ? slots.slotOf(handle, values, entry, local) : undefined
     const located = await locations.load(handle, values, req, slots.referencesOf(values, slot))
-    return choose(req, handle, values, located, cache, entry, slot)
+    return choose(req, handle, values, located, cache, keepWith, slot)
   }
 
   return { answer }
@@ -178,10 +195,11 @@ function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
     values: HandleValue[],
     located: LocationContext,
     cache: CacheStatus,
-    entry: CachedAnswer | undefined,
+    keepWith: CachedAnswer | 'copy' | undefined,
     slot: WorkSlot | undefined
   ): Decided {
     const { params } = req
+    const entry = keepWith === 'copy' ? undefined : keepWith
     const kept = slots.keptPlan(handle, located, slot)
     const plan =
       kept ??
@@ -234,10 +252,15 @@ function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
     // Kept namespace locations bound Expires by their own remaining life (behaviour.md R11).
     const rule = expiryRule(decision.usedValues)
     const expires = { relativeMs: rule.relativeMs, until: Math.min(rule.until, located.namespaceUntil ?? Infinity) }
-    const reuse =
-      entry !== undefined && decision.sameForEveryone && located.validUntil !== undefined && location === plain
-        ? { entry, validUntil: located.validUntil, expires }
-        : undefined
+    const { validUntil } = located
+    const reuse: Reuse | undefined =
+      !decision.sameForEveryone || validUntil === undefined || location !== plain
+        ? undefined
+        : entry !== undefined
+          ? { entry, validUntil, expires }
+          : keepWith === 'copy' && handle.includes('/') && onlyItsUrl(decision, values)
+            ? { copy: true, validUntil, expires }
+            : undefined
     return {
       kind: 'redirect',
       handle,
@@ -264,6 +287,23 @@ function chooser(opts: ProxyServiceOptions, slots: WorkSlots) {
 
 export type ProxyService = ReturnType<typeof createProxyService>
 
+/**
+ * Whether a record's redirect carries nothing of it but its one URL value's address: that value chosen
+ * (not a 10320/loc location, whose href may merely equal it), no Link or other record-supplied header,
+ * no 10320/headers line at all (a meta refresh is kept only for the URL it names). Then every record of
+ * the prefix with one URL value gets the same redirect to its own URL (CopyReuse).
+ */
+function onlyItsUrl(decision: Extract<LocationDecision, { kind: 'redirect' }>, values: readonly HandleValue[]): boolean {
+  return (
+    values.length === 1 &&
+    values[0]?.type === 'URL' &&
+    decision.urlOnly &&
+    decision.linkHeaders.length === 0 &&
+    decision.extraHeaders.length === 0 &&
+    decision.headLines.length === 0
+  )
+}
+
 /** The user's locatt values, then the automatic ones from the request's headers (behaviour.md R9). */
 function locattFor(req: ProxyRequest): readonly string[] {
   const { client, params } = req
@@ -274,7 +314,7 @@ function locattFor(req: ProxyRequest): readonly string[] {
 /**
  * Where an answer's record came from, as /status counts it. A hit without a cache entry is a local record
  * (the cache's own hits always carry theirs); the registry copy's answers count as hits (they are at hand,
- * and kept in the cache); BYPASS asked the upstream, as a miss does.
+ * as a cache hit is, read from the memory-mapped copy); BYPASS asked the upstream, as a miss does.
  */
 export function answeredFrom(found: { cache: CacheStatus; entry?: CachedAnswer | undefined }): AnsweredFrom {
   switch (found.cache) {

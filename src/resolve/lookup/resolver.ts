@@ -8,7 +8,6 @@ import { aliasTarget } from '../../handle/record.js'
 import type { Metrics } from '../../observe/metrics.js'
 import type { RecordCache } from '../cache/record-cache.js'
 import type { CachedAnswer } from '../cache/entry.js'
-import { copyEntryOf } from '../cache/entry.js'
 import type { CopyTier } from '../copy/tier.js'
 import type { EntryWork } from '../cache/entry-work.js'
 import { upstreamErrors, UpstreamError } from '../upstream/errors.js'
@@ -19,8 +18,14 @@ import type { UpstreamAnswer } from '../upstream/client.js'
 import { within } from '../upstream/deadline.js'
 import { createUpstreamTurns } from './upstream-turns.js'
 
-/** COPY: the registry copy answered (issue 43), read from it now or kept in the cache since. */
+/** COPY: the registry copy answered (issue 43), read from it at this request (its answers are never cached). */
 export type CacheStatus = 'HIT' | 'COPY' | 'MISS' | 'STALE' | 'BYPASS'
+
+/** A work the registry copy answers for, as the door reads it: its registered URL (src/resolve/copy/tier.ts workUrl). */
+export interface CopyWork {
+  kind: 'copy'
+  url: string
+}
 
 /**
  * A record or its absence; `entry` is the cache entry it came from, for keeping work with it: given with
@@ -142,10 +147,12 @@ export function createResolver(opts: ResolverOptions) {
     lookup,
     // The chain's own promise, not an async wrapper's: no more work per request than a method of its own.
     followAliases: (handle: string, asked: LookupRequest): Promise<ChainResult> => followAliases(lookup, handle, asked),
-    cachedAnswer: atHand.cachedAnswer,
+    atTheDoor: atHand.atTheDoor,
     needsUpstream: atHand.needsUpstream,
     knowsAbsence: atHand.knowsAbsence,
     countHit: () => count.hit.inc(),
+    /** A work the door answered from the registry copy (doi_proxy_copy_lookups_total): see atTheDoor. */
+    countCopyHit: () => opts.copy?.countHit(),
     attach: (handle: string, entry: CachedAnswer, add: (work: EntryWork) => number | undefined) =>
       cache.attach(cacheKey(handle), entry, add)
   }
@@ -155,7 +162,7 @@ export type Resolver = ReturnType<typeof createResolver>
 
 /**
  * What answers without waiting, read synchronously: a local record (which stands in front of the cache),
- * a fresh cache entry, or the registry copy. `cachedAnswer` is the hot path's (src/http/prepared-answers.ts): no Lookup built.
+ * a fresh cache entry, or the registry copy. `atTheDoor` is the hot path's (src/http/prepared-answers.ts): no Lookup built.
  */
 function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: string, key: string) => void) {
   const { cache, now, copy } = opts
@@ -171,17 +178,14 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
     if (!bypassCache) {
       const entry = freshEntry(handle, key)
       if (entry !== undefined) {
-        const status: CacheStatus = entry.origin === 'copy' ? 'COPY' : 'HIT'
         const lookup: Lookup =
-          entry.kind === 'found'
-            ? { kind: 'found', values: entry.values, cache: status, entry }
-            : { kind: 'not-found', cache: status, entry }
+          entry.kind === 'found' ? { kind: 'found', values: entry.values, cache: 'HIT', entry } : { kind: 'not-found', cache: 'HIT', entry }
         return { lookup, cached: true }
       }
     }
     // Bypassing the cache online asks the upstream; offline the copy is all there is.
     if (copy === undefined || (bypassCache && opts.upstream !== undefined)) return undefined
-    return copyAnswer(opts, copy, handle, key)
+    return copyAnswer(opts.upstream !== undefined, copy, handle, key)
   }
 
   /**
@@ -204,13 +208,7 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
     const entry = cache.peek(key)
     const at = now()
     if (entry === undefined || !isFresh(entry, at)) return undefined
-    // A copy's record is not refreshed ahead: when it runs out, the copy is asked again first.
-    if (
-      opts.refreshAhead === true &&
-      entry.kind === 'found' &&
-      entry.origin === undefined &&
-      at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10
-    ) {
+    if (opts.refreshAhead === true && entry.kind === 'found' && at > entry.freshUntil - (entry.freshUntil - entry.storedAt) / 10) {
       refreshInBackground(handle, key)
     }
     return entry
@@ -236,30 +234,32 @@ function recordsAtHand(opts: ResolverOptions, refreshInBackground: (handle: stri
   }
 
   /**
-   * The fresh cache entry that answers a handle, for the hot path's prepared answers; undefined when a
-   * local record stands in front of the cache or there is no upstream. Not counted: see countHit.
+   * What the door (src/http/prepared-answers.ts) may answer a plain request from, in peekEntry's order: the
+   * fresh cache entry, else the URL of a work the registry copy answers for now; undefined when a local
+   * record stands in front of the cache, or neither answers. Not counted: see countHit, and the copy's own.
    */
-  function cachedAnswer(handle: string, key = cacheKey(handle)): CachedAnswer | undefined {
-    // No Lookup built when the cache answers, as peekEntry does: this runs for every prepared answer.
-    return localAnswer(handle, key) === undefined ? freshEntry(handle, key) : undefined
+  function atTheDoor(handle: string, key = cacheKey(handle)): CachedAnswer | CopyWork | undefined {
+    // No Lookup built, as peekEntry builds: this runs for every prepared answer.
+    if (localAnswer(handle, key) !== undefined) return undefined
+    const entry = freshEntry(handle, key)
+    if (entry !== undefined || copy === undefined) return entry
+    const url = copy.workUrl(handle, key)
+    return url === undefined ? undefined : { kind: 'copy', url }
   }
 
-  return { peekEntry, needsUpstream, knowsAbsence, cachedAnswer }
+  return { peekEntry, needsUpstream, knowsAbsence, atTheDoor }
 }
 
 /**
- * The registry copy's answer (plan-43 §1.7): a record it answers for is kept in the cache with origin
- * 'copy', so every repeat is a cache hit (and goes through the door); offline, an absence with its words.
- * Undefined online when the copy does not answer (absent, too old): the upstream is asked.
+ * The registry copy's answer (plan-43 §1.7), read at every request and never kept in the record cache: the
+ * copy is memory-mapped, so a read costs what a cache lookup does, and the cache's memory does not grow
+ * with the DOIs asked of it (docs/architecture.md). Offline, an absence with its words. Undefined online
+ * when the copy does not answer (absent, too old): the upstream is asked.
  */
-function copyAnswer(opts: ResolverOptions, copy: CopyTier, handle: string, key: string): { lookup: Lookup; cached: boolean } | undefined {
+function copyAnswer(online: boolean, copy: CopyTier, handle: string, key: string): { lookup: Lookup; cached: boolean } | undefined {
   const found = copy.peek(handle, key)
-  if (found.kind === 'found') {
-    const entry = copyEntryOf(found.values, opts.now(), found.freshForMs, opts.freshness)
-    if (entry !== undefined) opts.cache.set(key, entry)
-    return { lookup: { kind: 'found', values: found.values, cache: 'COPY', entry }, cached: false }
-  }
-  if (opts.upstream !== undefined) return undefined
+  if (found.kind === 'found') return { lookup: { kind: 'found', values: found.values, cache: 'COPY' }, cached: false }
+  if (online) return undefined
   return { lookup: { kind: 'not-found', cache: 'HIT', absence: copy.absence(handle, key) }, cached: false }
 }
 
@@ -292,7 +292,7 @@ async function followAliases(lookup: Resolver['lookup'], handle: string, asked: 
  * The one rule for the proxy (proxy-service.ts) and the REST API (http/routes/api.ts).
  */
 export function reusableEntry(answer: { cache: CacheStatus; entry?: CachedAnswer | undefined; hops?: number }): CachedAnswer | undefined {
-  return (answer.cache === 'HIT' || answer.cache === 'COPY' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
+  return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
     ? answer.entry
     : undefined
 }

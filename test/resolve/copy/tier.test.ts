@@ -87,9 +87,25 @@ describe('online, a copy record answers while its data is younger than the maxim
     expect(peek(await tier(), handle).kind).toBe(kind)
   })
 
-  it('a found record is fresh for what is left of the maximum age', async () => {
-    const found = peek(await tier(), '10.7001/New')
-    expect(found).toMatchObject({ kind: 'found', freshForMs: (WEEK - DAY) * 1000 })
+  it('a found record answers for what is left of the maximum age, and not a second longer', async () => {
+    const store = await makeStore()
+    const at = (seconds: number) => createCopyTier({ copy: store, maxAgeS: WEEK, offline: false, now: () => seconds * 1000 })
+    expect(peek(at(NOW_S + WEEK - DAY - 1), '10.7001/New').kind).toBe('found')
+    expect(peek(at(NOW_S + WEEK - DAY), '10.7001/New').kind).toBe('too-old')
+  })
+
+  it.each<[string, string | undefined, string]>([
+    // [handle, the URL the door may redirect to, why]
+    ['10.7001/New', 'https://a.example/new', 'a work the copy answers'],
+    ['10.7001/NEW', 'https://a.example/new', 'DOIs fold ASCII case (behaviour.md §2.8)'],
+    [`10.7001/${LONG_SUFFIX}`, 'https://a.example/long', 'a hashed key, its DOI compared'],
+    ['10.7001/old', undefined, 'too old online: the upstream is asked'],
+    ['10.7002/alias', undefined, 'an alias is followed by the route (HS_ALIAS)'],
+    ['10.7003/reg', undefined, 'registered without a public URL'],
+    ['10.7001/absent', undefined, 'not held'],
+    ['10.7001', undefined, 'a prefix record is not a work']
+  ])('workUrl(%s) is %s (%s)', async (handle, url) => {
+    expect((await tier()).workUrl(handle, cacheKey(handle))).toBe(url)
   })
 
   it('the values are doi.org’s: the URL at index 1, ttl 86400, the agency’s date', async () => {
@@ -124,8 +140,9 @@ describe('online, a copy record answers while its data is younger than the maxim
 
 describe('offline, the copy answers alone', () => {
   it('every record it holds answers, however old, with no end to its freshness', async () => {
-    const found = peek(await tier({ offline: true }), '10.7001/old')
-    expect(found).toMatchObject({ kind: 'found', freshForMs: Infinity })
+    const t = await tier({ offline: true, now: () => (NOW_S + 3650 * DAY) * 1000 })
+    expect(peek(t, '10.7001/old').kind).toBe('found')
+    expect(t.workUrl('10.7001/old', cacheKey('10.7001/old'))).toBe('https://a.example/old')
   })
 
   it('a prefix it holds gets a record naming its agency’s service; the service gets its conneg location', async () => {
