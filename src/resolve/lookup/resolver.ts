@@ -292,9 +292,7 @@ async function followAliases(lookup: Resolver['lookup'], handle: string, asked: 
  * The one rule for the proxy (proxy-service.ts) and the REST API (http/routes/api.ts).
  */
 export function reusableEntry(answer: { cache: CacheStatus; entry?: CachedAnswer | undefined; hops?: number }): CachedAnswer | undefined {
-  return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0
-    ? answer.entry
-    : undefined
+  return (answer.cache === 'HIT' || answer.cache === 'MISS') && (answer.hops ?? 0) === 0 ? answer.entry : undefined
 }
 
 function toLookup(answer: UpstreamAnswer, cache: CacheStatus, entry?: CachedAnswer): Lookup {
