@@ -25,6 +25,7 @@ import type { CopyReuse, Reuse } from '../resolve/lookup/proxy-service.js'
 import { addAnswer, preparedBytes } from '../resolve/cache/entry-work.js'
 import type { CacheStatus, Resolver } from '../resolve/lookup/resolver.js'
 import { redirectParts } from './redirect-parts.js'
+import type { AnswerParts } from './redirect-parts.js'
 import type { Tally } from '../observe/metrics.js'
 import { baseUrlOf, configuredBaseUrl } from './base-url.js'
 
@@ -47,12 +48,7 @@ export function isApiRecordPath(url: string): boolean {
   return url.startsWith(API_RECORDS)
 }
 
-/** An answer's parts as the routes render them; Expires and X-Cache are added when it is sent. */
-export interface AnswerParts {
-  status: number
-  headers: Record<string, string | string[]>
-  body: string
-}
+export type { AnswerParts } from './redirect-parts.js'
 
 /** What a route's answer was: which page, and for a redirect whether it answers content negotiation. */
 export type AnswerKind = 'redirect' | 'negotiated-redirect' | 'values' | 'not-found' | 'api'

@@ -1,4 +1,3 @@
-import type { AnswerParts } from './prepared-answers.js'
 import { renderRedirectBody } from './views/pages.js'
 
 /**
@@ -12,6 +11,13 @@ export interface Redirect {
   linkHeaders: readonly string[]
   extraHeaders: ReadonlyArray<readonly [string, string]>
   headLines: readonly string[]
+}
+
+/** An answer's parts as the routes render them; Expires and X-Cache are added when it is sent. */
+export interface AnswerParts {
+  status: number
+  headers: Record<string, string | string[]>
+  body: string
 }
 
 export const HTML = 'text/html; charset=utf-8'
